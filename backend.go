@@ -1,0 +1,120 @@
+package ringev
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// backend is what a backend does, and all it does, in the model of tevent's struct tevent_ops:
+// watch fds for poll(2) events, and wait until one is ready or a deadline passes. Timers,
+// immediates, signals, posted functions, fairness and the dispatch order live in the core
+// (loop.go); a new backend is one file that implements this interface and registers itself in
+// backendTable.
+//
+// Interest masks are poll(2) bits (unix.POLLIN, unix.POLLOUT, unix.POLLERR); POLLERR alone
+// means "watch for error and hang-up only". A mask of 0 means "not watched".
+//
+// All methods are called from the loop's goroutine only.
+type backend interface {
+	// setInterest changes what fd is watched for from old to new (both poll bits; 0 = not
+	// watched). The core calls it only when the union of the fd's handlers changes.
+	setInterest(fd int32, old, new uint32) error
+	// wait blocks until at least one watched fd is ready or timeout ns have passed
+	// (timeout < 0: no deadline; 0: do not block) and appends what is ready to buf. A timeout,
+	// and an interruption by a signal (EINTR), return buf unchanged and a nil error: the core
+	// recomputes its deadline and calls again, so a timeout is waited for once, never twice.
+	// The same fd may appear at most once per call.
+	wait(timeout int64, buf []readyFd) ([]readyFd, error)
+	// close releases the backend's kernel objects. Idempotent.
+	close() error
+}
+
+// readyFd is one fd a backend reports ready, with the poll(2) bits it found (POLLIN, POLLOUT,
+// POLLERR, POLLHUP, POLLNVAL).
+type readyFd struct {
+	fd      int32
+	revents uint32
+}
+
+// backendInfo names a backend and opens it.
+type backendInfo struct {
+	name string
+	// open creates the backend's kernel objects; the error says why it cannot be used here.
+	open func() (backend, error)
+}
+
+// backendTable lists the backends in the order "auto" prefers them.
+var backendTable = []backendInfo{
+	{"uring", openUring},
+	{"epoll", openEpoll},
+	{"poll", openPoll},
+}
+
+// Backends returns the names of the registered backends, in the order the "auto" backend tries
+// them: "uring", "epoll", "poll". A name in this list may still fail in New on a kernel that lacks
+// what it needs; New's error then says why.
+func Backends() []string {
+	names := make([]string, len(backendTable))
+	for i, b := range backendTable {
+		names[i] = b.name
+	}
+	return names
+}
+
+// ErrUnknownBackend is returned (wrapped, with the name) by New for a backend name that is not
+// "auto" or one of Backends().
+var ErrUnknownBackend = errors.New("ringev: unknown backend")
+
+// openBackend opens the backend called name ("auto" tries every backend in order). It returns
+// the backend, its name, and for "auto" the reason for the choice.
+func openBackend(name string) (backend, string, string, error) {
+	if name == "" || name == "auto" {
+		var why []string
+		for _, bi := range backendTable {
+			be, err := bi.open()
+			if err == nil {
+				reason := "auto: " + bi.name + " is the first backend that works here"
+				if len(why) > 0 {
+					reason = "auto: chose " + bi.name + " because " + strings.Join(why, "; ")
+				}
+				return be, bi.name, reason, nil
+			}
+			why = append(why, err.Error())
+		}
+		return nil, "", "", fmt.Errorf("ringev: no backend works here: %s", strings.Join(why, "; "))
+	}
+	for _, bi := range backendTable {
+		if bi.name == name {
+			be, err := bi.open()
+			if err != nil {
+				return nil, "", "", err
+			}
+			return be, bi.name, "", nil
+		}
+	}
+	return nil, "", "", fmt.Errorf("%w %q (known: auto, %s)", ErrUnknownBackend, name, strings.Join(Backends(), ", "))
+}
+
+// pollBits is the poll(2) interest for a set of fd event flags. Error alone watches POLLERR,
+// which every backend treats as "errors and hang-up only".
+func pollBits(f Flags) uint32 {
+	var m uint32
+	if f&Read != 0 {
+		m |= unix.POLLIN
+	}
+	if f&Write != 0 {
+		m |= unix.POLLOUT
+	}
+	if f&Error != 0 {
+		m |= unix.POLLERR
+	}
+	return m
+}
+
+// timespecOf converts a timeout in ns (>= 0) to a unix.Timespec.
+func timespecOf(ns int64) unix.Timespec {
+	return unix.NsecToTimespec(ns)
+}

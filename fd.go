@@ -1,0 +1,242 @@
+package ringev
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// FdHandler is called when an fd event's fd is ready. flags is the subset of the event's flags
+// that is ready (never 0). The handler runs on the loop's goroutine.
+type FdHandler func(ev *FdEvent, flags Flags)
+
+// FdEvent is one handler watching one fd. Any number of fd events may watch the same fd, each
+// with its own flags.
+type FdEvent struct {
+	loop      *Loop
+	slot      *fdSlot
+	fd        int32
+	flags     Flags
+	handler   FdHandler
+	lastRun   uint64 // dispatch clock value when the handler last ran (fairness)
+	autoClose bool
+	closed    bool
+	// Data is free for the caller's use (tevent's private_data).
+	Data any
+}
+
+// fdSlot is everything the loop knows about one fd number.
+type fdSlot struct {
+	fd       int32
+	interest uint32 // poll bits given to the backend (union of the handlers' flags)
+	events   []*FdEvent
+	internal bool // the loop's own wake-up eventfd
+}
+
+// slot returns the slot for fd, creating it.
+func (l *Loop) slot(fd int32) *fdSlot {
+	if int(fd) >= len(l.slots) {
+		n := 2 * len(l.slots)
+		if n <= int(fd) {
+			n = int(fd) + 16
+		}
+		s := make([]*fdSlot, n)
+		copy(s, l.slots)
+		l.slots = s
+	}
+	s := l.slots[fd]
+	if s == nil {
+		s = &fdSlot{fd: fd}
+		l.slots[fd] = s
+	}
+	return s
+}
+
+// AddFd watches fd for flags (any of Read, Write, Error; 0 adds a disarmed event) and calls h
+// when some of them are ready. The loop does not own fd unless SetAutoClose(true) is called.
+// Errors: ErrClosed after Close; one wrapping unix.EBADF for a negative fd; the backend's error
+// (wrapping its errno, e.g. unix.EBADF or unix.EPERM from epoll_ctl) when the fd cannot be watched.
+func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if fd < 0 || fd > 1<<31-1 {
+		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, unix.EBADF)
+	}
+	if h == nil {
+		return nil, fmt.Errorf("ringev: AddFd: fd %d: nil handler", fd)
+	}
+	s := l.slot(int32(fd))
+	if s.internal {
+		return nil, fmt.Errorf("ringev: AddFd: fd %d is the loop's own eventfd: %w", fd, unix.EBADF)
+	}
+	ev := &FdEvent{loop: l, slot: s, fd: int32(fd), flags: flags & (Read | Write | Error), handler: h}
+	s.events = append(s.events, ev)
+	if err := l.updateInterest(s); err != nil {
+		s.events = s.events[:len(s.events)-1]
+		return nil, err
+	}
+	l.nfd++
+	return ev, nil
+}
+
+// updateInterest recomputes the union of the slot's flags and tells the backend if it changed.
+func (l *Loop) updateInterest(s *fdSlot) error {
+	var union Flags
+	for _, ev := range s.events {
+		union |= ev.flags
+	}
+	want := pollBits(union)
+	if want == s.interest {
+		return nil
+	}
+	if err := l.be.setInterest(s.fd, s.interest, want); err != nil {
+		return fmt.Errorf("ringev: watching fd %d for %v: %w", s.fd, union, err)
+	}
+	s.interest = want
+	return nil
+}
+
+// Fd returns the watched fd.
+func (e *FdEvent) Fd() int { return int(e.fd) }
+
+// Flags returns the flags the event currently waits for.
+func (e *FdEvent) Flags() Flags { return e.flags }
+
+// SetFlags changes what the event waits for, with effect from the next wait. Setting 0 disarms
+// it without closing it. It returns the backend's error (wrapping its errno) if the fd can no
+// longer be watched, and ErrClosed on a closed event.
+func (e *FdEvent) SetFlags(f Flags) error {
+	if e.closed {
+		return ErrClosed
+	}
+	f &= Read | Write | Error
+	if f == e.flags {
+		return nil
+	}
+	e.flags = f
+	return e.loop.updateInterest(e.slot)
+}
+
+// SetAutoClose makes Close (of the event, or of the loop) also close the fd.
+func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
+
+// Close stops the event: its handler never runs again, even if readiness for it was already
+// reported. With auto-close set, the fd is closed too. Calling Close again returns nil. The
+// error is the backend's (when it could not stop watching) or close(2)'s, wrapping the errno.
+func (e *FdEvent) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	l := e.loop
+	if l.closed {
+		return nil
+	}
+	s := e.slot
+	for i, x := range s.events {
+		if x == e {
+			copy(s.events[i:], s.events[i+1:])
+			s.events[len(s.events)-1] = nil
+			s.events = s.events[:len(s.events)-1]
+			break
+		}
+	}
+	l.nfd--
+	var err error
+	if e.autoClose {
+		// Stop watching before the fd number can be reused.
+		if s.interest != 0 {
+			err = l.be.setInterest(s.fd, s.interest, 0)
+			s.interest = 0
+		}
+		if cerr := unix.Close(int(e.fd)); cerr != nil && err == nil {
+			err = fmt.Errorf("ringev: close fd %d: %w", e.fd, cerr)
+		}
+		// Other events on the same fd now watch a closed fd; they get POLLNVAL/EBADF.
+		if len(s.events) > 0 {
+			if uerr := l.updateInterest(s); uerr != nil && err == nil {
+				err = uerr
+			}
+		}
+		return err
+	}
+	return l.updateInterest(s)
+}
+
+// readyFlags maps poll bits reported for ev's fd to the flags to hand its handler, applying
+// tevent's rule for errors: a handler without Read or Error is not told about an error or
+// hang-up, and loses its Write flag instead.
+func (l *Loop) readyFlags(ev *FdEvent, revents uint32) Flags {
+	var f Flags
+	if revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+		if ev.flags&(Read|Error) == 0 {
+			if ev.flags&Write != 0 {
+				ev.flags &^= Write
+				l.updateInterest(ev.slot)
+			}
+			return 0
+		}
+		f |= Error | Read
+	}
+	if revents&unix.POLLIN != 0 {
+		f |= Read
+	}
+	if revents&unix.POLLOUT != 0 {
+		f |= Write
+	}
+	return f & ev.flags
+}
+
+// dispatchFd runs the handler of the ready fd event that ran least recently. It reports
+// whether a handler ran.
+func (l *Loop) dispatchFd(ready []readyFd) (bool, error) {
+	var best *FdEvent
+	var bestFlags Flags
+	var nvalErr error
+	for _, r := range ready {
+		if int(r.fd) >= len(l.slots) || l.slots[r.fd] == nil {
+			continue
+		}
+		s := l.slots[r.fd]
+		if s.internal {
+			l.drainWake()
+			continue
+		}
+		if r.revents&unix.POLLNVAL != 0 {
+			nvalErr = l.disarmInvalid(s)
+			continue
+		}
+		for _, ev := range s.events {
+			f := l.readyFlags(ev, r.revents)
+			if f != 0 && (best == nil || ev.lastRun < best.lastRun) {
+				best, bestFlags = ev, f
+			}
+		}
+	}
+	if nvalErr != nil {
+		return false, nvalErr
+	}
+	if best == nil {
+		return false, nil
+	}
+	l.dispatch++
+	best.lastRun = l.dispatch
+	l.inside = true
+	defer func() { l.inside = false }()
+	best.handler(best, bestFlags)
+	return true, nil
+}
+
+// disarmInvalid clears the flags of every event on an fd the kernel reports invalid (POLLNVAL:
+// closed behind the loop's back) and returns the error Once reports.
+func (l *Loop) disarmInvalid(s *fdSlot) error {
+	for _, ev := range s.events {
+		ev.flags = 0
+	}
+	if s.interest != 0 {
+		l.be.setInterest(s.fd, s.interest, 0)
+		s.interest = 0
+	}
+	return fmt.Errorf("ringev: fd %d is not open (POLLNVAL); its %d fd event(s) are disarmed: %w", s.fd, len(s.events), unix.EBADF)
+}

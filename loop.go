@@ -1,0 +1,368 @@
+package ringev
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The loop contract (tevent's, kept exactly; see DESIGN.md):
+//
+//  1. Once runs one handler: pending signals, then posted functions, then one immediate, then one
+//     expired timer; only when none of those is due does it ask the backend to wait for fds
+//     (until the next timer's deadline, once) and then it dispatches one fd handler.
+//  2. fd events are level-triggered: an unconsumed condition is reported again on the next Once.
+//  3. Fair: the fd handler that ran least recently among the ready ones runs first.
+//  4. Any number of handlers may watch one fd, each with its own mask.
+//  5. A closed fd event's handler never runs again.
+//  6. A handler waiting only for Write is not called on error or hang-up; its Write flag is
+//     cleared instead. POLLNVAL disarms every handler of the fd and Once returns an error.
+//  7. Timers use the monotonic clock and run in deadline order, ties in creation order.
+//  8. Post (and Stop) are the only calls safe from any goroutine.
+//  9. Run returns when nothing is left to wait for, on Stop, or on error. Once from inside a
+//     handler returns ErrNested.
+// 10. Signals arrive through os/signal and are delivered as loop events with a count.
+
+// Flags is a set of fd event conditions, as in tevent's TEVENT_FD_READ, TEVENT_FD_WRITE and
+// TEVENT_FD_ERROR.
+type Flags uint16
+
+const (
+	// Read: the fd is readable, or at end of file, or has an error or hang-up (so a reader sees
+	// EOF or the error from read(2)). poll(2)'s POLLIN.
+	Read Flags = 1 << iota
+	// Write: the fd is writable. poll(2)'s POLLOUT. Never reported on error or hang-up: a
+	// handler that waits only for Write then loses its Write flag (tevent's rule).
+	Write
+	// Error: the fd has an error or hang-up (POLLERR, POLLHUP).
+	Error
+)
+
+// String returns the flags as "READ|WRITE|ERROR" (or "0").
+func (f Flags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	s := ""
+	for _, x := range []struct {
+		f Flags
+		n string
+	}{{Read, "READ"}, {Write, "WRITE"}, {Error, "ERROR"}} {
+		if f&x.f != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += x.n
+		}
+	}
+	return s
+}
+
+var (
+	// ErrNested is returned by Once and Run when called from inside a handler of the same loop.
+	ErrNested = errors.New("ringev: Once called from inside a handler (nesting)")
+	// ErrClosed is returned by every call on a closed loop, and by Post after Close.
+	ErrClosed = errors.New("ringev: loop is closed")
+	// ErrNothingToDo is returned by Once when the loop has no fd event, timer, immediate, signal
+	// or posted function to wait for (Run then returns nil).
+	ErrNothingToDo = errors.New("ringev: nothing to wait for")
+)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	backend string
+}
+
+// WithBackend selects the backend by name: "auto" (the default: the first of Backends() that
+// works here, with BackendReason saying why), "uring", "epoll" or "poll". New returns an error
+// wrapping ErrUnknownBackend for any other name, and the backend's own error (for example one
+// wrapping unix.EPERM or unix.ENOSYS from io_uring_setup) when the named backend cannot be used.
+func WithBackend(name string) Option {
+	return func(o *options) { o.backend = name }
+}
+
+// Loop is an event loop. It belongs to the goroutine that called New: every method other than
+// Post and Stop must be called from that goroutine.
+type Loop struct {
+	be       backend
+	beName   string
+	beReason string
+	closed   bool
+	inside   bool // a handler is running (nesting guard)
+	epoch    time.Time
+
+	// fd events
+	slots    []*fdSlot // indexed by fd number
+	nfd      int       // live fd events (all flags)
+	dispatch uint64    // fairness clock: incremented per fd handler run
+	ready    []readyFd // reused wait buffer
+
+	timers   timerHeap
+	timerSeq uint64
+
+	imm immList
+
+	// cross-goroutine state
+	wakeFd   int
+	sleeping atomic.Bool // the loop is in (or about to enter) a blocking wait
+	posted   atomic.Bool // postQ is non-empty
+	stopReq  atomic.Bool
+	postMu   sync.Mutex
+	postQ    []func()
+	postRun  []func() // the loop's copy being run
+	postHead int
+
+	sig *signalState
+}
+
+// New creates a loop on the chosen backend. It locks the calling goroutine to its OS thread
+// (runtime.LockOSThread) until Close, because io_uring's SINGLE_ISSUER and DEFER_TASKRUN bind the
+// ring to the thread that created it; the loop then belongs to this goroutine.
+//
+// Errors: one wrapping ErrUnknownBackend for a bad name; the backend's error when a backend named
+// explicitly cannot be set up (its text says why: io_uring_disabled sysctl, EPERM, ENOSYS, ...);
+// for "auto", an error only when no backend works.
+func New(opts ...Option) (*Loop, error) {
+	o := options{backend: "auto"}
+	for _, fn := range opts {
+		fn(&o)
+	}
+	runtime.LockOSThread()
+	be, name, reason, err := openBackend(o.backend)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	l := &Loop{be: be, beName: name, beReason: reason, epoch: time.Now(), ready: make([]readyFd, 0, 64)}
+	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		be.close()
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("ringev: eventfd: %w", err)
+	}
+	if err := be.setInterest(int32(l.wakeFd), 0, unix.POLLIN); err != nil {
+		unix.Close(l.wakeFd)
+		be.close()
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("ringev: watching the wake-up eventfd: %w", err)
+	}
+	l.slot(int32(l.wakeFd)).internal = true
+	return l, nil
+}
+
+// Backend returns the name of the backend in use: "uring", "epoll" or "poll".
+func (l *Loop) Backend() string { return l.beName }
+
+// BackendReason says why "auto" chose the backend in use (for example that io_uring_setup
+// failed with EPERM); it is "" when the backend was asked for by name.
+func (l *Loop) BackendReason() string { return l.beReason }
+
+// Close releases the loop: its backend, its wake-up eventfd and its signal subscriptions, and
+// closes the fds of fd events that have auto-close set. Handlers never run after Close. It
+// unlocks the goroutine from its OS thread. Calling Close again returns nil.
+func (l *Loop) Close() error {
+	if l.closed {
+		return nil
+	}
+	if l.inside {
+		return fmt.Errorf("ringev: Close called from inside a handler: %w", ErrNested)
+	}
+	l.closed = true
+	l.postMu.Lock()
+	l.postQ = nil
+	l.postMu.Unlock()
+	for _, s := range l.slots {
+		if s == nil {
+			continue
+		}
+		for _, ev := range s.events {
+			ev.closed = true
+			if ev.autoClose {
+				unix.Close(int(ev.fd))
+			}
+		}
+		s.events = nil
+	}
+	l.slots = nil
+	if l.sig != nil {
+		l.sig.stop()
+	}
+	err := l.be.close()
+	unix.Close(l.wakeFd)
+	runtime.UnlockOSThread()
+	return err
+}
+
+// Stop makes Run return after the handler that is running (if any). It is safe from any
+// goroutine, including handlers; it wakes a loop blocked in its wait.
+func (l *Loop) Stop() {
+	l.stopReq.Store(true)
+	l.wake()
+}
+
+// Post queues f to run on the loop's goroutine and wakes the loop. It is the one call safe from
+// any goroutine. Functions posted from one goroutine run in the order posted; each Once runs
+// one of them. It returns ErrClosed after Close.
+func (l *Loop) Post(f func()) error {
+	l.postMu.Lock()
+	if l.closed {
+		l.postMu.Unlock()
+		return ErrClosed
+	}
+	l.postQ = append(l.postQ, f)
+	l.postMu.Unlock()
+	l.posted.Store(true)
+	l.wake()
+	return nil
+}
+
+// wake interrupts a blocking wait. Wake-ups are merged: only the caller that sees the loop
+// sleeping writes to the eventfd (the Go netpoller's pattern).
+func (l *Loop) wake() {
+	if l.sleeping.CompareAndSwap(true, false) {
+		var one = [8]byte{1}
+		unix.Write(l.wakeFd, one[:])
+	}
+}
+
+// Run calls Once until Stop is called (it returns nil), nothing is left to wait for (nil), or
+// Once returns an error (that error).
+func (l *Loop) Run() error {
+	if l.inside {
+		return ErrNested
+	}
+	l.stopReq.Store(false)
+	for !l.stopReq.Load() {
+		if err := l.Once(); err != nil {
+			if errors.Is(err, ErrNothingToDo) {
+				return nil
+			}
+			return err
+		}
+	}
+	l.stopReq.Store(false)
+	return nil
+}
+
+// Once runs exactly one handler and returns: a signal handler, else a posted function, else an
+// immediate, else an expired timer, else it waits for the fds (at most until the next timer is
+// due, waiting once) and runs one fd handler, the least recently run among the ready ones. It
+// returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
+// ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
+// a watched fd turns out to be invalid (POLLNVAL) its handlers are disarmed (flags cleared)
+// and Once returns an error wrapping unix.EBADF that names the fd.
+func (l *Loop) Once() error {
+	if l.inside {
+		return ErrNested
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	for {
+		if l.sig != nil && l.sig.pending.Load() && l.runSignal() {
+			return nil
+		}
+		if l.posted.Load() && l.runPosted() {
+			return nil
+		}
+		if l.imm.head != nil {
+			l.runImmediate()
+			return nil
+		}
+		timeout := int64(-1)
+		if len(l.timers) > 0 {
+			now := l.now()
+			if l.timers[0].deadline <= now {
+				l.runTimer()
+				return nil
+			}
+			timeout = l.timers[0].deadline - now
+		}
+		if l.nfd == 0 && timeout < 0 && !l.hasSignals() && !l.stopReq.Load() {
+			l.postMu.Lock()
+			empty := len(l.postQ) == 0
+			l.postMu.Unlock()
+			if empty {
+				return ErrNothingToDo
+			}
+		}
+		// Announce the wait, then look once more for work posted meanwhile: a poster that
+		// sees sleeping==true writes the eventfd; one that does not has set posted before we
+		// read it here.
+		l.sleeping.Store(true)
+		if l.posted.Load() || l.stopReq.Load() || (l.sig != nil && l.sig.pending.Load()) {
+			timeout = 0
+		}
+		ready, err := l.be.wait(timeout, l.ready[:0])
+		l.sleeping.Store(false)
+		if err != nil {
+			return err
+		}
+		if len(ready) == 0 {
+			if l.stopReq.Load() {
+				return nil
+			}
+			continue
+		}
+		ran, err := l.dispatchFd(ready)
+		if ran || err != nil {
+			return err
+		}
+		if l.stopReq.Load() {
+			return nil
+		}
+	}
+}
+
+// now is the monotonic time in ns since the loop was created.
+func (l *Loop) now() int64 { return int64(time.Since(l.epoch)) }
+
+// call runs h with the nesting guard set.
+func (l *Loop) call(h func()) {
+	l.inside = true
+	defer func() { l.inside = false }()
+	h()
+}
+
+// runPosted runs one posted function; false if the queue was empty.
+func (l *Loop) runPosted() bool {
+	if l.postHead >= len(l.postRun) {
+		l.postMu.Lock()
+		l.postRun, l.postQ = l.postQ, l.postRun[:0]
+		l.posted.Store(false)
+		l.postMu.Unlock()
+		l.postHead = 0
+		if len(l.postRun) == 0 {
+			return false
+		}
+	}
+	f := l.postRun[l.postHead]
+	l.postRun[l.postHead] = nil
+	l.postHead++
+	if l.postHead < len(l.postRun) {
+		l.posted.Store(true) // more to run from our copy
+	} else {
+		l.postRun = l.postRun[:0]
+		l.postHead = 0
+		l.postMu.Lock()
+		if len(l.postQ) > 0 {
+			l.posted.Store(true)
+		}
+		l.postMu.Unlock()
+	}
+	l.call(f)
+	return true
+}
+
+// drainWake empties the wake-up eventfd.
+func (l *Loop) drainWake() {
+	var buf [8]byte
+	unix.Read(l.wakeFd, buf[:])
+}

@@ -1,0 +1,130 @@
+package ringev
+
+import "time"
+
+// Timer is a one-shot timer on the loop's monotonic clock.
+type Timer struct {
+	loop     *Loop
+	deadline int64  // ns since the loop's epoch (monotonic)
+	seq      uint64 // creation order, for ties
+	index    int    // position in the heap; -1 when not queued
+	handler  func(t *Timer)
+	// Data is free for the caller's use.
+	Data any
+}
+
+// AddTimer runs h once, d from now (monotonic clock; d <= 0 means due at once). Timers run in
+// deadline order, ties in creation order; a due timer runs after timers already due and before
+// fd events. It returns nil after Close.
+func (l *Loop) AddTimer(d time.Duration, h func(t *Timer)) *Timer {
+	if l.closed {
+		return nil
+	}
+	return l.addTimer(l.now()+int64(d), h)
+}
+
+// AddTimerAt runs h once at deadline (compared on the monotonic clock when deadline carries a
+// monotonic reading, as time.Now() values do). It returns nil after Close.
+func (l *Loop) AddTimerAt(deadline time.Time, h func(t *Timer)) *Timer {
+	if l.closed {
+		return nil
+	}
+	return l.addTimer(int64(deadline.Sub(l.epoch)), h)
+}
+
+func (l *Loop) addTimer(deadline int64, h func(t *Timer)) *Timer {
+	l.timerSeq++
+	t := &Timer{loop: l, deadline: deadline, seq: l.timerSeq, handler: h}
+	l.timers.push(t)
+	return t
+}
+
+// Stop cancels the timer. It returns true if the timer had not run yet, false if it had already
+// run or been stopped.
+func (t *Timer) Stop() bool {
+	if t == nil || t.index < 0 {
+		return false
+	}
+	t.loop.timers.remove(t.index)
+	return true
+}
+
+// Deadline returns when the timer is due.
+func (t *Timer) Deadline() time.Time { return t.loop.epoch.Add(time.Duration(t.deadline)) }
+
+// runTimer pops the first timer (the caller checked it is due) and runs it.
+func (l *Loop) runTimer() {
+	t := l.timers[0]
+	l.timers.remove(0)
+	l.call(func() { t.handler(t) })
+}
+
+// timerHeap is a binary min-heap ordered by (deadline, seq).
+type timerHeap []*Timer
+
+func (h timerHeap) less(i, j int) bool {
+	if h[i].deadline != h[j].deadline {
+		return h[i].deadline < h[j].deadline
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h timerHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+
+func (h *timerHeap) push(t *Timer) {
+	t.index = len(*h)
+	*h = append(*h, t)
+	h.up(t.index)
+}
+
+func (h *timerHeap) remove(i int) {
+	old := *h
+	n := len(old) - 1
+	t := old[i]
+	if i != n {
+		old.swap(i, n)
+	}
+	old[n] = nil
+	*h = old[:n]
+	if i != n {
+		if !h.down(i) {
+			h.up(i)
+		}
+	}
+	t.index = -1
+}
+
+func (h timerHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h timerHeap) down(i0 int) bool {
+	i := i0
+	n := len(h)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
