@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -118,3 +119,6 @@ func pollBits(f Flags) uint32 {
 func timespecOf(ns int64) unix.Timespec {
 	return unix.NsecToTimespec(ns)
 }
+
+// durationOf converts a timeout in ns (< 0: none) to a time.Duration for the binding.
+func durationOf(ns int64) time.Duration { return time.Duration(ns) }

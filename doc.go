@@ -1,0 +1,30 @@
+// Package ringev is an event loop in the model of Samba's tevent, with poll(2), epoll(7) and
+// io_uring backends over ringev's own io_uring binding (package uring), in pure Go.
+//
+// A Loop watches fds (fd events, level-triggered, any number of handlers per fd), runs timers
+// on the monotonic clock, immediates, signal handlers and functions posted from other
+// goroutines. Each call to Once runs exactly one handler, in tevent's order: signals, posted
+// functions, one immediate, one expired timer, and only then one fd handler, chosen fairly
+// (least recently run first). Run calls Once until Stop or until nothing is left to wait for.
+//
+//	loop, err := ringev.New() // "auto": io_uring, else epoll, else poll
+//	if err != nil { ... }
+//	defer loop.Close()
+//	ev, err := loop.AddFd(fd, ringev.Read, func(ev *ringev.FdEvent, flags ringev.Flags) {
+//		// read from ev.Fd() until EAGAIN, or once: the event is level-triggered
+//	})
+//	loop.AddTimer(time.Second, func(*ringev.Timer) { loop.Stop() })
+//	err = loop.Run()
+//
+// # Ownership
+//
+// A Loop belongs to the goroutine that called New: New locks that goroutine to its OS thread
+// (io_uring's SINGLE_ISSUER and DEFER_TASKRUN bind a ring to the thread that created it) until
+// Close. Only Post and Stop may be called from other goroutines.
+//
+// # Backends
+//
+// Backends() lists "uring", "epoll" and "poll" in the order "auto" tries them; WithBackend
+// picks one by name and BackendReason tells why "auto" chose what it did. Every backend keeps
+// the same contract, shown by one conformance test suite run against each.
+package ringev

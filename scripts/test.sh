@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: formatting, vet, staticcheck, then every test under the race detector.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bad=$(gofmt -l . | grep -v '^vendor/' || true)
+if [ -n "$bad" ]; then echo "gofmt: not formatted:"; echo "$bad"; exit 1; fi
+go vet ./...
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+go test -race -count=1 -timeout 10m ./...
