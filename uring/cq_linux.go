@@ -1,0 +1,59 @@
+package uring
+
+import "sync/atomic"
+
+// See sq_linux.go for the ordering model. The kernel produces CQEs and
+// publishes them by storing the CQ tail (store-release); we consume them and
+// give the slots back by storing the CQ head.
+
+// PeekCQE returns the oldest unconsumed CQE, or nil if the CQ is empty or the
+// ring is closed. The CQE lives in the shared ring: copy what you need, then
+// call CQESeen so the kernel may reuse the slot. No allocation, no syscall;
+// completions still in the kernel's overflow list or waiting as deferred task
+// work appear only after a Submit or a wait enters the kernel.
+func (r *Ring) PeekCQE() *CQE {
+	if r.cqes == nil {
+		return nil
+	}
+	// We are the only writer of the head; the atomic load is for form.
+	head := atomic.LoadUint32(r.cqHead)
+	// Load-acquire of the CQ tail: the CQE contents the kernel wrote
+	// before publishing this tail are visible to the reads that follow.
+	if head == atomic.LoadUint32(r.cqTail) {
+		return nil
+	}
+	return &r.cqes[head&r.cqMask]
+}
+
+// CQESeen marks the CQE returned by PeekCQE as consumed (advances the CQ head
+// by one). Call it only after PeekCQE returned non-nil.
+func (r *Ring) CQESeen() {
+	r.CQAdvance(1)
+}
+
+// CQAdvance marks the n oldest CQEs as consumed (advances the CQ head by n).
+// n must not exceed CQReady.
+func (r *Ring) CQAdvance(n uint32) {
+	if r.cqes == nil || n == 0 {
+		return
+	}
+	// Store-release of the CQ head: our reads of the consumed CQEs complete
+	// before the kernel can see the slots as free and overwrite them.
+	atomic.StoreUint32(r.cqHead, atomic.LoadUint32(r.cqHead)+n)
+}
+
+// CQReady returns the number of CQEs ready to be consumed. No syscall.
+func (r *Ring) CQReady() uint32 {
+	if r.cqes == nil {
+		return 0
+	}
+	// Load-acquire of the tail, as in PeekCQE.
+	return atomic.LoadUint32(r.cqTail) - atomic.LoadUint32(r.cqHead)
+}
+
+// cqNeedsFlush reports whether completions wait in the kernel (CQ overflow
+// list, or task work with TASKRUN_FLAG), so that the next enter must pass
+// IORING_ENTER_GETEVENTS to bring them into the CQ ring.
+func (r *Ring) cqNeedsFlush() bool {
+	return r.sqRingFlags()&(SQCQOverflow|SQTaskrun) != 0
+}

@@ -1,0 +1,52 @@
+// Package uring is ringev's pure-Go (no cgo) binding to the Linux io_uring
+// interface: the kernel ABI (io_uring.h structures and constants), ring setup
+// and mmap, submission- and completion-queue access with the memory ordering
+// the kernel expects, operation preparation, and submit/wait.
+//
+// It knows nothing about event loops; package ringev builds on it.
+//
+// # Using a ring
+//
+//	runtime.LockOSThread()          // see "Thread rule" below
+//	r, err := uring.New()           // setup flags chosen by trial, best first
+//	...
+//	sqe := r.GetSQE()               // nil when the SQ is full: Submit, then retry
+//	sqe.PrepPollAdd(fd, unix.POLLIN)
+//	sqe.SetUserData(42)
+//	n, err := r.SubmitAndWaitTimeout(1, time.Second)
+//	for cqe := r.PeekCQE(); cqe != nil; cqe = r.PeekCQE() {
+//		ud, res := cqe.UserData, cqe.Res // copy what you need first
+//		r.CQESeen()                      // the kernel may now reuse the slot
+//	}
+//
+// A Ring is not safe for concurrent use.
+//
+// # Buffer-lifetime rule
+//
+// An SQE carries plain addresses (SQE.Addr and friends) that the garbage
+// collector does not see. Every buffer or structure whose address is put in an
+// SQE must stay reachable by the caller until the completion (CQE) of that
+// request has been reaped, cancellation included: a cancelled request still
+// owns its memory until its own CQE (usually -ECANCELED) arrives. Such memory
+// must also live off the goroutine stack, because a goroutine stack can move;
+// the Prep methods that take a Go slice force it to the heap.
+//
+// # Thread rule
+//
+// By default New tries IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN
+// first. With SINGLE_ISSUER (6.0) the kernel accepts submissions only from the
+// thread that created the ring (others get -EEXIST), and with DEFER_TASKRUN
+// (6.1) completion work runs only when that thread enters the kernel with
+// IORING_ENTER_GETEVENTS, which Submit, SubmitAndWait and SubmitAndWaitTimeout
+// all do. So the goroutine that owns a ring must call runtime.LockOSThread
+// before New and use the ring only from that goroutine, for the ring's whole
+// life. Close may be called from any thread.
+//
+// # Memory ordering
+//
+// Only sq_linux.go and cq_linux.go touch the shared ring indices. They use
+// sync/atomic on *uint32 pointers into the mmapped rings; Go's atomics are
+// sequentially consistent, which is at least the store-release/load-acquire
+// pairing the kernel's io_uring.h documents, and a full barrier where SQPOLL
+// needs one (reading IORING_SQ_NEED_WAKEUP after publishing the SQ tail).
+package uring
