@@ -43,20 +43,25 @@ type readyFd struct {
 // backendInfo names a backend and opens it.
 type backendInfo struct {
 	name string
+	// auto: "auto" may choose it. Backends that cannot keep the whole contract (uring-poll is
+	// not close-safe) are only used when asked for by name.
+	auto bool
 	// open creates the backend's kernel objects; the error says why it cannot be used here.
 	open func() (backend, error)
 }
 
 // backendTable lists the backends in the order "auto" prefers them.
 var backendTable = []backendInfo{
-	{"uring", openUring},
-	{"epoll", openEpoll},
-	{"poll", openPoll},
+	{"uring", true, openUring},
+	{"epoll", true, openEpoll},
+	{"poll", true, openPoll},
+	{"uring-poll", false, openUringPoll},
 }
 
-// Backends returns the names of the registered backends, in the order the "auto" backend tries
-// them: "uring", "epoll", "poll". A name in this list may still fail in New on a kernel that lacks
-// what it needs; New's error then says why.
+// Backends returns the names of the registered backends: first those "auto" tries, in its order
+// ("uring", "epoll", "poll"), then those used only when asked for by name ("uring-poll": one-shot
+// IORING_OP_POLL_ADD per fd, faster but not close-safe; see WithBackend). A name in this list may
+// still fail in New on a kernel that lacks what it needs; New's error then says why.
 func Backends() []string {
 	names := make([]string, len(backendTable))
 	for i, b := range backendTable {
@@ -75,6 +80,9 @@ func openBackend(name string) (backend, string, string, error) {
 	if name == "" || name == "auto" {
 		var why []string
 		for _, bi := range backendTable {
+			if !bi.auto {
+				continue
+			}
 			be, err := bi.open()
 			if err == nil {
 				reason := "auto: " + bi.name + " is the first backend that works here"

@@ -8,106 +8,73 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// uringBackend is the io_uring backend in the seed's first design: one one-shot
-// IORING_OP_POLL_ADD per watched fd, re-armed after each completion, on a ring set up with the
-// best flags the kernel accepts (SINGLE_ISSUER|DEFER_TASKRUN first). A one-shot poll that is
-// re-armed after the handler ran completes at once if the condition still holds, so fd events
-// stay level-triggered. Every user_data carries the fd and a generation, so a completion for a
-// removed or re-armed poll is dropped.
+// uringBackend is the "uring" backend, the one "auto" prefers: close-safe io_uring. The fds
+// live in a level-triggered epoll set (so close(2) releases a file at once, whoever closes it,
+// and a second idle loop pins nothing), and the loop waits on that set through the ring with
+// IORING_OP_EPOLL_WAIT (Linux 6.15), on a ring set up with SINGLE_ISSUER|DEFER_TASKRUN when the
+// kernel has them. One EPOLL_WAIT is in flight at most; its events buffer belongs to the
+// backend and stays reachable until its completion, cancellation included. Waiting with a
+// deadline uses the ring's EXT_ARG timeout, once.
 //
-// Limitation (the first seed's show-stopper): a pending POLL_ADD holds a reference to the file,
-// so a close(2) behind the loop's back does not release it until the loop re-arms or removes
-// the poll.
+// On kernels without IORING_OP_EPOLL_WAIT (the first completion fails with -EINVAL) it falls
+// back to a one-shot IORING_OP_POLL_ADD on the epoll fd followed by epoll_wait(2) with a zero
+// timeout, which is close-safe too, for one more syscall per blocking wait.
+//
+// DESIGN.md and docs/close-safety.md record the designs measured before this one was chosen.
 type uringBackend struct {
-	ring  *uring.Ring
-	st    []uringFd // indexed by fd number
-	rearm []int32   // fds to (re)arm at the next wait
+	epollBackend                   // setInterest: epoll_ctl on the set
+	ring         *uring.Ring       //
+	inflight     bool              // an EPOLL_WAIT (or POLL_ADD on epfd) is in the kernel
+	fallback     bool              // no IORING_OP_EPOLL_WAIT: poll the epoll fd instead
+	worked       bool              // an EPOLL_WAIT completed successfully once
+	ringEvents   []unix.EpollEvent // written by the kernel while inflight
 }
 
-// uringFd is the backend's state for one fd number.
-type uringFd struct {
-	interest uint32 // poll bits wanted (0: not watched)
-	gen      uint32 // generation of the current poll request (31 bits)
-	armed    bool   // a POLL_ADD with gen is in the SQ or in the kernel
-	queued   bool   // fd is in rearm
-}
-
-// removeTag marks the user_data of POLL_REMOVE requests, whose completions are ignored.
-const removeTag = 1 << 63
-
-func uringUserData(fd int32, gen uint32) uint64 {
-	return uint64(uint32(fd)) | uint64(gen&0x7fffffff)<<32
-}
+const uringEpollTag = 1
 
 func openUring() (backend, error) {
-	r, err := uring.New(uring.WithEntries(256))
+	r, err := uring.New(uring.WithEntries(64))
 	if err != nil {
 		return nil, fmt.Errorf("uring: %w", err)
 	}
-	return &uringBackend{ring: r}, nil
-}
-
-func (b *uringBackend) state(fd int32) *uringFd {
-	if int(fd) >= len(b.st) {
-		st := make([]uringFd, 2*len(b.st)+int(fd)+16)
-		copy(st, b.st)
-		b.st = st
+	ep, err := openEpoll()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("uring: %w", err)
 	}
-	return &b.st[fd]
-}
-
-// sqe returns a free SQE, submitting what is queued when the SQ is full.
-func (b *uringBackend) sqe() (*uring.SQE, error) {
-	for i := 0; i < 2; i++ {
-		if s := b.ring.GetSQE(); s != nil {
-			return s, nil
-		}
-		if _, err := b.ring.Submit(); err != nil {
-			return nil, fmt.Errorf("ringev: uring backend: submit: %w", err)
-		}
-	}
-	return nil, errors.New("ringev: uring backend: submission queue stays full")
-}
-
-func (b *uringBackend) setInterest(fd int32, old, new uint32) error {
-	st := b.state(fd)
-	if st.armed && new != st.interest {
-		s, err := b.sqe()
-		if err != nil {
-			return err
-		}
-		s.PrepPollRemove(uringUserData(fd, st.gen))
-		s.SetUserData(removeTag)
-		st.armed = false
-		st.gen++
-	}
-	st.interest = new
-	if new != 0 && !st.armed && !st.queued {
-		st.queued = true
-		b.rearm = append(b.rearm, fd)
-	}
-	return nil
+	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64)}
+	return b, nil
 }
 
 func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
-	for _, fd := range b.rearm {
-		st := &b.st[fd]
-		st.queued = false
-		if st.interest == 0 || st.armed {
-			continue
-		}
-		s, err := b.sqe()
-		if err != nil {
+	if b.fallback {
+		// Level-triggered epoll: look first, then block in the ring only when nothing is ready.
+		n := len(buf)
+		buf, err := b.epollBackend.wait(0, buf)
+		if err != nil || len(buf) > n || timeout == 0 {
 			return buf, err
 		}
-		s.PrepPollAdd(int(fd), st.interest)
-		s.SetUserData(uringUserData(fd, st.gen))
-		st.armed = true
 	}
-	b.rearm = b.rearm[:0]
-
+	if !b.inflight {
+		s := b.ring.GetSQE()
+		if s == nil {
+			if _, err := b.ring.Submit(); err != nil {
+				return buf, fmt.Errorf("ringev: uring backend: submit: %w", err)
+			}
+			if s = b.ring.GetSQE(); s == nil {
+				return buf, errors.New("ringev: uring backend: submission queue stays full")
+			}
+		}
+		if b.fallback {
+			s.PrepPollAdd(b.epfd, unix.POLLIN)
+		} else {
+			s.PrepEpollWait(b.epfd, b.ringEvents, 0)
+		}
+		s.SetUserData(uringEpollTag)
+		b.inflight = true
+	}
 	var err error
-	if timeout == 0 || b.ring.CQReady() > 0 {
+	if timeout == 0 {
 		_, err = b.ring.Submit()
 	} else {
 		_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
@@ -122,47 +89,37 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		}
 		ud, res := c.UserData, c.Res
 		b.ring.CQESeen()
-		if ud&removeTag != 0 {
+		if ud != uringEpollTag {
 			continue
 		}
-		fd := int32(uint32(ud))
-		if int(fd) >= len(b.st) {
-			continue
-		}
-		st := &b.st[fd]
-		if !st.armed || st.gen&0x7fffffff != uint32(ud>>32) {
-			continue // a completion for a removed poll
-		}
-		st.armed = false
-		st.gen++
-		if res < 0 {
-			if res == -int32(unix.ECANCELED) {
-				b.queue(fd, st)
-				continue
+		b.inflight = false
+		switch {
+		case res >= 0 && b.fallback:
+			return b.epollBackend.wait(0, buf)
+		case res >= 0:
+			b.worked = true
+			for i := 0; i < int(res); i++ {
+				buf = append(buf, readyFd{fd: b.ringEvents[i].Fd, revents: b.ringEvents[i].Events})
 			}
-			// EBADF: the fd was closed behind the loop's back.
-			buf = append(buf, readyFd{fd: fd, revents: unix.POLLNVAL})
-			continue
+		case res == -int32(unix.EINTR) || res == -int32(unix.ECANCELED):
+		case res == -int32(unix.EINVAL) && !b.worked && !b.fallback:
+			b.fallback = true // IORING_OP_EPOLL_WAIT is missing (before Linux 6.15)
+			return b.wait(timeout, buf)
+		default:
+			return buf, fmt.Errorf("ringev: uring backend: IORING_OP_EPOLL_WAIT: %w", unix.Errno(-res))
 		}
-		b.queue(fd, st)
-		buf = append(buf, readyFd{fd: fd, revents: uint32(res)})
 	}
 	return buf, nil
-}
-
-// queue marks fd for re-arming at the next wait, after its handler (if any) has run.
-func (b *uringBackend) queue(fd int32, st *uringFd) {
-	if st.interest != 0 && !st.queued {
-		st.queued = true
-		b.rearm = append(b.rearm, fd)
-	}
 }
 
 func (b *uringBackend) close() error {
 	if b.ring == nil {
 		return nil
 	}
-	err := b.ring.Close()
+	err := b.ring.Close() // cancels the EPOLL_WAIT in flight before its buffer can go
 	b.ring = nil
+	if cerr := b.epollBackend.close(); err == nil {
+		err = cerr
+	}
 	return err
 }

@@ -30,7 +30,9 @@ type fdSlot struct {
 	fd       int32
 	interest uint32 // poll bits given to the backend (union of the handlers' flags)
 	events   []*FdEvent
-	internal bool // the loop's own wake-up eventfd
+	dev, ino uint64 // identity of the file when the last event was added (see checkIdentity)
+	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable
+	internal bool   // the loop's own wake-up eventfd
 }
 
 // slot returns the slot for fd, creating it.
@@ -70,14 +72,41 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 	if s.internal {
 		return nil, fmt.Errorf("ringev: AddFd: fd %d is the loop's own eventfd: %w", fd, unix.EBADF)
 	}
+	if err := l.checkIdentity(s); err != nil {
+		return nil, err
+	}
 	ev := &FdEvent{loop: l, slot: s, fd: int32(fd), flags: flags & (Read | Write | Error), handler: h}
 	s.events = append(s.events, ev)
+	s.mark = 0
 	if err := l.updateInterest(s); err != nil {
 		s.events = s.events[:len(s.events)-1]
 		return nil, err
 	}
 	l.nfd++
 	return ev, nil
+}
+
+// checkIdentity records which file the slot's fd number names (device and inode, from
+// fstat(2)). When events are added to a slot that already has some and the fd number now names
+// another file, the old file was closed behind the loop's back and the number reused: the old
+// events are disarmed (their flags cleared, so their handlers never see the new file's events)
+// and the backend forgets the old registration.
+func (l *Loop) checkIdentity(s *fdSlot) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(s.fd), &st); err != nil {
+		return fmt.Errorf("ringev: AddFd: fd %d: %w", s.fd, err)
+	}
+	if len(s.events) > 0 && (st.Dev != s.dev || st.Ino != s.ino) {
+		for _, ev := range s.events {
+			ev.flags = 0
+		}
+		if s.interest != 0 {
+			l.be.setInterest(s.fd, s.interest, 0) // the old registration may be gone already
+			s.interest = 0
+		}
+	}
+	s.dev, s.ino = st.Dev, st.Ino
+	return nil
 }
 
 // updateInterest recomputes the union of the slot's flags and tells the backend if it changed.
@@ -143,6 +172,7 @@ func (e *FdEvent) Close() error {
 		}
 	}
 	l.nfd--
+	s.mark = 0
 	var err error
 	if e.autoClose {
 		// Stop watching before the fd number can be reused.
@@ -188,23 +218,37 @@ func (l *Loop) readyFlags(ev *FdEvent, revents uint32) Flags {
 	return f & ev.flags
 }
 
-// dispatchFd runs the handler of the ready fd event that ran least recently. It reports
-// whether a handler ran.
-func (l *Loop) dispatchFd(ready []readyFd) (bool, error) {
-	var best *FdEvent
-	var bestFlags Flags
+// markReady processes what a wait returned: it drains the wake-up eventfd, disarms fds the
+// kernel reports invalid, and marks every other reported slot usable for dispatch.
+func (l *Loop) markReady() error {
+	l.waitSeq++
 	var nvalErr error
-	for _, r := range ready {
+	for _, r := range l.cache {
 		if int(r.fd) >= len(l.slots) || l.slots[r.fd] == nil {
 			continue
 		}
 		s := l.slots[r.fd]
-		if s.internal {
+		switch {
+		case s.internal:
 			l.drainWake()
-			continue
-		}
-		if r.revents&unix.POLLNVAL != 0 {
+		case r.revents&unix.POLLNVAL != 0:
 			nvalErr = l.disarmInvalid(s)
+		default:
+			s.mark = l.waitSeq
+		}
+	}
+	return nvalErr
+}
+
+// dispatchFd runs the handler of the ready fd event that ran least recently, among the cached
+// readiness entries whose slot is still marked usable. It reports whether a handler ran; the
+// slot of the handler that ran is no longer usable until the next wait.
+func (l *Loop) dispatchFd() bool {
+	var best *FdEvent
+	var bestFlags Flags
+	for _, r := range l.cache {
+		s := l.slots[r.fd]
+		if s == nil || s.mark != l.waitSeq {
 			continue
 		}
 		for _, ev := range s.events {
@@ -214,18 +258,16 @@ func (l *Loop) dispatchFd(ready []readyFd) (bool, error) {
 			}
 		}
 	}
-	if nvalErr != nil {
-		return false, nvalErr
-	}
 	if best == nil {
-		return false, nil
+		return false
 	}
 	l.dispatch++
 	best.lastRun = l.dispatch
+	best.slot.mark = 0
 	l.inside = true
 	defer func() { l.inside = false }()
 	best.handler(best, bestFlags)
-	return true, nil
+	return true
 }
 
 // disarmInvalid clears the flags of every event on an fd the kernel reports invalid (POLLNVAL:

@@ -78,10 +78,25 @@ type Option func(*options)
 
 type options struct {
 	backend string
+	fresh   bool
 }
 
-// WithBackend selects the backend by name: "auto" (the default: the first of Backends() that
-// works here, with BackendReason saying why), "uring", "epoll" or "poll". New returns an error
+// WithFreshReadiness makes every fd handler run on readiness found by a wait in the same Once,
+// as tevent's poll backend does: one wait per fd handler. By default a wait that reports several
+// fds ready serves the following Onces too, one handler each, as long as no handler of that fd
+// has run and its fd events have not changed since; a handler can then, rarely, be called for a
+// condition that a handler of another fd consumed in between (it reads EAGAIN, as a handler of
+// a non-blocking fd must allow anyway). Fairness and the one-handler-per-Once order are the same
+// either way.
+func WithFreshReadiness() Option {
+	return func(o *options) { o.fresh = true }
+}
+
+// WithBackend selects the backend by name: "auto" (the default: the first of "uring", "epoll",
+// "poll" that works here, with BackendReason saying why), "uring" (close-safe io_uring: an epoll
+// set waited on through the ring), "epoll", "poll", or "uring-poll" (one-shot IORING_OP_POLL_ADD
+// per fd: the seed's design, fast, but NOT close-safe: a close(2) behind the loop's back does not
+// release a file it watches, and an idle loop pins the files it watches; auto never picks it). New returns an error
 // wrapping ErrUnknownBackend for any other name, and the backend's own error (for example one
 // wrapping unix.EPERM or unix.ENOSYS from io_uring_setup) when the named backend cannot be used.
 func WithBackend(name string) Option {
@@ -102,7 +117,9 @@ type Loop struct {
 	slots    []*fdSlot // indexed by fd number
 	nfd      int       // live fd events (all flags)
 	dispatch uint64    // fairness clock: incremented per fd handler run
-	ready    []readyFd // reused wait buffer
+	cache    []readyFd // what the last wait reported (reused buffer)
+	waitSeq  uint64    // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
+	fresh    bool      // WithFreshReadiness: never use readiness from an earlier Once
 
 	timers   timerHeap
 	timerSeq uint64
@@ -140,7 +157,7 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{be: be, beName: name, beReason: reason, epoch: time.Now(), ready: make([]readyFd, 0, 64)}
+	l := &Loop{be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh}
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		be.close()
@@ -293,6 +310,13 @@ func (l *Loop) Once() error {
 				return ErrNothingToDo
 			}
 		}
+		// Readiness from the previous wait that no handler has used up yet comes first.
+		if len(l.cache) > 0 {
+			if l.dispatchFd() {
+				return nil
+			}
+			l.cache = l.cache[:0]
+		}
 		// Announce the wait, then look once more for work posted meanwhile: a poster that
 		// sees sleeping==true writes the eventfd; one that does not has set posted before we
 		// read it here.
@@ -300,21 +324,22 @@ func (l *Loop) Once() error {
 		if l.posted.Load() || l.stopReq.Load() || (l.sig != nil && l.sig.pending.Load()) {
 			timeout = 0
 		}
-		ready, err := l.be.wait(timeout, l.ready[:0])
+		ready, err := l.be.wait(timeout, l.cache[:0])
 		l.sleeping.Store(false)
+		l.cache = ready
 		if err != nil {
 			return err
 		}
-		if len(ready) == 0 {
-			if l.stopReq.Load() {
-				return nil
-			}
-			continue
-		}
-		ran, err := l.dispatchFd(ready)
-		if ran || err != nil {
+		if err := l.markReady(); err != nil {
 			return err
 		}
+		if l.dispatchFd() {
+			if l.fresh {
+				l.cache = l.cache[:0]
+			}
+			return nil
+		}
+		l.cache = l.cache[:0]
 		if l.stopReq.Load() {
 			return nil
 		}

@@ -1,0 +1,177 @@
+package ringev
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// uringPollBackend is the "uring-poll" backend, the seed's first design: one one-shot
+// IORING_OP_POLL_ADD per watched fd, re-armed after each completion, on a ring set up with the
+// best flags the kernel accepts (SINGLE_ISSUER|DEFER_TASKRUN first). A one-shot poll that is
+// re-armed after the handler ran completes at once if the condition still holds, so fd events
+// stay level-triggered. Every user_data carries the fd and a generation, so a completion for a
+// removed or re-armed poll is dropped.
+//
+// It is not close-safe, and so never chosen by "auto": a pending POLL_ADD holds a reference to
+// the file (the first seed's show-stopper), so a close(2) behind the loop's back does not
+// release the file (a socket peer sees no EOF) until the loop re-arms or removes the poll, and
+// a second loop that never runs Once pins every file it watches. FdEvent.Close and auto-close
+// do remove the poll, so code that closes only through the loop is safe.
+type uringPollBackend struct {
+	ring  *uring.Ring
+	st    []uringFd // indexed by fd number
+	rearm []int32   // fds to (re)arm at the next wait
+}
+
+// uringFd is the backend's state for one fd number.
+type uringFd struct {
+	interest uint32 // poll bits wanted (0: not watched)
+	gen      uint32 // generation of the current poll request (31 bits)
+	armed    bool   // a POLL_ADD with gen is in the SQ or in the kernel
+	queued   bool   // fd is in rearm
+}
+
+// removeTag marks the user_data of POLL_REMOVE requests, whose completions are ignored.
+const removeTag = 1 << 63
+
+func uringUserData(fd int32, gen uint32) uint64 {
+	return uint64(uint32(fd)) | uint64(gen&0x7fffffff)<<32
+}
+
+func openUringPoll() (backend, error) {
+	r, err := uring.New(uring.WithEntries(256))
+	if err != nil {
+		return nil, fmt.Errorf("uring-poll: %w", err)
+	}
+	return &uringPollBackend{ring: r}, nil
+}
+
+func (b *uringPollBackend) state(fd int32) *uringFd {
+	if int(fd) >= len(b.st) {
+		st := make([]uringFd, 2*len(b.st)+int(fd)+16)
+		copy(st, b.st)
+		b.st = st
+	}
+	return &b.st[fd]
+}
+
+// sqe returns a free SQE, submitting what is queued when the SQ is full.
+func (b *uringPollBackend) sqe() (*uring.SQE, error) {
+	for i := 0; i < 2; i++ {
+		if s := b.ring.GetSQE(); s != nil {
+			return s, nil
+		}
+		if _, err := b.ring.Submit(); err != nil {
+			return nil, fmt.Errorf("ringev: uring backend: submit: %w", err)
+		}
+	}
+	return nil, errors.New("ringev: uring backend: submission queue stays full")
+}
+
+func (b *uringPollBackend) setInterest(fd int32, old, new uint32) error {
+	st := b.state(fd)
+	if st.armed && new != st.interest {
+		s, err := b.sqe()
+		if err != nil {
+			return err
+		}
+		s.PrepPollRemove(uringUserData(fd, st.gen))
+		s.SetUserData(removeTag)
+		st.armed = false
+		st.gen++
+		if new == 0 {
+			// Submit the removal now: the pending poll holds a reference to the file, which
+			// must be gone before the caller closes the fd (auto-close).
+			if _, err := b.ring.Submit(); err != nil {
+				return fmt.Errorf("ringev: uring-poll backend: submit: %w", err)
+			}
+		}
+	}
+	st.interest = new
+	if new != 0 && !st.armed && !st.queued {
+		st.queued = true
+		b.rearm = append(b.rearm, fd)
+	}
+	return nil
+}
+
+func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
+	for _, fd := range b.rearm {
+		st := &b.st[fd]
+		st.queued = false
+		if st.interest == 0 || st.armed {
+			continue
+		}
+		s, err := b.sqe()
+		if err != nil {
+			return buf, err
+		}
+		s.PrepPollAdd(int(fd), st.interest)
+		s.SetUserData(uringUserData(fd, st.gen))
+		st.armed = true
+	}
+	b.rearm = b.rearm[:0]
+
+	var err error
+	if timeout == 0 || b.ring.CQReady() > 0 {
+		_, err = b.ring.Submit()
+	} else {
+		_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
+	}
+	if err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
+		return buf, fmt.Errorf("ringev: uring backend: %w", err)
+	}
+	for {
+		c := b.ring.PeekCQE()
+		if c == nil {
+			break
+		}
+		ud, res := c.UserData, c.Res
+		b.ring.CQESeen()
+		if ud&removeTag != 0 {
+			continue
+		}
+		fd := int32(uint32(ud))
+		if int(fd) >= len(b.st) {
+			continue
+		}
+		st := &b.st[fd]
+		if !st.armed || st.gen&0x7fffffff != uint32(ud>>32) {
+			continue // a completion for a removed poll
+		}
+		st.armed = false
+		st.gen++
+		if res < 0 {
+			if res == -int32(unix.ECANCELED) {
+				b.queue(fd, st)
+				continue
+			}
+			// EBADF: the fd was closed behind the loop's back.
+			buf = append(buf, readyFd{fd: fd, revents: unix.POLLNVAL})
+			continue
+		}
+		b.queue(fd, st)
+		buf = append(buf, readyFd{fd: fd, revents: uint32(res)})
+	}
+	return buf, nil
+}
+
+// queue marks fd for re-arming at the next wait, after its handler (if any) has run.
+func (b *uringPollBackend) queue(fd int32, st *uringFd) {
+	if st.interest != 0 && !st.queued {
+		st.queued = true
+		b.rearm = append(b.rearm, fd)
+	}
+}
+
+func (b *uringPollBackend) close() error {
+	if b.ring == nil {
+		return nil
+	}
+	err := b.ring.Close()
+	b.ring = nil
+	return err
+}
