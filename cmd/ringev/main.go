@@ -1,0 +1,228 @@
+// Command ringev holds ringev's measuring tools.
+//
+//	ringev bench pipes [--backend a,b] [--shape s,t] [--events N] [--json]
+//
+// Exit status: 0 on success (and for --help), 1 when a measurement fails, 2 for a bad command
+// line.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ringev/ringev/internal/bench"
+)
+
+const usageTop = `usage: ringev <command> [arguments]
+
+commands:
+  bench pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
+
+Run 'ringev bench pipes --help' for its flags.
+`
+
+const usageBench = `usage: ringev bench <benchmark> [flags]
+
+benchmarks:
+  pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
+`
+
+// usagePipes is the help text of `ringev bench pipes`; %s are the known backends and shapes.
+const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--events N] [--json]
+
+Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
+tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
+events/sec and the ratio to epoll in the same shape.
+
+flags:
+  --backend a,b   backends to measure (default: all of %s);
+                  those the kernel rejects are skipped with a note on stderr
+  --shape s,t     shapes to run (default: all of %s);
+                  context lasts 2 s, %s has no context shape
+  --events N      read events per fd_speed run, N > 0 (default %d)
+  --json          print a JSON array of results instead of a table
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageTop)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usageTop)
+		return 0
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "ringev: unknown command %q\n\n%s", args[0], usageTop)
+	return 2
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageBench)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usageBench)
+		return 0
+	case "pipes":
+		return runPipes(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "ringev bench: unknown benchmark %q\n\n%s", args[0], usageBench)
+	return 2
+}
+
+// usageError is a bad command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// exitStatus maps an error to the exit status: 0 for nil and flag.ErrHelp, 2 for a usageError,
+// 1 for anything else.
+func exitStatus(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
+
+// pipesOptions is the parsed command line of `ringev bench pipes`.
+type pipesOptions struct {
+	backends []string // empty: all
+	shapes   []string // empty: all
+	events   int64
+	json     bool
+}
+
+// pipesUsage returns the help text of `ringev bench pipes`.
+func pipesUsage() string {
+	return fmt.Sprintf(usagePipes, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
+		bench.Netpoller, bench.DefaultEvents)
+}
+
+// parsePipes parses the arguments of `ringev bench pipes`. It returns flag.ErrHelp for -h/--help,
+// and a *usageError naming the flag and the bad value for anything it rejects.
+func parsePipes(args []string) (pipesOptions, error) {
+	o := pipesOptions{events: bench.DefaultEvents}
+	fs := flag.NewFlagSet("ringev bench pipes", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, usage is printed by the caller
+	fs.Usage = func() {}
+	fs.Func("backend", "comma-separated backends", func(s string) error {
+		names, err := splitList(s, bench.Backends(), "backend")
+		o.backends = append(o.backends, names...)
+		return err
+	})
+	fs.Func("shape", "comma-separated shapes", func(s string) error {
+		names, err := splitList(s, bench.Shapes(), "shape")
+		o.shapes = append(o.shapes, names...)
+		return err
+	})
+	fs.Func("events", "read events per fd_speed run", func(s string) error {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			var ne *strconv.NumError
+			if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+				return errors.New("out of range")
+			}
+			return errors.New("not an integer")
+		}
+		if n <= 0 {
+			return errors.New("must be > 0")
+		}
+		o.events = n
+		return nil
+	})
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, &usageError{doubleDash(err.Error())}
+	}
+	if fs.NArg() > 0 {
+		return o, &usageError{fmt.Sprintf("unexpected argument %q: bench pipes takes only flags", fs.Arg(0))}
+	}
+	return o, nil
+}
+
+// doubleDash rewrites the flag package's messages, which name a flag with one dash, to the two
+// dashes the usage text uses.
+func doubleDash(msg string) string {
+	for _, p := range []string{"for flag -", "for -", "defined: -", "argument: -"} {
+		if i := strings.Index(msg, p); i >= 0 {
+			return msg[:i+len(p)] + "-" + msg[i+len(p):]
+		}
+	}
+	return msg
+}
+
+// splitList splits a comma-separated list and checks every name against known.
+func splitList(s string, known []string, what string) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, fmt.Errorf("empty %s name (known: %s)", what, strings.Join(known, ", "))
+		}
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown %s %q (known: %s)", what, n, strings.Join(known, ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func runPipes(args []string, stdout, stderr io.Writer) int {
+	o, err := parsePipes(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, pipesUsage())
+			return 0
+		}
+		fmt.Fprintf(stderr, "ringev bench pipes: %v\nRun 'ringev bench pipes --help' for usage.\n", err)
+		return exitStatus(err)
+	}
+	results, runErr := bench.Run(bench.Config{
+		Backends: o.backends,
+		Shapes:   o.shapes,
+		Options:  bench.Options{Events: o.events},
+		Notes:    stderr,
+	})
+	if len(results) > 0 {
+		var werr error
+		if o.json {
+			werr = bench.WriteJSON(stdout, results)
+		} else {
+			werr = bench.WriteTable(stdout, results)
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "ringev bench pipes: writing the results: %v\n", werr)
+			return 1
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "ringev bench pipes: %v\n", runErr)
+		return 1
+	}
+	return 0
+}

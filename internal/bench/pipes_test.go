@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testOptions keeps every measurement short: 2000 read events, 200 ms of context.
+var testOptions = Options{Events: 2000, ContextDuration: 200 * time.Millisecond}
+
+// openFds counts this process's open file descriptors.
+func openFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count open fds: %v", err)
+	}
+	return len(ents)
+}
+
+// requireBackend skips the test when ringev.New rejects backend here, naming why.
+func requireBackend(t *testing.T, backend string) {
+	t.Helper()
+	if err := CheckBackend(backend); err != nil {
+		t.Skipf("backend %s not usable here: %v", backend, err)
+	}
+}
+
+// TestPipesShapes: every shape runs to completion on every usable backend, with no spurious
+// handler calls, and for context with two signals raised per read event.
+func TestPipesShapes(t *testing.T) {
+	for _, backend := range Backends() {
+		for _, shape := range Shapes() {
+			t.Run(shape+"/"+backend, func(t *testing.T) {
+				requireBackend(t, backend)
+				if backend == Netpoller && shape == ShapeContext {
+					t.Skipf("%s has no %s shape", Netpoller, ShapeContext)
+				}
+				r, err := RunPipes(backend, shape, testOptions)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Backend != backend || r.Shape != shape {
+					t.Errorf("result is for %s/%s, want %s/%s", r.Shape, r.Backend, shape, backend)
+				}
+				if r.Seconds <= 0 || r.EventsPerSec <= 0 {
+					t.Errorf("seconds %v, events/sec %v: want both > 0", r.Seconds, r.EventsPerSec)
+				}
+				if r.Spurious != 0 {
+					t.Errorf("%d spurious handler calls, want 0", r.Spurious)
+				}
+				if shape == ShapeContext {
+					if r.Events <= 0 {
+						t.Errorf("context counted %d events, want > 0", r.Events)
+					}
+					if r.Seconds < 0.9*testOptions.ContextDuration.Seconds() {
+						t.Errorf("context ran %.3f s, much shorter than its timer %v", r.Seconds, testOptions.ContextDuration)
+					}
+					if r.SignalsRaised != 2*r.Events {
+						t.Errorf("signals raised %d, want 2 per read event (%d)", r.SignalsRaised, 2*r.Events)
+					}
+					if r.SignalsCounted <= 0 || r.SignalsCounted > r.SignalsRaised {
+						t.Errorf("signals counted %d, want in (0, %d]", r.SignalsCounted, r.SignalsRaised)
+					}
+				} else {
+					if r.Events != testOptions.Events {
+						t.Errorf("counted %d events, want %d", r.Events, testOptions.Events)
+					}
+					if r.SignalsRaised != 0 || r.SignalsCounted != 0 {
+						t.Errorf("signals raised %d, counted %d in %s: want 0", r.SignalsRaised, r.SignalsCounted, shape)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPipesNoFdLeak: a measurement closes every fd it opened (pipe, loop) on every backend.
+func TestPipesNoFdLeak(t *testing.T) {
+	for _, backend := range Backends() {
+		t.Run(backend, func(t *testing.T) {
+			requireBackend(t, backend)
+			opt := Options{Events: 100, ContextDuration: 50 * time.Millisecond}
+			shape := ShapeContext // every kind of event: fds, timer, signals
+			if backend == Netpoller {
+				shape = ShapeFdSpeed1
+			}
+			// A first run may open fds that live as long as the process (the runtime
+			// netpoller's epoll instance); the second must leave the count unchanged.
+			if _, err := RunPipes(backend, shape, opt); err != nil {
+				t.Fatal(err)
+			}
+			before := openFds(t)
+			if _, err := RunPipes(backend, shape, opt); err != nil {
+				t.Fatal(err)
+			}
+			if backend != Netpoller {
+				if _, err := RunPipes(backend, ShapeFdSpeed3, opt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if after := openFds(t); after != before {
+				t.Errorf("open fds: %d before the run, %d after", before, after)
+			}
+		})
+	}
+}
+
+// TestRunPipesRejectsUnknownNames: bad names are errors wrapping ErrUnknownBackend or
+// ErrUnknownShape, and the context shape is refused on the netpoller.
+func TestRunPipesRejectsUnknownNames(t *testing.T) {
+	if _, err := RunPipes("nope", ShapeFdSpeed1, testOptions); !errors.Is(err, ErrUnknownBackend) {
+		t.Errorf("backend nope: err = %v, want ErrUnknownBackend", err)
+	}
+	if _, err := RunPipes(Netpoller, "fd_speed9", testOptions); !errors.Is(err, ErrUnknownShape) {
+		t.Errorf("shape fd_speed9: err = %v, want ErrUnknownShape", err)
+	}
+	if _, err := RunPipes(Netpoller, ShapeContext, testOptions); err == nil {
+		t.Error("context on go-netpoller: no error")
+	}
+	if _, err := Run(Config{Backends: []string{"epoll", "bogus"}}); !errors.Is(err, ErrUnknownBackend) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("Run with backend bogus: err = %v, want ErrUnknownBackend naming it", err)
+	}
+	if _, err := Run(Config{Shapes: []string{"ctx"}}); !errors.Is(err, ErrUnknownShape) {
+		t.Errorf("Run with shape ctx: err = %v, want ErrUnknownShape", err)
+	}
+}
+
+// TestRunSkipsContextOnNetpoller: Run measures the selection in shape order, notes the skipped
+// netpoller context, and sets ratios to epoll when epoll was measured.
+func TestRunSkipsContextOnNetpoller(t *testing.T) {
+	var notes strings.Builder
+	backends := []string{Netpoller, RatioBase}
+	rs, err := Run(Config{
+		Backends: backends,
+		Shapes:   []string{ShapeFdSpeed1, ShapeContext},
+		Options:  testOptions,
+		Notes:    &notes,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epollOK := CheckBackend(RatioBase) == nil
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Shape+"/"+r.Backend)
+		if epollOK && r.RatioToEpoll <= 0 {
+			t.Errorf("%s/%s: ratio to epoll %v, want > 0", r.Shape, r.Backend, r.RatioToEpoll)
+		}
+	}
+	want := "fd_speed1/go-netpoller"
+	if epollOK {
+		want = "context/epoll fd_speed1/epoll fd_speed1/go-netpoller"
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("measured %q, want %q", strings.Join(got, " "), want)
+	}
+	if !strings.Contains(notes.String(), "skipping context on go-netpoller") {
+		t.Errorf("notes %q do not mention the skipped context shape", notes.String())
+	}
+}
