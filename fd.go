@@ -56,11 +56,15 @@ func (l *Loop) slot(fd int32) *fdSlot {
 
 // AddFd watches fd for flags (any of Read, Write, Error; 0 adds a disarmed event) and calls h
 // when some of them are ready. The loop does not own fd unless SetAutoClose(true) is called.
-// Errors: ErrClosed after Close; one wrapping unix.EBADF for a negative fd; the backend's error
+// Errors: ErrClosed after Close; ErrNotOwner from another goroutine; one wrapping unix.EBADF
+// for a negative or closed fd (from fstat(2)); the backend's error
 // (wrapping its errno, e.g. unix.EBADF or unix.EPERM from epoll_ctl) when the fd cannot be watched.
 func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 	if l.closed {
 		return nil, ErrClosed
+	}
+	if !l.owned() {
+		return nil, ErrNotOwner
 	}
 	if fd < 0 || fd > 1<<31-1 {
 		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, unix.EBADF)
@@ -134,10 +138,13 @@ func (e *FdEvent) Flags() Flags { return e.flags }
 
 // SetFlags changes what the event waits for, with effect from the next wait. Setting 0 disarms
 // it without closing it. It returns the backend's error (wrapping its errno) if the fd can no
-// longer be watched, and ErrClosed on a closed event.
+// longer be watched, ErrClosed on a closed event and ErrNotOwner from another goroutine.
 func (e *FdEvent) SetFlags(f Flags) error {
 	if e.closed {
 		return ErrClosed
+	}
+	if !e.loop.owned() {
+		return ErrNotOwner
 	}
 	f &= Read | Write | Error
 	if f == e.flags {
@@ -151,11 +158,15 @@ func (e *FdEvent) SetFlags(f Flags) error {
 func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
 
 // Close stops the event: its handler never runs again, even if readiness for it was already
-// reported. With auto-close set, the fd is closed too. Calling Close again returns nil. The
-// error is the backend's (when it could not stop watching) or close(2)'s, wrapping the errno.
+// reported. With auto-close set, the fd is closed too. Calling Close again returns nil. From a
+// goroutine other than the loop's owner it returns ErrNotOwner and changes nothing. The
+// error is otherwise the backend's (when it could not stop watching) or close(2)'s, wrapping the errno.
 func (e *FdEvent) Close() error {
 	if e.closed {
 		return nil
+	}
+	if !e.loop.owned() {
+		return ErrNotOwner
 	}
 	e.closed = true
 	l := e.loop

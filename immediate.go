@@ -13,9 +13,9 @@ type Immediate struct {
 type immList struct{ head, tail *Immediate }
 
 // AddImmediate queues h to run once, on a coming Once, before any timer or fd handler. It returns
-// nil after Close.
+// nil after Close and from a goroutine other than the loop's owner.
 func (l *Loop) AddImmediate(h func()) *Immediate {
-	if l.closed {
+	if l.closed || !l.owned() {
 		return nil
 	}
 	im := &Immediate{loop: l, handler: h, queued: true, prev: l.imm.tail}
@@ -28,9 +28,10 @@ func (l *Loop) AddImmediate(h func()) *Immediate {
 	return im
 }
 
-// Cancel removes the immediate. It returns true if it had not run yet.
+// Cancel removes the immediate. It returns true if it had not run yet; false if it had, or when
+// called from a goroutine other than the loop's owner.
 func (im *Immediate) Cancel() bool {
-	if im == nil || !im.queued {
+	if im == nil || !im.queued || !im.loop.owned() {
 		return false
 	}
 	im.loop.imm.unlink(im)

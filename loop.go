@@ -109,6 +109,7 @@ type Loop struct {
 	be       backend
 	beName   string
 	beReason string
+	owner    uintptr // the owner goroutine (see owned)
 	closed   bool
 	inside   bool // a handler is running (nesting guard)
 	epoch    time.Time
@@ -157,7 +158,7 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh}
+	l := &Loop{owner: getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh}
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		be.close()
@@ -187,6 +188,9 @@ func (l *Loop) BackendReason() string { return l.beReason }
 func (l *Loop) Close() error {
 	if l.closed {
 		return nil
+	}
+	if !l.owned() {
+		return ErrNotOwner
 	}
 	if l.inside {
 		return fmt.Errorf("ringev: Close called from inside a handler: %w", ErrNested)
@@ -252,6 +256,9 @@ func (l *Loop) wake() {
 // Run calls Once until Stop is called (it returns nil), nothing is left to wait for (nil), or
 // Once returns an error (that error).
 func (l *Loop) Run() error {
+	if !l.owned() {
+		return ErrNotOwner
+	}
 	if l.inside {
 		return ErrNested
 	}
@@ -272,10 +279,14 @@ func (l *Loop) Run() error {
 // immediate, else an expired timer, else it waits for the fds (at most until the next timer is
 // due, waiting once) and runs one fd handler, the least recently run among the ready ones. It
 // returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
+// ErrNotOwner from a goroutine other than the owner,
 // ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
 // a watched fd turns out to be invalid (POLLNVAL) its handlers are disarmed (flags cleared)
 // and Once returns an error wrapping unix.EBADF that names the fd.
 func (l *Loop) Once() error {
+	if !l.owned() {
+		return ErrNotOwner
+	}
 	if l.inside {
 		return ErrNested
 	}

@@ -15,18 +15,20 @@ type Timer struct {
 
 // AddTimer runs h once, d from now (monotonic clock; d <= 0 means due at once). Timers run in
 // deadline order, ties in creation order; a due timer runs after timers already due and before
-// fd events. It returns nil after Close.
+// fd events. It returns nil after Close and when called from a goroutine other than the
+// loop's owner.
 func (l *Loop) AddTimer(d time.Duration, h func(t *Timer)) *Timer {
-	if l.closed {
+	if l.closed || !l.owned() {
 		return nil
 	}
 	return l.addTimer(l.now()+int64(d), h)
 }
 
 // AddTimerAt runs h once at deadline (compared on the monotonic clock when deadline carries a
-// monotonic reading, as time.Now() values do). It returns nil after Close.
+// monotonic reading, as time.Now() values do). It returns nil after Close and from a goroutine
+// other than the loop's owner.
 func (l *Loop) AddTimerAt(deadline time.Time, h func(t *Timer)) *Timer {
-	if l.closed {
+	if l.closed || !l.owned() {
 		return nil
 	}
 	return l.addTimer(int64(deadline.Sub(l.epoch)), h)
@@ -40,9 +42,9 @@ func (l *Loop) addTimer(deadline int64, h func(t *Timer)) *Timer {
 }
 
 // Stop cancels the timer. It returns true if the timer had not run yet, false if it had already
-// run or been stopped.
+// run or been stopped, or when called from a goroutine other than the loop's owner.
 func (t *Timer) Stop() bool {
-	if t == nil || t.index < 0 {
+	if t == nil || t.index < 0 || !t.loop.owned() {
 		return false
 	}
 	t.loop.timers.remove(t.index)
