@@ -1,0 +1,90 @@
+package ringev_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// speedLoop is the fd_speedN shape of tevent's benchmark on one loop: one pipe, a Read handler
+// reading one byte and a Write handler writing one byte, plus extra idle pairs.
+type speedLoop struct {
+	loop   *ringev.Loop
+	p      [2]int
+	buf    [1]byte
+	events int
+}
+
+func newSpeedLoop(tb testing.TB, backend string, extra int) *speedLoop {
+	tb.Helper()
+	l, err := ringev.New(ringev.WithBackend(backend))
+	if err != nil {
+		tb.Skipf("backend %s unavailable: %v", backend, err)
+	}
+	s := &speedLoop{loop: l}
+	if err := unix.Pipe2(s.p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close(); unix.Close(s.p[0]); unix.Close(s.p[1]) })
+	add := func(fd int, f ringev.Flags, h ringev.FdHandler) {
+		if _, err := l.AddFd(fd, f, h); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	add(s.p[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+		if n, _ := unix.Read(s.p[0], s.buf[:]); n == 1 {
+			s.events++
+		}
+	})
+	add(s.p[1], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { unix.Write(s.p[1], s.buf[:]) })
+	for i := 0; i < extra; i++ {
+		add(s.p[0], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
+		add(s.p[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
+	}
+	return s
+}
+
+// run turns the loop until n more read events happened.
+func (s *speedLoop) run(tb testing.TB, n int) {
+	target := s.events + n
+	for s.events < target {
+		if err := s.loop.Once(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFdSpeed measures tevent's fd_speed1/2/3 shapes on every backend: one op is one read
+// event (two handler calls). Compare backends with benchstat.
+func BenchmarkFdSpeed(b *testing.B) {
+	for _, be := range ringev.Backends() {
+		for extra := 0; extra < 3; extra++ {
+			b.Run(fmt.Sprintf("%s/fd_speed%d", be, extra+1), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				s := newSpeedLoop(b, be, extra)
+				s.run(b, 1000)
+				b.ReportAllocs()
+				b.ResetTimer()
+				s.run(b, b.N)
+			})
+		}
+	}
+}
+
+// TestSteadyStateDoesNotAllocate: once warmed up, an fd event round (a read and a write handler)
+// allocates nothing on any backend.
+func TestSteadyStateDoesNotAllocate(t *testing.T) {
+	for _, be := range ringev.Backends() {
+		t.Run(be, func(t *testing.T) {
+			s := newSpeedLoop(t, be, 2)
+			s.run(t, 1000)
+			if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
+				t.Errorf("%s: %.2f allocations per read event, want 0", be, a)
+			}
+		})
+	}
+}
