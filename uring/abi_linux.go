@@ -260,6 +260,174 @@ const (
 	AsyncCancelOp       uint32 = 1 << 5 // IORING_ASYNC_CANCEL_OP, 6.6: match on opcode
 )
 
+// TIMEOUT / TIMEOUT_REMOVE / LINK_TIMEOUT flags (IORING_TIMEOUT_*), for
+// SQE.OpFlags (timeout_flags).
+const (
+	TimeoutAbs          uint32 = 1 << 0 // IORING_TIMEOUT_ABS, 5.5: the timespec is an absolute time
+	TimeoutUpdate       uint32 = 1 << 1 // IORING_TIMEOUT_UPDATE, 5.11: TIMEOUT_REMOVE updates instead
+	TimeoutBoottime     uint32 = 1 << 2 // IORING_TIMEOUT_BOOTTIME, 5.15: CLOCK_BOOTTIME
+	TimeoutRealtime     uint32 = 1 << 3 // IORING_TIMEOUT_REALTIME, 5.15: CLOCK_REALTIME
+	LinkTimeoutUpdate   uint32 = 1 << 4 // IORING_LINK_TIMEOUT_UPDATE, 5.15: update a LINK_TIMEOUT
+	TimeoutETimeSuccess uint32 = 1 << 5 // IORING_TIMEOUT_ETIME_SUCCESS, 5.16: -ETIME counts as success for links
+	TimeoutMultishot    uint32 = 1 << 6 // IORING_TIMEOUT_MULTISHOT, 6.4: fire repeatedly
+)
+
+// FSYNC flags, for SQE.OpFlags (fsync_flags).
+const (
+	FsyncDatasync uint32 = 1 << 0 // IORING_FSYNC_DATASYNC, 5.1: fdatasync(2) semantics
+)
+
+// send/recv flags (IORING_RECVSEND_*, IORING_RECV_*), for SQE.Ioprio.
+const (
+	RecvsendPollFirst uint16 = 1 << 0 // IORING_RECVSEND_POLL_FIRST, 5.19: poll before the first attempt
+	RecvMultishot     uint16 = 1 << 1 // IORING_RECV_MULTISHOT, 6.0: one CQE per receive, with a provided buffer
+	RecvsendFixedBuf  uint16 = 1 << 2 // IORING_RECVSEND_FIXED_BUF, 6.0: registered buffer (zero-copy send)
+	SendZCReportUsage uint16 = 1 << 3 // IORING_SEND_ZC_REPORT_USAGE, 6.2
+	RecvsendBundle    uint16 = 1 << 4 // IORING_RECVSEND_BUNDLE, 6.10: several provided buffers per CQE
+)
+
+// accept flags (IORING_ACCEPT_*), for SQE.Ioprio.
+const (
+	AcceptMultishot uint16 = 1 << 0 // IORING_ACCEPT_MULTISHOT, 5.19: one CQE per accepted connection
+	AcceptDontwait  uint16 = 1 << 1 // IORING_ACCEPT_DONTWAIT, 6.10: -EAGAIN instead of waiting
+	AcceptPollFirst uint16 = 1 << 2 // IORING_ACCEPT_POLL_FIRST, 6.10: poll before the first attempt
+)
+
+// MSG_RING commands (SQE.Addr) and flags (SQE.OpFlags).
+const (
+	MsgData          uint64 = 0      // IORING_MSG_DATA, 5.18: post a CQE with Len as Res and Off as UserData
+	MsgSendFd        uint64 = 1      // IORING_MSG_SEND_FD, 6.0: install a fixed file in the target ring
+	MsgRingCQESkip   uint32 = 1 << 0 // IORING_MSG_RING_CQE_SKIP, 6.0: no CQE in the target (SEND_FD only)
+	MsgRingFlagsPass uint32 = 1 << 1 // IORING_MSG_RING_FLAGS_PASS, 6.3: SpliceFdIn is the target CQE's Flags
+)
+
+// FileIndexAlloc in SQE.SpliceFdIn (file_index) of OPENAT, ACCEPT, ... asks
+// the kernel to pick a free fixed-file slot (IORING_FILE_INDEX_ALLOC, 5.19).
+const FileIndexAlloc uint32 = ^uint32(0)
+
+// RegisterFilesSkip in an UpdateFiles slice leaves that slot unchanged
+// (IORING_REGISTER_FILES_SKIP, 5.12).
+const RegisterFilesSkip int32 = -2
+
+// Register opcodes (enum io_uring_register_op), for io_uring_register(2).
+// All of them go through Ring.doRegister.
+const (
+	RegisterBuffers           uint32 = 0       // IORING_REGISTER_BUFFERS, 5.1
+	UnregisterBuffers         uint32 = 1       // IORING_UNREGISTER_BUFFERS, 5.1
+	RegisterFiles             uint32 = 2       // IORING_REGISTER_FILES, 5.1
+	UnregisterFiles           uint32 = 3       // IORING_UNREGISTER_FILES, 5.1
+	RegisterEventfd           uint32 = 4       // IORING_REGISTER_EVENTFD, 5.2
+	UnregisterEventfd         uint32 = 5       // IORING_UNREGISTER_EVENTFD, 5.2
+	RegisterFilesUpdate       uint32 = 6       // IORING_REGISTER_FILES_UPDATE, 5.5
+	RegisterEventfdAsync      uint32 = 7       // IORING_REGISTER_EVENTFD_ASYNC, 5.6
+	RegisterProbe             uint32 = 8       // IORING_REGISTER_PROBE, 5.6
+	RegisterPersonality       uint32 = 9       // IORING_REGISTER_PERSONALITY, 5.6
+	UnregisterPersonality     uint32 = 10      // IORING_UNREGISTER_PERSONALITY, 5.6
+	RegisterRestrictions      uint32 = 11      // IORING_REGISTER_RESTRICTIONS, 5.10
+	RegisterEnableRings       uint32 = 12      // IORING_REGISTER_ENABLE_RINGS, 5.10
+	RegisterFiles2            uint32 = 13      // IORING_REGISTER_FILES2, 5.13
+	RegisterFilesUpdate2      uint32 = 14      // IORING_REGISTER_FILES_UPDATE2, 5.13
+	RegisterBuffers2          uint32 = 15      // IORING_REGISTER_BUFFERS2, 5.13
+	RegisterBuffersUpdate     uint32 = 16      // IORING_REGISTER_BUFFERS_UPDATE, 5.13
+	RegisterIOWQAff           uint32 = 17      // IORING_REGISTER_IOWQ_AFF, 5.14
+	UnregisterIOWQAff         uint32 = 18      // IORING_UNREGISTER_IOWQ_AFF, 5.14
+	RegisterIOWQMaxWorkers    uint32 = 19      // IORING_REGISTER_IOWQ_MAX_WORKERS, 5.15
+	RegisterRingFds           uint32 = 20      // IORING_REGISTER_RING_FDS, 5.18
+	UnregisterRingFds         uint32 = 21      // IORING_UNREGISTER_RING_FDS, 5.18
+	RegisterPbufRing          uint32 = 22      // IORING_REGISTER_PBUF_RING, 5.19
+	UnregisterPbufRing        uint32 = 23      // IORING_UNREGISTER_PBUF_RING, 5.19
+	RegisterSyncCancel        uint32 = 24      // IORING_REGISTER_SYNC_CANCEL, 6.0
+	RegisterFileAllocRange    uint32 = 25      // IORING_REGISTER_FILE_ALLOC_RANGE, 6.0
+	RegisterPbufStatus        uint32 = 26      // IORING_REGISTER_PBUF_STATUS, 6.8
+	RegisterNapi              uint32 = 27      // IORING_REGISTER_NAPI, 6.9
+	UnregisterNapi            uint32 = 28      // IORING_UNREGISTER_NAPI, 6.9
+	RegisterClock             uint32 = 29      // IORING_REGISTER_CLOCK, 6.12
+	RegisterCloneBuffers      uint32 = 30      // IORING_REGISTER_CLONE_BUFFERS, 6.12
+	RegisterSendMsgRing       uint32 = 31      // IORING_REGISTER_SEND_MSG_RING, 6.13
+	RegisterZcrxIfq           uint32 = 32      // IORING_REGISTER_ZCRX_IFQ, 6.15
+	RegisterResizeRings       uint32 = 33      // IORING_REGISTER_RESIZE_RINGS, 6.13
+	RegisterMemRegion         uint32 = 34      // IORING_REGISTER_MEM_REGION, 6.13
+	RegisterUseRegisteredRing uint32 = 1 << 31 // IORING_REGISTER_USE_REGISTERED_RING, 6.3: fd is a registered ring index
+)
+
+// RsrcRegisterSparse in RsrcRegister.Flags registers an all-empty table
+// (IORING_RSRC_REGISTER_SPARSE, 5.19).
+const RsrcRegisterSparse uint32 = 1 << 0
+
+// RsrcRegister is struct io_uring_rsrc_register (5.13), the argument of
+// RegisterFiles2 and RegisterBuffers2 (Nr is passed as the size).
+type RsrcRegister struct {
+	Nr    uint32
+	Flags uint32 // RsrcRegisterSparse
+	Resv2 uint64
+	Data  uint64 // address of an int32 fd array or a unix.Iovec array
+	Tags  uint64 // address of a uint64 tag array, or 0
+}
+
+// RsrcUpdate is struct io_uring_rsrc_update (5.5, io_uring_files_update
+// before 5.13), the argument of RegisterFilesUpdate and RegisterRingFds.
+type RsrcUpdate struct {
+	Offset uint32
+	Resv   uint32
+	Data   uint64 // address of an int32 fd array; the ring fd for RegisterRingFds
+}
+
+// ProbeOp is struct io_uring_probe_op (5.6).
+type ProbeOp struct {
+	Op    uint8
+	Resv  uint8
+	Flags uint16 // IO_URING_OP_SUPPORTED
+	Resv2 uint32
+}
+
+// ProbeOpSupported is IO_URING_OP_SUPPORTED (5.6) in ProbeOp.Flags.
+const ProbeOpSupported uint16 = 1 << 0
+
+// ProbeHeader is struct io_uring_probe (5.6) without its flexible ops array.
+type ProbeHeader struct {
+	LastOp uint8 // highest opcode the kernel knows
+	OpsLen uint8 // number of ProbeOp entries filled in
+	Resv   uint16
+	Resv2  [3]uint32
+}
+
+// BufReg is struct io_uring_buf_reg (5.19), the argument of RegisterPbufRing.
+type BufReg struct {
+	RingAddr    uint64 // page-aligned address of RingEntries io_uring_buf
+	RingEntries uint32 // a power of two, at most 32768
+	Bgid        uint16 // buffer group ID
+	Flags       uint16 // IOU_PBUF_RING_MMAP (6.4), IOU_PBUF_RING_INC (6.12)
+	Resv        [3]uint64
+}
+
+// Buf is struct io_uring_buf (5.19), one entry of a provided buffer ring. The
+// ring's 16-bit tail overlays Resv of entry 0 (struct io_uring_buf_ring).
+type Buf struct {
+	Addr uint64
+	Len  uint32
+	Bid  uint16
+	Resv uint16
+}
+
+// Timespec is struct __kernel_timespec: 64-bit seconds and nanoseconds on
+// every architecture (unlike unix.Timespec on 32-bit ones).
+type Timespec struct {
+	Sec  int64
+	Nsec int64
+}
+
+// SyncCancelReg is struct io_uring_sync_cancel_reg (6.0), the argument of
+// RegisterSyncCancel. Timeout {-1, -1} means no timeout.
+type SyncCancelReg struct {
+	Addr    uint64 // user_data to match (without AsyncCancelFd/Any)
+	Fd      int32  // fd to match with AsyncCancelFd
+	Flags   uint32 // AsyncCancel*
+	Timeout Timespec
+	Opcode  uint8 // opcode to match with AsyncCancelOp (6.6)
+	Pad     [7]uint8
+	Pad2    [3]uint64
+}
+
 // mmap offsets (IORING_OFF_*) of the three ring mappings, 5.1.
 const (
 	OffSQRing uint64 = 0          // IORING_OFF_SQ_RING

@@ -17,6 +17,14 @@ func TestABISizes(t *testing.T) {
 		{"SQRingOffsets", unsafe.Sizeof(SQRingOffsets{}), 40},
 		{"CQRingOffsets", unsafe.Sizeof(CQRingOffsets{}), 40},
 		{"GeteventsArg", unsafe.Sizeof(GeteventsArg{}), 24},
+		{"RsrcRegister", unsafe.Sizeof(RsrcRegister{}), 32},
+		{"RsrcUpdate", unsafe.Sizeof(RsrcUpdate{}), 16},
+		{"ProbeHeader", unsafe.Sizeof(ProbeHeader{}), 16},
+		{"ProbeOp", unsafe.Sizeof(ProbeOp{}), 8},
+		{"BufReg", unsafe.Sizeof(BufReg{}), 40},
+		{"Buf", unsafe.Sizeof(Buf{}), 16},
+		{"Timespec", unsafe.Sizeof(Timespec{}), 16},
+		{"SyncCancelReg", unsafe.Sizeof(SyncCancelReg{}), 64},
 	}
 	for _, s := range sizes {
 		if s.got != s.want {

@@ -57,3 +57,24 @@ func (r *Ring) CQReady() uint32 {
 func (r *Ring) cqNeedsFlush() bool {
 	return r.sqRingFlags()&(SQCQOverflow|SQTaskrun) != 0
 }
+
+// CQOverflowPending reports whether completions wait in the kernel's overflow
+// list (IORING_SQ_CQ_OVERFLOW, 5.8) because the CQ ring was full. They are not
+// lost (IORING_FEAT_NODROP, 5.5): the next Submit or wait moves them into the
+// CQ ring as space allows. No syscall.
+func (r *Ring) CQOverflowPending() bool {
+	if r.sqFlags == nil {
+		return false
+	}
+	return atomic.LoadUint32(r.sqFlags)&SQCQOverflow != 0
+}
+
+// BufferID returns the provided-buffer ID carried by a CQE of a request with
+// IOSQE_BUFFER_SELECT (IORING_CQE_F_BUFFER, 5.7), and whether there is one.
+func (c CQE) BufferID() (uint16, bool) {
+	return uint16(c.Flags >> CQEBufferShift), c.Flags&CQEFBuffer != 0
+}
+
+// More reports IORING_CQE_F_MORE (5.13): the multishot request that posted
+// this CQE stays armed and will post more.
+func (c CQE) More() bool { return c.Flags&CQEFMore != 0 }

@@ -21,6 +21,23 @@
 //
 // A Ring is not safe for concurrent use.
 //
+// # What is where
+//
+//   - abi_linux.go: io_uring.h structures and constants, each with its release.
+//   - ring_linux.go, options.go: New (setup-flag trial, SQPOLL options), Close.
+//   - sq_linux.go, cq_linux.go, pbuf_linux.go: the only shared-memory atomics.
+//   - submit_linux.go: Submit, SubmitAndWait, SubmitAndWaitTimeout (one
+//     EXT_ARG timespec, EINTR resumed with the remaining time, ETIME reported
+//     even when SQEs were submitted), SubmitAndWaitMin (min_wait, 6.12),
+//     WakeupSQThread.
+//   - prep.go: one Prep method per opcode, in kernel order.
+//   - register_linux.go: every io_uring_register(2) call, through doRegister.
+//   - probe_linux.go: Probe (IORING_REGISTER_PROBE) and ProbeKernel, behind
+//     `ringev probe`.
+//
+// Errors wrap the errno (errors.Is(err, unix.ETIME), ...). A feature the
+// kernel lacks gives an error naming it and the release that added it.
+//
 // # Buffer-lifetime rule
 //
 // An SQE carries plain addresses (SQE.Addr and friends) that the garbage

@@ -44,8 +44,23 @@ type Ring struct {
 	sqRing, cqRing, sqeMem []byte
 
 	// Wait arguments for IORING_ENTER_EXT_ARG; arg.Ts points at ts.
-	ts  unix.Timespec
+	ts  Timespec
 	arg GeteventsArg
+
+	// io_uring_enter target: the fd, or the registered ring index with
+	// enterFlags = EnterRegisteredRing after RegisterRingFd.
+	enterFd    int
+	enterFlags uint32
+	regIndex   int // registered ring index, -1 for none
+
+	sqWakeups uint64 // IORING_ENTER_SQ_WAKEUP calls made (tests)
+	eintrs    uint64 // waits interrupted by a signal and resumed (tests)
+	fence     uint32 // target of the RMW that makes a full barrier
+
+	// Memory the kernel keeps addresses of: registered buffers and their
+	// iovecs, kept reachable until UnregisterBuffers or Close.
+	regBufs [][]byte
+	regIov  []unix.Iovec
 }
 
 // setupTrials are the setup flag sets New tries, best first, when WithFlags is
@@ -57,6 +72,13 @@ var setupTrials = [...]uint32{
 	0,
 }
 
+// sqpollTrials replace setupTrials with SQPOLL, which the kernel refuses to
+// combine with DEFER_TASKRUN, COOP_TASKRUN and TASKRUN_FLAG.
+var sqpollTrials = [...]uint32{
+	SetupSingleIssuer, // 6.0
+	0,
+}
+
 // unsupportedSetup are setup flags that change the ring layout in ways this
 // binding does not handle.
 const unsupportedSetup = SetupSQE128 | SetupCQE32 | SetupCQEMixed | SetupNoMmap |
@@ -65,8 +87,9 @@ const unsupportedSetup = SetupSQE128 | SetupCQE32 | SetupCQEMixed | SetupNoMmap 
 // New creates a ring with io_uring_setup(2) (5.1) and maps it.
 //
 // Without WithFlags the setup flags are found by trial, best first:
-// SINGLE_ISSUER|DEFER_TASKRUN, then COOP_TASKRUN|TASKRUN_FLAG, then none; a
-// set rejected with EINVAL is skipped. SetupFlags reports what was chosen.
+// SINGLE_ISSUER|DEFER_TASKRUN, then COOP_TASKRUN|TASKRUN_FLAG, then none (with
+// WithSQPoll: SQPOLL|SINGLE_ISSUER, then SQPOLL); a set rejected with EINVAL
+// is skipped. SetupFlags reports what was chosen.
 // When SINGLE_ISSUER is chosen, the calling thread owns the ring: call
 // runtime.LockOSThread first.
 //
@@ -80,6 +103,9 @@ func New(opts ...Option) (*Ring, error) {
 		o(&c)
 	}
 	trials := setupTrials[:]
+	if c.sqPoll {
+		trials = sqpollTrials[:]
+	}
 	if c.exact {
 		if c.flags&unsupportedSetup != 0 {
 			return nil, fmt.Errorf("uring: setup flags %#x not supported by this binding: %w",
@@ -90,7 +116,7 @@ func New(opts ...Option) (*Ring, error) {
 	var err error
 	for _, flags := range trials {
 		var p Params
-		p.Flags = flags
+		p.Flags = flags | c.setupExtra(&p)
 		if c.cqEntries != 0 {
 			p.Flags |= SetupCQSize
 			p.CQEntries = c.cqEntries
@@ -125,6 +151,8 @@ func newRing(fd int, p *Params) (*Ring, error) {
 		features:   p.Features,
 		sqEntries:  p.SQEntries,
 		cqEntries:  p.CQEntries,
+		enterFd:    fd,
+		regIndex:   -1,
 	}
 	if err := r.mmap(p); err != nil {
 		r.Close()
@@ -199,11 +227,21 @@ func u32At(mem []byte, off uint32) *uint32 {
 // still in flight. It is idempotent: calls after the first return nil. After
 // Close, GetSQE and PeekCQE return nil and the submit calls fail with an error
 // wrapping unix.EBADF. The error, if any, wraps the munmap or close errno.
+//
+// A ring fd registered with RegisterRingFd is unregistered first; that works
+// only on the thread that registered it (the registration is per thread), so
+// call Close there, or the kernel keeps the ring alive until that thread
+// exits.
 func (r *Ring) Close() error {
 	if !r.open {
 		return nil
 	}
 	var errs []error
+	if r.regIndex >= 0 {
+		if err := r.UnregisterRingFd(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	unmap := func(b []byte) {
 		if b != nil {
 			if err := unix.Munmap(b); err != nil {
@@ -219,7 +257,7 @@ func (r *Ring) Close() error {
 	if err := unix.Close(r.fd); err != nil {
 		errs = append(errs, fmt.Errorf("uring: close: %w", err))
 	}
-	*r = Ring{fd: -1, setupFlags: r.setupFlags, features: r.features}
+	*r = Ring{fd: -1, enterFd: -1, regIndex: -1, setupFlags: r.setupFlags, features: r.features}
 	return errors.Join(errs...)
 }
 
@@ -232,3 +270,9 @@ func (r *Ring) SetupFlags() uint32 { return r.setupFlags }
 
 // Features returns the IORING_FEAT_* flags the kernel reported at setup.
 func (r *Ring) Features() uint32 { return r.features }
+
+// SQEntries returns the number of SQ entries the kernel gave the ring.
+func (r *Ring) SQEntries() uint32 { return r.sqEntries }
+
+// CQEntries returns the number of CQ entries the kernel gave the ring.
+func (r *Ring) CQEntries() uint32 { return r.cqEntries }

@@ -50,3 +50,47 @@ func (r *Ring) flushSQ() uint32 {
 func (r *Ring) sqRingFlags() uint32 {
 	return atomic.LoadUint32(r.sqFlags)
 }
+
+// fullBarrier is a full memory barrier (smp_mb in the kernel's terms): an
+// atomic read-modify-write, which is a locked instruction on amd64 and an
+// acquire-release RMW on arm64, on a word private to the ring. No later load
+// is performed before earlier stores are visible.
+func (r *Ring) fullBarrier() {
+	atomic.AddUint32(&r.fence, 1)
+}
+
+// SQThreadSleeping reports whether the ring's SQPOLL thread has gone to sleep
+// (IORING_SQ_NEED_WAKEUP, 5.1), so that SQEs published now wait until someone
+// enters the kernel with IORING_ENTER_SQ_WAKEUP (Submit does that when
+// needed). The flag is read after a full barrier, as io_uring_enter(2) and
+// liburing's sq_ring_needs_enter require: the SQ thread sets NEED_WAKEUP and
+// then re-checks the tail, we store the tail and then check NEED_WAKEUP, and
+// the barrier keeps one of the two sides from missing the other. It returns
+// false for a ring without SQPOLL or after Close. No syscall, no allocation.
+func (r *Ring) SQThreadSleeping() bool {
+	if r.sqFlags == nil || r.setupFlags&SetupSQPoll == 0 {
+		return false
+	}
+	r.fullBarrier()
+	return atomic.LoadUint32(r.sqFlags)&SQNeedWakeup != 0
+}
+
+// SQReady returns the number of SQEs published to the kernel (or handed out
+// by GetSQE) that it has not consumed yet. With SQPOLL this drops as the SQ
+// thread picks them up. No syscall.
+func (r *Ring) SQReady() uint32 {
+	if r.sqes == nil {
+		return 0
+	}
+	// Load-acquire of the head, as in GetSQE.
+	return r.sqeTail - atomic.LoadUint32(r.sqHead)
+}
+
+// SQSpaceLeft returns how many more SQEs GetSQE can hand out before the SQ is
+// full. No syscall.
+func (r *Ring) SQSpaceLeft() uint32 {
+	if r.sqes == nil {
+		return 0
+	}
+	return uint32(len(r.sqes)) - r.SQReady()
+}

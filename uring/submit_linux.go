@@ -13,7 +13,24 @@ import (
 // converts to an error interface without allocating.
 type enterError unix.Errno
 
-func (e enterError) Error() string { return "uring: io_uring_enter: " + unix.Errno(e).Error() }
+func (e enterError) Error() string {
+	errno := unix.Errno(e)
+	switch errno {
+	case unix.EEXIST:
+		return "uring: io_uring_enter from a thread that does not own this SINGLE_ISSUER/DEFER_TASKRUN ring " +
+			"(the owner is the thread that called New; lock it with runtime.LockOSThread): " + errno.Error()
+	case unix.EOWNERDEAD:
+		return "uring: io_uring_enter: the ring's SQPOLL thread has died: " + errno.Error()
+	case unix.EBUSY:
+		return "uring: io_uring_enter: CQ ring full and completions overflowing; reap completions, then retry: " + errno.Error()
+	case unix.EBADR:
+		return "uring: io_uring_enter: the kernel dropped completions (overflow allocation failed): " + errno.Error()
+	case unix.ETIME:
+		return "uring: wait timed out: " + errno.Error()
+	}
+	return "uring: io_uring_enter: " + errno.Error()
+}
+
 func (e enterError) Unwrap() error { return unix.Errno(e) }
 
 var (
@@ -22,41 +39,60 @@ var (
 	errTimeout error = enterError(unix.ETIME)
 	// errClosed is returned by the submit calls after Close.
 	errClosed = fmt.Errorf("uring: ring is closed: %w", unix.EBADF)
-	// errNoExtArg is returned by SubmitAndWaitTimeout when the kernel lacks
+	// errNoExtArg is returned by the timed waits when the kernel lacks
 	// IORING_FEAT_EXT_ARG.
 	errNoExtArg = fmt.Errorf("uring: wait with timeout needs IORING_FEAT_EXT_ARG (5.11), missing: %w", unix.EOPNOTSUPP)
+	// errNoMinTimeout is returned by SubmitAndWaitMin when the kernel lacks
+	// IORING_FEAT_MIN_TIMEOUT.
+	errNoMinTimeout = fmt.Errorf("uring: min_wait needs IORING_FEAT_MIN_TIMEOUT (6.12), missing: %w", unix.EOPNOTSUPP)
 )
 
-// enter calls io_uring_enter(2) (5.1) and returns its result and errno.
+// enter calls io_uring_enter(2) (5.1) on the ring (by its registered index
+// after RegisterRingFd) and returns its result and errno.
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, unix.Errno) {
-	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
-		uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
+	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
+		uintptr(minComplete), uintptr(flags|r.enterFlags), uintptr(arg), argSize)
+	if errno == unix.EBADF && r.enterFlags != 0 {
+		// The registered index is only valid on the thread that
+		// registered it: from any other thread use the plain fd.
+		n, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
+			uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
+	}
 	return int(n), errno
 }
 
 // wakeupFlag returns EnterSQWakeup when the ring has an SQPOLL thread that is
-// asleep and there is something for it to submit (call after flushSQ).
+// asleep and there is something for it to submit (call after flushSQ, whose
+// tail store is followed here by the full barrier of SQThreadSleeping).
 func (r *Ring) wakeupFlag(toSubmit uint32) uint32 {
-	if r.setupFlags&SetupSQPoll != 0 && toSubmit > 0 && r.sqRingFlags()&SQNeedWakeup != 0 {
+	if toSubmit > 0 && r.setupFlags&SetupSQPoll != 0 && r.SQThreadSleeping() {
+		r.sqWakeups++
 		return EnterSQWakeup
 	}
 	return 0
 }
 
 // Submit hands the SQEs prepared since the last submit to the kernel and
-// returns how many it consumed. It does not wait for completions. With
-// DEFER_TASKRUN (and whenever the kernel holds completions back: CQ overflow,
-// IORING_SQ_TASKRUN) it also passes IORING_ENTER_GETEVENTS with min_complete 0,
-// so pending completion work runs and its CQEs become visible to PeekCQE. With
-// SQPOLL it enters only to wake a sleeping SQ thread. EINTR is retried. Errors
-// wrap the io_uring_enter errno (e.g. unix.EBUSY, unix.EAGAIN, unix.EEXIST
-// when called from a thread that does not own a SINGLE_ISSUER ring), or
-// unix.EBADF after Close. No allocation.
+// returns how many it consumed (with SQPOLL: how many were handed to the SQ
+// thread). It does not wait for completions. With DEFER_TASKRUN (and whenever
+// the kernel holds completions back: CQ overflow, IORING_SQ_TASKRUN) it also
+// passes IORING_ENTER_GETEVENTS with min_complete 0, so pending completion
+// work runs and overflowed CQEs move into the CQ ring. With SQPOLL it enters
+// the kernel only to wake a sleeping SQ thread (IORING_ENTER_SQ_WAKEUP) or to
+// flush completions. EINTR is retried; EBUSY (an old kernel refusing to
+// submit while completions overflow) is answered by flushing the overflow
+// with GETEVENTS and retrying once.
+//
+// Errors wrap the io_uring_enter errno: unix.EEXIST when called from a thread
+// that does not own a SINGLE_ISSUER ring, unix.EOWNERDEAD when the SQPOLL
+// thread died, unix.EBUSY when the CQ is full and must be reaped first,
+// unix.EAGAIN, or unix.EBADF after Close. No allocation.
 func (r *Ring) Submit() (int, error) {
 	if !r.open {
 		return 0, errClosed
 	}
 	sqpoll := r.setupFlags&SetupSQPoll != 0
+	flushed := false
 	for {
 		toSubmit := r.flushSQ()
 		flags := r.wakeupFlag(toSubmit)
@@ -77,87 +113,160 @@ func (r *Ring) Submit() (int, error) {
 			return n, nil
 		case unix.EINTR:
 			continue
-		default:
-			return 0, enterError(errno)
+		case unix.EBUSY:
+			if !flushed && toSubmit > 0 {
+				flushed = true
+				r.enter(0, 0, EnterGetEvents, nil, 0)
+				continue
+			}
 		}
+		return 0, enterError(errno)
 	}
 }
 
 // SubmitAndWait submits like Submit and then waits, without a timeout, until
 // at least n CQEs are ready (n is capped at the CQ size, as the kernel does).
 // It returns the number of SQEs submitted. EINTR, and a wait cut short after a
-// successful submission, are retried. Errors wrap the io_uring_enter errno.
+// successful submission, are retried. Errors wrap the io_uring_enter errno
+// (see Submit; unix.EBADR when the kernel had to drop completions). No
+// allocation.
 func (r *Ring) SubmitAndWait(n uint32) (int, error) {
-	if !r.open {
-		return 0, errClosed
-	}
-	want := min(n, r.cqEntries)
-	submitted := 0
-	for {
-		toSubmit := r.flushSQ()
-		ret, errno := r.enter(toSubmit, n, EnterGetEvents|r.wakeupFlag(toSubmit), nil, 0)
-		switch errno {
-		case 0:
-			submitted += ret
-			if r.CQReady() >= want {
-				return submitted, nil
-			}
-			// The kernel returns the submitted count and drops a wait
-			// error (EINTR) when it submitted something: wait again.
-		case unix.EINTR:
-		default:
-			return submitted, enterError(errno)
-		}
-	}
+	return r.wait(n, -1, 0)
 }
 
 // SubmitAndWaitTimeout submits pending SQEs and waits for at least n CQEs or
 // until timeout has elapsed, with ONE timespec for the whole wait passed via
 // IORING_ENTER_EXT_ARG (IORING_FEAT_EXT_ARG, 5.11): a wait interrupted by a
 // signal (EINTR) is retried with the remaining time, never with the full
-// timeout again.
+// timeout again, so the wait never lasts twice the timeout (the bug liburing
+// fixed in 2.3).
 //
-// It returns the number of SQEs submitted. When fewer than n CQEs are ready at
-// the deadline, the error wraps unix.ETIME, even if SQEs were submitted (the
-// kernel then reports only the count and drops the timeout: liburing issue
-// 684). timeout < 0 waits without a timeout (SubmitAndWait); timeout 0 only
-// polls. n is capped at the CQ size. Without IORING_FEAT_EXT_ARG it fails with
-// an error naming the feature and wrapping unix.EOPNOTSUPP. Other errors wrap
-// the io_uring_enter errno. No allocation.
+// It returns the number of SQEs submitted; the completions are what CQReady
+// and PeekCQE show. When fewer than n CQEs are ready at the deadline the
+// error wraps unix.ETIME, even if SQEs were submitted in the same call (the
+// kernel then returns only the submitted count: liburing issue 684); both
+// results are valid together. timeout < 0 waits without a timeout
+// (SubmitAndWait); timeout 0 only polls. n is capped at the CQ size. Without
+// IORING_FEAT_EXT_ARG it fails with an error naming the feature and wrapping
+// unix.EOPNOTSUPP. Other errors wrap the io_uring_enter errno (see Submit).
+// No allocation.
 func (r *Ring) SubmitAndWaitTimeout(n uint32, timeout time.Duration) (int, error) {
-	if timeout < 0 {
-		return r.SubmitAndWait(n)
+	return r.wait(n, timeout, 0)
+}
+
+// SubmitAndWaitMin is SubmitAndWaitTimeout with a minimum wait
+// (struct io_uring_getevents_arg.min_wait_usec, IORING_FEAT_MIN_TIMEOUT, 6.12):
+// the wait ends when n CQEs are ready, or once minWait has passed with at
+// least one CQE ready, or at the timeout (an error wrapping unix.ETIME when
+// no CQE at all is ready, or fewer than n and minWait is not reached).
+// minWait is rounded down to microseconds, the kernel's unit; timeout < 0
+// means no overall timeout. Without the feature it fails with an error
+// naming IORING_FEAT_MIN_TIMEOUT and wrapping unix.EOPNOTSUPP. No allocation.
+func (r *Ring) SubmitAndWaitMin(n uint32, timeout, minWait time.Duration) (int, error) {
+	if r.features&FeatMinTimeout == 0 && r.open {
+		return 0, errNoMinTimeout
 	}
+	return r.wait(n, timeout, max(minWait, 0))
+}
+
+// wait is the one waiting loop. timeout < 0: none. minWait > 0: min_wait.
+func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 	if !r.open {
 		return 0, errClosed
 	}
-	if r.features&FeatExtArg == 0 {
+	extArg := timeout >= 0 || minWait > 0
+	if extArg && r.features&FeatExtArg == 0 {
 		return 0, errNoExtArg
 	}
-	deadline := time.Now().Add(timeout)
 	want := min(n, r.cqEntries)
+	var start, deadline, minDeadline time.Time
+	if extArg {
+		start = time.Now()
+		deadline = start.Add(timeout)
+		minDeadline = start.Add(minWait)
+	}
 	submitted := 0
+	minComplete := n
 	for {
-		remaining := max(time.Until(deadline), 0)
-		r.ts = unix.NsecToTimespec(remaining.Nanoseconds())
+		var arg unsafe.Pointer
+		var argSize uintptr
+		flags := EnterGetEvents
+		if extArg {
+			now := time.Now()
+			r.arg.MinWaitUsec = 0
+			if minWait > 0 {
+				if left := minDeadline.Sub(now); left > 0 {
+					r.arg.MinWaitUsec = uint32(min(left/time.Microsecond, 1<<32-1))
+				} else {
+					// min_wait is over: any one CQE ends the wait.
+					minComplete = 1
+				}
+			}
+			if timeout >= 0 {
+				remaining := max(deadline.Sub(now), 0)
+				r.ts = Timespec{Sec: int64(remaining / time.Second), Nsec: int64(remaining % time.Second)}
+				r.arg.Ts = uint64(uintptr(unsafe.Pointer(&r.ts)))
+			} else {
+				r.arg.Ts = 0
+			}
+			arg, argSize = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
+			flags |= EnterExtArg
+		}
 		toSubmit := r.flushSQ()
-		flags := EnterGetEvents | EnterExtArg | r.wakeupFlag(toSubmit)
-		ret, errno := r.enter(toSubmit, n, flags, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
+		flags |= r.wakeupFlag(toSubmit)
+		ret, errno := r.enter(toSubmit, minComplete, flags, arg, argSize)
+		ready := r.CQReady()
+		done := ready >= want || (minWait > 0 && ready > 0 && !time.Now().Before(minDeadline))
 		switch errno {
 		case 0:
 			submitted += ret
-			if r.CQReady() >= want {
+			if done {
 				return submitted, nil
 			}
-			// Submitted > 0 hides the wait's result: decide by the clock.
-			if !time.Now().Before(deadline) {
+			// A submission hides the wait's result (the kernel returns
+			// the count): decide by the clock.
+			if timeout >= 0 && !time.Now().Before(deadline) {
 				return submitted, errTimeout
 			}
 		case unix.EINTR:
+			// Retried with the remaining time.
+			r.eintrs++
 		case unix.ETIME:
-			return submitted, errTimeout
+			if done {
+				return submitted, nil
+			}
+			if timeout >= 0 && !time.Now().Before(deadline) {
+				return submitted, errTimeout
+			}
+			// min_wait expired with nothing ready: keep waiting.
 		default:
 			return submitted, enterError(errno)
 		}
+	}
+}
+
+// WakeupSQThread wakes the ring's SQPOLL thread with IORING_ENTER_SQ_WAKEUP
+// (5.1) if it sleeps, and does nothing otherwise (and for rings without
+// SQPOLL). Submit already does this when it has SQEs to hand over; this is for
+// a caller that published SQEs another way or wants the thread awake ahead of
+// a burst. Errors wrap the io_uring_enter errno (unix.EOWNERDEAD when the
+// thread died). No allocation.
+func (r *Ring) WakeupSQThread() error {
+	if !r.open {
+		return errClosed
+	}
+	if !r.SQThreadSleeping() {
+		return nil
+	}
+	r.sqWakeups++
+	for {
+		_, errno := r.enter(0, 0, EnterSQWakeup, nil, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		}
+		return enterError(errno)
 	}
 }

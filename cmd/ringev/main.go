@@ -65,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "probe":
+		return runProbe(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "ringev: unknown command %q\n\n%s", args[0], usageTop)
 	return 2
@@ -81,6 +83,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "pipes":
 		return runPipes(args[1:], stdout, stderr)
+	case "rio":
+		return runRio(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "ringev bench: unknown benchmark %q\n\n%s", args[0], usageBench)
 	return 2
