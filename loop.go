@@ -195,8 +195,10 @@ func (l *Loop) Close() error {
 	if l.inside {
 		return fmt.Errorf("ringev: Close called from inside a handler: %w", ErrNested)
 	}
-	l.closed = true
+	// Under postMu: a Post or Stop that saw the loop open has finished writing to the wake-up
+	// eventfd before it is closed below, and none writes after.
 	l.postMu.Lock()
+	l.closed = true
 	l.postQ = nil
 	l.postMu.Unlock()
 	for _, s := range l.slots {
@@ -221,11 +223,16 @@ func (l *Loop) Close() error {
 	return err
 }
 
-// Stop makes Run return after the handler that is running (if any). It is safe from any
-// goroutine, including handlers; it wakes a loop blocked in its wait.
+// Stop makes Run return after the handler that is running (if any); a Stop while Run is not
+// running makes the next Run return at once. It is safe from any goroutine, including
+// handlers; it wakes a loop blocked in its wait. After Close it does nothing.
 func (l *Loop) Stop() {
-	l.stopReq.Store(true)
-	l.wake()
+	l.postMu.Lock()
+	if !l.closed {
+		l.stopReq.Store(true)
+		l.wake()
+	}
+	l.postMu.Unlock()
 }
 
 // Post queues f to run on the loop's goroutine and wakes the loop. It is the one call safe from
@@ -238,9 +245,9 @@ func (l *Loop) Post(f func()) error {
 		return ErrClosed
 	}
 	l.postQ = append(l.postQ, f)
-	l.postMu.Unlock()
 	l.posted.Store(true)
-	l.wake()
+	l.wake() // under postMu, so Close cannot close the eventfd meanwhile
+	l.postMu.Unlock()
 	return nil
 }
 
@@ -262,7 +269,6 @@ func (l *Loop) Run() error {
 	if l.inside {
 		return ErrNested
 	}
-	l.stopReq.Store(false)
 	for !l.stopReq.Load() {
 		if err := l.Once(); err != nil {
 			if errors.Is(err, ErrNothingToDo) {
