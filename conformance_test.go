@@ -1,0 +1,752 @@
+package ringev_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// deadline bounds every wait in the suite. It is generous on purpose: the suite asserts counts
+// and orders, never timing, and a deadline only turns a hang into a failure.
+const deadline = 5 * time.Second
+
+// conformanceCases is the behaviour suite of the loop contract (DESIGN.md, points 1-10), run
+// against every backend by TestConformance. Each case creates, uses and closes its own loops on
+// its own goroutine (New locks the goroutine to its OS thread; the loop belongs to it).
+var conformanceCases = []struct {
+	name string
+	fn   func(t *testing.T, backend string)
+}{
+	{"ReadReadiness", testReadReadiness},
+	{"WriteReadiness", testWriteReadiness},
+	{"LevelTriggeredRereport", testLevelTriggeredRereport},
+	{"MaskChangesTakeEffectExactly", testMaskChangesTakeEffectExactly},
+	{"ReadAndWriteHandlersOnOneFd", testReadAndWriteHandlersOnOneFd},
+	{"ThreeHandlersOnOneFd", testThreeHandlersOnOneFd},
+	{"FairnessAlternatesReadyFds", testFairnessAlternatesReadyFds},
+	{"ClosedFdEventNeverFires", testClosedFdEventNeverFires},
+	{"TimersRunInDeadlineOrder", testTimersRunInDeadlineOrder},
+	{"OneHandlerPerOnce", testOneHandlerPerOnce},
+	{"PostWakesBlockedLoop", testPostWakesBlockedLoop},
+	{"RunReturnsWhenNothingLeft", testRunReturnsWhenNothingLeft},
+	{"OnceWithNothingLeftReturnsErrNothingToDo", testOnceWithNothingLeftReturnsErrNothingToDo},
+	{"StopEndsRun", testStopEndsRun},
+	{"NestedOnceReturnsErrNested", testNestedOnceReturnsErrNested},
+	{"PostAfterCloseReturnsErrClosed", testPostAfterCloseReturnsErrClosed},
+	{"PostConcurrentWithClose", testPostConcurrentWithClose},
+	{"AutoCloseClosesFd", testAutoCloseClosesFd},
+	{"ClosedFileIsReleased", testClosedFileIsReleased},
+}
+
+// TestConformance runs the behaviour suite against every registered backend. A backend that
+// cannot be created here (New fails) is skipped with New's error, which names what is missing.
+func TestConformance(t *testing.T) {
+	backends := ringev.Backends()
+	if len(backends) == 0 {
+		t.Fatal("ringev.Backends() is empty")
+	}
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			l, err := ringev.New(ringev.WithBackend(backend))
+			if err != nil {
+				t.Skipf("backend %q is not available here: %v", backend, err)
+			}
+			got := l.Backend()
+			if err := l.Close(); err != nil {
+				t.Fatalf("Close of a new %q loop: %v", backend, err)
+			}
+			if got != backend {
+				t.Fatalf("New(WithBackend(%q)).Backend() = %q", backend, got)
+			}
+			for _, c := range conformanceCases {
+				t.Run(c.name, func(t *testing.T) { c.fn(t, backend) })
+			}
+		})
+	}
+}
+
+// newLoop creates a loop on backend for the calling test goroutine and closes it at cleanup.
+// Create the test's fds before the loop, so that cleanup closes the loop before the fds.
+func newLoop(t *testing.T, backend string) *ringev.Loop {
+	t.Helper()
+	l, err := ringev.New(ringev.WithBackend(backend))
+	if err != nil {
+		t.Fatalf("New(WithBackend(%q)): %v (it worked a moment ago)", backend, err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Loop.Close: %v", err)
+		}
+	})
+	return l
+}
+
+// addFd is Loop.AddFd that fails the test on error.
+func addFd(t *testing.T, l *ringev.Loop, fd int, flags ringev.Flags, h ringev.FdHandler) *ringev.FdEvent {
+	t.Helper()
+	ev, err := l.AddFd(fd, flags, h)
+	if err != nil {
+		t.Fatalf("AddFd(%d, %v): %v", fd, flags, err)
+	}
+	return ev
+}
+
+// setFlags is FdEvent.SetFlags that fails the test on error.
+func setFlags(t *testing.T, ev *ringev.FdEvent, f ringev.Flags) {
+	t.Helper()
+	if err := ev.SetFlags(f); err != nil {
+		t.Fatalf("SetFlags(%v) on fd %d: %v", f, ev.Fd(), err)
+	}
+	if got := ev.Flags(); got != f {
+		t.Fatalf("after SetFlags(%v), Flags() = %v", f, got)
+	}
+}
+
+// tick adds a timer due in 10 ms and runs one Once, which must run that timer: it shows that
+// nothing else (no fd handler) was ready to run. It reports an error if something else ran.
+func tick(t *testing.T, l *ringev.Loop) {
+	t.Helper()
+	fired := false
+	tm := l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { fired = true })
+	testutil.Once(t, l, deadline)
+	if !fired {
+		tm.Stop()
+		t.Errorf("Once ran something other than the 10 ms tick timer (an fd handler that should not be ready?)")
+	}
+}
+
+// oneByte is the byte the tests write to make an fd readable.
+var oneByte = []byte{'x'}
+
+// A byte written to a pipe makes its Read handler run, with flags == Read; before that, the
+// handler does not run.
+func testReadReadiness(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var got []ringev.Flags
+	addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		got = append(got, f)
+		testutil.Drain(t, ev.Fd())
+	})
+	tick(t, l)
+	if len(got) != 0 {
+		t.Fatalf("Read handler ran %d times on an empty pipe (flags %v)", len(got), got)
+	}
+	testutil.Write(t, w, oneByte)
+	testutil.Once(t, l, deadline)
+	if !slices.Equal(got, []ringev.Flags{ringev.Read}) {
+		t.Fatalf("after one byte and one Once: handler calls = %v, want [%v]", got, ringev.Read)
+	}
+}
+
+// The Write handler on an empty pipe's write end runs, with flags == Write.
+func testWriteReadiness(t *testing.T, backend string) {
+	_, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var got []ringev.Flags
+	addFd(t, l, w, ringev.Write, func(_ *ringev.FdEvent, f ringev.Flags) { got = append(got, f) })
+	testutil.Once(t, l, deadline)
+	if !slices.Equal(got, []ringev.Flags{ringev.Write}) {
+		t.Fatalf("after one Once: handler calls = %v, want [%v]", got, ringev.Write)
+	}
+}
+
+// Level-triggered: a byte the handler does not read is reported again on each following Once
+// (3 times); once the handler consumes it, the handler is not called again.
+func testLevelTriggeredRereport(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var got []ringev.Flags
+	addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		got = append(got, f)
+		if len(got) == 3 {
+			testutil.Drain(t, ev.Fd())
+		}
+	})
+	testutil.Write(t, w, oneByte)
+	for i := 1; i <= 3; i++ {
+		testutil.Once(t, l, deadline)
+		if len(got) != i {
+			t.Fatalf("after Once %d with an unread byte: handler ran %d times, want %d", i, len(got), i)
+		}
+	}
+	want := []ringev.Flags{ringev.Read, ringev.Read, ringev.Read}
+	if !slices.Equal(got, want) {
+		t.Fatalf("handler flags = %v, want %v", got, want)
+	}
+	tick(t, l)
+	if len(got) != 3 {
+		t.Fatalf("handler ran again after it consumed the byte: %d calls, want 3", len(got))
+	}
+}
+
+// Mask changes take effect exactly: after SetFlags(0) the handler of a readable fd is not called
+// (a timer runs instead); after SetFlags(Read) it is called again; SetFlags(0) from inside the
+// handler also takes effect at once.
+func testMaskChangesTakeEffectExactly(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	calls := 0
+	disarmInside := false
+	ev := addFd(t, l, r, ringev.Read, func(e *ringev.FdEvent, f ringev.Flags) {
+		calls++
+		if f != ringev.Read {
+			t.Errorf("handler call %d: flags = %v, want %v", calls, f, ringev.Read)
+		}
+		if disarmInside {
+			if err := e.SetFlags(0); err != nil {
+				t.Errorf("SetFlags(0) inside the handler: %v", err)
+			}
+		}
+	})
+	testutil.Write(t, w, oneByte) // never read: the fd stays readable throughout
+	testutil.Once(t, l, deadline)
+	if calls != 1 {
+		t.Fatalf("readable fd, one Once: handler ran %d times, want 1", calls)
+	}
+
+	setFlags(t, ev, 0)
+	tick(t, l)
+	tick(t, l)
+	if calls != 1 {
+		t.Fatalf("after SetFlags(0): handler ran %d more times while timers fired, want 0", calls-1)
+	}
+
+	setFlags(t, ev, ringev.Read)
+	testutil.Once(t, l, deadline)
+	if calls != 2 {
+		t.Fatalf("after SetFlags(Read) again, one Once: handler ran %d times in all, want 2", calls)
+	}
+
+	disarmInside = true
+	testutil.Once(t, l, deadline)
+	if calls != 3 {
+		t.Fatalf("one more Once: handler ran %d times in all, want 3", calls)
+	}
+	if got := ev.Flags(); got != 0 {
+		t.Fatalf("after SetFlags(0) inside the handler, Flags() = %v, want 0", got)
+	}
+	tick(t, l)
+	if calls != 3 {
+		t.Fatalf("after SetFlags(0) inside the handler: handler ran again (%d calls, want 3)", calls)
+	}
+}
+
+// flagLog records the flags of each call of the fd handlers made by handler(i), in call order.
+type flagLog struct {
+	who   []int
+	flags [][]ringev.Flags
+}
+
+func newFlagLog(n int) *flagLog { return &flagLog{flags: make([][]ringev.Flags, n)} }
+
+func (g *flagLog) handler(i int) ringev.FdHandler {
+	return func(_ *ringev.FdEvent, f ringev.Flags) {
+		g.who = append(g.who, i)
+		g.flags[i] = append(g.flags[i], f)
+	}
+}
+
+// check fails the test unless handler i ran exactly calls times, each time with flags want[i].
+func (g *flagLog) check(t *testing.T, calls int, want []ringev.Flags) {
+	t.Helper()
+	for i, w := range want {
+		if len(g.flags[i]) != calls {
+			t.Errorf("handler %d (%v) ran %d times, want %d (call order %v)", i, w, len(g.flags[i]), calls, g.who)
+			continue
+		}
+		for k, f := range g.flags[i] {
+			if f != w {
+				t.Errorf("handler %d (%v), call %d: flags = %v, want %v", i, w, k+1, f, w)
+			}
+		}
+	}
+}
+
+// A Read and a Write handler on one socket end that is both readable and writable: over 4 Onces
+// each runs twice, each with only its own flag.
+func testReadAndWriteHandlersOnOneFd(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	testutil.Write(t, b, oneByte) // a is readable (never read) and writable
+	g := newFlagLog(2)
+	addFd(t, l, a, ringev.Read, g.handler(0))
+	addFd(t, l, a, ringev.Write, g.handler(1))
+	for range 4 {
+		testutil.Once(t, l, deadline)
+	}
+	g.check(t, 2, []ringev.Flags{ringev.Read, ringev.Write})
+}
+
+// Three handlers on one fd (Read, Write, Read|Write; tevent 0.14's epoll backend aborts here):
+// over 6 Onces each runs twice, each with its own flags.
+func testThreeHandlersOnOneFd(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	testutil.Write(t, b, oneByte) // a is readable (never read) and writable
+	g := newFlagLog(3)
+	addFd(t, l, a, ringev.Read, g.handler(0))
+	addFd(t, l, a, ringev.Write, g.handler(1))
+	addFd(t, l, a, ringev.Read|ringev.Write, g.handler(2))
+	for range 6 {
+		testutil.Once(t, l, deadline)
+	}
+	g.check(t, 2, []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write})
+}
+
+// Fairness: two always-ready fds (two pipes, each with an unread byte): over 10 Onces each handler
+// runs 5 times, alternating.
+func testFairnessAlternatesReadyFds(t *testing.T, backend string) {
+	r1, w1 := testutil.Pipe(t)
+	r2, w2 := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	testutil.Write(t, w1, oneByte)
+	testutil.Write(t, w2, oneByte)
+	g := newFlagLog(2)
+	addFd(t, l, r1, ringev.Read, g.handler(0))
+	addFd(t, l, r2, ringev.Read, g.handler(1))
+	for range 10 {
+		testutil.Once(t, l, deadline)
+	}
+	g.check(t, 5, []ringev.Flags{ringev.Read, ringev.Read})
+	for k := 1; k < len(g.who); k++ {
+		if g.who[k] == g.who[k-1] {
+			t.Fatalf("handlers did not alternate: call order %v", g.who)
+		}
+	}
+}
+
+// A closed fd event's handler never runs again: closed by another handler in the same round
+// (both ready in the same wait; on another fd or on the same fd), closed by its own handler, and
+// closed while data is pending (before and after it first ran).
+func testClosedFdEventNeverFires(t *testing.T, backend string) {
+	t.Run("ByOtherHandlerInSameRound/OtherFd", func(t *testing.T) {
+		r1, w1 := testutil.Pipe(t)
+		r2, w2 := testutil.Pipe(t)
+		closeOtherInSameRound(t, backend, [2]int{r1, r2}, [2]int{w1, w2})
+	})
+	t.Run("ByOtherHandlerInSameRound/SameFd", func(t *testing.T) {
+		r, w := testutil.Pipe(t)
+		closeOtherInSameRound(t, backend, [2]int{r, r}, [2]int{w, w})
+	})
+	t.Run("ByItsOwnHandler", func(t *testing.T) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		testutil.Write(t, w, oneByte) // never read
+		calls := 0
+		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			calls++
+			if err := ev.Close(); err != nil {
+				t.Errorf("FdEvent.Close inside its handler: %v", err)
+			}
+		})
+		testutil.Once(t, l, deadline)
+		tick(t, l)
+		tick(t, l)
+		if calls != 1 {
+			t.Fatalf("handler that closed its own event ran %d times, want 1", calls)
+		}
+	})
+	t.Run("WithDataPending", func(t *testing.T) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		testutil.Write(t, w, oneByte) // never read
+		calls := [2]int{}
+		ran := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { calls[0]++ })
+		testutil.Once(t, l, deadline)
+		if calls[0] != 1 {
+			t.Fatalf("readable fd, one Once: handler ran %d times, want 1", calls[0])
+		}
+		testutil.Write(t, w, oneByte)
+		if err := ran.Close(); err != nil {
+			t.Fatalf("FdEvent.Close after it ran, data pending: %v", err)
+		}
+		fresh := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { calls[1]++ })
+		if err := fresh.Close(); err != nil {
+			t.Fatalf("FdEvent.Close before it ran, data pending: %v", err)
+		}
+		if err := ran.Close(); err != nil {
+			t.Fatalf("second FdEvent.Close: %v (Close is idempotent)", err)
+		}
+		tick(t, l)
+		tick(t, l)
+		if calls != [2]int{1, 0} {
+			t.Fatalf("closed events with data pending: calls (closed after running, closed before) = %v, want [1 0]", calls)
+		}
+	})
+}
+
+// closeOtherInSameRound watches rs[0] and rs[1] (distinct or equal fds) with one event each, makes
+// both readable, and lets whichever handler runs first close the other event: over 3 Onces the
+// first runs 3 times and the other never.
+func closeOtherInSameRound(t *testing.T, backend string, rs, ws [2]int) {
+	l := newLoop(t, backend)
+	testutil.Write(t, ws[0], oneByte) // never read
+	if ws[1] != ws[0] {
+		testutil.Write(t, ws[1], oneByte)
+	}
+	var evs [2]*ringev.FdEvent
+	calls := [2]int{}
+	for i := range 2 {
+		evs[i] = addFd(t, l, rs[i], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			calls[i]++
+			if calls[0]+calls[1] == 1 {
+				if err := evs[1-i].Close(); err != nil {
+					t.Errorf("FdEvent.Close of the other event inside a handler: %v", err)
+				}
+			}
+		})
+	}
+	for range 3 {
+		testutil.Once(t, l, deadline)
+	}
+	if calls != [2]int{3, 0} && calls != [2]int{0, 3} {
+		t.Fatalf("handler calls = %v, want [3 0] or [0 3]: the event closed by the first handler ran", calls)
+	}
+}
+
+// Timers run in deadline order (added at 30, 10, 20 ms: run 10, 20, 30), one per Once, and timers
+// with the same deadline run in creation order.
+func testTimersRunInDeadlineOrder(t *testing.T, backend string) {
+	l := newLoop(t, backend)
+	var order []int
+	for _, ms := range []int{30, 10, 20} {
+		l.AddTimer(time.Duration(ms)*time.Millisecond, func(*ringev.Timer) { order = append(order, ms) })
+	}
+	n := testutil.OnceUntil(t, l, func() bool { return len(order) == 3 }, deadline)
+	if want := []int{10, 20, 30}; !slices.Equal(order, want) {
+		t.Fatalf("timers ran in order %v (ms), want %v", order, want)
+	}
+	if n != 3 {
+		t.Fatalf("3 timers took %d Once calls, want 3 (one handler per Once)", n)
+	}
+
+	order = nil
+	at := time.Now().Add(10 * time.Millisecond)
+	for id := 1; id <= 4; id++ {
+		l.AddTimerAt(at, func(*ringev.Timer) { order = append(order, id) })
+	}
+	testutil.OnceUntil(t, l, func() bool { return len(order) == 4 }, deadline)
+	if want := []int{1, 2, 3, 4}; !slices.Equal(order, want) {
+		t.Fatalf("timers with one deadline ran in order %v, want creation order %v", order, want)
+	}
+}
+
+// One handler per Once, in the contract's order: with an immediate, an expired timer and a ready
+// fd (added in the opposite order), the first Once runs the immediate, the second the timer, the
+// third the fd handler.
+func testOneHandlerPerOnce(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	testutil.Write(t, w, oneByte) // never read
+	var ran []string
+	addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { ran = append(ran, "fd") })
+	l.AddTimerAt(time.Now().Add(-time.Millisecond), func(*ringev.Timer) { ran = append(ran, "timer") })
+	l.AddImmediate(func() { ran = append(ran, "immediate") })
+	want := []string{"immediate", "timer", "fd"}
+	for i := 1; i <= 3; i++ {
+		testutil.Once(t, l, deadline)
+		if !slices.Equal(ran, want[:i]) {
+			t.Fatalf("after Once %d: ran %v, want %v", i, ran, want[:i])
+		}
+	}
+}
+
+// Post from another goroutine wakes a loop blocked in its wait: the loop has only a timer 10 s
+// away; a goroutine Posts after 50 ms; Once returns within 2 s having run the posted function. A
+// safety timer at 2 s ends the wait if the Post did not wake the loop, so Once returning at or
+// after 2 s means the wake-up was lost (timers never fire early: this is not a timing bound).
+func testPostWakesBlockedLoop(t *testing.T, backend string) {
+	l := newLoop(t, backend)
+	far := l.AddTimer(10*time.Second, func(*ringev.Timer) { t.Errorf("the 10 s timer ran") })
+	safetyFired := false
+	safety := l.AddTimer(2*time.Second, func(*ringev.Timer) { safetyFired = true })
+	posted := false
+	errc := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		errc <- l.Post(func() { posted = true })
+	}()
+	start := time.Now()
+	testutil.Once(t, l, deadline)
+	elapsed := time.Since(start)
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Post from another goroutine: %v", err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("the posting goroutine did not return from Post")
+	}
+	if safetyFired || elapsed >= 2*time.Second {
+		t.Fatalf("Post did not wake the loop: Once returned after %v, when the 2 s safety timer ended the wait (safety timer ran: %v)",
+			elapsed.Round(time.Millisecond), safetyFired)
+	}
+	if !posted {
+		t.Fatal("Once returned without running the posted function")
+	}
+	far.Stop()
+	safety.Stop()
+}
+
+// Run returns nil when nothing is left to wait for: at once on an empty loop, and after running
+// the one timer of a loop that has nothing else.
+func testRunReturnsWhenNothingLeft(t *testing.T, backend string) {
+	l := newLoop(t, backend)
+	if err := testutil.Run(t, l, deadline); err != nil {
+		t.Fatalf("Run on an empty loop: %v, want nil", err)
+	}
+	fired := 0
+	l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { fired++ })
+	if err := testutil.Run(t, l, deadline); err != nil {
+		t.Fatalf("Run on a loop with one timer: %v, want nil", err)
+	}
+	if fired != 1 {
+		t.Fatalf("Run returned having run the timer %d times, want 1", fired)
+	}
+}
+
+// Once returns ErrNothingToDo on a loop with nothing to wait for: empty, and after its only timer
+// ran and its only fd event was closed.
+func testOnceWithNothingLeftReturnsErrNothingToDo(t *testing.T, backend string) {
+	r, _ := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+		t.Fatalf("Once on an empty loop: %v, want ErrNothingToDo", err)
+	}
+	ev := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("fd handler of an empty pipe ran") })
+	tick(t, l)
+	if err := ev.Close(); err != nil {
+		t.Fatalf("FdEvent.Close: %v", err)
+	}
+	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+		t.Fatalf("Once after the timer ran and the fd event closed: %v, want ErrNothingToDo", err)
+	}
+}
+
+// Stop ends Run: a ready fd handler that calls Stop on its 5th call makes Run return nil after
+// exactly 5 calls; Stop from another goroutine (after 50 ms) ends a Run blocked on a timer 10 s
+// away within 2 s (a safety timer at 2 s ends the wait if the Stop did not wake the loop).
+func testStopEndsRun(t *testing.T, backend string) {
+	t.Run("FromHandler", func(t *testing.T) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		testutil.Write(t, w, oneByte) // never read: always ready
+		calls := 0
+		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			calls++
+			if calls == 5 {
+				l.Stop()
+			}
+		})
+		if err := testutil.Run(t, l, deadline); err != nil {
+			t.Fatalf("Run stopped from a handler: %v, want nil", err)
+		}
+		if calls != 5 {
+			t.Fatalf("Run stopped on the 5th call returned after %d calls, want 5", calls)
+		}
+	})
+	t.Run("FromOtherGoroutine", func(t *testing.T) {
+		l := newLoop(t, backend)
+		far := l.AddTimer(10*time.Second, func(*ringev.Timer) { t.Errorf("the 10 s timer ran") })
+		safety := l.AddTimer(2*time.Second, func(*ringev.Timer) {
+			t.Errorf("Stop from another goroutine did not end Run: the 2 s safety timer ran")
+			l.Stop()
+		})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(50 * time.Millisecond)
+			l.Stop()
+		}()
+		start := time.Now()
+		if err := testutil.Run(t, l, deadline); err != nil {
+			t.Fatalf("Run stopped from another goroutine: %v, want nil", err)
+		}
+		if elapsed := time.Since(start); elapsed >= 2*time.Second {
+			t.Errorf("Stop from another goroutine did not wake the loop: Run returned after %v, when the 2 s safety timer ended the wait",
+				elapsed.Round(time.Millisecond))
+		}
+		<-done
+		far.Stop()
+		safety.Stop()
+	})
+}
+
+// Once (and Run) from inside a handler return ErrNested.
+func testNestedOnceReturnsErrNested(t *testing.T, backend string) {
+	l := newLoop(t, backend)
+	safety := l.AddTimer(2*time.Second, func(*ringev.Timer) {}) // a nested Once that waits returns by then
+	var onceErr, runErr error
+	ran := false
+	l.AddImmediate(func() {
+		ran = true
+		onceErr = l.Once()
+		runErr = l.Run()
+	})
+	testutil.Once(t, l, deadline)
+	if !ran {
+		t.Fatal("Once did not run the immediate")
+	}
+	if !errors.Is(onceErr, ringev.ErrNested) {
+		t.Errorf("Once inside a handler: %v, want ErrNested", onceErr)
+	}
+	if !errors.Is(runErr, ringev.ErrNested) {
+		t.Errorf("Run inside a handler: %v, want ErrNested", runErr)
+	}
+	if !safety.Stop() {
+		t.Error("the nested call ran the 2 s safety timer")
+	}
+}
+
+// Post after Close returns ErrClosed (and Close twice is fine).
+func testPostAfterCloseReturnsErrClosed(t *testing.T, backend string) {
+	l := newLoop(t, backend)
+	if err := l.Close(); err != nil {
+		t.Fatalf("Loop.Close: %v", err)
+	}
+	if err := l.Post(func() { t.Error("a function posted after Close ran") }); !errors.Is(err, ringev.ErrClosed) {
+		t.Fatalf("Post after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Post is safe from any goroutine, also while the loop is being closed: a goroutine that posts
+// without pause while the loop runs Once and then Close gets nil until Close and ErrClosed after
+// it (run with -race: Close and Post must not race on the loop's state).
+func testPostConcurrentWithClose(t *testing.T, backend string) {
+	l := newLoop(t, backend)
+	errc := make(chan error, 1)
+	posted := make(chan struct{})
+	go func() {
+		for n := 0; ; n++ {
+			if err := l.Post(func() {}); err != nil {
+				errc <- err
+				return
+			}
+			if n == 0 {
+				close(posted)
+			}
+		}
+	}()
+	<-posted
+	for range 3 {
+		testutil.Once(t, l, deadline) // each runs one posted function
+	}
+	time.Sleep(5 * time.Millisecond) // more Posts, unsynchronised with the loop, right before Close
+	if err := l.Close(); err != nil {
+		t.Fatalf("Loop.Close while another goroutine posts: %v", err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ringev.ErrClosed) {
+			t.Fatalf("Post during and after Close: %v, want nil and then ErrClosed", err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("the posting goroutine still gets no ErrClosed after Close")
+	}
+}
+
+// Auto-close: SetAutoClose(true) then Close closes the fd (fcntl F_GETFD fails with EBADF), and
+// the file is really released after the loop has waited on it: the socket's peer reads EOF at
+// once (DESIGN point 5: a pending poll must not pin the file).
+func testAutoCloseClosesFd(t *testing.T, backend string) {
+	a, peer := rawSocketpair(t) // a is closed by the loop (or, if that fails, at cleanup)
+	aClosed := false
+	t.Cleanup(func() {
+		if !aClosed {
+			_ = unix.Close(a)
+		}
+	})
+	l := newLoop(t, backend)
+	ev := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("Read handler of an idle socket ran") })
+	tick(t, l) // the loop has waited on a
+	ev.SetAutoClose(true)
+	if err := ev.Close(); err != nil {
+		t.Fatalf("FdEvent.Close with auto-close: %v", err)
+	}
+	_, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0)
+	aClosed = err == unix.EBADF
+	if !aClosed {
+		t.Fatalf("fcntl(F_GETFD) on the auto-closed fd: err = %v, want EBADF", err)
+	}
+	expectEOF(t, peer, backend, "after the auto-close")
+}
+
+// rawSocketpair returns a nonblocking AF_UNIX socketpair whose first end the test hands to the
+// loop or closes itself; only the peer is closed at cleanup (closing a's number again could close
+// an unrelated file that reused it).
+func rawSocketpair(t *testing.T) (a, peer int) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socketpair: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Close(fds[1]) })
+	return fds[0], fds[1]
+}
+
+// expectEOF fails the test unless a nonblocking read on peer reports end of file at once: the
+// other end's file was really released.
+func expectEOF(t *testing.T, peer int, backend, what string) {
+	t.Helper()
+	var buf [8]byte
+	n, err := unix.Read(peer, buf[:])
+	if err != nil || n != 0 {
+		t.Fatalf("%s: peer read n=%d err=%v, want EOF (n=0, nil): the %s backend still holds the file open",
+			what, n, err, backend)
+	}
+}
+
+// A closed file is really released even while a loop watches it (DESIGN point 5; a pending
+// IORING_OP_POLL_ADD pins the file): after the loop has waited on a socket, close(2) of the fd
+// behind the loop's back lets the peer read EOF at once; and an auto-close by one loop does too
+// while a second, idle loop (which has also waited on it) still watches the fd.
+func testClosedFileIsReleased(t *testing.T, backend string) {
+	if backend == "uring-poll" {
+		t.Skip("uring-poll is not close-safe by design: a pending IORING_OP_POLL_ADD pins the file (WithBackend doc)")
+	}
+	t.Run("PlainCloseBehindLoopsBack", func(t *testing.T) {
+		a, peer := rawSocketpair(t)
+		l := newLoop(t, backend)
+		ev := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("Read handler of an idle socket ran") })
+		tick(t, l) // the loop has waited on a
+		if err := unix.Close(a); err != nil {
+			t.Fatalf("close(2): %v", err)
+		}
+		expectEOF(t, peer, backend, "after close(2) of a watched fd")
+		if err := ev.Close(); err != nil { // before the fd number can be reused
+			t.Logf("FdEvent.Close after its fd was closed behind the loop's back: %v", err)
+		}
+	})
+	t.Run("AutoCloseWhileSecondLoopWatches", func(t *testing.T) {
+		a, peer := rawSocketpair(t)
+		closed := false
+		t.Cleanup(func() {
+			if !closed {
+				_ = unix.Close(a)
+			}
+		})
+		l1 := newLoop(t, backend)
+		l2 := newLoop(t, backend)
+		idle := func(*ringev.FdEvent, ringev.Flags) { t.Error("Read handler of an idle socket ran") }
+		ev1 := addFd(t, l1, a, ringev.Read, idle)
+		ev2 := addFd(t, l2, a, ringev.Read, idle)
+		tick(t, l1)
+		tick(t, l2) // both loops have waited on a
+		ev1.SetAutoClose(true)
+		if err := ev1.Close(); err != nil {
+			t.Fatalf("FdEvent.Close with auto-close: %v", err)
+		}
+		closed = true
+		expectEOF(t, peer, backend, "after auto-close in one loop while a second loop watches")
+		if err := ev2.Close(); err != nil { // before the fd number can be reused
+			t.Logf("FdEvent.Close in the second loop after the fd was closed: %v", err)
+		}
+	})
+}

@@ -1,0 +1,84 @@
+package ringev_test
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+)
+
+// An echo server on one end of a socketpair: its Read handler reads what arrives and writes it
+// back. The client writes "hello" to the other end, and the loop runs until the echo is back.
+func Example() {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fmt.Println("socketpair:", err)
+		return
+	}
+	server, client := fds[0], fds[1]
+	defer unix.Close(server)
+	defer unix.Close(client)
+
+	// New locks this goroutine to its OS thread; the loop belongs to this goroutine until Close.
+	loop, err := ringev.New()
+	if err != nil {
+		fmt.Println("ringev.New:", err)
+		return
+	}
+	defer loop.Close()
+
+	// The echo server: read what is there, write it back.
+	_, err = loop.AddFd(server, ringev.Read, func(ev *ringev.FdEvent, flags ringev.Flags) {
+		buf := make([]byte, 64)
+		n, err := unix.Read(ev.Fd(), buf)
+		if err != nil || n == 0 { // EAGAIN, error or EOF: nothing to echo
+			return
+		}
+		if _, err := unix.Write(ev.Fd(), buf[:n]); err != nil {
+			fmt.Println("echo write:", err)
+		}
+	})
+	if err != nil {
+		fmt.Println("AddFd:", err)
+		return
+	}
+
+	// The client collects the echo and stops the loop once all of it is back.
+	msg := "hello"
+	var echo []byte
+	_, err = loop.AddFd(client, ringev.Read, func(ev *ringev.FdEvent, flags ringev.Flags) {
+		buf := make([]byte, 64)
+		n, err := unix.Read(ev.Fd(), buf)
+		if err != nil || n == 0 {
+			return
+		}
+		echo = append(echo, buf[:n]...)
+		if len(echo) >= len(msg) {
+			loop.Stop()
+		}
+	})
+	if err != nil {
+		fmt.Println("AddFd:", err)
+		return
+	}
+
+	// Give up after 5 s rather than wait forever.
+	giveUp := loop.AddTimer(5*time.Second, func(*ringev.Timer) {
+		fmt.Println("timed out")
+		loop.Stop()
+	})
+
+	if _, err := unix.Write(client, []byte(msg)); err != nil {
+		fmt.Println("write:", err)
+		return
+	}
+	if err := loop.Run(); err != nil {
+		fmt.Println("Run:", err)
+		return
+	}
+	giveUp.Stop()
+	fmt.Printf("echo: %s\n", echo)
+	// Output: echo: hello
+}
