@@ -27,6 +27,7 @@ type uringBackend struct {
 	inflight     bool              // an EPOLL_WAIT (or POLL_ADD on epfd) is in the kernel
 	fallback     bool              // no IORING_OP_EPOLL_WAIT: poll the epoll fd instead
 	worked       bool              // an EPOLL_WAIT completed successfully once
+	busy         bool              // the last EPOLL_WAIT returned events: submit without waiting first
 	ringEvents   []unix.EpollEvent // written by the kernel while inflight
 }
 
@@ -73,12 +74,18 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		s.SetUserData(uringEpollTag)
 		b.inflight = true
 	}
+	// A busy loop (the last wait found events) submits without waiting first: an EPOLL_WAIT
+	// on a set with ready fds completes inline. Only when nothing came does it block.
 	var err error
-	if timeout == 0 {
+	if timeout == 0 || b.busy {
 		_, err = b.ring.Submit()
+		if err == nil && b.ring.CQReady() == 0 && timeout != 0 {
+			_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
+		}
 	} else {
 		_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
 	}
+	b.busy = false
 	if err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
 		return buf, fmt.Errorf("ringev: uring backend: %w", err)
 	}
@@ -98,6 +105,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			return b.epollBackend.wait(0, buf)
 		case res >= 0:
 			b.worked = true
+			b.busy = res > 0
 			for i := 0; i < int(res); i++ {
 				buf = append(buf, readyFd{fd: b.ringEvents[i].Fd, revents: b.ringEvents[i].Events})
 			}
