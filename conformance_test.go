@@ -3,6 +3,7 @@ package ringev_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,20 +45,38 @@ var conformanceCases = []struct {
 	{"ClosedFileIsReleased", testClosedFileIsReleased},
 }
 
-// TestConformance runs the behaviour suite against every registered backend. A backend that
-// cannot be created here (New fails) is skipped with New's error, which names what is missing.
+// freshSuffix on a backend name in this suite means: the same backend with
+// WithFreshReadiness, whose Onces never reuse an earlier wait's readiness.
+const freshSuffix = "+fresh"
+
+// loopOptions turns a suite backend name ("epoll", "epoll+fresh") into New's options.
+func loopOptions(backend string) []ringev.Option {
+	name, fresh := strings.CutSuffix(backend, freshSuffix)
+	opts := []ringev.Option{ringev.WithBackend(name)}
+	if fresh {
+		opts = append(opts, ringev.WithFreshReadiness())
+	}
+	return opts
+}
+
+// TestConformance runs the behaviour suite against every registered backend, with the default
+// readiness cache and with WithFreshReadiness. A backend that cannot be created here (New
+// fails) is skipped with New's error, which names what is missing.
 func TestConformance(t *testing.T) {
 	backends := ringev.Backends()
 	if len(backends) == 0 {
 		t.Fatal("ringev.Backends() is empty")
 	}
+	for _, b := range ringev.Backends() {
+		backends = append(backends, b+freshSuffix)
+	}
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
-			l, err := ringev.New(ringev.WithBackend(backend))
+			l, err := ringev.New(loopOptions(backend)...)
 			if err != nil {
 				t.Skipf("backend %q is not available here: %v", backend, err)
 			}
-			got := l.Backend()
+			got := l.Backend() + strings.TrimPrefix(backend, strings.TrimSuffix(backend, freshSuffix))
 			if err := l.Close(); err != nil {
 				t.Fatalf("Close of a new %q loop: %v", backend, err)
 			}
@@ -75,7 +94,7 @@ func TestConformance(t *testing.T) {
 // Create the test's fds before the loop, so that cleanup closes the loop before the fds.
 func newLoop(t *testing.T, backend string) *ringev.Loop {
 	t.Helper()
-	l, err := ringev.New(ringev.WithBackend(backend))
+	l, err := ringev.New(loopOptions(backend)...)
 	if err != nil {
 		t.Fatalf("New(WithBackend(%q)): %v (it worked a moment ago)", backend, err)
 	}
@@ -708,7 +727,7 @@ func expectEOF(t *testing.T, peer int, backend, what string) {
 // behind the loop's back lets the peer read EOF at once; and an auto-close by one loop does too
 // while a second, idle loop (which has also waited on it) still watches the fd.
 func testClosedFileIsReleased(t *testing.T, backend string) {
-	if backend == "uring-poll" {
+	if strings.HasPrefix(backend, "uring-poll") {
 		t.Skip("uring-poll is not close-safe by design: a pending IORING_OP_POLL_ADD pins the file (WithBackend doc)")
 	}
 	t.Run("PlainCloseBehindLoopsBack", func(t *testing.T) {

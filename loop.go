@@ -77,8 +77,21 @@ var (
 type Option func(*options)
 
 type options struct {
-	backend string
-	fresh   bool
+	backend     string
+	fresh       bool
+	dispatchAll bool
+}
+
+// WithDispatchAll makes Once run every fd handler that one wait found ready, each once, in the
+// fair order, instead of one handler per Once (tevent's rule, the default). Signals, posted
+// functions, immediates and timers still come first and are not run between the handlers of
+// one batch, so a timer that falls due during a batch runs after it. The other rules hold
+// within a batch: a handler closed by an earlier handler of the batch does not run, flags
+// changed by an earlier handler apply, and a handler whose fd another handler of the same fd
+// already served waits for the next wait (its condition may be consumed). Use it when
+// handlers are short and throughput matters more than timer precision.
+func WithDispatchAll() Option {
+	return func(o *options) { o.dispatchAll = true }
 }
 
 // WithFreshReadiness makes every fd handler run on readiness found by a wait in the same Once,
@@ -121,6 +134,7 @@ type Loop struct {
 	cache    []readyFd // what the last wait reported (reused buffer)
 	waitSeq  uint64    // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
 	fresh    bool      // WithFreshReadiness: never use readiness from an earlier Once
+	all      bool      // WithDispatchAll: one Once runs every ready fd handler
 
 	timers   timerHeap
 	timerSeq uint64
@@ -158,7 +172,7 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{owner: getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh}
+	l := &Loop{owner: getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh, all: o.dispatchAll}
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		be.close()
@@ -330,6 +344,7 @@ func (l *Loop) Once() error {
 		// Readiness from the previous wait that no handler has used up yet comes first.
 		if len(l.cache) > 0 {
 			if l.dispatchFd() {
+				l.dispatchRest()
 				return nil
 			}
 			l.cache = l.cache[:0]
@@ -351,6 +366,7 @@ func (l *Loop) Once() error {
 			return err
 		}
 		if l.dispatchFd() {
+			l.dispatchRest()
 			if l.fresh {
 				l.cache = l.cache[:0]
 			}
@@ -360,6 +376,15 @@ func (l *Loop) Once() error {
 		if l.stopReq.Load() {
 			return nil
 		}
+	}
+}
+
+// dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready.
+func (l *Loop) dispatchRest() {
+	if !l.all {
+		return
+	}
+	for !l.stopReq.Load() && l.dispatchFd() {
 	}
 }
 
