@@ -33,6 +33,10 @@ type uringBackend struct {
 
 const uringEpollTag = 1
 
+// uringForceFallback makes new uring backends use the pre-6.15 fallback (POLL_ADD on the epoll
+// fd, then epoll_wait) even where IORING_OP_EPOLL_WAIT exists; tests and benchmarks set it.
+var uringForceFallback bool
+
 func openUring() (backend, error) {
 	r, err := uring.New(uring.WithEntries(64))
 	if err != nil {
@@ -43,7 +47,8 @@ func openUring() (backend, error) {
 		r.Close()
 		return nil, fmt.Errorf("uring: %w", err)
 	}
-	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64)}
+	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64),
+		fallback: uringForceFallback}
 	return b, nil
 }
 

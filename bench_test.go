@@ -75,6 +75,19 @@ func BenchmarkFdSpeed(b *testing.B) {
 	}
 }
 
+// BenchmarkUringFallback measures fd_speed1 on the uring backend's fallback for kernels without
+// IORING_OP_EPOLL_WAIT (a one-shot POLL_ADD on the epoll fd, then epoll_wait).
+func BenchmarkUringFallback(b *testing.B) {
+	defer ringev.SetUringFallback(true)()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s := newSpeedLoop(b, "uring", 0)
+	s.run(b, 1000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	s.run(b, b.N)
+}
+
 // TestSteadyStateDoesNotAllocate: once warmed up, an fd event round (a read and a write handler)
 // allocates nothing on any backend.
 func TestSteadyStateDoesNotAllocate(t *testing.T) {

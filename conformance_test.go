@@ -769,3 +769,18 @@ func testClosedFileIsReleased(t *testing.T, backend string) {
 		}
 	})
 }
+
+// TestConformanceUringFallback runs the behaviour suite on the uring backend's fallback for
+// kernels without IORING_OP_EPOLL_WAIT (Linux < 6.15): a one-shot POLL_ADD on the epoll fd, then
+// epoll_wait.
+func TestConformanceUringFallback(t *testing.T) {
+	defer ringev.SetUringFallback(true)()
+	l, err := ringev.New(ringev.WithBackend("uring"))
+	if err != nil {
+		t.Skipf("backend uring is not available here: %v", err)
+	}
+	l.Close()
+	for _, c := range conformanceCases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, "uring") })
+	}
+}

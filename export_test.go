@@ -1,0 +1,10 @@
+package ringev
+
+// SetUringFallback makes uring backends created from now on use the fallback for kernels
+// without IORING_OP_EPOLL_WAIT (POLL_ADD on the epoll fd, then epoll_wait), and returns a
+// function that restores the previous setting.
+func SetUringFallback(on bool) (restore func()) {
+	old := uringForceFallback
+	uringForceFallback = on
+	return func() { uringForceFallback = old }
+}
