@@ -86,10 +86,10 @@ func TestRunExitStatus(t *testing.T) {
 		stderrPart string // substring ("" = must be empty)
 	}{
 		{nil, 2, "", "usage: ringev"},
-		{[]string{"probe"}, 2, "", `unknown command "probe"`},
+		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{[]string{"--help"}, 0, "usage: ringev", ""},
 		{[]string{"bench"}, 2, "", "usage: ringev bench"},
-		{[]string{"bench", "rio"}, 2, "", `unknown benchmark "rio"`},
+		{[]string{"bench", "nope"}, 2, "", `unknown benchmark "nope"`},
 		{[]string{"bench", "pipes", "--help"}, 0, "--events N", ""},
 		{[]string{"bench", "pipes", "--backend", "x"}, 2, "", `--backend: unknown backend "x"`},
 		{[]string{"bench", "pipes", "--events", "0"}, 2, "", `invalid value "0" for flag --events: must be > 0`},
