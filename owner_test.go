@@ -1,0 +1,134 @@
+package ringev_test
+
+// Ownership and nesting (DESIGN.md points 8 and 9, issue 4 item 6): a loop belongs to the
+// goroutine that created it; every call but Post and Stop from another goroutine returns
+// ErrNotOwner and changes nothing; Once (or Run) from inside a handler returns ErrNested.
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// onOtherGoroutine runs f on a new goroutine and waits for it (with a deadline).
+func onOtherGoroutine(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(ctDeadline):
+		t.Fatal("call from another goroutine did not return within the deadline")
+	}
+}
+
+// TestOwnerOtherGoroutineGetsErrNotOwner: Once, Run, AddFd, SetFlags, FdEvent.Close, AddSignal
+// and Loop.Close from a goroutine that is not the loop's owner return ErrNotOwner (AddTimer and
+// AddImmediate return nil) and change nothing: the loop, its fd event and its flags keep working
+// on the owner goroutine, and Post from the other goroutine works.
+func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		a, peer := ctSocketpair(t)
+		x, _ := ctSocketpair(t)
+		l := ctNewLoop(t, backend)
+		var got []ringev.Flags
+		ev := ctAddFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			got = append(got, f)
+			testutil.Drain(t, ev.Fd())
+		})
+		ctSettle(t, l, 5*time.Millisecond, 3) // the backend is armed
+		posted := false
+		onOtherGoroutine(t, func() {
+			check := func(what string, err error) {
+				if !errors.Is(err, ringev.ErrNotOwner) {
+					t.Errorf("%s from another goroutine: %v, want ErrNotOwner", what, err)
+				}
+			}
+			check("Once", l.Once())
+			check("Run", l.Run())
+			_, err := l.AddFd(x.fd, ringev.Read, ctNever(t, "fd added from another goroutine"))
+			check("AddFd", err)
+			check("SetFlags", ev.SetFlags(ringev.Write))
+			check("FdEvent.Close", ev.Close())
+			_, err = l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {})
+			check("AddSignal", err)
+			check("Loop.Close", l.Close())
+			if tm := l.AddTimer(0, func(*ringev.Timer) { t.Error("timer added from another goroutine ran") }); tm != nil {
+				t.Error("AddTimer from another goroutine returned a timer, want nil")
+			}
+			if im := l.AddImmediate(func() { t.Error("immediate added from another goroutine ran") }); im != nil {
+				t.Error("AddImmediate from another goroutine returned an immediate, want nil")
+			}
+			if err := l.Post(func() { posted = true }); err != nil {
+				t.Errorf("Post from another goroutine: %v", err)
+			}
+		})
+		if f := ev.Flags(); f != ringev.Read {
+			t.Fatalf("after a SetFlags from another goroutine, Flags() = %v, want READ (unchanged)", f)
+		}
+		testutil.OnceUntil(t, l, func() bool { return posted }, ctDeadline)
+		ctWrite(t, peer.fd, []byte{'x'})
+		testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, ctDeadline)
+		if got[0] != ringev.Read {
+			t.Fatalf("the fd event after the foreign calls got %v, want READ", got)
+		}
+		ctSettle(t, l, 20*time.Millisecond, 3)
+		if len(got) != 1 {
+			t.Fatalf("fd handler ran %d times, want 1", len(got))
+		}
+		// The loop still closes normally on its owner (cleanup checks Close's error).
+	})
+}
+
+// TestNestOnceInsideHandlerReturnsErrNested: Once and Run called from inside every kind of
+// handler (fd, timer, immediate, posted function, signal) return ErrNested, Loop.Close from
+// inside a handler returns an error wrapping ErrNested, and the loop works normally afterwards.
+func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		guard := sigGuard(t, syscall.SIGUSR1)
+		a, peer := ctSocketpair(t)
+		l := ctNewLoop(t, backend)
+		kinds := map[string]bool{}
+		nest := func(kind string) {
+			kinds[kind] = true
+			if err := l.Once(); !errors.Is(err, ringev.ErrNested) {
+				t.Errorf("Once inside a %s handler: %v, want ErrNested", kind, err)
+			}
+			if err := l.Run(); !errors.Is(err, ringev.ErrNested) {
+				t.Errorf("Run inside a %s handler: %v, want ErrNested", kind, err)
+			}
+			if err := l.Close(); !errors.Is(err, ringev.ErrNested) {
+				t.Errorf("Loop.Close inside a %s handler: %v, want an error wrapping ErrNested", kind, err)
+			}
+		}
+		ev := ctAddFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			testutil.Drain(t, ev.Fd())
+			nest("fd")
+		})
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { nest("timer") })
+		l.AddImmediate(func() { nest("immediate") })
+		if err := l.Post(func() { nest("posted") }); err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		sig, err := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) { nest("signal") })
+		if err != nil {
+			t.Fatalf("AddSignal: %v", err)
+		}
+		defer sig.Close()
+		ctWrite(t, peer.fd, []byte{'x'})
+		raise(t, guard, syscall.SIGUSR1)
+		testutil.OnceUntil(t, l, func() bool { return len(kinds) == 5 }, ctDeadline)
+		// Afterwards the loop works: a new byte runs the fd handler once more.
+		before := len(kinds)
+		kinds = map[string]bool{}
+		ctWrite(t, peer.fd, []byte{'y'})
+		testutil.OnceUntil(t, l, func() bool { return kinds["fd"] }, ctDeadline)
+		if before != 5 || ev.Flags() != ringev.Read {
+			t.Fatalf("after nesting: %d handler kinds ran, event flags %v", before, ev.Flags())
+		}
+	})
+}

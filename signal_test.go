@@ -1,0 +1,198 @@
+package ringev_test
+
+// Signals (DESIGN.md point 10, issue 4 item 4): delivered through os/signal as loop events with
+// the count of deliveries since the handler last ran.
+//
+// The Go runtime, like the kernel for a pending standard signal, merges a second delivery of one
+// signal that arrives before its signal goroutine has taken the first, so these tests raise one
+// signal at a time and let each delivery reach the handler before the next raise: then no
+// delivery may be lost. Back-to-back raises are only checked for never over-counting.
+//
+// Every test keeps its own os/signal subscription (a guard channel) for the signals it raises, so
+// that a raise can never fall through to the default action (terminating the test binary) and so
+// that a test can see that a delivery has reached the process.
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// sigGuard subscribes to sigs for the rest of the test and returns the channel.
+func sigGuard(t *testing.T, sigs ...os.Signal) chan os.Signal {
+	t.Helper()
+	ch := make(chan os.Signal, 1024)
+	signal.Notify(ch, sigs...)
+	t.Cleanup(func() { signal.Stop(ch) })
+	return ch
+}
+
+// raise sends sig to this process and waits (with a deadline) until the guard channel has it.
+func raise(t *testing.T, guard chan os.Signal, sig syscall.Signal) {
+	t.Helper()
+	if err := unix.Kill(os.Getpid(), sig); err != nil {
+		t.Fatalf("kill(%v): %v", sig, err)
+	}
+	deadline := time.After(ctDeadline)
+	for {
+		select {
+		case got := <-guard:
+			if got == sig {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%v raised but not delivered to the process within %v", sig, ctDeadline)
+		}
+	}
+}
+
+// TestSignalCountsEveryDeliveredRaise: SIGUSR1 is raised 30 times, each delivery let through to
+// the handler before the next raise: the counts handed to the handler add up to 30 exactly. Then
+// 10 back-to-back raises add at least 1 and at most 10.
+func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		guard := sigGuard(t, syscall.SIGUSR1)
+		l := ctNewLoop(t, backend)
+		sum, calls := 0, 0
+		s, err := l.AddSignal(syscall.SIGUSR1, func(s *ringev.Signal, count int) {
+			if count < 1 {
+				t.Errorf("signal handler called with count %d, want >= 1", count)
+			}
+			sum += count
+			calls++
+		})
+		if err != nil {
+			t.Fatalf("AddSignal: %v", err)
+		}
+		defer s.Close()
+		n := 30
+		for i := 1; i <= n; i++ {
+			raise(t, guard, syscall.SIGUSR1)
+			testutil.OnceUntil(t, l, func() bool { return sum >= i }, ctDeadline)
+			if sum != i {
+				t.Fatalf("after %d raises the handler was handed %d deliveries", i, sum)
+			}
+		}
+		ctSettle(t, l, 20*time.Millisecond, 3)
+		if sum != n {
+			t.Fatalf("handler was handed %d deliveries for %d raises", sum, n)
+		}
+		// Deliveries that arrive while the loop is not running add up: 3 raises, each
+		// delivered to the process before the next, then the handler gets them all.
+		for r := 0; r < 5; r++ {
+			for k := 0; k < 3; k++ {
+				raise(t, guard, syscall.SIGUSR1)
+			}
+			want := sum + 3
+			testutil.OnceUntil(t, l, func() bool { return sum >= want }, ctDeadline)
+			ctSettle(t, l, 5*time.Millisecond, 3)
+			if sum != want {
+				t.Fatalf("3 deliveries while the loop was not running were handed over as %d", 3+sum-want)
+			}
+		}
+		n += 15
+		for i := 0; i < 10; i++ {
+			if err := unix.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+				t.Fatalf("kill: %v", err)
+			}
+		}
+		testutil.OnceUntil(t, l, func() bool { return sum > n }, ctDeadline)
+		ctSettle(t, l, 50*time.Millisecond, 12)
+		if sum < n+1 || sum > n+10 {
+			t.Fatalf("10 back-to-back raises were counted as %d, want 1..10", sum-n)
+		}
+		t.Logf("%d handler calls; 10 back-to-back raises counted as %d", calls, sum-n)
+	})
+}
+
+// TestSignalTwoSignalsCountedSeparately (tevent's context shape): SIGUSR1 and SIGALRM raised
+// alternately, each delivered before the next raise, are counted exactly, each by its own
+// handler.
+func TestSignalTwoSignalsCountedSeparately(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		guard := sigGuard(t, syscall.SIGUSR1, syscall.SIGALRM)
+		l := ctNewLoop(t, backend)
+		var usr1, alrm int
+		s1, err := l.AddSignal(syscall.SIGUSR1, func(_ *ringev.Signal, c int) { usr1 += c })
+		if err != nil {
+			t.Fatalf("AddSignal(SIGUSR1): %v", err)
+		}
+		defer s1.Close()
+		s2, err := l.AddSignal(syscall.SIGALRM, func(_ *ringev.Signal, c int) { alrm += c })
+		if err != nil {
+			t.Fatalf("AddSignal(SIGALRM): %v", err)
+		}
+		defer s2.Close()
+		for i := 1; i <= 10; i++ {
+			raise(t, guard, syscall.SIGUSR1)
+			testutil.OnceUntil(t, l, func() bool { return usr1 >= i }, ctDeadline)
+			raise(t, guard, syscall.SIGALRM)
+			testutil.OnceUntil(t, l, func() bool { return alrm >= i }, ctDeadline)
+			if usr1 != i || alrm != i {
+				t.Fatalf("after %d raises of each: SIGUSR1 counted %d, SIGALRM counted %d", i, usr1, alrm)
+			}
+		}
+	})
+}
+
+// TestSignalOnceRunsOnce: an AddSignalOnce handler runs once, for the first delivery, and never
+// again for later ones.
+func TestSignalOnceRunsOnce(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		guard := sigGuard(t, syscall.SIGUSR1)
+		l := ctNewLoop(t, backend)
+		var counts []int
+		if _, err := l.AddSignalOnce(syscall.SIGUSR1, func(_ *ringev.Signal, c int) { counts = append(counts, c) }); err != nil {
+			t.Fatalf("AddSignalOnce: %v", err)
+		}
+		raise(t, guard, syscall.SIGUSR1)
+		testutil.OnceUntil(t, l, func() bool { return len(counts) > 0 }, ctDeadline)
+		for i := 0; i < 3; i++ {
+			raise(t, guard, syscall.SIGUSR1)
+			ctSettle(t, l, 20*time.Millisecond, 3)
+		}
+		if len(counts) != 1 || counts[0] != 1 {
+			t.Fatalf("one-shot handler calls: %v, want exactly one call with count 1", counts)
+		}
+	})
+}
+
+// TestSignalCloseStopsDelivery: after Signal.Close the handler is not called for later
+// deliveries, and another handler of the same signal still is.
+func TestSignalCloseStopsDelivery(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		guard := sigGuard(t, syscall.SIGUSR1)
+		l := ctNewLoop(t, backend)
+		closedSum, otherSum := 0, 0
+		s, err := l.AddSignal(syscall.SIGUSR1, func(_ *ringev.Signal, c int) { closedSum += c })
+		if err != nil {
+			t.Fatalf("AddSignal: %v", err)
+		}
+		other, err := l.AddSignal(syscall.SIGUSR1, func(_ *ringev.Signal, c int) { otherSum += c })
+		if err != nil {
+			t.Fatalf("AddSignal: %v", err)
+		}
+		defer other.Close()
+		raise(t, guard, syscall.SIGUSR1)
+		testutil.OnceUntil(t, l, func() bool { return closedSum == 1 && otherSum == 1 }, ctDeadline)
+		s.Close()
+		for i := 2; i <= 4; i++ {
+			raise(t, guard, syscall.SIGUSR1)
+			testutil.OnceUntil(t, l, func() bool { return otherSum >= i }, ctDeadline)
+		}
+		ctSettle(t, l, 20*time.Millisecond, 3)
+		if closedSum != 1 {
+			t.Fatalf("closed handler was handed %d deliveries, want 1 (the one before Close)", closedSum)
+		}
+		if otherSum != 4 {
+			t.Fatalf("the other handler was handed %d deliveries, want 4", otherSum)
+		}
+	})
+}
