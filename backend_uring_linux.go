@@ -40,7 +40,7 @@ var uringForceFallback bool
 func openUring() (backend, error) {
 	r, err := uring.New(uring.WithEntries(64))
 	if err != nil {
-		return nil, fmt.Errorf("uring: %w", err)
+		return nil, err // the binding's error already starts with "uring:" and names the call
 	}
 	ep, err := openEpoll()
 	if err != nil {
