@@ -640,6 +640,9 @@ func testPostAfterCloseReturnsErrClosed(t *testing.T, backend string) {
 // it (run with -race: Close and Post must not race on the loop's state).
 func testPostConcurrentWithClose(t *testing.T, backend string) {
 	l := newLoop(t, backend)
+	// A loop whose only source is Post has nothing to wait for between two Posts (Once then
+	// returns ErrNothingToDo): a far timer keeps it waiting for them.
+	l.AddTimer(time.Hour, func(*ringev.Timer) {})
 	errc := make(chan error, 1)
 	posted := make(chan struct{})
 	go func() {
