@@ -46,6 +46,7 @@ func openUringPoll() (backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uring-poll: %w", err)
 	}
+	_ = r.RegisterRingFd() // as in openUring
 	return &uringPollBackend{ring: r}, nil
 }
 

@@ -35,11 +35,11 @@ func newSpeedLoop(tb testing.TB, backend string, extra int) *speedLoop {
 		}
 	}
 	add(s.p[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-		if n, _ := unix.Read(s.p[0], s.buf[:]); n == 1 {
+		if n, _ := ringev.ReadNonblocking(s.p[0], s.buf[:]); n == 1 {
 			s.events++
 		}
 	})
-	add(s.p[1], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { unix.Write(s.p[1], s.buf[:]) })
+	add(s.p[1], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { ringev.WriteNonblocking(s.p[1], s.buf[:]) })
 	for i := 0; i < extra; i++ {
 		add(s.p[0], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
 		add(s.p[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
