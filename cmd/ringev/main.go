@@ -1,6 +1,7 @@
 // Command ringev holds ringev's measuring tools.
 //
-//	ringev bench pipes [--backend a,b] [--shape s,t] [--events N] [--json]
+//	ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--mode m,n] [--events N]
+//	                   [--json] [--png FILE]
 //
 // Exit status: 0 on success (and for --help), 1 when a measurement fails, 2 for a bad command
 // line.
@@ -33,20 +34,28 @@ benchmarks:
   pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
 `
 
-// usagePipes is the help text of `ringev bench pipes`; %s are the known backends and shapes.
-const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--events N] [--json]
+// usagePipes is the help text of `ringev bench pipes`; the verbs are filled by pipesUsage.
+const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--mode m,n]
+                         [--events N] [--json] [--png FILE]
 
 Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
 tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
-events/sec and the ratio to epoll in the same shape.
+events/sec, ns/event and the ratio to epoll in the same shape and mode.
 
 flags:
   --backend a,b   backends to measure (default: all of %s);
                   those the kernel rejects are skipped with a note on stderr
   --shape s,t     shapes to run (default: all of %s);
                   context lasts 2 s, %s has no context shape
-  --events N      read events per fd_speed run, N > 0 (default %d)
+  --fds N,M       pipe counts of the fd_many shape, 1..%d, one run each, named fd_many<N>:
+                  N pipes watched, one active (default %s); RLIMIT_NOFILE is raised
+                  up to its hard limit for the run and restored afterwards
+  --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness
+                  cache, %s = WithFreshReadiness, %s = WithDispatchAll; shown as
+                  backend/mode (uring/all); the netpoller runs once, in the default mode
+  --events N      read events per fd_speed and fd_many run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
+  --png FILE      also draw events/sec per shape, backend and mode as a PNG bar chart
 `
 
 func main() {
@@ -112,14 +121,27 @@ func exitStatus(err error) int {
 type pipesOptions struct {
 	backends []string // empty: all
 	shapes   []string // empty: all
+	fds      []int    // empty: bench.DefaultFds
+	modes    []string // empty: the default mode
 	events   int64
 	json     bool
+	png      string // "": no chart
 }
 
 // pipesUsage returns the help text of `ringev bench pipes`.
 func pipesUsage() string {
 	return fmt.Sprintf(usagePipes, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
-		bench.Netpoller, bench.DefaultEvents)
+		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.PipesModeDefault,
+		bench.PipesModeDefault, bench.PipesModeFresh, bench.PipesModeAll, bench.DefaultEvents)
+}
+
+// joinInts formats ns as "1,100,10000".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // parsePipes parses the arguments of `ringev bench pipes`. It returns flag.ErrHelp for -h/--help,
@@ -139,22 +161,46 @@ func parsePipes(args []string) (pipesOptions, error) {
 		o.shapes = append(o.shapes, names...)
 		return err
 	})
-	fs.Func("events", "read events per fd_speed run", func(s string) error {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			var ne *strconv.NumError
-			if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
-				return errors.New("out of range")
+	fs.Func("fds", "pipe counts of fd_many", func(s string) error {
+		for _, f := range strings.Split(s, ",") {
+			n, err := parseCount(strings.TrimSpace(f))
+			if err == nil && n > bench.MaxFds {
+				err = fmt.Errorf("must be <= %d", bench.MaxFds)
 			}
-			return errors.New("not an integer")
+			if err != nil {
+				return fmt.Errorf("pipe count %q: %w", strings.TrimSpace(f), err)
+			}
+			if !slices.Contains(o.fds, int(n)) {
+				o.fds = append(o.fds, int(n))
+			}
 		}
-		if n <= 0 {
-			return errors.New("must be > 0")
+		return nil
+	})
+	fs.Func("mode", "comma-separated loop modes", func(s string) error {
+		names, err := splitList(s, bench.PipesModes(), "mode")
+		for _, n := range names {
+			if !slices.Contains(o.modes, n) {
+				o.modes = append(o.modes, n)
+			}
+		}
+		return err
+	})
+	fs.Func("events", "read events per fd_speed run", func(s string) error {
+		n, err := parseCount(s)
+		if err != nil {
+			return err
 		}
 		o.events = n
 		return nil
 	})
 	fs.BoolVar(&o.json, "json", false, "print JSON")
+	fs.Func("png", "PNG chart file", func(s string) error {
+		if s == "" {
+			return errors.New("empty file name")
+		}
+		o.png = s
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -164,7 +210,27 @@ func parsePipes(args []string) (pipesOptions, error) {
 	if fs.NArg() > 0 {
 		return o, &usageError{fmt.Sprintf("unexpected argument %q: bench pipes takes only flags", fs.Arg(0))}
 	}
+	if len(o.fds) > 0 && len(o.shapes) > 0 && !slices.Contains(o.shapes, bench.ShapeFdMany) {
+		return o, &usageError{fmt.Sprintf("--fds %s: only the %s shape uses it, and --shape does not select it",
+			joinInts(o.fds), bench.ShapeFdMany)}
+	}
 	return o, nil
+}
+
+// parseCount parses a decimal integer > 0.
+func parseCount(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+			return 0, errors.New("out of range")
+		}
+		return 0, errors.New("not an integer")
+	}
+	if n <= 0 {
+		return 0, errors.New("must be > 0")
+	}
+	return n, nil
 }
 
 // doubleDash rewrites the flag package's messages, which name a flag with one dash, to the two
@@ -206,12 +272,31 @@ func runPipes(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ringev bench pipes: %v\nRun 'ringev bench pipes --help' for usage.\n", err)
 		return exitStatus(err)
 	}
+	// The chart's file is created before measuring, so that a bad path fails at once.
+	var png *os.File
+	if o.png != "" {
+		if png, err = os.Create(o.png); err != nil {
+			fmt.Fprintf(stderr, "ringev bench pipes: --png: %v\n", err)
+			return 1
+		}
+		defer png.Close()
+	}
 	results, runErr := bench.Run(bench.Config{
 		Backends: o.backends,
 		Shapes:   o.shapes,
+		Fds:      o.fds,
+		Modes:    o.modes,
 		Options:  bench.Options{Events: o.events},
 		Notes:    stderr,
 	})
+	if png != nil {
+		if err := writePNG(png, results); err != nil {
+			fmt.Fprintf(stderr, "ringev bench pipes: --png: %v\n", err)
+			if runErr == nil {
+				runErr = err
+			}
+		}
+	}
 	if len(results) > 0 {
 		var werr error
 		if o.json {
@@ -229,4 +314,22 @@ func runPipes(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writePNG draws results into f and closes it; without results it removes f (created before
+// measuring) instead.
+func writePNG(f *os.File, results []bench.Result) error {
+	if len(results) == 0 {
+		f.Close()
+		os.Remove(f.Name())
+		return errors.New("no results, no chart")
+	}
+	if err := bench.WritePipesPNG(f, results); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +21,8 @@ func TestParsePipesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.backends) != 0 || len(o.shapes) != 0 || o.events != bench.DefaultEvents || o.json {
+	if len(o.backends) != 0 || len(o.shapes) != 0 || len(o.fds) != 0 || len(o.modes) != 0 ||
+		o.events != bench.DefaultEvents || o.json || o.png != "" {
 		t.Errorf("defaults %+v", o)
 	}
 }
@@ -53,6 +58,18 @@ func TestParsePipesBadInput(t *testing.T) {
 		{[]string{"--frobnicate"}, []string{"--frobnicate", "not defined"}},
 		{[]string{"extra"}, []string{`"extra"`, "unexpected argument"}},
 		{[]string{"--json", "fd_speed1"}, []string{`"fd_speed1"`, "unexpected argument"}},
+		{[]string{"--fds", "1,x"}, []string{"--fds", `"x"`, "not an integer"}},
+		{[]string{"--fds", "0"}, []string{"--fds", `"0"`, "must be > 0"}},
+		{[]string{"--fds", "10,-2"}, []string{"--fds", `"-2"`, "must be > 0"}},
+		{[]string{"--fds", "1,,2"}, []string{"--fds", `""`, "not an integer"}},
+		{[]string{"--fds", "2000000"}, []string{"--fds", `"2000000"`, "must be <= 1000000"}},
+		{[]string{"--fds"}, []string{"--fds", "needs an argument"}},
+		{[]string{"--shape", "fd_speed1", "--fds", "5"}, []string{"--fds 5", "fd_many", "--shape"}},
+		{[]string{"--mode", "turbo"}, []string{"--mode", `"turbo"`, "unknown mode", "default, fresh, all"}},
+		{[]string{"--mode", "all,"}, []string{"--mode", "empty mode name"}},
+		{[]string{"--mode"}, []string{"--mode", "needs an argument"}},
+		{[]string{"--png", ""}, []string{"--png", "empty file name"}},
+		{[]string{"--png"}, []string{"--png", "needs an argument"}},
 	} {
 		_, err := parsePipes(tc.args)
 		if got := exitStatus(err); got != 2 {
@@ -64,6 +81,19 @@ func TestParsePipesBadInput(t *testing.T) {
 				t.Errorf("%q: message %q does not contain %q", tc.args, err, w)
 			}
 		}
+	}
+}
+
+// TestParsePipesNewFlags: --fds, --mode and --png are parsed, de-duplicated, in the order given.
+func TestParsePipesNewFlags(t *testing.T) {
+	o, err := parsePipes([]string{"--fds", "50, 1,50", "--fds=7", "--mode", "all,default", "--mode=all,fresh",
+		"--png", "/tmp/x.png", "--shape", "fd_many"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.fds, []int{50, 1, 7}) || !slices.Equal(o.modes, []string{"all", "default", "fresh"}) ||
+		o.png != "/tmp/x.png" || !slices.Equal(o.shapes, []string{"fd_many"}) {
+		t.Errorf("parsed %+v", o)
 	}
 }
 
@@ -91,6 +121,11 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"bench"}, 2, "", "usage: ringev bench"},
 		{[]string{"bench", "nope"}, 2, "", `unknown benchmark "nope"`},
 		{[]string{"bench", "pipes", "--help"}, 0, "--events N", ""},
+		{[]string{"bench", "pipes", "--help"}, 0, "--png FILE", ""},
+		{[]string{"bench", "pipes", "--fds", "0"}, 2, "", `invalid value "0" for flag --fds: pipe count "0": must be > 0`},
+		{[]string{"bench", "pipes", "--mode", "x"}, 2, "", `--mode: unknown mode "x"`},
+		// A path that cannot be created fails at once (exit status 1), before measuring.
+		{[]string{"bench", "pipes", "--png", "/nonexistent-dir/x.png"}, 1, "", "--png: open /nonexistent-dir/x.png: no such file or directory"},
 		{[]string{"bench", "pipes", "--backend", "x"}, 2, "", `--backend: unknown backend "x"`},
 		{[]string{"bench", "pipes", "--events", "0"}, 2, "", `invalid value "0" for flag --events: must be > 0`},
 	} {
@@ -133,5 +168,47 @@ func TestRunPipesJSON(t *testing.T) {
 		if r["shape"] != "fd_speed1" || r["events"] != 2000.0 {
 			t.Errorf("result %v: want shape fd_speed1 with 2000 events", r)
 		}
+	}
+}
+
+// TestRunPipesFdManyModesPNG: a real (small) run of fd_many and fd_speed1 in two modes with
+// --json and --png: the JSON carries mode, fds and ns_per_event, the chart is a PNG file.
+func TestRunPipesFdManyModesPNG(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "pipes.png")
+	var stdout, stderr strings.Builder
+	args := []string{"bench", "pipes", "--backend", "epoll,go-netpoller", "--shape", "fd_speed1,fd_many",
+		"--fds", "1,50", "--mode", "default,all", "--events", "500", "--json", "--png", png}
+	if got := run(args, &stdout, &stderr); got != 0 {
+		t.Fatalf("exit status %d, stderr %q", got, stderr.String())
+	}
+	var rs []map[string]any
+	if err := json.Unmarshal([]byte(stdout.String()), &rs); err != nil {
+		t.Fatalf("stdout is not a JSON array: %v\n%s", err, stdout.String())
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, fmt.Sprintf("%v:%v:%v:%v", r["shape"], r["backend"], r["mode"], r["fds"]))
+		if ns, _ := r["ns_per_event"].(float64); ns <= 0 {
+			t.Errorf("result %v: ns_per_event %v, want > 0", r, r["ns_per_event"])
+		}
+		if r["spurious"] != 0.0 {
+			t.Errorf("result %v: spurious calls", r)
+		}
+	}
+	want := "fd_speed1:epoll:default:<nil> fd_speed1:go-netpoller:default:<nil> fd_speed1:epoll:all:<nil> " +
+		"fd_many1:epoll:default:1 fd_many1:go-netpoller:default:1 fd_many1:epoll:all:1 " +
+		"fd_many50:epoll:default:50 fd_many50:go-netpoller:default:50 fd_many50:epoll:all:50"
+	if bench.CheckBackend("epoll") != nil {
+		t.Skipf("epoll not usable here (measured %s)", strings.Join(got, " "))
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("measured\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+	data, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Errorf("%s does not start with the PNG signature: %q", png, data[:min(8, len(data))])
 	}
 }

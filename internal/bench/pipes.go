@@ -13,6 +13,19 @@
 //     Write handler writing one byte, plus 0, 1 or 2 idle pairs (a Write fd event on the read end
 //     and a Read fd event on the write end) that never become ready and count as spurious if they
 //     are ever called; the run ends after a given number of read events (1,000,000 by default).
+//   - fd_many: fd_speed1's pipe and handlers plus N-1 idle pipes, each watched by a Read handler
+//     that counts as spurious if it is ever called; one run per N (Config.Fds, 1, 100 and 10,000
+//     by default), named fd_many<N> (fd_many1, fd_many100, fd_many10000) in the results, which
+//     also carry N as Fds. It raises RLIMIT_NOFILE as far as the hard limit allows for the run
+//     and restores it afterwards (see fdmany.go).
+//
+// Modes (Options.Mode, Config.Modes): every ringev backend runs with the default readiness cache
+// ("default"), with ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all").
+// The netpoller has no modes: it runs once per shape, as mode "default".
+//
+// The handlers read and write with ringev.ReadNonblocking and ringev.WriteNonblocking, as a
+// ringev user's handlers of non-blocking fds may: plain read(2) and write(2), as tevent_pipe.c's
+// handlers make, without the Go runtime's syscall bookkeeping.
 //
 // Every measurement runs in a goroutine of its own: ringev.New locks its goroutine to an OS
 // thread until Close, and the loop belongs to that goroutine.
@@ -40,12 +53,37 @@ const (
 	ShapeFdSpeed3 = "fd_speed3"
 )
 
+// Modes of a ringev loop in the pipes benchmark (Options.Mode, Result.Mode), in the order they
+// are run and printed.
+const (
+	PipesModeDefault = "default" // ringev.New's defaults: the readiness cache, one handler per Once
+	PipesModeFresh   = "fresh"   // ringev.WithFreshReadiness: one wait per fd handler
+	PipesModeAll     = "all"     // ringev.WithDispatchAll: every ready handler in one Once
+)
+
+// PipesModes returns the mode names in the order they are run and printed.
+func PipesModes() []string { return []string{PipesModeDefault, PipesModeFresh, PipesModeAll} }
+
+// loopOptions are the ringev.New options of backend in mode (a name from PipesModes(); ""
+// means the default).
+func loopOptions(backend, mode string) []ringev.Option {
+	opts := []ringev.Option{ringev.WithBackend(backend)}
+	switch mode {
+	case PipesModeFresh:
+		opts = append(opts, ringev.WithFreshReadiness())
+	case PipesModeAll:
+		opts = append(opts, ringev.WithDispatchAll())
+	}
+	return opts
+}
+
 // Netpoller is the name of the baseline that uses no ringev loop: two goroutines ping-ponging one
 // byte over an os.Pipe through the Go runtime netpoller (../../shared/anchors/gonetpoll). It has
 // no context shape: there are no signals or timer in a ping-pong.
 const Netpoller = "go-netpoller"
 
-// RatioBase is the backend that the ratio column (Result.RatioToEpoll) divides by.
+// RatioBase is the backend that the ratio column (Result.RatioToEpoll) divides by, in the same
+// shape and mode.
 const RatioBase = "epoll"
 
 const (
@@ -55,16 +93,27 @@ const (
 	DefaultContextDuration = 2 * time.Second
 )
 
-// ErrUnknownShape and ErrUnknownBackend are wrapped, with the name, by Run and RunPipes for names
-// that are not in Shapes() or Backends().
+// ErrUnknownShape, ErrUnknownBackend and ErrUnknownMode are wrapped, with the name, by Run and
+// RunPipes for names that are not in Shapes() (or fd_many<N>), Backends() or PipesModes().
 var (
 	ErrUnknownShape   = errors.New("unknown shape")
 	ErrUnknownBackend = errors.New("unknown backend")
+	ErrUnknownMode    = errors.New("unknown mode")
 )
 
-// Shapes returns the shape names in the order they are run and printed.
+// Shapes returns the shape names Config.Shapes accepts, in the order they are run and printed.
+// ShapeFdMany stands for one run per pipe count (Config.Fds), each named FdManyShape(n).
 func Shapes() []string {
-	return []string{ShapeContext, ShapeFdSpeed1, ShapeFdSpeed2, ShapeFdSpeed3}
+	return []string{ShapeContext, ShapeFdSpeed1, ShapeFdSpeed2, ShapeFdSpeed3, ShapeFdMany}
+}
+
+// runnable reports whether RunPipes accepts shape: a name from Shapes() other than ShapeFdMany,
+// or fd_many<N> with 1 <= N <= MaxFds.
+func runnable(shape string) bool {
+	if _, ok := parseFdMany(shape); ok {
+		return true
+	}
+	return shape != ShapeFdMany && slices.Contains(Shapes(), shape)
 }
 
 // Backends returns every backend name the pipes benchmark knows: ringev.Backends() (which may
@@ -73,9 +122,12 @@ func Backends() []string {
 	return append(ringev.Backends(), Netpoller)
 }
 
-// extraPairs is the number of idle fd event pairs of an fd_speed shape; ok is false for the
-// context shape and unknown names.
+// extraPairs is the number of idle fd event pairs of an fd_speed shape (0 for fd_many<N>); ok
+// is false for the context shape and unknown names.
 func extraPairs(shape string) (n int, ok bool) {
+	if _, many := parseFdMany(shape); many {
+		return 0, true
+	}
 	switch shape {
 	case ShapeFdSpeed1:
 		return 0, true
@@ -94,6 +146,9 @@ type Options struct {
 	Events int64
 	// ContextDuration is how long a context run lasts (0 means DefaultContextDuration).
 	ContextDuration time.Duration
+	// Mode is a name from PipesModes() ("" means PipesModeDefault). The netpoller only has the
+	// default mode.
+	Mode string
 }
 
 func (o Options) withDefaults() Options {
@@ -102,6 +157,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ContextDuration == 0 {
 		o.ContextDuration = DefaultContextDuration
+	}
+	if o.Mode == "" {
+		o.Mode = PipesModeDefault
 	}
 	return o
 }
@@ -142,20 +200,29 @@ func inGoroutine(f func() error) error {
 	return <-done
 }
 
-// RunPipes measures one shape on one backend (a name from Backends()) in a goroutine of its own
-// and returns the result without RatioToEpoll. The error names the backend and shape; it wraps
-// ErrUnknownBackend or ErrUnknownShape for bad names, ringev.New's error when the backend cannot
-// be set up, and the loop's error when Once fails. The context shape on Netpoller is an error.
+// RunPipes measures one shape (a name from Shapes() other than ShapeFdMany, or fd_many<N>) on
+// one backend (a name from Backends()) in opt.Mode, in a goroutine of its own, and returns the
+// result without RatioToEpoll. The error names the backend and shape; it wraps
+// ErrUnknownBackend, ErrUnknownShape or ErrUnknownMode for bad names, ringev.New's error when the
+// backend cannot be set up, ErrTooManyFds when RLIMIT_NOFILE cannot be raised far enough for
+// fd_many<N>, and the loop's error when Once fails. The context shape on Netpoller, and the
+// Netpoller in a mode other than the default, are errors.
 func RunPipes(backend, shape string, opt Options) (Result, error) {
 	opt = opt.withDefaults()
 	if opt.Events < 0 {
 		return Result{}, fmt.Errorf("%s %s: events must be > 0, got %d", backend, shape, opt.Events)
 	}
-	if !slices.Contains(Shapes(), shape) {
+	if !runnable(shape) {
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownShape, shape)
 	}
 	if !slices.Contains(Backends(), backend) {
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownBackend, backend)
+	}
+	if !slices.Contains(PipesModes(), opt.Mode) {
+		return Result{}, fmt.Errorf("%w %q", ErrUnknownMode, opt.Mode)
+	}
+	if backend == Netpoller && opt.Mode != PipesModeDefault {
+		return Result{}, fmt.Errorf("%s has no mode %q, only %q", Netpoller, opt.Mode, PipesModeDefault)
 	}
 	var res Result
 	err := inGoroutine(func() error {
@@ -168,9 +235,22 @@ func RunPipes(backend, shape string, opt Options) (Result, error) {
 		return err
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("%s %s: %w", backend, shape, err)
+		return Result{}, fmt.Errorf("%s %s: %w", Label(backend, opt.Mode), shape, err)
 	}
 	return res, nil
+}
+
+// newResult is the result of a run of events read events in seconds.
+func newResult(backend, mode, shape string, events int64, seconds float64) Result {
+	r := Result{Backend: backend, Mode: mode, Shape: shape, Events: events, Seconds: seconds}
+	r.Fds, _ = parseFdMany(shape)
+	if seconds > 0 {
+		r.EventsPerSec = float64(events) / seconds
+	}
+	if events > 0 {
+		r.NsPerEvent = seconds * 1e9 / float64(events)
+	}
+	return r
 }
 
 // pipeRun is the state of one loop measurement: what the handlers count.
@@ -198,7 +278,7 @@ func (s *pipeRun) onRead(*ringev.FdEvent, ringev.Flags) {
 			s.raised++
 		}
 	}
-	if n, err := unix.Read(s.rfd, s.rbuf[:]); n != 1 || err != nil {
+	if n, err := ringev.ReadNonblocking(s.rfd, s.rbuf[:]); n != 1 || err != nil {
 		s.spurious++
 		return
 	}
@@ -210,7 +290,7 @@ func (s *pipeRun) onRead(*ringev.FdEvent, ringev.Flags) {
 
 // onWrite is tevent_pipe.c's wr: write one byte.
 func (s *pipeRun) onWrite(*ringev.FdEvent, ringev.Flags) {
-	if n, err := unix.Write(s.wfd, s.wbuf[:]); n != 1 || err != nil {
+	if n, err := ringev.WriteNonblocking(s.wfd, s.wbuf[:]); n != 1 || err != nil {
 		s.spurious++
 	}
 }
@@ -222,10 +302,22 @@ func (s *pipeRun) onIdle(*ringev.FdEvent, ringev.Flags) { s.spurious++ }
 func (s *pipeRun) onSignal(_ *ringev.Signal, count int) { s.counted += int64(count) }
 
 // runLoop measures one shape on a ringev backend. It must run in a goroutine of its own (New
-// locks it to its thread). Every fd event, signal, the loop and both pipe fds are closed before
-// it returns, also on error.
+// locks it to its thread). Every fd event, signal, the loop and every pipe fd are closed, and
+// RLIMIT_NOFILE is restored, before it returns, also on error.
 func runLoop(backend, shape string, opt Options) (res Result, err error) {
-	loop, err := ringev.New(ringev.WithBackend(backend))
+	nfds, many := parseFdMany(shape)
+	if many {
+		restore, err := reserveFds(nfds + 1) // the active pipe's two fds and nfds-1 idle ones
+		if err != nil {
+			return res, err
+		}
+		defer func() {
+			if rerr := restore(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+	loop, err := ringev.New(loopOptions(backend, opt.Mode)...)
 	if err != nil {
 		return res, err
 	}
@@ -238,6 +330,7 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 	var fdes []*ringev.FdEvent
 	var sigs []*ringev.Signal
 	var timer *ringev.Timer
+	var idle []int // fd_many's idle pipes
 	defer func() {
 		for _, e := range fdes {
 			if cerr := e.Close(); cerr != nil && err == nil {
@@ -257,6 +350,9 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 			if cerr := unix.Close(fd); cerr != nil && err == nil {
 				err = fmt.Errorf("closing pipe fd %d: %w", fd, cerr)
 			}
+		}
+		if cerr := closeFds(idle); cerr != nil && err == nil {
+			err = fmt.Errorf("closing an idle pipe: %w", cerr)
 		}
 	}()
 	addFd := func(fd int, f ringev.Flags, h ringev.FdHandler) error {
@@ -283,6 +379,16 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 			}
 			sigs = append(sigs, sg)
 		}
+	} else if many {
+		s.target = opt.Events
+		if idle, err = idlePipes(nfds - 1); err != nil {
+			return res, err
+		}
+		for _, fd := range idle {
+			if err := addFd(fd, ringev.Read, s.onIdle); err != nil {
+				return res, err
+			}
+		}
 	} else {
 		extra, _ := extraPairs(shape)
 		s.target = opt.Events
@@ -301,27 +407,47 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 			return res, fmt.Errorf("loop.Once after %d events: %w", s.events, err)
 		}
 	}
-	el := time.Since(t0).Seconds()
-	res = Result{
-		Backend:        backend,
-		Shape:          shape,
-		Events:         s.events,
-		Seconds:        el,
-		EventsPerSec:   float64(s.events) / el,
-		Spurious:       s.spurious,
-		SignalsRaised:  s.raised,
-		SignalsCounted: s.counted,
-	}
+	res = newResult(backend, opt.Mode, shape, s.events, time.Since(t0).Seconds())
+	res.Spurious = s.spurious
+	res.SignalsRaised = s.raised
+	res.SignalsCounted = s.counted
 	return res, nil
 }
 
 // runNetpoller is ../../shared/anchors/gonetpoll/main.go: a writer goroutine writes one byte per
 // token, a reader goroutine reads it, counts an event and hands the token back, until
-// opt.Events events. The same measurement serves every fd_speed shape. Both pipe ends are
-// closed and both goroutines have ended when it returns.
-func runNetpoller(shape string, opt Options) (Result, error) {
+// opt.Events events. The same measurement serves every fd_speed shape; fd_many<N> adds N-1 idle
+// pipes registered with the netpoller (os.NewFile of a non-blocking fd) that nobody reads. Every
+// pipe is closed, RLIMIT_NOFILE restored, and both goroutines have ended when it returns.
+func runNetpoller(shape string, opt Options) (res Result, err error) {
 	if _, ok := extraPairs(shape); !ok {
 		return Result{}, fmt.Errorf("%s has no %s shape (no signals or timer in a goroutine ping-pong)", Netpoller, shape)
+	}
+	if nfds, many := parseFdMany(shape); many {
+		restore, err := reserveFds(nfds + 1)
+		if err != nil {
+			return res, err
+		}
+		defer func() {
+			if rerr := restore(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+		fds, err := idlePipes(nfds - 1)
+		if err != nil {
+			return res, err
+		}
+		files := make([]*os.File, len(fds))
+		for i, fd := range fds {
+			files[i] = os.NewFile(uintptr(fd), "idle pipe")
+		}
+		defer func() {
+			for _, f := range files {
+				if cerr := f.Close(); cerr != nil && err == nil {
+					err = fmt.Errorf("closing an idle pipe: %w", cerr)
+				}
+			}
+		}()
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -376,14 +502,12 @@ func runNetpoller(shape string, opt Options) (Result, error) {
 		}
 		return Result{}, fmt.Errorf("reader after %d events: %w", rr.n, rr.err)
 	}
-	return Result{
-		Backend:      Netpoller,
-		Shape:        shape,
-		Events:       rr.n,
-		Seconds:      el,
-		EventsPerSec: float64(rr.n) / el,
-	}, nil
+	return newResult(Netpoller, PipesModeDefault, shape, rr.n, el), nil
 }
+
+// pollScanLimit is the largest fd_many pipe count measured on the poll backend when the backends
+// are not named: poll(2) is O(fds) per wait, so fd_many10000 on poll takes minutes.
+const pollScanLimit = 1000
 
 // Config says what Run measures.
 type Config struct {
@@ -392,17 +516,27 @@ type Config struct {
 	Backends []string
 	// Shapes to run, names from Shapes(); nil or empty means all of them.
 	Shapes []string
+	// Fds are the pipe counts of the fd_many shape, one run each, in this order (duplicates
+	// dropped); nil or empty means DefaultFds. Each is in [1, MaxFds].
+	Fds []int
+	// Modes of the ringev backends, names from PipesModes(); nil or empty means the default
+	// mode only. Options.Mode is ignored.
+	Modes []string
 	Options
 	// Notes receives one line per skipped backend or shape (with the reason); nil discards them.
 	Notes io.Writer
 }
 
-// Run measures every selected shape on every selected backend, shape by shape in the order of
-// Shapes(), backend by backend in the order of Backends(), each in a goroutine of its own, and
-// sets RatioToEpoll. A backend that ringev.New rejects is skipped with a note naming the reason,
-// as is the context shape on Netpoller. Unknown names are an error before anything runs
-// (wrapping ErrUnknownBackend or ErrUnknownShape). A failing measurement does not stop the
-// others: Run returns what was measured and the failures joined (errors.Join).
+// Run measures every selected shape on every selected backend in every selected mode: shape by
+// shape in the order of Shapes() (fd_many once per Config.Fds entry), then mode by mode in the
+// order of PipesModes(), then backend by backend in the order of Backends() (the netpoller, which
+// has no modes, once per shape, after the backends of the first mode); each run in a goroutine
+// of its own. It sets RatioToEpoll. A backend that ringev.New rejects is skipped with a note
+// naming the reason, as is the context shape on Netpoller, and, unless Config.Backends names
+// backends, fd_many with more than pollScanLimit pipes on poll. Unknown names and bad counts are an
+// error before anything runs (wrapping ErrUnknownBackend, ErrUnknownShape or ErrUnknownMode). A
+// failing measurement does not stop the others: Run returns what was measured and the failures
+// joined (errors.Join).
 func Run(cfg Config) ([]Result, error) {
 	notes := cfg.Notes
 	if notes == nil {
@@ -416,8 +550,34 @@ func Run(cfg Config) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	modes, err := selectNames(cfg.Modes, PipesModes(), ErrUnknownMode)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Modes) == 0 {
+		modes = []string{PipesModeDefault}
+	}
 	if cfg.Events < 0 {
 		return nil, fmt.Errorf("events must be > 0, got %d", cfg.Events)
+	}
+	fds := cfg.Fds
+	if len(fds) == 0 {
+		fds = DefaultFds
+	}
+	var runs []string // shapes with fd_many expanded
+	for _, shape := range shapes {
+		if shape != ShapeFdMany {
+			runs = append(runs, shape)
+			continue
+		}
+		for _, n := range fds {
+			if n < 1 || n > MaxFds {
+				return nil, fmt.Errorf("fd_many: pipe count %d is not in [1, %d]", n, MaxFds)
+			}
+			if name := FdManyShape(n); !slices.Contains(runs, name) {
+				runs = append(runs, name)
+			}
+		}
 	}
 	var usable []string
 	for _, b := range backends {
@@ -432,17 +592,30 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	var results []Result
 	var errs []error
-	for _, shape := range shapes {
-		for _, b := range usable {
-			if b == Netpoller && shape == ShapeContext {
-				continue
+	for _, shape := range runs {
+		for i, mode := range modes {
+			for _, b := range usable {
+				if b == Netpoller && (shape == ShapeContext || i > 0) {
+					continue
+				}
+				if n, ok := parseFdMany(shape); ok && n > pollScanLimit && b == "poll" && len(cfg.Backends) == 0 {
+					if i == 0 {
+						fmt.Fprintf(notes, "skipping %s on poll: poll(2) scans every fd per wait (about 0.4 ms per event at 10,000 fds); ask for --backend poll to run it\n", shape)
+					}
+					continue
+				}
+				opt := cfg.Options
+				opt.Mode = mode
+				if b == Netpoller {
+					opt.Mode = PipesModeDefault
+				}
+				r, err := RunPipes(b, shape, opt)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				results = append(results, r)
 			}
-			r, err := RunPipes(b, shape, cfg.Options)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			results = append(results, r)
 		}
 	}
 	SetRatios(results)

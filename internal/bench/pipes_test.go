@@ -2,10 +2,13 @@ package bench
 
 import (
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringev/ringev"
 )
 
 // testOptions keeps every measurement short: 2000 read events, 200 ms of context.
@@ -21,6 +24,20 @@ func openFds(t *testing.T) int {
 	return len(ents)
 }
 
+// testShapes are the runnable shapes of the tests: Shapes() with fd_many as fd_many1 and
+// fd_many50.
+func testShapes() []string {
+	var out []string
+	for _, s := range Shapes() {
+		if s == ShapeFdMany {
+			out = append(out, FdManyShape(1), FdManyShape(50))
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // requireBackend skips the test when ringev.New rejects backend here, naming why.
 func requireBackend(t *testing.T, backend string) {
 	t.Helper()
@@ -33,7 +50,7 @@ func requireBackend(t *testing.T, backend string) {
 // handler calls, and for context with two signals raised per read event.
 func TestPipesShapes(t *testing.T) {
 	for _, backend := range Backends() {
-		for _, shape := range Shapes() {
+		for _, shape := range testShapes() {
 			t.Run(shape+"/"+backend, func(t *testing.T) {
 				requireBackend(t, backend)
 				if backend == Netpoller && shape == ShapeContext {
@@ -43,8 +60,15 @@ func TestPipesShapes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r.Backend != backend || r.Shape != shape {
-					t.Errorf("result is for %s/%s, want %s/%s", r.Shape, r.Backend, shape, backend)
+				if r.Backend != backend || r.Shape != shape || r.Mode != PipesModeDefault {
+					t.Errorf("result is for %s/%s in mode %q, want %s/%s in %q", r.Shape, r.Backend, r.Mode,
+						shape, backend, PipesModeDefault)
+				}
+				if r.NsPerEvent <= 0 || math.Abs(r.NsPerEvent*r.EventsPerSec-1e9) > 1 {
+					t.Errorf("ns/event %v does not match events/sec %v", r.NsPerEvent, r.EventsPerSec)
+				}
+				if n, many := parseFdMany(shape); r.Fds != n || many != (r.Fds > 0) {
+					t.Errorf("fds %d, want %d", r.Fds, n)
 				}
 				if r.Seconds <= 0 || r.EventsPerSec <= 0 {
 					t.Errorf("seconds %v, events/sec %v: want both > 0", r.Seconds, r.EventsPerSec)
@@ -102,6 +126,9 @@ func TestPipesNoFdLeak(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if _, err := RunPipes(backend, FdManyShape(50), opt); err != nil {
+				t.Fatal(err)
+			}
 			if after := openFds(t); after != before {
 				t.Errorf("open fds: %d before the run, %d after", before, after)
 			}
@@ -126,6 +153,23 @@ func TestRunPipesRejectsUnknownNames(t *testing.T) {
 	}
 	if _, err := Run(Config{Shapes: []string{"ctx"}}); !errors.Is(err, ErrUnknownShape) {
 		t.Errorf("Run with shape ctx: err = %v, want ErrUnknownShape", err)
+	}
+	for _, shape := range []string{ShapeFdMany, "fd_many0", "fd_many01", "fd_many-3", "fd_many1x", "fd_many2000000"} {
+		if _, err := RunPipes(Netpoller, shape, testOptions); !errors.Is(err, ErrUnknownShape) {
+			t.Errorf("shape %s: err = %v, want ErrUnknownShape", shape, err)
+		}
+	}
+	if _, err := RunPipes(RatioBase, ShapeFdSpeed1, Options{Mode: "turbo"}); !errors.Is(err, ErrUnknownMode) {
+		t.Errorf("mode turbo: err = %v, want ErrUnknownMode", err)
+	}
+	if _, err := RunPipes(Netpoller, ShapeFdSpeed1, Options{Mode: PipesModeAll}); err == nil {
+		t.Error("go-netpoller in mode all: no error")
+	}
+	if _, err := Run(Config{Modes: []string{"fresh", "warp"}}); !errors.Is(err, ErrUnknownMode) || !strings.Contains(err.Error(), "warp") {
+		t.Errorf("Run with mode warp: err = %v, want ErrUnknownMode naming it", err)
+	}
+	if _, err := Run(Config{Shapes: []string{ShapeFdMany}, Fds: []int{10, 0}}); err == nil || !strings.Contains(err.Error(), "pipe count 0") {
+		t.Errorf("Run with fds 0: err = %v, want an error naming the count", err)
 	}
 }
 
@@ -160,5 +204,71 @@ func TestRunSkipsContextOnNetpoller(t *testing.T) {
 	}
 	if !strings.Contains(notes.String(), "skipping context on go-netpoller") {
 		t.Errorf("notes %q do not mention the skipped context shape", notes.String())
+	}
+}
+
+// TestRunModesAndFdMany: Run expands fd_many per pipe count and runs each ringev backend in every
+// mode, the netpoller once per shape; ratios are taken to epoll in the same shape and mode.
+func TestRunModesAndFdMany(t *testing.T) {
+	requireBackend(t, RatioBase)
+	rs, err := Run(Config{
+		Backends: []string{Netpoller, RatioBase},
+		Shapes:   []string{ShapeFdMany, ShapeFdSpeed1},
+		Fds:      []int{3, 1, 3},
+		Modes:    []string{PipesModeAll, PipesModeDefault, PipesModeFresh},
+		Options:  Options{Events: 500},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Shape+":"+r.Label())
+		if r.Spurious != 0 {
+			t.Errorf("%s %s: %d spurious handler calls", r.Shape, r.Label(), r.Spurious)
+		}
+		want := r.EventsPerSec / find(t, rs, r.Shape, RatioBase, r.Mode).EventsPerSec
+		if r.RatioToEpoll != want {
+			t.Errorf("%s %s: ratio %v, want %v (epoll in mode %s)", r.Shape, r.Label(), r.RatioToEpoll, want, r.Mode)
+		}
+	}
+	want := "fd_speed1:epoll fd_speed1:go-netpoller fd_speed1:epoll/fresh fd_speed1:epoll/all " +
+		"fd_many3:epoll fd_many3:go-netpoller fd_many3:epoll/fresh fd_many3:epoll/all " +
+		"fd_many1:epoll fd_many1:go-netpoller fd_many1:epoll/fresh fd_many1:epoll/all"
+	if strings.Join(got, " ") != want {
+		t.Errorf("measured\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+}
+
+// find returns the result of backend in shape and mode, or fails the test.
+func find(t *testing.T, rs []Result, shape, backend, mode string) Result {
+	t.Helper()
+	for _, r := range rs {
+		if r.Shape == shape && r.Backend == backend && r.modeOf() == mode {
+			return r
+		}
+	}
+	t.Fatalf("no result for %s %s in mode %s", shape, backend, mode)
+	return Result{}
+}
+
+// TestPipesModes: every mode runs fd_speed3 and fd_many50 on every ringev backend without
+// spurious calls, and the result carries the mode.
+func TestPipesModes(t *testing.T) {
+	for _, backend := range ringev.Backends() {
+		for _, mode := range PipesModes() {
+			t.Run(backend+"/"+mode, func(t *testing.T) {
+				requireBackend(t, backend)
+				for _, shape := range []string{ShapeFdSpeed3, FdManyShape(50)} {
+					r, err := RunPipes(backend, shape, Options{Events: 300, Mode: mode})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.Mode != mode || r.Events != 300 || r.Spurious != 0 {
+						t.Errorf("%s: mode %q, %d events, %d spurious; want %q, 300, 0", shape, r.Mode, r.Events, r.Spurious, mode)
+					}
+				}
+			})
+		}
 	}
 }

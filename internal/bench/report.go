@@ -12,14 +12,22 @@ import (
 type Result struct {
 	// Backend is a name from Backends().
 	Backend string `json:"backend"`
-	// Shape is a name from Shapes().
+	// Mode is the loop's mode, a name from PipesModes(); always PipesModeDefault for Netpoller.
+	Mode string `json:"mode"`
+	// Shape is a name from Shapes(), with fd_many as fd_many<N> (fd_many1, fd_many100, ...).
 	Shape string `json:"shape"`
+	// Fds is N of an fd_many<N> shape: the number of watched pipes, one of them active; 0 (and
+	// omitted from JSON) for the other shapes.
+	Fds int `json:"fds,omitempty"`
 	// Events is the number of read events (bytes read through the pipe).
 	Events int64 `json:"events"`
 	// Seconds is the wall-clock (monotonic) time of the run, setup excluded.
 	Seconds float64 `json:"seconds"`
 	// EventsPerSec is Events / Seconds.
 	EventsPerSec float64 `json:"events_per_sec"`
+	// NsPerEvent is Seconds / Events in nanoseconds: the cost of one read event with everything
+	// around it (the write that fed it, the waits, for context the signals).
+	NsPerEvent float64 `json:"ns_per_event"`
 	// Spurious counts handler calls that found nothing to do: an idle fd event called, or a
 	// read or write of one byte that did not transfer it. Always 0 for Netpoller.
 	Spurious int64 `json:"spurious"`
@@ -31,41 +39,63 @@ type Result struct {
 	// signals still pending when the timer ends the run are not counted.
 	SignalsCounted int64 `json:"signals_counted"`
 	// RatioToEpoll is EventsPerSec divided by the epoll backend's EventsPerSec in the same
-	// shape and run; 0 (and omitted from JSON) when there is no epoll result for the shape.
+	// shape, mode and run; 0 (and omitted from JSON) when there is no such epoll result.
 	RatioToEpoll float64 `json:"ratio_to_epoll,omitempty"`
 }
 
-// SetRatios sets RatioToEpoll of every result whose shape has an epoll result in rs (with a
-// non-zero rate), and clears it for the others.
+// Label names a backend in a mode the way the table and the chart do: the backend alone in the
+// default mode (and for "" and Netpoller), else backend/mode, for example "uring/all".
+func Label(backend, mode string) string {
+	if mode == "" || mode == PipesModeDefault || backend == Netpoller {
+		return backend
+	}
+	return backend + "/" + mode
+}
+
+// Label is Label(r.Backend, r.Mode).
+func (r Result) Label() string { return Label(r.Backend, r.Mode) }
+
+// modeOf is r.Mode with "" read as the default.
+func (r Result) modeOf() string {
+	if r.Mode == "" {
+		return PipesModeDefault
+	}
+	return r.Mode
+}
+
+// SetRatios sets RatioToEpoll of every result that has an epoll result in the same shape and
+// mode in rs (with a non-zero rate), and clears it for the others.
 func SetRatios(rs []Result) {
-	base := map[string]float64{}
+	type key struct{ shape, mode string }
+	base := map[key]float64{}
 	for _, r := range rs {
 		if r.Backend == RatioBase && r.EventsPerSec > 0 {
-			base[r.Shape] = r.EventsPerSec
+			base[key{r.Shape, r.modeOf()}] = r.EventsPerSec
 		}
 	}
 	for i := range rs {
 		rs[i].RatioToEpoll = 0
-		if b, ok := base[rs[i].Shape]; ok {
+		if b, ok := base[key{rs[i].Shape, rs[i].modeOf()}]; ok {
 			rs[i].RatioToEpoll = rs[i].EventsPerSec / b
 		}
 	}
 }
 
 // WriteTable prints rs as a table, one row per result in the order given, with the columns
-// shape, backend, events, seconds, events/sec and ratio to epoll ("-" when there is no epoll
-// result for the shape), right-aligned; then one note line per result with signals (the context
-// shape: raised vs counted) or with spurious handler calls.
+// shape, backend (Label: "uring" in the default mode, "uring/all" in mode all), events, seconds,
+// events/sec, ns/event and ratio to epoll (in the same shape and mode; "-" when there is no such
+// epoll result), right-aligned; then one note line per result with signals (the context shape:
+// raised vs counted) or with spurious handler calls.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "shape\tbackend\tevents\tseconds\tevents/sec\tratio to epoll\t\n")
+	fmt.Fprint(tw, "shape\tbackend\tevents\tseconds\tevents/sec\tns/event\tratio to epoll\t\n")
 	for _, r := range rs {
 		ratio := "-"
 		if r.RatioToEpoll > 0 {
 			ratio = strconv.FormatFloat(r.RatioToEpoll, 'f', 2, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.0f\t%s\t\n",
-			r.Shape, r.Backend, r.Events, r.Seconds, r.EventsPerSec, ratio)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.0f\t%.0f\t%s\t\n",
+			r.Shape, r.Label(), r.Events, r.Seconds, r.EventsPerSec, r.NsPerEvent, ratio)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -73,13 +103,13 @@ func WriteTable(w io.Writer, rs []Result) error {
 	for _, r := range rs {
 		if r.SignalsRaised > 0 || r.SignalsCounted > 0 {
 			if _, err := fmt.Fprintf(w, "%s %s: signals raised %d, counted %d\n",
-				r.Shape, r.Backend, r.SignalsRaised, r.SignalsCounted); err != nil {
+				r.Shape, r.Label(), r.SignalsRaised, r.SignalsCounted); err != nil {
 				return err
 			}
 		}
 		if r.Spurious > 0 {
 			if _, err := fmt.Fprintf(w, "%s %s: %d spurious handler calls\n",
-				r.Shape, r.Backend, r.Spurious); err != nil {
+				r.Shape, r.Label(), r.Spurious); err != nil {
 				return err
 			}
 		}
