@@ -10,24 +10,25 @@ import (
 
 // uringBackend is the "uring" backend, the one "auto" prefers: close-safe io_uring. The fds
 // live in a level-triggered epoll set (so close(2) releases a file at once, whoever closes it,
-// and a second idle loop pins nothing), and the loop waits on that set through the ring with
-// IORING_OP_EPOLL_WAIT (Linux 6.15), on a ring set up with SINGLE_ISSUER|DEFER_TASKRUN when the
-// kernel has them. One EPOLL_WAIT is in flight at most; its events buffer belongs to the
-// backend and stays reachable until its completion, cancellation included. Waiting with a
-// deadline uses the ring's EXT_ARG timeout, once.
+// and a second idle loop pins nothing). A loop that found fds ready at its last wait looks at
+// the set again with a non-blocking epoll_wait(2); a loop with nothing ready blocks in the ring,
+// with IORING_OP_EPOLL_WAIT (Linux 6.15) on the set, on a ring set up with
+// SINGLE_ISSUER|DEFER_TASKRUN when the kernel has them, and a deadline through the ring's
+// EXT_ARG timeout, waited for once. One EPOLL_WAIT is in flight at most; its events buffer
+// belongs to the backend and stays reachable until its completion, cancellation included.
 //
-// On kernels without IORING_OP_EPOLL_WAIT (the first completion fails with -EINVAL) it falls
-// back to a one-shot IORING_OP_POLL_ADD on the epoll fd followed by epoll_wait(2) with a zero
-// timeout, which is close-safe too, for one more syscall per blocking wait.
+// On kernels without IORING_OP_EPOLL_WAIT (the first completion fails with -EINVAL) it blocks
+// with a one-shot IORING_OP_POLL_ADD on the epoll fd instead and then reads the set with
+// epoll_wait(2), which is close-safe too, for one more syscall per blocking wait.
 //
-// DESIGN.md and docs/close-safety.md record the designs measured before this one was chosen.
+// docs/design.md records the designs measured before this one was chosen.
 type uringBackend struct {
 	epollBackend                   // setInterest: epoll_ctl on the set
 	ring         *uring.Ring       //
 	inflight     bool              // an EPOLL_WAIT (or POLL_ADD on epfd) is in the kernel
 	fallback     bool              // no IORING_OP_EPOLL_WAIT: poll the epoll fd instead
 	worked       bool              // an EPOLL_WAIT completed successfully once
-	busy         bool              // the last EPOLL_WAIT returned events: submit without waiting first
+	hot          bool              // the last wait found events: look at the set without blocking first
 	ringEvents   []unix.EpollEvent // written by the kernel while inflight
 }
 
@@ -57,12 +58,18 @@ func openUring() (backend, error) {
 }
 
 func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
-	if b.fallback {
-		// Level-triggered epoll: look first, then block in the ring only when nothing is ready.
+	// A busy loop (the last wait found something) looks at the epoll set directly, without
+	// blocking: a raw epoll_wait(2) costs less than a trip through the ring (docs/design.md
+	// has the numbers). Only a loop with nothing ready blocks, and it blocks in the ring.
+	if b.hot || timeout == 0 {
 		n := len(buf)
 		buf, err := b.epollBackend.wait(0, buf)
-		if err != nil || len(buf) > n || timeout == 0 {
+		if err != nil {
 			return buf, err
+		}
+		b.hot = len(buf) > n
+		if b.hot || timeout == 0 {
+			return buf, nil
 		}
 	}
 	if !b.inflight {
@@ -83,18 +90,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		s.SetUserData(uringEpollTag)
 		b.inflight = true
 	}
-	// A busy loop (the last wait found events) submits without waiting first: an EPOLL_WAIT
-	// on a set with ready fds completes inline. Only when nothing came does it block.
-	var err error
-	if timeout == 0 || b.busy {
-		_, err = b.ring.Submit()
-		if err == nil && b.ring.CQReady() == 0 && timeout != 0 {
-			_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
-		}
-	} else {
-		_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
-	}
-	b.busy = false
+	_, err := b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
 	if err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
 		return buf, fmt.Errorf("ringev: uring backend: %w", err)
 	}
@@ -111,10 +107,13 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		b.inflight = false
 		switch {
 		case res >= 0 && b.fallback:
-			return b.epollBackend.wait(0, buf)
+			n := len(buf)
+			buf, err = b.epollBackend.wait(0, buf)
+			b.hot = len(buf) > n
+			return buf, err
 		case res >= 0:
 			b.worked = true
-			b.busy = res > 0
+			b.hot = res > 0
 			for i := 0; i < int(res); i++ {
 				buf = append(buf, readyFd{fd: b.ringEvents[i].Fd, revents: b.ringEvents[i].Events})
 			}
