@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,13 +52,6 @@ import (
 const (
 	DeputyTagMask uint64 = 0xffff_0000_0000_0000
 	DeputyTag     uint64 = 0xde70_0000_0000_0000
-)
-
-// IORING_REGISTER_EVENTFD / IORING_UNREGISTER_EVENTFD (5.1) opcodes of
-// io_uring_register(2), used only here until register_linux.go has them.
-const (
-	registerEventfd   = 4
-	unregisterEventfd = 5
 )
 
 // DeputyStats counts what a Deputy did since NewDeputy.
@@ -172,26 +164,12 @@ func NewDeputy(r *Ring, n int) (*Deputy, error) {
 	}
 	d := &Deputy{ring: r, comp: comp, n: n, efd: efd, staged: make([]SQE, r.sqEntries), open: true}
 	for _, rr := range []*Ring{r, comp} {
-		if err := registerRaw(rr.fd, registerEventfd, unsafe.Pointer(&d.efd), 1); err != nil {
+		if err := rr.RegisterEventfd(d.efd, false); err != nil {
 			d.Close()
-			return nil, fmt.Errorf("uring: NewDeputy: IORING_REGISTER_EVENTFD: %w", err)
+			return nil, fmt.Errorf("uring: NewDeputy: %w", err)
 		}
 	}
 	return d, nil
-}
-
-// registerRaw calls io_uring_register(2).
-func registerRaw(fd int, op uint32, arg unsafe.Pointer, nr uint32) error {
-	for {
-		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), uintptr(op), uintptr(arg), uintptr(nr), 0, 0)
-		switch errno {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		}
-		return errno
-	}
 }
 
 // Ring returns the SQPOLL ring.
@@ -219,8 +197,8 @@ func (d *Deputy) Close() error {
 	d.open = false
 	var errs []error
 	if d.ring.open {
-		if err := registerRaw(d.ring.fd, unregisterEventfd, nil, 0); err != nil && !errors.Is(err, unix.ENXIO) {
-			errs = append(errs, fmt.Errorf("uring: deputy: IORING_UNREGISTER_EVENTFD: %w", err))
+		if err := d.ring.UnregisterEventfd(); err != nil && !errors.Is(err, unix.ENXIO) {
+			errs = append(errs, fmt.Errorf("uring: deputy: %w", err))
 		}
 	}
 	errs = append(errs, d.comp.Close())
