@@ -147,8 +147,7 @@ func ctPeerEOF(peer int, within time.Duration) (bool, time.Duration, string) {
 			// The other end was closed with data it had not read: released too.
 			return true, time.Since(start), "ECONNRESET"
 		case err == nil:
-			last = fmt.Sprintf("read %d bytes", n)
-			continue
+			continue // data the loop's side had written: read on to EOF
 		case err == unix.EINTR:
 			continue
 		case err != unix.EAGAIN:
