@@ -193,12 +193,7 @@ func ProbeKernel() KernelReport {
 	if unix.Uname(&uts) == nil {
 		rep.Kernel = string(bytes.TrimRight(uts.Release[:], "\x00"))
 	}
-	rep.Disabled = -1
-	if b, err := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); err == nil {
-		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			rep.Disabled = v
-		}
-	}
+	rep.Disabled = ioUringDisabled()
 	var p Params
 	fd, err := setup(1, &p)
 	if err != nil {
@@ -244,6 +239,16 @@ func ProbeKernel() KernelReport {
 		rep.Ops = append(rep.Ops, Op{Named: n, Code: op, Supported: probe.OpSupported(uint8(op))})
 	}
 	return rep
+}
+
+// ioUringDisabled reads sysctl kernel.io_uring_disabled (6.6): 0, 1 or 2; -1 where it is absent.
+func ioUringDisabled() int {
+	if b, err := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return v
+		}
+	}
+	return -1
 }
 
 // unusableReason explains a failed io_uring_setup.

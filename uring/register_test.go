@@ -2,6 +2,7 @@ package uring
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,41 @@ func TestProbeAgreesWithWhatOpsDo(t *testing.T) {
 	}
 	if err := p.RequireOp(past); !errors.Is(err, unix.EOPNOTSUPP) || !errors.Is(err, ErrOpNotSupported) {
 		t.Errorf("RequireOp(%d) = %v", past, err)
+	}
+}
+
+// TestRegisteredRingFdWorksFromAnotherThread: a ring (without SINGLE_ISSUER) whose fd was
+// registered on one thread still submits from another thread, which falls back to the plain fd.
+func TestRegisteredRingFdWorksFromAnotherThread(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := New(WithFlags(0))
+	if err != nil {
+		t.Skipf("io_uring: %v", err)
+	}
+	defer r.Close()
+	if err := r.RegisterRingFd(); err != nil {
+		t.Skipf("IORING_REGISTER_RING_FDS (5.18): %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // a thread of its own, which never used io_uring
+		defer runtime.UnlockOSThread()
+		s := r.GetSQE()
+		s.PrepNop()
+		s.SetUserData(42)
+		_, err := r.SubmitAndWaitTimeout(1, 2*time.Second)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("submit from another thread with a registered ring fd: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("submit from another thread did not return")
+	}
+	if c := r.PeekCQE(); c == nil || c.UserData != 42 {
+		t.Fatalf("CQE %+v, want user_data 42", c)
 	}
 }

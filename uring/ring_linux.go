@@ -3,6 +3,7 @@ package uring
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -130,7 +131,21 @@ func New(opts ...Option) (*Ring, error) {
 			break
 		}
 	}
-	return nil, err
+	return nil, explainSetup(err)
+}
+
+// explainSetup adds why io_uring_setup was refused to an EPERM or ENOSYS error: the
+// kernel.io_uring_disabled sysctl (6.6), a seccomp or LSM policy, or no io_uring in the kernel.
+// The errno stays wrapped.
+func explainSetup(err error) error {
+	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOSYS) {
+		return err
+	}
+	why := unusableReason(err, ioUringDisabled())
+	if i := strings.LastIndex(why, ": "); i >= 0 {
+		why = why[i+2:]
+	}
+	return fmt.Errorf("%w (%s)", err, why)
 }
 
 // setup calls io_uring_setup(2); the kernel fills in p.

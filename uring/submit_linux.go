@@ -61,9 +61,11 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, ar
 	}
 	n, _, errno := sys(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
 		uintptr(minComplete), uintptr(flags|r.enterFlags), uintptr(arg), argSize)
-	if errno == unix.EBADF && r.enterFlags != 0 {
+	if (errno == unix.EBADF || errno == unix.EINVAL) && r.enterFlags != 0 {
 		// The registered index is only valid on the thread that
-		// registered it: from any other thread use the plain fd.
+		// registered it: from any other thread use the plain fd (the
+		// kernel says EBADF, or EINVAL on a thread that never used
+		// io_uring).
 		n, _, errno = sys(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
 			uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
 	}
