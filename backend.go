@@ -29,6 +29,10 @@ type backend interface {
 	// recomputes its deadline and calls again, so a timeout is waited for once, never twice.
 	// The same fd may appear at most once per call.
 	wait(timeout int64, buf []readyFd) ([]readyFd, error)
+	// stillWatched reports whether the kernel still holds fd's registration with interest for
+	// the file the fd number names now (false: that file was closed and the number reused).
+	// Backends that watch by fd number (poll, uring-poll) cannot tell and report true.
+	stillWatched(fd int32, interest uint32) bool
 	// close releases the backend's kernel objects. Idempotent.
 	close() error
 }

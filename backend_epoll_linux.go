@@ -43,6 +43,16 @@ func (b *epollBackend) setInterest(fd int32, old, new uint32) error {
 	return nil
 }
 
+func (b *epollBackend) stillWatched(fd int32, interest uint32) bool {
+	if interest == 0 {
+		return true
+	}
+	// epoll keys its registrations by (file, fd number): MOD fails with ENOENT when the number
+	// names a file other than the registered one.
+	ev := unix.EpollEvent{Events: interest, Fd: fd}
+	return unix.EpollCtl(b.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev) == nil
+}
+
 func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	ev := uintptr(unsafe.Pointer(&b.events[0]))
 	max := uintptr(len(b.events))

@@ -66,4 +66,6 @@ func (b *pollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	return buf, nil
 }
 
+func (b *pollBackend) stillWatched(int32, uint32) bool { return true }
+
 func (b *pollBackend) close() error { b.fds = nil; return nil }

@@ -168,6 +168,8 @@ func (b *uringPollBackend) queue(fd int32, st *uringFd) {
 	}
 }
 
+func (b *uringPollBackend) stillWatched(int32, uint32) bool { return true }
+
 func (b *uringPollBackend) close() error {
 	if b.ring == nil {
 		return nil

@@ -72,13 +72,16 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 	if h == nil {
 		return nil, fmt.Errorf("ringev: AddFd: fd %d: nil handler", fd)
 	}
+	// fstat first: an fd number that is not open must not grow the fd table.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, err)
+	}
 	s := l.slot(int32(fd))
 	if s.internal {
 		return nil, fmt.Errorf("ringev: AddFd: fd %d is the loop's own eventfd: %w", fd, unix.EBADF)
 	}
-	if err := l.checkIdentity(s); err != nil {
-		return nil, err
-	}
+	l.checkIdentity(s, &st)
 	ev := &FdEvent{loop: l, slot: s, fd: int32(fd), flags: flags & (Read | Write | Error), handler: h}
 	s.events = append(s.events, ev)
 	s.mark = 0
@@ -90,17 +93,15 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 	return ev, nil
 }
 
-// checkIdentity records which file the slot's fd number names (device and inode, from
-// fstat(2)). When events are added to a slot that already has some and the fd number now names
-// another file, the old file was closed behind the loop's back and the number reused: the old
-// events are disarmed (their flags cleared, so their handlers never see the new file's events)
-// and the backend forgets the old registration.
-func (l *Loop) checkIdentity(s *fdSlot) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(s.fd), &st); err != nil {
-		return fmt.Errorf("ringev: AddFd: fd %d: %w", s.fd, err)
-	}
-	if len(s.events) > 0 && (st.Dev != s.dev || st.Ino != s.ino) {
+// checkIdentity records which file the slot's fd number names (st: its fstat(2)). When events
+// are added to a slot that already has some and the fd number now names another file, the old
+// file was closed behind the loop's back and the number reused: the old events are disarmed
+// (their flags cleared, so their handlers never see the new file's events) and the backend
+// forgets the old registration. Another file shows either as another device and inode, or,
+// for files that share one inode (eventfd, timerfd, signalfd, epoll: anonymous inodes), as a
+// kernel registration that is gone (the epoll-based backends ask epoll_ctl).
+func (l *Loop) checkIdentity(s *fdSlot, st *unix.Stat_t) {
+	if len(s.events) > 0 && (st.Dev != s.dev || st.Ino != s.ino || !l.be.stillWatched(s.fd, s.interest)) {
 		for _, ev := range s.events {
 			ev.flags = 0
 		}
@@ -110,7 +111,6 @@ func (l *Loop) checkIdentity(s *fdSlot) error {
 		}
 	}
 	s.dev, s.ino = st.Dev, st.Ino
-	return nil
 }
 
 // updateInterest recomputes the union of the slot's flags and tells the backend if it changed.

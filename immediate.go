@@ -13,9 +13,10 @@ type Immediate struct {
 type immList struct{ head, tail *Immediate }
 
 // AddImmediate queues h to run once, on a coming Once, before any timer or fd handler. It returns
-// nil after Close and from a goroutine other than the loop's owner.
+// nil (and adds nothing) for a nil h, after Close, and from a goroutine other than the loop's
+// owner.
 func (l *Loop) AddImmediate(h func()) *Immediate {
-	if l.closed || !l.owned() {
+	if l.closed || !l.owned() || h == nil {
 		return nil
 	}
 	im := &Immediate{loop: l, handler: h, queued: true, prev: l.imm.tail}

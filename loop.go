@@ -19,7 +19,10 @@ import (
 //  2. fd events are level-triggered: an unconsumed condition is reported again on the next Once.
 //  3. Fair: the fd handler that ran least recently among the ready ones runs first.
 //  4. Any number of handlers may watch one fd, each with its own mask.
-//  5. A closed fd event's handler never runs again.
+//  5. A closed fd event's handler never runs again. A plain close(2) behind the loop's back
+//     releases the file on every backend but uring-poll; its handler no longer runs, except
+//     once from the readiness cache (see WithFreshReadiness) and, on poll and uring-poll, which
+//     watch by fd number, for a new file that took the number before the loop noticed.
 //  6. A handler waiting only for Write is not called on error or hang-up; its Write flag is
 //     cleared instead. POLLNVAL disarms every handler of the fd and Once returns an error.
 //  7. Timers use the monotonic clock and run in deadline order, ties in creation order.
@@ -68,6 +71,9 @@ var (
 	ErrNested = errors.New("ringev: Once called from inside a handler (nesting)")
 	// ErrClosed is returned by every call on a closed loop, and by Post after Close.
 	ErrClosed = errors.New("ringev: loop is closed")
+	// ErrNilFunc is returned by Post for a nil function (which would otherwise fail later, on
+	// the loop's goroutine, far from the mistake).
+	ErrNilFunc = errors.New("ringev: Post of a nil function")
 	// ErrNothingToDo is returned by Once when the loop has no fd event, timer, immediate, signal
 	// or posted function to wait for (Run then returns nil).
 	ErrNothingToDo = errors.New("ringev: nothing to wait for")
@@ -99,8 +105,11 @@ func WithDispatchAll() Option {
 // fds ready serves the following Onces too, one handler each, as long as no handler of that fd
 // has run and its fd events have not changed since; a handler can then, rarely, be called for a
 // condition that a handler of another fd consumed in between (it reads EAGAIN, as a handler of
-// a non-blocking fd must allow anyway). Fairness and the one-handler-per-Once order are the same
-// either way.
+// a non-blocking fd must allow anyway). Likewise, when a handler closes another watched fd with
+// a plain close(2) (not FdEvent.Close) and a new file takes its number before the next wait,
+// that fd's old handler can run once more from the cache; WithFreshReadiness rules this out on
+// the epoll-based backends (uring, epoll). Fairness and the one-handler-per-Once order are the
+// same either way.
 func WithFreshReadiness() Option {
 	return func(o *options) { o.fresh = true }
 }
@@ -189,7 +198,7 @@ func New(opts ...Option) (*Loop, error) {
 	return l, nil
 }
 
-// Backend returns the name of the backend in use: "uring", "epoll" or "poll".
+// Backend returns the name of the backend in use: "uring", "epoll", "poll" or "uring-poll".
 func (l *Loop) Backend() string { return l.beName }
 
 // BackendReason says why "auto" chose the backend in use (for example that io_uring_setup
@@ -198,7 +207,10 @@ func (l *Loop) BackendReason() string { return l.beReason }
 
 // Close releases the loop: its backend, its wake-up eventfd and its signal subscriptions, and
 // closes the fds of fd events that have auto-close set. Handlers never run after Close. It
-// unlocks the goroutine from its OS thread. Calling Close again returns nil.
+// unlocks the goroutine from its OS thread. Calling Close again returns nil. Like every method
+// but Post and Stop it belongs to the owner goroutine: from another goroutine it returns
+// ErrNotOwner and closes nothing (to shut a loop down from elsewhere, Post a function that
+// stops it, or call Stop, and Close after Run returns).
 func (l *Loop) Close() error {
 	if l.closed {
 		return nil
@@ -219,11 +231,19 @@ func (l *Loop) Close() error {
 		if s == nil {
 			continue
 		}
+		auto := false
 		for _, ev := range s.events {
 			ev.closed = true
-			if ev.autoClose {
-				unix.Close(int(ev.fd))
+			auto = auto || ev.autoClose
+		}
+		if auto {
+			// Stop watching first: a pending poll (uring-poll) holds the file, which must
+			// be released when the fd is closed.
+			if s.interest != 0 {
+				l.be.setInterest(s.fd, s.interest, 0)
+				s.interest = 0
 			}
+			unix.Close(int(s.fd))
 		}
 		s.events = nil
 	}
@@ -251,8 +271,11 @@ func (l *Loop) Stop() {
 
 // Post queues f to run on the loop's goroutine and wakes the loop. It is the one call safe from
 // any goroutine. Functions posted from one goroutine run in the order posted; each Once runs
-// one of them. It returns ErrClosed after Close.
+// one of them. It returns ErrClosed after Close and ErrNilFunc for a nil f.
 func (l *Loop) Post(f func()) error {
+	if f == nil {
+		return ErrNilFunc
+	}
 	l.postMu.Lock()
 	if l.closed {
 		l.postMu.Unlock()

@@ -15,20 +15,20 @@ type Timer struct {
 
 // AddTimer runs h once, d from now (monotonic clock; d <= 0 means due at once). Timers run in
 // deadline order, ties in creation order; a due timer runs after timers already due and before
-// fd events. It returns nil after Close and when called from a goroutine other than the
-// loop's owner.
+// fd events. It returns nil (and adds nothing) for a nil h, after Close, and when called from a
+// goroutine other than the loop's owner.
 func (l *Loop) AddTimer(d time.Duration, h func(t *Timer)) *Timer {
-	if l.closed || !l.owned() {
+	if l.closed || !l.owned() || h == nil {
 		return nil
 	}
 	return l.addTimer(l.now()+int64(d), h)
 }
 
 // AddTimerAt runs h once at deadline (compared on the monotonic clock when deadline carries a
-// monotonic reading, as time.Now() values do). It returns nil after Close and from a goroutine
-// other than the loop's owner.
+// monotonic reading, as time.Now() values do). It returns nil (and adds nothing) for a nil h,
+// after Close, and from a goroutine other than the loop's owner.
 func (l *Loop) AddTimerAt(deadline time.Time, h func(t *Timer)) *Timer {
-	if l.closed || !l.owned() {
+	if l.closed || !l.owned() || h == nil {
 		return nil
 	}
 	return l.addTimer(int64(deadline.Sub(l.epoch)), h)

@@ -1,0 +1,101 @@
+package ringev_test
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// AddFd of a huge fd number that is not open returns EBADF without growing the loop's fd table.
+func TestAddFdHugeUnopenedFdReturnsEBADFWithoutGrowing(t *testing.T) {
+	l := newLoop(t, "epoll")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := l.AddFd(1<<30, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+	if !errors.Is(err, unix.EBADF) {
+		t.Fatalf("AddFd(1<<30): %v, want EBADF", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapSys) - int64(before.HeapSys); grown > 64<<20 {
+		t.Fatalf("heap grew by %d MiB for a refused fd", grown>>20)
+	}
+}
+
+// An eventfd closed behind the loop's back whose number goes to a new eventfd (same anonymous
+// inode, so fstat cannot tell them apart) is watched afresh, and the old handler never runs, on
+// the backends that keep registrations by file (uring, epoll).
+func TestAddFdAfterRawCloseReuseOfAnonymousInode(t *testing.T) {
+	for _, backend := range []string{"uring", "epoll"} {
+		t.Run(backend, func(t *testing.T) {
+			l := newLoop(t, backend)
+			a, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the old handler ran") })
+			defer old.Close()
+			tick(t, l)
+			unix.Close(a)
+			b, err := unix.Eventfd(1, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC) // readable at once
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(b)
+			if b != a {
+				t.Skipf("the new eventfd got fd %d, not the reused %d", b, a)
+			}
+			ran := 0
+			addFd(t, l, b, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })
+			l.AddTimer(2*time.Second, func(*ringev.Timer) {})
+			testutil.Once(t, l, deadline)
+			if ran != 1 {
+				t.Fatalf("the new eventfd's handler ran %d times, want 1", ran)
+			}
+		})
+	}
+}
+
+// Timers, immediates and posts with a nil function are refused at once, not on the loop later.
+func TestNilFunctionsAreRefused(t *testing.T) {
+	l := newLoop(t, "epoll")
+	if l.AddTimer(0, nil) != nil || l.AddTimerAt(time.Now(), nil) != nil || l.AddImmediate(nil) != nil {
+		t.Fatal("a nil timer or immediate handler was accepted")
+	}
+	if err := l.Post(nil); !errors.Is(err, ringev.ErrNilFunc) {
+		t.Fatalf("Post(nil) = %v, want ErrNilFunc", err)
+	}
+	if err := l.Once(); !errors.Is(err, ringev.ErrNothingToDo) {
+		t.Fatalf("Once after refused nil functions: %v, want ErrNothingToDo", err)
+	}
+}
+
+// Loop.Close with an auto-close fd event releases the file at once on every backend, uring-poll
+// included (its pending poll is removed before the fd is closed).
+func TestLoopCloseAutoCloseReleasesFileAtOnce(t *testing.T) {
+	for _, backend := range ringev.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			a, peer := rawSocketpair(t)
+			l, err := ringev.New(ringev.WithBackend(backend))
+			if err != nil {
+				t.Skipf("backend %q: %v", backend, err)
+			}
+			ev := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+			ev.SetAutoClose(true)
+			l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+			testutil.Once(t, l, deadline) // the loop has waited with the fd watched
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var buf [1]byte
+			if n, err := unix.Read(peer, buf[:]); n != 0 || err != nil {
+				t.Fatalf("peer read right after Loop.Close: n=%d err=%v, want EOF", n, err)
+			}
+		})
+	}
+}
