@@ -57,7 +57,8 @@
 // IORING_ENTER_GETEVENTS, which Submit, SubmitAndWait and SubmitAndWaitTimeout
 // all do. So the goroutine that owns a ring must call runtime.LockOSThread
 // before New and use the ring only from that goroutine, for the ring's whole
-// life. Close may be called from any thread.
+// life. Close may be called from any thread (of a SINGLE_ISSUER ring too: it
+// only unmaps and closes).
 //
 // # Memory ordering
 //
