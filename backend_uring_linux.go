@@ -1,7 +1,6 @@
 package ringev
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ringev/ringev/uring"
@@ -73,14 +72,9 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		}
 	}
 	if !b.inflight {
-		s := b.ring.GetSQE()
-		if s == nil {
-			if _, err := b.ring.Submit(); err != nil {
-				return buf, fmt.Errorf("ringev: uring backend: submit: %w", err)
-			}
-			if s = b.ring.GetSQE(); s == nil {
-				return buf, errors.New("ringev: uring backend: submission queue stays full")
-			}
+		s, err := ringSQE(b.ring)
+		if err != nil {
+			return buf, err
 		}
 		if b.fallback {
 			s.PrepPollAdd(b.epfd, unix.POLLIN)
@@ -91,8 +85,8 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		b.inflight = true
 	}
 	_, err := b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
-	if err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
-		return buf, fmt.Errorf("ringev: uring backend: %w", err)
+	if err := ringWaitError(err); err != nil {
+		return buf, err
 	}
 	for {
 		c := b.ring.PeekCQE()

@@ -60,16 +60,28 @@ func (b *uringPollBackend) state(fd int32) *uringFd {
 }
 
 // sqe returns a free SQE, submitting what is queued when the SQ is full.
-func (b *uringPollBackend) sqe() (*uring.SQE, error) {
+func (b *uringPollBackend) sqe() (*uring.SQE, error) { return ringSQE(b.ring) }
+
+// ringSQE returns a free SQE of r, submitting what is queued when the SQ is full.
+func ringSQE(r *uring.Ring) (*uring.SQE, error) {
 	for i := 0; i < 2; i++ {
-		if s := b.ring.GetSQE(); s != nil {
+		if s := r.GetSQE(); s != nil {
 			return s, nil
 		}
-		if _, err := b.ring.Submit(); err != nil {
+		if _, err := r.Submit(); err != nil {
 			return nil, fmt.Errorf("ringev: uring backend: submit: %w", err)
 		}
 	}
 	return nil, errors.New("ringev: uring backend: submission queue stays full")
+}
+
+// ringWaitError is the error of a wait in the ring for the loop: nil for a timeout (ETIME) or a
+// signal (EINTR), after which the core recomputes its deadline.
+func ringWaitError(err error) error {
+	if err == nil || errors.Is(err, unix.ETIME) || errors.Is(err, unix.EINTR) {
+		return nil
+	}
+	return fmt.Errorf("ringev: uring backend: %w", err)
 }
 
 func (b *uringPollBackend) setInterest(fd int32, old, new uint32) error {
@@ -122,8 +134,8 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 	} else {
 		_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
 	}
-	if err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
-		return buf, fmt.Errorf("ringev: uring backend: %w", err)
+	if err := ringWaitError(err); err != nil {
+		return buf, err
 	}
 	for {
 		c := b.ring.PeekCQE()
