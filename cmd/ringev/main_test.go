@@ -118,8 +118,20 @@ func TestRunExitStatus(t *testing.T) {
 		{nil, 2, "", "usage: ringev"},
 		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{[]string{"--help"}, 0, "usage: ringev", ""},
+		{[]string{"help"}, 0, "usage: ringev <command>", ""},
+		{[]string{"help", "probe"}, 0, "usage: ringev probe", ""},
+		{[]string{"help", "bench"}, 0, "usage: ringev bench <benchmark>", ""},
+		{[]string{"help", "bench", "rio"}, 0, "usage: ringev bench rio", ""},
+		{[]string{"help", "bench", "pipes"}, 0, "usage: ringev bench pipes", ""},
+		{[]string{"bench", "help", "rio"}, 0, "usage: ringev bench rio", ""},
+		{[]string{"help", "frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{[]string{"bench"}, 2, "", "usage: ringev bench"},
+		{[]string{"bench", "--help"}, 0, "usage: ringev bench", ""},
 		{[]string{"bench", "nope"}, 2, "", `unknown benchmark "nope"`},
+		{[]string{"probe", "--help"}, 0, "usage: ringev probe", ""},
+		// Every selected combination skipped: the message names them.
+		{[]string{"bench", "pipes", "--shape", "context", "--backend", "go-netpoller"}, 1, "",
+			"every selected backend/shape combination was skipped (context on go-netpoller)"},
 		{[]string{"bench", "pipes", "--help"}, 0, "--events N", ""},
 		{[]string{"bench", "pipes", "--help"}, 0, "--png FILE", ""},
 		{[]string{"bench", "pipes", "--fds", "0"}, 2, "", `invalid value "0" for flag --fds: pipe count "0": must be > 0`},
@@ -141,6 +153,56 @@ func TestRunExitStatus(t *testing.T) {
 		}
 		check("stdout", stdout.String(), tc.stdout)
 		check("stderr", stderr.String(), tc.stderrPart)
+	}
+}
+
+// TestUsageListsCommands: the top-level usage (shown for no command, --help and an unknown
+// command) lists every command, and the bench usage every benchmark.
+func TestUsageListsCommands(t *testing.T) {
+	for _, args := range [][]string{nil, {"--help"}, {"frobnicate"}} {
+		var stdout, stderr strings.Builder
+		run(args, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		for _, want := range []string{"bench pipes", "bench rio", "probe", "help"} {
+			if !strings.Contains(out, "\n  "+want+" ") {
+				t.Errorf("%q: usage lacks command %q:\n%s", args, want, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"bench"}, {"bench", "--help"}, {"bench", "nope"}} {
+		var stdout, stderr strings.Builder
+		run(args, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		for _, want := range []string{"pipes", "rio"} {
+			if !strings.Contains(out, "\n  "+want+" ") {
+				t.Errorf("%q: usage lacks benchmark %q:\n%s", args, want, out)
+			}
+		}
+	}
+}
+
+// TestPipesTableSignalsNote: a table with a context result explains its signals line once,
+// under the table; one without has no such note.
+func TestPipesTableSignalsNote(t *testing.T) {
+	ctx := bench.Result{Backend: "epoll", Shape: bench.ShapeContext, Events: 10, Seconds: 2, EventsPerSec: 5,
+		SignalsRaised: 20, SignalsCounted: 15}
+	ctx2 := ctx
+	ctx2.Backend = "poll"
+	var b strings.Builder
+	if err := writePipesTable(&b, []bench.Result{ctx, ctx2}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "merges a signal raised again"); n != 1 {
+		t.Errorf("%d signal notes, want 1:\n%s", n, out)
+	}
+	if !strings.HasSuffix(out, signalsNote) || !strings.Contains(out, "signals raised 20, counted 15") {
+		t.Errorf("want the signals line, then the note last:\n%s", out)
+	}
+	b.Reset()
+	fd := bench.Result{Backend: "epoll", Shape: "fd_speed1", Events: 10, Seconds: 1, EventsPerSec: 10}
+	if err := writePipesTable(&b, []bench.Result{fd}); err != nil || strings.Contains(b.String(), "signal") {
+		t.Errorf("fd_speed1 table (%v) mentions signals:\n%s", err, b.String())
 	}
 }
 

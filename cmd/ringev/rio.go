@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -52,7 +54,10 @@ flags:
                        percentiles) as a PNG bar chart
   --json               print JSON instead of tables
 
-A progress line is drawn on stderr when it is a terminal.
+Before the temporary file is written, a short trial run of each mode checks what can fail (io_uring
+and SQPOLL setup, --cpu, --sq-cpu, O_DIRECT and --hipri reads on the file's device). A progress
+line is drawn on stderr when it is a terminal. SIGINT or SIGTERM stops the run and removes the
+temporary file; the exit status is then 130 or 143.
 `
 
 // rioOptions is the parsed command line of `ringev bench rio`.
@@ -237,7 +242,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // runRio is `ringev bench rio`: it returns the exit status (0 ok, 1 the
-// measurement failed, 2 bad command line).
+// measurement failed, 2 bad command line, 128 + the signal's number when
+// SIGINT or SIGTERM ended it: 130, 143).
 func runRio(args []string, stdout, stderr io.Writer) int {
 	o, err := parseRio(args)
 	if err != nil {
@@ -248,11 +254,35 @@ func runRio(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ringev bench rio: %v\nRun 'ringev bench rio --help' for usage.\n", err)
 		return exitStatus(err)
 	}
+	// The chart's file is created before measuring, so that a bad path fails at once.
+	var png *os.File
+	if o.png != "" {
+		if png, err = os.Create(o.png); err != nil {
+			fmt.Fprintf(stderr, "ringev bench rio: --png: %v\n", err)
+			return 1
+		}
+		defer png.Close()
+	}
 	o.cfg.Notes = stderr
 	if isTerminal(stderr) {
 		o.cfg.Progress = stderr
 	}
+	// SIGINT and SIGTERM stop the run, which then removes its temporary file.
+	stop, caught := notifyStop(syscall.SIGINT, syscall.SIGTERM)
+	o.cfg.Stop = stop
 	results, runErr := bench.RunRioGrid(o.cfg, o.grid)
+	if sig := caught(); sig != nil {
+		if png != nil {
+			png.Close()
+			os.Remove(png.Name())
+		}
+		what := "the run was stopped"
+		if o.cfg.File == "" && o.cfg.Op == bench.OpRead {
+			what += " and its temporary file removed"
+		}
+		fmt.Fprintf(stderr, "ringev bench rio: interrupted by %s: %s\n", signalName(sig), what)
+		return 128 + int(sig.(syscall.Signal))
+	}
 	if len(results) > 0 {
 		var werr error
 		switch {
@@ -263,12 +293,20 @@ func runRio(args []string, stdout, stderr io.Writer) int {
 		default:
 			werr = bench.WriteRioTable(stdout, results)
 		}
-		if werr == nil && o.png != "" {
-			werr = bench.WriteRioPNG(o.png, results, o.stats[0], !o.grid.Empty())
-		}
 		if werr != nil {
 			fmt.Fprintf(stderr, "ringev bench rio: writing the results: %v\n", werr)
 			return 1
+		}
+	}
+	if png != nil && len(results) == 0 { // the run failed at once: no chart, and no empty file
+		png.Close()
+		os.Remove(png.Name())
+	} else if png != nil {
+		if err := writeRioPNG(png, results, o.stats[0], !o.grid.Empty()); err != nil {
+			fmt.Fprintf(stderr, "ringev bench rio: --png: %v\n", err)
+			if runErr == nil {
+				return 1
+			}
 		}
 	}
 	if runErr != nil {
@@ -276,4 +314,51 @@ func runRio(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// notifyStop catches sigs until caught is called: the first one closes stop.
+// caught stops catching and returns the signal caught, or nil.
+func notifyStop(sigs ...os.Signal) (stop <-chan struct{}, caught func() os.Signal) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	stopCh, done, exited := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var got os.Signal
+	go func() {
+		defer close(exited)
+		select {
+		case got = <-ch:
+			close(stopCh)
+		case <-done:
+		}
+	}()
+	return stopCh, func() os.Signal {
+		close(done)
+		<-exited
+		signal.Stop(ch)
+		return got
+	}
+}
+
+// signalName is "SIGINT" or "SIGTERM" (the names users type), else the
+// signal's description.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// writeRioPNG draws results into f and closes it.
+func writeRioPNG(f *os.File, results []bench.RioResult, stat string, grid bool) error {
+	if err := bench.WriteRioPNG(f, results, stat, grid); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
 }

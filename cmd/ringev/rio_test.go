@@ -3,11 +3,156 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// mainEnv, set in the environment, makes the test binary run the command with its arguments
+// instead of the tests (TestRioSignalRemovesTempFile runs it so, to signal it).
+const mainEnv = "RINGEV_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a bytes.Buffer safe for a writing process and a reading test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRioSignalRemovesTempFile: SIGINT and SIGTERM during a run (of the real command, in a
+// child process) stop it, remove its temporary file and exit with 128 + the signal's number.
+func TestRioSignalRemovesTempFile(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "bench", "rio", "--size", "1m", "--runtime", "1h",
+				"--direct=false", "--rate-iops", "1000")
+			cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR="+dir)
+			var stdout, stderr syncBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			// Wait for the temporary file, then give the run a moment to start reading it.
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(stderr.String(), "temporary file") {
+				select {
+				case err := <-waited:
+					t.Skipf("the run ended before the signal (%v): %s", err, stderr.String())
+				case <-time.After(10 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("no temporary file after 20 s: stderr %q", stderr.String())
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+			if ents, _ := filepath.Glob(filepath.Join(dir, "ringev-rio-*.dat")); len(ents) != 1 {
+				t.Errorf("before the signal: temporary files %v, want 1", ents)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			select {
+			case err = <-waited:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("still running 20 s after %v: stderr %q", sig, stderr.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
+				t.Errorf("after %v: %v, want exit status %d; stderr %q", sig, err, 128+int(sig), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "interrupted by SIG") || !strings.Contains(stderr.String(), "temporary file removed") {
+				t.Errorf("stderr %q lacks the interruption message", stderr.String())
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Errorf("left in $TMPDIR after %v: %v", sig, ents)
+			}
+			if stdout.String() != "" {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestRioChecksBeforeWriting: what can fail (the --png path, SQPOLL on a CPU that does not
+// exist, pinning to one, IOPOLL on a device that cannot poll) fails before the temporary file is
+// written (no note of it), with the mode named in words, and leaves no file behind.
+func TestRioChecksBeforeWriting(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want string
+	}{
+		{"--png /nonexistent-dir/x.png", "--png: open /nonexistent-dir/x.png"},
+		{"--sqpoll --sq-cpu 100000", "mode SQPOLL: io_uring setup with SQPOLL (SQ thread idle 0s, on CPU 100000)"},
+		{"--cpu 100000", "mode no SQPOLL: --cpu 100000: sched_setaffinity"},
+		{"--grid rate=100 --cpu 100000", "mode no SQPOLL: --cpu 100000"},
+		{"--hipri", "mode no SQPOLL: hipri: the device of a file in "},
+	} {
+		dir := t.TempDir()
+		t.Setenv("TMPDIR", dir)
+		var stdout, stderr bytes.Buffer
+		st := run(append([]string{"bench", "rio", "--size", "64m", "--runtime", "100ms"}, strings.Fields(tc.args)...), &stdout, &stderr)
+		if st == 0 && tc.args == "--hipri" {
+			t.Logf("%s can poll: --hipri ran", dir)
+			continue
+		}
+		if strings.Contains(stderr.String(), "ENOSYS") || strings.Contains(stderr.String(), "function not implemented") {
+			t.Skipf("io_uring unavailable: %s", stderr.String())
+		}
+		if st != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: status %d, stderr %q; want 1 and %q", tc.args, st, stderr.String(), tc.want)
+		}
+		if strings.Contains(stderr.String(), "writing") {
+			t.Errorf("%s: the temporary file was written before failing: %q", tc.args, stderr.String())
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%s: left in $TMPDIR: %v", tc.args, ents)
+		}
+	}
+}
+
+// TestRunRioPNG: --png draws the chart into the file, which was created before the run.
+func TestRunRioPNG(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "rio.png")
+	var out, errb bytes.Buffer
+	st := run([]string{"bench", "rio", "--op", "nop", "--runtime", "100ms", "--rate-iops", "1000", "--png", png}, &out, &errb)
+	if st != 0 {
+		t.Skipf("io_uring unavailable? status %d: %s", st, errb.String())
+	}
+	data, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Errorf("%s: %v, %d bytes, want a PNG", png, err, len(data))
+	}
+}
 
 // TestParseRioDefaults: the defaults of the issue (4k, iodepth 128, 10 s, O_DIRECT, read).
 func TestParseRioDefaults(t *testing.T) {
@@ -80,7 +225,8 @@ func TestParseRioBadFlags(t *testing.T) {
 // TestRunRioExitStatus: help is 0, a bad flag 2, a missing file 1 with the file named.
 func TestRunRioExitStatus(t *testing.T) {
 	var out, errb bytes.Buffer
-	if st := run([]string{"bench", "rio", "--help"}, &out, &errb); st != 0 || !strings.Contains(out.String(), "--rate-process") {
+	if st := run([]string{"bench", "rio", "--help"}, &out, &errb); st != 0 || !strings.Contains(out.String(), "--rate-process") ||
+		!strings.Contains(out.String(), "SIGINT or SIGTERM stops the run") {
 		t.Errorf("--help: status %d, output %q", st, out.String())
 	}
 	errb.Reset()

@@ -620,7 +620,17 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	SetRatios(results)
 	if len(results) == 0 && len(errs) == 0 {
-		errs = append(errs, errors.New("nothing was measured (every selected backend was skipped)"))
+		var combos []string
+		for _, shape := range runs {
+			for _, b := range backends {
+				combos = append(combos, shape+" on "+b)
+			}
+		}
+		if len(combos) > 8 {
+			combos = append(combos[:8], fmt.Sprintf("and %d more", len(combos)-8))
+		}
+		errs = append(errs, fmt.Errorf("nothing was measured: every selected backend/shape combination was skipped (%s); see the notes above",
+			strings.Join(combos, ", ")))
 	}
 	return results, errors.Join(errs...)
 }

@@ -97,6 +97,23 @@ type RioConfig struct {
 	Notes io.Writer
 	// Seed seeds the offsets and the Poisson gaps; 0 picks a random seed.
 	Seed uint64
+	// Stop, when closed, ends the run early: the temporary file's writing
+	// stops, the I/Os in flight are reaped, the file is removed and the run
+	// returns an error wrapping ErrRioStopped. nil: never.
+	Stop <-chan struct{}
+}
+
+// ErrRioStopped is the error of a run ended by closing RioConfig.Stop.
+var ErrRioStopped = errors.New("stopped")
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // DefaultRioConfig returns the defaults of `ringev bench rio`: 4 KiB O_DIRECT
@@ -246,7 +263,7 @@ func openTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
 	}
 	path, remove := cfg.File, false
 	if path == "" {
-		if path, err = createTempFile(cfg.Size, cfg.Notes); err != nil {
+		if path, err = createTempFile(cfg.Size, cfg.Notes, cfg.Stop); err != nil {
 			return nil, nil, err
 		}
 		remove = true
@@ -283,8 +300,9 @@ func openTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
 }
 
 // createTempFile writes a file of size bytes of pseudo-random data in
-// os.TempDir and syncs it; it returns its path.
-func createTempFile(size int64, notes io.Writer) (string, error) {
+// os.TempDir and syncs it; it returns its path. Closing stop ends the writing
+// and removes the file (the error wraps ErrRioStopped).
+func createTempFile(size int64, notes io.Writer, stop <-chan struct{}) (string, error) {
 	f, err := os.CreateTemp("", "ringev-rio-*.dat")
 	if err != nil {
 		return "", fmt.Errorf("temporary file: %w", err)
@@ -307,6 +325,9 @@ func createTempFile(size int64, notes io.Writer) (string, error) {
 	}
 	for off := int64(0); off < size; off += int64(len(buf)) {
 		n := min(int64(len(buf)), size-off)
+		if stopped(stop) {
+			return fail(ErrRioStopped)
+		}
 		buf[0]++ // no two chunks alike (no dedup or compression shortcuts)
 		if _, err := f.WriteAt(buf[:n], off); err != nil {
 			return fail(err)
@@ -399,17 +420,22 @@ func newRioRing(cfg RioConfig) (ring rioRing, r *uring.Ring, d *uring.Deputy, sq
 				break
 			}
 		}
-		if err != nil {
-			err = fmt.Errorf("hipri: IORING_SETUP_IOPOLL ring: %w", err)
-		}
 	} else {
 		r, err = uring.New(opts...)
 	}
 	if err != nil {
-		if cfg.SQPoll {
-			err = fmt.Errorf("sqpoll: IORING_SETUP_SQPOLL ring (idle %v, cpu %d): %w", cfg.SQIdle, cfg.SQCPU, err)
+		what := "io_uring setup"
+		if cfg.HiPri {
+			what += " with IOPOLL (--hipri)"
 		}
-		return nil, nil, nil, 0, nil, err
+		if cfg.SQPoll {
+			what += fmt.Sprintf(" with SQPOLL (SQ thread idle %v", cfg.SQIdle)
+			if cfg.SQCPU >= 0 {
+				what += fmt.Sprintf(", on CPU %d", cfg.SQCPU)
+			}
+			what += ")"
+		}
+		return nil, nil, nil, 0, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if cfg.SQPoll {
 		sqTID = findSQThread(before)
@@ -430,6 +456,10 @@ func newRioRing(cfg RioConfig) (ring rioRing, r *uring.Ring, d *uring.Deputy, sq
 // drainTimeout bounds the wait for the I/Os still in flight after the run.
 const drainTimeout = 10 * time.Second
 
+// stopPoll bounds each wait for completions, so that RioConfig.Stop is
+// noticed within it.
+const stopPoll = 100 * time.Millisecond
+
 // runLocked is one run on the calling goroutine, which is locked to its
 // thread.
 func runLocked(cfg RioConfig, t *rioTarget, prog *rioProgress) (res RioResult, err error) {
@@ -440,7 +470,7 @@ func runLocked(cfg RioConfig, t *rioTarget, prog *rioProgress) (res RioResult, e
 		var set unix.CPUSet
 		set.Set(cfg.CPU)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return res, fmt.Errorf("cpu %d: sched_setaffinity: %w", cfg.CPU, err)
+			return res, fmt.Errorf("--cpu %d: sched_setaffinity: %w", cfg.CPU, err)
 		}
 	}
 
@@ -530,6 +560,10 @@ func runLocked(cfg RioConfig, t *rioTarget, prog *rioProgress) (res RioResult, e
 		next = sched.next()
 	}
 	for ioErr == nil {
+		if stopped(cfg.Stop) {
+			ioErr = ErrRioStopped
+			break
+		}
 		now := clock()
 		if now >= end {
 			break
@@ -575,7 +609,8 @@ func runLocked(cfg RioConfig, t *rioTarget, prog *rioProgress) (res RioResult, e
 		if sched != nil && next < until {
 			until = next
 		}
-		wait := max(time.Duration(until-clock()), 0)
+		// At most stopPoll, so that a closed Stop is seen soon.
+		wait := min(max(time.Duration(until-clock()), 0), stopPoll)
 		if _, err := ring.SubmitAndWaitTimeout(1, wait); err != nil && !errors.Is(err, unix.ETIME) {
 			ioErr = fmt.Errorf("wait: %w", err)
 			break

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +74,7 @@ type rioRun struct {
 // every idle time.
 func (g RioGrid) plan(cfg RioConfig) []rioRun {
 	if g.Empty() {
-		return []rioRun{{cfg, cfg.Mode()}}
+		return []rioRun{{cfg, "mode " + modeWords(cfg)}}
 	}
 	rates, idles := g.Rates, g.Idles
 	if len(rates) == 0 {
@@ -100,11 +102,63 @@ func (g RioGrid) plan(cfg RioConfig) []rioRun {
 	return runs
 }
 
+// modeWords names cfg's submission mode in words, as the tables do: "no
+// SQPOLL", "SQPOLL", "SQPOLL+deputy(N)".
+func modeWords(cfg RioConfig) string {
+	return RioResult{Mode: cfg.Mode(), Deputy: cfg.Deputy}.modeName()
+}
+
+// trialRuntime is the length of the trial run of each mode before the
+// measured runs.
+const trialRuntime = 5 * time.Millisecond
+
+// trial makes a short unmeasured run of every submission mode of runs on t,
+// so that what can fail (io_uring or SQPOLL setup, --cpu, --sq-cpu, O_DIRECT
+// or --hipri reads of the file's device) fails before the long part: the
+// temporary file's writing and the measured runs.
+func trial(runs []rioRun, t *rioTarget) error {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		mode := r.cfg.Mode()
+		if seen[mode] {
+			continue
+		}
+		seen[mode] = true
+		c := r.cfg
+		c.Runtime, c.RateIOPS, c.Progress = trialRuntime, 0, nil
+		if _, err := runOne(c, t, nil); err != nil {
+			if errors.Is(err, ErrRioStopped) {
+				return err
+			}
+			return fmt.Errorf("mode %s: %w", modeWords(c), err)
+		}
+	}
+	return nil
+}
+
+// trialTarget is the target of the trial runs: for a temporary file, a
+// small one of one block in the same directory (on the same device), so that
+// a failure costs no 1 GiB write; otherwise the file itself.
+func trialTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
+	if cfg.Op != OpRead || cfg.File != "" {
+		return openTarget(cfg)
+	}
+	c := cfg
+	c.Size, c.Notes = int64(cfg.BS), nil
+	if t, cleanup, err = openTarget(c); err == nil {
+		t.path = "a file in " + os.TempDir()
+	}
+	return t, cleanup, err
+}
+
 // RunRioGrid makes every run of g over cfg (one run when g is empty), on one
 // file (cfg.File, or one temporary file for all runs, removed at the end),
 // and returns the results in plan order: per rate, no SQPOLL, then SQPOLL and
-// deputy per idle time. It stops at the first error and returns the results
-// so far with it.
+// deputy per idle time. Before the temporary file is written, a short trial
+// run of each mode checks what can fail (the ring's setup, SQPOLL, CPU
+// pinning, O_DIRECT and IOPOLL reads of the file's device). It stops at the
+// first error and returns the results so far with it; closing cfg.Stop ends
+// it with an error wrapping ErrRioStopped.
 func RunRioGrid(cfg RioConfig, g RioGrid) ([]RioResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -114,6 +168,15 @@ func RunRioGrid(cfg RioConfig, g RioGrid) ([]RioResult, error) {
 		if err := r.cfg.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	tt, trialCleanup, err := trialTarget(cfg)
+	if err != nil {
+		return nil, err
+	}
+	err = trial(runs, tt)
+	trialCleanup()
+	if err != nil {
+		return nil, err
 	}
 	t, cleanup, err := openTarget(cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"errors"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gonum.org/v1/plot/vg"
 )
 
 // quickRio is a short nop run config.
@@ -286,14 +288,101 @@ func TestRioReports(t *testing.T) {
 	if err := WriteRioJSON(&b, rs); err != nil || !strings.Contains(b.String(), `"p99_us": 13`) {
 		t.Errorf("JSON (%v):\n%s", err, b.String())
 	}
-	png := filepath.Join(t.TempDir(), "grid.png")
-	if err := WriteRioPNG(png, rs, "p99", true); err != nil {
+	var png bytes.Buffer
+	if err := WriteRioPNG(&png, rs, "p99", true); err != nil {
 		t.Fatal(err)
 	}
-	if data, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(data, []byte("\x89PNG")) {
-		t.Errorf("PNG: %v, %d bytes", err, len(data))
+	if !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
+		t.Errorf("PNG: %d bytes, no PNG signature", png.Len())
 	}
 	if err := WriteRioGrid(&b, rs, []string{"p42"}); err == nil {
 		t.Error("unknown statistic accepted")
+	}
+}
+
+// TestRioStop: closing Stop ends a long run soon, with ErrRioStopped and the
+// temporary file removed; a closed Stop ends the temporary file's writing.
+func TestRioStop(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	cfg := DefaultRioConfig()
+	cfg.Size, cfg.Runtime, cfg.Direct, cfg.RateIOPS = 1<<20, time.Hour, false, 1 // waits longer than stopPoll
+	stop := make(chan struct{})
+	cfg.Stop = stop
+	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
+	start := time.Now()
+	_, err := RunRio(cfg)
+	skipWithoutIOUring(t, cfg, err)
+	if !errors.Is(err, ErrRioStopped) {
+		t.Errorf("RunRio: %v, want ErrRioStopped", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("stopped after %v, want soon after 200 ms", el)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in %s: %v", dir, ents)
+	}
+	if _, err := createTempFile(64<<20, nil, stop); !errors.Is(err, ErrRioStopped) {
+		t.Errorf("createTempFile with Stop closed: %v, want ErrRioStopped", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("createTempFile left %v", ents)
+	}
+}
+
+// TestRioTrialBeforeWriting: a mode whose ring cannot be set up (the SQ
+// thread on a CPU that does not exist) fails, named in words, before the
+// temporary file is written.
+func TestRioTrialBeforeWriting(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	cfg := DefaultRioConfig()
+	cfg.Size, cfg.Runtime, cfg.Direct = 64<<20, 100*time.Millisecond, false
+	var notes bytes.Buffer
+	cfg.Notes = &notes
+	cfg.SQCPU = 100000
+	rs, err := RunRioGrid(cfg, RioGrid{Rates: []int{100}})
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		t.Skip(err)
+	}
+	if err == nil || len(rs) != 0 || !strings.HasPrefix(err.Error(), "mode SQPOLL: io_uring setup with SQPOLL") {
+		t.Errorf("%d results, %v; want none and 'mode SQPOLL: io_uring setup with SQPOLL ...'", len(rs), err)
+	}
+	if notes.Len() != 0 {
+		t.Errorf("notes %q: the temporary file was written", notes.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in %s: %v", dir, ents)
+	}
+}
+
+// TestRioPNGSize: both charts decode, at least rioChartMinWidth wide, and a
+// title longer than that widens the chart instead of being clipped.
+func TestRioPNGSize(t *testing.T) {
+	r := RioResult{Mode: ModeNoSQPoll, Op: OpRead, BS: 4096, IODepth: 128, RateIOPS: 2000, RateProcess: RateLinear,
+		Direct: true, Total: RioLatency{Count: 1, P50Us: 1, P90Us: 2, P99Us: 3, P999Us: 4, MaxUs: 5}}
+	width := func(rs []RioResult, grid bool) int {
+		t.Helper()
+		var b bytes.Buffer
+		if err := WriteRioPNG(&b, rs, "p99", grid); err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img.Bounds().Dx()
+	}
+	minPx := int(float64(rioChartMinWidth/vg.Inch) * chartDPI)
+	if w := width([]RioResult{r}, false); w < minPx {
+		t.Errorf("run chart %d px wide, want >= %d", w, minPx)
+	}
+	if w := width([]RioResult{r}, true); w < minPx {
+		t.Errorf("grid chart %d px wide, want >= %d", w, minPx)
+	}
+	long := r
+	long.IODepth, long.RateIOPS, long.RateProcess, long.HiPri = 32768, 1_000_000_000, RatePoisson+strings.Repeat("x", 80), true
+	if w := width([]RioResult{long}, false); w <= minPx+100 {
+		t.Errorf("run chart with a long title %d px wide, want it widened past %d", w, minPx)
 	}
 }
