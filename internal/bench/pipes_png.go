@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -17,8 +16,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Sizes of the pipes chart.
@@ -82,65 +79,16 @@ func WritePipesPNG(w io.Writer, rs []Result) error {
 	p.Y.Label.TextStyle.Font.Size = vg.Points(12)
 	p.Y.Tick.Label.Font.Size = vg.Points(11)
 	p.X.Tick.Label.Font.Size = vg.Points(12)
-	p.Y.Min = 0
-	p.Y.Max = peak * 1.08
-	if p.Y.Max == 0 {
-		p.Y.Max = 1
-	}
-	p.Y.Tick.Marker = stepTicks{}
-	p.X.Min, p.X.Max = -0.5, float64(len(shapes))-0.5
-	grid := plotter.NewGrid()
-	grid.Vertical.Color = nil
-	grid.Horizontal.Color = color.Gray{Y: 215}
-	p.Add(grid)
-
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	legend.TextStyle.Font.Size = vg.Points(11)
-	legend.ThumbnailWidth = vg.Points(16)
-	legend.Padding = vg.Points(3)
-
-	bars := vg.Length(len(shapes) * len(labels))
-	width := max(chartMinWidth, chartAxisRoom+bars*chartBarPitch+2*vg.Inch)
-	// Bars are sized in points: estimate the data area from the canvas, less the legend.
-	var bs []*plotter.BarChart
+	var series []barSeries
 	for _, label := range labels {
 		vals := make(plotter.Values, len(shapes))
 		for g, shape := range shapes {
 			vals[g] = value[[2]string{shape, label}]
 		}
-		b, err := plotter.NewBarChart(vals, 1) // the width is set below, with the legend's
-		if err != nil {
-			return fmt.Errorf("png: %w", err)
-		}
-		b.Color = labelColor(first[label])
-		b.LineStyle.Width = 0
-		bs = append(bs, b)
-		legend.Add(label, b)
+		series = append(series, barSeries{name: label, color: labelColor(first[label]), values: vals})
 	}
-	img := vgimg.NewWith(vgimg.UseWH(width, chartHeight), vgimg.UseDPI(chartDPI))
-	dc := draw.New(img)
-	legendWidth := legend.Rectangle(dc).Size().X
-	plotArea := width - legendWidth - chartLegendGap - chartAxisRoom
-	barWidth := 0.8 * plotArea / vg.Length(len(shapes)) / vg.Length(len(labels))
-	for i, b := range bs {
-		b.Width = barWidth
-		b.Offset = barWidth * vg.Length(float64(i)-float64(len(labels)-1)/2)
-		p.Add(b)
-	}
-	p.NominalX(shapes...)
-
-	p.Draw(draw.Crop(dc, 0, -(legendWidth + chartLegendGap), 0, 0))
-	// The legend column starts below the title, level with the top of the data area.
-	titleRoom := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + 2*p.Title.Padding
-	legend.Draw(draw.Crop(dc, width-legendWidth-chartLegendGap/2, 0, 0, -titleRoom))
-
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return fmt.Errorf("png: encoding: %w", err)
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	width := max(chartMinWidth, chartAxisRoom+vg.Length(len(shapes)*len(labels))*chartBarPitch+2*vg.Inch)
+	return drawBars(w, p, shapes, series, peak*1.08, width, 0.8, 0)
 }
 
 // rank is the index of name in known, or len(known) for names it does not hold.

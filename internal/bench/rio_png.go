@@ -1,18 +1,14 @@
 package bench
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Sizes of the rio chart (the pipes chart's DPI, height and margins).
@@ -76,63 +72,17 @@ func WriteRioPNG(w io.Writer, rs []RioResult, stat string, grid bool) error {
 			peak = max(peak, value(s, g))
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, peak*rioChartHeadroom
-	if p.Y.Max == 0 {
-		p.Y.Max = 1
-	}
-	p.Y.Tick.Marker = stepTicks{}
-	p.X.Min, p.X.Max = -0.5, float64(len(groups))-0.5
-	gridLines := plotter.NewGrid()
-	gridLines.Vertical.Color = nil
-	gridLines.Horizontal.Color = color.Gray{Y: 215}
-	p.Add(gridLines)
-
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	legend.TextStyle.Font.Size = vg.Points(11)
-	legend.ThumbnailWidth = vg.Points(16)
-	legend.Padding = vg.Points(3)
-	var bs []*plotter.BarChart
-	for s, name := range series {
+	var bars []barSeries
+	for si, name := range series {
 		vals := make(plotter.Values, len(groups))
 		for g := range groups {
-			vals[g] = value(s, g)
+			vals[g] = value(si, g)
 		}
-		b, err := plotter.NewBarChart(vals, 1) // the width is set below, with the legend's
-		if err != nil {
-			return fmt.Errorf("png: %w", err)
-		}
-		b.Color = plotutil.Color(s)
-		b.LineStyle.Width = 0
-		bs = append(bs, b)
-		legend.Add(name, b)
+		bars = append(bars, barSeries{name: name, color: plotutil.Color(si), values: vals})
 	}
-
 	// Wide enough for the bars, the legend and the title's longest line.
 	titleWidth := p.Title.TextStyle.Rectangle(p.Title.Text).Size().X
 	width := max(rioChartMinWidth, chartAxisRoom+vg.Length(len(groups))*rioChartGroup+2*vg.Inch, titleWidth+vg.Inch)
-	img := vgimg.NewWith(vgimg.UseWH(width, chartHeight), vgimg.UseDPI(chartDPI))
-	dc := draw.New(img)
-	legendWidth := legend.Rectangle(dc).Size().X
-	plotArea := width - legendWidth - chartLegendGap - chartAxisRoom
-	// The bars of a group fill 70% of its slot, centred on its tick; none is wider than
-	// rioChartMaxBar (a single run's four bars).
-	barWidth := min(0.7*plotArea/vg.Length(len(groups))/vg.Length(len(series)), rioChartMaxBar)
-	for i, b := range bs {
-		b.Width = barWidth
-		b.Offset = barWidth * vg.Length(float64(i)-float64(len(series)-1)/2)
-		p.Add(b)
-	}
-	p.NominalX(groups...)
-
-	p.Draw(draw.Crop(dc, 0, -(legendWidth + chartLegendGap), 0, 0))
-	titleRoom := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + 2*p.Title.Padding
-	legend.Draw(draw.Crop(dc, width-legendWidth-chartLegendGap/2, 0, 0, -titleRoom))
-
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return fmt.Errorf("png: encoding: %w", err)
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	// The bars of a group fill 70% of its slot; none is wider than rioChartMaxBar.
+	return drawBars(w, p, groups, bars, peak*rioChartHeadroom, width, 0.7, rioChartMaxBar)
 }
