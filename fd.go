@@ -32,7 +32,7 @@ type fdSlot struct {
 	events   []*FdEvent
 	dev, ino uint64 // identity of the file when the last event was added (see checkIdentity)
 	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable
-	internal bool   // the loop's own wake-up eventfd
+	internal bool   // one of the loop's own eventfds (wake-up, exact signals): drained, never dispatched
 }
 
 // slot returns the slot for fd, creating it.
@@ -241,7 +241,7 @@ func (l *Loop) markReady() error {
 		s := l.slots[r.fd]
 		switch {
 		case s.internal:
-			l.drainWake()
+			drainEventfd(int(s.fd))
 		case r.revents&unix.POLLNVAL != 0:
 			nvalErr = l.disarmInvalid(s)
 		default:

@@ -29,7 +29,8 @@ import (
 //  8. Post (and Stop) are the only calls safe from any goroutine.
 //  9. Run returns when nothing is left to wait for, on Stop, or on error. Once from inside a
 //     handler returns ErrNested.
-// 10. Signals arrive through os/signal and are delivered as loop events with a count.
+// 10. Signals arrive through os/signal and are delivered as loop events with a count (or, with
+//     WithExactSignals, through the loop's own handler, counted exactly).
 
 // Flags is a set of fd event conditions, as in tevent's TEVENT_FD_READ, TEVENT_FD_WRITE and
 // TEVENT_FD_ERROR.
@@ -83,9 +84,25 @@ var (
 type Option func(*options)
 
 type options struct {
-	backend     string
-	fresh       bool
-	dispatchAll bool
+	backend      string
+	fresh        bool
+	dispatchAll  bool
+	exactSignals bool
+}
+
+// WithExactSignals makes AddSignal count every delivery, as tevent does, instead of going
+// through os/signal (which merges a delivery that arrives before the runtime's signal goroutine
+// took the previous one of the same signal). The loop installs its own handler for each signal
+// it watches (rt_sigaction(2); a few lines of assembly that count the delivery atomically and
+// write to an eventfd), and puts the previous action back when the last handler for that signal
+// closes or the loop closes. Meanwhile the signal is not delivered to os/signal, and a
+// signal.Notify, Ignore or Reset for it elsewhere in the process replaces the loop's handler.
+// One loop per process may use it at a time (AddSignal returns ErrExactSignalsInUse for
+// another), it refuses the signals the Go runtime needs (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGTRAP, SIGURG, SIGPROF, SIGKILL, SIGSTOP), and it exists on amd64 only (elsewhere AddSignal
+// returns an error that says so). The process keeps one eventfd for it open once used.
+func WithExactSignals() Option {
+	return func(o *options) { o.exactSignals = true }
 }
 
 // WithDispatchAll makes Once run every fd handler that one wait found ready, each once, in the
@@ -144,6 +161,7 @@ type Loop struct {
 	waitSeq  uint64    // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
 	fresh    bool      // WithFreshReadiness: never use readiness from an earlier Once
 	all      bool      // WithDispatchAll: one Once runs every ready fd handler
+	exactSig bool      // WithExactSignals
 
 	timers   timerHeap
 	timerSeq uint64
@@ -181,7 +199,7 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{owner: getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh, all: o.dispatchAll}
+	l := &Loop{owner: getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh, all: o.dispatchAll, exactSig: o.exactSignals}
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		be.close()
@@ -337,7 +355,7 @@ func (l *Loop) Once() error {
 		return ErrClosed
 	}
 	for {
-		if l.sig != nil && l.sig.pending.Load() && l.runSignal() {
+		if l.sig != nil && l.sig.isPending() && l.runSignal() {
 			return nil
 		}
 		if l.posted.Load() && l.runPosted() {
@@ -376,7 +394,7 @@ func (l *Loop) Once() error {
 		// sees sleeping==true writes the eventfd; one that does not has set posted before we
 		// read it here.
 		l.sleeping.Store(true)
-		if l.posted.Load() || l.stopReq.Load() || (l.sig != nil && l.sig.pending.Load()) {
+		if l.posted.Load() || l.stopReq.Load() || (l.sig != nil && l.sig.isPending()) {
 			timeout = 0
 		}
 		ready, err := l.be.wait(timeout, l.cache[:0])
@@ -451,8 +469,8 @@ func (l *Loop) runPosted() bool {
 	return true
 }
 
-// drainWake empties the wake-up eventfd.
-func (l *Loop) drainWake() {
+// drainEventfd empties one of the loop's own eventfds.
+func drainEventfd(fd int) {
 	var buf [8]byte
-	unix.Read(l.wakeFd, buf[:])
+	unix.Read(fd, buf[:])
 }

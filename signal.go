@@ -1,12 +1,15 @@
 package ringev
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Signal is a handler for one signal number, delivered as a loop event.
@@ -16,6 +19,7 @@ type Signal struct {
 	handler func(s *Signal, count int)
 	oneShot bool         // closed after its handler ran once (AddSignalOnce)
 	count   atomic.Int64 // deliveries not yet handed to the handler
+	seen    uint64       // WithExactSignals: sigexactCounts[sig] already added to count
 	closed  bool
 }
 
@@ -31,6 +35,65 @@ type signalState struct {
 	handlers []*Signal
 	next     int // round-robin start for runSignal
 	live     int
+
+	// WithExactSignals: the loop's own handler counts into sigexactCounts instead.
+	exact bool
+	saved map[syscall.Signal]kernelSigaction // actions replaced, per signal with a live handler
+}
+
+var (
+	// ErrExactSignalsInUse is returned by AddSignal on a WithExactSignals loop while another
+	// loop of the process uses exact signals.
+	ErrExactSignalsInUse = errors.New("ringev: another loop of this process already uses WithExactSignals")
+
+	sigexactOwner atomic.Pointer[Loop] // the loop that uses exact signals
+	sigexactOnce  sync.Once
+	sigexactFd    = -1 // the eventfd the handler writes to; open for the process's life
+	sigexactErr   error
+)
+
+// isPending reports whether a signal handler may have deliveries to run.
+func (st *signalState) isPending() bool {
+	return st.pending.Load() || (st.exact && atomic.LoadUint32(&sigexactPending) != 0)
+}
+
+// startExact makes l the process's exact-signal loop: it watches the exact-signal eventfd.
+func (l *Loop) startExact() (*signalState, error) {
+	if !sigexactSupported {
+		_, err := sigexactInstall(0)
+		return nil, err
+	}
+	sigexactOnce.Do(func() {
+		sigexactFd, sigexactErr = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if sigexactErr != nil {
+			sigexactErr = fmt.Errorf("ringev: WithExactSignals: eventfd: %w", sigexactErr)
+		}
+	})
+	if sigexactErr != nil {
+		return nil, sigexactErr
+	}
+	if !sigexactOwner.CompareAndSwap(nil, l) {
+		return nil, ErrExactSignalsInUse
+	}
+	if err := l.be.setInterest(int32(sigexactFd), 0, unix.POLLIN); err != nil {
+		sigexactOwner.Store(nil)
+		return nil, fmt.Errorf("ringev: WithExactSignals: watching its eventfd: %w", err)
+	}
+	l.slot(int32(sigexactFd)).internal = true
+	l.slot(int32(sigexactFd)).interest = unix.POLLIN
+	atomic.StoreInt64(&sigexactWakeFd, int64(sigexactFd))
+	return &signalState{loop: l, exact: true, saved: map[syscall.Signal]kernelSigaction{}}, nil
+}
+
+// runtimeSignal reports the signals the Go runtime needs for itself, refused by
+// WithExactSignals.
+func runtimeSignal(sig syscall.Signal) bool {
+	switch sig {
+	case unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGURG, unix.SIGPROF,
+		unix.SIGKILL, unix.SIGSTOP:
+		return true
+	}
+	return false
 }
 
 // AddSignal calls h on the loop's goroutine after sig is delivered to the process, with the
@@ -42,7 +105,8 @@ type signalState struct {
 // Counts are exact for the deliveries the Go runtime hands to os/signal. The runtime, like the
 // kernel for a pending standard signal, merges a second delivery of one signal that arrives
 // before its signal goroutine has taken the first; a process that raises one signal faster
-// than that sees a lower count (the context benchmark prints raised and counted).
+// than that sees a lower count. A loop made WithExactSignals counts every delivery the kernel
+// makes, as tevent does (its own handler instead of os/signal; see WithExactSignals).
 func (l *Loop) AddSignal(sig syscall.Signal, h func(s *Signal, count int)) (*Signal, error) {
 	return l.addSignal(sig, h, false)
 }
@@ -63,19 +127,42 @@ func (l *Loop) addSignal(sig syscall.Signal, h func(s *Signal, count int), oneSh
 	if sig <= 0 || sig > 64 || h == nil {
 		return nil, fmt.Errorf("ringev: AddSignal(%d): need a signal number in 1..64 and a handler", int(sig))
 	}
+	if l.exactSig && runtimeSignal(sig) {
+		return nil, fmt.Errorf("ringev: AddSignal(%v): WithExactSignals cannot take a signal the Go runtime needs", sig)
+	}
 	if l.sig == nil {
-		st := &signalState{loop: l, ch: make(chan os.Signal, 256), done: make(chan struct{})}
-		st.wg.Add(1)
-		go st.run()
-		l.sig = st
+		if l.exactSig {
+			st, err := l.startExact()
+			if err != nil {
+				return nil, err
+			}
+			l.sig = st
+		} else {
+			st := &signalState{loop: l, ch: make(chan os.Signal, 256), done: make(chan struct{})}
+			st.wg.Add(1)
+			go st.run()
+			l.sig = st
+		}
 	}
 	st := l.sig
 	s := &Signal{loop: l, sig: sig, handler: h, oneShot: oneShot}
+	if st.exact {
+		s.seen = atomic.LoadUint64(&sigexactCounts[sig])
+		if _, ok := st.saved[sig]; !ok {
+			old, err := sigexactInstall(sig)
+			if err != nil {
+				return nil, err
+			}
+			st.saved[sig] = old
+		}
+	}
 	st.mu.Lock()
 	st.handlers = append(st.handlers, s)
 	st.mu.Unlock()
 	st.live++
-	signal.Notify(st.ch, sig)
+	if !st.exact {
+		signal.Notify(st.ch, sig)
+	}
 	return s, nil
 }
 
@@ -99,6 +186,22 @@ func (s *Signal) Close() {
 	}
 	st.mu.Unlock()
 	st.live--
+	if st.exact {
+		st.restoreUnused(s.sig)
+	}
+}
+
+// restoreUnused puts back the previous action of sig when no handler watches it any more.
+func (st *signalState) restoreUnused(sig syscall.Signal) {
+	for _, x := range st.handlers {
+		if x.sig == sig {
+			return
+		}
+	}
+	if old, ok := st.saved[sig]; ok {
+		sigexactRestore(sig, old)
+		delete(st.saved, sig)
+	}
 }
 
 // run counts deliveries until stop.
@@ -126,8 +229,18 @@ func (st *signalState) run() {
 	}
 }
 
-// stop ends the subscription and waits for the counting goroutine.
+// stop ends the subscription: it waits for the counting goroutine, or, with exact signals, puts
+// back the previous actions and lets another loop use exact signals.
 func (st *signalState) stop() {
+	if st.exact {
+		for sig, old := range st.saved {
+			sigexactRestore(sig, old)
+		}
+		st.saved = nil
+		st.loop.be.setInterest(int32(sigexactFd), unix.POLLIN, 0)
+		sigexactOwner.Store(nil)
+		return
+	}
 	signal.Stop(st.ch)
 	close(st.done)
 	st.wg.Wait()
@@ -140,6 +253,15 @@ func (l *Loop) hasSignals() bool { return l.sig != nil && l.sig.live > 0 }
 func (l *Loop) runSignal() bool {
 	st := l.sig
 	st.pending.Store(false)
+	if st.exact {
+		atomic.StoreUint32(&sigexactPending, 0)
+		for _, s := range st.handlers {
+			if total := atomic.LoadUint64(&sigexactCounts[s.sig]); total != s.seen {
+				s.count.Add(int64(total - s.seen))
+				s.seen = total
+			}
+		}
+	}
 	n := len(st.handlers)
 	for i := 0; i < n; i++ {
 		k := (st.next + i) % n

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,27 @@ func TestPipesModes(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestContextCountsEverySignal: the context shape counts every SIGUSR1 and SIGALRM it raised, as
+// tevent's test asserts, on every backend (exact signals, amd64).
+func TestContextCountsEverySignal(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("ringev.WithExactSignals: no handler for " + runtime.GOARCH)
+	}
+	for _, b := range ringev.Backends() {
+		if err := CheckBackend(b); err != nil {
+			t.Logf("skipping %s: %v", b, err)
+			continue
+		}
+		r, err := RunPipes(b, ShapeContext, Options{ContextDuration: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if r.SignalsRaised == 0 || r.SignalsCounted != r.SignalsRaised {
+			t.Errorf("%s: signals raised %d, counted %d", b, r.SignalsRaised, r.SignalsCounted)
 		}
 	}
 }

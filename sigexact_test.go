@@ -1,0 +1,137 @@
+package ringev_test
+
+import (
+	"errors"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// newExactLoop makes a WithExactSignals loop on backend, closed at cleanup, or skips where the
+// architecture has no exact-signal handler.
+func newExactLoop(t *testing.T, backend string) *ringev.Loop {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skip("WithExactSignals: no handler for " + runtime.GOARCH)
+	}
+	l, err := ringev.New(ringev.WithBackend(backend), ringev.WithExactSignals())
+	if err != nil {
+		t.Skipf("backend %q: %v", backend, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// With WithExactSignals, every raise of a signal at the loop's thread (raise(3): tgkill to the
+// calling thread, delivered before tgkill returns) is counted, even 200 raised back to back
+// before the loop looks, which os/signal would merge, as tevent counts them. (A signal sent to
+// the process as a whole goes to a thread the kernel picks; the kernel itself merges a second
+// one that arrives while the first is still pending there.)
+func TestExactSignalsCountEveryBackToBackRaise(t *testing.T) {
+	for _, backend := range ringev.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			l := newExactLoop(t, backend)
+			counts := map[syscall.Signal]int{}
+			for _, sig := range []syscall.Signal{unix.SIGUSR1, unix.SIGALRM} {
+				if _, err := l.AddSignal(sig, func(s *ringev.Signal, n int) { counts[sig] += n }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const raises = 200
+			pid, tid := unix.Getpid(), unix.Gettid() // New locked this goroutine to its thread
+			for i := 0; i < raises; i++ {
+				unix.Tgkill(pid, tid, unix.SIGUSR1)
+				unix.Tgkill(pid, tid, unix.SIGALRM)
+			}
+			l.AddTimer(time.Hour, func(*ringev.Timer) {}) // Once waits rather than ending early
+			testutil.OnceUntil(t, l, func() bool {
+				return counts[unix.SIGUSR1] >= raises && counts[unix.SIGALRM] >= raises
+			}, deadline)
+			if counts[unix.SIGUSR1] != raises || counts[unix.SIGALRM] != raises {
+				t.Fatalf("counted %v, want %d of each", counts, raises)
+			}
+		})
+	}
+}
+
+// A blocked loop wakes for an exact signal raised from another goroutine.
+func TestExactSignalsWakeBlockedLoop(t *testing.T) {
+	l := newExactLoop(t, "uring")
+	got := 0
+	if _, err := l.AddSignal(unix.SIGUSR2, func(_ *ringev.Signal, n int) { got += n }); err != nil {
+		t.Fatal(err)
+	}
+	l.AddTimer(10*time.Second, func(*ringev.Timer) {})
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		unix.Kill(os.Getpid(), unix.SIGUSR2)
+	}()
+	start := time.Now()
+	testutil.Once(t, l, deadline)
+	if got != 1 || time.Since(start) > 5*time.Second {
+		t.Fatalf("count %d after %v, want 1 well before the 10 s timer", got, time.Since(start))
+	}
+}
+
+// Only one loop of the process uses exact signals at a time; after it closes, another may.
+func TestExactSignalsOneLoopAtATime(t *testing.T) {
+	a := newExactLoop(t, "epoll")
+	if _, err := a.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		b, err := ringev.New(ringev.WithBackend("epoll"), ringev.WithExactSignals())
+		if err != nil {
+			done <- err
+			return
+		}
+		defer b.Close()
+		_, err = b.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {})
+		done <- err
+	}()
+	if err := <-done; !errors.Is(err, ringev.ErrExactSignalsInUse) {
+		t.Fatalf("second exact-signal loop: %v, want ErrExactSignalsInUse", err)
+	}
+	a.Close()
+	c := newExactLoop(t, "epoll")
+	if _, err := c.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
+		t.Fatalf("exact signals after the first loop closed: %v", err)
+	}
+}
+
+// Closing the exact-signal loop puts the Go runtime's handler back: os/signal receives the
+// signal again.
+func TestExactSignalsCloseRestoresOSSignal(t *testing.T) {
+	l := newExactLoop(t, "epoll")
+	if _, err := l.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, unix.SIGUSR1)
+	defer signal.Stop(ch)
+	unix.Kill(os.Getpid(), unix.SIGUSR1)
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("os/signal got no SIGUSR1 after the exact-signal loop closed")
+	}
+}
+
+// WithExactSignals refuses the signals the Go runtime needs.
+func TestExactSignalsRefuseRuntimeSignals(t *testing.T) {
+	l := newExactLoop(t, "epoll")
+	for _, sig := range []syscall.Signal{unix.SIGSEGV, unix.SIGURG, unix.SIGPROF} {
+		if _, err := l.AddSignal(sig, func(*ringev.Signal, int) {}); err == nil {
+			t.Errorf("AddSignal(%v) with exact signals: no error", sig)
+		}
+	}
+}
