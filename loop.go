@@ -95,12 +95,15 @@ type options struct {
 // took the previous one of the same signal). The loop installs its own handler for each signal
 // it watches (rt_sigaction(2); a few lines of assembly that count the delivery atomically and
 // write to an eventfd), and puts the previous action back when the last handler for that signal
-// closes or the loop closes. Meanwhile the signal is not delivered to os/signal, and a
-// signal.Notify, Ignore or Reset for it elsewhere in the process replaces the loop's handler.
-// One loop per process may use it at a time (AddSignal returns ErrExactSignalsInUse for
-// another), it refuses the signals the Go runtime needs (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-// SIGTRAP, SIGURG, SIGPROF, SIGKILL, SIGSTOP), and it exists on amd64 only (elsewhere AddSignal
-// returns an error that says so). The process keeps one eventfd for it open once used.
+// closes or the loop closes, unless something else installed its own action meanwhile
+// (signal.Ignore, or signal.Notify for a signal the runtime did not yet handle), which then
+// stays. While the loop holds a signal, os/signal does not see it (a signal.Notify for a signal
+// the runtime already handles, such as SIGUSR1, does not take it back). One loop per process may
+// use it at a time (AddSignal returns ErrExactSignalsInUse for another); it refuses the signals
+// the Go runtime needs (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGURG, SIGPROF, SIGKILL,
+// SIGSTOP, and 32 and 33, with which the runtime runs setuid and friends on every thread); it
+// exists on amd64 only (elsewhere AddSignal returns an error that says so). The process keeps
+// one eventfd for it open once used.
 func WithExactSignals() Option {
 	return func(o *options) { o.exactSignals = true }
 }

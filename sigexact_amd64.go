@@ -51,8 +51,17 @@ func sigexactInstall(sig syscall.Signal) (kernelSigaction, error) {
 	return old, nil
 }
 
-// sigexactRestore puts back the action sigexactInstall replaced.
+// sigexactRestore puts back the action sigexactInstall replaced, if the loop's handler is still
+// the one installed: when something else in the process installed its own meanwhile
+// (signal.Ignore, or signal.Notify for a signal the runtime did not handle before), that stays.
 func sigexactRestore(sig syscall.Signal, old kernelSigaction) error {
+	var cur kernelSigaction
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&cur)), 8, 0, 0); e != 0 {
+		return fmt.Errorf("ringev: rt_sigaction(%v) reading the current action: %w", sig, e)
+	}
+	if h, _ := sigexactAddrs(); cur.handler != h {
+		return nil
+	}
 	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0); e != 0 {
 		return fmt.Errorf("ringev: rt_sigaction(%v) restoring the Go runtime's handler: %w", sig, e)
 	}

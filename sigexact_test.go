@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
@@ -129,9 +130,28 @@ func TestExactSignalsCloseRestoresOSSignal(t *testing.T) {
 // WithExactSignals refuses the signals the Go runtime needs.
 func TestExactSignalsRefuseRuntimeSignals(t *testing.T) {
 	l := newExactLoop(t, "epoll")
-	for _, sig := range []syscall.Signal{unix.SIGSEGV, unix.SIGURG, unix.SIGPROF} {
+	for _, sig := range []syscall.Signal{unix.SIGSEGV, unix.SIGURG, unix.SIGPROF, 32, 33} {
 		if _, err := l.AddSignal(sig, func(*ringev.Signal, int) {}); err == nil {
 			t.Errorf("AddSignal(%v) with exact signals: no error", sig)
 		}
+	}
+}
+
+// An action installed elsewhere while the loop held the signal (here signal.Ignore) is not
+// overwritten when the loop closes: the process keeps ignoring the signal and survives it.
+func TestExactSignalsCloseKeepsActionInstalledMeanwhile(t *testing.T) {
+	l := newExactLoop(t, "epoll")
+	if _, err := l.AddSignal(unix.SIGUSR2, func(*ringev.Signal, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	signal.Ignore(unix.SIGUSR2)
+	defer signal.Reset(unix.SIGUSR2)
+	l.Close()
+	var cur [4]uint64 // struct sigaction: handler, flags, restorer, mask
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGUSR2), 0, uintptr(unsafe.Pointer(&cur[0])), 8, 0, 0); e != 0 {
+		t.Fatal(e)
+	}
+	if cur[0] != 1 { // SIG_IGN
+		t.Fatalf("SIGUSR2 action after Close: handler %#x, want SIG_IGN (1) as signal.Ignore set", cur[0])
 	}
 }

@@ -93,7 +93,10 @@ func runtimeSignal(sig syscall.Signal) bool {
 		unix.SIGKILL, unix.SIGSTOP:
 		return true
 	}
-	return false
+	// 32 and 33 sit below the C library's SIGRTMIN (34): the Go runtime (and glibc) use 33 to
+	// make every thread run setuid/setgid/setgroups; a handler of the loop's there would hang
+	// those calls for ever.
+	return sig == 32 || sig == 33
 }
 
 // AddSignal calls h on the loop's goroutine after sig is delivered to the process, with the
@@ -199,7 +202,7 @@ func (st *signalState) restoreUnused(sig syscall.Signal) {
 		}
 	}
 	if old, ok := st.saved[sig]; ok {
-		sigexactRestore(sig, old)
+		sigexactRestore(sig, old) // fails only for a signal number rt_sigaction took before
 		delete(st.saved, sig)
 	}
 }
@@ -234,7 +237,7 @@ func (st *signalState) run() {
 func (st *signalState) stop() {
 	if st.exact {
 		for sig, old := range st.saved {
-			sigexactRestore(sig, old)
+			sigexactRestore(sig, old) // fails only for a signal number rt_sigaction took before
 		}
 		st.saved = nil
 		st.loop.be.setInterest(int32(sigexactFd), unix.POLLIN, 0)
