@@ -154,6 +154,7 @@ type Loop struct {
 	owner    uintptr // the owner goroutine (see owned)
 	closed   bool
 	inside   bool // a handler is running (nesting guard)
+	running  bool // Run is running: Once returns early on Stop
 	epoch    time.Time
 
 	// fd events
@@ -327,6 +328,8 @@ func (l *Loop) Run() error {
 	if l.inside {
 		return ErrNested
 	}
+	l.running = true
+	defer func() { l.running = false }()
 	for !l.stopReq.Load() {
 		if err := l.Once(); err != nil {
 			if errors.Is(err, ErrNothingToDo) {
@@ -377,7 +380,8 @@ func (l *Loop) Once() error {
 			}
 			timeout = l.timers[0].deadline - now
 		}
-		if l.nfd == 0 && timeout < 0 && !l.hasSignals() && !l.stopReq.Load() {
+		stopping := l.running && l.stopReq.Load()
+		if l.nfd == 0 && timeout < 0 && !l.hasSignals() && !stopping {
 			l.postMu.Lock()
 			empty := len(l.postQ) == 0
 			l.postMu.Unlock()
@@ -397,7 +401,7 @@ func (l *Loop) Once() error {
 		// sees sleeping==true writes the eventfd; one that does not has set posted before we
 		// read it here.
 		l.sleeping.Store(true)
-		if l.posted.Load() || l.stopReq.Load() || (l.sig != nil && l.sig.isPending()) {
+		if l.posted.Load() || stopping || (l.sig != nil && l.sig.isPending()) {
 			timeout = 0
 		}
 		ready, err := l.be.wait(timeout, l.cache[:0])
@@ -417,8 +421,8 @@ func (l *Loop) Once() error {
 			return nil
 		}
 		l.cache = l.cache[:0]
-		if l.stopReq.Load() {
-			return nil
+		if l.running && l.stopReq.Load() {
+			return nil // Run returns; Once outside Run does not heed Stop
 		}
 	}
 }

@@ -99,3 +99,18 @@ func TestLoopCloseAutoCloseReleasesFileAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// Stop is for Run: a Stop while Run is not running does not make Once return without running a
+// handler (it would spin a loop driven by Once); the next Run returns at once.
+func TestStopOutsideRunDoesNotShortCutOnce(t *testing.T) {
+	l := newLoop(t, "epoll")
+	l.Stop()
+	fired := false
+	l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { fired = true })
+	testutil.Once(t, l, deadline)
+	if !fired {
+		t.Fatal("Once after Stop returned without running the timer")
+	}
+	l.AddTimer(time.Hour, func(*ringev.Timer) {})
+	testutil.Run(t, l, deadline) // fails the test if Run does not return before the deadline
+}
