@@ -73,51 +73,50 @@ func main() {
 
 // run is the whole command: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usageTop)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(stdout, usageTop)
-		return 0
-	case "help":
-		// `ringev help bench rio` is `ringev bench rio --help`.
-		if len(args) == 1 {
-			fmt.Fprint(stdout, usageTop)
-			return 0
-		}
-		return run(append(slices.Clone(args[1:]), "--help"), stdout, stderr)
-	case "bench":
-		return runBench(args[1:], stdout, stderr)
-	case "probe":
-		return runProbe(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "ringev: unknown command %q\n\n%s", args[0], usageTop)
-	return 2
+	return dispatch("ringev: unknown command", usageTop, []command{
+		{"bench", runBench},
+		{"probe", runProbe},
+	}, args, stdout, stderr)
 }
 
 func runBench(args []string, stdout, stderr io.Writer) int {
+	return dispatch("ringev bench: unknown benchmark", usageBench, []command{
+		{"pipes", runPipes},
+		{"rio", runRio},
+	}, args, stdout, stderr)
+}
+
+// command is a subcommand: its name and what runs it (returning the exit status).
+type command struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) int
+}
+
+// dispatch runs the command of cmds named by args[0] with the rest of args. No argument prints
+// usage to stderr (status 2); -h, -help and --help print it to stdout (status 0); `help NAME
+// ...` is `NAME ... --help`; an unknown name is unknown (its message, then usage; status 2).
+func dispatch(unknown, usage string, cmds []command, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usageBench)
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
-		fmt.Fprint(stdout, usageBench)
+		fmt.Fprint(stdout, usage)
 		return 0
 	case "help":
 		if len(args) == 1 {
-			fmt.Fprint(stdout, usageBench)
+			fmt.Fprint(stdout, usage)
 			return 0
 		}
-		return runBench(append(slices.Clone(args[1:]), "--help"), stdout, stderr)
-	case "pipes":
-		return runPipes(args[1:], stdout, stderr)
-	case "rio":
-		return runRio(args[1:], stdout, stderr)
+		return dispatch(unknown, usage, cmds, append(slices.Clone(args[1:]), "--help"), stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "ringev bench: unknown benchmark %q\n\n%s", args[0], usageBench)
+	for _, c := range cmds {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "%s %q\n\n%s", unknown, args[0], usage)
 	return 2
 }
 
