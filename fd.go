@@ -158,7 +158,8 @@ func (e *FdEvent) SetFlags(f Flags) error {
 func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
 
 // Close stops the event: its handler never runs again, even if readiness for it was already
-// reported. With auto-close set, the fd is closed too. Calling Close again returns nil. From a
+// reported. With auto-close set, the fd is closed too, and the other fd events on that fd (if
+// any) are disarmed: their flags become 0. Calling Close again returns nil. From a
 // goroutine other than the loop's owner it returns ErrNotOwner and changes nothing. The
 // error is otherwise the backend's (when it could not stop watching) or close(2)'s, wrapping the errno.
 func (e *FdEvent) Close() error {
@@ -194,11 +195,10 @@ func (e *FdEvent) Close() error {
 		if cerr := unix.Close(int(e.fd)); cerr != nil && err == nil {
 			err = fmt.Errorf("ringev: close fd %d: %w", e.fd, cerr)
 		}
-		// Other events on the same fd now watch a closed fd; they get POLLNVAL/EBADF.
-		if len(s.events) > 0 {
-			if uerr := l.updateInterest(s); uerr != nil && err == nil {
-				err = uerr
-			}
+		// Other events on the same fd now name a closed fd: they are disarmed (flags 0), so
+		// they never see the file that takes the number next.
+		for _, other := range s.events {
+			other.flags = 0
 		}
 		return err
 	}

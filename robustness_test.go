@@ -114,3 +114,35 @@ func TestStopOutsideRunDoesNotShortCutOnce(t *testing.T) {
 	l.AddTimer(time.Hour, func(*ringev.Timer) {})
 	testutil.Run(t, l, deadline) // fails the test if Run does not return before the deadline
 }
+
+// Auto-closing one fd event disarms the other events on the same fd without an error, and a new
+// file that takes the fd number is not reported to them.
+func TestAutoCloseDisarmsOtherEventsOnTheFd(t *testing.T) {
+	for _, backend := range ringev.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			l := newLoop(t, backend)
+			r, w := testutil.Pipe(t)
+			fd, err := unix.Dup(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closing := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+			closing.SetAutoClose(true)
+			other := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the disarmed event ran") })
+			defer other.Close()
+			if err := closing.Close(); err != nil {
+				t.Fatalf("auto-close with another event on the fd: %v", err)
+			}
+			if other.Flags() != 0 {
+				t.Fatalf("the other event's flags after auto-close: %v, want 0", other.Flags())
+			}
+			nr, nw := testutil.Pipe(t) // likely takes fd's number
+			testutil.Write(t, nw, []byte{'x'})
+			if nr != fd {
+				t.Logf("the new pipe got fd %d, not the closed %d", nr, fd)
+			}
+			testutil.Write(t, w, []byte{'x'})
+			tick(t, l)
+		})
+	}
+}
