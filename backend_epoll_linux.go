@@ -61,7 +61,7 @@ func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	// costs about as much as a quarter of a syscall here. Only when nothing is ready does it
 	// block, through Syscall6, which lets the runtime run other goroutines meanwhile.
 	if b.busy || timeout == 0 {
-		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(b.epfd), ev, max, 0, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(b.epfd), ev, max, 0, 0, 0)
 		if e == 0 && (r > 0 || timeout == 0) {
 			b.busy = r > 0
 			return b.collect(int(r), buf), nil
@@ -89,7 +89,7 @@ func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		if timeout >= 0 {
 			ms = int((timeout + 999_999) / 1_000_000)
 		}
-		r, _, e = unix.Syscall6(unix.SYS_EPOLL_WAIT, uintptr(b.epfd), ev, max, uintptr(ms), 0, 0)
+		r, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(b.epfd), ev, max, uintptr(ms), 0, 0)
 	}
 	if e != 0 {
 		if e == unix.EINTR {
