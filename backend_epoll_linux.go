@@ -56,6 +56,7 @@ func (b *epollBackend) stillWatched(fd int32, interest uint32) bool {
 func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	ev := uintptr(unsafe.Pointer(&b.events[0]))
 	max := uintptr(len(b.events))
+	// (epoll_pwait with no signal mask is epoll_wait, which arm64 lacks.)
 	// A busy loop (the last wait found something) looks without blocking first, through
 	// RawSyscall6: it cannot block, so it may skip the runtime's syscall bookkeeping, which
 	// costs about as much as a quarter of a syscall here. Only when nothing is ready does it
