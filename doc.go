@@ -24,7 +24,16 @@
 //
 // # Backends
 //
-// Backends() lists "uring", "epoll" and "poll" in the order "auto" tries them; WithBackend
-// picks one by name and BackendReason tells why "auto" chose what it did. Every backend keeps
-// the same contract, shown by one conformance test suite run against each.
+// Backends() lists "uring", "epoll" and "poll" in the order "auto" tries them, then
+// "uring-poll", used only when asked for by name (it is not close-safe); WithBackend picks one by
+// name and BackendReason tells why "auto" chose what it did. Every backend keeps the same
+// contract, shown by one conformance test suite run against each. "uring" keeps the fds in an
+// epoll set, so close(2) releases a file whoever closes it, and blocks in the ring.
+//
+// # Options
+//
+// WithFreshReadiness makes every fd handler run on readiness from a wait in the same Once;
+// WithDispatchAll runs every ready fd handler in one Once; WithExactSignals counts every signal
+// delivery, as tevent does, with the loop's own handler instead of os/signal. Handlers of
+// non-blocking fds may use ReadNonblocking and WriteNonblocking.
 package ringev
