@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Interleaved fd_speed1 comparison of ringev's backends with the C peers, for ratios on a noisy
+# machine: each round runs every peer and `ringev bench pipes --shape fd_speed1` once; the medians
+# of the rounds are printed with their ratios to tevent epoll and to the liburing one-shot loop.
+# usage: scripts/compare.sh [ROUNDS] [EVENTS]   (default 7 rounds of 500000 events)
+# Needs the anchors built by ../shared/anchors/run.sh (in $ANCHORS_BIN, default /tmp/ringev-anchors).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-7}
+events=${2:-500000}
+a=${ANCHORS_BIN:-/tmp/ringev-anchors}
+for b in tevent_pipe uring_pipe uring_epoll_pipe; do
+  [ -x "$a/$b" ] || { echo "compare.sh: $a/$b is missing: run the anchors' run.sh once to build them" >&2; exit 2; }
+done
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/ringev" ./cmd/ringev
+raw="$bin/raw"
+got() { sed -n 's/.*Got \([0-9.]*\).*/'"$1"' \1/p'; }
+for _ in $(seq "$rounds"); do
+  "$a/tevent_pipe" epoll speed 0 "$events" | got tevent-epoll
+  "$a/tevent_pipe" poll speed 0 "$events" | got tevent-poll
+  "$a/uring_pipe" oneshot-defer "$events" | got liburing-oneshot-defer
+  "$a/uring_epoll_pipe" "$events" 8 | got liburing-epollwait8
+  "$bin/ringev" bench pipes --shape fd_speed1 --events "$events" --json 2>/dev/null |
+    python3 -c 'import json,sys; [print("ringev-"+r["backend"], r["events_per_sec"]) for r in json.load(sys.stdin)]'
+done > "$raw"
+python3 - "$raw" <<'PY'
+import collections, statistics, sys
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    d[k].append(float(v))
+te = statistics.median(d["tevent-epoll"])
+lo = statistics.median(d["liburing-oneshot-defer"])
+print(f"{'fd_speed1':28s} {'median':>9s} {'ns/event':>9s} {'min':>9s} {'max':>9s} {'/tevent-epoll':>14s} {'/liburing-oneshot':>18s}")
+for k, v in d.items():
+    m = statistics.median(v)
+    print(f"{k:28s} {m:9.0f} {1e9/m:9.0f} {min(v):9.0f} {max(v):9.0f} {m/te:14.2f} {m/lo:18.2f}")
+PY
