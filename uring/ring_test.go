@@ -54,23 +54,6 @@ func getSQE(t *testing.T, r *Ring) *SQE {
 	return sqe
 }
 
-// reap waits (bounded) until n CQEs are ready and returns copies of them.
-func reap(t *testing.T, r *Ring, n int) []CQE {
-	t.Helper()
-	if _, err := r.SubmitAndWaitTimeout(uint32(n), waitTimeout); err != nil {
-		t.Fatalf("SubmitAndWaitTimeout(%d, %v): %v", n, waitTimeout, err)
-	}
-	var out []CQE
-	for cqe := r.PeekCQE(); cqe != nil; cqe = r.PeekCQE() {
-		out = append(out, *cqe)
-		r.CQESeen()
-	}
-	if len(out) != n {
-		t.Fatalf("reaped %d CQEs, want %d: %+v", len(out), n, out)
-	}
-	return out
-}
-
 // TestNewReportsSetupFlags: by default New gets SINGLE_ISSUER|DEFER_TASKRUN (6.1).
 func TestNewReportsSetupFlags(t *testing.T) {
 	r := newTestRing(t)
@@ -146,7 +129,7 @@ func TestNopCompletesWithUserData(t *testing.T) {
 	sqe := getSQE(t, r)
 	sqe.PrepNop()
 	sqe.SetUserData(0xdeadbeef)
-	cqes := reap(t, r, 1)
+	cqes := collect(t, r, 1)
 	if cqes[0].UserData != 0xdeadbeef || cqes[0].Res != 0 {
 		t.Errorf("CQE = %+v, want UserData 0xdeadbeef, Res 0", cqes[0])
 	}
@@ -168,7 +151,7 @@ func TestPollAddCompletesWhenPipeWritten(t *testing.T) {
 	if _, err := unix.Write(wfd, []byte("x")); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	cqes := reap(t, r, 1)
+	cqes := collect(t, r, 1)
 	if cqes[0].UserData != 7 || cqes[0].Res < 0 || cqes[0].Res&unix.POLLIN == 0 {
 		t.Errorf("CQE = %+v, want UserData 7 and POLLIN in Res", cqes[0])
 	}
@@ -184,7 +167,7 @@ func TestPollMultishotSetsMore(t *testing.T) {
 	sqe := getSQE(t, r)
 	sqe.PrepPollMultishot(rfd, unix.POLLIN)
 	sqe.SetUserData(9)
-	cqes := reap(t, r, 1)
+	cqes := collect(t, r, 1)
 	if cqes[0].UserData != 9 || cqes[0].Res&unix.POLLIN == 0 || cqes[0].Flags&CQEFMore == 0 {
 		t.Errorf("CQE = %+v, want UserData 9, POLLIN, CQEFMore", cqes[0])
 	}
@@ -204,7 +187,7 @@ func TestPollRemoveCancelsPendingPoll(t *testing.T) {
 	sqe.PrepPollRemove(1)
 	sqe.SetUserData(2)
 	res := map[uint64]int32{}
-	for _, c := range reap(t, r, 2) {
+	for _, c := range collect(t, r, 2) {
 		res[c.UserData] = c.Res
 	}
 	if res[1] != -int32(unix.ECANCELED) || res[2] != 0 {
@@ -226,7 +209,7 @@ func TestCancelFdCancelsPendingPoll(t *testing.T) {
 	sqe.PrepCancelFd(rfd, AsyncCancelAll)
 	sqe.SetUserData(2)
 	res := map[uint64]int32{}
-	for _, c := range reap(t, r, 2) {
+	for _, c := range collect(t, r, 2) {
 		res[c.UserData] = c.Res
 	}
 	if res[2] == -int32(unix.EINVAL) {
@@ -362,7 +345,7 @@ func TestEpollWaitReturnsReadyEvent(t *testing.T) {
 	sqe := getSQE(t, r)
 	sqe.PrepEpollWait(epfd, events, 0)
 	sqe.SetUserData(3)
-	c := reap(t, r, 1)[0]
+	c := collect(t, r, 1)[0]
 	if c.Res == -int32(unix.EINVAL) {
 		t.Skip("IORING_OP_EPOLL_WAIT (6.15) unsupported: -EINVAL")
 	}
