@@ -228,16 +228,6 @@ func ctNever(t *testing.T, what string) ringev.FdHandler {
 	}
 }
 
-// ctAddFd is Loop.AddFd that fails the test on error.
-func ctAddFd(t *testing.T, l *ringev.Loop, fd int, f ringev.Flags, h ringev.FdHandler) *ringev.FdEvent {
-	t.Helper()
-	ev, err := l.AddFd(fd, f, h)
-	if err != nil {
-		t.Fatalf("AddFd(%d, %v): %v", fd, f, err)
-	}
-	return ev
-}
-
 // ctFdIsClosed reports whether fd is not open (fcntl F_GETFD fails with EBADF).
 func ctFdIsClosed(fd int) bool {
 	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
@@ -257,7 +247,7 @@ func TestCloseFdEventDropsReadinessReportedInSameWait(t *testing.T) {
 				var evs [2]*ringev.FdEvent
 				ran := [2]int{}
 				for i, fd := range []int{a.fd, b.fd} {
-					evs[i] = ctAddFd(t, l, fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					evs[i] = addFd(t, l, fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						ran[i]++
 						if ran[1-i] > 0 {
 							t.Errorf("handler %d ran after handler %d had closed its event", i, 1-i)
@@ -294,7 +284,7 @@ func TestCloseAutoCloseReleasesFile(t *testing.T) {
 		t.Run("FdEventClose", func(t *testing.T) {
 			a, peer := ctSocketpair(t)
 			l := ctNewLoop(t, backend)
-			ev := ctAddFd(t, l, a.fd, ringev.Read, ctNever(t, "idle socket"))
+			ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "idle socket"))
 			ev.SetAutoClose(true)
 			a.HandOver()
 			ctSettle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
@@ -311,7 +301,7 @@ func TestCloseAutoCloseReleasesFile(t *testing.T) {
 			a, peer := ctSocketpair(t)
 			l := ctNewLoop(t, backend)
 			runs := 0
-			ev := ctAddFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 				runs++
 				testutil.Drain(t, ev.Fd())
 				if err := ev.Close(); err != nil {
@@ -341,7 +331,7 @@ func TestCloseAutoCloseReleasesFile(t *testing.T) {
 			if err != nil {
 				t.Skipf("backend %q is not available here: %v", backend, err)
 			}
-			ev := ctAddFd(t, l, a.fd, ringev.Read, ctNever(t, "idle socket"))
+			ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "idle socket"))
 			ev.SetAutoClose(true)
 			a.HandOver()
 			ctSettle(t, l, 10*time.Millisecond, 3)
@@ -365,7 +355,7 @@ func TestClosePlainCloseBehindLoopsBackReleasesFile(t *testing.T) {
 	ctEachBackend(t, func(t *testing.T, backend string) {
 		a, peer := ctSocketpair(t)
 		l := ctNewLoop(t, backend)
-		ctAddFd(t, l, a.fd, ringev.Read, ctNever(t, "socket closed behind the loop's back"))
+		addFd(t, l, a.fd, ringev.Read, ctNever(t, "socket closed behind the loop's back"))
 		ctSettle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
 		if err := a.Close(); err != nil {
 			t.Fatalf("close(2): %v", err)
@@ -393,7 +383,7 @@ func TestClosePlainCloseBehindLoopsBackReleasesFile(t *testing.T) {
 		// And afterwards the loop still works.
 		c, pc := ctSocketpair(t)
 		got := ringev.Flags(0)
-		ctAddFd(t, l, c.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) { got = f; testutil.Drain(t, ev.Fd()) })
+		addFd(t, l, c.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) { got = f; testutil.Drain(t, ev.Fd()) })
 		ctWrite(t, pc.fd, []byte{'y'})
 		testutil.OnceUntil(t, l, func() bool { return got != 0 }, ctDeadline)
 		if got != ringev.Read {
@@ -495,7 +485,7 @@ func TestCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
 				t.Run(idle.name+"/"+how, func(t *testing.T) {
 					a, peer := ctSocketpair(t)
 					l := ctNewLoop(t, backend)
-					ev := ctAddFd(t, l, a.fd, ringev.Read, ctNever(t, "first loop"))
+					ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "first loop"))
 					il := startIdleLoop(t, backend, a.fd, idle.onceFirst)
 					ctSettle(t, l, 10*time.Millisecond, 3)
 					if how == "AutoClose" {
@@ -542,7 +532,7 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 		t.Run("AutoClose", func(t *testing.T) {
 			old, oldPeer := ctSocketpair(t)
 			l := ctNewLoop(t, backend)
-			ev := ctAddFd(t, l, old.fd, ringev.Read, ctNever(t, "old socket"))
+			ev := addFd(t, l, old.fd, ringev.Read, ctNever(t, "old socket"))
 			ev.SetAutoClose(true)
 			old.HandOver()
 			ctSettle(t, l, 10*time.Millisecond, 3)
@@ -555,7 +545,7 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 		t.Run("PlainCloseThenAddFd", func(t *testing.T) {
 			old, oldPeer := ctSocketpair(t)
 			l := ctNewLoop(t, backend)
-			oldEv := ctAddFd(t, l, old.fd, ringev.Read, ctNever(t, "old socket"))
+			oldEv := addFd(t, l, old.fd, ringev.Read, ctNever(t, "old socket"))
 			ctSettle(t, l, 10*time.Millisecond, 3)
 			ctWrite(t, oldPeer.fd, []byte{'o'})
 			if err := old.Close(); err != nil {
@@ -575,7 +565,7 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 				var newFd, newPeer *ctFd
 				var newGot []byte
 				var newFlags []ringev.Flags
-				ctAddFd(t, l, x.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				addFd(t, l, x.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 					testutil.Drain(t, ev.Fd())
 					if newFd != nil {
 						return
@@ -586,7 +576,7 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 					// The new socket has no data yet: readiness reported for the old file
 					// must not reach its handler.
 					newFd, newPeer, _ = ctSocketpairAt(t, old.fd)
-					ctAddFd(t, l, newFd.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					addFd(t, l, newFd.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						newFlags = append(newFlags, f)
 						var buf [16]byte
 						n, err := unix.Read(ev.Fd(), buf[:])
@@ -598,7 +588,7 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 					})
 				})
 				oldRuns := 0
-				oldEv = ctAddFd(t, l, old.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				oldEv = addFd(t, l, old.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 					oldRuns++
 					if newFd != nil {
 						t.Errorf("old socket's handler ran with %v after its event was closed and its number reused", f)
@@ -648,7 +638,7 @@ func checkReuse(t *testing.T, l *ringev.Loop, num int) {
 	}
 	var got []byte
 	var flags []ringev.Flags
-	ctAddFd(t, l, nw.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+	addFd(t, l, nw.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 		flags = append(flags, f)
 		var buf [16]byte
 		n, _ := unix.Read(ev.Fd(), buf[:])

@@ -7,17 +7,6 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// newDispatchAllLoop makes a WithDispatchAll loop on backend, closed at cleanup.
-func newDispatchAllLoop(t *testing.T, backend string) *ringev.Loop {
-	t.Helper()
-	l, err := ringev.New(ringev.WithBackend(backend), ringev.WithDispatchAll())
-	if err != nil {
-		t.Skipf("backend %q is not available here: %v", backend, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 // With WithDispatchAll, one Once runs every handler of the fds one wait found ready, each once.
 func TestDispatchAllRunsEveryReadyHandlerInOneOnce(t *testing.T) {
 	for _, backend := range ringev.Backends() {
@@ -27,7 +16,7 @@ func TestDispatchAllRunsEveryReadyHandlerInOneOnce(t *testing.T) {
 				pipes[i][0], pipes[i][1] = testutil.Pipe(t)
 				testutil.Write(t, pipes[i][1], []byte{'x'})
 			}
-			l := newDispatchAllLoop(t, backend)
+			l := ctNewLoop(t, backend, ringev.WithDispatchAll())
 			var ran [4]int
 			for i := range pipes {
 				i := i
@@ -51,7 +40,7 @@ func TestDispatchAllSkipsHandlerClosedEarlierInBatch(t *testing.T) {
 			r2, w2 := testutil.Pipe(t)
 			testutil.Write(t, w1, []byte{'x'})
 			testutil.Write(t, w2, []byte{'x'})
-			l := newDispatchAllLoop(t, backend)
+			l := ctNewLoop(t, backend, ringev.WithDispatchAll())
 			var evs [2]*ringev.FdEvent
 			ran := 0
 			h := func(ev *ringev.FdEvent, _ ringev.Flags) {

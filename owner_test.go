@@ -36,7 +36,7 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 		x, _ := ctSocketpair(t)
 		l := ctNewLoop(t, backend)
 		var got []ringev.Flags
-		ev := ctAddFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			got = append(got, f)
 			testutil.Drain(t, ev.Fd())
 		})
@@ -105,7 +105,7 @@ func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
 				t.Errorf("Loop.Close inside a %s handler: %v, want an error wrapping ErrNested", kind, err)
 			}
 		}
-		ev := ctAddFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			testutil.Drain(t, ev.Fd())
 			nest("fd")
 		})

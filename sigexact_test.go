@@ -22,12 +22,7 @@ func newExactLoop(t *testing.T, backend string) *ringev.Loop {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("WithExactSignals: no handler for " + runtime.GOARCH)
 	}
-	l, err := ringev.New(ringev.WithBackend(backend), ringev.WithExactSignals())
-	if err != nil {
-		t.Skipf("backend %q: %v", backend, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return ctNewLoop(t, backend, ringev.WithExactSignals())
 }
 
 // With WithExactSignals, every raise of a signal at the loop's thread (raise(3): tgkill to the

@@ -89,7 +89,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 				l.AddTimer(quiet, endPhase)
 			}
 		}
-		ev = ctAddFd(t, l, s0.fd, 0, func(ev *ringev.FdEvent, f ringev.Flags) {
+		ev = addFd(t, l, s0.fd, 0, func(ev *ringev.FdEvent, f ringev.Flags) {
 			got[cur] = append(got[cur], f)
 			if f&ringev.Read != 0 {
 				var buf [64]byte
@@ -220,8 +220,8 @@ func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 				}
 			}
 		}
-		ends[0].ev = ctAddFd(t, l, a.fd, ringev.Read|ringev.Write, handler(0))
-		ends[1].ev = ctAddFd(t, l, b.fd, ringev.Read|ringev.Write, handler(1))
+		ends[0].ev = addFd(t, l, a.fd, ringev.Read|ringev.Write, handler(0))
+		ends[1].ev = addFd(t, l, b.fd, ringev.Read|ringev.Write, handler(1))
 		finished := func() bool {
 			if len(problems) > 0 {
 				return true
@@ -274,7 +274,7 @@ func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 		for _, fd := range []int{a.fd, b.fd} {
 			for i := 0; i < perEnd; i++ {
 				x := &h{mask: masks[i%3]}
-				x.ev = ctAddFd(t, l, fd, 0, func(ev *ringev.FdEvent, f ringev.Flags) {
+				x.ev = addFd(t, l, fd, 0, func(ev *ringev.FdEvent, f ringev.Flags) {
 					x.fired++
 					firedThisRound++
 					switch {
@@ -365,10 +365,10 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 				a, peer := ctSocketpair(t)
 				l := ctNewLoop(t, backend)
 				fillUntilEAGAIN(t, a.fd)
-				wev := ctAddFd(t, l, a.fd, ringev.Write, ctNever(t, "WRITE-only handler on a full socket"))
+				wev := addFd(t, l, a.fd, ringev.Write, ctNever(t, "WRITE-only handler on a full socket"))
 				var readFlags []ringev.Flags
 				if withReader {
-					ctAddFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						readFlags = append(readFlags, f)
 						// The peer hung up without reading what this end wrote: read(2)
 						// reports that as ECONNRESET rather than EOF.
@@ -406,7 +406,7 @@ func TestTeventHangUpReadHandlerSeesEOF(t *testing.T) {
 		var got []ringev.Flags
 		var n int
 		var rerr error
-		ctAddFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			got = append(got, f)
 			var buf [16]byte
 			n, rerr = unix.Read(ev.Fd(), buf[:])
@@ -433,7 +433,7 @@ func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
 					fillUntilEAGAIN(t, a.fd)
 				}
 				var got []ringev.Flags
-				ctAddFd(t, l, a.fd, mask, func(ev *ringev.FdEvent, f ringev.Flags) {
+				addFd(t, l, a.fd, mask, func(ev *ringev.FdEvent, f ringev.Flags) {
 					got = append(got, f)
 					ev.Close()
 				})
@@ -467,7 +467,7 @@ func TestTeventInvalidFdNeverSpins(t *testing.T) {
 				if mask&ringev.Write != 0 {
 					fillUntilEAGAIN(t, a.fd)
 				}
-				ev := ctAddFd(t, l, a.fd, mask, ctNever(t, "invalid fd"))
+				ev := addFd(t, l, a.fd, mask, ctNever(t, "invalid fd"))
 				ctSettle(t, l, 10*time.Millisecond, 3)
 				a.Close()
 				errs := ctSettle(t, l, 80*time.Millisecond, 5)
