@@ -34,7 +34,6 @@ type signalState struct {
 	mu       sync.Mutex // guards handlers against the counting goroutine
 	handlers []*Signal
 	next     int // round-robin start for runSignal
-	live     int
 
 	// WithExactSignals: the loop's own handler counts into sigexactCounts instead.
 	exact bool
@@ -162,7 +161,6 @@ func (l *Loop) addSignal(sig syscall.Signal, h func(s *Signal, count int), oneSh
 	st.mu.Lock()
 	st.handlers = append(st.handlers, s)
 	st.mu.Unlock()
-	st.live++
 	if !st.exact {
 		signal.Notify(st.ch, sig)
 	}
@@ -188,7 +186,6 @@ func (s *Signal) Close() {
 		}
 	}
 	st.mu.Unlock()
-	st.live--
 	if st.exact {
 		st.restoreUnused(s.sig)
 	}
@@ -250,7 +247,7 @@ func (st *signalState) stop() {
 }
 
 // hasSignals reports whether any signal handler is live (Run keeps waiting for it).
-func (l *Loop) hasSignals() bool { return l.sig != nil && l.sig.live > 0 }
+func (l *Loop) hasSignals() bool { return l.sig != nil && len(l.sig.handlers) > 0 }
 
 // runSignal runs one signal handler that has deliveries; false if none had.
 func (l *Loop) runSignal() bool {
