@@ -125,6 +125,31 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// badArgs answers a command line that cmd's parser refused: its usage on stdout for -h/--help
+// (status 0), else the error on stderr (status 2 for a usage error, see exitStatus).
+func badArgs(cmd, usage string, err error, stdout, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd, err, cmd)
+	return exitStatus(err)
+}
+
+// createPNG creates the chart file of --png (path; "" for none: nil, true) before measuring, so
+// that a bad path fails at once; false after reporting why it could not.
+func createPNG(cmd, path string, stderr io.Writer) (*os.File, bool) {
+	if path == "" {
+		return nil, true
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --png: %v\n", cmd, err)
+		return nil, false
+	}
+	return f, true
+}
+
 // exitStatus maps an error to the exit status: 0 for nil and flag.ErrHelp, 2 for a usageError,
 // 1 for anything else.
 func exitStatus(err error) int {
@@ -286,20 +311,13 @@ func splitList(s string, known []string, what string) ([]string, error) {
 func runPipes(args []string, stdout, stderr io.Writer) int {
 	o, err := parsePipes(args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, pipesUsage())
-			return 0
-		}
-		fmt.Fprintf(stderr, "ringev bench pipes: %v\nRun 'ringev bench pipes --help' for usage.\n", err)
-		return exitStatus(err)
+		return badArgs("ringev bench pipes", pipesUsage(), err, stdout, stderr)
 	}
-	// The chart's file is created before measuring, so that a bad path fails at once.
-	var png *os.File
-	if o.png != "" {
-		if png, err = os.Create(o.png); err != nil {
-			fmt.Fprintf(stderr, "ringev bench pipes: --png: %v\n", err)
-			return 1
-		}
+	png, ok := createPNG("ringev bench pipes", o.png, stderr)
+	if !ok {
+		return 1
+	}
+	if png != nil {
 		defer png.Close()
 	}
 	results, runErr := bench.Run(bench.Config{

@@ -247,20 +247,14 @@ func isTerminal(w io.Writer) bool {
 func runRio(args []string, stdout, stderr io.Writer) int {
 	o, err := parseRio(args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, usageRio, bench.DefaultRioDeputy, strings.Join(bench.RioStats(), ", "))
-			return 0
-		}
-		fmt.Fprintf(stderr, "ringev bench rio: %v\nRun 'ringev bench rio --help' for usage.\n", err)
-		return exitStatus(err)
+		return badArgs("ringev bench rio", fmt.Sprintf(usageRio, bench.DefaultRioDeputy, strings.Join(bench.RioStats(), ", ")),
+			err, stdout, stderr)
 	}
-	// The chart's file is created before measuring, so that a bad path fails at once.
-	var png *os.File
-	if o.png != "" {
-		if png, err = os.Create(o.png); err != nil {
-			fmt.Fprintf(stderr, "ringev bench rio: --png: %v\n", err)
-			return 1
-		}
+	png, ok := createPNG("ringev bench rio", o.png, stderr)
+	if !ok {
+		return 1
+	}
+	if png != nil {
 		defer png.Close()
 	}
 	o.cfg.Notes = stderr
