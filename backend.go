@@ -37,12 +37,18 @@ type backend interface {
 	close() error
 }
 
-// readyFd is one fd a backend reports ready, with the poll(2) bits it found (POLLIN, POLLOUT,
-// POLLERR, POLLHUP, POLLNVAL).
-type readyFd struct {
-	fd      int32
-	revents uint32
+// epollSetBackend is implemented by the backends whose fds live in an epoll set (epoll, and
+// uring, which embeds it). The core's busy path reads that set itself with epollLook (once.go),
+// as their wait(0) would, so that the hot path touches neither the backend's code nor its data.
+type epollSetBackend interface {
+	epollSet() int
 }
+
+// readyFd is one fd a backend reports ready (Fd), with the poll(2) bits it found (Events:
+// POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL, which have epoll's values). It is epoll(7)'s
+// struct epoll_event, so the epoll-based backends' non-blocking epoll_wait(2) writes the loop's
+// buffer directly.
+type readyFd = unix.EpollEvent
 
 // backendInfo names a backend and opens it.
 type backendInfo struct {

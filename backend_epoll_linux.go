@@ -12,9 +12,7 @@ import (
 // rounded up to whole milliseconds where epoll_pwait2 is missing.
 type epollBackend struct {
 	epfd     int
-	events   []unix.EpollEvent
 	noPwait2 bool // epoll_pwait2 is missing (before Linux 5.11)
-	busy     bool // the last wait returned events: look without blocking first
 }
 
 func openEpoll() (backend, error) {
@@ -22,7 +20,7 @@ func openEpoll() (backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll: epoll_create1: %w", err)
 	}
-	return &epollBackend{epfd: fd, events: make([]unix.EpollEvent, 64)}, nil
+	return &epollBackend{epfd: fd}, nil
 }
 
 func (b *epollBackend) setInterest(fd int32, old, new uint32) error {
@@ -53,24 +51,16 @@ func (b *epollBackend) stillWatched(fd int32, interest uint32) bool {
 	return unix.EpollCtl(b.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev) == nil
 }
 
+func (b *epollBackend) epollSet() int { return b.epfd }
+
 func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
-	ev := uintptr(unsafe.Pointer(&b.events[0]))
-	max := uintptr(len(b.events))
-	// (epoll_pwait with no signal mask is epoll_wait, which arm64 lacks.)
-	// A busy loop (the last wait found something) looks without blocking first, through
-	// RawSyscall6: it cannot block, so it may skip the runtime's syscall bookkeeping, which
-	// costs about as much as a quarter of a syscall here. Only when nothing is ready does it
-	// block, through Syscall6, which lets the runtime run other goroutines meanwhile.
-	if b.busy || timeout == 0 {
-		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(b.epfd), ev, max, 0, 0, 0)
-		if e == 0 && (r > 0 || timeout == 0) {
-			b.busy = r > 0
-			return b.collect(int(r), buf), nil
-		}
-		if e != 0 && e != unix.EINTR {
-			return buf, fmt.Errorf("ringev: epoll backend: epoll_wait: %w", e)
-		}
+	if timeout == 0 {
+		return epollLook(b.epfd, buf)
 	}
+	// epoll_pwait2(2) writes the events into buf's free capacity (readyFd is struct
+	// epoll_event). A wait that may block goes through unix.Syscall6, which lets the runtime
+	// run other goroutines meanwhile.
+	buf, ev, max := epollRoom(buf)
 	var r uintptr
 	var e unix.Errno
 	if !b.noPwait2 {
@@ -98,16 +88,7 @@ func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		}
 		return buf, fmt.Errorf("ringev: epoll backend: epoll_wait: %w", e)
 	}
-	b.busy = true
-	return b.collect(int(r), buf), nil
-}
-
-// collect appends the first n events of the last wait to buf.
-func (b *epollBackend) collect(n int, buf []readyFd) []readyFd {
-	for i := 0; i < n; i++ {
-		buf = append(buf, readyFd{fd: b.events[i].Fd, revents: b.events[i].Events})
-	}
-	return buf
+	return buf[:len(buf)+int(r)], nil
 }
 
 func (b *epollBackend) close() error {

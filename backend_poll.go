@@ -3,7 +3,9 @@ package ringev
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
+	"github.com/ringev/ringev/internal/rawsys"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,12 +44,25 @@ func (b *pollBackend) setInterest(fd int32, old, new uint32) error {
 
 func (b *pollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	var ts unix.Timespec
-	var tsp *unix.Timespec
-	if timeout >= 0 {
-		ts = timespecOf(timeout)
-		tsp = &ts
+	var n int
+	var err error
+	if timeout == 0 {
+		// A look without blocking (the core's busy loop) cannot block, so it skips the
+		// runtime's syscall bookkeeping (see internal/rawsys).
+		r, e := rawsys.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(unsafe.SliceData(b.fds))), uintptr(len(b.fds)),
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		n = int(r)
+		if e != 0 {
+			err = e
+		}
+	} else {
+		var tsp *unix.Timespec
+		if timeout > 0 {
+			ts = timespecOf(timeout)
+			tsp = &ts
+		}
+		n, err = unix.Ppoll(b.fds, tsp, nil)
 	}
-	n, err := unix.Ppoll(b.fds, tsp, nil)
 	if err != nil {
 		if errors.Is(err, unix.EINTR) {
 			return buf, nil
@@ -59,7 +74,7 @@ func (b *pollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			break
 		}
 		if r := b.fds[i].Revents; r != 0 {
-			buf = append(buf, readyFd{fd: b.fds[i].Fd, revents: uint32(uint16(r))})
+			buf = append(buf, readyFd{Fd: b.fds[i].Fd, Events: uint32(uint16(r))})
 			n--
 		}
 	}

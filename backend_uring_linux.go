@@ -27,7 +27,6 @@ type uringBackend struct {
 	inflight     bool              // an EPOLL_WAIT (or POLL_ADD on epfd) is in the kernel
 	fallback     bool              // no IORING_OP_EPOLL_WAIT: poll the epoll fd instead
 	worked       bool              // an EPOLL_WAIT completed successfully once
-	hot          bool              // the last wait found events: look at the set without blocking first
 	ringEvents   []unix.EpollEvent // written by the kernel while inflight
 }
 
@@ -57,19 +56,11 @@ func openUring() (backend, error) {
 }
 
 func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
-	// A busy loop (the last wait found something) looks at the epoll set directly, without
-	// blocking: a raw epoll_wait(2) costs less than a trip through the ring (docs/design.md
-	// has the numbers). Only a loop with nothing ready blocks, and it blocks in the ring.
-	if b.hot || timeout == 0 {
-		n := len(buf)
-		buf, err := b.epollBackend.wait(0, buf)
-		if err != nil {
-			return buf, err
-		}
-		b.hot = len(buf) > n
-		if b.hot || timeout == 0 {
-			return buf, nil
-		}
+	// A look without blocking (the core's busy loop, docs/design.md) reads the epoll set
+	// directly: a raw epoll_wait(2) costs less than a trip through the ring. Only a wait that
+	// may block goes through the ring.
+	if timeout == 0 {
+		return b.epollBackend.wait(0, buf)
 	}
 	if !b.inflight {
 		s, err := ringSQE(b.ring)
@@ -101,16 +92,10 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		b.inflight = false
 		switch {
 		case res >= 0 && b.fallback:
-			n := len(buf)
-			buf, err = b.epollBackend.wait(0, buf)
-			b.hot = len(buf) > n
-			return buf, err
+			return b.epollBackend.wait(0, buf)
 		case res >= 0:
 			b.worked = true
-			b.hot = res > 0
-			for i := 0; i < int(res); i++ {
-				buf = append(buf, readyFd{fd: b.ringEvents[i].Fd, revents: b.ringEvents[i].Events})
-			}
+			buf = append(buf, b.ringEvents[:res]...)
 		case res == -int32(unix.EINTR) || res == -int32(unix.ECANCELED):
 		case res == -int32(unix.EINVAL) && !b.worked && !b.fallback:
 			b.fallback = true // IORING_OP_EPOLL_WAIT is missing (before Linux 6.15)

@@ -163,11 +163,11 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 				continue
 			}
 			// EBADF: the fd was closed behind the loop's back.
-			buf = append(buf, readyFd{fd: fd, revents: unix.POLLNVAL})
+			buf = append(buf, readyFd{Fd: fd, Events: unix.POLLNVAL})
 			continue
 		}
 		b.queue(fd, st)
-		buf = append(buf, readyFd{fd: fd, revents: uint32(res)})
+		buf = append(buf, readyFd{Fd: fd, Events: uint32(res)})
 	}
 	return buf, nil
 }

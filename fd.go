@@ -28,8 +28,14 @@ type FdEvent struct {
 // fdSlot is everything the loop knows about one fd number.
 type fdSlot struct {
 	fd       int32
-	interest uint32 // poll bits given to the backend (union of the handlers' flags)
-	events   []*FdEvent
+	interest uint32     // poll bits given to the backend (union of the handlers' flags)
+	events   []*FdEvent // evBuf, or a larger array when more than two events watch the fd
+	evBuf    [2]*FdEvent
+	// evStore holds the first two fd events ever added on this slot, next to the slot so that
+	// dispatch touches one page for both (once.go); evStored counts those used. A closed
+	// event's storage is never reused: its caller may still hold it.
+	evStore  [2]FdEvent
+	evStored int
 	dev, ino uint64 // identity of the file when the last event was added (see checkIdentity)
 	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable
 	internal bool   // one of the loop's own eventfds (wake-up, exact signals): drained, never dispatched
@@ -49,6 +55,7 @@ func (l *Loop) slot(fd int32) *fdSlot {
 	s := l.slots[fd]
 	if s == nil {
 		s = &fdSlot{fd: fd}
+		s.events = s.evBuf[:0]
 		l.slots[fd] = s
 	}
 	return s
@@ -82,7 +89,14 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 		return nil, fmt.Errorf("ringev: AddFd: fd %d is the loop's own eventfd: %w", fd, unix.EBADF)
 	}
 	l.checkIdentity(s, &st)
-	ev := &FdEvent{loop: l, slot: s, fd: int32(fd), flags: flags & (Read | Write | Error), handler: h}
+	var ev *FdEvent
+	if s.evStored < len(s.evStore) {
+		ev = &s.evStore[s.evStored]
+		s.evStored++
+	} else {
+		ev = new(FdEvent)
+	}
+	*ev = FdEvent{loop: l, slot: s, fd: int32(fd), flags: flags & (Read | Write | Error), handler: h}
 	s.events = append(s.events, ev)
 	s.mark = 0
 	if err := l.updateInterest(s); err != nil {
@@ -205,80 +219,16 @@ func (e *FdEvent) Close() error {
 	return l.updateInterest(s)
 }
 
-// readyFlags maps poll bits reported for ev's fd to the flags to hand its handler, applying
-// tevent's rule for errors: a handler without Read or Error is not told about an error or
-// hang-up, and loses its Write flag instead.
-func (l *Loop) readyFlags(ev *FdEvent, revents uint32) Flags {
-	var f Flags
-	if revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-		if ev.flags&(Read|Error) == 0 {
-			if ev.flags&Write != 0 {
-				ev.flags &^= Write
-				l.updateInterest(ev.slot)
-			}
-			return 0
-		}
-		f |= Error | Read
-	}
-	if revents&unix.POLLIN != 0 {
-		f |= Read
-	}
-	if revents&unix.POLLOUT != 0 {
-		f |= Write
-	}
-	return f & ev.flags
-}
-
-// markReady processes what a wait returned: it drains the wake-up eventfd, disarms fds the
-// kernel reports invalid, and marks every other reported slot usable for dispatch.
-func (l *Loop) markReady() error {
-	l.waitSeq++
-	var nvalErr error
-	for _, r := range l.cache {
-		if int(r.fd) >= len(l.slots) || l.slots[r.fd] == nil {
-			continue
-		}
-		s := l.slots[r.fd]
-		switch {
-		case s.internal:
-			drainEventfd(int(s.fd))
-		case r.revents&unix.POLLNVAL != 0:
-			nvalErr = l.disarmInvalid(s)
-		default:
-			s.mark = l.waitSeq
+// applyErrorRule applies tevent's rule for an fd with an error or hang-up (POLLERR, POLLHUP)
+// to the slot's events: a handler without Read or Error is not told, and loses its Write flag
+// instead. The others are handed Error and Read (and Write if POLLOUT is reported too).
+func (l *Loop) applyErrorRule(s *fdSlot) {
+	for _, ev := range s.events {
+		if ev.flags&(Read|Error) == 0 && ev.flags&Write != 0 {
+			ev.flags &^= Write
+			l.updateInterest(s)
 		}
 	}
-	return nvalErr
-}
-
-// dispatchFd runs the handler of the ready fd event that ran least recently, among the cached
-// readiness entries whose slot is still marked usable. It reports whether a handler ran; the
-// slot of the handler that ran is no longer usable until the next wait.
-func (l *Loop) dispatchFd() bool {
-	var best *FdEvent
-	var bestFlags Flags
-	for _, r := range l.cache {
-		s := l.slots[r.fd]
-		if s == nil || s.mark != l.waitSeq {
-			continue
-		}
-		for _, ev := range s.events {
-			f := l.readyFlags(ev, r.revents)
-			if f != 0 && (best == nil || ev.lastRun < best.lastRun) {
-				best, bestFlags = ev, f
-			}
-		}
-	}
-	if best == nil {
-		return false
-	}
-	l.dispatch++
-	best.lastRun = l.dispatch
-	best.slot.mark = 0
-	l.inside = true
-	defer func() { l.inside = false }()
-	best.handler(best, bestFlags)
-	return true
 }
 
 // disarmInvalid clears the flags of every event on an fd the kernel reports invalid (POLLNVAL:

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringev/ringev/internal/rawsys"
 	"golang.org/x/sys/unix"
 )
 
@@ -148,41 +149,46 @@ func WithBackend(name string) Option {
 // Loop is an event loop. It belongs to the goroutine that called New: every method other than
 // Post and Stop must be called from that goroutine.
 type Loop struct {
-	be       backend
-	beName   string
-	beReason string
+	// The fields Once reads on every turn come first, with the first entries of the readiness
+	// buffer, so that a turn touches few memory pages (once.go).
 	owner    uintptr // the owner goroutine (see owned)
 	closed   bool
 	inside   bool // a handler is running (nesting guard)
 	running  bool // Run is running: Once returns early on Stop
+	busy     bool // the last wait found something: look without blocking first (see wait)
+	fresh    bool // WithFreshReadiness: never use readiness from an earlier Once
+	all      bool // WithDispatchAll: one Once runs every ready fd handler
+	exactSig bool // WithExactSignals
+	epfd     int  // the backend's epoll set, which the busy path reads directly; -1: none
+	sig      *signalState
+	posted   atomic.Bool // postQ is non-empty
+	stopReq  atomic.Bool
+	sleeping atomic.Bool // the loop is in (or about to enter) a blocking wait
+	slots    []*fdSlot   // indexed by fd number
+	nfd      int         // live fd events (all flags)
+	dispatch uint64      // fairness clock: incremented per fd handler run
+	waitSeq  uint64      // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
+	cache    []readyFd   // what the last wait reported: cacheBuf, or a larger buffer
+	// cacheLeft bounds the usable cache entries from above: markReady sets it, each handler run
+	// uses one up; 0 means none, so Once waits without looking at the cache.
+	cacheLeft int
+	slotsBuf  [32]*fdSlot // the first slots array, inside the loop for the same reason
+	timers    timerHeap
+	imm       immList
+	cacheBuf  [64]readyFd
+
+	be       backend
+	beName   string
+	beReason string
 	epoch    time.Time
-
-	// fd events
-	slots    []*fdSlot // indexed by fd number
-	nfd      int       // live fd events (all flags)
-	dispatch uint64    // fairness clock: incremented per fd handler run
-	cache    []readyFd // what the last wait reported (reused buffer)
-	waitSeq  uint64    // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
-	fresh    bool      // WithFreshReadiness: never use readiness from an earlier Once
-	all      bool      // WithDispatchAll: one Once runs every ready fd handler
-	exactSig bool      // WithExactSignals
-
-	timers   timerHeap
 	timerSeq uint64
-
-	imm immList
 
 	// cross-goroutine state
 	wakeFd   int
-	sleeping atomic.Bool // the loop is in (or about to enter) a blocking wait
-	posted   atomic.Bool // postQ is non-empty
-	stopReq  atomic.Bool
 	postMu   sync.Mutex
 	postQ    []func()
 	postRun  []func() // the loop's copy being run
 	postHead int
-
-	sig *signalState
 }
 
 // New creates a loop on the chosen backend. It locks the calling goroutine to its OS thread
@@ -203,7 +209,13 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{owner: getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), cache: make([]readyFd, 0, 64), fresh: o.fresh, all: o.dispatchAll, exactSig: o.exactSignals}
+	l := &Loop{owner: rawsys.Getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, all: o.dispatchAll, exactSig: o.exactSignals}
+	l.cache = l.cacheBuf[:0]
+	l.slots = l.slotsBuf[:]
+	l.epfd = -1
+	if e, ok := be.(epollSetBackend); ok {
+		l.epfd = e.epollSet()
+	}
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		be.close()
@@ -340,91 +352,6 @@ func (l *Loop) Run() error {
 	}
 	l.stopReq.Store(false)
 	return nil
-}
-
-// Once runs exactly one handler and returns: a signal handler, else a posted function, else an
-// immediate, else an expired timer, else it waits for the fds (at most until the next timer is
-// due, waiting once) and runs one fd handler, the least recently run among the ready ones. It
-// returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
-// ErrNotOwner from a goroutine other than the owner,
-// ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
-// a watched fd turns out to be invalid (POLLNVAL) its handlers are disarmed (flags cleared)
-// and Once returns an error wrapping unix.EBADF that names the fd.
-func (l *Loop) Once() error {
-	if !l.owned() {
-		return ErrNotOwner
-	}
-	if l.inside {
-		return ErrNested
-	}
-	if l.closed {
-		return ErrClosed
-	}
-	for {
-		if l.sig != nil && l.sig.isPending() && l.runSignal() {
-			return nil
-		}
-		if l.posted.Load() && l.runPosted() {
-			return nil
-		}
-		if l.imm.head != nil {
-			l.runImmediate()
-			return nil
-		}
-		timeout := int64(-1)
-		if len(l.timers) > 0 {
-			now := l.now()
-			if l.timers[0].deadline <= now {
-				l.runTimer()
-				return nil
-			}
-			timeout = l.timers[0].deadline - now
-		}
-		stopping := l.running && l.stopReq.Load()
-		if l.nfd == 0 && timeout < 0 && !l.hasSignals() && !stopping {
-			l.postMu.Lock()
-			empty := len(l.postQ) == 0
-			l.postMu.Unlock()
-			if empty {
-				return ErrNothingToDo
-			}
-		}
-		// Readiness from the previous wait that no handler has used up yet comes first.
-		if len(l.cache) > 0 {
-			if l.dispatchFd() {
-				l.dispatchRest()
-				return nil
-			}
-			l.cache = l.cache[:0]
-		}
-		// Announce the wait, then look once more for work posted meanwhile: a poster that
-		// sees sleeping==true writes the eventfd; one that does not has set posted before we
-		// read it here.
-		l.sleeping.Store(true)
-		if l.posted.Load() || stopping || (l.sig != nil && l.sig.isPending()) {
-			timeout = 0
-		}
-		ready, err := l.be.wait(timeout, l.cache[:0])
-		l.sleeping.Store(false)
-		l.cache = ready
-		if err != nil {
-			return err
-		}
-		if err := l.markReady(); err != nil {
-			return err
-		}
-		if l.dispatchFd() {
-			l.dispatchRest()
-			if l.fresh {
-				l.cache = l.cache[:0]
-			}
-			return nil
-		}
-		l.cache = l.cache[:0]
-		if l.running && l.stopReq.Load() {
-			return nil // Run returns; Once outside Run does not heed Stop
-		}
-	}
 }
 
 // dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready.

@@ -35,7 +35,7 @@ func BenchmarkOnceOverhead(b *testing.B) {
 	l.AddFd(p[1], Write, func(*FdEvent, Flags) {})
 	real := l.be
 	defer func() { l.be = real }()
-	l.be = &readyBackend{ready: []readyFd{{int32(p[0]), unix.POLLIN}, {int32(p[1]), unix.POLLOUT}}}
+	l.be = &readyBackend{ready: []readyFd{{Fd: int32(p[0]), Events: unix.POLLIN}, {Fd: int32(p[1]), Events: unix.POLLOUT}}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

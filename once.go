@@ -1,0 +1,249 @@
+package ringev
+
+// This file is the loop's hot path, kept together so that it shares as few code pages as
+// possible: on machines where every system call costs a TLB refill (PTI), each distinct page
+// touched between two syscalls costs about 10 ns, and a loop turn runs three syscalls per
+// event (docs/design.md, "Where the time goes"). The assembly it calls (internal/rawsys) is one
+// more page.
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/ringev/ringev/internal/rawsys"
+	"golang.org/x/sys/unix"
+)
+
+// Once runs exactly one handler and returns: a signal handler, else a posted function, else an
+// immediate, else an expired timer, else it waits for the fds (at most until the next timer is
+// due, waiting once) and runs one fd handler, the least recently run among the ready ones. It
+// returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
+// ErrNotOwner from a goroutine other than the owner,
+// ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
+// a watched fd turns out to be invalid (POLLNVAL) its handlers are disarmed (flags cleared)
+// and Once returns an error wrapping unix.EBADF that names the fd.
+func (l *Loop) Once() error {
+	if !l.owned() {
+		return ErrNotOwner
+	}
+	if l.inside {
+		return ErrNested
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	for {
+		if l.sig != nil && l.sig.isPending() && l.runSignal() {
+			return nil
+		}
+		if l.posted.Load() && l.runPosted() {
+			return nil
+		}
+		if l.imm.head != nil {
+			l.runImmediate()
+			return nil
+		}
+		timeout := int64(-1)
+		if len(l.timers) > 0 {
+			now := l.now()
+			if l.timers[0].deadline <= now {
+				l.runTimer()
+				return nil
+			}
+			timeout = l.timers[0].deadline - now
+		}
+		stopping := l.running && l.stopReq.Load()
+		if l.nfd == 0 && timeout < 0 && !l.hasSignals() && !stopping {
+			l.postMu.Lock()
+			empty := len(l.postQ) == 0
+			l.postMu.Unlock()
+			if empty {
+				return ErrNothingToDo
+			}
+		}
+		// Readiness from the previous wait that no handler has used up yet comes first.
+		if l.dispatchFd() {
+			l.dispatchRest()
+			return nil
+		}
+		ready, err := l.wait(timeout, stopping)
+		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
+			l.cache = l.cache[:len(ready)] // the usual case: no pointer store, no write barrier
+		} else {
+			l.cache = ready
+		}
+		if err != nil {
+			return err
+		}
+		if err := l.markReady(); err != nil {
+			return err
+		}
+		if l.dispatchFd() {
+			l.dispatchRest()
+			if l.fresh {
+				l.cacheLeft = 0
+			}
+			return nil
+		}
+		if l.running && l.stopReq.Load() {
+			return nil // Run returns; Once outside Run does not heed Stop
+		}
+	}
+}
+
+// wait asks the backend what is ready, blocking for at most timeout ns (< 0: no deadline). A
+// busy loop (the last wait found something) first looks without blocking: that look needs no
+// announcement to posters, and on the hot path it is the only one. Before blocking, the loop
+// announces the wait, then looks once more for work posted meanwhile (and for a pending Stop or
+// signal): a poster that sees sleeping==true writes the eventfd; one that does not has set
+// posted before we read it here.
+func (l *Loop) wait(timeout int64, stopping bool) ([]readyFd, error) {
+	if l.busy {
+		var ready []readyFd
+		var err error
+		if l.epfd >= 0 {
+			ready, err = epollLook(l.epfd, l.cache[:0]) // what be.wait(0) would do, without its pages
+		} else {
+			ready, err = l.be.wait(0, l.cache[:0])
+		}
+		if err != nil || len(ready) > 0 {
+			return ready, err
+		}
+		l.busy = false
+	}
+	l.sleeping.Store(true)
+	if l.posted.Load() || stopping || (l.sig != nil && l.sig.isPending()) {
+		timeout = 0
+	}
+	ready, err := l.be.wait(timeout, l.cache[:0])
+	l.sleeping.Store(false)
+	l.busy = len(ready) > 0
+	return ready, err
+}
+
+// markReady processes what a wait returned: it drains the wake-up eventfd, disarms fds the
+// kernel reports invalid, and marks every other reported slot usable for dispatch; cacheLeft
+// counts them.
+func (l *Loop) markReady() error {
+	l.waitSeq++
+	seq := l.waitSeq
+	left := 0
+	var nvalErr error
+	for i := range l.cache {
+		r := &l.cache[i]
+		if uint(r.Fd) >= uint(len(l.slots)) {
+			continue
+		}
+		s := l.slots[r.Fd]
+		switch {
+		case s == nil:
+		case s.internal:
+			drainEventfd(int(s.fd))
+		case r.Events&unix.POLLNVAL != 0:
+			nvalErr = l.disarmInvalid(s)
+		default:
+			s.mark = seq
+			left++
+		}
+	}
+	l.cacheLeft = left
+	return nvalErr
+}
+
+// dispatchFd runs the handler of the ready fd event that ran least recently, among the cached
+// readiness entries whose slot is still marked usable. It reports whether a handler ran; the
+// slot of the handler that ran is no longer usable until the next wait.
+func (l *Loop) dispatchFd() bool {
+	if l.cacheLeft <= 0 {
+		return false
+	}
+	ev, f := l.pickFd()
+	if ev == nil {
+		l.cacheLeft = 0
+		return false
+	}
+	l.runFd(ev, f)
+	return true
+}
+
+// pickFd returns the ready fd event that ran least recently and the flags to hand it, or nil.
+// It makes no calls on the common path, so it stays small.
+func (l *Loop) pickFd() (*FdEvent, Flags) {
+	var best *FdEvent
+	var bestFlags Flags
+	seq := l.waitSeq
+	slots := l.slots
+	for i := range l.cache {
+		r := &l.cache[i]
+		if uint(r.Fd) >= uint(len(slots)) {
+			continue
+		}
+		s := slots[r.Fd]
+		if s == nil || s.mark != seq {
+			continue
+		}
+		ready := pollFlags(r.Events)
+		if r.Events&(unix.POLLERR|unix.POLLHUP) != 0 {
+			l.applyErrorRule(s)
+			ready |= Error | Read
+		}
+		for _, ev := range s.events {
+			if f := ready & ev.flags; f != 0 && (best == nil || ev.lastRun < best.lastRun) {
+				best, bestFlags = ev, f
+			}
+		}
+	}
+	return best, bestFlags
+}
+
+// runFd runs ev's handler with flags f, using up its slot's readiness.
+func (l *Loop) runFd(ev *FdEvent, f Flags) {
+	l.dispatch++
+	ev.lastRun = l.dispatch
+	ev.slot.mark = 0
+	l.cacheLeft--
+	l.inside = true
+	defer func() { l.inside = false }()
+	ev.handler(ev, f)
+}
+
+// pollFlags is Read for POLLIN and Write for POLLOUT, without branches.
+func pollFlags(revents uint32) Flags {
+	return Flags(revents&unix.POLLIN) | Flags(revents&unix.POLLOUT)>>1
+}
+
+// rawIO is read(2) or write(2) (trap) of p on fd through rawSyscall.
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
+	n, e := rawsys.Syscall(trap, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// epollLook is the epoll-based backends' look without blocking: epoll_wait(2) with timeout 0
+// on epfd, written into buf's free capacity (readyFd is struct epoll_event). It cannot block,
+// so it goes through rawsys.Syscall6, without the runtime's syscall bookkeeping. (epoll_pwait
+// with no signal mask is epoll_wait, which arm64 lacks.) EINTR returns buf unchanged.
+func epollLook(epfd int, buf []readyFd) ([]readyFd, error) {
+	buf, ev, max := epollRoom(buf)
+	r, e := rawsys.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), ev, max, 0, 0, 0)
+	if e != 0 {
+		if e == unix.EINTR {
+			return buf, nil
+		}
+		return buf, fmt.Errorf("ringev: epoll_wait: %w", e)
+	}
+	return buf[:len(buf)+int(r)], nil
+}
+
+// epollRoom returns buf with free capacity for at least 16 events, and the address and length
+// of that free capacity, for epoll_wait(2).
+func epollRoom(buf []readyFd) ([]readyFd, uintptr, uintptr) {
+	if cap(buf)-len(buf) < 16 {
+		buf = slices.Grow(buf, 64)
+	}
+	free := buf[len(buf):cap(buf)]
+	return buf, uintptr(unsafe.Pointer(&free[0])), uintptr(len(free))
+}
