@@ -354,6 +354,33 @@ func (l *Loop) Run() error {
 	return nil
 }
 
+// timerTimeout runs the first timer if it is due and returns -1, or returns the ns until it is
+// due. Out of Once's line, which has no timer on the busy path.
+//
+//go:noinline
+func (l *Loop) timerTimeout() int64 {
+	now := l.now()
+	if l.timers[0].deadline <= now {
+		l.runTimer()
+		return -1
+	}
+	return l.timers[0].deadline - now
+}
+
+// nothingToDo reports, for a loop with no fd events, no timer and no Stop pending, whether
+// nothing else can make a wait end: no signal handler and nothing posted.
+//
+//go:noinline
+func (l *Loop) nothingToDo() bool {
+	if l.hasSignals() {
+		return false
+	}
+	l.postMu.Lock()
+	empty := len(l.postQ) == 0
+	l.postMu.Unlock()
+	return empty
+}
+
 // dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready.
 func (l *Loop) dispatchRest() {
 	if !l.all {

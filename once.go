@@ -46,21 +46,13 @@ func (l *Loop) Once() error {
 		}
 		timeout := int64(-1)
 		if len(l.timers) > 0 {
-			now := l.now()
-			if l.timers[0].deadline <= now {
-				l.runTimer()
-				return nil
+			if timeout = l.timerTimeout(); timeout < 0 {
+				return nil // a timer ran
 			}
-			timeout = l.timers[0].deadline - now
 		}
 		stopping := l.running && l.stopReq.Load()
-		if l.nfd == 0 && timeout < 0 && !l.hasSignals() && !stopping {
-			l.postMu.Lock()
-			empty := len(l.postQ) == 0
-			l.postMu.Unlock()
-			if empty {
-				return ErrNothingToDo
-			}
+		if l.nfd == 0 && timeout < 0 && !stopping && l.nothingToDo() {
+			return ErrNothingToDo
 		}
 		// Readiness from the previous wait that no handler has used up yet comes first.
 		if l.dispatchFd() {
@@ -227,13 +219,13 @@ func rawIO(trap uintptr, fd int, p []byte) (int, error) {
 // so it goes through rawsys.Syscall6, without the runtime's syscall bookkeeping. (epoll_pwait
 // with no signal mask is epoll_wait, which arm64 lacks.) EINTR returns buf unchanged.
 func epollLook(epfd int, buf []readyFd) ([]readyFd, error) {
-	buf, ev, max := epollRoom(buf)
-	r, e := rawsys.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), ev, max, 0, 0, 0)
+	if cap(buf)-len(buf) < 16 {
+		buf = growReady(buf)
+	}
+	free := buf[len(buf):cap(buf)]
+	r, e := rawsys.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&free[0])), uintptr(len(free)), 0, 0, 0)
 	if e != 0 {
-		if e == unix.EINTR {
-			return buf, nil
-		}
-		return buf, fmt.Errorf("ringev: epoll_wait: %w", e)
+		return buf, epollError(e)
 	}
 	return buf[:len(buf)+int(r)], nil
 }
@@ -242,8 +234,23 @@ func epollLook(epfd int, buf []readyFd) ([]readyFd, error) {
 // of that free capacity, for epoll_wait(2).
 func epollRoom(buf []readyFd) ([]readyFd, uintptr, uintptr) {
 	if cap(buf)-len(buf) < 16 {
-		buf = slices.Grow(buf, 64)
+		buf = growReady(buf)
 	}
 	free := buf[len(buf):cap(buf)]
 	return buf, uintptr(unsafe.Pointer(&free[0])), uintptr(len(free))
+}
+
+// growReady returns buf with room for 64 more events.
+//
+//go:noinline
+func growReady(buf []readyFd) []readyFd { return slices.Grow(buf, 64) }
+
+// epollError is nil for EINTR (the caller returns what it has), else epoll_wait's error.
+//
+//go:noinline
+func epollError(e unix.Errno) error {
+	if e == unix.EINTR {
+		return nil
+	}
+	return fmt.Errorf("ringev: epoll_wait: %w", e)
 }
