@@ -21,7 +21,7 @@ type FdEvent struct {
 	lastRun   uint64 // dispatch clock value when the handler last ran (fairness)
 	autoClose bool
 	closed    bool
-	// Data is free for the caller's use (tevent's private_data).
+	// Data is free for the caller's use (tevent's private_data). Close sets it to nil.
 	Data any
 }
 
@@ -172,7 +172,8 @@ func (e *FdEvent) SetFlags(f Flags) error {
 func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
 
 // Close stops the event: its handler never runs again, even if readiness for it was already
-// reported. With auto-close set, the fd is closed too, and the other fd events on that fd (if
+// reported, and the event lets go of the handler and of Data (set to nil), so what they hold can
+// be garbage-collected while the caller keeps the closed event. With auto-close set, the fd is closed too, and the other fd events on that fd (if
 // any) are disarmed: their flags become 0. Calling Close again returns nil. From a
 // goroutine other than the loop's owner it returns ErrNotOwner and changes nothing. The
 // error is otherwise the backend's (when it could not stop watching) or close(2)'s, wrapping the errno.
@@ -184,6 +185,9 @@ func (e *FdEvent) Close() error {
 		return ErrNotOwner
 	}
 	e.closed = true
+	// The handler and Data go now: the caller may keep the closed event, and the first two
+	// events of a slot live inside it (evStore) for the slot's life.
+	e.handler, e.Data = nil, nil
 	l := e.loop
 	if l.closed {
 		return nil

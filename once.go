@@ -59,7 +59,7 @@ func (l *Loop) Once() error {
 			l.dispatchRest()
 			return nil
 		}
-		ready, err := l.wait(timeout, stopping)
+		ready, err := l.wait(timeout)
 		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
 			l.cache = l.cache[:len(ready)] // the usual case: no pointer store, no write barrier
 		} else {
@@ -69,6 +69,9 @@ func (l *Loop) Once() error {
 			return err
 		}
 		if err := l.markReady(); err != nil {
+			if l.fresh {
+				l.cacheLeft = 0
+			}
 			return err
 		}
 		if l.dispatchFd() {
@@ -90,7 +93,7 @@ func (l *Loop) Once() error {
 // announces the wait, then looks once more for work posted meanwhile (and for a pending Stop or
 // signal): a poster that sees sleeping==true writes the eventfd; one that does not has set
 // posted before we read it here.
-func (l *Loop) wait(timeout int64, stopping bool) ([]readyFd, error) {
+func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	if l.busy {
 		var ready []readyFd
 		var err error
@@ -105,7 +108,9 @@ func (l *Loop) wait(timeout int64, stopping bool) ([]readyFd, error) {
 		l.busy = false
 	}
 	l.sleeping.Store(true)
-	if l.posted.Load() || stopping || (l.sig != nil && l.sig.isPending()) {
+	// Stop is read here, after the announcement, like posted: a Stop that lands before it
+	// found sleeping==false and wrote no wake-up.
+	if l.posted.Load() || (l.running && l.stopReq.Load()) || (l.sig != nil && l.sig.isPending()) {
 		timeout = 0
 	}
 	ready, err := l.be.wait(timeout, l.cache[:0])
