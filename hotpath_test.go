@@ -1,0 +1,940 @@
+package ringev_test
+
+// Adversarial tests of the hot path rewritten in 3c40e1a/e959feb (once.go, internal/rawsys):
+// the readiness buffer read in place, cacheLeft, pickFd's fairness scan and error rule, the
+// inline slot and fd-event storage, the busy look without the sleeping announcement.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// b2Modes are the dispatch modes every b2 case runs in.
+var b2Modes = []struct {
+	name string
+	opts []ringev.Option
+}{
+	{"Default", nil},
+	{"Fresh", []ringev.Option{ringev.WithFreshReadiness()}},
+	{"All", []ringev.Option{ringev.WithDispatchAll()}},
+	{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}},
+}
+
+// b2UringFallback names the uring backend forced onto its pre-6.15 fallback (POLL_ADD on the
+// epoll fd, then epoll_wait).
+const b2UringFallback = "uring-fallback"
+
+// b2NewLoop is ctNewLoop that also knows b2UringFallback.
+func b2NewLoop(t *testing.T, backend string, opts ...ringev.Option) *ringev.Loop {
+	t.Helper()
+	if backend == b2UringFallback {
+		restore := ringev.SetUringFallback(true)
+		defer restore()
+		backend = "uring"
+	}
+	return ctNewLoop(t, backend, opts...)
+}
+
+// b2Each runs fn for every backend (and the uring fallback) and dispatch mode, each on its own
+// subtest goroutine.
+func b2Each(t *testing.T, fn func(t *testing.T, backend string, all bool, opts []ringev.Option)) {
+	t.Helper()
+	for _, b := range append(ringev.Backends(), b2UringFallback) {
+		for _, m := range b2Modes {
+			all := m.name == "All" || m.name == "FreshAll"
+			t.Run(b+"/"+m.name, func(t *testing.T) { fn(t, b, all, m.opts) })
+		}
+	}
+}
+
+// b2Pipes makes n nonblocking pipes, each with one unread byte when filled is true.
+func b2Pipes(t *testing.T, n int, filled bool) (rs, ws []int) {
+	t.Helper()
+	for range n {
+		r, w := testutil.Pipe(t)
+		if filled {
+			testutil.Write(t, w, oneByte)
+		}
+		rs = append(rs, r)
+		ws = append(ws, w)
+	}
+	return rs, ws
+}
+
+// b2Quiet runs Once with a 20 ms timer pending and fails if anything but the timer ran
+// (an fd handler found ready that should not be).
+func b2Quiet(t *testing.T, l *ringev.Loop, ran *int) {
+	t.Helper()
+	before := *ran
+	fired := false
+	l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { fired = true })
+	testutil.OnceUntil(t, l, func() bool { return fired }, ctDeadline)
+	if *ran != before {
+		t.Fatalf("%d fd handler(s) ran while nothing should be ready", *ran-before)
+	}
+}
+
+// TestManyReadyFdsRunInFairRotation: 150 pipes stay readable (handlers do not drain);
+// over 3*150 handler runs every handler runs exactly 3 times: more fds are ready than the
+// readiness buffer holds (64), and fairness holds across waits.
+func TestManyReadyFdsRunInFairRotation(t *testing.T) {
+	const n = 150
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, n, true)
+		l := b2NewLoop(t, backend, opts...)
+		counts := make([]int, n)
+		total := 0
+		for i, r := range rs {
+			addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				if f != ringev.Read {
+					t.Errorf("fd %d: flags %v", ev.Fd(), f)
+				}
+				counts[i]++
+				total++
+			})
+		}
+		for total < 3*n {
+			before := total
+			testutil.Once(t, l, ctDeadline)
+			if !all && total != before+1 {
+				t.Fatalf("one Once ran %d handlers", total-before)
+			}
+		}
+		lo, hi := counts[0], counts[0]
+		for _, c := range counts {
+			lo, hi = min(lo, c), max(hi, c)
+		}
+		if !all && (lo != 3 || hi != 3) {
+			t.Fatalf("after %d runs: counts between %d and %d, want all 3: %v", total, lo, hi, counts)
+		}
+		if all && hi-lo > 1 {
+			t.Fatalf("after %d runs: counts between %d and %d: %v", total, lo, hi, counts)
+		}
+	})
+}
+
+// TestManyReadyDrainingHandlersEachRunOnce: 200 pipes readable once; each handler drains
+// its pipe; every handler runs exactly once and then nothing is ready.
+func TestManyReadyDrainingHandlersEachRunOnce(t *testing.T) {
+	const n = 200
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, n, true)
+		l := b2NewLoop(t, backend, opts...)
+		counts := make([]int, n)
+		total := 0
+		for i, r := range rs {
+			addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				counts[i]++
+				total++
+				var b [8]byte
+				if _, err := ringev.ReadNonblocking(ev.Fd(), b[:]); err != nil {
+					t.Errorf("fd %d: read: %v (handler %d, run %d)", ev.Fd(), err, i, counts[i])
+				}
+			})
+		}
+		testutil.OnceUntil(t, l, func() bool { return total >= n }, ctDeadline)
+		for i, c := range counts {
+			if c != 1 {
+				t.Fatalf("handler %d ran %d times", i, c)
+			}
+		}
+		b2Quiet(t, l, &total)
+	})
+}
+
+// TestSlotsGrowWhileHandlersRun: 40 readable pipes; the first handler to run adds fd
+// events on fds numbered above 32 and far above (dup'd to 700+), growing the slot table, and
+// closes nothing. Every original handler still runs exactly once from that wait's readiness, and
+// the new events run when their fds become readable, not before.
+func TestSlotsGrowWhileHandlersRun(t *testing.T) {
+	const n = 40
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, n, true)
+		nr, nw := b2Pipes(t, 3, false)
+		var high []int
+		for k, r := range nr {
+			want := 700 + 97*k + int(time.Now().UnixNano()%7)
+			if err := unix.Dup3(r, want, unix.O_CLOEXEC); err != nil {
+				t.Fatalf("dup3: %v", err)
+			}
+			t.Cleanup(func() { unix.Close(want) })
+			high = append(high, want)
+		}
+		l := b2NewLoop(t, backend, opts...)
+		counts := make([]int, n)
+		newCounts := make([]int, len(high))
+		total := 0
+		added := false
+		for i, r := range rs {
+			addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				counts[i]++
+				total++
+				var b [8]byte
+				ringev.ReadNonblocking(ev.Fd(), b[:])
+				if added {
+					return
+				}
+				added = true
+				for k, h := range high {
+					if _, err := l.AddFd(h, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+						newCounts[k]++
+						total++
+						var b [8]byte
+						ringev.ReadNonblocking(ev.Fd(), b[:])
+					}); err != nil {
+						t.Errorf("AddFd(%d) in a handler: %v", h, err)
+					}
+				}
+			})
+		}
+		testutil.OnceUntil(t, l, func() bool { return total >= n }, ctDeadline)
+		for i, c := range counts {
+			if c != 1 {
+				t.Fatalf("handler %d ran %d times", i, c)
+			}
+		}
+		for k, c := range newCounts {
+			if c != 0 {
+				t.Fatalf("new handler %d on an empty pipe ran %d times", k, c)
+			}
+		}
+		b2Quiet(t, l, &total)
+		for _, w := range nw {
+			testutil.Write(t, w, oneByte)
+		}
+		testutil.OnceUntil(t, l, func() bool { return total >= n+len(high) }, ctDeadline)
+		for k, c := range newCounts {
+			if c != 1 {
+				t.Fatalf("new handler %d (fd %d) ran %d times", k, high[k], c)
+			}
+		}
+		b2Quiet(t, l, &total)
+	})
+}
+
+// TestHandlerClosesAllOtherReadyEvents: 100 readable pipes reported by one wait; the
+// first handler that runs closes every other fd event; none of them ever runs.
+func TestHandlerClosesAllOtherReadyEvents(t *testing.T) {
+	const n = 100
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, n, true)
+		l := b2NewLoop(t, backend, opts...)
+		evs := make([]*ringev.FdEvent, n)
+		ran := 0
+		for i, r := range rs {
+			evs[i] = addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				ran++
+				if ran > 1 {
+					t.Errorf("handler %d ran after the first handler closed it", i)
+					return
+				}
+				for j, o := range evs {
+					if j != i {
+						if err := o.Close(); err != nil {
+							t.Errorf("Close: %v", err)
+						}
+					}
+				}
+				ev.SetFlags(0)
+			})
+		}
+		testutil.Once(t, l, ctDeadline)
+		if ran != 1 {
+			t.Fatalf("%d handlers ran", ran)
+		}
+		b2Quiet(t, l, &ran)
+	})
+}
+
+// TestHandlerDisarmsOthersThenRearmsOne: 80 readable pipes; the first handler sets every
+// other event's flags to 0 and one of them back to Read; only that one runs afterwards (once per
+// Once, level-triggered), none of the disarmed ones.
+func TestHandlerDisarmsOthersThenRearmsOne(t *testing.T) {
+	const n = 80
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, n, true)
+		l := b2NewLoop(t, backend, opts...)
+		evs := make([]*ringev.FdEvent, n)
+		counts := make([]int, n)
+		first := -1
+		keep := -1
+		for i, r := range rs {
+			evs[i] = addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				counts[i]++
+				if first >= 0 {
+					return
+				}
+				first = i
+				keep = (i + n/2) % n
+				for j, o := range evs {
+					if err := o.SetFlags(0); err != nil {
+						t.Errorf("SetFlags(0): %v", err)
+					}
+					if j == keep {
+						o.SetFlags(ringev.Read)
+					}
+				}
+			})
+		}
+		for range 6 {
+			testutil.Once(t, l, ctDeadline)
+		}
+		for j, c := range counts {
+			switch {
+			case j == first && c != 1:
+				t.Fatalf("first handler ran %d times", c)
+			case j == keep && !all && c != 5:
+				t.Fatalf("re-armed handler ran %d times in 5 Onces, want 5", c)
+			case j == keep && all && c != 6: // it also runs in the first Once's batch
+				t.Fatalf("re-armed handler ran %d times in 6 batches, want 6", c)
+			case j != first && j != keep && c != 0:
+				t.Fatalf("disarmed handler %d ran %d times", j, c)
+			}
+		}
+	})
+}
+
+// TestClosedHandleDoesNotAliasLaterEvents: on one fd, events A and B (stored inside the
+// slot) are closed, then C, D and E are added (heap). Using the closed handles (Close, SetFlags,
+// Data) never touches the live ones, and only the live ones run.
+func TestClosedHandleDoesNotAliasLaterEvents(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		r, w := testutil.Pipe(t)
+		l := b2NewLoop(t, backend, opts...)
+		testutil.Write(t, w, oneByte)
+		a := addFd(t, l, r, ringev.Read, ctNever(t, "A (closed)"))
+		b := addFd(t, l, r, ringev.Read, ctNever(t, "B (closed)"))
+		a.Data, b.Data = "A", "B"
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		counts := map[string]int{}
+		h := func(name string) ringev.FdHandler {
+			return func(ev *ringev.FdEvent, f ringev.Flags) {
+				counts[name]++
+				if ev.Data != name {
+					t.Errorf("handler %s got an event whose Data is %v", name, ev.Data)
+				}
+			}
+		}
+		c := addFd(t, l, r, ringev.Read, h("C"))
+		d := addFd(t, l, r, ringev.Read, h("D"))
+		e := addFd(t, l, r, ringev.Read, h("E"))
+		c.Data, d.Data, e.Data = "C", "D", "E"
+		for _, x := range []*ringev.FdEvent{a, b} {
+			if err := x.SetFlags(ringev.Read | ringev.Write); !errors.Is(err, ringev.ErrClosed) {
+				t.Fatalf("SetFlags on a closed handle: %v, want ErrClosed", err)
+			}
+			if err := x.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			x.Data = "clobbered"
+		}
+		for _, x := range []*ringev.FdEvent{c, d, e} {
+			if x.Flags() != ringev.Read || x.Data == "clobbered" {
+				t.Fatalf("live event changed through a closed handle: flags %v data %v", x.Flags(), x.Data)
+			}
+		}
+		// Close D (heap) and add F: F must not reuse A's or B's storage.
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f := addFd(t, l, r, ringev.Read, h("F"))
+		f.Data = "F"
+		if f == a || f == b || f == d {
+			t.Fatalf("a new event reuses a closed handle's storage")
+		}
+		for range 9 {
+			testutil.Once(t, l, ctDeadline)
+		}
+		if counts["C"] != 3 || counts["E"] != 3 || counts["F"] != 3 || counts["D"] != 0 {
+			t.Fatalf("runs over 9 Onces: %v, want C, E, F 3 each, D 0", counts)
+		}
+	})
+}
+
+// TestHangupMixedHandlersWriteOnlyLosesWrite: one socket, five fd events (Read, Write,
+// Read|Write, Error, Write|Error); the peer closes. The Write-only one is never called and loses
+// Write (tevent's rule); every other one runs, with flags within its mask and never Write-only
+// semantics violated; the others keep their flags.
+func TestHangupMixedHandlersWriteOnlyLosesWrite(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		a, peer := ctSocketpair(t)
+		l := b2NewLoop(t, backend, opts...)
+		masks := []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write, ringev.Error, ringev.Write | ringev.Error}
+		got := make([]ringev.Flags, len(masks))
+		counts := make([]int, len(masks))
+		evs := make([]*ringev.FdEvent, len(masks))
+		hungUp := false
+		for i, m := range masks {
+			evs[i] = addFd(t, l, a.fd, m, func(ev *ringev.FdEvent, f ringev.Flags) {
+				counts[i]++
+				got[i] |= f
+				if f&^masks[i] != 0 || f == 0 {
+					t.Errorf("event %v called with %v", masks[i], f)
+				}
+				if masks[i] == ringev.Write && hungUp {
+					t.Errorf("Write-only event called with %v on a hung-up socket", f)
+				}
+			})
+		}
+		// First let the Write handlers see the socket writable, then hang up.
+		for range 3 {
+			testutil.Once(t, l, ctDeadline)
+		}
+		peer.Close()
+		hungUp = true
+		base := append([]int(nil), counts...)
+		testutil.OnceUntil(t, l, func() bool {
+			return counts[0] > base[0] && counts[2] > base[2] && counts[3] > base[3] && counts[4] > base[4]
+		}, ctDeadline)
+		if w := evs[1].Flags(); w != 0 {
+			t.Fatalf("Write-only event keeps %v after hang-up, want 0", w)
+		}
+		for i, m := range masks {
+			if i != 1 && evs[i].Flags() != m {
+				t.Fatalf("event %v changed to %v", m, evs[i].Flags())
+			}
+		}
+		if got[3] != ringev.Error || got[0]&ringev.Read == 0 || got[2]&ringev.Read == 0 || got[4]&ringev.Error == 0 {
+			t.Fatalf("flags seen after hang-up: %v", got)
+		}
+	})
+}
+
+// TestPipeWriterErrorWriteOnlyNotCalled: a pipe's write end with two Write-only events and
+// one Write|Error event; the read end closes (POLLERR). The Write-only ones are never called and
+// both lose Write; the Write|Error one is told Error.
+func TestPipeWriterErrorWriteOnlyNotCalled(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(p[1]) })
+		l := b2NewLoop(t, backend, opts...)
+		w1 := addFd(t, l, p[1], ringev.Write, ctNever(t, "Write-only 1"))
+		w2 := addFd(t, l, p[1], ringev.Write, ctNever(t, "Write-only 2"))
+		var seen ringev.Flags
+		errRuns := 0
+		addFd(t, l, p[1], ringev.Write|ringev.Error, func(ev *ringev.FdEvent, f ringev.Flags) {
+			errRuns++
+			seen |= f
+		})
+		// Fill the pipe so that Write is not ready, then close the read end.
+		buf := make([]byte, 65536)
+		for {
+			if _, err := unix.Write(p[1], buf); err != nil {
+				break
+			}
+		}
+		unix.Close(p[0])
+		testutil.OnceUntil(t, l, func() bool { return errRuns > 0 }, ctDeadline)
+		if seen&ringev.Error == 0 {
+			t.Fatalf("Write|Error event saw %v, want Error", seen)
+		}
+		if w1.Flags() != 0 || w2.Flags() != 0 {
+			t.Fatalf("Write-only events keep %v and %v", w1.Flags(), w2.Flags())
+		}
+	})
+}
+
+// b2Always makes an fd that stays readable for the rest of the test (an eventfd with a count
+// that is never read) and watches it with a handler that counts its runs.
+func b2Always(t *testing.T, l *ringev.Loop, runs *atomic.Int64) {
+	t.Helper()
+	efd, err := unix.Eventfd(1, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := addFd(t, l, efd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { runs.Add(1) })
+	ev.SetAutoClose(true)
+}
+
+// TestPostsFromGoroutinesWhileBusyAllRun: the loop is never idle (an always-readable fd);
+// four goroutines post 500 functions each; all of them run, in order per goroutine, and the fd
+// handler keeps running meanwhile.
+func TestPostsFromGoroutinesWhileBusyAllRun(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		l := b2NewLoop(t, backend, opts...)
+		var fdRuns atomic.Int64
+		b2Always(t, l, &fdRuns)
+		const g, per = 4, 500
+		last := make([]int, g)
+		ran := 0
+		var wg sync.WaitGroup
+		for k := range g {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 1; i <= per; i++ {
+					if err := l.Post(func() {
+						if last[k] != i-1 {
+							t.Errorf("goroutine %d: post %d ran after %d", k, i, last[k])
+						}
+						last[k] = i
+						ran++
+					}); err != nil {
+						t.Errorf("Post: %v", err)
+						return
+					}
+					if i%50 == 0 {
+						runtime.Gosched()
+					}
+				}
+			}()
+		}
+		testutil.OnceUntil(t, l, func() bool { return ran == g*per }, 2*ctDeadline)
+		wg.Wait()
+		// Posted functions come before fd handlers: the fd handler may or may not have run.
+		n := fdRuns.Load()
+		testutil.OnceUntil(t, l, func() bool { return fdRuns.Load() > n }, ctDeadline)
+	})
+}
+
+// TestStopFromGoroutineEndsBusyRun: Run on a loop that is never idle returns soon after
+// another goroutine calls Stop.
+func TestStopFromGoroutineEndsBusyRun(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		l := b2NewLoop(t, backend, opts...)
+		var fdRuns atomic.Int64
+		b2Always(t, l, &fdRuns)
+		for round := range 20 {
+			var stoppedAt atomic.Int64
+			go func() {
+				for fdRuns.Load() < int64(100*(round+1)) {
+					runtime.Gosched()
+				}
+				stoppedAt.Store(time.Now().UnixNano())
+				l.Stop()
+			}()
+			if err := testutil.Run(t, l, ctDeadline); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if lat := time.Since(time.Unix(0, stoppedAt.Load())); lat > 500*time.Millisecond {
+				t.Fatalf("round %d: Run returned %v after Stop", round, lat)
+			}
+		}
+	})
+}
+
+// TestPostWakesLoopRightAfterBusySpell: the loop alternates between busy spells (a pipe
+// with data its handler drains over a few runs) and blocking; a goroutine posts at arbitrary
+// moments, including the busy-to-blocking transition. Every post runs within 1 s (the loop
+// never sleeps on a post it missed).
+func TestPostWakesLoopRightAfterBusySpell(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		r, w := testutil.Pipe(t)
+		l := b2NewLoop(t, backend, opts...)
+		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			var b [1]byte // one byte per run: a few busy turns per burst
+			ringev.ReadNonblocking(ev.Fd(), b[:])
+		})
+		const rounds = 300
+		var worst atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range rounds {
+				unix.Write(w, []byte("abcd")[:1+i%4])
+				if i%3 == 0 {
+					runtime.Gosched()
+				} else if i%3 == 1 {
+					time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
+				}
+				ran := make(chan struct{})
+				t0 := time.Now()
+				if err := l.Post(func() { close(ran) }); err != nil {
+					t.Errorf("Post: %v", err)
+					return
+				}
+				select {
+				case <-ran:
+					if d := int64(time.Since(t0)); d > worst.Load() {
+						worst.Store(d)
+					}
+				case <-time.After(time.Second):
+					t.Errorf("post %d did not run within 1 s (a lost wake-up)", i)
+					l.Stop()
+					return
+				}
+			}
+			l.Stop()
+		}()
+		if err := testutil.Run(t, l, 2*time.Minute); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		select {
+		case <-done:
+		case <-time.After(ctDeadline):
+			t.Fatal("poster did not finish")
+		}
+		t.Logf("worst post latency %v", time.Duration(worst.Load()))
+	})
+}
+
+// TestSignalWhileBusyIsDelivered: a signal raised while the loop is never idle reaches
+// its handler (os/signal, and WithExactSignals where it exists).
+func TestSignalWhileBusyIsDelivered(t *testing.T) {
+	for _, exact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exact=%v", exact), func(t *testing.T) {
+			b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+				if exact {
+					opts = append(append([]ringev.Option(nil), opts...), ringev.WithExactSignals())
+				}
+				guard := sigGuard(t, syscall.SIGUSR2)
+				l := b2NewLoop(t, backend, opts...)
+				var fdRuns atomic.Int64
+				b2Always(t, l, &fdRuns)
+				got := 0
+				s, err := l.AddSignal(syscall.SIGUSR2, func(_ *ringev.Signal, n int) { got += n })
+				if err != nil {
+					if exact && runtime.GOARCH != "amd64" {
+						t.Skip(err)
+					}
+					t.Fatalf("AddSignal: %v", err)
+				}
+				defer s.Close()
+				for i := 1; i <= 5; i++ {
+					go func() {
+						for fdRuns.Load() < int64(50*i) {
+							runtime.Gosched()
+						}
+						unix.Kill(os.Getpid(), syscall.SIGUSR2)
+					}()
+					testutil.OnceUntil(t, l, func() bool { return got >= i }, ctDeadline)
+				}
+				if got != 5 {
+					t.Fatalf("signal count %d, want 5", got)
+				}
+				_ = guard
+			})
+		})
+	}
+}
+
+// TestReplacedFdNumberNotRunFromStaleCache: two readable pipes reported by one wait; the
+// handler that runs first auto-closes the other's event (closing its fd), opens a new empty pipe
+// that takes the number and watches it. The new event does not run until its pipe has data.
+func TestReplacedFdNumberNotRunFromStaleCache(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, 2, true)
+		l := b2NewLoop(t, backend, opts...)
+		evs := make([]*ringev.FdEvent, 2)
+		ran := 0
+		var newW int = -1
+		newRuns := 0
+		for i, r := range rs {
+			evs[i] = addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				ran++
+				if ran > 1 {
+					t.Errorf("handler %d ran after it was closed", i)
+					return
+				}
+				other := evs[1-i]
+				num := other.Fd()
+				other.SetAutoClose(true)
+				if err := other.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+				var p [2]int
+				if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+					t.Errorf("pipe2: %v", err)
+					return
+				}
+				if p[0] != num {
+					if err := unix.Dup3(p[0], num, unix.O_CLOEXEC); err != nil {
+						t.Errorf("dup3: %v", err)
+					}
+					unix.Close(p[0])
+				}
+				newW = p[1]
+				if _, err := l.AddFd(num, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { newRuns++ }); err != nil {
+					t.Errorf("AddFd: %v", err)
+				}
+				ev.SetFlags(0)
+			})
+		}
+		testutil.Once(t, l, ctDeadline)
+		if newW < 0 {
+			t.Fatal("the first handler did not set up the new pipe")
+		}
+		// The replaced pipe's read end now belongs to the test (the loop does not auto-close it).
+		t.Cleanup(func() { unix.Close(newW) })
+		b2Quiet(t, l, &ran)
+		if newRuns != 0 {
+			t.Fatalf("new event on an empty pipe ran %d times", newRuns)
+		}
+		testutil.Write(t, newW, oneByte)
+		testutil.OnceUntil(t, l, func() bool { return newRuns > 0 }, ctDeadline)
+	})
+}
+
+// TestStopRightAfterPostedFunctionIsNotLost: another goroutine calls Stop just after a
+// function it posted ran (the loop is then between its busy look and its blocking wait). Run
+// returns within 1 s every time: a Stop that comes after Once computed "stopping" but before
+// the loop announced its sleep must still end the blocking wait.
+func TestStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		r, _ := testutil.Pipe(t)
+		l := b2NewLoop(t, backend, opts...)
+		addFd(t, l, r, ringev.Read, ctNever(t, "empty pipe")) // something to wait for
+		const rounds = 300
+		var lost atomic.Int64
+		for round := range rounds {
+			returned := make(chan struct{})
+			go func() {
+				ran := make(chan struct{})
+				if err := l.Post(func() { close(ran) }); err != nil {
+					t.Errorf("Post: %v", err)
+				}
+				<-ran
+				l.Stop()
+				select {
+				case <-returned:
+				case <-time.After(time.Second):
+					lost.Add(1)
+					l.Post(func() {}) // wake it so the test goes on
+				}
+			}()
+			if err := testutil.Run(t, l, ctDeadline); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			close(returned)
+			if lost.Load() > 0 {
+				time.Sleep(10 * time.Millisecond)
+				t.Fatalf("round %d: Run did not return within 1 s of Stop; it returned only after a posted wake-up", round)
+			}
+		}
+	})
+}
+
+// TestFreshReadinessNoStaleRunAfterPOLLNVAL: with WithFreshReadiness, a wait reports a
+// readable pipe together with an fd closed behind the loop's back (POLLNVAL on the backends that
+// watch by number); Once returns the EBADF error. The test then drains the pipe itself: the next
+// Once must not run the pipe's handler from the earlier wait (nothing is readable any more).
+func TestFreshReadinessNoStaleRunAfterPOLLNVAL(t *testing.T) {
+	for _, backend := range append(ringev.Backends(), b2UringFallback) {
+		for _, m := range b2Modes {
+			if m.name != "Fresh" && m.name != "FreshAll" {
+				continue
+			}
+			t.Run(backend+"/"+m.name, func(t *testing.T) {
+				r, w := testutil.Pipe(t)
+				var p [2]int
+				if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { unix.Close(p[1]) })
+				l := b2NewLoop(t, backend, m.opts...)
+				stale := 0
+				addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					var b [8]byte
+					if _, err := ringev.ReadNonblocking(ev.Fd(), b[:]); errors.Is(err, unix.EAGAIN) {
+						stale++
+					}
+				})
+				addFd(t, l, p[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+				testutil.Write(t, w, oneByte)
+				unix.Close(p[0]) // behind the loop's back; the number stays free
+				var sawErr bool
+				for range 3 {
+					err := testutil.OnceErr(t, l, ctDeadline)
+					if err != nil {
+						if !errors.Is(err, unix.EBADF) {
+							t.Fatalf("Once: %v", err)
+						}
+						sawErr = true
+						break
+					}
+					// The pipe's handler ran (reading the byte): make it readable again.
+					testutil.Write(t, w, oneByte)
+				}
+				if !sawErr {
+					t.Skipf("%s reports no POLLNVAL for a closed fd (it watches files, not numbers)", backend)
+				}
+				testutil.Drain(t, r) // the condition the earlier wait saw is gone
+				ran := 0
+				l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { ran = -1 })
+				for ran == 0 {
+					if err := testutil.OnceErr(t, l, ctDeadline); err != nil {
+						t.Fatalf("Once: %v", err)
+					}
+					if stale > 0 {
+						t.Fatalf("WithFreshReadiness: the pipe's handler ran on readiness from an earlier Once (read EAGAIN)")
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestHandlerPanicLeavesLoopUsable: a handler panics out of Once (recovered by the
+// caller); the loop is not left "inside a handler": the next Once runs the other ready handler,
+// and the panicking one runs again later (level-triggered).
+func TestHandlerPanicLeavesLoopUsable(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, 2, true)
+		l := b2NewLoop(t, backend, opts...)
+		counts := [2]int{}
+		addFd(t, l, rs[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			counts[0]++
+			if counts[0] == 1 {
+				panic("b2 boom")
+			}
+		})
+		addFd(t, l, rs[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { counts[1]++ })
+		for i := 0; counts[0] < 3 || counts[1] < 3; i++ {
+			if i > 20 {
+				t.Fatalf("after 20 Onces: runs %v", counts)
+			}
+			func() {
+				defer func() {
+					if p := recover(); p != nil && p != "b2 boom" {
+						panic(p)
+					}
+				}()
+				if err := testutil.OnceErr(t, l, ctDeadline); err != nil {
+					t.Fatalf("Once after a handler panicked: %v", err)
+				}
+			}()
+		}
+	})
+}
+
+// TestTimerRunsPromptlyAmongManyReadyFds: 150 always-ready fds keep the loop busy; a
+// 5 ms timer still runs at the first Once (or batch) after its deadline.
+func TestTimerRunsPromptlyAmongManyReadyFds(t *testing.T) {
+	const n = 150
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		rs, _ := b2Pipes(t, n, true)
+		l := b2NewLoop(t, backend, opts...)
+		for _, r := range rs {
+			addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+		}
+		for range 5 {
+			var at time.Time
+			tm := l.AddTimer(5*time.Millisecond, func(*ringev.Timer) { at = time.Now() })
+			testutil.OnceUntil(t, l, func() bool { return !at.IsZero() }, ctDeadline)
+			if late := at.Sub(tm.Deadline()); late > 100*time.Millisecond {
+				t.Fatalf("timer ran %v late", late)
+			}
+		}
+	})
+}
+
+// TestReadNonblockingIntoMovingStacks: many goroutines read and write pipes with
+// ReadNonblocking/WriteNonblocking into stack buffers at varying stack depths (so stacks grow
+// and move between calls) while the GC runs; every byte read is the byte written.
+func TestReadNonblockingIntoMovingStacks(t *testing.T) {
+	var wg sync.WaitGroup
+	stopGC := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopGC:
+				return
+			default:
+				runtime.GC()
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	defer close(stopGC)
+	for g := range 8 {
+		r, w := testutil.Pipe(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3000 {
+				b2AtDepth(t, (i*7+g)%200, r, w, byte(i+g))
+				if t.Failed() {
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("readers did not finish within a minute")
+	}
+}
+
+// b2AtDepth recurses depth frames (each with stack data) and then writes and reads back 64
+// bytes of pattern b through the raw calls, from stack buffers.
+func b2AtDepth(t *testing.T, depth, r, w int, b byte) byte {
+	var pad [128]byte
+	pad[depth%128] = b
+	if depth > 0 {
+		return b2AtDepth(t, depth-1, r, w, b) + pad[depth%128] - b
+	}
+	var out, in [64]byte
+	for i := range out {
+		out[i] = b + byte(i)
+	}
+	if n, err := ringev.WriteNonblocking(w, out[:]); n != len(out) || err != nil {
+		t.Errorf("WriteNonblocking: %d, %v", n, err)
+		return 0
+	}
+	runtime.Gosched()
+	if n, err := ringev.ReadNonblocking(r, in[:]); n != len(in) || err != nil {
+		t.Errorf("ReadNonblocking: %d, %v", n, err)
+		return 0
+	}
+	if in != out {
+		t.Errorf("read %v, wrote %v", in[:8], out[:8])
+	}
+	return b
+}
+
+// TestClosedEventReleasesHandlerAndData: after FdEvent.Close and once the caller drops
+// its handle, the event's Data and what its handler captured can be collected, for the first
+// two events ever added on an fd number (stored inside the loop's slot) as for later ones.
+func TestClosedEventReleasesHandlerAndData(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		r, _ := testutil.Pipe(t)
+		l := b2NewLoop(t, backend)
+		var freed [4]atomic.Bool
+		for i := range 4 { // events 0 and 1 are stored in the slot, 2 and 3 on the heap
+			func() {
+				data := &[1 << 16]byte{}
+				captured := &[1 << 16]byte{}
+				runtime.AddCleanup(data, func(int) { freed[i].Store(true) }, 0)
+				runtime.AddCleanup(captured, func(int) {}, 0)
+				ev := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { _ = captured[0] })
+				ev.Data = data
+				if err := ev.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}()
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			runtime.GC()
+			if freed[0].Load() && freed[1].Load() && freed[2].Load() && freed[3].Load() {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("Data of closed, dropped events collected: %v %v %v %v (events 0, 1 live inside the fd's slot)",
+			freed[0].Load(), freed[1].Load(), freed[2].Load(), freed[3].Load())
+	})
+}
