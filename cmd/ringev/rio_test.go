@@ -125,8 +125,9 @@ func TestRioChecksBeforeWriting(t *testing.T) {
 			t.Logf("%s can poll: --hipri ran", dir)
 			continue
 		}
-		if strings.Contains(stderr.String(), "ENOSYS") || strings.Contains(stderr.String(), "function not implemented") {
-			t.Skipf("io_uring unavailable: %s", stderr.String())
+		if e := stderr.String(); strings.Contains(e, "ENOSYS") || strings.Contains(e, "function not implemented") ||
+			strings.Contains(e, "io_uring_disabled") || strings.Contains(e, "operation not permitted") {
+			t.Skipf("io_uring unavailable (kernel.io_uring_disabled, seccomp or ENOSYS): %s", e)
 		}
 		if st != 1 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%s: status %d, stderr %q; want 1 and %q", tc.args, st, stderr.String(), tc.want)
