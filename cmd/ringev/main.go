@@ -7,7 +7,7 @@
 //	ringev help COMMAND
 //
 // Exit status: 0 on success (and for --help), 1 when a measurement fails, 2 for a bad command
-// line.
+// line, 130 or 143 when SIGINT or SIGTERM stopped a benchmark.
 package main
 
 import (
@@ -15,10 +15,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ringev/ringev/internal/bench"
 )
@@ -65,6 +67,10 @@ flags:
   --events N      read events per fd_speed and fd_many run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
   --png FILE      also draw events/sec per shape, backend and mode as a PNG bar chart
+                  (written at the end; an interrupted run leaves FILE as it was)
+
+SIGINT or SIGTERM ends the run in progress, restores RLIMIT_NOFILE and removes the fd_many
+FIFOs, prints nothing and exits 130 or 143. The table is printed when every run is done.
 `
 
 func main() {
@@ -136,18 +142,54 @@ func badArgs(cmd, usage string, err error, stdout, stderr io.Writer) int {
 	return exitStatus(err)
 }
 
-// createPNG creates the chart file of --png (path; "" for none: nil, true) before measuring, so
-// that a bad path fails at once; false after reporting why it could not.
-func createPNG(cmd, path string, stderr io.Writer) (*os.File, bool) {
+// pngOut is the chart file of --png. It is opened before measuring, so that a bad path fails at
+// once, but neither truncated nor written until the results are there; if the run fails or is
+// interrupted, discard leaves a file that existed as it was and removes one created for the run.
+type pngOut struct {
+	f       *os.File
+	created bool
+}
+
+// createPNG opens (creating if missing) the chart file of --png (path; "" for none: nil, true);
+// false after reporting why it could not.
+func createPNG(cmd, path string, stderr io.Writer) (*pngOut, bool) {
 	if path == "" {
 		return nil, true
 	}
-	f, err := os.Create(path)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o666)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: --png: %v\n", cmd, err)
 		return nil, false
 	}
-	return f, true
+	return &pngOut{f: f, created: errors.Is(statErr, fs.ErrNotExist)}, true
+}
+
+// discard closes the file and removes it if the run created it. nil-safe.
+func (p *pngOut) discard() {
+	if p == nil {
+		return
+	}
+	p.f.Close()
+	if p.created {
+		os.Remove(p.f.Name())
+	}
+}
+
+// write replaces the file's content with what draw writes, and closes it.
+func (p *pngOut) write(draw func(io.Writer) error) error {
+	if err := p.f.Truncate(0); err != nil {
+		p.discard()
+		return err
+	}
+	if err := draw(p.f); err != nil {
+		p.discard()
+		return fmt.Errorf("%s: %w", p.f.Name(), err)
+	}
+	if err := p.f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", p.f.Name(), err)
+	}
+	return nil
 }
 
 // exitStatus maps an error to the exit status: 0 for nil and flag.ErrHelp, 2 for a usageError,
@@ -317,19 +359,26 @@ func runPipes(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	if png != nil {
-		defer png.Close()
-	}
+	// SIGINT and SIGTERM end the run in progress and skip the rest; the fd_many FIFOs and
+	// RLIMIT_NOFILE are restored on the way out.
+	stop, caught := notifyStop(syscall.SIGINT, syscall.SIGTERM)
 	results, runErr := bench.Run(bench.Config{
 		Backends: o.backends,
 		Shapes:   o.shapes,
 		Fds:      o.fds,
 		Modes:    o.modes,
-		Options:  bench.Options{Events: o.events},
+		Options:  bench.Options{Events: o.events, Stop: stop},
 		Notes:    stderr,
 	})
-	if png != nil {
-		if err := writePNG(png, results); err != nil {
+	if sig := caught(); sig != nil {
+		png.discard()
+		fmt.Fprintf(stderr, "ringev bench pipes: interrupted by %s: nothing written\n", signalName(sig))
+		return 128 + int(sig.(syscall.Signal))
+	}
+	if png != nil && len(results) == 0 {
+		png.discard()
+	} else if png != nil {
+		if err := png.write(func(w io.Writer) error { return bench.WritePipesPNG(w, results) }); err != nil {
 			fmt.Fprintf(stderr, "ringev bench pipes: --png: %v\n", err)
 			if runErr == nil {
 				runErr = err
@@ -371,24 +420,6 @@ func writePipesTable(w io.Writer, results []bench.Result) error {
 			_, err := fmt.Fprint(w, signalsNote)
 			return err
 		}
-	}
-	return nil
-}
-
-// writePNG draws results into f and closes it; without results it removes f (created before
-// measuring) instead.
-func writePNG(f *os.File, results []bench.Result) error {
-	if len(results) == 0 {
-		f.Close()
-		os.Remove(f.Name())
-		return errors.New("no results, no chart")
-	}
-	if err := bench.WritePipesPNG(f, results); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%s: %w", f.Name(), err)
 	}
 	return nil
 }

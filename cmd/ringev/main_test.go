@@ -6,11 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ringev/ringev/internal/bench"
 )
@@ -278,5 +281,41 @@ func TestRunPipesFdManyModesPNG(t *testing.T) {
 	}
 	if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
 		t.Errorf("%s does not start with the PNG signature: %q", png, data[:min(8, len(data))])
+	}
+}
+
+// TestPipesInterruptedKeepsAnExistingPNG: SIGINT during `bench pipes --png FILE` exits 130,
+// leaves an existing FILE as it was, and removes a FILE the run created.
+func TestPipesInterruptedKeepsAnExistingPNG(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.png")
+	if err := os.WriteFile(old, []byte("an older chart"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(dir, "new.png")
+	for _, path := range []string{old, fresh} {
+		var stdout, stderr bytes.Buffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run([]string{"bench", "pipes", "--shape", "fd_speed1", "--backend", "epoll", "--events", "1000000000", "--png", path}, &stdout, &stderr)
+		}()
+		time.Sleep(500 * time.Millisecond) // the run is under way (its signal handler is installed at once)
+		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case st := <-done:
+			if st != 130 || !strings.Contains(stderr.String(), "interrupted by SIGINT") {
+				t.Errorf("%s: status %d, stderr %q; want 130 and \"interrupted by SIGINT\"", path, st, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: bench pipes did not stop within 10 s of SIGINT", path)
+		}
+	}
+	if b, err := os.ReadFile(old); err != nil || string(b) != "an older chart" {
+		t.Errorf("existing --png file after the interrupt: %q, %v; want it unchanged", b, err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--png file created by the interrupted run: stat says %v, want it removed", err)
 	}
 }

@@ -254,9 +254,6 @@ func runRio(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	if png != nil {
-		defer png.Close()
-	}
 	o.cfg.Notes = stderr
 	if isTerminal(stderr) {
 		o.cfg.Progress = stderr
@@ -266,10 +263,7 @@ func runRio(args []string, stdout, stderr io.Writer) int {
 	o.cfg.Stop = stop
 	results, runErr := bench.RunRioGrid(o.cfg, o.grid)
 	if sig := caught(); sig != nil {
-		if png != nil {
-			png.Close()
-			os.Remove(png.Name())
-		}
+		png.discard()
 		what := "the run was stopped"
 		if o.cfg.File == "" && o.cfg.Op == bench.OpRead {
 			what += " and its temporary file removed"
@@ -293,10 +287,9 @@ func runRio(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if png != nil && len(results) == 0 { // the run failed at once: no chart, and no empty file
-		png.Close()
-		os.Remove(png.Name())
+		png.discard()
 	} else if png != nil {
-		if err := writeRioPNG(png, results, o.stats[0], !o.grid.Empty()); err != nil {
+		if err := png.write(func(w io.Writer) error { return bench.WriteRioPNG(w, results, o.stats[0], !o.grid.Empty()) }); err != nil {
 			fmt.Fprintf(stderr, "ringev bench rio: --png: %v\n", err)
 			if runErr == nil {
 				return 1
@@ -343,16 +336,4 @@ func signalName(sig os.Signal) string {
 		return "SIGTERM"
 	}
 	return sig.String()
-}
-
-// writeRioPNG draws results into f and closes it.
-func writeRioPNG(f *os.File, results []bench.RioResult, stat string, grid bool) error {
-	if err := bench.WriteRioPNG(f, results, stat, grid); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%s: %w", f.Name(), err)
-	}
-	return nil
 }

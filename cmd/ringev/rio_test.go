@@ -254,3 +254,23 @@ func TestRunRioJSON(t *testing.T) {
 		t.Errorf("JSON %v: %s", err, out.String())
 	}
 }
+
+// TestRioRefusesADirectoryAndATooLargeTempFile: --file naming a directory, and a temporary file
+// larger than the free space of $TMPDIR, fail at once (status 1) with the reason, writing nothing.
+func TestRioRefusesADirectoryAndATooLargeTempFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	for _, tc := range []struct{ args, want string }{
+		{"--file " + dir, "is a directory"},
+		{"--size 1024t", "does not fit"},
+	} {
+		var out, errb bytes.Buffer
+		st := run(append([]string{"bench", "rio", "--runtime", "100ms"}, strings.Fields(tc.args)...), &out, &errb)
+		if st != 1 || !strings.Contains(errb.String(), tc.want) || strings.Contains(errb.String(), "writing") {
+			t.Errorf("%s: status %d, stderr %q; want 1 and %q, and nothing written", tc.args, st, errb.String(), tc.want)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%s: left in $TMPDIR: %v", tc.args, ents)
+		}
+	}
+}

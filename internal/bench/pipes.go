@@ -151,6 +151,10 @@ type Options struct {
 	// Mode is a name from PipesModes() ("" means PipesModeDefault). The netpoller only has the
 	// default mode.
 	Mode string
+	// Stop, when closed, ends the run in progress early (RunPipes returns ErrStopped, after
+	// closing what it opened and restoring RLIMIT_NOFILE) and makes Run skip the runs left.
+	// nil: never.
+	Stop <-chan struct{}
 }
 
 func (o Options) withDefaults() Options {
@@ -268,6 +272,7 @@ type pipeRun struct {
 	raised   int64
 	counted  int64
 	finished bool
+	stopped  bool // Options.Stop ended the run
 }
 
 // onRead is tevent_pipe.c's rd: raise the two signals (context only), read one byte. It raises
@@ -410,11 +415,26 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 			}
 		}
 	}
+	if opt.Stop != nil {
+		// A stop is posted into the loop, which ends the run at its next turn.
+		done := make(chan struct{})
+		defer close(done) // before the loop is closed: defers run last-in first-out
+		go func() {
+			select {
+			case <-opt.Stop:
+				loop.Post(func() { s.finished, s.stopped = true, true })
+			case <-done:
+			}
+		}()
+	}
 	t0 := time.Now()
 	for !s.finished {
 		if err := loop.Once(); err != nil {
 			return res, fmt.Errorf("loop.Once after %d events: %w", s.events, err)
 		}
+	}
+	if s.stopped {
+		return res, ErrStopped
 	}
 	res = newResult(backend, opt.Mode, shape, s.events, time.Since(t0).Seconds())
 	res.Spurious = s.spurious
@@ -486,6 +506,10 @@ func runNetpoller(shape string, opt Options) (res Result, err error) {
 		b := make([]byte, 1)
 		var n int64
 		for n < opt.Events {
+			if n&1023 == 0 && stopped(opt.Stop) {
+				readerDone <- readResult{n, ErrStopped}
+				return
+			}
 			if _, err := r.Read(b); err != nil {
 				readerDone <- readResult{n, err}
 				return
@@ -612,6 +636,9 @@ func Run(cfg Config) ([]Result, error) {
 						fmt.Fprintf(notes, "skipping %s on poll: poll(2) scans every fd per wait (about 0.4 ms per event at 10,000 fds); ask for --backend poll to run it\n", shape)
 					}
 					continue
+				}
+				if stopped(cfg.Stop) {
+					return results, errors.Join(append(errs, ErrStopped)...)
 				}
 				opt := cfg.Options
 				opt.Mode = mode

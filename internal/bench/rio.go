@@ -99,12 +99,12 @@ type RioConfig struct {
 	Seed uint64
 	// Stop, when closed, ends the run early: the temporary file's writing
 	// stops, the I/Os in flight are reaped, the file is removed and the run
-	// returns an error wrapping ErrRioStopped. nil: never.
+	// returns an error wrapping ErrStopped. nil: never.
 	Stop <-chan struct{}
 }
 
-// ErrRioStopped is the error of a run ended by closing RioConfig.Stop.
-var ErrRioStopped = errors.New("stopped")
+// ErrStopped is the error of a run ended by closing RioConfig.Stop or Options.Stop (bench pipes).
+var ErrStopped = errors.New("stopped")
 
 // stopped reports whether stop is closed.
 func stopped(stop <-chan struct{}) bool {
@@ -262,6 +262,11 @@ func openTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
 		return nil, func() {}, nil
 	}
 	path, remove := cfg.File, false
+	if path != "" {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			return nil, nil, fmt.Errorf("file %s is a directory: --file takes a file or a block device", path)
+		}
+	}
 	if path == "" {
 		if path, err = createTempFile(cfg.Size, cfg.Notes, cfg.Stop); err != nil {
 			return nil, nil, err
@@ -301,8 +306,13 @@ func openTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
 
 // createTempFile writes a file of size bytes of pseudo-random data in
 // os.TempDir and syncs it; it returns its path. Closing stop ends the writing
-// and removes the file (the error wraps ErrRioStopped).
+// and removes the file (the error wraps ErrStopped).
 func createTempFile(size int64, notes io.Writer, stop <-chan struct{}) (string, error) {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(os.TempDir(), &fs); err == nil && uint64(size) > fs.Bavail*uint64(fs.Bsize) {
+		return "", fmt.Errorf("temporary file of %s does not fit in %s (%s free): use a smaller --size or --file",
+			formatBytes(size), os.TempDir(), formatBytes(int64(fs.Bavail*uint64(fs.Bsize))))
+	}
 	f, err := os.CreateTemp("", "ringev-rio-*.dat")
 	if err != nil {
 		return "", fmt.Errorf("temporary file: %w", err)
@@ -326,7 +336,7 @@ func createTempFile(size int64, notes io.Writer, stop <-chan struct{}) (string, 
 	for off := int64(0); off < size; off += int64(len(buf)) {
 		n := min(int64(len(buf)), size-off)
 		if stopped(stop) {
-			return fail(ErrRioStopped)
+			return fail(ErrStopped)
 		}
 		buf[0]++ // no two chunks alike (no dedup or compression shortcuts)
 		if _, err := f.WriteAt(buf[:n], off); err != nil {
@@ -561,7 +571,7 @@ func runLocked(cfg RioConfig, t *rioTarget, prog *rioProgress) (res RioResult, e
 	}
 	for ioErr == nil {
 		if stopped(cfg.Stop) {
-			ioErr = ErrRioStopped
+			ioErr = ErrStopped
 			break
 		}
 		now := clock()

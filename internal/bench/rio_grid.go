@@ -127,7 +127,7 @@ func trial(runs []rioRun, t *rioTarget) error {
 		c := r.cfg
 		c.Runtime, c.RateIOPS, c.Progress = trialRuntime, 0, nil
 		if _, err := runOne(c, t, nil); err != nil {
-			if errors.Is(err, ErrRioStopped) {
+			if errors.Is(err, ErrStopped) {
 				return err
 			}
 			return fmt.Errorf("mode %s: %w", modeWords(c), err)
@@ -158,7 +158,7 @@ func trialTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
 // run of each mode checks what can fail (the ring's setup, SQPOLL, CPU
 // pinning, O_DIRECT and IOPOLL reads of the file's device). It stops at the
 // first error and returns the results so far with it; closing cfg.Stop ends
-// it with an error wrapping ErrRioStopped.
+// it with an error wrapping ErrStopped.
 func RunRioGrid(cfg RioConfig, g RioGrid) ([]RioResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

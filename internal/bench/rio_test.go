@@ -300,7 +300,7 @@ func TestRioReports(t *testing.T) {
 	}
 }
 
-// TestRioStop: closing Stop ends a long run soon, with ErrRioStopped and the
+// TestRioStop: closing Stop ends a long run soon, with ErrStopped and the
 // temporary file removed; a closed Stop ends the temporary file's writing.
 func TestRioStop(t *testing.T) {
 	dir := t.TempDir()
@@ -313,8 +313,8 @@ func TestRioStop(t *testing.T) {
 	start := time.Now()
 	_, err := RunRio(cfg)
 	skipWithoutIOUring(t, cfg, err)
-	if !errors.Is(err, ErrRioStopped) {
-		t.Errorf("RunRio: %v, want ErrRioStopped", err)
+	if !errors.Is(err, ErrStopped) {
+		t.Errorf("RunRio: %v, want ErrStopped", err)
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("stopped after %v, want soon after 200 ms", el)
@@ -322,8 +322,8 @@ func TestRioStop(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("left in %s: %v", dir, ents)
 	}
-	if _, err := createTempFile(64<<20, nil, stop); !errors.Is(err, ErrRioStopped) {
-		t.Errorf("createTempFile with Stop closed: %v, want ErrRioStopped", err)
+	if _, err := createTempFile(64<<20, nil, stop); !errors.Is(err, ErrStopped) {
+		t.Errorf("createTempFile with Stop closed: %v, want ErrStopped", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("createTempFile left %v", ents)
