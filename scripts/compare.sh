@@ -4,6 +4,9 @@
 # of the rounds are printed with their ratios to tevent epoll and to the liburing one-shot loop.
 # usage: scripts/compare.sh [ROUNDS] [EVENTS]   (default 7 rounds of 500000 events)
 # Needs the anchors built by ../shared/anchors/run.sh (in $ANCHORS_BIN, default /tmp/ringev-anchors).
+# Every peer runs pinned to one CPU ($CPU, default 0; CPU=none: unpinned): on the 2-vCPU machines
+# we measured, one vCPU runs this benchmark ~15 % slower than the other, for C and Go alike, so
+# unpinned runs are bimodal and their ratios depend on where each process landed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-7}
@@ -16,13 +19,16 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/ringev" ./cmd/ringev
 raw="$bin/raw"
+cpu=${CPU:-0}
+pin=()
+if [ "$cpu" != none ] && command -v taskset >/dev/null; then pin=(taskset -c "$cpu"); fi
 got() { sed -n 's/.*Got \([0-9.]*\).*/'"$1"' \1/p'; }
 for _ in $(seq "$rounds"); do
-  "$a/tevent_pipe" epoll speed 0 "$events" | got tevent-epoll
-  "$a/tevent_pipe" poll speed 0 "$events" | got tevent-poll
-  "$a/uring_pipe" oneshot-defer "$events" | got liburing-oneshot-defer
-  "$a/uring_epoll_pipe" "$events" 8 | got liburing-epollwait8
-  "$bin/ringev" bench pipes --shape fd_speed1 --events "$events" --json 2>/dev/null |
+  "${pin[@]}" "$a/tevent_pipe" epoll speed 0 "$events" | got tevent-epoll
+  "${pin[@]}" "$a/tevent_pipe" poll speed 0 "$events" | got tevent-poll
+  "${pin[@]}" "$a/uring_pipe" oneshot-defer "$events" | got liburing-oneshot-defer
+  "${pin[@]}" "$a/uring_epoll_pipe" "$events" 8 | got liburing-epollwait8
+  "${pin[@]}" "$bin/ringev" bench pipes --shape fd_speed1 --events "$events" --json 2>/dev/null |
     python3 -c 'import json,sys; [print("ringev-"+r["backend"], r["events_per_sec"]) for r in json.load(sys.stdin)]'
 done > "$raw"
 python3 - "$raw" <<'PY'
