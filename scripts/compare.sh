@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved fd_speed1 comparison of ringev's backends with the C peers, for ratios on a noisy
-# machine: each round runs every peer and `ringev bench pipes --shape fd_speed1` once; the medians
+# machine: each round runs every peer once, each in a process of its own (`ringev bench pipes
+# --shape fd_speed1 --backend B` per ringev backend and the Go netpoller); the medians
 # of the rounds are printed with their ratios to tevent epoll and to the liburing one-shot loop.
 # usage: scripts/compare.sh [ROUNDS] [EVENTS]   (default 7 rounds of 500000 events)
 # Needs the anchors built by ../shared/anchors/run.sh (in $ANCHORS_BIN, default /tmp/ringev-anchors).
@@ -28,8 +29,12 @@ for _ in $(seq "$rounds"); do
   "${pin[@]}" "$a/tevent_pipe" poll speed 0 "$events" | got tevent-poll
   "${pin[@]}" "$a/uring_pipe" oneshot-defer "$events" | got liburing-oneshot-defer
   "${pin[@]}" "$a/uring_epoll_pipe" "$events" 8 | got liburing-epollwait8
-  "${pin[@]}" "$bin/ringev" bench pipes --shape fd_speed1 --events "$events" --json 2>/dev/null |
-    python3 -c 'import json,sys; [print("ringev-"+r["backend"], r["events_per_sec"]) for r in json.load(sys.stdin)]'
+  # One process per ringev backend, as each C peer is one process: in one process the first run
+  # was sometimes measured slower than the later ones.
+  for b in uring epoll poll uring-poll go-netpoller; do
+    "${pin[@]}" "$bin/ringev" bench pipes --shape fd_speed1 --backend "$b" --events "$events" --json 2>/dev/null |
+      python3 -c 'import json,sys; [print("ringev-"+r["backend"], r["events_per_sec"]) for r in json.load(sys.stdin)]'
+  done
 done > "$raw"
 python3 - "$raw" <<'PY'
 import collections, statistics, sys
