@@ -21,16 +21,12 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// b2Modes are the dispatch modes every b2 case runs in.
-var b2Modes = []struct {
+// b2Modes are the dispatch modes every b2 case runs in: the close cases' modes and both options
+// together.
+var b2Modes = append(ctDispatchModes[:len(ctDispatchModes):len(ctDispatchModes)], struct {
 	name string
 	opts []ringev.Option
-}{
-	{"Default", nil},
-	{"Fresh", []ringev.Option{ringev.WithFreshReadiness()}},
-	{"All", []ringev.Option{ringev.WithDispatchAll()}},
-	{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}},
-}
+}{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}})
 
 // b2UringFallback names the uring backend forced onto its pre-6.15 fallback (POLL_ADD on the
 // epoll fd, then epoll_wait).
@@ -53,7 +49,7 @@ func b2Each(t *testing.T, fn func(t *testing.T, backend string, all bool, opts [
 	t.Helper()
 	for _, b := range append(ringev.Backends(), b2UringFallback) {
 		for _, m := range b2Modes {
-			all := m.name == "All" || m.name == "FreshAll"
+			all := m.name == "DispatchAll" || m.name == "FreshAll"
 			t.Run(b+"/"+m.name, func(t *testing.T) { fn(t, b, all, m.opts) })
 		}
 	}
@@ -731,7 +727,7 @@ func TestStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 func TestFreshReadinessNoStaleRunAfterPOLLNVAL(t *testing.T) {
 	for _, backend := range append(ringev.Backends(), b2UringFallback) {
 		for _, m := range b2Modes {
-			if m.name != "Fresh" && m.name != "FreshAll" {
+			if m.name != "FreshReadiness" && m.name != "FreshAll" {
 				continue
 			}
 			t.Run(backend+"/"+m.name, func(t *testing.T) {
