@@ -82,3 +82,35 @@ func Example() {
 	fmt.Printf("echo: %s\n", echo)
 	// Output: echo: hello
 }
+
+// A repeating timer: a timer runs once, so its handler adds the next one. Here it ticks every
+// 10 ms and stops the loop at the third tick; Run returns when nothing is left to wait for or
+// when Stop is called.
+func ExampleLoop_AddTimer_repeating() {
+	loop, err := ringev.New()
+	if err != nil {
+		fmt.Println("ringev.New:", err)
+		return
+	}
+	defer loop.Close()
+
+	ticks := 0
+	var tick func(*ringev.Timer)
+	tick = func(*ringev.Timer) {
+		ticks++
+		fmt.Println("tick", ticks)
+		if ticks == 3 {
+			loop.Stop()
+			return
+		}
+		loop.AddTimer(10*time.Millisecond, tick) // the next tick, 10 ms after this one ran
+	}
+	loop.AddTimer(10*time.Millisecond, tick)
+	if err := loop.Run(); err != nil {
+		fmt.Println("Run:", err)
+	}
+	// Output:
+	// tick 1
+	// tick 2
+	// tick 3
+}
