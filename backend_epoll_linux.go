@@ -60,7 +60,7 @@ func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	// epoll_pwait2(2) writes the events into buf's free capacity (readyFd is struct
 	// epoll_event). A wait that may block goes through unix.Syscall6, which lets the runtime
 	// run other goroutines meanwhile.
-	buf, ev, max := epollRoom(buf)
+	buf, free := epollRoom(buf)
 	var r uintptr
 	var e unix.Errno
 	if !b.noPwait2 {
@@ -70,7 +70,7 @@ func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			ts = timespecOf(timeout)
 			tsp = unsafe.Pointer(&ts)
 		}
-		r, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(b.epfd), ev, max, uintptr(tsp), 0, 0)
+		r, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(b.epfd), uintptr(unsafe.Pointer(unsafe.SliceData(free))), uintptr(len(free)), uintptr(tsp), 0, 0)
 		if e == unix.ENOSYS {
 			b.noPwait2 = true
 		}
@@ -80,13 +80,10 @@ func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		if timeout >= 0 {
 			ms = int((timeout + 999_999) / 1_000_000)
 		}
-		r, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(b.epfd), ev, max, uintptr(ms), 0, 0)
+		r, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(b.epfd), uintptr(unsafe.Pointer(unsafe.SliceData(free))), uintptr(len(free)), uintptr(ms), 0, 0)
 	}
 	if e != 0 {
-		if e == unix.EINTR {
-			return buf, nil
-		}
-		return buf, fmt.Errorf("ringev: epoll backend: epoll_wait: %w", e)
+		return buf, epollError(e)
 	}
 	return buf[:len(buf)+int(r)], nil
 }

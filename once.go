@@ -33,6 +33,9 @@ func (l *Loop) Once() error {
 	if l.closed {
 		return ErrClosed
 	}
+	if l.fresh {
+		l.cacheLeft = 0 // WithFreshReadiness: no readiness from an earlier Once
+	}
 	for {
 		if l.sig != nil && l.sig.isPending() && l.runSignal() {
 			return nil
@@ -69,16 +72,10 @@ func (l *Loop) Once() error {
 			return err
 		}
 		if err := l.markReady(); err != nil {
-			if l.fresh {
-				l.cacheLeft = 0
-			}
 			return err
 		}
 		if l.dispatchFd() {
 			l.dispatchRest()
-			if l.fresh {
-				l.cacheLeft = 0
-			}
 			return nil
 		}
 		if l.running && l.stopReq.Load() {
@@ -210,7 +207,7 @@ func pollFlags(revents uint32) Flags {
 	return Flags(revents&unix.POLLIN) | Flags(revents&unix.POLLOUT)>>1
 }
 
-// rawIO is read(2) or write(2) (trap) of p on fd through rawSyscall.
+// rawIO is read(2) or write(2) (trap) of p on fd through rawsys.Syscall.
 func rawIO(trap uintptr, fd int, p []byte) (int, error) {
 	n, e := rawsys.Syscall(trap, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 	if e != 0 {
@@ -224,25 +221,22 @@ func rawIO(trap uintptr, fd int, p []byte) (int, error) {
 // so it goes through rawsys.Syscall6, without the runtime's syscall bookkeeping. (epoll_pwait
 // with no signal mask is epoll_wait, which arm64 lacks.) EINTR returns buf unchanged.
 func epollLook(epfd int, buf []readyFd) ([]readyFd, error) {
-	if cap(buf)-len(buf) < 16 {
-		buf = growReady(buf)
-	}
-	free := buf[len(buf):cap(buf)]
-	r, e := rawsys.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&free[0])), uintptr(len(free)), 0, 0, 0)
+	buf, free := epollRoom(buf)
+	r, e := rawsys.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(free))), uintptr(len(free)), 0, 0, 0)
 	if e != 0 {
 		return buf, epollError(e)
 	}
 	return buf[:len(buf)+int(r)], nil
 }
 
-// epollRoom returns buf with free capacity for at least 16 events, and the address and length
-// of that free capacity, for epoll_wait(2).
-func epollRoom(buf []readyFd) ([]readyFd, uintptr, uintptr) {
+// epollRoom returns buf with free capacity for at least 16 events, and that free capacity, for
+// epoll_wait(2) to write into. (Callers convert free's address to uintptr in the syscall's
+// own argument list, which keeps it valid for the call.)
+func epollRoom(buf []readyFd) (grown, free []readyFd) {
 	if cap(buf)-len(buf) < 16 {
 		buf = growReady(buf)
 	}
-	free := buf[len(buf):cap(buf)]
-	return buf, uintptr(unsafe.Pointer(&free[0])), uintptr(len(free))
+	return buf, buf[len(buf):cap(buf)]
 }
 
 // growReady returns buf with room for 64 more events.
