@@ -116,13 +116,7 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 // kernel registration that is gone (the epoll-based backends ask epoll_ctl).
 func (l *Loop) checkIdentity(s *fdSlot, st *unix.Stat_t) {
 	if len(s.events) > 0 && (st.Dev != s.dev || st.Ino != s.ino || !l.be.stillWatched(s.fd, s.interest)) {
-		for _, ev := range s.events {
-			ev.flags = 0
-		}
-		if s.interest != 0 {
-			l.be.setInterest(s.fd, s.interest, 0) // the old registration may be gone already
-			s.interest = 0
-		}
+		l.disarmSlot(s) // the old registration may be gone already: its error says nothing
 	}
 	s.dev, s.ino = st.Dev, st.Ino
 }
@@ -173,10 +167,11 @@ func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
 
 // Close stops the event: its handler never runs again, even if readiness for it was already
 // reported, and the event lets go of the handler and of Data (set to nil), so what they hold can
-// be garbage-collected while the caller keeps the closed event. With auto-close set, the fd is closed too, and the other fd events on that fd (if
-// any) are disarmed: their flags become 0. Calling Close again returns nil. From a
-// goroutine other than the loop's owner it returns ErrNotOwner and changes nothing. The
-// error is otherwise the backend's (when it could not stop watching) or close(2)'s, wrapping the errno.
+// be garbage-collected while the caller keeps the closed event. With auto-close set, the fd is
+// closed too, and the other fd events on that fd (if any) are disarmed: their flags become 0.
+// Calling Close again returns nil. From a goroutine other than the loop's owner it returns
+// ErrNotOwner and changes nothing. The error is otherwise the backend's (when it could not stop
+// watching) or close(2)'s, wrapping the errno.
 func (e *FdEvent) Close() error {
 	if e.closed {
 		return nil
@@ -203,20 +198,13 @@ func (e *FdEvent) Close() error {
 	}
 	l.nfd--
 	s.mark = 0
-	var err error
 	if e.autoClose {
-		// Stop watching before the fd number can be reused.
-		if s.interest != 0 {
-			err = l.be.setInterest(s.fd, s.interest, 0)
-			s.interest = 0
-		}
+		// Stop watching before the fd number can be reused; the other events on the fd would
+		// name a closed fd: they are disarmed (flags 0), so they never see the file that
+		// takes the number next.
+		err := l.disarmSlot(s)
 		if cerr := unix.Close(int(e.fd)); cerr != nil && err == nil {
 			err = fmt.Errorf("ringev: close fd %d: %w", e.fd, cerr)
-		}
-		// Other events on the same fd now name a closed fd: they are disarmed (flags 0), so
-		// they never see the file that takes the number next.
-		for _, other := range s.events {
-			other.flags = 0
 		}
 		return err
 	}
@@ -227,23 +215,40 @@ func (e *FdEvent) Close() error {
 // to the slot's events: a handler without Read or Error is not told, and loses its Write flag
 // instead. The others are handed Error and Read (and Write if POLLOUT is reported too).
 func (l *Loop) applyErrorRule(s *fdSlot) {
+	changed := false
 	for _, ev := range s.events {
 		if ev.flags&(Read|Error) == 0 && ev.flags&Write != 0 {
 			ev.flags &^= Write
-			l.updateInterest(s)
+			changed = true
 		}
+	}
+	if changed {
+		l.updateInterest(s)
 	}
 }
 
 // disarmInvalid clears the flags of every event on an fd the kernel reports invalid (POLLNVAL:
 // closed behind the loop's back) and returns the error Once reports.
 func (l *Loop) disarmInvalid(s *fdSlot) error {
+	l.disarmSlot(s)
+	return fmt.Errorf("ringev: fd %d is not open (POLLNVAL); its %d fd event(s) are disarmed: %w", s.fd, len(s.events), unix.EBADF)
+}
+
+// disarmSlot clears the flags of every event on the slot and stops watching its fd; it returns
+// the backend's error.
+func (l *Loop) disarmSlot(s *fdSlot) error {
 	for _, ev := range s.events {
 		ev.flags = 0
 	}
-	if s.interest != 0 {
-		l.be.setInterest(s.fd, s.interest, 0)
-		s.interest = 0
+	return l.unwatch(s)
+}
+
+// unwatch stops watching the slot's fd (if it is watched); it returns the backend's error.
+func (l *Loop) unwatch(s *fdSlot) error {
+	if s.interest == 0 {
+		return nil
 	}
-	return fmt.Errorf("ringev: fd %d is not open (POLLNVAL); its %d fd event(s) are disarmed: %w", s.fd, len(s.events), unix.EBADF)
+	err := l.be.setInterest(s.fd, s.interest, 0)
+	s.interest = 0
+	return err
 }

@@ -273,10 +273,7 @@ func (l *Loop) Close() error {
 		if auto {
 			// Stop watching first: a pending poll (uring-poll) holds the file, which must
 			// be released when the fd is closed.
-			if s.interest != 0 {
-				l.be.setInterest(s.fd, s.interest, 0)
-				s.interest = 0
-			}
+			l.unwatch(s)
 			unix.Close(int(s.fd))
 		}
 		s.events = nil
