@@ -79,13 +79,8 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	if err := ringWaitError(err); err != nil {
 		return buf, err
 	}
-	for {
-		c := b.ring.PeekCQE()
-		if c == nil {
-			break
-		}
+	for c, ok := b.ring.PopCQE(); ok; c, ok = b.ring.PopCQE() {
 		ud, res := c.UserData, c.Res
-		b.ring.CQESeen()
 		if ud != uringEpollTag {
 			continue
 		}

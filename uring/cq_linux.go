@@ -31,6 +31,20 @@ func (r *Ring) CQESeen() {
 	r.CQAdvance(1)
 }
 
+// PopCQE returns a copy of the oldest unconsumed CQE and marks it consumed
+// (liburing's io_uring_peek_cqe followed by io_uring_cqe_seen), or false when
+// the CQ is empty or the ring is closed. No allocation, no syscall; see
+// PeekCQE for completions still in the kernel.
+func (r *Ring) PopCQE() (CQE, bool) {
+	c := r.PeekCQE()
+	if c == nil {
+		return CQE{}, false
+	}
+	cqe := *c
+	r.CQESeen()
+	return cqe, true
+}
+
 // CQAdvance marks the n oldest CQEs as consumed (advances the CQ head by n).
 // n must not exceed CQReady.
 func (r *Ring) CQAdvance(n uint32) {

@@ -32,9 +32,8 @@ func requireFeature(t *testing.T, r *Ring, f uint32) {
 // drain copies and consumes every CQE ready now.
 func drain(r *Ring) []CQE {
 	var out []CQE
-	for cqe := r.PeekCQE(); cqe != nil; cqe = r.PeekCQE() {
-		out = append(out, *cqe)
-		r.CQESeen()
+	for cqe, ok := r.PopCQE(); ok; cqe, ok = r.PopCQE() {
+		out = append(out, cqe)
 	}
 	return out
 }

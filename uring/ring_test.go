@@ -357,3 +357,29 @@ func TestEpollWaitReturnsReadyEvent(t *testing.T) {
 	}
 	runtime.KeepAlive(events)
 }
+
+// TestPopCQECopiesAndConsumes: PopCQE on an empty CQ reports false; after two NOPs it returns
+// their user_data in order, each once, and the CQ is empty again.
+func TestPopCQECopiesAndConsumes(t *testing.T) {
+	r := newTestRing(t)
+	if c, ok := r.PopCQE(); ok {
+		t.Fatalf("PopCQE on an empty CQ: %+v, true", c)
+	}
+	prep(t, r, 7, (*SQE).PrepNop)
+	prep(t, r, 8, (*SQE).PrepNop)
+	if _, err := r.SubmitAndWaitTimeout(2, waitTimeout); err != nil {
+		t.Fatalf("SubmitAndWaitTimeout: %v", err)
+	}
+	for _, want := range []uint64{7, 8} {
+		c, ok := r.PopCQE()
+		if !ok || c.UserData != want || c.Res != 0 {
+			t.Fatalf("PopCQE = %+v, %v; want user_data %d, res 0", c, ok, want)
+		}
+	}
+	if n := r.CQReady(); n != 0 {
+		t.Fatalf("CQReady after popping both = %d, want 0", n)
+	}
+	if c, ok := r.PopCQE(); ok {
+		t.Fatalf("PopCQE after both: %+v, true", c)
+	}
+}
