@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"github.com/ringev/ringev/internal/testutil"
 	"testing"
 	"unsafe"
 
@@ -85,6 +86,7 @@ func TestAcceptMultishot(t *testing.T) {
 // 2-buffer ring gets ENOBUFS (and stops) at the third message; re-providing a
 // buffer and re-arming receives the waiting data.
 func TestRecvMultishotRunsOutOfBuffersAndRecovers(t *testing.T) {
+	testutil.SkipUnlessKernel(t, 6, 0, "IORING_RECV_MULTISHOT")
 	r := newTestRing(t)
 	requireOp(t, r, OpRecv)
 	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -93,9 +95,10 @@ func TestRecvMultishotRunsOutOfBuffersAndRecovers(t *testing.T) {
 	}
 	closeLater(t, sp[0])
 	closeLater(t, sp[1])
+	testutil.SkipUnlessKernel(t, 5, 19, "IORING_REGISTER_PBUF_RING")
 	br, err := r.SetupBufRing(2, 7)
 	if err != nil {
-		t.Skipf("IORING_REGISTER_PBUF_RING (5.19): %v", err)
+		t.Fatalf("SetupBufRing: %v", err)
 	}
 	defer br.Close()
 	bufs := [][]byte{make([]byte, 8), make([]byte, 8)}
@@ -109,9 +112,6 @@ func TestRecvMultishotRunsOutOfBuffersAndRecovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := collect(t, r, 1)[0]
-		if c.Res == errnoRes(unix.EINVAL) {
-			t.Skip("IORING_RECV_MULTISHOT (6.0) unsupported")
-		}
 		bid, ok := c.BufferID()
 		if c.Res != 8 || !ok || !c.More() || string(bufs[bid]) != msg {
 			t.Fatalf("message %d: CQE %+v buffer %d ok %v data %q", i, c, bid, ok, bufs[bid])

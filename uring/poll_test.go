@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"github.com/ringev/ringev/internal/testutil"
 	"testing"
 	"time"
 
@@ -92,6 +93,7 @@ func TestPollCancelByUserData(t *testing.T) {
 
 // TestCancelAllByFdReturnsCount: ASYNC_CANCEL_FD|ALL cancels the 3 polls on one fd and returns 3.
 func TestCancelAllByFdReturnsCount(t *testing.T) {
+	testutil.SkipUnlessKernel(t, 5, 19, "IORING_ASYNC_CANCEL_FD")
 	r := newTestRing(t)
 	rfd, _ := newPipe(t)
 	other, _ := newPipe(t)
@@ -104,9 +106,6 @@ func TestCancelAllByFdReturnsCount(t *testing.T) {
 	}
 	prep(t, r, 9, func(s *SQE) { s.PrepCancelFd(rfd, AsyncCancelAll) })
 	m := byUserData(collect(t, r, 4))
-	if m[9].Res == errnoRes(unix.EINVAL) {
-		t.Skip("IORING_ASYNC_CANCEL_FD (5.19) unsupported")
-	}
 	if m[9].Res != 3 {
 		t.Errorf("cancel Res = %d, want 3", m[9].Res)
 	}

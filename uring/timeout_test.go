@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"github.com/ringev/ringev/internal/testutil"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func TestTimeoutRemove(t *testing.T) {
 
 // TestTimeoutUpdate: TIMEOUT_REMOVE with TimeoutUpdate shortens a 10 s timeout to 20 ms.
 func TestTimeoutUpdate(t *testing.T) {
+	testutil.SkipUnlessKernel(t, 5, 11, "IORING_TIMEOUT_UPDATE")
 	r := newTestRing(t)
 	ts := NewTimespec(10 * time.Second)
 	prep(t, r, 1, func(s *SQE) { s.PrepTimeout(&ts, 0, 0) })
@@ -74,9 +76,6 @@ func TestTimeoutUpdate(t *testing.T) {
 	start := time.Now()
 	prep(t, r, 2, func(s *SQE) { s.PrepTimeoutUpdate(&short, 1, 0) })
 	m := byUserData(collect(t, r, 2))
-	if m[2].Res == errnoRes(unix.EINVAL) {
-		t.Skip("IORING_TIMEOUT_UPDATE (5.11) unsupported")
-	}
 	if m[1].Res != errnoRes(unix.ETIME) || m[2].Res != 0 {
 		t.Errorf("results %+v, want 1: -ETIME, 2: 0", m)
 	}
@@ -100,6 +99,7 @@ func TestLinkTimeoutCancelsLinkedPoll(t *testing.T) {
 
 // TestTimeoutMultishot: a multishot TIMEOUT with count 3 fires 3 times, MORE on all but the last.
 func TestTimeoutMultishot(t *testing.T) {
+	testutil.SkipUnlessKernel(t, 6, 4, "IORING_TIMEOUT_MULTISHOT")
 	r := newTestRing(t)
 	ts := NewTimespec(10 * time.Millisecond)
 	prep(t, r, 1, func(s *SQE) { s.PrepTimeout(&ts, 3, TimeoutMultishot) })
@@ -107,9 +107,6 @@ func TestTimeoutMultishot(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := collect(t, r, 1)[0]
-	if first.Res == errnoRes(unix.EINVAL) {
-		t.Skip("IORING_TIMEOUT_MULTISHOT (6.4) unsupported")
-	}
 	cqes := append([]CQE{first}, collect(t, r, 2)...)
 	for i, c := range cqes {
 		if c.UserData != 1 || c.Res != errnoRes(unix.ETIME) || c.More() != (i < 2) {
