@@ -1,10 +1,10 @@
 package uring
 
 import (
-	"github.com/ringev/ringev/internal/testutil"
 	"testing"
 	"unsafe"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 

@@ -2,11 +2,11 @@ package uring
 
 import (
 	"errors"
-	"github.com/ringev/ringev/internal/testutil"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
