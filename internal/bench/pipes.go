@@ -319,6 +319,10 @@ func (s *pipeRun) handlers() (rd, wr ringev.FdHandler) {
 		func(ev *ringev.FdEvent, f ringev.Flags) { s.onWrite(ev, f) }
 }
 
+// warmupEvents is how many events a run of events turns untimed first (as testing.B warms up):
+// 5 %, at most 50,000; none for fewer than 20.
+func warmupEvents(events int64) int64 { return min(events/20, 50_000) }
+
 // turn runs loop.Once until the run is finished (what is being measured).
 func (s *pipeRun) turn(loop *ringev.Loop) error {
 	for !s.finished {
@@ -443,9 +447,10 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 	}
 	if opt.Stop != nil {
 		// A stop is posted into the loop, which ends the run at its next turn.
-		done := make(chan struct{})
-		defer close(done) // before the loop is closed: defers run last-in first-out
+		done, exited := make(chan struct{}), make(chan struct{})
+		defer func() { close(done); <-exited }() // before the loop is closed: defers run last-in first-out
 		go func() {
+			defer close(exited)
 			select {
 			case <-opt.Stop:
 				loop.Post(func() { s.finished, s.stopped = true, true })
@@ -453,9 +458,8 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 			}
 		}()
 	}
-	if s.target > 0 {
-		// Warm-up, untimed (as testing.B does): 5 % of the events, at most 50,000.
-		s.target = min(opt.Events/20, 50_000)
+	if warm := warmupEvents(opt.Events); s.target > 0 && warm > 0 {
+		s.target = warm
 		if err := s.turn(loop); err != nil {
 			return res, fmt.Errorf("warm-up: %w", err)
 		}
@@ -537,7 +541,7 @@ func runNetpoller(shape string, opt Options) (res Result, err error) {
 		t0  time.Time // when the warm-up (as runLoop's) ended
 		err error
 	}
-	warm := min(opt.Events/20, 50_000)
+	warm := warmupEvents(opt.Events)
 	readerDone := make(chan readResult, 1)
 	go func() { // reader: counts read events
 		b := make([]byte, 1)

@@ -294,3 +294,25 @@ func TestContextCountsEverySignal(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPipesWithFewEvents: a run of fewer events than the warm-up needs (5 %, so none below
+// 20) still ends and counts exactly its events, on a ringev backend and on the netpoller.
+func TestRunPipesWithFewEvents(t *testing.T) {
+	for _, b := range []string{"epoll", Netpoller} {
+		done := make(chan struct{})
+		var r Result
+		var err error
+		go func() {
+			defer close(done)
+			r, err = RunPipes(b, ShapeFdSpeed1, Options{Events: 5})
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: RunPipes with 5 events did not end within 10 s", b)
+		}
+		if err != nil || r.Events != 5 {
+			t.Errorf("%s: RunPipes(5 events) = %d events, %v; want 5, nil", b, r.Events, err)
+		}
+	}
+}
