@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,19 +177,32 @@ func (p *pngOut) discard() {
 	}
 }
 
-// write replaces the file's content with what draw writes, and closes it.
+// write replaces the file with what draw writes: draw writes a temporary file in the same
+// directory, which is renamed over the chart file only when complete, so a failing draw leaves
+// an existing file as it was.
 func (p *pngOut) write(draw func(io.Writer) error) error {
-	if err := p.f.Truncate(0); err != nil {
+	name := p.f.Name()
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
 		p.discard()
 		return err
 	}
-	if err := draw(p.f); err != nil {
+	err = draw(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
 		p.discard()
-		return fmt.Errorf("%s: %w", p.f.Name(), err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := p.f.Close(); err != nil {
-		return fmt.Errorf("%s: %w", p.f.Name(), err)
-	}
+	p.f.Close()
 	return nil
 }
 
