@@ -21,9 +21,7 @@ type speedLoop struct {
 func newSpeedLoop(tb testing.TB, backend string, extra int) *speedLoop {
 	tb.Helper()
 	l, err := ringev.New(ringev.WithBackend(backend))
-	if err != nil {
-		tb.Skipf("backend %s unavailable: %v", backend, err)
-	}
+	requireNew(tb, backend, err)
 	s := &speedLoop{loop: l}
 	if err := unix.Pipe2(s.p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		tb.Fatal(err)

@@ -59,9 +59,7 @@ func ctEachBackend(t *testing.T, fn func(t *testing.T, backend string)) {
 func ctNewLoop(t *testing.T, backend string, opts ...ringev.Option) *ringev.Loop {
 	t.Helper()
 	l, err := ringev.New(append([]ringev.Option{ringev.WithBackend(backend)}, opts...)...)
-	if err != nil {
-		t.Skipf("backend %q is not available here: %v", backend, err)
-	}
+	requireNew(t, backend, err)
 	if got := l.Backend(); got != backend {
 		t.Fatalf("New(WithBackend(%q)).Backend() = %q", backend, got)
 	}
@@ -328,9 +326,7 @@ func TestCloseAutoCloseReleasesFile(t *testing.T) {
 		t.Run("LoopClose", func(t *testing.T) {
 			a, peer := ctSocketpair(t)
 			l, err := ringev.New(ringev.WithBackend(backend))
-			if err != nil {
-				t.Skipf("backend %q is not available here: %v", backend, err)
-			}
+			requireNew(t, backend, err)
 			ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "idle socket"))
 			ev.SetAutoClose(true)
 			a.HandOver()

@@ -73,9 +73,7 @@ func TestConformance(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			l, err := ringev.New(loopOptions(backend)...)
-			if err != nil {
-				t.Skipf("backend %q is not available here: %v", backend, err)
-			}
+			requireNew(t, backend, err)
 			got := l.Backend() + strings.TrimPrefix(backend, strings.TrimSuffix(backend, freshSuffix))
 			if err := l.Close(); err != nil {
 				t.Fatalf("Close of a new %q loop: %v", backend, err)
@@ -95,19 +93,27 @@ func TestConformance(t *testing.T) {
 func newLoop(t *testing.T, backend string) *ringev.Loop {
 	t.Helper()
 	l, err := ringev.New(loopOptions(backend)...)
-	if err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-			// io_uring switched off (kernel.io_uring_disabled, seccomp) or missing.
-			t.Skipf("backend %q is not available here: %v", backend, err)
-		}
-		t.Fatalf("New(WithBackend(%q)): %v", backend, err)
-	}
+	requireNew(t, backend, err)
 	t.Cleanup(func() {
 		if err := l.Close(); err != nil {
 			t.Errorf("Loop.Close: %v", err)
 		}
 	})
 	return l
+}
+
+// requireNew fails the test if ringev.New for backend returned err, except where io_uring is
+// switched off (EPERM: kernel.io_uring_disabled, seccomp) or missing (ENOSYS): then it skips,
+// naming the reason. Every other error of New is a failure, never a skip.
+func requireNew(tb testing.TB, backend string, err error) {
+	tb.Helper()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+		tb.Skipf("backend %q is not available here (io_uring switched off or missing): %v", backend, err)
+	}
+	tb.Fatalf("New(WithBackend(%q)): %v", backend, err)
 }
 
 // addFd is Loop.AddFd that fails the test on error.
@@ -783,9 +789,7 @@ func testClosedFileIsReleased(t *testing.T, backend string) {
 func TestConformanceUringFallback(t *testing.T) {
 	defer ringev.SetUringFallback(true)()
 	l, err := ringev.New(ringev.WithBackend("uring"))
-	if err != nil {
-		t.Skipf("backend uring is not available here: %v", err)
-	}
+	requireNew(t, "uring", err)
 	l.Close()
 	for _, c := range conformanceCases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, "uring") })

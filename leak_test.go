@@ -59,9 +59,7 @@ func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 		before := openFds(t)
 		r, w := testutil.Pipe(t) // closed at cleanup, after the checks below
 		l, err := ringev.New(ringev.WithBackend(backend))
-		if err != nil {
-			t.Skipf("backend %q is not available here: %v", backend, err)
-		}
+		requireNew(t, backend, err)
 		withLoop := openFds(t)
 		start := time.Now()
 		runs := 0
@@ -112,9 +110,7 @@ func TestLeakNoGoroutinesAfterSignalLoopClose(t *testing.T) {
 		guard := sigGuard(t, unix.SIGUSR1)
 		ignore := goleak.IgnoreCurrent()
 		l, err := ringev.New(ringev.WithBackend(backend))
-		if err != nil {
-			t.Skipf("backend %q is not available here: %v", backend, err)
-		}
+		requireNew(t, backend, err)
 		got := 0
 		if _, err := l.AddSignal(unix.SIGUSR1, func(_ *ringev.Signal, c int) { got += c }); err != nil {
 			t.Fatalf("AddSignal: %v", err)

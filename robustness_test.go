@@ -82,9 +82,7 @@ func TestLoopCloseAutoCloseReleasesFileAtOnce(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			a, peer := rawSocketpair(t)
 			l, err := ringev.New(ringev.WithBackend(backend))
-			if err != nil {
-				t.Skipf("backend %q: %v", backend, err)
-			}
+			requireNew(t, backend, err)
 			ev := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
 			ev.SetAutoClose(true)
 			l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
