@@ -20,13 +20,12 @@ import (
 // reachable as long as they are in the ring or in use by a request. A
 // BufRing belongs to its Ring's goroutine.
 type BufRing struct {
-	r       *Ring
-	mem     []byte // the mmapped descriptor ring
-	bufs    []Buf  // mem as entries
-	mask    uint16
-	tail    uint16 // local tail: entries added, published by Advance
-	bgid    uint16
-	entries uint32
+	r    *Ring
+	mem  []byte // the mmapped descriptor ring
+	bufs []Buf  // mem as entries
+	mask uint16
+	tail uint16 // local tail: entries added, published by Advance
+	bgid uint16
 }
 
 // SetupBufRing allocates and registers a provided buffer ring of entries
@@ -49,12 +48,11 @@ func (r *Ring) SetupBufRing(entries uint32, bgid uint16) (*BufRing, error) {
 		return nil, err
 	}
 	return &BufRing{
-		r:       r,
-		mem:     mem,
-		bufs:    unsafe.Slice((*Buf)(unsafe.Pointer(&mem[0])), entries),
-		mask:    uint16(entries - 1),
-		bgid:    bgid,
-		entries: entries,
+		r:    r,
+		mem:  mem,
+		bufs: unsafe.Slice((*Buf)(unsafe.Pointer(&mem[0])), entries),
+		mask: uint16(entries - 1),
+		bgid: bgid,
 	}, nil
 }
 

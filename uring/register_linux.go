@@ -154,7 +154,7 @@ func (r *Ring) RegisterBuffers(bufs [][]byte) error {
 	if _, err := r.doRegister(RegisterBuffers, unsafe.Pointer(&iov[0]), uint32(len(iov))); err != nil {
 		return err
 	}
-	r.regBufs, r.regIov = bufs, iov
+	r.regBufs = bufs // the kernel copied the iovecs; the buffers must stay reachable
 	return nil
 }
 
@@ -163,7 +163,7 @@ func (r *Ring) RegisterBuffers(bufs [][]byte) error {
 func (r *Ring) UnregisterBuffers() error {
 	_, err := r.doRegister(UnregisterBuffers, nil, 0)
 	if err == nil {
-		r.regBufs, r.regIov = nil, nil
+		r.regBufs = nil
 	}
 	return err
 }
@@ -242,7 +242,7 @@ func (r *Ring) RingFdRegistered() bool { return r.regIndex >= 0 }
 func (r *Ring) SyncCancel(userData uint64, fd int, flags uint32, timeout time.Duration) error {
 	reg := SyncCancelReg{Addr: userData, Fd: int32(fd), Flags: flags, Timeout: Timespec{-1, -1}}
 	if timeout >= 0 {
-		reg.Timeout = Timespec{Sec: int64(timeout / time.Second), Nsec: int64(timeout % time.Second)}
+		reg.Timeout = NewTimespec(timeout)
 	}
 	_, err := r.doRegister(RegisterSyncCancel, unsafe.Pointer(&reg), 1)
 	return err

@@ -27,7 +27,6 @@ type Ring struct {
 	sqHead    *uint32 // kernel advances as it consumes SQEs
 	sqTail    *uint32 // we publish filled SQEs here (store-release)
 	sqFlags   *uint32 // IORING_SQ_* (NEED_WAKEUP, CQ_OVERFLOW, TASKRUN)
-	sqDropped *uint32 // invalid SQ array entries the kernel skipped
 	sqMask    uint32
 	sqes      []SQE  // the SQE array mapping
 	sqeTail   uint32 // local tail: SQEs handed out by GetSQE
@@ -61,7 +60,6 @@ type Ring struct {
 	// Memory the kernel keeps addresses of: registered buffers and their
 	// iovecs, kept reachable until UnregisterBuffers or Close.
 	regBufs [][]byte
-	regIov  []unix.Iovec
 }
 
 // setupTrials are the setup flag sets New tries, best first, when WithFlags is
@@ -204,7 +202,6 @@ func (r *Ring) mmap(p *Params) error {
 	r.sqHead = u32At(r.sqRing, p.SQOff.Head)
 	r.sqTail = u32At(r.sqRing, p.SQOff.Tail)
 	r.sqFlags = u32At(r.sqRing, p.SQOff.Flags)
-	r.sqDropped = u32At(r.sqRing, p.SQOff.Dropped)
 	r.sqMask = *u32At(r.sqRing, p.SQOff.RingMask)
 	r.sqes = unsafe.Slice((*SQE)(unsafe.Pointer(&r.sqeMem[0])), p.SQEntries)
 	// Identity SQ array: slot i of the ring always names SQE i. Written

@@ -222,7 +222,7 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			}
 			if timeout >= 0 {
 				remaining := max(deadline.Sub(now), 0)
-				r.ts = Timespec{Sec: int64(remaining / time.Second), Nsec: int64(remaining % time.Second)}
+				r.ts = NewTimespec(remaining)
 				r.arg.Ts = uint64(uintptr(unsafe.Pointer(&r.ts)))
 			} else {
 				r.arg.Ts = 0
