@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -132,11 +131,3 @@ func pollBits(f Flags) uint32 {
 	}
 	return m
 }
-
-// timespecOf converts a timeout in ns (>= 0) to a unix.Timespec.
-func timespecOf(ns int64) unix.Timespec {
-	return unix.NsecToTimespec(ns)
-}
-
-// durationOf converts a timeout in ns (< 0: none) to a time.Duration for the binding.
-func durationOf(ns int64) time.Duration { return time.Duration(ns) }

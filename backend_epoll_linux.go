@@ -67,7 +67,7 @@ func (b *epollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		var ts unix.Timespec
 		var tsp unsafe.Pointer
 		if timeout >= 0 {
-			ts = timespecOf(timeout)
+			ts = unix.NsecToTimespec(timeout)
 			tsp = unsafe.Pointer(&ts)
 		}
 		r, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(b.epfd), uintptr(unsafe.Pointer(unsafe.SliceData(free))), uintptr(len(free)), uintptr(tsp), 0, 0)

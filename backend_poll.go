@@ -58,7 +58,7 @@ func (b *pollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	} else {
 		var tsp *unix.Timespec
 		if timeout > 0 {
-			ts = timespecOf(timeout)
+			ts = unix.NsecToTimespec(timeout)
 			tsp = &ts
 		}
 		n, err = unix.Ppoll(b.fds, tsp, nil)

@@ -2,6 +2,7 @@ package ringev
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
@@ -75,7 +76,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		s.SetUserData(uringEpollTag)
 		b.inflight = true
 	}
-	_, err := b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
+	_, err := b.ring.SubmitAndWaitTimeout(1, time.Duration(timeout))
 	if err := ringWaitError(err); err != nil {
 		return buf, err
 	}

@@ -3,6 +3,7 @@ package ringev
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
@@ -132,7 +133,7 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 	if timeout == 0 || b.ring.CQReady() > 0 {
 		_, err = b.ring.Submit()
 	} else {
-		_, err = b.ring.SubmitAndWaitTimeout(1, durationOf(timeout))
+		_, err = b.ring.SubmitAndWaitTimeout(1, time.Duration(timeout))
 	}
 	if err := ringWaitError(err); err != nil {
 		return buf, err
