@@ -3,26 +3,26 @@ package bench
 import (
 	"errors"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
 )
 
 // testOptions keeps every measurement short: 2000 read events, 200 ms of context.
 var testOptions = Options{Events: 2000, ContextDuration: 200 * time.Millisecond}
 
-// openFds counts this process's open file descriptors.
+// openFds is openFdCount, failing the test when /proc/self/fd cannot be read.
 func openFds(t *testing.T) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count open fds: %v", err)
+	n := openFdCount()
+	if n == 0 {
+		t.Fatal("cannot count open fds: /proc/self/fd unreadable")
 	}
-	return len(ents)
+	return n
 }
 
 // testShapes are the runnable shapes of the tests: Shapes() with fd_many as fd_many1 and
@@ -43,7 +43,10 @@ func testShapes() []string {
 func requireBackend(t *testing.T, backend string) {
 	t.Helper()
 	if err := CheckBackend(backend); err != nil {
-		t.Skipf("backend %s not usable here: %v", backend, err)
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+			t.Skipf("backend %s not usable here (io_uring switched off or missing): %v", backend, err)
+		}
+		t.Fatalf("backend %s: %v", backend, err)
 	}
 }
 
@@ -282,7 +285,10 @@ func TestContextCountsEverySignal(t *testing.T) {
 	}
 	for _, b := range ringev.Backends() {
 		if err := CheckBackend(b); err != nil {
-			t.Logf("skipping %s: %v", b, err)
+			if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOSYS) {
+				t.Errorf("backend %s: %v", b, err)
+			}
+			t.Logf("skipping %s (io_uring switched off or missing): %v", b, err)
 			continue
 		}
 		r, err := RunPipes(b, ShapeContext, Options{ContextDuration: 200 * time.Millisecond})
