@@ -666,7 +666,13 @@ func testPostConcurrentWithClose(t *testing.T, backend string) {
 			}
 		}
 	}()
-	<-posted
+	select {
+	case <-posted:
+	case err := <-errc:
+		t.Fatalf("the first Post: %v", err)
+	case <-time.After(deadline):
+		t.Fatalf("no Post within %v", deadline)
+	}
 	for range 3 {
 		testutil.Once(t, l, deadline) // each runs one posted function
 	}
