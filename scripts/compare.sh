@@ -32,10 +32,11 @@ for _ in $(seq "$rounds"); do
   # One process per ringev backend, as each C peer is one process: in one process the first run
   # was sometimes measured slower than the later ones.
   for b in uring epoll poll uring-poll go-netpoller; do
-    "${pin[@]}" "$bin/ringev" bench pipes --shape fd_speed1 --backend "$b" --events "$events" --json 2>/dev/null |
+    "${pin[@]}" "$bin/ringev" bench pipes --shape fd_speed1 --backend "$b" --events "$events" --json 2>>"$bin/notes" |
       python3 -c 'import json,sys; [print("ringev-"+r["backend"], r["events_per_sec"]) for r in json.load(sys.stdin)]'
   done
-done > "$raw"
+done > "$raw" || { echo "compare.sh: a peer failed; ringev's notes:" >&2; cat "$bin/notes" >&2; exit 1; }
+sort -u "$bin/notes" >&2 # ringev's notes (e.g. a backend skipped, and why)
 python3 - "$raw" <<'PY'
 import collections, statistics, sys
 d = collections.defaultdict(list)
