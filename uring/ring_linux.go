@@ -55,7 +55,6 @@ type Ring struct {
 
 	sqWakeups uint64 // IORING_ENTER_SQ_WAKEUP calls made (tests)
 	eintrs    uint64 // waits interrupted by a signal and resumed (tests)
-	fence     uint32 // target of the RMW that makes a full barrier
 
 	// Memory the kernel keeps addresses of: registered buffers and their
 	// iovecs, kept reachable until UnregisterBuffers or Close.

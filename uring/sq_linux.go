@@ -51,27 +51,20 @@ func (r *Ring) sqRingFlags() uint32 {
 	return atomic.LoadUint32(r.sqFlags)
 }
 
-// fullBarrier is a full memory barrier (smp_mb in the kernel's terms): an
-// atomic read-modify-write, which is a locked instruction on amd64 and an
-// acquire-release RMW on arm64, on a word private to the ring. No later load
-// is performed before earlier stores are visible.
-func (r *Ring) fullBarrier() {
-	atomic.AddUint32(&r.fence, 1)
-}
-
 // SQThreadSleeping reports whether the ring's SQPOLL thread has gone to sleep
 // (IORING_SQ_NEED_WAKEUP, 5.1), so that SQEs published now wait until someone
 // enters the kernel with IORING_ENTER_SQ_WAKEUP (Submit does that when
-// needed). The flag is read after a full barrier, as io_uring_enter(2) and
-// liburing's sq_ring_needs_enter require: the SQ thread sets NEED_WAKEUP and
-// then re-checks the tail, we store the tail and then check NEED_WAKEUP, and
-// the barrier keeps one of the two sides from missing the other. It returns
+// needed). io_uring_enter(2) and liburing's sq_ring_needs_enter require a full
+// barrier between storing the SQ tail and reading the flag (the SQ thread sets
+// NEED_WAKEUP and then re-checks the tail, so one side always sees the other):
+// the tail is stored by an atomic store (flushSQ) and the flag read by an
+// atomic load, and Go's atomics are sequentially consistent, so that store is
+// not ordered after this load (amd64: XCHG; arm64: STLR then LDAR). It returns
 // false for a ring without SQPOLL or after Close. No syscall, no allocation.
 func (r *Ring) SQThreadSleeping() bool {
 	if r.sqFlags == nil || r.setupFlags&SetupSQPoll == 0 {
 		return false
 	}
-	r.fullBarrier()
 	return atomic.LoadUint32(r.sqFlags)&SQNeedWakeup != 0
 }
 

@@ -81,7 +81,8 @@ func (r *Ring) enterFd1(fd int, toSubmit, minComplete, flags uint32, arg unsafe.
 
 // wakeupFlag returns EnterSQWakeup when the ring has an SQPOLL thread that is
 // asleep and there is something for it to submit (call after flushSQ, whose
-// tail store is followed here by the full barrier of SQThreadSleeping).
+// atomic tail store followed by SQThreadSleeping's atomic load is the full
+// barrier the wake-up check needs).
 func (r *Ring) wakeupFlag(toSubmit uint32) uint32 {
 	if toSubmit > 0 && r.setupFlags&SetupSQPoll != 0 && r.SQThreadSleeping() {
 		r.sqWakeups++
