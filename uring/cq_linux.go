@@ -45,6 +45,16 @@ func (r *Ring) PopCQE() (CQE, bool) {
 	return cqe, true
 }
 
+// CQEAt returns the i-th unconsumed CQE (0 is the oldest, the one PeekCQE returns) without
+// consuming it, for i < CQReady(): read a batch of CQEs in place, then give their slots back
+// with one CQAdvance(n), as liburing's io_uring_for_each_cqe and io_uring_cq_advance do. The
+// CQE lives in the shared ring until then. No syscall, no allocation.
+func (r *Ring) CQEAt(i uint32) *CQE {
+	// We are the only writer of the head; CQReady's load-acquire of the tail ordered the
+	// CQE contents before this read.
+	return &r.cqes[(atomic.LoadUint32(r.cqHead)+i)&r.cqMask]
+}
+
 // CQAdvance marks the n oldest CQEs as consumed (advances the CQ head by n).
 // n must not exceed CQReady.
 func (r *Ring) CQAdvance(n uint32) {

@@ -384,3 +384,39 @@ func TestPopCQECopiesAndConsumes(t *testing.T) {
 		t.Fatalf("PopCQE after both: %+v, true", c)
 	}
 }
+
+// TestCQEAtReadsABatchInOrderAcrossTheWrap: CQEAt(i) is the i-th unconsumed CQE, oldest
+// first, also when the batch wraps around the end of the CQ ring, and nothing is consumed until
+// CQAdvance.
+func TestCQEAtReadsABatchInOrderAcrossTheWrap(t *testing.T) {
+	r := newTestRing(t, WithEntries(4))
+	size := uint32(len(r.cqes))
+	ud := uint64(0)
+	// Batches of 3 on a CQ of size 8 (a multiple of 3 it is not) start at every offset, so
+	// some of them wrap.
+	for round := uint32(0); round < size; round++ {
+		for i := 0; i < 3; i++ {
+			ud++
+			prep(t, r, ud, (*SQE).PrepNop)
+		}
+		if _, err := r.SubmitAndWaitTimeout(3, waitTimeout); err != nil {
+			t.Fatalf("SubmitAndWaitTimeout: %v", err)
+		}
+		n := r.CQReady()
+		if n != 3 {
+			t.Fatalf("round %d: CQReady = %d, want 3", round, n)
+		}
+		for i := uint32(0); i < n; i++ {
+			if got, want := r.CQEAt(i).UserData, ud-2+uint64(i); got != want {
+				t.Fatalf("round %d: CQEAt(%d).UserData = %d, want %d", round, i, got, want)
+			}
+		}
+		if r.CQReady() != 3 {
+			t.Fatalf("round %d: CQEAt consumed CQEs", round)
+		}
+		r.CQAdvance(n)
+		if r.CQReady() != 0 {
+			t.Fatalf("round %d: CQReady after CQAdvance = %d, want 0", round, r.CQReady())
+		}
+	}
+}

@@ -86,3 +86,29 @@ func TestSingleIssuerOtherThreadGetsEEXIST(t *testing.T) {
 		t.Errorf("owner's reap: %+v, want the NOP (5, 0)", c)
 	}
 }
+
+// TestSubmitOnDeferTaskrunRingRunsDeferredCompletions: Submit on a DEFER_TASKRUN ring (the
+// one-enter fast path) also runs the deferred completion work, without waiting: a poll that
+// became ready is in the CQ when Submit returns.
+func TestSubmitOnDeferTaskrunRingRunsDeferredCompletions(t *testing.T) {
+	r := newTestRing(t)
+	requireDeferTaskrun(t, r)
+	rfd, wfd := newPipe(t)
+	prep(t, r, 1, func(s *SQE) { s.PrepPollAdd(rfd, unix.POLLIN) })
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Write(wfd, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.CQReady(); n != 0 {
+		t.Fatalf("CQReady = %d before the owner entered, want 0", n)
+	}
+	if n, err := r.Submit(); err != nil || n != 0 {
+		t.Fatalf("Submit with nothing queued = %d, %v; want 0, nil", n, err)
+	}
+	c, ok := r.PopCQE()
+	if !ok || c.UserData != 1 || c.Res&unix.POLLIN == 0 {
+		t.Fatalf("after Submit: %+v, %v; want the poll's CQE (user_data 1, POLLIN)", c, ok)
+	}
+}
