@@ -29,8 +29,13 @@ type uringBackend struct {
 	fallback     bool              // no IORING_OP_EPOLL_WAIT: poll the epoll fd instead
 	worked       bool              // an EPOLL_WAIT completed successfully once
 	ringEvents   []unix.EpollEvent // written by the kernel while inflight
+	ioTag        uint64            // user_data of the last I/O SQE (Loop.rideIO); > uringEpollTag
+	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
+	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
 }
 
+// uringEpollTag is the user_data of the EPOLL_WAIT (or fallback POLL_ADD) SQE; the I/O SQEs
+// of Loop.ReadNonblocking and WriteNonblocking count up from it (uringBackend.ioTag).
 const uringEpollTag = 1
 
 // uringForceFallback makes new uring backends use the pre-6.15 fallback (POLL_ADD on the epoll
@@ -52,7 +57,9 @@ func openUring() (backend, error) {
 		return nil, fmt.Errorf("uring: %w", err)
 	}
 	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64),
-		fallback: uringForceFallback}
+		fallback: uringForceFallback, ioTag: uringEpollTag}
+	b.epollSQE.PrepEpollWait(b.epfd, b.ringEvents, 0)
+	b.epollSQE.SetUserData(uringEpollTag)
 	return b, nil
 }
 

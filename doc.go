@@ -34,6 +34,14 @@
 //
 // WithFreshReadiness makes every fd handler run on readiness from a wait in the same Once;
 // WithDispatchAll runs every ready fd handler in one Once; WithExactSignals counts every signal
-// delivery, as tevent does, with the loop's own handler instead of os/signal. Handlers of
-// non-blocking fds may use ReadNonblocking and WriteNonblocking.
+// delivery, as tevent does, with the loop's own handler instead of os/signal.
+//
+// # Handler I/O
+//
+// Handlers of non-blocking fds should read and write with Loop.ReadNonblocking and
+// Loop.WriteNonblocking: on the uring backend the I/O goes through the loop's ring, together
+// with the loop's next look at its fds when the handler has used up the readiness the loop had,
+// so that the next Once needs no syscall of its own; on the other backends they are read(2) and
+// write(2). The package functions ReadNonblocking and WriteNonblocking are read(2) and write(2)
+// on every backend.
 package ringev

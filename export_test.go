@@ -8,3 +8,6 @@ func SetUringFallback(on bool) (restore func()) {
 	uringForceFallback = on
 	return func() { uringForceFallback = old }
 }
+
+// Waits returns how many times l's Once asked the backend (or the epoll set) what is ready.
+func Waits(l *Loop) uint64 { return l.waits }

@@ -115,7 +115,9 @@ func WithExactSignals() Option {
 // one batch, so a timer that falls due during a batch runs after it. The other rules hold
 // within a batch: a handler closed by an earlier handler of the batch does not run, flags
 // changed by an earlier handler apply, and a handler whose fd another handler of the same fd
-// already served waits for the next wait (its condition may be consumed). Use it when
+// already served waits for the next wait (its condition may be consumed). A batch ends early
+// when a handler's Loop.ReadNonblocking or WriteNonblocking found what is ready through the
+// uring backend's ring: that newer readiness serves the next Once. Use it when
 // handlers are short and throughput matters more than timer precision.
 func WithDispatchAll() Option {
 	return func(o *options) { o.dispatchAll = true }
@@ -129,8 +131,10 @@ func WithDispatchAll() Option {
 // a non-blocking fd must allow anyway). Likewise, when a handler closes another watched fd with
 // a plain close(2) (not FdEvent.Close) and a new file takes its number before the next wait,
 // that fd's old handler can run once more from the cache; WithFreshReadiness rules this out on
-// the epoll-based backends (uring, epoll). Fairness and the one-handler-per-Once order are the
-// same either way.
+// the epoll-based backends (uring, epoll). What a handler's Loop.ReadNonblocking or
+// WriteNonblocking found ready through the uring backend's ring is such readiness too: with
+// WithFreshReadiness it is not used, and the next Once waits. Fairness and the
+// one-handler-per-Once order are the same either way.
 func WithFreshReadiness() Option {
 	return func(o *options) { o.fresh = true }
 }
@@ -160,6 +164,11 @@ type Loop struct {
 	all      bool // WithDispatchAll: one Once runs every ready fd handler
 	exactSig bool // WithExactSignals
 	epfd     int  // the backend's epoll set, which the busy path reads directly; -1: none
+	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
+	// WriteNonblocking send the I/O through its ring with a look at the epoll set behind it.
+	ride *uringBackend
+	// news: such a look found fds ready; l.cache holds what it found, not yet marked (once.go).
+	news     bool
 	sig      *signalState
 	posted   atomic.Bool // postQ is non-empty
 	stopReq  atomic.Bool
@@ -167,6 +176,7 @@ type Loop struct {
 	slots    []*fdSlot   // indexed by fd number
 	nfd      int         // live fd events (all flags)
 	dispatch uint64      // fairness clock: incremented per fd handler run
+	waits    uint64      // calls of wait (tests: a handler's I/O through the ring spares them)
 	waitSeq  uint64      // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
 	cache    []readyFd   // what the last wait reported: cacheBuf, or a larger buffer
 	// cacheLeft bounds the usable cache entries from above: markReady sets it, each handler run
@@ -216,6 +226,7 @@ func New(opts ...Option) (*Loop, error) {
 	if e, ok := be.(epollSetBackend); ok {
 		l.epfd = e.epollSet()
 	}
+	l.ride, _ = be.(*uringBackend)
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		be.close()
@@ -279,6 +290,7 @@ func (l *Loop) Close() error {
 		s.events = nil
 	}
 	l.slots = nil
+	l.ride = nil
 	if l.sig != nil {
 		l.sig.stop()
 	}
@@ -383,7 +395,8 @@ func (l *Loop) dispatchRest() {
 	if !l.all {
 		return
 	}
-	for !l.stopReq.Load() && l.dispatchFd() {
+	// Readiness found by a handler's I/O (l.news) replaces the cache: the next Once uses it.
+	for !l.stopReq.Load() && !l.news && l.dispatchFd() {
 	}
 }
 

@@ -8,10 +8,12 @@ package ringev
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"unsafe"
 
 	"github.com/ringev/ringev/internal/rawsys"
+	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +59,13 @@ func (l *Loop) Once() error {
 		if l.nfd == 0 && timeout < 0 && !stopping && l.nothingToDo() {
 			return ErrNothingToDo
 		}
-		// Readiness from the previous wait that no handler has used up yet comes first.
+		// Readiness from the previous wait that no handler has used up yet comes first, or,
+		// newer, what the last handler's I/O found (rideIO).
+		if l.news {
+			if err := l.adoptNews(); err != nil {
+				return err
+			}
+		}
 		if l.dispatchFd() {
 			l.dispatchRest()
 			return nil
@@ -91,6 +99,7 @@ func (l *Loop) Once() error {
 // signal): a poster that sees sleeping==true writes the eventfd; one that does not has set
 // posted before we read it here.
 func (l *Loop) wait(timeout int64) ([]readyFd, error) {
+	l.waits++
 	if l.busy {
 		var ready []readyFd
 		var err error
@@ -252,4 +261,134 @@ func epollError(e unix.Errno) error {
 		return nil
 	}
 	return fmt.Errorf("ringev: epoll_wait: %w", e)
+}
+
+// adoptNews makes what the last handler's I/O found ready (l.cache, written by reapRide) the
+// readiness the next fd handlers run on, as a wait's would be. WithFreshReadiness uses no
+// readiness from an earlier Once: there the news is dropped and the next wait looks.
+func (l *Loop) adoptNews() error {
+	l.news = false
+	if l.fresh {
+		l.cacheLeft = 0
+		return nil
+	}
+	l.busy = true
+	return l.markReady()
+}
+
+// dropNews forgets what a handler's I/O found ready (the cache holds it, unmarked): called when
+// an fd event is added or closed after that look, whose readiness must then not be used.
+func (l *Loop) dropNews() {
+	if l.news {
+		l.news = false
+		l.cacheLeft = 0
+	}
+}
+
+// rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the
+// uring backend: the I/O goes as an SQE in an io_uring_enter(2) that does not wait. When the
+// handler has used up the readiness the loop had (cacheLeft), so that the next Once would have
+// to look at the epoll set, an IORING_OP_EPOLL_WAIT on the set follows the I/O in the same
+// enter: the kernel issues the SQEs in order and completes both at once, so the handler gets
+// its result and the loop its next readiness (reapRide) from one syscall, where read(2) and the
+// next Once's epoll_wait(2) make two. The I/O carries RWF_NOWAIT, so it does not wait for data
+// or room; when it fails with EAGAIN (or EOPNOTSUPP) read(2) or write(2) gives the answer. An
+// I/O that the kernel still did not finish at once is waited for in the kernel, with the
+// runtime's syscall bookkeeping, until its CQE: p is the kernel's until then. Before an IORING_OP_EPOLL_WAIT has completed on
+// this ring (the first wait makes one; kernels before 6.15 have none) it is the plain syscall.
+func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
+	b := l.ride
+	r := b.ring
+	if !b.worked || b.fallback || len(p) > maxRideLen {
+		return rawIO(trap, fd, p)
+	}
+	s := r.GetSQE()
+	if s == nil {
+		return rawIO(trap, fd, p)
+	}
+	if op == uring.OpRead {
+		s.PrepRead(fd, p, ^uint64(0))
+	} else {
+		s.PrepWrite(fd, p, ^uint64(0))
+	}
+	// RWF_NOWAIT (preadv2(2), 4.14): the ring ignores O_NONBLOCK on pollable files and would
+	// wait for data or room; with it the I/O completes at once, or fails with EAGAIN, or with
+	// EOPNOTSUPP on a file that cannot say (then read(2) or write(2) answers, below).
+	s.OpFlags = unix.RWF_NOWAIT
+	b.ioTag++
+	tag := b.ioTag
+	s.SetUserData(tag)
+	if !b.inflight && l.cacheLeft <= 0 {
+		if e := r.GetSQE(); e != nil {
+			*e = b.epollSQE
+			b.inflight = true
+			l.news = false // an earlier handler I/O's news is older than this look
+		}
+	}
+	if _, err := r.Submit(); err != nil {
+		// An io_uring_enter that fails consumes no SQE: make the I/O a NOP before any later
+		// enter submits it (an EPOLL_WAIT stays queued and in flight).
+		s.PrepNop()
+		s.SetUserData(tag)
+		return 0, rideError(err)
+	}
+	res, done := l.reapRide(tag)
+	for !done {
+		if _, err := r.SubmitAndWait(1); err != nil {
+			b.pinned = append(b.pinned, p) // the kernel still has p: keep it until the ring closes
+			return 0, rideError(err)
+		}
+		res, done = l.reapRide(tag)
+	}
+	runtime.KeepAlive(p)
+	if res < 0 {
+		if res == -int32(unix.EAGAIN) || res == -int32(unix.EOPNOTSUPP) {
+			// Nothing there (or no room) right now, or a file that could not be asked without
+			// waiting (a regular file whose pages are not cached, a file without NOWAIT
+			// support): read(2) or write(2) gives what the package function would. On a
+			// non-blocking pipe or socket that is EAGAIN again, one syscall more.
+			return rawIO(trap, fd, p)
+		}
+		return 0, unix.Errno(-res)
+	}
+	return int(res), nil
+}
+
+// maxRideLen is the largest buffer rideIO sends through the ring: an SQE's length is 32 bits,
+// and read(2) and write(2) move at most 0x7ffff000 bytes per call anyway (MAX_RW_COUNT).
+const maxRideLen = 0x7ffff000
+
+// reapRide consumes the ring's CQEs: it returns the result of the SQE tagged tag, if among
+// them, and copies what a completed EPOLL_WAIT found into l.cache, setting l.news (the next Once
+// adopts it; Once does not read the cache while a handler runs, and dispatchRest stops at
+// l.news). Other CQEs are those of SQEs whose caller has gone (an error): ignored. A failed
+// EPOLL_WAIT just ends: the next blocking wait makes a new one and sees the error itself.
+func (l *Loop) reapRide(tag uint64) (int32, bool) {
+	b := l.ride
+	r := b.ring
+	var res int32
+	done := false
+	n := r.CQReady()
+	for i := uint32(0); i < n; i++ {
+		c := r.CQEAt(i)
+		switch c.UserData {
+		case tag:
+			res, done = c.Res, true
+		case uringEpollTag:
+			b.inflight = false
+			if c.Res > 0 {
+				l.cache = l.cache[:copy(l.cache[:cap(l.cache)], b.ringEvents[:c.Res])]
+				l.news = true
+			}
+		}
+	}
+	r.CQAdvance(n)
+	return res, done
+}
+
+// rideError is the error of a failed io_uring_enter(2) in rideIO.
+//
+//go:noinline
+func rideError(err error) error {
+	return fmt.Errorf("ringev: uring backend: I/O through the ring: %w", err)
 }

@@ -142,8 +142,11 @@ func (w *watchdog) stop() { close(w.done) }
 func OnceErr(t testing.TB, l Looper, deadline time.Duration) error {
 	t.Helper()
 	wd := startWatchdog(t.Name()+": Loop.Once", deadline, func() { _ = l.Post(func() {}) })
-	err := l.Once()
-	wd.stop()
+	var err error
+	func() {
+		defer wd.stop() // also when a handler panics through Once
+		err = l.Once()
+	}()
 	if wd.expired.Load() {
 		t.Fatalf("Loop.Once did not return within %v (returned %v only after a posted wake-up)", deadline, err)
 	}
@@ -185,8 +188,11 @@ func OnceUntil(t testing.TB, l Looper, cond func() bool, deadline time.Duration)
 func Run(t testing.TB, l Runner, deadline time.Duration) error {
 	t.Helper()
 	wd := startWatchdog(t.Name()+": Loop.Run", deadline, l.Stop)
-	err := l.Run()
-	wd.stop()
+	var err error
+	func() {
+		defer wd.stop() // also when a handler panics through Run
+		err = l.Run()
+	}()
 	if wd.expired.Load() {
 		t.Errorf("Loop.Run did not return within %v; it returned %v only after Stop", deadline, err)
 	}

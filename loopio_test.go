@@ -1,0 +1,1285 @@
+package ringev_test
+
+// Tests of Loop.ReadNonblocking and Loop.WriteNonblocking (io.go; once.go: rideIO, reapRide,
+// adoptNews, dropNews). On the "uring" backend a handler's read or write goes to the kernel as an
+// SQE, with, when the readiness cache is used up, an IORING_OP_EPOLL_WAIT on the loop's epoll set
+// behind it in the same io_uring_enter(2); what that look finds ("news") serves the next Once as
+// a wait's would. Everywhere else (other backends, the uring fallback for kernels without
+// IORING_OP_EPOLL_WAIT, another goroutine, after Close, before the ring's first EPOLL_WAIT
+// completed) the methods are read(2) and write(2).
+//
+// Each behaviour runs on every backend (and the uring fallback), in every dispatch mode where
+// the mode matters. A non-blocking read or write never waits, so a handler's I/O that does is a
+// failure: the guards below (lioNoBlock, lioWatch) make such a call end, by putting a byte into
+// the pipe or making room in it, and fail the test instead of letting it hang.
+//
+// Helpers are prefixed lio.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/uring"
+)
+
+// lioBlockAfter is how long a handler's non-blocking read or write may take before the guards
+// call it blocked (it should take microseconds).
+const lioBlockAfter = 100 * time.Millisecond
+
+// lioBackends is every registered backend and the uring fallback.
+func lioBackends() []string { return append(ringev.Backends(), b2UringFallback) }
+
+// lioEach runs fn as one subtest per backend of lioBackends.
+func lioEach(t *testing.T, fn func(t *testing.T, backend string)) {
+	t.Helper()
+	for _, b := range lioBackends() {
+		t.Run(b, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+var (
+	lioProbeOnce sync.Once
+	lioNoRide    string // why handler I/O cannot go through the ring here; "" when it can
+)
+
+// lioRideMissing probes (once) whether this kernel has IORING_OP_EPOLL_WAIT, which the ring path
+// of the loop methods needs, and returns why not ("" when it has).
+func lioRideMissing() string {
+	lioProbeOnce.Do(func() {
+		runtime.LockOSThread() // a SINGLE_ISSUER ring belongs to its thread
+		defer runtime.UnlockOSThread()
+		r, err := uring.New(uring.WithEntries(4))
+		if err != nil {
+			lioNoRide = fmt.Sprintf("io_uring is not available: %v", err)
+			return
+		}
+		defer r.Close()
+		p, err := r.Probe()
+		if err != nil {
+			lioNoRide = fmt.Sprintf("IORING_REGISTER_PROBE failed: %v", err)
+			return
+		}
+		if err := p.RequireOp(uring.OpEpollWait); err != nil {
+			lioNoRide = err.Error()
+		}
+	})
+	return lioNoRide
+}
+
+// lioRequireRide skips the test when handler I/O cannot go through the ring here.
+func lioRequireRide(t *testing.T) {
+	t.Helper()
+	if why := lioRideMissing(); why != "" {
+		t.Skipf("handler I/O through the ring needs IORING_OP_EPOLL_WAIT (Linux 6.15): %s", why)
+	}
+}
+
+// lioRides reports whether a loop on backend sends its handlers' I/O through its ring.
+func lioRides(backend string) bool { return backend == "uring" && lioRideMissing() == "" }
+
+// lioPipe returns a non-blocking pipe whose ends the test may close early (ctFd).
+func lioPipe(t *testing.T) (r, w *ctFd) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatalf("pipe2: %v", err)
+	}
+	r, w = &ctFd{fd: p[0]}, &ctFd{fd: p[1]}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// lioClosedFd returns an fd number that is not open.
+func lioClosedFd(t *testing.T) int {
+	t.Helper()
+	for fd := 4000; fd < 5000; fd++ {
+		if ctFdIsClosed(fd) {
+			return fd
+		}
+	}
+	t.Fatal("no closed fd number between 4000 and 5000")
+	return -1
+}
+
+// lioFill fills the non-blocking pipe w (shrunk to one page first) with plain writes until it is
+// full, and returns how many bytes it holds.
+func lioFill(t *testing.T, w int) int {
+	t.Helper()
+	if _, err := unix.FcntlInt(uintptr(w), unix.F_SETPIPE_SZ, 4096); err != nil {
+		t.Fatalf("F_SETPIPE_SZ: %v", err)
+	}
+	chunk := bytes.Repeat([]byte{'f'}, 512)
+	total := 0
+	for range 1000 {
+		n, err := unix.Write(w, chunk)
+		if err == unix.EAGAIN {
+			if n, _ := unix.Write(w, chunk[:1]); n == 1 { // a partial page may be left
+				total++
+				continue
+			}
+			return total
+		}
+		if err != nil {
+			t.Fatalf("filling the pipe: %v", err)
+		}
+		total += n
+	}
+	t.Fatal("the pipe does not fill up")
+	return 0
+}
+
+// lioRescue calls unblock every 20 ms, from d on, until stop is closed; it reports whether it
+// had to. unblock makes a blocked read or write end (a byte into the pipe, or room in it).
+func lioRescue(d time.Duration, unblock func(), stop <-chan struct{}) (fired bool) {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-tm.C:
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		unblock()
+		select {
+		case <-stop:
+			return true
+		case <-tick.C:
+		}
+	}
+}
+
+// lioNoBlock runs call, a handler's non-blocking read or write; if it has not returned after
+// lioBlockAfter, unblock is called (every 20 ms until it returns) so that it ends. It reports
+// whether unblock was called: then the call blocked, unless it still returned EAGAIN (it was
+// only slow).
+func lioNoBlock(unblock func(), call func()) (blocked bool) {
+	stop := make(chan struct{})
+	res := make(chan bool, 1)
+	go func() { res <- lioRescue(lioBlockAfter, unblock, stop) }()
+	call()
+	close(stop)
+	return <-res
+}
+
+// lioWatch guards a test's turns of l: if the test has not ended after d, it wakes the loop (a
+// posted no-op) and calls unblock every 20 ms, so that a handler's read or write that blocks (or
+// a wait that hangs) ends; the test then fails, at cleanup, saying so. Call it after creating l
+// (its cleanup runs before l's).
+func lioWatch(t *testing.T, l *ringev.Loop, d time.Duration, unblock func()) {
+	t.Helper()
+	stop := make(chan struct{})
+	res := make(chan bool, 1)
+	go func() {
+		res <- lioRescue(d, func() {
+			_ = l.Post(func() {})
+			if unblock != nil {
+				unblock()
+			}
+		}, stop)
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		if <-res {
+			t.Errorf("the loop did not finish within %v: a handler's Loop.ReadNonblocking or WriteNonblocking (or a wait) blocked, and the test had to unblock it", d)
+		}
+	})
+}
+
+// lioUnblockRead returns a function that writes one byte to w (which lets a read blocked on its
+// pipe end).
+func lioUnblockRead(w int) func() { return func() { unix.Write(w, []byte{'!'}) } }
+
+// lioUnblockWrite returns a function that reads from r (which makes room for a write blocked on
+// its pipe).
+func lioUnblockWrite(r int) func() {
+	return func() {
+		var b [4096]byte
+		unix.Read(r, b[:])
+	}
+}
+
+// lioQuiet adds a 5 ms timer and turns l until it has run (at most 5 Onces); it fails if an
+// fd handler ran meanwhile (*ran changed). (A ready fd is dispatched by the first Once, long
+// before the timer is due.)
+func lioQuiet(t *testing.T, l *ringev.Loop, ran *int) {
+	t.Helper()
+	before := *ran
+	fired := false
+	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) { fired = true })
+	for i := 0; !fired; i++ {
+		if i == 5 {
+			t.Fatalf("the 5 ms timer did not run within 5 Onces (fd handlers ran %d times meanwhile)", *ran-before)
+		}
+		testutil.Once(t, l, ctDeadline)
+	}
+	if *ran != before {
+		t.Fatalf("%d fd handler call(s) while nothing should be ready", *ran-before)
+	}
+}
+
+// TestLoopReadNonblockingReturnsWhatReadReturns: called from a handler, Loop.ReadNonblocking
+// returns the bytes (content checked), unix.EAGAIN itself on an empty non-blocking pipe and
+// socket, 0 at end of file, and an error wrapping unix.EBADF for a closed fd number, in the
+// handler's first run and in a later one (on uring, one that runs on what the first one's look
+// found).
+func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
+	lioEach(t, func(t *testing.T, backend string) {
+		tr, tw := testutil.Pipe(t)       // the handler's own fd
+		dr, dw := testutil.Pipe(t)       // data
+		er, ew := testutil.Pipe(t)       // empty
+		sa, sb := testutil.Socketpair(t) // empty socket
+		fr, fw := lioPipe(t)             // end of file
+		fw.Close()
+		bad := lioClosedFd(t)
+		l := b2NewLoop(t, backend)
+		testutil.Write(t, tw, []byte("12"))
+		buf := new([16]byte)
+		calls := 0
+		addFd(t, l, tr, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			calls++
+			testutil.Write(t, dw, []byte("hello"))
+			if n, err := l.ReadNonblocking(dr, buf[:3]); n != 3 || err != nil || string(buf[:n]) != "hel" {
+				t.Errorf("run %d: data: ReadNonblocking = %d %q, %v; want 3 \"hel\", nil", calls, n, buf[:n], err)
+			}
+			if n, err := l.ReadNonblocking(dr, buf[:]); n != 2 || err != nil || string(buf[:n]) != "lo" {
+				t.Errorf("run %d: data: ReadNonblocking = %d %q, %v; want 2 \"lo\", nil", calls, n, buf[:n], err)
+			}
+			for _, c := range []struct {
+				name     string
+				fd, peer int
+			}{{"empty pipe", er, ew}, {"empty socket", sa, sb}} {
+				var n int
+				var err error
+				rescued := lioNoBlock(lioUnblockRead(c.peer), func() { n, err = l.ReadNonblocking(c.fd, buf[:]) })
+				switch {
+				case n == 0 && err == unix.EAGAIN && errors.Is(err, unix.EAGAIN):
+				case rescued:
+					t.Errorf("run %d: %s: ReadNonblocking blocked until the test wrote to the fd (then returned %d, %v); want unix.EAGAIN at once", calls, c.name, n, err)
+				default:
+					t.Errorf("run %d: %s: ReadNonblocking = %d, %v (%T); want 0, unix.EAGAIN itself", calls, c.name, n, err, err)
+				}
+				if rescued {
+					testutil.Drain(t, c.fd)
+				}
+			}
+			if n, err := l.ReadNonblocking(fr.fd, buf[:]); n != 0 || err != nil {
+				t.Errorf("run %d: end of file: ReadNonblocking = %d, %v; want 0, nil", calls, n, err)
+			}
+			if n, err := l.ReadNonblocking(bad, buf[:]); n != 0 || !errors.Is(err, unix.EBADF) {
+				t.Errorf("run %d: closed fd %d: ReadNonblocking = %d, %v; want 0 and an error wrapping EBADF", calls, bad, n, err)
+			}
+			if n, err := l.ReadNonblocking(tr, buf[:1]); n != 1 || err != nil || buf[0] != "12"[calls-1] {
+				t.Errorf("run %d: own fd: ReadNonblocking = %d %q, %v; want 1 %q, nil", calls, n, buf[:n], err, "12"[calls-1])
+			}
+		})
+		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, ctDeadline)
+		lioQuiet(t, l, &calls)
+	})
+}
+
+// TestLoopWriteNonblockingReturnsWhatWriteReturns: called from a handler,
+// Loop.WriteNonblocking returns the bytes written (which arrive), unix.EAGAIN itself when the pipe
+// is full, and unix.EPIPE itself when its reader is closed (the process survives: Go ignores
+// SIGPIPE for fds other than stdout and stderr).
+func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
+	lioEach(t, func(t *testing.T, backend string) {
+		tr, tw := testutil.Pipe(t)
+		dr, dw := testutil.Pipe(t)
+		fr, fw := testutil.Pipe(t)
+		held := lioFill(t, fw)
+		xr, xw := lioPipe(t)
+		xr.Close()
+		l := b2NewLoop(t, backend)
+		testutil.Write(t, tw, []byte("12"))
+		buf := new([8]byte)
+		calls := 0
+		addFd(t, l, tr, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			calls++
+			copy(buf[:], "abc")
+			if n, err := l.WriteNonblocking(dw, buf[:3]); n != 3 || err != nil {
+				t.Errorf("run %d: WriteNonblocking = %d, %v; want 3, nil", calls, n, err)
+			}
+			var got [8]byte
+			if n, err := unix.Read(dr, got[:]); n != 3 || err != nil || string(got[:n]) != "abc" {
+				t.Errorf("run %d: read back %d %q, %v; want \"abc\"", calls, n, got[:max(n, 0)], err)
+			}
+			var n int
+			var err error
+			rescued := lioNoBlock(lioUnblockWrite(fr), func() { n, err = l.WriteNonblocking(fw, buf[:1]) })
+			switch {
+			case n == 0 && err == unix.EAGAIN && errors.Is(err, unix.EAGAIN):
+			case rescued:
+				t.Errorf("run %d: full pipe: WriteNonblocking blocked until the test read from the pipe (then returned %d, %v); want unix.EAGAIN at once", calls, n, err)
+			default:
+				t.Errorf("run %d: full pipe: WriteNonblocking = %d, %v; want 0, unix.EAGAIN itself", calls, n, err)
+			}
+			if rescued { // the test read from the pipe: fill it again
+				testutil.Drain(t, fr)
+				held = lioFill(t, fw)
+			}
+			if n, err := l.WriteNonblocking(xw.fd, buf[:1]); n != 0 || err != unix.EPIPE || !errors.Is(err, unix.EPIPE) {
+				t.Errorf("run %d: pipe without reader: WriteNonblocking = %d, %v; want 0, unix.EPIPE itself", calls, n, err)
+			}
+			if n, err := l.ReadNonblocking(tr, buf[:1]); n != 1 || err != nil {
+				t.Errorf("run %d: own fd: ReadNonblocking = %d, %v", calls, n, err)
+			}
+		})
+		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, ctDeadline)
+		lioQuiet(t, l, &calls)
+		if t.Failed() {
+			return
+		}
+		if got := testutil.Drain(t, fr); got != held {
+			t.Fatalf("the full pipe holds %d bytes, want the %d written before (a write that should have failed went through)", got, held)
+		}
+	})
+}
+
+// TestLoopReadNonblockingUntilEAGAINReturns: the usual drain loop of a handler (read through the
+// loop until unix.EAGAIN) ends, and the loop goes on (a timer runs).
+func TestLoopReadNonblockingUntilEAGAINReturns(t *testing.T) {
+	lioEach(t, func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		l := b2NewLoop(t, backend)
+		buf := new([4]byte)
+		got := ""
+		calls := 0
+		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			calls++
+			for range 10 {
+				var n int
+				var err error
+				rescued := lioNoBlock(lioUnblockRead(w), func() { n, err = l.ReadNonblocking(r, buf[:]) })
+				if rescued {
+					testutil.Drain(t, r) // what the test wrote
+				}
+				if err == unix.EAGAIN {
+					return
+				}
+				if rescued {
+					t.Errorf("run %d: ReadNonblocking on the drained pipe blocked until the test wrote to it (then returned %d, %v); want unix.EAGAIN at once", calls, n, err)
+					return
+				}
+				if err != nil || n == 0 {
+					t.Errorf("run %d: ReadNonblocking = %d, %v", calls, n, err)
+					return
+				}
+				got += string(buf[:n])
+			}
+			t.Errorf("run %d: no EAGAIN after 10 reads", calls)
+		})
+		testutil.Write(t, w, []byte("0123456789"))
+		testutil.OnceUntil(t, l, func() bool { return calls > 0 }, ctDeadline)
+		if got != "0123456789" {
+			t.Fatalf("read %q, want \"0123456789\"", got)
+		}
+		lioQuiet(t, l, &calls)
+	})
+}
+
+// lioSpeed is tevent's fd_speed1 (fd_speed2 with idle handlers) on one loop, with handlers that
+// read and write one byte through the loop methods (viaLoop) or the package functions. The
+// bytes written count up; the reader checks each. Nothing it does allocates.
+type lioSpeed struct {
+	l       *ringev.Loop
+	r, w    int
+	viaLoop bool
+	rbuf    [1]byte
+	wbuf    [1]byte
+	next    byte // the next byte to write
+	want    byte // the next byte the reader must see
+	reads   int  // bytes read
+	writes  int  // bytes written
+	onces   int  // Once calls by run
+	idle    int  // calls of handlers that must never run
+	bad     int  // handler calls that did not move exactly one (right) byte, or got wrong flags
+	badWhat string
+	badN    int
+	badErr  error
+	badF    ringev.Flags
+}
+
+func lioNewSpeed(t *testing.T, backend string, viaLoop bool, idle int, opts ...ringev.Option) *lioSpeed {
+	t.Helper()
+	r, w := testutil.Pipe(t)
+	s := &lioSpeed{l: b2NewLoop(t, backend, opts...), r: r, w: w, viaLoop: viaLoop}
+	addFd(t, s.l, r, ringev.Read, s.onRead)
+	addFd(t, s.l, w, ringev.Write, s.onWrite)
+	for range idle {
+		addFd(t, s.l, r, ringev.Write, s.onIdle)
+		addFd(t, s.l, w, ringev.Read, s.onIdle)
+	}
+	lioWatch(t, s.l, 2*ctDeadline, lioUnblockRead(w))
+	return s
+}
+
+func (s *lioSpeed) fail(what string, f ringev.Flags, n int, err error) {
+	if s.bad == 0 {
+		s.badWhat, s.badF, s.badN, s.badErr = what, f, n, err
+	}
+	s.bad++
+}
+
+func (s *lioSpeed) onRead(_ *ringev.FdEvent, f ringev.Flags) {
+	var n int
+	var err error
+	if s.viaLoop {
+		n, err = s.l.ReadNonblocking(s.r, s.rbuf[:])
+	} else {
+		n, err = ringev.ReadNonblocking(s.r, s.rbuf[:])
+	}
+	switch {
+	case f != ringev.Read || n != 1 || err != nil:
+		s.fail("read", f, n, err)
+		return
+	case s.rbuf[0] != s.want:
+		s.fail("read a wrong byte", f, int(s.rbuf[0]), nil)
+	}
+	s.want = s.rbuf[0] + 1
+	s.reads++
+}
+
+func (s *lioSpeed) onWrite(_ *ringev.FdEvent, f ringev.Flags) {
+	s.wbuf[0] = s.next
+	var n int
+	var err error
+	if s.viaLoop {
+		n, err = s.l.WriteNonblocking(s.w, s.wbuf[:])
+	} else {
+		n, err = ringev.WriteNonblocking(s.w, s.wbuf[:])
+	}
+	if f != ringev.Write || n != 1 || err != nil {
+		s.fail("write", f, n, err)
+		return
+	}
+	s.next++
+	s.writes++
+}
+
+func (s *lioSpeed) onIdle(*ringev.FdEvent, ringev.Flags) { s.idle++ }
+
+// run turns the loop until n more bytes were read (at most 4n+64 Onces).
+func (s *lioSpeed) run(t testing.TB, n int) {
+	target := s.reads + n
+	for i := 0; s.reads < target; i++ {
+		if s.bad > 0 || s.idle > 0 || i > 4*n+64 {
+			t.Fatalf("after %d Onces: %d of %d bytes read; %d idle handler calls; %d bad handler calls, the first: %s: flags %v, n %d, err %v",
+				i, n-(target-s.reads), n, s.idle, s.bad, s.badWhat, s.badF, s.badN, s.badErr)
+		}
+		if err := s.l.Once(); err != nil {
+			t.Fatalf("Once: %v", err)
+		}
+		s.onces++
+	}
+}
+
+// check fails unless every handler call moved its byte, no idle handler ran, and the bytes
+// written and not read are still in the pipe.
+func (s *lioSpeed) check(t *testing.T) {
+	t.Helper()
+	if s.bad > 0 || s.idle > 0 {
+		t.Fatalf("%d idle handler calls; %d bad handler calls, the first: %s: flags %v, n %d, err %v",
+			s.idle, s.bad, s.badWhat, s.badF, s.badN, s.badErr)
+	}
+	if left := testutil.Drain(t, s.r); s.writes-s.reads != left {
+		t.Fatalf("%d bytes written, %d read, %d left in the pipe", s.writes, s.reads, left)
+	}
+}
+
+// TestLoopIOOnRingSparesTheNextWait: on uring, with fd_speed1 handlers that use the loop
+// methods, the look that follows each handler's I/O in the ring serves the next Once: after a
+// warm-up, 1000 read events take fewer than 100 waits. With the package functions, and on every
+// other backend (and the uring fallback), each read event takes about one wait (at least 500).
+func TestLoopIOOnRingSparesTheNextWait(t *testing.T) {
+	const n = 1000
+	for _, backend := range lioBackends() {
+		for _, via := range []struct {
+			name string
+			loop bool
+		}{{"LoopMethods", true}, {"PackageFunctions", false}} {
+			t.Run(backend+"/"+via.name, func(t *testing.T) {
+				rides := via.loop && backend == "uring"
+				if rides {
+					lioRequireRide(t)
+				}
+				s := lioNewSpeed(t, backend, via.loop, 0)
+				s.run(t, 100)
+				w0 := ringev.Waits(s.l)
+				s.run(t, n)
+				waits := ringev.Waits(s.l) - w0
+				s.check(t)
+				if rides && waits >= n/10 {
+					t.Fatalf("%d read events through the ring took %d waits, want fewer than %d", n, waits, n/10)
+				}
+				if !rides && waits < n/2 {
+					t.Fatalf("%d read events took %d waits, want about one each (at least %d)", n, waits, n/2)
+				}
+			})
+		}
+	}
+}
+
+// TestLoopIOWithFreshReadinessWaitsInEveryOnce: WithFreshReadiness ignores what a handler's
+// look found: every Once that runs an fd handler waits first, on every backend.
+func TestLoopIOWithFreshReadinessWaitsInEveryOnce(t *testing.T) {
+	for _, backend := range lioBackends() {
+		for _, m := range []struct {
+			name string
+			opts []ringev.Option
+		}{
+			{"Fresh", []ringev.Option{ringev.WithFreshReadiness()}},
+			{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}},
+		} {
+			t.Run(backend+"/"+m.name, func(t *testing.T) {
+				s := lioNewSpeed(t, backend, true, 0, m.opts...)
+				s.run(t, 100)
+				w0, o0 := ringev.Waits(s.l), s.onces
+				s.run(t, 500)
+				s.check(t)
+				if waits, onces := ringev.Waits(s.l)-w0, uint64(s.onces-o0); waits < onces {
+					t.Fatalf("%d Onces ran fd handlers with only %d waits: readiness from a handler's look was used", onces, waits)
+				}
+			})
+		}
+	}
+}
+
+// TestLoopIOFdSpeedDeliversEveryEventInEveryMode: fd_speed2 (a read and a write handler using
+// the loop methods, and an idle pair that must never run) delivers 2000 read events in every
+// dispatch mode on every backend: each handler call moves exactly its byte, in order, with the
+// right flags, and what was written and not read is in the pipe.
+func TestLoopIOFdSpeedDeliversEveryEventInEveryMode(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		s := lioNewSpeed(t, backend, true, 1, opts...)
+		s.run(t, 2000)
+		s.check(t)
+	})
+}
+
+// TestLoopIOSteadyStateDoesNotAllocate: once warmed up, a read event of fd_speed2 with the loop
+// methods (buffers in a heap struct) allocates nothing, in every mode on every backend.
+func TestLoopIOSteadyStateDoesNotAllocate(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		s := lioNewSpeed(t, backend, true, 1, opts...)
+		s.run(t, 1000)
+		if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
+			t.Fatalf("%.2f allocations per read event, want 0", a)
+		}
+		s.check(t)
+	})
+}
+
+// TestLoopIOLevelTriggeredUntilDrained: a handler that reads one of three bytes per call through
+// the loop is called again until all three are read (in order), and not after; a byte written
+// later wakes the loop and runs it once more; in every mode.
+func TestLoopIOLevelTriggeredUntilDrained(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		r, w := testutil.Pipe(t)
+		l := b2NewLoop(t, backend, opts...)
+		lioWatch(t, l, ctDeadline, lioUnblockRead(w))
+		testutil.Write(t, w, []byte("abc"))
+		buf := new([1]byte)
+		got := ""
+		calls := 0
+		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			calls++
+			n, err := l.ReadNonblocking(r, buf[:])
+			if f != ringev.Read || n != 1 || err != nil {
+				t.Errorf("call %d: flags %v, ReadNonblocking = %d, %v", calls, f, n, err)
+				return
+			}
+			got += string(buf[:n])
+		})
+		for i := 0; calls < 3; i++ {
+			if i == 6 {
+				t.Fatalf("%d handler calls in 6 Onces, want 3 (one per byte)", calls)
+			}
+			testutil.Once(t, l, ctDeadline)
+		}
+		lioQuiet(t, l, &calls)
+		if got != "abc" {
+			t.Fatalf("read %q, want \"abc\"", got)
+		}
+		// The loop now blocks in a wait; a new byte wakes it and runs the handler.
+		testutil.Write(t, w, []byte("d"))
+		testutil.OnceUntil(t, l, func() bool { return calls == 4 }, ctDeadline)
+		lioQuiet(t, l, &calls)
+		if got != "abcd" {
+			t.Fatalf("read %q, want \"abcd\"", got)
+		}
+	})
+}
+
+// TestLoopIOFairnessAlternates: two always-readable pipes (64 bytes each), whose handlers read
+// one byte per call through the loop, alternate: neither runs twice in a row, and each reads its
+// bytes in order, in every mode.
+func TestLoopIOFairnessAlternates(t *testing.T) {
+	const runs = 40
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		var rs, ws [2]int
+		for i := range 2 {
+			rs[i], ws[i] = testutil.Pipe(t)
+			data := make([]byte, 64)
+			for k := range data {
+				data[k] = byte(k)
+			}
+			testutil.Write(t, ws[i], data)
+		}
+		l := b2NewLoop(t, backend, opts...)
+		lioWatch(t, l, ctDeadline, func() {})
+		buf := new([1]byte)
+		var who []int
+		var next [2]byte
+		for i := range 2 {
+			addFd(t, l, rs[i], ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				who = append(who, i)
+				if n, err := l.ReadNonblocking(rs[i], buf[:]); n != 1 || err != nil || buf[0] != next[i] {
+					t.Errorf("handler %d, call %d: ReadNonblocking = %d %v, %v; want byte %d", i, len(who), n, buf[:max(n, 0)], err, next[i])
+				}
+				next[i]++
+			})
+		}
+		for o := 0; len(who) < runs; o++ {
+			if o == runs {
+				t.Fatalf("%d handler calls in %d Onces", len(who), o)
+			}
+			before := len(who)
+			testutil.Once(t, l, ctDeadline)
+			if !all && len(who) != before+1 {
+				t.Fatalf("one Once ran %d handlers", len(who)-before)
+			}
+		}
+		for k := 1; k < len(who); k++ {
+			if who[k] == who[k-1] {
+				t.Fatalf("handler %d ran twice in a row (calls %d and %d): %v", who[k], k, k+1, who)
+			}
+		}
+	})
+}
+
+// TestLoopIOClosedEventNeverRuns: a handler makes another fd readable, reads its own fd through
+// the loop (on uring the look behind that read finds the other fd ready), and then closes the
+// other fd's event (plainly, with auto-close, or while a second event on that fd stays): the
+// closed event's handler never runs; the second event runs.
+func TestLoopIOClosedEventNeverRuns(t *testing.T) {
+	for _, variant := range []string{"Plain", "AutoClose", "OtherEventOnFdStays"} {
+		t.Run(variant, func(t *testing.T) {
+			b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+				a, aw := testutil.Pipe(t)
+				b, bw := lioPipe(t)
+				l := b2NewLoop(t, backend, opts...)
+				lioWatch(t, l, ctDeadline, lioUnblockRead(aw))
+				testutil.Write(t, aw, []byte("12"))
+				buf := new([1]byte)
+				var eb *ringev.FdEvent
+				ranA, ranB2 := 0, 0
+				addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					ranA++
+					if ranA == 1 {
+						testutil.Write(t, bw.fd, []byte{'b'})
+					}
+					if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
+						t.Errorf("A, call %d: ReadNonblocking = %d, %v", ranA, n, err)
+					}
+					if ranA == 1 {
+						if err := eb.Close(); err != nil {
+							t.Errorf("FdEvent.Close: %v", err)
+						}
+					}
+				})
+				eb = addFd(t, l, b.fd, ringev.Read, ctNever(t, "closed event"))
+				if variant == "AutoClose" {
+					eb.SetAutoClose(true)
+					b.HandOver()
+				}
+				if variant == "OtherEventOnFdStays" {
+					addFd(t, l, b.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+						ranB2++
+						if n, err := l.ReadNonblocking(b.fd, buf[:]); n != 1 || err != nil {
+							t.Errorf("B2, call %d: ReadNonblocking = %d, %v", ranB2, n, err)
+						}
+					})
+				}
+				// A first, alone: B is empty until A's first call.
+				testutil.Once(t, l, ctDeadline)
+				if ranA != 1 {
+					t.Fatalf("first Once ran A %d times, want 1", ranA)
+				}
+				wantB2 := 0
+				if variant == "OtherEventOnFdStays" {
+					wantB2 = 1
+				}
+				for i := 0; ranA < 2 || ranB2 < wantB2; i++ {
+					if i == 6 {
+						t.Fatalf("after 6 more Onces A ran %d times (want 2), B2 %d (want %d)", ranA, ranB2, wantB2)
+					}
+					testutil.Once(t, l, ctDeadline)
+				}
+				total := ranA + ranB2
+				lioQuiet(t, l, &total)
+			})
+		})
+	}
+}
+
+// TestLoopIOAddFdInHandlerRunsNewEvent: a handler reads through the loop and then adds an event
+// for an fd that is ready: that event runs at the next Once (it is the least recently run of the
+// ready ones, and the handler used up its own readiness), before the first handler runs again.
+func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		a, aw := testutil.Pipe(t)
+		nr, nw := testutil.Pipe(t)
+		l := b2NewLoop(t, backend, opts...)
+		lioWatch(t, l, ctDeadline, lioUnblockRead(aw))
+		testutil.Write(t, aw, []byte("123"))
+		testutil.Write(t, nw, []byte("n"))
+		buf := new([1]byte)
+		var log []string
+		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			log = append(log, "A")
+			if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
+				t.Errorf("A: ReadNonblocking = %d, %v", n, err)
+			}
+			if len(log) == 1 {
+				addFd(t, l, nr, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					log = append(log, "N")
+					if n, err := l.ReadNonblocking(nr, buf[:]); n != 1 || err != nil {
+						t.Errorf("N: ReadNonblocking = %d, %v", n, err)
+					}
+				})
+			}
+		})
+		testutil.Once(t, l, ctDeadline)
+		testutil.Once(t, l, ctDeadline)
+		if len(log) < 2 || log[1] != "N" {
+			t.Fatalf("handler calls in the first two Onces: %v; want the new event N right after A", log)
+		}
+		for i := 0; len(log) < 4; i++ {
+			if i == 4 {
+				t.Fatalf("handler calls: %v; want A to read its other two bytes", log)
+			}
+			testutil.Once(t, l, ctDeadline)
+		}
+		n := len(log)
+		lioQuiet(t, l, &n)
+		if strings.Join(log, "") != "ANAA" {
+			t.Fatalf("handler calls %v, want [A N A A]", log)
+		}
+	})
+}
+
+// TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook: a handler makes fd B readable, reads its
+// own fd through the loop (on uring the look behind that read finds B ready), closes B's event
+// with auto-close, puts an empty pipe on B's fd number and adds an event for it: that event does
+// not run from the earlier look (its pipe is empty), only once its pipe gets a byte.
+func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		a, aw := testutil.Pipe(t)
+		b, bw := lioPipe(t)
+		l := b2NewLoop(t, backend, opts...)
+		lioWatch(t, l, ctDeadline, lioUnblockRead(aw))
+		testutil.Write(t, aw, []byte("12"))
+		buf := new([1]byte)
+		num := b.fd
+		eb := addFd(t, l, num, ringev.Read, ctNever(t, "closed event on the old file"))
+		eb.SetAutoClose(true)
+		b.HandOver()
+		var newW *ctFd
+		calls, newCalls := 0, 0
+		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			calls++
+			if calls == 1 {
+				testutil.Write(t, bw.fd, []byte{'b'})
+			}
+			if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
+				t.Errorf("A, call %d: ReadNonblocking = %d, %v", calls, n, err)
+			}
+			if calls != 1 {
+				return
+			}
+			if err := eb.Close(); err != nil {
+				t.Errorf("FdEvent.Close: %v", err)
+			}
+			nr, nw := lioPipe(t) // the kernel gives it the lowest free numbers: num, usually
+			newW = nw
+			if nw.fd == num {
+				t.Errorf("the new pipe's write end took fd %d", num)
+				return
+			}
+			if nr.fd != num {
+				if err := unix.Dup3(nr.fd, num, unix.O_CLOEXEC); err != nil {
+					t.Errorf("dup3(%d, %d): %v", nr.fd, num, err)
+					return
+				}
+				nr.Close()
+			} else {
+				nr.HandOver() // the new event's auto-close closes it
+			}
+			ev2 := addFd(t, l, num, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				newCalls++
+				if n, err := ringev.ReadNonblocking(num, buf[:]); n != 1 || err != nil {
+					t.Errorf("new event, call %d (flags %v): ReadNonblocking = %d, %v: it ran for readiness its file never had", newCalls, f, n, err)
+				}
+			})
+			ev2.SetAutoClose(true)
+		})
+		for i := 0; calls < 2; i++ {
+			if i == 6 {
+				t.Fatalf("A ran %d times in 6 Onces, want 2", calls)
+			}
+			testutil.Once(t, l, ctDeadline)
+		}
+		total := calls + newCalls
+		lioQuiet(t, l, &total)
+		if newCalls != 0 || newW == nil {
+			t.Fatalf("the new event ran %d times before its pipe had data", newCalls)
+		}
+		testutil.Write(t, newW.fd, []byte{'n'})
+		testutil.OnceUntil(t, l, func() bool { return newCalls == 1 }, ctDeadline)
+		total = calls + newCalls
+		lioQuiet(t, l, &total)
+	})
+}
+
+// TestLoopIOOwnFdDrainedOtherwiseIsCalledAtMostOnceMore: a handler reads one byte of two
+// through the loop and then the other with the package function, so its fd is empty when it
+// returns. Loop.ReadNonblocking's doc: the look behind the read is made after it, so such a
+// handler "can be called once more for readiness it used up (it then reads EAGAIN)": it is
+// called at most once more, reads EAGAIN then, and never again.
+func TestLoopIOOwnFdDrainedOtherwiseIsCalledAtMostOnceMore(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		r, w := testutil.Pipe(t)
+		l := b2NewLoop(t, backend, opts...)
+		lioWatch(t, l, ctDeadline, lioUnblockRead(w))
+		testutil.Write(t, w, []byte("ab"))
+		buf := new([1]byte)
+		calls := 0
+		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			calls++
+			if calls > 1 { // the package function: EAGAIN at once, whatever the backend
+				if n, err := ringev.ReadNonblocking(r, buf[:]); n != 0 || err != unix.EAGAIN {
+					t.Errorf("call %d (flags %v) on a pipe its handler drained: read %d, %v; want EAGAIN", calls, f, n, err)
+				}
+				return
+			}
+			if n, err := l.ReadNonblocking(r, buf[:]); n != 1 || err != nil || buf[0] != 'a' {
+				t.Errorf("Loop.ReadNonblocking = %d %q, %v", n, buf[:max(n, 0)], err)
+			}
+			if n, err := ringev.ReadNonblocking(r, buf[:]); n != 1 || err != nil || buf[0] != 'b' {
+				t.Errorf("ReadNonblocking = %d %q, %v", n, buf[:max(n, 0)], err)
+			}
+		})
+		testutil.Once(t, l, ctDeadline)
+		fired := false
+		l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { fired = true })
+		for i := 0; !fired; i++ {
+			if i == 5 {
+				t.Fatalf("the 10 ms timer did not run within 5 Onces (%d handler calls)", calls)
+			}
+			testutil.Once(t, l, ctDeadline)
+		}
+		if calls > 2 {
+			t.Fatalf("the handler of the drained pipe was called %d times more, want at most once", calls-1)
+		}
+		lioQuiet(t, l, &calls)
+	})
+}
+
+// TestLoopIODispatchAllBatchStopsAtNews: with WithDispatchAll, when a handler's I/O brings
+// news (on uring: an EPOLL_WAIT left in flight by an earlier handler completes in it), the batch
+// stops and the next Once runs on the news; a handler of the batch that drained its fd with the
+// package function is not called again for it. Set-up: X's handler leaves an EPOLL_WAIT in
+// flight (nothing else is ready); then A and B become ready together; A runs first (B ran
+// before) and reads through the loop, B reads with the package function.
+func TestLoopIODispatchAllBatchStopsAtNews(t *testing.T) {
+	for _, backend := range lioBackends() {
+		for _, m := range []struct {
+			name string
+			opts []ringev.Option
+		}{
+			{"DispatchAll", []ringev.Option{ringev.WithDispatchAll()}},
+			{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}},
+		} {
+			t.Run(backend+"/"+m.name, func(t *testing.T) {
+				x, xw := testutil.Pipe(t)
+				a, aw := testutil.Pipe(t)
+				b, bw := testutil.Pipe(t)
+				l := b2NewLoop(t, backend, m.opts...)
+				lioWatch(t, l, ctDeadline, func() { unix.Write(xw, []byte{'!'}); unix.Write(aw, []byte{'!'}) })
+				buf := new([8]byte)
+				once := 0
+				var log []string
+				spurious := 0
+				addFd(t, l, x, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+					log = append(log, fmt.Sprintf("%d:X", once))
+					if n, err := l.ReadNonblocking(x, buf[:]); n != 1 || err != nil {
+						t.Errorf("X: ReadNonblocking = %d, %v", n, err)
+					}
+				})
+				addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+					log = append(log, fmt.Sprintf("%d:A", once))
+					if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
+						t.Errorf("A: ReadNonblocking = %d, %v", n, err)
+					}
+				})
+				addFd(t, l, b, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+					log = append(log, fmt.Sprintf("%d:B", once))
+					if n, err := ringev.ReadNonblocking(b, buf[:]); n != 1 || err != nil {
+						spurious++
+						t.Errorf("B (call %s): ReadNonblocking = %d, %v: called for a pipe it had drained", log[len(log)-1], n, err)
+					}
+				})
+				turn := func() {
+					t.Helper()
+					testutil.Once(t, l, ctDeadline)
+					once++
+				}
+				testutil.Write(t, bw, []byte{'b'})
+				turn() // 0: B
+				testutil.Write(t, xw, []byte{'x'})
+				turn() // 1: X, whose look stays in flight
+				testutil.Write(t, aw, []byte{'a'})
+				testutil.Write(t, bw, []byte{'b'})
+				for i := 0; len(log) < 4; i++ {
+					if i == 4 {
+						t.Fatalf("handler calls %v: A and B did not both run", log)
+					}
+					turn()
+				}
+				n := len(log)
+				lioQuiet(t, l, &n)
+				want := "0:B 1:X 2:A 2:B"
+				if lioRides(backend) {
+					want = "0:B 1:X 2:A 3:B"
+				}
+				if got := strings.Join(log, " "); got != want || spurious > 0 {
+					t.Fatalf("handler calls %q, want %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestLoopIOFromAnotherGoroutineIsPlainSyscall: a goroutine other than the owner writes 3000
+// counting bytes through loop.WriteNonblocking and reads their echo through
+// loop.ReadNonblocking while the owner runs Once, whose handler reads them through the loop and
+// echoes them: every byte arrives in order both ways and no call fails (through the owner's
+// SINGLE_ISSUER ring from another thread, the enter would fail with EEXIST; run with -race).
+func TestLoopIOFromAnotherGoroutineIsPlainSyscall(t *testing.T) {
+	const total = 3000
+	lioEach(t, func(t *testing.T, backend string) {
+		in, inW := testutil.Pipe(t)
+		out, outW := testutil.Pipe(t)
+		l := b2NewLoop(t, backend)
+		lioWatch(t, l, 2*ctDeadline, nil)
+		buf := new([64]byte)
+		got := 0
+		addFd(t, l, in, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			n, err := l.ReadNonblocking(in, buf[:])
+			if n <= 0 || err != nil {
+				t.Errorf("owner: ReadNonblocking = %d, %v", n, err)
+				return
+			}
+			for k, c := range buf[:n] {
+				if c != byte(got+k) {
+					t.Errorf("owner: byte %d is %d, want %d", got+k, c, byte(got+k))
+				}
+			}
+			got += n
+			if m, err := l.WriteNonblocking(outW, buf[:n]); m != n || err != nil {
+				t.Errorf("owner: WriteNonblocking = %d, %v; want %d", m, err, n)
+			}
+		})
+		peer := make(chan error, 1)
+		var peerDone atomic.Bool
+		go func() {
+			err := lioPeer(l, inW, out, total)
+			peerDone.Store(true)
+			peer <- err
+			l.Post(func() {}) // the owner may be waiting
+		}()
+		testutil.OnceUntil(t, l, func() bool { return got >= total || peerDone.Load() }, 2*ctDeadline)
+		select {
+		case err := <-peer:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(2 * ctDeadline):
+			t.Fatal("the other goroutine did not finish")
+		}
+		if got != total {
+			t.Fatalf("the owner read %d bytes, want %d", got, total)
+		}
+	})
+}
+
+// lioPeer writes total counting bytes to w in chunks of up to 7 through l's methods and reads
+// their echo from r the same way, from a goroutine that does not own l.
+func lioPeer(l *ringev.Loop, w, r, total int) error {
+	wb := make([]byte, 7)
+	rb := make([]byte, 64)
+	sent, echoed := 0, 0
+	end := time.Now().Add(2 * ctDeadline)
+	for echoed < total {
+		if time.Now().After(end) {
+			return fmt.Errorf("peer: %d of %d bytes sent, %d echoed before the deadline", sent, total, echoed)
+		}
+		if sent < total {
+			k := min(len(wb), total-sent)
+			for i := range k {
+				wb[i] = byte(sent + i)
+			}
+			n, err := l.WriteNonblocking(w, wb[:k])
+			switch {
+			case err == unix.EAGAIN:
+			case err != nil || n <= 0:
+				return fmt.Errorf("peer: Loop.WriteNonblocking from another goroutine = %d, %v", n, err)
+			default:
+				sent += n
+			}
+		}
+		n, err := l.ReadNonblocking(r, rb)
+		switch {
+		case err == unix.EAGAIN:
+			runtime.Gosched()
+		case err != nil || n <= 0:
+			return fmt.Errorf("peer: Loop.ReadNonblocking from another goroutine = %d, %v", n, err)
+		default:
+			for k, c := range rb[:n] {
+				if c != byte(echoed+k) {
+					return fmt.Errorf("peer: echoed byte %d is %d, want %d", echoed+k, c, byte(echoed+k))
+				}
+			}
+			echoed += n
+		}
+	}
+	return nil
+}
+
+// TestLoopIOFromAnotherGoroutineWhileOwnerCloses: the methods are documented to work from any
+// goroutine (as the package functions there); a goroutine that keeps calling them while the
+// owner closes the loop gets plain results throughout, without a data race (run with -race: the
+// methods must not read Loop.ride, which Close clears, before checking the caller is the owner).
+func TestLoopIOFromAnotherGoroutineWhileOwnerCloses(t *testing.T) {
+	lioEach(t, func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		if backend == b2UringFallback {
+			defer ringev.SetUringFallback(true)()
+			backend = "uring"
+		}
+		l, err := ringev.New(ringev.WithBackend(backend))
+		requireNew(t, backend, err)
+		t.Cleanup(func() { l.Close() })
+		testutil.Write(t, w, []byte{'x'})
+		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			var b [1]byte
+			ringev.ReadNonblocking(r, b[:])
+		})
+		testutil.Once(t, l, ctDeadline) // the ring's first EPOLL_WAIT completes
+		var calls atomic.Int64
+		stop := make(chan struct{})
+		peer := make(chan error, 1)
+		go func() {
+			b := make([]byte, 1)
+			for {
+				select {
+				case <-stop:
+					peer <- nil
+					return
+				default:
+				}
+				if n, err := l.WriteNonblocking(w, b); n != 1 || err != nil {
+					peer <- fmt.Errorf("Loop.WriteNonblocking from another goroutine = %d, %v", n, err)
+					return
+				}
+				if n, err := l.ReadNonblocking(r, b); n != 1 || err != nil {
+					peer <- fmt.Errorf("Loop.ReadNonblocking from another goroutine = %d, %v", n, err)
+					return
+				}
+				calls.Add(1)
+			}
+		}()
+		lioAwait(t, func() bool { return calls.Load() >= 100 })
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		at := calls.Load()
+		lioAwait(t, func() bool { return calls.Load() >= at+100 })
+		close(stop)
+		if err := <-peer; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// lioAwait waits (at most ctDeadline) until cond holds, or fails the test.
+func lioAwait(t *testing.T, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(ctDeadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatal("condition not met within the deadline")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// TestLoopIOAfterCloseIsPlainSyscall: after Close (of a loop whose ring had served handler
+// I/O), the methods still read and write: bytes, unix.EAGAIN, 0 at end of file.
+func TestLoopIOAfterCloseIsPlainSyscall(t *testing.T) {
+	lioEach(t, func(t *testing.T, backend string) {
+		r, w := lioPipe(t)
+		tr, tw := testutil.Pipe(t)
+		if backend == b2UringFallback {
+			defer ringev.SetUringFallback(true)()
+			backend = "uring"
+		}
+		l, err := ringev.New(ringev.WithBackend(backend))
+		requireNew(t, backend, err)
+		t.Cleanup(func() { l.Close() })
+		testutil.Write(t, tw, []byte("12"))
+		buf := new([8]byte)
+		addFd(t, l, tr, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { l.ReadNonblocking(tr, buf[:1]) })
+		testutil.Once(t, l, ctDeadline)
+		testutil.Once(t, l, ctDeadline)
+		if err := l.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		copy(buf[:], "xyz")
+		if n, err := l.WriteNonblocking(w.fd, buf[:3]); n != 3 || err != nil {
+			t.Fatalf("WriteNonblocking after Close = %d, %v; want 3, nil", n, err)
+		}
+		clear(buf[:])
+		if n, err := l.ReadNonblocking(r.fd, buf[:]); n != 3 || err != nil || string(buf[:n]) != "xyz" {
+			t.Fatalf("ReadNonblocking after Close = %d %q, %v; want 3 \"xyz\", nil", n, buf[:max(n, 0)], err)
+		}
+		if n, err := l.ReadNonblocking(r.fd, buf[:]); n != 0 || err != unix.EAGAIN {
+			t.Fatalf("ReadNonblocking of an empty pipe after Close = %d, %v; want 0, EAGAIN", n, err)
+		}
+		w.Close()
+		if n, err := l.ReadNonblocking(r.fd, buf[:]); n != 0 || err != nil {
+			t.Fatalf("ReadNonblocking at end of file after Close = %d, %v; want 0, nil", n, err)
+		}
+	})
+}
+
+// TestLoopReadNonblockingRegularFile: through the loop, a handler reads a regular file (300 KB,
+// opened O_RDONLY) to its end: every byte, then 0. Cached: the file is in the page cache. Cold:
+// its pages were dropped first (fsync, then POSIX_FADV_DONTNEED), so the ring cannot complete
+// the read at once and the method must wait for it.
+func TestLoopReadNonblockingRegularFile(t *testing.T) {
+	want := make([]byte, 300000)
+	for i := range want {
+		want[i] = byte(i*7 + i>>8)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "loopio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, cold := range []bool{false, true} {
+		name := "Cached"
+		if cold {
+			name = "Cold"
+		}
+		t.Run(name, func(t *testing.T) {
+			lioEach(t, func(t *testing.T, backend string) {
+				fd, err := unix.Open(f.Name(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { unix.Close(fd) })
+				tr, tw := testutil.Pipe(t)
+				l := b2NewLoop(t, backend)
+				testutil.Write(t, tw, []byte("12"))
+				buf := new([65536]byte)
+				var got []byte
+				calls := 0
+				addFd(t, l, tr, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+					calls++
+					ringev.ReadNonblocking(tr, buf[:1])
+					if calls == 1 {
+						return // the second run reads: after the ring's first EPOLL_WAIT
+					}
+					if cold {
+						if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
+							t.Errorf("fadvise(DONTNEED): %v", err)
+						}
+					}
+					for range 20 {
+						n, err := l.ReadNonblocking(fd, buf[:])
+						if err != nil {
+							t.Errorf("ReadNonblocking of the file after %d bytes: %v", len(got), err)
+							return
+						}
+						if n == 0 {
+							return
+						}
+						got = append(got, buf[:n]...)
+					}
+					t.Errorf("no end of file after 20 reads (%d bytes)", len(got))
+				})
+				testutil.OnceUntil(t, l, func() bool { return calls == 2 }, ctDeadline)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("read %d bytes, want the file's %d (a prefix of it: %v)", len(got), len(want), bytes.Equal(got, want[:min(len(got), len(want))]))
+				}
+			})
+		})
+	}
+}
+
+// TestLoopIOBusyLoopRunsTimersAndPosts: while fd_speed1's handlers keep the loop busy through
+// the loop methods, a 20 ms timer runs before 2 s pass and a function posted from another
+// goroutine runs, in every mode.
+func TestLoopIOBusyLoopRunsTimersAndPosts(t *testing.T) {
+	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+		s := lioNewSpeed(t, backend, true, 0, opts...)
+		s.run(t, 100)
+		start := time.Now()
+		var timerAt time.Duration
+		s.l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { timerAt = time.Since(start) })
+		posted := false
+		go func() {
+			time.Sleep(5 * time.Millisecond)
+			if err := s.l.Post(func() { posted = true }); err != nil {
+				t.Errorf("Post: %v", err)
+			}
+		}()
+		reads := s.reads
+		for timerAt == 0 || !posted {
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("after 2 s (%d read events): timer ran: %v, posted function ran: %v", s.reads-reads, timerAt != 0, posted)
+			}
+			s.run(t, 1)
+		}
+		if timerAt < 20*time.Millisecond {
+			t.Fatalf("the 20 ms timer ran after %v", timerAt)
+		}
+		if s.reads-reads < 10 {
+			t.Fatalf("only %d read events while waiting for the timer and the post", s.reads-reads)
+		}
+		s.check(t)
+	})
+}
