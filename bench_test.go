@@ -10,7 +10,9 @@ import (
 )
 
 // speedLoop is the fd_speedN shape of tevent's benchmark on one loop: one pipe, a Read handler
-// reading one byte and a Write handler writing one byte, plus extra idle pairs.
+// reading one byte and a Write handler writing one byte, plus extra idle pairs. The handlers do
+// their I/O with the loop's methods (Loop.ReadNonblocking, Loop.WriteNonblocking), or with the
+// package functions (read(2) and write(2) of their own) when syscalls is set.
 type speedLoop struct {
 	loop   *ringev.Loop
 	p      [2]int
@@ -18,7 +20,7 @@ type speedLoop struct {
 	events int
 }
 
-func newSpeedLoop(tb testing.TB, backend string, extra int) *speedLoop {
+func newSpeedLoop(tb testing.TB, backend string, extra int, syscalls bool) *speedLoop {
 	tb.Helper()
 	l, err := ringev.New(ringev.WithBackend(backend))
 	requireNew(tb, backend, err)
@@ -32,12 +34,16 @@ func newSpeedLoop(tb testing.TB, backend string, extra int) *speedLoop {
 			tb.Fatal(err)
 		}
 	}
+	read, write := l.ReadNonblocking, l.WriteNonblocking
+	if syscalls {
+		read, write = ringev.ReadNonblocking, ringev.WriteNonblocking
+	}
 	add(s.p[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-		if n, _ := ringev.ReadNonblocking(s.p[0], s.buf[:]); n == 1 {
+		if n, _ := read(s.p[0], s.buf[:]); n == 1 {
 			s.events++
 		}
 	})
-	add(s.p[1], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { ringev.WriteNonblocking(s.p[1], s.buf[:]) })
+	add(s.p[1], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { write(s.p[1], s.buf[:]) })
 	for i := 0; i < extra; i++ {
 		add(s.p[0], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
 		add(s.p[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
@@ -56,19 +62,27 @@ func (s *speedLoop) run(tb testing.TB, n int) {
 }
 
 // BenchmarkFdSpeed measures tevent's fd_speed1/2/3 shapes on every backend: one op is one read
-// event (two handler calls). Compare backends with benchstat.
+// event (two handler calls). The handlers' I/O goes through the loop's methods; in the
+// sub-benchmarks ending in /syscall they make their own read(2) and write(2). Compare with
+// benchstat.
 func BenchmarkFdSpeed(b *testing.B) {
 	for _, be := range ringev.Backends() {
 		for extra := 0; extra < 3; extra++ {
-			b.Run(fmt.Sprintf("%s/fd_speed%d", be, extra+1), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				s := newSpeedLoop(b, be, extra)
-				s.run(b, 1000)
-				b.ReportAllocs()
-				b.ResetTimer()
-				s.run(b, b.N)
-			})
+			for _, syscalls := range []bool{false, true} {
+				name := fmt.Sprintf("%s/fd_speed%d", be, extra+1)
+				if syscalls {
+					name += "/syscall"
+				}
+				b.Run(name, func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					s := newSpeedLoop(b, be, extra, syscalls)
+					s.run(b, 1000)
+					b.ReportAllocs()
+					b.ResetTimer()
+					s.run(b, b.N)
+				})
+			}
 		}
 	}
 }
@@ -79,19 +93,20 @@ func BenchmarkUringFallback(b *testing.B) {
 	defer ringev.SetUringFallback(true)()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s := newSpeedLoop(b, "uring", 0)
+	s := newSpeedLoop(b, "uring", 0, true)
 	s.run(b, 1000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	s.run(b, b.N)
 }
 
-// TestSteadyStateDoesNotAllocate: once warmed up, an fd event round (a read and a write handler)
-// allocates nothing on any backend.
+// TestSteadyStateDoesNotAllocate: once warmed up, an fd event round (a read and a write handler
+// making their own read(2) and write(2)) allocates nothing on any backend. (With the loop's
+// methods: TestLoopIOSteadyStateDoesNotAllocate.)
 func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	for _, be := range ringev.Backends() {
 		t.Run(be, func(t *testing.T) {
-			s := newSpeedLoop(t, be, 2)
+			s := newSpeedLoop(t, be, 2, true)
 			s.run(t, 1000)
 			if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
 				t.Errorf("%s: %.2f allocations per read event, want 0", be, a)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved fd_speed1 comparison of ringev's backends with the C peers, for ratios on a noisy
 # machine: each round runs every peer once, each in a process of its own (`ringev bench pipes
-# --shape fd_speed1 --backend B` per ringev backend and the Go netpoller); the medians
+# --shape fd_speed1 --backend B --mode M` per ringev backend and mode, and the Go netpoller); the medians
 # of the rounds are printed with their ratios to tevent epoll and to the liburing one-shot loop.
 # usage: scripts/compare.sh [ROUNDS] [EVENTS]   (default 7 rounds of 500000 events)
 # Needs the anchors built by ../shared/anchors/run.sh (in $ANCHORS_BIN, default /tmp/ringev-anchors).
@@ -31,9 +31,14 @@ for _ in $(seq "$rounds"); do
   "${pin[@]}" "$a/uring_epoll_pipe" "$events" 8 | got liburing-epollwait8
   # One process per ringev backend, as each C peer is one process: in one process the first run
   # was sometimes measured slower than the later ones.
+  # Mode default: handlers do their I/O with the loop's methods; mode syscall: with read(2) and
+  # write(2) of their own, as the C peers' handlers do (ringev-B/syscall).
   for b in uring epoll poll uring-poll go-netpoller; do
-    "${pin[@]}" "$bin/ringev" bench pipes --shape fd_speed1 --backend "$b" --events "$events" --json 2>>"$bin/notes" |
-      python3 -c 'import json,sys; [print("ringev-"+r["backend"], r["events_per_sec"]) for r in json.load(sys.stdin)]'
+    for m in default syscall; do
+      [ "$b" = go-netpoller ] && [ "$m" = syscall ] && continue
+      "${pin[@]}" "$bin/ringev" bench pipes --shape fd_speed1 --backend "$b" --mode "$m" --events "$events" --json 2>>"$bin/notes" |
+        python3 -c 'import json,sys; [print("ringev-"+r["backend"]+("/"+r["mode"] if r["mode"]!="default" else ""), r["events_per_sec"]) for r in json.load(sys.stdin)]'
+    done
   done
 done > "$raw" || { echo "compare.sh: a peer failed; ringev's notes:" >&2; cat "$bin/notes" >&2; exit 1; }
 sort -u "$bin/notes" >&2 # ringev's notes (e.g. a backend skipped, and why)

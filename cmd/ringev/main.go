@@ -63,8 +63,10 @@ flags:
                   N pipes watched, one active (default %s); RLIMIT_NOFILE is raised
                   up to its hard limit for the run and restored afterwards
   --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness
-                  cache, %s = WithFreshReadiness, %s = WithDispatchAll; shown as
-                  backend/mode (uring/all); the netpoller runs once, in the default mode
+                  cache, handlers doing I/O with the loop's methods (on uring: through the
+                  ring, with the loop's next look); %s = the same, handlers making their own
+                  read(2)/write(2); %s = WithFreshReadiness; %s = WithDispatchAll; shown
+                  as backend/mode (uring/all); the netpoller runs once, in the default mode
   --events N      read events per fd_speed and fd_many run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
   --png FILE      also draw events/sec per shape, backend and mode as a PNG bar chart
@@ -234,7 +236,7 @@ type pipesOptions struct {
 func pipesUsage() string {
 	return fmt.Sprintf(usagePipes, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
 		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.PipesModeDefault,
-		bench.PipesModeDefault, bench.PipesModeFresh, bench.PipesModeAll, bench.DefaultEvents)
+		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll, bench.DefaultEvents)
 }
 
 // joinInts formats ns as "1,100,10000".

@@ -68,7 +68,7 @@ func TestParsePipesBadInput(t *testing.T) {
 		{[]string{"--fds", "2000000"}, []string{"--fds", `"2000000"`, "must be <= 1000000"}},
 		{[]string{"--fds"}, []string{"--fds", "needs an argument"}},
 		{[]string{"--shape", "fd_speed1", "--fds", "5"}, []string{"--fds 5", "fd_many", "--shape"}},
-		{[]string{"--mode", "turbo"}, []string{"--mode", `"turbo"`, "unknown mode", "default, fresh, all"}},
+		{[]string{"--mode", "turbo"}, []string{"--mode", `"turbo"`, "unknown mode", "default, syscall, fresh, all"}},
 		{[]string{"--mode", "all,"}, []string{"--mode", "empty mode name"}},
 		{[]string{"--mode"}, []string{"--mode", "needs an argument"}},
 		{[]string{"--png", ""}, []string{"--png", "empty file name"}},

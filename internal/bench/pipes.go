@@ -24,12 +24,17 @@
 // its events (at most 50,000) untimed, so that it measures the steady state, as testing.B does.
 //
 // Modes (Options.Mode, Config.Modes): every ringev backend runs with the default readiness cache
-// ("default"), with ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all").
-// The netpoller has no modes: it runs once per shape, as mode "default".
+// ("default"), the same with handlers that make their own syscalls ("syscall"), with
+// ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"). The netpoller has
+// no modes: it runs once per shape, as mode "default".
 //
-// The handlers read and write with ringev.ReadNonblocking and ringev.WriteNonblocking, as a
-// ringev user's handlers of non-blocking fds may: plain read(2) and write(2), as tevent_pipe.c's
-// handlers make, without the Go runtime's syscall bookkeeping.
+// The handlers read and write one byte with the loop's methods, Loop.ReadNonblocking and
+// Loop.WriteNonblocking, as a ringev user's handlers of non-blocking fds should: on the uring
+// backend the byte travels through the loop's ring together with the loop's next look at its
+// fds, one syscall where read(2) and the next wait make two; on the others they are read(2) and
+// write(2). In mode "syscall" the handlers call the package functions ringev.ReadNonblocking and
+// ringev.WriteNonblocking instead: plain read(2) and write(2) on every backend, as
+// tevent_pipe.c's handlers make (both without the Go runtime's syscall bookkeeping).
 //
 // Every measurement runs in a goroutine of its own: ringev.New locks its goroutine to an OS
 // thread until Close, and the loop belongs to that goroutine.
@@ -62,12 +67,15 @@ const (
 // are run and printed.
 const (
 	PipesModeDefault = "default" // ringev.New's defaults: the readiness cache, one handler per Once
+	PipesModeSyscall = "syscall" // the defaults, handlers making their own read(2)/write(2)
 	PipesModeFresh   = "fresh"   // ringev.WithFreshReadiness: one wait per fd handler
 	PipesModeAll     = "all"     // ringev.WithDispatchAll: every ready handler in one Once
 )
 
 // PipesModes returns the mode names in the order they are run and printed.
-func PipesModes() []string { return []string{PipesModeDefault, PipesModeFresh, PipesModeAll} }
+func PipesModes() []string {
+	return []string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll}
+}
 
 // loopOptions are the ringev.New options of backend in mode (a name from PipesModes(); ""
 // means the default).
@@ -266,6 +274,8 @@ func newResult(backend, mode, shape string, events int64, seconds float64) Resul
 type pipeRun struct {
 	rfd, wfd int
 	pid, tid int // the process, and the loop's thread (New locked the goroutine to it)
+	loop     *ringev.Loop
+	syscalls bool // mode "syscall": the package functions instead of the loop's methods
 	rbuf     [1]byte
 	wbuf     [1]byte
 	signals  bool  // context shape: the read handler raises SIGUSR1 and SIGALRM first
@@ -290,7 +300,14 @@ func (s *pipeRun) onRead(*ringev.FdEvent, ringev.Flags) {
 			s.raised++
 		}
 	}
-	if n, err := ringev.ReadNonblocking(s.rfd, s.rbuf[:]); n != 1 || err != nil {
+	var n int
+	var err error
+	if s.syscalls {
+		n, err = ringev.ReadNonblocking(s.rfd, s.rbuf[:])
+	} else {
+		n, err = s.loop.ReadNonblocking(s.rfd, s.rbuf[:])
+	}
+	if n != 1 || err != nil {
 		s.spurious++
 		return
 	}
@@ -302,7 +319,14 @@ func (s *pipeRun) onRead(*ringev.FdEvent, ringev.Flags) {
 
 // onWrite is tevent_pipe.c's wr: write one byte.
 func (s *pipeRun) onWrite(*ringev.FdEvent, ringev.Flags) {
-	if n, err := ringev.WriteNonblocking(s.wfd, s.wbuf[:]); n != 1 || err != nil {
+	var n int
+	var err error
+	if s.syscalls {
+		n, err = ringev.WriteNonblocking(s.wfd, s.wbuf[:])
+	} else {
+		n, err = s.loop.WriteNonblocking(s.wfd, s.wbuf[:])
+	}
+	if n != 1 || err != nil {
 		s.spurious++
 	}
 }
@@ -369,7 +393,7 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 		loop.Close()
 		return res, fmt.Errorf("pipe2: %w", err)
 	}
-	s := &pipeRun{rfd: p[0], wfd: p[1], pid: unix.Getpid(), tid: unix.Gettid()}
+	s := &pipeRun{loop: loop, syscalls: opt.Mode == PipesModeSyscall, rfd: p[0], wfd: p[1], pid: unix.Getpid(), tid: unix.Gettid()}
 	var fdes []*ringev.FdEvent
 	var sigs []*ringev.Signal
 	var timer *ringev.Timer
