@@ -30,6 +30,7 @@ type uringBackend struct {
 	worked       bool              // an EPOLL_WAIT completed successfully once
 	ringEvents   []unix.EpollEvent // written by the kernel while inflight
 	ioTag        uint64            // user_data of the last I/O SQE (Loop.rideIO); > uringEpollTag
+	ioBuf        []byte            // the buffer of the last I/O SQE (on the heap, alive)
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
 }

@@ -30,7 +30,7 @@ func WriteNonblocking(fd int, p []byte) (int, error) { return rawIO(unix.SYS_WRI
 // io_uring_enter(2) that does not wait. When the handler has used up the readiness the loop
 // had, so that the next Once would have to look at the fds, the loop's look at its epoll set
 // (IORING_OP_EPOLL_WAIT, 6.15) rides behind the read in the same syscall, and what it finds
-// ready serves the next Onces as a wait's would (WithFreshReadiness does not use it): one
+// ready serves the next Onces as a wait's would (not with WithFreshReadiness): one
 // syscall where read(2) and the next wait make two. That look is made after the read, so a
 // handler that goes on to read or write its fd in other ways can be called once more for
 // readiness it used up (it then reads EAGAIN, as a handler of a non-blocking fd must allow).

@@ -8,7 +8,6 @@ package ringev
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"unsafe"
 
@@ -289,7 +288,7 @@ func (l *Loop) dropNews() {
 // uring backend: the I/O goes as an SQE in an io_uring_enter(2) that does not wait. When the
 // handler has used up the readiness the loop had (cacheLeft), so that the next Once would have
 // to look at the epoll set, an IORING_OP_EPOLL_WAIT on the set follows the I/O in the same
-// enter: the kernel issues the SQEs in order and completes both at once, so the handler gets
+// enter (not with WithFreshReadiness, which would not use what it found): the kernel issues the SQEs in order and completes both at once, so the handler gets
 // its result and the loop its next readiness (reapRide) from one syscall, where read(2) and the
 // next Once's epoll_wait(2) make two. The I/O carries RWF_NOWAIT, so it does not wait for data
 // or room; when it fails with EAGAIN (or EOPNOTSUPP) read(2) or write(2) gives the answer. An
@@ -306,19 +305,18 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	if s == nil {
 		return rawIO(trap, fd, p)
 	}
-	if op == uring.OpRead {
-		s.PrepRead(fd, p, ^uint64(0))
-	} else {
-		s.PrepWrite(fd, p, ^uint64(0))
-	}
+	// p is the kernel's during the enter below: storing it in the backend moves it to the heap
+	// (a goroutine stack can move; the heap does not) and keeps it alive until the next I/O.
+	b.ioBuf = p
+	b.ioTag++
+	tag := b.ioTag
+	// IORING_OP_READ/WRITE (5.6) at the file position (off -1), as read(2) and write(2).
 	// RWF_NOWAIT (preadv2(2), 4.14): the ring ignores O_NONBLOCK on pollable files and would
 	// wait for data or room; with it the I/O completes at once, or fails with EAGAIN, or with
 	// EOPNOTSUPP on a file that cannot say (then read(2) or write(2) answers, below).
-	s.OpFlags = unix.RWF_NOWAIT
-	b.ioTag++
-	tag := b.ioTag
-	s.SetUserData(tag)
-	if !b.inflight && l.cacheLeft <= 0 {
+	*s = uring.SQE{Opcode: op, Fd: int32(fd), Off: ^uint64(0), Addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))),
+		Len: uint32(len(p)), OpFlags: unix.RWF_NOWAIT, UserData: tag}
+	if !b.inflight && l.cacheLeft <= 0 && !l.fresh {
 		if e := r.GetSQE(); e != nil {
 			*e = b.epollSQE
 			b.inflight = true
@@ -340,7 +338,6 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 		}
 		res, done = l.reapRide(tag)
 	}
-	runtime.KeepAlive(p)
 	if res < 0 {
 		if res == -int32(unix.EAGAIN) || res == -int32(unix.EOPNOTSUPP) {
 			// Nothing there (or no room) right now, or a file that could not be asked without
