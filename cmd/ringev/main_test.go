@@ -132,6 +132,7 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"bench", "--help"}, 0, "usage: ringev bench", ""},
 		{[]string{"bench", "nope"}, 2, "", `unknown benchmark "nope"`},
 		{[]string{"probe", "--help"}, 0, "usage: ringev probe", ""},
+		{[]string{"probe", "--nosuch"}, 2, "", "ringev probe: flag provided but not defined: --nosuch"},
 		// Every selected combination skipped: the message names them.
 		{[]string{"bench", "pipes", "--shape", "context", "--backend", "go-netpoller"}, 1, "",
 			"every selected backend/shape combination was skipped (context on go-netpoller)"},

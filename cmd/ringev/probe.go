@@ -35,7 +35,7 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, usageProbe)
 			return 0
 		}
-		fmt.Fprintf(stderr, "ringev probe: %v\n\n%s", err, usageProbe)
+		fmt.Fprintf(stderr, "ringev probe: %s\n\n%s", doubleDash(err.Error()), usageProbe)
 		return 2
 	}
 	if fs.NArg() > 0 {
