@@ -510,10 +510,14 @@ func TestStopFromGoroutineEndsBusyRun(t *testing.T) {
 		l := b2NewLoop(t, backend, opts...)
 		var fdRuns atomic.Int64
 		b2Always(t, l, &fdRuns)
+		quit := b2Quit(t)
 		for round := range 20 {
 			var stoppedAt atomic.Int64
 			go func() {
 				for fdRuns.Load() < int64(100*(round+1)) {
+					if b2Quitting(quit) {
+						return
+					}
 					runtime.Gosched()
 				}
 				stoppedAt.Store(time.Now().UnixNano())
@@ -606,9 +610,13 @@ func TestSignalWhileBusyIsDelivered(t *testing.T) {
 					t.Fatalf("AddSignal: %v", err)
 				}
 				defer s.Close()
+				quit := b2Quit(t)
 				for i := 1; i <= 5; i++ {
 					go func() {
 						for fdRuns.Load() < int64(50*i) {
+							if b2Quitting(quit) {
+								return
+							}
 							runtime.Gosched()
 						}
 						unix.Kill(os.Getpid(), syscall.SIGUSR2)
@@ -937,4 +945,22 @@ func TestClosedEventReleasesHandlerAndData(t *testing.T) {
 			dataFreed[0].Load(), dataFreed[1].Load(), dataFreed[2].Load(), dataFreed[3].Load(),
 			handlerFreed[0].Load(), handlerFreed[1].Load(), handlerFreed[2].Load(), handlerFreed[3].Load())
 	})
+}
+
+// b2Quit returns a channel closed when the test ends, so that a goroutine spinning until the
+// loop gets somewhere stops when the test failed first.
+func b2Quit(t *testing.T) <-chan struct{} {
+	quit := make(chan struct{})
+	t.Cleanup(func() { close(quit) })
+	return quit
+}
+
+// b2Quitting reports whether quit (b2Quit) is closed.
+func b2Quitting(quit <-chan struct{}) bool {
+	select {
+	case <-quit:
+		return true
+	default:
+		return false
+	}
 }
