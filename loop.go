@@ -115,9 +115,7 @@ func WithExactSignals() Option {
 // one batch, so a timer that falls due during a batch runs after it. The other rules hold
 // within a batch: a handler closed by an earlier handler of the batch does not run, flags
 // changed by an earlier handler apply, and a handler whose fd another handler of the same fd
-// already served waits for the next wait (its condition may be consumed). A batch ends early
-// when a handler's Loop.ReadNonblocking or WriteNonblocking found what is ready through the
-// uring backend's ring: that newer readiness serves the next Once. Use it when
+// already served waits for the next wait (its condition may be consumed). Use it when
 // handlers are short and throughput matters more than timer precision.
 func WithDispatchAll() Option {
 	return func(o *options) { o.dispatchAll = true }
@@ -395,8 +393,7 @@ func (l *Loop) dispatchRest() {
 	if !l.all {
 		return
 	}
-	// Readiness found by a handler's I/O (l.news) replaces the cache: the next Once uses it.
-	for !l.stopReq.Load() && !l.news && l.dispatchFd() {
+	for !l.stopReq.Load() && l.dispatchFd() {
 	}
 }
 

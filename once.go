@@ -285,20 +285,25 @@ func (l *Loop) dropNews() {
 }
 
 // rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the
-// uring backend: the I/O goes as an SQE in an io_uring_enter(2) that does not wait. When the
-// handler has used up the readiness the loop had (cacheLeft), so that the next Once would have
-// to look at the epoll set, an IORING_OP_EPOLL_WAIT on the set follows the I/O in the same
-// enter (not with WithFreshReadiness, which would not use what it found): the kernel issues the SQEs in order and completes both at once, so the handler gets
-// its result and the loop its next readiness (reapRide) from one syscall, where read(2) and the
-// next Once's epoll_wait(2) make two. The I/O carries RWF_NOWAIT, so it does not wait for data
-// or room; when it fails with EAGAIN (or EOPNOTSUPP) read(2) or write(2) gives the answer. An
-// I/O that the kernel still did not finish at once is waited for in the kernel, with the
-// runtime's syscall bookkeeping, until its CQE: p is the kernel's until then. Before an IORING_OP_EPOLL_WAIT has completed on
-// this ring (the first wait makes one; kernels before 6.15 have none) it is the plain syscall.
+// uring backend. When the handler has used up the readiness the loop had (cacheLeft), so that
+// the next Once would have to look at the epoll set, the I/O goes as an SQE, followed by an
+// IORING_OP_EPOLL_WAIT on the set (unless one is in flight already, which this enter may
+// complete), in one io_uring_enter(2) that does not wait: the kernel issues the SQEs in order
+// and completes both at once, so the handler gets its result and the loop its next readiness
+// (reapRide) from one syscall, where read(2) and the next Once's epoll_wait(2) make two.
+// Otherwise (readiness left to serve, WithFreshReadiness, which would not use the look) it is
+// read(2) or write(2), which cost less than a trip through the ring, as it is before an
+// IORING_OP_EPOLL_WAIT has completed on this ring (the first wait makes one; kernels before
+// 6.15 have none). The SQE carries RWF_NOWAIT, so the I/O does not wait for data or room; when
+// it fails with EAGAIN (or EOPNOTSUPP) read(2) or write(2) gives the answer. An I/O that the
+// kernel still did not finish at once is waited for in the kernel, with the runtime's syscall
+// bookkeeping, until its CQE: p is the kernel's until then.
 func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	b := l.ride
 	r := b.ring
-	if !b.worked || b.fallback || len(p) > maxRideLen {
+	if l.cacheLeft > 0 || l.fresh || !b.worked || b.fallback || len(p) > maxRideLen {
+		// No look to carry: the loop still has readiness to serve (or, WithFreshReadiness,
+		// would not use it). read(2) and write(2) cost less than a trip through the ring.
 		return rawIO(trap, fd, p)
 	}
 	s := r.GetSQE()
@@ -316,7 +321,7 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	// EOPNOTSUPP on a file that cannot say (then read(2) or write(2) answers, below).
 	*s = uring.SQE{Opcode: op, Fd: int32(fd), Off: ^uint64(0), Addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))),
 		Len: uint32(len(p)), OpFlags: unix.RWF_NOWAIT, UserData: tag}
-	if !b.inflight && l.cacheLeft <= 0 && !l.fresh {
+	if !b.inflight {
 		if e := r.GetSQE(); e != nil {
 			*e = b.epollSQE
 			b.inflight = true
@@ -357,8 +362,8 @@ const maxRideLen = 0x7ffff000
 
 // reapRide consumes the ring's CQEs: it returns the result of the SQE tagged tag, if among
 // them, and copies what a completed EPOLL_WAIT found into l.cache, setting l.news (the next Once
-// adopts it; Once does not read the cache while a handler runs, and dispatchRest stops at
-// l.news). Other CQEs are those of SQEs whose caller has gone (an error): ignored. A failed
+// adopts it; Once does not read the cache while a handler runs, and rideIO runs only when the
+// cache is used up, so a WithDispatchAll batch has nothing left in it either). Other CQEs are those of SQEs whose caller has gone (an error): ignored. A failed
 // EPOLL_WAIT just ends: the next blocking wait makes a new one and sees the error itself.
 func (l *Loop) reapRide(tag uint64) (int32, bool) {
 	b := l.ride
