@@ -39,9 +39,9 @@
 // # Handler I/O
 //
 // Handlers of non-blocking fds should read and write with Loop.ReadNonblocking and
-// Loop.WriteNonblocking: on the uring backend the I/O goes through the loop's ring, together
-// with the loop's next look at its fds when the handler has used up the readiness the loop had,
-// so that the next Once needs no syscall of its own; on the other backends they are read(2) and
-// write(2). The package functions ReadNonblocking and WriteNonblocking are read(2) and write(2)
+// Loop.WriteNonblocking: on the uring backend, when the handler has used up the readiness the
+// loop had, the I/O goes through the loop's ring together with the loop's next look at its fds,
+// so that the next Once needs no syscall of its own; otherwise, and on the other backends, they
+// are read(2) and write(2). The package functions ReadNonblocking and WriteNonblocking are read(2) and write(2)
 // on every backend.
 package ringev
