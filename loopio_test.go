@@ -41,6 +41,28 @@ const lioBlockAfter = 100 * time.Millisecond
 // lioBackends is every registered backend and the uring fallback.
 func lioBackends() []string { return append(ringev.Backends(), b2UringFallback) }
 
+// lioMode is a dispatch mode a test runs in: its name and ringev.New's options.
+type lioMode struct {
+	name string
+	opts []ringev.Option
+}
+
+var (
+	lioFresh    = lioMode{"Fresh", []ringev.Option{ringev.WithFreshReadiness()}}
+	lioAll      = lioMode{"DispatchAll", []ringev.Option{ringev.WithDispatchAll()}}
+	lioFreshAll = lioMode{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}}
+)
+
+// lioEachMode runs fn as one subtest per backend of lioBackends and mode of modes.
+func lioEachMode(t *testing.T, modes []lioMode, fn func(t *testing.T, backend string, m lioMode)) {
+	t.Helper()
+	for _, b := range lioBackends() {
+		for _, m := range modes {
+			t.Run(b+"/"+m.name, func(t *testing.T) { fn(t, b, m) })
+		}
+	}
+}
+
 // lioEach runs fn as one subtest per backend of lioBackends.
 func lioEach(t *testing.T, fn func(t *testing.T, backend string)) {
 	t.Helper()
@@ -536,26 +558,16 @@ func TestLoopIOOnRingSparesTheNextWait(t *testing.T) {
 // TestLoopIOWithFreshReadinessWaitsInEveryOnce: WithFreshReadiness ignores what a handler's
 // look found: every Once that runs an fd handler waits first, on every backend.
 func TestLoopIOWithFreshReadinessWaitsInEveryOnce(t *testing.T) {
-	for _, backend := range lioBackends() {
-		for _, m := range []struct {
-			name string
-			opts []ringev.Option
-		}{
-			{"Fresh", []ringev.Option{ringev.WithFreshReadiness()}},
-			{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}},
-		} {
-			t.Run(backend+"/"+m.name, func(t *testing.T) {
-				s := lioNewSpeed(t, backend, true, 0, m.opts...)
-				s.run(t, 100)
-				w0, o0 := ringev.Waits(s.l), s.onces
-				s.run(t, 500)
-				s.check(t)
-				if waits, onces := ringev.Waits(s.l)-w0, uint64(s.onces-o0); waits < onces {
-					t.Fatalf("%d Onces ran fd handlers with only %d waits: readiness from a handler's look was used", onces, waits)
-				}
-			})
+	lioEachMode(t, []lioMode{lioFresh, lioFreshAll}, func(t *testing.T, backend string, m lioMode) {
+		s := lioNewSpeed(t, backend, true, 0, m.opts...)
+		s.run(t, 100)
+		w0, o0 := ringev.Waits(s.l), s.onces
+		s.run(t, 500)
+		s.check(t)
+		if waits, onces := ringev.Waits(s.l)-w0, uint64(s.onces-o0); waits < onces {
+			t.Fatalf("%d Onces ran fd handlers with only %d waits: readiness from a handler's look was used", onces, waits)
 		}
-	}
+	})
 }
 
 // TestLoopIOFdSpeedDeliversEveryEventInEveryMode: fd_speed2 (a read and a write handler using
@@ -907,71 +919,61 @@ func TestLoopIOOwnFdDrainedOtherwiseIsCalledAtMostOnceMore(t *testing.T) {
 // flight (nothing else is ready); then A and B become ready together; A runs first (B ran
 // before) and reads through the loop, B reads with the package function.
 func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
-	for _, backend := range lioBackends() {
-		for _, m := range []struct {
-			name string
-			opts []ringev.Option
-		}{
-			{"DispatchAll", []ringev.Option{ringev.WithDispatchAll()}},
-			{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}},
-		} {
-			t.Run(backend+"/"+m.name, func(t *testing.T) {
-				x, xw := testutil.Pipe(t)
-				a, aw := testutil.Pipe(t)
-				b, bw := testutil.Pipe(t)
-				l := b2NewLoop(t, backend, m.opts...)
-				lioWatch(t, l, ctDeadline, func() { unix.Write(xw, []byte{'!'}); unix.Write(aw, []byte{'!'}) })
-				buf := new([8]byte)
-				once := 0
-				var log []string
-				spurious := 0
-				addFd(t, l, x, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-					log = append(log, fmt.Sprintf("%d:X", once))
-					if n, err := l.ReadNonblocking(x, buf[:]); n != 1 || err != nil {
-						t.Errorf("X: ReadNonblocking = %d, %v", n, err)
-					}
-				})
-				addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-					log = append(log, fmt.Sprintf("%d:A", once))
-					if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
-						t.Errorf("A: ReadNonblocking = %d, %v", n, err)
-					}
-				})
-				addFd(t, l, b, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-					log = append(log, fmt.Sprintf("%d:B", once))
-					if n, err := ringev.ReadNonblocking(b, buf[:]); n != 1 || err != nil {
-						spurious++
-						t.Errorf("B (call %s): ReadNonblocking = %d, %v: called for a pipe it had drained", log[len(log)-1], n, err)
-					}
-				})
-				turn := func() {
-					t.Helper()
-					testutil.Once(t, l, ctDeadline)
-					once++
-				}
-				testutil.Write(t, bw, []byte{'b'})
-				turn() // 0: B
-				testutil.Write(t, xw, []byte{'x'})
-				turn() // 1: X, whose look stays in flight
-				testutil.Write(t, aw, []byte{'a'})
-				testutil.Write(t, bw, []byte{'b'})
-				for i := 0; len(log) < 4; i++ {
-					if i == 4 {
-						t.Fatalf("handler calls %v: A and B did not both run", log)
-					}
-					turn()
-				}
-				n := len(log)
-				lioQuiet(t, l, &n)
-				// A's I/O, made while the batch still has B to serve, carries no look (it is
-				// read(2)), so no news cuts the batch: B runs in it, on every backend.
-				want := "0:B 1:X 2:A 2:B"
-				if got := strings.Join(log, " "); got != want || spurious > 0 {
-					t.Fatalf("handler calls %q, want %q", got, want)
-				}
-			})
+	lioEachMode(t, []lioMode{lioAll, lioFreshAll}, func(t *testing.T, backend string, m lioMode) {
+		x, xw := testutil.Pipe(t)
+		a, aw := testutil.Pipe(t)
+		b, bw := testutil.Pipe(t)
+		l := b2NewLoop(t, backend, m.opts...)
+		lioWatch(t, l, ctDeadline, func() { unix.Write(xw, []byte{'!'}); unix.Write(aw, []byte{'!'}) })
+		buf := new([8]byte)
+		once := 0
+		var log []string
+		spurious := 0
+		addFd(t, l, x, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			log = append(log, fmt.Sprintf("%d:X", once))
+			if n, err := l.ReadNonblocking(x, buf[:]); n != 1 || err != nil {
+				t.Errorf("X: ReadNonblocking = %d, %v", n, err)
+			}
+		})
+		addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			log = append(log, fmt.Sprintf("%d:A", once))
+			if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
+				t.Errorf("A: ReadNonblocking = %d, %v", n, err)
+			}
+		})
+		addFd(t, l, b, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			log = append(log, fmt.Sprintf("%d:B", once))
+			if n, err := ringev.ReadNonblocking(b, buf[:]); n != 1 || err != nil {
+				spurious++
+				t.Errorf("B (call %s): ReadNonblocking = %d, %v: called for a pipe it had drained", log[len(log)-1], n, err)
+			}
+		})
+		turn := func() {
+			t.Helper()
+			testutil.Once(t, l, ctDeadline)
+			once++
 		}
-	}
+		testutil.Write(t, bw, []byte{'b'})
+		turn() // 0: B
+		testutil.Write(t, xw, []byte{'x'})
+		turn() // 1: X, whose look stays in flight
+		testutil.Write(t, aw, []byte{'a'})
+		testutil.Write(t, bw, []byte{'b'})
+		for i := 0; len(log) < 4; i++ {
+			if i == 4 {
+				t.Fatalf("handler calls %v: A and B did not both run", log)
+			}
+			turn()
+		}
+		n := len(log)
+		lioQuiet(t, l, &n)
+		// A's I/O, made while the batch still has B to serve, carries no look (it is
+		// read(2)), so no news cuts the batch: B runs in it, on every backend.
+		want := "0:B 1:X 2:A 2:B"
+		if got := strings.Join(log, " "); got != want || spurious > 0 {
+			t.Fatalf("handler calls %q, want %q", got, want)
+		}
+	})
 }
 
 // TestLoopIOFromAnotherGoroutineIsPlainSyscall: a goroutine other than the owner writes 3000
