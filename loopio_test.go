@@ -108,9 +108,6 @@ func lioRequireRide(t *testing.T) {
 	}
 }
 
-// lioRides reports whether a loop on backend sends its handlers' I/O through its ring.
-func lioRides(backend string) bool { return backend == "uring" && lioRideMissing() == "" }
-
 // lioPipe returns a non-blocking pipe whose ends the test may close early (ctFd).
 func lioPipe(t *testing.T) (r, w *ctFd) {
 	t.Helper()

@@ -99,7 +99,11 @@ func (l *Loop) Once() error {
 // posted before we read it here.
 func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	l.waits++
-	if l.busy {
+	// A look that a handler's I/O sent through the ring and that found nothing is still in
+	// flight: the blocking wait below collects it, at once if something is ready by now (the
+	// enter runs the ring's pending completion work before it sleeps), so a look of our own
+	// first would be a syscall for nothing.
+	if l.busy && (l.ride == nil || !l.ride.inflight) {
 		var ready []readyFd
 		var err error
 		if l.epfd >= 0 {
@@ -287,23 +291,25 @@ func (l *Loop) dropNews() {
 // rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the
 // uring backend. When the handler has used up the readiness the loop had (cacheLeft), so that
 // the next Once would have to look at the epoll set, the I/O goes as an SQE, followed by an
-// IORING_OP_EPOLL_WAIT on the set (unless one is in flight already, which this enter may
-// complete), in one io_uring_enter(2) that does not wait: the kernel issues the SQEs in order
+// IORING_OP_EPOLL_WAIT on the set, in one io_uring_enter(2) that does not wait: the kernel issues the SQEs in order
 // and completes both at once, so the handler gets its result and the loop its next readiness
 // (reapRide) from one syscall, where read(2) and the next Once's epoll_wait(2) make two.
-// Otherwise (readiness left to serve, WithFreshReadiness, which would not use the look) it is
-// read(2) or write(2), which cost less than a trip through the ring, as it is before an
+// Otherwise (readiness left to serve, a look in flight already, WithFreshReadiness, which would
+// not use the look) it is read(2) or write(2), which cost less than a trip through the ring, as it is before an
 // IORING_OP_EPOLL_WAIT has completed on this ring (the first wait makes one; kernels before
 // 6.15 have none). The SQE carries RWF_NOWAIT, so the I/O does not wait for data or room; when
-// it fails with EAGAIN (or EOPNOTSUPP) read(2) or write(2) gives the answer. An I/O that the
+// it fails with EOPNOTSUPP, or with EAGAIN on an fd the loop does not watch (a regular file
+// whose pages are not cached), read(2) or write(2) gives the answer. An I/O that the
 // kernel still did not finish at once is waited for in the kernel, with the runtime's syscall
 // bookkeeping, until its CQE: p is the kernel's until then.
 func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	b := l.ride
 	r := b.ring
-	if l.cacheLeft > 0 || l.fresh || !b.worked || b.fallback || len(p) > maxRideLen {
-		// No look to carry: the loop still has readiness to serve (or, WithFreshReadiness,
-		// would not use it). read(2) and write(2) cost less than a trip through the ring.
+	if l.cacheLeft > 0 || b.inflight || l.fresh || !b.worked || b.fallback || len(p) > maxRideLen {
+		// No look to carry: the loop still has readiness to serve, or a look is in flight
+		// already (it found nothing; the next blocking wait collects it), or, with
+		// WithFreshReadiness, it would not be used. read(2) and write(2) cost less than a
+		// trip through the ring.
 		return rawIO(trap, fd, p)
 	}
 	s := r.GetSQE()
@@ -321,12 +327,10 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	// EOPNOTSUPP on a file that cannot say (then read(2) or write(2) answers, below).
 	*s = uring.SQE{Opcode: op, Fd: int32(fd), Off: ^uint64(0), Addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))),
 		Len: uint32(len(p)), OpFlags: unix.RWF_NOWAIT, UserData: tag}
-	if !b.inflight {
-		if e := r.GetSQE(); e != nil {
-			*e = b.epollSQE
-			b.inflight = true
-			l.news = false // an earlier handler I/O's news is older than this look
-		}
+	if e := r.GetSQE(); e != nil {
+		*e = b.epollSQE
+		b.inflight = true
+		l.news = false // an earlier handler I/O's news is older than this look
 	}
 	if _, err := r.Submit(); err != nil {
 		// An io_uring_enter that fails consumes no SQE: make the I/O a NOP before any later
@@ -344,16 +348,22 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 		res, done = l.reapRide(tag)
 	}
 	if res < 0 {
-		if res == -int32(unix.EAGAIN) || res == -int32(unix.EOPNOTSUPP) {
-			// Nothing there (or no room) right now, or a file that could not be asked without
-			// waiting (a regular file whose pages are not cached, a file without NOWAIT
-			// support): read(2) or write(2) gives what the package function would. On a
-			// non-blocking pipe or socket that is EAGAIN again, one syscall more.
+		if res == -int32(unix.EOPNOTSUPP) || res == -int32(unix.EAGAIN) && !l.watched(fd) {
+			// A file that cannot be asked without waiting (no NOWAIT support), or EAGAIN from
+			// a file the loop does not watch, which may be a regular file whose pages are not
+			// cached: read(2) or write(2) gives what the package function would. On an fd in
+			// the loop's epoll set (a pipe, socket, ...) EAGAIN means what O_NONBLOCK's does.
 			return rawIO(trap, fd, p)
 		}
 		return 0, unix.Errno(-res)
 	}
 	return int(res), nil
+}
+
+// watched reports whether fd is in the loop's epoll set (some fd event watches it), so that
+// the kernel could poll it: an EAGAIN for it from the ring is O_NONBLOCK's.
+func (l *Loop) watched(fd int) bool {
+	return uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && l.slots[fd].interest != 0
 }
 
 // maxRideLen is the largest buffer rideIO sends through the ring: an SQE's length is 32 bits,

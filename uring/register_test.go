@@ -196,13 +196,7 @@ func TestProbeAgreesWithWhatOpsDo(t *testing.T) {
 // TestRegisteredRingFdWorksFromAnotherThread: a ring (without SINGLE_ISSUER) whose fd was
 // registered on one thread still submits from another thread, which falls back to the plain fd.
 func TestRegisteredRingFdWorksFromAnotherThread(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r, err := New(WithFlags(0))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	defer r.Close()
+	r := newTestRing(t, WithFlags(0)) // locks this goroutine to its thread, skips without io_uring
 	if err := r.RegisterRingFd(); err != nil {
 		if errors.Is(err, unix.EINVAL) {
 			t.Skipf("IORING_REGISTER_RING_FDS (5.18): %v", err)
