@@ -114,3 +114,78 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkEcho measures a request/response echo over a socketpair: a client goroutine sends
+// 64 bytes and waits (blocking) for them to come back; the loop's Read handler reads until
+// EAGAIN and writes back what it read. One op is one round trip. The handler's I/O goes through
+// the loop's methods; in the sub-benchmarks ending in /syscall it is the package functions.
+func BenchmarkEcho(b *testing.B) {
+	for _, be := range ringev.Backends() {
+		for _, syscalls := range []bool{false, true} {
+			name := be
+			if syscalls {
+				name += "/syscall"
+			}
+			b.Run(name, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				l, err := ringev.New(ringev.WithBackend(be))
+				requireNew(b, be, err)
+				defer l.Close()
+				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer unix.Close(fds[0])
+				defer unix.Close(fds[1])
+				if err := unix.SetNonblock(fds[0], true); err != nil {
+					b.Fatal(err)
+				}
+				read, write := l.ReadNonblocking, l.WriteNonblocking
+				if syscalls {
+					read, write = ringev.ReadNonblocking, ringev.WriteNonblocking
+				}
+				buf := make([]byte, 4096)
+				if _, err := l.AddFd(fds[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+					for {
+						n, err := read(fds[0], buf)
+						if n <= 0 || err != nil {
+							return
+						}
+						write(fds[0], buf[:n])
+					}
+				}); err != nil {
+					b.Fatal(err)
+				}
+				var clientErr error
+				finished := false
+				go func() {
+					msg := make([]byte, 64)
+					var err error
+					defer func() { l.Post(func() { clientErr, finished = err, true }) }()
+					for i := 0; i < b.N; i++ {
+						if _, err = unix.Write(fds[1], msg); err != nil {
+							return
+						}
+						for got := 0; got < len(msg); {
+							var n int
+							if n, err = unix.Read(fds[1], msg); err != nil {
+								return
+							}
+							got += n
+						}
+					}
+				}()
+				b.ResetTimer()
+				for !finished {
+					if err := l.Once(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if clientErr != nil {
+					b.Fatal(clientErr)
+				}
+			})
+		}
+	}
+}
