@@ -73,7 +73,8 @@ flags:
                   (written at the end; an interrupted run leaves FILE as it was)
 
 SIGINT or SIGTERM ends the run in progress, restores RLIMIT_NOFILE and removes the fd_many
-FIFOs, prints nothing and exits 130 or 143. The table is printed when every run is done.
+FIFOs, prints no results (a note on stderr says so) and exits 130 or 143. The table is
+printed when every run is done.
 `
 
 func main() {

@@ -143,6 +143,8 @@ func TestRunExitStatus(t *testing.T) {
 		// A path that cannot be created fails at once (exit status 1), before measuring.
 		{[]string{"bench", "pipes", "--png", "/nonexistent-dir/x.png"}, 1, "", "--png: open /nonexistent-dir/x.png: no such file or directory"},
 		{[]string{"bench", "pipes", "--backend", "x"}, 2, "", `--backend: unknown backend "x"`},
+		{[]string{"bench", "rio", "--file", "/nonexistent-dir/x", "--runtime", "1s"}, 1, "",
+			"ringev bench rio: --file /nonexistent-dir/x: no such file or directory\n"},
 		{[]string{"bench", "pipes", "--events", "0"}, 2, "", `invalid value "0" for flag --events: must be > 0`},
 	} {
 		var stdout, stderr strings.Builder

@@ -285,10 +285,18 @@ func openTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
 	f, err := os.OpenFile(path, flags, 0)
 	if err != nil {
 		removeIt()
-		if cfg.Direct && errors.Is(err, unix.EINVAL) {
-			return nil, nil, fmt.Errorf("file %s: O_DIRECT not supported here (try --direct=false): %w", path, err)
+		name := "file " + path // the temporary file
+		if cfg.File != "" {
+			name = "--file " + path
 		}
-		return nil, nil, fmt.Errorf("file %s: %w", path, err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named already
+		}
+		if cfg.Direct && errors.Is(err, unix.EINVAL) {
+			return nil, nil, fmt.Errorf("%s: O_DIRECT not supported here (try --direct=false): %w", name, err)
+		}
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	size, err := f.Seek(0, io.SeekEnd) // works for block devices too
 	if err != nil {
