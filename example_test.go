@@ -29,14 +29,16 @@ func Example() {
 	}
 	defer loop.Close()
 
-	// The echo server: read what is there, write it back.
+	// The echo server: read what is there, write it back. The loop's I/O methods are read(2)
+	// and write(2) for non-blocking fds; on the uring backend they may carry the loop's next
+	// look at its fds through the ring.
+	buf := make([]byte, 64) // handed to the kernel: one buffer for every call
 	_, err = loop.AddFd(server, ringev.Read, func(ev *ringev.FdEvent, flags ringev.Flags) {
-		buf := make([]byte, 64)
-		n, err := unix.Read(ev.Fd(), buf)
+		n, err := loop.ReadNonblocking(ev.Fd(), buf)
 		if err != nil || n == 0 { // EAGAIN, error or EOF: nothing to echo
 			return
 		}
-		if _, err := unix.Write(ev.Fd(), buf[:n]); err != nil {
+		if _, err := loop.WriteNonblocking(ev.Fd(), buf[:n]); err != nil {
 			fmt.Println("echo write:", err)
 		}
 	})
@@ -48,13 +50,13 @@ func Example() {
 	// The client collects the echo and stops the loop once all of it is back.
 	msg := "hello"
 	var echo []byte
+	cbuf := make([]byte, 64)
 	_, err = loop.AddFd(client, ringev.Read, func(ev *ringev.FdEvent, flags ringev.Flags) {
-		buf := make([]byte, 64)
-		n, err := unix.Read(ev.Fd(), buf)
+		n, err := loop.ReadNonblocking(ev.Fd(), cbuf)
 		if err != nil || n == 0 {
 			return
 		}
-		echo = append(echo, buf[:n]...)
+		echo = append(echo, cbuf[:n]...)
 		if len(echo) >= len(msg) {
 			loop.Stop()
 		}
