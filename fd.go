@@ -67,11 +67,11 @@ func (l *Loop) slot(fd int32) *fdSlot {
 // for a negative or closed fd (from fstat(2)); the backend's error
 // (wrapping its errno, e.g. unix.EBADF or unix.EPERM from epoll_ctl) when the fd cannot be watched.
 func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
+	if !l.owned() { // first: the closed flags belong to the owner (no data race)
+		return nil, ErrNotOwner
+	}
 	if l.closed {
 		return nil, ErrClosed
-	}
-	if !l.owned() {
-		return nil, ErrNotOwner
 	}
 	if fd < 0 || fd > 1<<31-1 {
 		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, unix.EBADF)
@@ -149,11 +149,11 @@ func (e *FdEvent) Flags() Flags { return e.flags }
 // it without closing it. It returns the backend's error (wrapping its errno) if the fd can no
 // longer be watched, ErrClosed on a closed event and ErrNotOwner from another goroutine.
 func (e *FdEvent) SetFlags(f Flags) error {
+	if !e.loop.owned() { // first: the closed flags belong to the owner (no data race)
+		return ErrNotOwner
+	}
 	if e.closed {
 		return ErrClosed
-	}
-	if !e.loop.owned() {
-		return ErrNotOwner
 	}
 	f &= Read | Write | Error
 	if f == e.flags {
@@ -174,11 +174,11 @@ func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
 // ErrNotOwner and changes nothing. The error is otherwise the backend's (when it could not stop
 // watching) or close(2)'s, wrapping the errno.
 func (e *FdEvent) Close() error {
+	if !e.loop.owned() { // first: the closed flags belong to the owner (no data race)
+		return ErrNotOwner
+	}
 	if e.closed {
 		return nil
-	}
-	if !e.loop.owned() {
-		return ErrNotOwner
 	}
 	e.closed = true
 	// The handler and Data go now: the caller may keep the closed event, and the first two

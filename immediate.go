@@ -16,7 +16,7 @@ type immList struct{ head, tail *Immediate }
 // nil (and adds nothing) for a nil h, after Close, and from a goroutine other than the loop's
 // owner.
 func (l *Loop) AddImmediate(h func()) *Immediate {
-	if l.closed || !l.owned() || h == nil {
+	if !l.owned() || l.closed || h == nil {
 		return nil
 	}
 	im := &Immediate{loop: l, handler: h, queued: true, prev: l.imm.tail}

@@ -255,11 +255,11 @@ func (l *Loop) BackendReason() string { return l.beReason }
 // ErrNotOwner and closes nothing (to shut a loop down from elsewhere, Post a function that
 // stops it, or call Stop, and Close after Run returns).
 func (l *Loop) Close() error {
+	if !l.owned() { // first: the closed flag belongs to the owner (no data race)
+		return ErrNotOwner
+	}
 	if l.closed {
 		return nil
-	}
-	if !l.owned() {
-		return ErrNotOwner
 	}
 	if l.inside {
 		return fmt.Errorf("ringev: Close called from inside a handler: %w", ErrNested)

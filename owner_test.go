@@ -6,6 +6,8 @@ package ringev_test
 
 import (
 	"errors"
+	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -130,5 +132,69 @@ func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
 		if before != 5 || ev.Flags() != ringev.Read {
 			t.Fatalf("after nesting: %d handler kinds ran, event flags %v", before, ev.Flags())
 		}
+	})
+}
+
+// TestOwnerForeignCallsWhileOwnerClosesDoNotRace: calls from another goroutine (Loop.Close,
+// AddFd, AddTimer, AddImmediate, AddSignal, FdEvent.Close, SetFlags, Loop.ReadNonblocking)
+// made over and over while the owner closes the fd event and then the loop return ErrNotOwner
+// (or, for the I/O method, the read's own result) and read nothing the owner writes: the race
+// detector finds no data race (run with -race).
+func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
+	ctEachBackend(t, func(t *testing.T, backend string) {
+		a, _ := ctSocketpair(t)
+		l, err := ringev.New(ringev.WithBackend(backend))
+		requireNew(t, backend, err)
+		ev, err := l.AddFd(a.fd, ringev.Read, ctNever(t, "fd event"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls atomic.Int64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			buf := make([]byte, 1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := l.AddFd(a.fd, ringev.Read, ctNever(t, "fd added from another goroutine"))
+				for _, e := range []error{err, l.Close(), ev.Close(), ev.SetFlags(ringev.Write)} {
+					if !errors.Is(e, ringev.ErrNotOwner) {
+						t.Errorf("call from another goroutine: %v, want ErrNotOwner", e)
+					}
+				}
+				if _, err := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {}); !errors.Is(err, ringev.ErrNotOwner) {
+					t.Errorf("AddSignal from another goroutine: %v, want ErrNotOwner", err)
+				}
+				if l.AddTimer(time.Hour, func(*ringev.Timer) {}) != nil || l.AddImmediate(func() {}) != nil {
+					t.Error("AddTimer or AddImmediate from another goroutine returned non-nil")
+				}
+				l.ReadNonblocking(a.fd, buf) // EAGAIN: nothing was written
+				calls.Add(1)
+			}
+		}()
+		wait := func(n int64) {
+			for deadline := time.Now().Add(ctDeadline); calls.Load() < n; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the other goroutine made %d rounds of calls, want %d", calls.Load(), n)
+				}
+				runtime.Gosched()
+			}
+		}
+		wait(50)
+		if err := ev.Close(); err != nil {
+			t.Errorf("FdEvent.Close on the owner: %v", err)
+		}
+		wait(calls.Load() + 50)
+		if err := l.Close(); err != nil {
+			t.Errorf("Loop.Close on the owner: %v", err)
+		}
+		wait(calls.Load() + 50)
+		close(stop)
+		<-done
 	})
 }

@@ -120,11 +120,11 @@ func (l *Loop) AddSignalOnce(sig syscall.Signal, h func(s *Signal, count int)) (
 }
 
 func (l *Loop) addSignal(sig syscall.Signal, h func(s *Signal, count int), oneShot bool) (*Signal, error) {
+	if !l.owned() { // first: the closed flags belong to the owner (no data race)
+		return nil, ErrNotOwner
+	}
 	if l.closed {
 		return nil, ErrClosed
-	}
-	if !l.owned() {
-		return nil, ErrNotOwner
 	}
 	if sig <= 0 || sig > 64 || h == nil {
 		return nil, fmt.Errorf("ringev: AddSignal(%d): need a signal number in 1..64 and a handler", int(sig))
@@ -170,7 +170,7 @@ func (l *Loop) addSignal(sig syscall.Signal, h func(s *Signal, count int), oneSh
 // Close removes the handler; deliveries not yet handed to it are dropped. Idempotent; a no-op
 // from a goroutine other than the loop's owner.
 func (s *Signal) Close() {
-	if s.closed || !s.loop.owned() {
+	if !s.loop.owned() || s.closed {
 		return
 	}
 	s.closed = true

@@ -18,7 +18,7 @@ type Timer struct {
 // fd events. It returns nil (and adds nothing) for a nil h, after Close, and when called from a
 // goroutine other than the loop's owner.
 func (l *Loop) AddTimer(d time.Duration, h func(t *Timer)) *Timer {
-	if l.closed || !l.owned() || h == nil {
+	if !l.owned() || l.closed || h == nil {
 		return nil
 	}
 	return l.addTimer(l.now()+int64(d), h)
@@ -28,7 +28,7 @@ func (l *Loop) AddTimer(d time.Duration, h func(t *Timer)) *Timer {
 // monotonic reading, as time.Now() values do). It returns nil (and adds nothing) for a nil h,
 // after Close, and from a goroutine other than the loop's owner.
 func (l *Loop) AddTimerAt(deadline time.Time, h func(t *Timer)) *Timer {
-	if l.closed || !l.owned() || h == nil {
+	if !l.owned() || l.closed || h == nil {
 		return nil
 	}
 	return l.addTimer(int64(deadline.Sub(l.epoch)), h)
