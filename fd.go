@@ -99,7 +99,7 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 	*ev = FdEvent{loop: l, slot: s, fd: int32(fd), flags: flags & (Read | Write | Error), handler: h}
 	s.events = append(s.events, ev)
 	s.mark = 0
-	l.dropNews()
+	l.dropNews(s)
 	if err := l.updateInterest(s); err != nil {
 		s.events = s.events[:len(s.events)-1]
 		return nil, err
@@ -199,7 +199,7 @@ func (e *FdEvent) Close() error {
 	}
 	l.nfd--
 	s.mark = 0
-	l.dropNews()
+	l.dropNews(s)
 	if e.autoClose {
 		// Stop watching before the fd number can be reused; the other events on the fd would
 		// name a closed fd: they are disarmed (flags 0), so they never see the file that

@@ -167,6 +167,8 @@ type Loop struct {
 	ride *uringBackend
 	// news: such a look found fds ready; l.cache holds what it found, not yet marked (once.go).
 	news     bool
+	newsFull bool      // that look filled its buffer: more fds may be ready than it says
+	newsDrop []*fdSlot // slots whose fd events changed after a full look (dropNews)
 	sig      *signalState
 	posted   atomic.Bool // postQ is non-empty
 	stopReq  atomic.Bool

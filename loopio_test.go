@@ -19,13 +19,17 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -1280,5 +1284,134 @@ func TestLoopIOBusyLoopRunsTimersAndPosts(t *testing.T) {
 			t.Fatalf("only %d read events while waiting for the timer and the post", s.reads-reads)
 		}
 		s.check(t)
+	})
+}
+
+// TestLoopIOFairWithMoreReadyFdsThanOneLookReports: 128 always-readable pipes (more than one
+// look reports: 64); every handler reads a byte through the loop and writes it back through
+// the loop (an echo), and, in the AddClose variant, then adds and closes an fd event (a server
+// accepting or dropping a connection). In 20 rounds' worth of runs every handler runs at least
+// 10 times: a handler's look is not thrown away (which would leave half the fds unserved).
+func TestLoopIOFairWithMoreReadyFdsThanOneLookReports(t *testing.T) {
+	const n, rounds = 128, 20
+	for _, variant := range []string{"Echo", "AddClose"} {
+		t.Run(variant, func(t *testing.T) {
+			b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+				rs, ws := b2Pipes(t, n, true) // one byte each
+				dr, _ := testutil.Pipe(t)
+				l := b2NewLoop(t, backend, opts...)
+				calls := make([]int, n)
+				buf := new([1]byte)
+				total := 0
+				for i := range n {
+					addFd(t, l, rs[i], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+						calls[i]++
+						total++
+						if n, err := l.ReadNonblocking(rs[i], buf[:]); n != 1 || err != nil {
+							t.Errorf("handler %d: ReadNonblocking = %d, %v", i, n, err)
+						}
+						if n, err := l.WriteNonblocking(ws[i], buf[:]); n != 1 || err != nil {
+							t.Errorf("handler %d: WriteNonblocking = %d, %v", i, n, err)
+						}
+						if variant == "AddClose" {
+							if err := addFd(t, l, dr, ringev.Read, ctNever(t, "added and closed at once")).Close(); err != nil {
+								t.Errorf("FdEvent.Close: %v", err)
+							}
+						}
+					})
+				}
+				testutil.OnceUntil(t, l, func() bool { return total >= n*rounds }, 20*time.Second)
+				if lo, hi := slices.Min(calls), slices.Max(calls); lo < rounds/2 {
+					t.Fatalf("unfair: a handler ran %d times, another %d, in %d runs over %d always-ready fds", lo, hi, total, n)
+				}
+			})
+		})
+	}
+}
+
+// TestLoopWriteNonblockingEmptyToEventfdIsEINVAL: a write of 0 bytes to an eventfd through the
+// loop fails with EINVAL, as write(2) does (eventfd wants 8 bytes; the ring would not even call
+// the file's write for 0), on every backend, from a handler.
+func TestLoopWriteNonblockingEmptyToEventfdIsEINVAL(t *testing.T) {
+	lioEach(t, func(t *testing.T, backend string) {
+		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(efd)
+		r, w := testutil.Pipe(t)
+		l := b2NewLoop(t, backend)
+		var errs []error
+		addFd(t, l, efd, ringev.Write, func(*ringev.FdEvent, ringev.Flags) {}) // watched: may ride
+		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			testutil.Drain(t, r)
+			for _, p := range [][]byte{nil, {}} {
+				_, err := l.WriteNonblocking(efd, p)
+				errs = append(errs, err)
+			}
+		})
+		testutil.Write(t, w, []byte{'x'})
+		testutil.OnceUntil(t, l, func() bool { return len(errs) > 0 }, ctDeadline)
+		for _, err := range errs {
+			if err != unix.EINVAL {
+				t.Fatalf("WriteNonblocking(eventfd, empty) = %v, want unix.EINVAL (as write(2))", err)
+			}
+		}
+	})
+}
+
+// TestLoopWriteNonblockingODirectMovesThePosition: 16 consecutive 4 KiB writes through the loop
+// to an O_DIRECT file (which the ring would complete later, without moving the file position)
+// land one after the other and leave the position at 64 KiB, as write(2)'s do, on every backend.
+func TestLoopWriteNonblockingODirectMovesThePosition(t *testing.T) {
+	lioEach(t, func(t *testing.T, backend string) {
+		name := filepath.Join(t.TempDir(), "direct")
+		if err := os.WriteFile(name, make([]byte, 65536), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(name, unix.O_RDWR|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EINVAL) {
+			t.Skipf("O_DIRECT is not supported on %s's file system: %v", name, err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		raw := make([]byte, 2*4096)
+		off := (4096 - int(uintptr(unsafe.Pointer(&raw[0]))%4096)) % 4096
+		buf := raw[off : off+4096] // O_DIRECT wants an aligned buffer
+		r, w := testutil.Pipe(t)
+		_, always := testutil.Pipe(t)
+		l := b2NewLoop(t, backend)
+		done := false
+		// An always-writable fd: every look finds something, so on uring every write would
+		// carry a look if the file's I/O went through the ring.
+		addFd(t, l, always, ringev.Write, func(*ringev.FdEvent, ringev.Flags) {})
+		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+			testutil.Drain(t, r)
+			for k := range 16 {
+				for i := range buf {
+					buf[i] = byte(k + 1)
+				}
+				if n, err := l.WriteNonblocking(fd, buf); n != 4096 || err != nil {
+					t.Errorf("write %d: %d, %v", k, n, err)
+				}
+				if pos, _ := unix.Seek(fd, 0, io.SeekCurrent); pos != int64(4096*(k+1)) {
+					t.Errorf("after write %d the position is %d, want %d", k, pos, 4096*(k+1))
+				}
+			}
+			done = true
+		})
+		testutil.Write(t, w, []byte{'x'})
+		testutil.OnceUntil(t, l, func() bool { return done }, ctDeadline)
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 16 {
+			if got[k*4096] != byte(k+1) {
+				t.Fatalf("block %d holds %d, want %d: writes overwrote each other", k, got[k*4096], k+1)
+			}
+		}
 	})
 }

@@ -273,19 +273,54 @@ func (l *Loop) adoptNews() error {
 	l.news = false
 	if l.fresh {
 		l.cacheLeft = 0
+		l.newsDrop = l.newsDrop[:0]
 		return nil
 	}
 	l.busy = true
-	return l.markReady()
+	err := l.markReady()
+	if len(l.newsDrop) > 0 {
+		l.unmarkDropped()
+	}
+	return err
 }
 
-// dropNews forgets what a handler's I/O found ready (the cache holds it, unmarked): called when
-// an fd event is added or closed after that look, whose readiness must then not be used.
-func (l *Loop) dropNews() {
-	if l.news {
-		l.news = false
-		l.cacheLeft = 0
+// unmarkDropped makes the readiness the look found for the slots in newsDrop unusable.
+//
+//go:noinline
+func (l *Loop) unmarkDropped() {
+	for i, s := range l.newsDrop {
+		if s.mark == l.waitSeq {
+			s.mark = 0
+			l.cacheLeft--
+		}
+		l.newsDrop[i] = nil
 	}
+	l.newsDrop = l.newsDrop[:0]
+}
+
+// dropNews is called when an fd event of slot s is added or closed after a handler's look
+// (l.news): that look said nothing of a new event's fd, and the event's change may have been
+// made after it. A look that found everything ready is dropped, so the next Once looks again;
+// one that filled its buffer (more may be ready) stays, less what it found for s (s.mark = 0
+// does the same for a wait's readiness): a new look would report the next fds, losing the
+// fairness among them.
+func (l *Loop) dropNews(s *fdSlot) {
+	switch {
+	case !l.news:
+	case l.newsFull:
+		l.newsDrop = append(l.newsDrop, s)
+	default:
+		l.dropAllNews()
+	}
+}
+
+// dropAllNews forgets a handler's look: the cache holds what it found, unmarked, so nothing in
+// it is usable.
+func (l *Loop) dropAllNews() {
+	l.news = false
+	l.cacheLeft = 0
+	clear(l.newsDrop)
+	l.newsDrop = l.newsDrop[:0]
 }
 
 // rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the
@@ -295,21 +330,28 @@ func (l *Loop) dropNews() {
 // and completes both at once, so the handler gets its result and the loop its next readiness
 // (reapRide) from one syscall, where read(2) and the next Once's epoll_wait(2) make two.
 // Otherwise (readiness left to serve, a look in flight already, WithFreshReadiness, which would
-// not use the look) it is read(2) or write(2), which cost less than a trip through the ring, as it is before an
+// not use the look, an fd the loop does not watch, an empty p) it is read(2) or write(2),
+// which cost less than a trip through the ring, as it is before an
 // IORING_OP_EPOLL_WAIT has completed on this ring (the first wait makes one; kernels before
 // 6.15 have none). The SQE carries RWF_NOWAIT, so the I/O does not wait for data or room; when
-// it fails with EOPNOTSUPP, or with EAGAIN on an fd the loop does not watch (a regular file
-// whose pages are not cached), read(2) or write(2) gives the answer. An I/O that the
+// it fails with EOPNOTSUPP read(2) or write(2) gives the answer. An I/O that the
 // kernel still did not finish at once is waited for in the kernel, with the runtime's syscall
 // bookkeeping, until its CQE: p is the kernel's until then.
 func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	b := l.ride
 	r := b.ring
-	if l.cacheLeft > 0 || b.inflight || l.fresh || !b.worked || b.fallback || len(p) > maxRideLen {
-		// No look to carry: the loop still has readiness to serve, or a look is in flight
+	if l.cacheLeft > 0 || l.news && l.newsFull || b.inflight || l.fresh || !b.worked || b.fallback ||
+		len(p) == 0 || len(p) > maxRideLen || !l.watched(fd) {
+		// No look to carry: the loop still has readiness to serve (in the cache, or found by
+		// an earlier look that filled its buffer: more fds may be ready than it could say, and
+		// a new look would report the next ones, losing the fairness among them; a look
+		// that found everything ready is replaced by a newer one), or a look is in flight
 		// already (it found nothing; the next blocking wait collects it), or, with
-		// WithFreshReadiness, it would not be used. read(2) and write(2) cost less than a
-		// trip through the ring.
+		// WithFreshReadiness, it would not be used.
+		// Nor does I/O on an fd the loop does not watch go through the ring: a regular file's
+		// position is not moved by an I/O the ring completes later (O_DIRECT). Nor an empty
+		// one: the ring does not call a file's write for 0 bytes (eventfd's EINVAL).
+		// read(2) and write(2) also cost less than a trip through the ring.
 		return rawIO(trap, fd, p)
 	}
 	s := r.GetSQE()
@@ -330,7 +372,9 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	if e := r.GetSQE(); e != nil {
 		*e = b.epollSQE
 		b.inflight = true
-		l.news = false // an earlier handler I/O's news is older than this look
+		if l.news {
+			l.dropAllNews() // an earlier handler I/O's look is older than this one
+		}
 	}
 	if _, err := r.Submit(); err != nil {
 		// An io_uring_enter that fails consumes no SQE: make the I/O a NOP before any later
@@ -348,11 +392,10 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 		res, done = l.reapRide(tag)
 	}
 	if res < 0 {
-		if res == -int32(unix.EOPNOTSUPP) || res == -int32(unix.EAGAIN) && !l.watched(fd) {
-			// A file that cannot be asked without waiting (no NOWAIT support), or EAGAIN from
-			// a file the loop does not watch, which may be a regular file whose pages are not
-			// cached: read(2) or write(2) gives what the package function would. On an fd in
-			// the loop's epoll set (a pipe, socket, ...) EAGAIN means what O_NONBLOCK's does.
+		if res == -int32(unix.EOPNOTSUPP) {
+			// A file that cannot be asked without waiting (no NOWAIT support): read(2) or
+			// write(2) gives what the package function would. (On an fd in the loop's epoll
+			// set, a pipe, socket, ..., EAGAIN means what O_NONBLOCK's does.)
 			return rawIO(trap, fd, p)
 		}
 		return 0, unix.Errno(-res)
@@ -361,7 +404,7 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 }
 
 // watched reports whether fd is in the loop's epoll set (some fd event watches it), so that
-// the kernel could poll it: an EAGAIN for it from the ring is O_NONBLOCK's.
+// the kernel can poll it: a pipe, socket, eventfd, tty, ..., never a regular file.
 func (l *Loop) watched(fd int) bool {
 	return uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && l.slots[fd].interest != 0
 }
@@ -391,6 +434,7 @@ func (l *Loop) reapRide(tag uint64) (int32, bool) {
 			if c.Res > 0 {
 				l.cache = l.cache[:copy(l.cache[:cap(l.cache)], b.ringEvents[:c.Res])]
 				l.news = true
+				l.newsFull = int(c.Res) == len(b.ringEvents)
 			}
 		}
 	}
