@@ -26,22 +26,22 @@ func WriteNonblocking(fd int, p []byte) (int, error) { return rawIO(unix.SYS_WRI
 // ReadNonblocking is the package function ReadNonblocking (read(2) on a non-blocking fd, with
 // the same rules and results: the bytes read, 0 at end of file, or the unix.Errno itself,
 // unix.EAGAIN when nothing is there) for a handler of l, or l's goroutine. On the uring
-// backend, when the handler has used up the readiness the loop had, so that the next Once
-// would have to look at the fds, the read goes through the loop's ring as an IORING_OP_READ SQE
+// backend, for an fd the loop watches (an fd event is armed on it), when the handler has used up
+// the readiness the loop had, so that the next Once would have to look at the fds, the read
+// goes through the loop's ring as an IORING_OP_READ SQE
 // (Linux 5.6) with the loop's look at its epoll set (IORING_OP_EPOLL_WAIT, 6.15) behind it, in
 // one io_uring_enter(2) that does not wait; what the look finds ready serves the next Onces as a
 // wait's would: one syscall where read(2) and the next wait make two. That look is made after
 // the read, so a handler that goes on to read or write its fd in other ways can be called once
 // more for readiness it used up (it then reads EAGAIN, as a handler of a non-blocking fd must
-// allow). Otherwise (readiness left to serve, WithFreshReadiness, the other backends, before the
-// ring's first EPOLL_WAIT has completed, another goroutine, after Close) it is the package
-// function.
+// allow). Otherwise (readiness left to serve, an fd the loop does not watch, such as a regular
+// file, an empty p, WithFreshReadiness, the other backends, before the ring's first EPOLL_WAIT
+// has completed, another goroutine, after Close) it is the package function.
 //
 // p is handed to the kernel, so the compiler keeps it on the heap: give a buffer that lives
 // across calls (a local array passed here is allocated on every call). The fd must be
-// non-blocking, as for the package function: a read that cannot complete at once (a blocking
-// fd, a regular file) is waited for in the kernel. A failed io_uring_enter returns an error
-// wrapping its errno; no allocation otherwise.
+// non-blocking, as for the package function. A failed io_uring_enter returns an error wrapping
+// its errno; no allocation otherwise.
 func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
 	if l.owned() && l.ride != nil { // owned first: other goroutines must not read ride, which Close clears
 		return l.rideIO(uring.OpRead, unix.SYS_READ, fd, p)
