@@ -38,9 +38,11 @@ func onOtherThread(t *testing.T, f func()) {
 	}
 }
 
-// TestDeferTaskrunCompletionsAppearOnlyAfterOwnerWaits: with DEFER_TASKRUN a
-// poll that became ready posts its CQE only when the owner enters with GETEVENTS.
-func TestDeferTaskrunCompletionsAppearOnlyAfterOwnerWaits(t *testing.T) {
+// newDeferRingWithReadyPoll returns a DEFER_TASKRUN ring with a poll (user_data 1) submitted on
+// a pipe that has since become readable: its completion work is deferred until the owner
+// enters with GETEVENTS.
+func newDeferRingWithReadyPoll(t *testing.T) *Ring {
+	t.Helper()
 	r := newTestRing(t)
 	requireDeferTaskrun(t, r)
 	rfd, wfd := newPipe(t)
@@ -51,6 +53,13 @@ func TestDeferTaskrunCompletionsAppearOnlyAfterOwnerWaits(t *testing.T) {
 	if _, err := unix.Write(wfd, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// TestDeferTaskrunCompletionsAppearOnlyAfterOwnerWaits: with DEFER_TASKRUN a
+// poll that became ready posts its CQE only when the owner enters with GETEVENTS.
+func TestDeferTaskrunCompletionsAppearOnlyAfterOwnerWaits(t *testing.T) {
+	r := newDeferRingWithReadyPoll(t)
 	time.Sleep(30 * time.Millisecond)
 	if n := r.CQReady(); n != 0 {
 		t.Fatalf("CQReady = %d before the owner waited, want 0", n)
@@ -91,16 +100,7 @@ func TestSingleIssuerOtherThreadGetsEEXIST(t *testing.T) {
 // one-enter fast path) also runs the deferred completion work, without waiting: a poll that
 // became ready is in the CQ when Submit returns.
 func TestSubmitOnDeferTaskrunRingRunsDeferredCompletions(t *testing.T) {
-	r := newTestRing(t)
-	requireDeferTaskrun(t, r)
-	rfd, wfd := newPipe(t)
-	prep(t, r, 1, func(s *SQE) { s.PrepPollAdd(rfd, unix.POLLIN) })
-	if _, err := r.Submit(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := unix.Write(wfd, []byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	r := newDeferRingWithReadyPoll(t)
 	if n := r.CQReady(); n != 0 {
 		t.Fatalf("CQReady = %d before the owner entered, want 0", n)
 	}
