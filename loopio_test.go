@@ -112,6 +112,20 @@ func lioRequireRide(t *testing.T) {
 	}
 }
 
+// lioReadAFeedB is the start of handler A in the tests where B becomes ready during A's
+// first call: it counts the call, puts a byte into B's pipe (bw) on the first one, and reads one
+// byte from a through the loop.
+func lioReadAFeedB(t *testing.T, l *ringev.Loop, a, bw int, buf *[1]byte, calls *int) {
+	t.Helper()
+	*calls++
+	if *calls == 1 {
+		testutil.Write(t, bw, []byte{'b'})
+	}
+	if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
+		t.Errorf("A, call %d: ReadNonblocking = %d, %v", *calls, n, err)
+	}
+}
+
 // lioPipe returns a non-blocking pipe whose ends the test may close early (ctFd).
 func lioPipe(t *testing.T) (r, w *ctFd) {
 	t.Helper()
@@ -701,13 +715,7 @@ func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 				var eb *ringev.FdEvent
 				ranA, ranB2 := 0, 0
 				addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-					ranA++
-					if ranA == 1 {
-						testutil.Write(t, bw.fd, []byte{'b'})
-					}
-					if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
-						t.Errorf("A, call %d: ReadNonblocking = %d, %v", ranA, n, err)
-					}
+					lioReadAFeedB(t, l, a, bw.fd, buf, &ranA)
 					if ranA == 1 {
 						if err := eb.Close(); err != nil {
 							t.Errorf("FdEvent.Close: %v", err)
@@ -814,13 +822,7 @@ func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
 		var newW *ctFd
 		calls, newCalls := 0, 0
 		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-			calls++
-			if calls == 1 {
-				testutil.Write(t, bw.fd, []byte{'b'})
-			}
-			if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
-				t.Errorf("A, call %d: ReadNonblocking = %d, %v", calls, n, err)
-			}
+			lioReadAFeedB(t, l, a, bw.fd, buf, &calls)
 			if calls != 1 {
 				return
 			}
