@@ -1082,13 +1082,7 @@ func lioPeer(l *ringev.Loop, w, r, total int) error {
 func TestLoopIOFromAnotherGoroutineWhileOwnerCloses(t *testing.T) {
 	lioEach(t, func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
-		if backend == b2UringFallback {
-			defer ringev.SetUringFallback(true)()
-			backend = "uring"
-		}
-		l, err := ringev.New(ringev.WithBackend(backend))
-		requireNew(t, backend, err)
-		t.Cleanup(func() { l.Close() })
+		l := b2NewLoop(t, backend) // the test closes it; cleanup's second Close returns nil
 		testutil.Write(t, w, []byte{'x'})
 		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
 			var b [1]byte
@@ -1149,13 +1143,7 @@ func TestLoopIOAfterCloseIsPlainSyscall(t *testing.T) {
 	lioEach(t, func(t *testing.T, backend string) {
 		r, w := lioPipe(t)
 		tr, tw := testutil.Pipe(t)
-		if backend == b2UringFallback {
-			defer ringev.SetUringFallback(true)()
-			backend = "uring"
-		}
-		l, err := ringev.New(ringev.WithBackend(backend))
-		requireNew(t, backend, err)
-		t.Cleanup(func() { l.Close() })
+		l := b2NewLoop(t, backend) // the test closes it; cleanup's second Close returns nil
 		testutil.Write(t, tw, []byte("12"))
 		buf := new([8]byte)
 		addFd(t, l, tr, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { l.ReadNonblocking(tr, buf[:1]) })
