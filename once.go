@@ -323,20 +323,20 @@ func (l *Loop) dropAllNews() {
 	l.newsDrop = l.newsDrop[:0]
 }
 
-// rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the
-// uring backend. When the handler has used up the readiness the loop had (cacheLeft), so that
-// the next Once would have to look at the epoll set, the I/O goes as an SQE, followed by an
-// IORING_OP_EPOLL_WAIT on the set, in one io_uring_enter(2) that does not wait: the kernel issues the SQEs in order
-// and completes both at once, so the handler gets its result and the loop its next readiness
-// (reapRide) from one syscall, where read(2) and the next Once's epoll_wait(2) make two.
-// Otherwise (readiness left to serve, a look in flight already, WithFreshReadiness, which would
-// not use the look, an fd the loop does not watch, an empty p) it is read(2) or write(2),
-// which cost less than a trip through the ring, as it is before an
-// IORING_OP_EPOLL_WAIT has completed on this ring (the first wait makes one; kernels before
-// 6.15 have none). The SQE carries RWF_NOWAIT, so the I/O does not wait for data or room; when
-// it fails with EOPNOTSUPP read(2) or write(2) gives the answer. An I/O that the
-// kernel still did not finish at once is waited for in the kernel, with the runtime's syscall
-// bookkeeping, until its CQE: p is the kernel's until then.
+// rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the uring
+// backend. When the handler has used up the readiness the loop had (cacheLeft), so that the next
+// Once would have to look at the epoll set, the I/O goes as an SQE, followed by an
+// IORING_OP_EPOLL_WAIT on the set, in one io_uring_enter(2) that does not wait: the kernel issues
+// the SQEs in order and completes both at once, so the handler gets its result and the loop its
+// next readiness (reapRide) from one syscall, where read(2) and the next Once's epoll_wait(2) make
+// two. Otherwise (readiness left to serve, a look in flight already, WithFreshReadiness, which
+// would not use the look, an fd the loop does not watch, an empty p) it is read(2) or write(2),
+// which cost less than a trip through the ring, as it is before an IORING_OP_EPOLL_WAIT has
+// completed on this ring (the first wait makes one; kernels before 6.15 have none). The SQE
+// carries RWF_NOWAIT, so the I/O does not wait for data or room; when it fails with EOPNOTSUPP
+// read(2) or write(2) gives the answer. An I/O that the kernel still did not finish at once is
+// waited for in the kernel, with the runtime's syscall bookkeeping, until its CQE: p is the
+// kernel's until then.
 func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	b := l.ride
 	r := b.ring
@@ -413,11 +413,12 @@ func (l *Loop) watched(fd int) bool {
 // and read(2) and write(2) move at most 0x7ffff000 bytes per call anyway (MAX_RW_COUNT).
 const maxRideLen = 0x7ffff000
 
-// reapRide consumes the ring's CQEs: it returns the result of the SQE tagged tag, if among
-// them, and copies what a completed EPOLL_WAIT found into l.cache, setting l.news (the next Once
-// adopts it; Once does not read the cache while a handler runs, and rideIO runs only when the
-// cache is used up, so a WithDispatchAll batch has nothing left in it either). Other CQEs are those of SQEs whose caller has gone (an error): ignored. A failed
-// EPOLL_WAIT just ends: the next blocking wait makes a new one and sees the error itself.
+// reapRide consumes the ring's CQEs: it returns the result of the SQE tagged tag, if among them,
+// and copies what a completed EPOLL_WAIT found into l.cache, setting l.news (the next Once adopts
+// it; Once does not read the cache while a handler runs, and rideIO runs only when the cache is
+// used up, so a WithDispatchAll batch has nothing left in it either). Other CQEs are those of SQEs
+// whose caller has gone (an error): ignored. A failed EPOLL_WAIT just ends: the next blocking wait
+// makes a new one and sees the error itself.
 func (l *Loop) reapRide(tag uint64) (int32, bool) {
 	b := l.ride
 	r := b.ring
