@@ -40,7 +40,7 @@ func testShapes() []string {
 }
 
 // requireBackend skips the test when ringev.New rejects backend here, naming why.
-func requireBackend(t *testing.T, backend string) {
+func requireBackend(t testing.TB, backend string) {
 	t.Helper()
 	if err := CheckBackend(backend); err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
