@@ -14,6 +14,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // onOtherGoroutine runs f on a new goroutine and waits for it (with a deadline).
@@ -143,15 +144,19 @@ func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
 func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 	ctEachBackend(t, func(t *testing.T, backend string) {
 		a, _ := ctSocketpair(t)
-		l, err := ringev.New(ringev.WithBackend(backend))
-		requireNew(t, backend, err)
-		ev, err := l.AddFd(a.fd, ringev.Read, ctNever(t, "fd event"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := b2NewLoop(t, backend) // the test closes it; cleanup's second Close returns nil
+		ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "fd event"))
 		var calls atomic.Int64
 		stop := make(chan struct{})
 		done := make(chan struct{})
+		t.Cleanup(func() { // also after a failure: the goroutine must not outlive the test
+			close(stop)
+			select {
+			case <-done:
+			case <-time.After(ctDeadline):
+				t.Errorf("the other goroutine's calls did not return within %v", ctDeadline)
+			}
+		})
 		go func() {
 			defer close(done)
 			buf := make([]byte, 1)
@@ -173,7 +178,9 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 				if l.AddTimer(time.Hour, func(*ringev.Timer) {}) != nil || l.AddImmediate(func() {}) != nil {
 					t.Error("AddTimer or AddImmediate from another goroutine returned non-nil")
 				}
-				l.ReadNonblocking(a.fd, buf) // EAGAIN: nothing was written
+				if n, err := l.ReadNonblocking(a.fd, buf); n != 0 || err != unix.EAGAIN {
+					t.Errorf("ReadNonblocking from another goroutine = %d, %v; want 0, EAGAIN (nothing was written)", n, err)
+				}
 				calls.Add(1)
 			}
 		}()
@@ -194,7 +201,5 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 			t.Errorf("Loop.Close on the owner: %v", err)
 		}
 		wait(calls.Load() + 50)
-		close(stop)
-		<-done
 	})
 }
