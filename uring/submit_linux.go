@@ -107,15 +107,6 @@ func (r *Ring) wakeupFlag(toSubmit uint32) uint32 {
 // thread died, unix.EBUSY when the CQ is full and must be reaped first,
 // unix.EAGAIN, or unix.EBADF after Close. No allocation.
 func (r *Ring) Submit() (int, error) {
-	if r.setupFlags&(SetupSQPoll|SetupDeferTaskrun) == SetupDeferTaskrun && r.open {
-		// The common case, a DEFER_TASKRUN ring without an SQ thread: one enter that
-		// submits and runs the deferred completion work without waiting. Any error goes
-		// the general way below (an enter that fails consumes no SQE).
-		n, errno := rawsys.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(r.flushSQ()), 0, uintptr(EnterGetEvents|r.enterFlags), 0, 0)
-		if errno == 0 {
-			return int(n), nil
-		}
-	}
 	if !r.open {
 		return 0, errClosed
 	}

@@ -6,17 +6,14 @@ import (
 	"unsafe"
 
 	"github.com/ringev/ringev/internal/rawsys"
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
+// pipe is testutil.Pipe as the two fds of pipe(2).
 func pipe(t *testing.T) [2]int {
-	t.Helper()
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
-	return p
+	r, w := testutil.Pipe(t)
+	return [2]int{r, w}
 }
 
 // TestSyscallReturnsResult: a write and a read through Syscall return the byte counts and the bytes.
@@ -48,9 +45,46 @@ func TestSyscallReturnsErrno(t *testing.T) {
 	}
 }
 
-// TestSyscall6PassesSixArguments: ppoll(2) through Syscall6 with a zero timespec and a nil
-// sigmask reports the one ready fd and its revents.
+// TestSyscall6PassesSixArguments: mmap(2) through Syscall6, whose six arguments all matter, maps
+// the second page of a memfd (fd in the fifth, offset in the sixth) and shows its byte, and an
+// unaligned offset fails with EINVAL.
 func TestSyscall6PassesSixArguments(t *testing.T) {
+	fd, err := unix.MemfdCreate("rawsys", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	page := make([]byte, 2*4096)
+	page[4096] = 42
+	if _, err := unix.Pwrite(fd, page, 0); err != nil {
+		t.Fatal(err)
+	}
+	addr, e := rawsys.Syscall6(unix.SYS_MMAP, 0, 4096, unix.PROT_READ, unix.MAP_SHARED, uintptr(fd), 4096)
+	if e != 0 {
+		t.Fatalf("mmap of the memfd's second page: %v", e)
+	}
+	// The mapping's first byte, copied out by write(2) (no Go pointer to a foreign mapping).
+	p := pipe(t)
+	_, we := rawsys.Syscall(unix.SYS_WRITE, uintptr(p[1]), addr, 1)
+	unix.Syscall(unix.SYS_MUNMAP, addr, 4096, 0)
+	var got [1]byte
+	if we != 0 {
+		t.Fatalf("write from the mapping: %v", we)
+	}
+	if _, err := unix.Read(p[0], got[:]); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 42 {
+		t.Fatalf("the mapped page starts with %d, want 42 (wrong fd or offset passed)", got[0])
+	}
+	if _, e := rawsys.Syscall6(unix.SYS_MMAP, 0, 4096, unix.PROT_READ, unix.MAP_SHARED, uintptr(fd), 1); e != unix.EINVAL {
+		t.Fatalf("mmap at offset 1: errno %v, want EINVAL", e)
+	}
+}
+
+// TestSyscall6Ppoll: ppoll(2) through Syscall6 with a zero timespec and a nil sigmask reports
+// the one ready fd and its revents.
+func TestSyscall6Ppoll(t *testing.T) {
 	p := pipe(t)
 	fds := []unix.PollFd{{Fd: int32(p[0]), Events: unix.POLLIN}, {Fd: int32(p[1]), Events: unix.POLLOUT}}
 	var ts unix.Timespec
