@@ -138,6 +138,8 @@ func BenchmarkEcho(b *testing.B) {
 				}
 				defer unix.Close(fds[0])
 				defer unix.Close(fds[1])
+				// If the loop side fails, the client's blocking read must end: shut the socket.
+				defer unix.Shutdown(fds[1], unix.SHUT_RDWR)
 				if err := unix.SetNonblock(fds[0], true); err != nil {
 					b.Fatal(err)
 				}

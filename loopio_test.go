@@ -78,36 +78,49 @@ func lioEach(t *testing.T, fn func(t *testing.T, backend string)) {
 var (
 	lioProbeOnce sync.Once
 	lioNoRide    string // why handler I/O cannot go through the ring here; "" when it can
+	lioProbeErr  error  // the probe failed for another reason than a missing feature
 )
 
 // lioRideMissing probes (once) whether this kernel has IORING_OP_EPOLL_WAIT, which the ring path
-// of the loop methods needs, and returns why not ("" when it has).
+// of the loop methods needs, and returns why not ("" when it has). io_uring switched off or
+// missing (EPERM, ENOSYS) and the op missing are reasons; any other failure is lioProbeErr.
 func lioRideMissing() string {
 	lioProbeOnce.Do(func() {
 		runtime.LockOSThread() // a SINGLE_ISSUER ring belongs to its thread
 		defer runtime.UnlockOSThread()
 		r, err := uring.New(uring.WithEntries(4))
-		if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
 			lioNoRide = fmt.Sprintf("io_uring is not available: %v", err)
+			return
+		}
+		if err != nil {
+			lioProbeErr = err
 			return
 		}
 		defer r.Close()
 		p, err := r.Probe()
 		if err != nil {
-			lioNoRide = fmt.Sprintf("IORING_REGISTER_PROBE failed: %v", err)
+			lioProbeErr = err
 			return
 		}
-		if err := p.RequireOp(uring.OpEpollWait); err != nil {
+		if err := p.RequireOp(uring.OpEpollWait); errors.Is(err, uring.ErrOpNotSupported) {
 			lioNoRide = err.Error()
+		} else if err != nil {
+			lioProbeErr = err
 		}
 	})
 	return lioNoRide
 }
 
-// lioRequireRide skips the test when handler I/O cannot go through the ring here.
+// lioRequireRide skips the test when handler I/O cannot go through the ring here, and fails it
+// when the probe itself failed.
 func lioRequireRide(t *testing.T) {
 	t.Helper()
-	if why := lioRideMissing(); why != "" {
+	why := lioRideMissing()
+	if lioProbeErr != nil {
+		t.Fatalf("probing for IORING_OP_EPOLL_WAIT: %v", lioProbeErr)
+	}
+	if why != "" {
 		t.Skipf("handler I/O through the ring needs IORING_OP_EPOLL_WAIT (Linux 6.15): %s", why)
 	}
 }
