@@ -167,18 +167,21 @@ type Loop struct {
 	ride *uringBackend
 	// news: such a look found fds ready; l.cache holds what it found, not yet marked (once.go).
 	news     bool
-	newsFull bool      // that look filled its buffer: more fds may be ready than it says
-	newsDrop []*fdSlot // slots whose fd events changed after a full look (dropNews)
-	sig      *signalState
-	posted   atomic.Bool // postQ is non-empty
-	stopReq  atomic.Bool
-	sleeping atomic.Bool // the loop is in (or about to enter) a blocking wait
-	slots    []*fdSlot   // indexed by fd number
-	nfd      int         // live fd events (all flags)
-	dispatch uint64      // fairness clock: incremented per fd handler run
-	waits    uint64      // calls of wait (tests: a handler's I/O through the ring spares them)
-	waitSeq  uint64      // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
-	cache    []readyFd   // what the last wait reported: cacheBuf, or a larger buffer
+	newsFull bool // that look filled its buffer: more fds may be ready than it says
+	// lookInFlight: that look found nothing and is still in the kernel (the blocking wait
+	// collects it); the busy path reads this instead of the backend's state.
+	lookInFlight bool
+	newsDrop     []*fdSlot // slots whose fd events changed after a full look (dropNews)
+	sig          *signalState
+	posted       atomic.Bool // postQ is non-empty
+	stopReq      atomic.Bool
+	sleeping     atomic.Bool // the loop is in (or about to enter) a blocking wait
+	slots        []*fdSlot   // indexed by fd number
+	nfd          int         // live fd events (all flags)
+	dispatch     uint64      // fairness clock: incremented per fd handler run
+	waits        uint64      // calls of wait (tests: a handler's I/O through the ring spares them)
+	waitSeq      uint64      // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
+	cache        []readyFd   // what the last wait reported: cacheBuf, or a larger buffer
 	// cacheLeft bounds the usable cache entries from above: markReady sets it, each handler run
 	// uses one up; 0 means none, so Once waits without looking at the cache.
 	cacheLeft int

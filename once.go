@@ -103,7 +103,7 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	// flight: the blocking wait below collects it, at once if something is ready by now (the
 	// enter runs the ring's pending completion work before it sleeps), so a look of our own
 	// first would be a syscall for nothing.
-	if l.busy && (l.ride == nil || !l.ride.inflight) {
+	if l.busy && !l.lookInFlight {
 		var ready []readyFd
 		var err error
 		if l.epfd >= 0 {
@@ -123,6 +123,7 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 		timeout = 0
 	}
 	ready, err := l.be.wait(timeout, l.cache[:0])
+	l.lookInFlight = false // collected, or (a timeout) the next busy look just costs a syscall
 	l.sleeping.Store(false)
 	l.busy = len(ready) > 0
 	return ready, err
@@ -384,6 +385,7 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 		return 0, rideError(err)
 	}
 	res, done := l.reapRide(tag)
+	l.lookInFlight = b.inflight
 	for !done {
 		if _, err := r.SubmitAndWait(1); err != nil {
 			b.pinned = append(b.pinned, p) // the kernel still has p: keep it until the ring closes
