@@ -21,7 +21,8 @@
 //     and restores it afterwards (see fdmany.go).
 //
 // Every fd_speed and fd_many run, on a ringev backend or the netpoller, first turns for 5 % of
-// its events (at most 50,000) untimed, so that it measures the steady state, as testing.B does.
+// its events (at most 50,000) untimed, so that it measures the steady state, as BenchmarkFdSpeed
+// does.
 //
 // Modes (Options.Mode, Config.Modes): every ringev backend runs with the default readiness cache
 // ("default"), the same with handlers that make their own syscalls ("syscall"), with
@@ -30,9 +31,10 @@
 //
 // The handlers read and write one byte with the loop's methods, Loop.ReadNonblocking and
 // Loop.WriteNonblocking, as a ringev user's handlers of non-blocking fds should: on the uring
-// backend the byte travels through the loop's ring together with the loop's next look at its
-// fds, one syscall where read(2) and the next wait make two; on the others they are read(2) and
-// write(2). In mode "syscall" the handlers call the package functions ringev.ReadNonblocking and
+// backend, when the handler has used up the loop's readiness (and not in mode "fresh", whose
+// loops would not use it), the byte travels through the loop's ring together with the loop's
+// next look at its fds, one syscall where read(2) and the next wait make two; otherwise, and on
+// the other backends, they are read(2) and write(2). In mode "syscall" the handlers call the package functions ringev.ReadNonblocking and
 // ringev.WriteNonblocking instead: plain read(2) and write(2) on every backend, as
 // tevent_pipe.c's handlers make (both without the Go runtime's syscall bookkeeping).
 //
