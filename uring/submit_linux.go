@@ -144,11 +144,15 @@ func (r *Ring) Submit() (int, error) {
 }
 
 // SubmitAndWait submits like Submit and then waits, without a timeout, until
-// at least n CQEs are ready (n is capped at the CQ size, as the kernel does).
-// It returns the number of SQEs submitted. EINTR, and a wait cut short after a
-// successful submission, are retried. Errors wrap the io_uring_enter errno
-// (see Submit; unix.EBADR when the kernel had to drop completions). No
-// allocation.
+// at least n CQEs are ready (n is capped at the CQ size, as the kernel does),
+// or until the kernel ends the wait with fewer: when a TIMEOUT request
+// (IORING_OP_TIMEOUT, the usual deadline of an io_uring wait) completes, as
+// io_uring_enter(2) does, or when a signal arrives after new CQEs were posted
+// (the kernel reports both as success; see CQReady for what is there). It
+// returns the number of SQEs submitted. EINTR, and a wait cut short with no
+// new CQE (a signal hidden behind the submitted count), are retried. Errors
+// wrap the io_uring_enter errno (see Submit; unix.EBADR when the kernel had
+// to drop completions). No allocation.
 func (r *Ring) SubmitAndWait(n uint32) (int, error) {
 	return r.wait(n, -1, 0)
 }
@@ -158,7 +162,9 @@ func (r *Ring) SubmitAndWait(n uint32) (int, error) {
 // IORING_ENTER_EXT_ARG (IORING_FEAT_EXT_ARG, 5.11): a wait interrupted by a
 // signal (EINTR) is retried with the remaining time, never with the full
 // timeout again, so the wait never lasts twice the timeout (the bug liburing
-// fixed in 2.3).
+// fixed in 2.3). Like SubmitAndWait, it also ends without an error, with
+// fewer than n CQEs, when the kernel ends the wait: a TIMEOUT request
+// completed, or a signal arrived after new CQEs were posted.
 //
 // It returns the number of SQEs submitted; the completions are what CQReady
 // and PeekCQE show. When fewer than n CQEs are ready at the deadline the
@@ -177,7 +183,9 @@ func (r *Ring) SubmitAndWaitTimeout(n uint32, timeout time.Duration) (int, error
 // (struct io_uring_getevents_arg.min_wait_usec, IORING_FEAT_MIN_TIMEOUT, 6.12):
 // the wait ends when n CQEs are ready, or once minWait has passed with at
 // least one CQE ready, or at the timeout (an error wrapping unix.ETIME when
-// no CQE at all is ready, or fewer than n and minWait is not reached).
+// no CQE at all is ready, or fewer than n and minWait is not reached). Like
+// SubmitAndWait it also ends, without an error, when the kernel ends the
+// wait (a TIMEOUT request completed, within minWait too).
 // minWait is rounded down to microseconds, the kernel's unit; timeout < 0
 // means no overall timeout. Without the feature it fails with an error
 // naming IORING_FEAT_MIN_TIMEOUT and wrapping unix.EOPNOTSUPP. No allocation.
@@ -233,6 +241,7 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 		}
 		toSubmit := r.flushSQ()
 		flags |= r.wakeupFlag(toSubmit)
+		readyBefore := r.CQReady()
 		ret, errno := r.enter(toSubmit, minComplete, flags, arg, argSize)
 		ready := r.CQReady()
 		done := ready >= want || (minWait > 0 && ready > 0 && !time.Now().Before(minDeadline))
@@ -246,6 +255,9 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			// the count): decide by the clock.
 			if timeout >= 0 && !time.Now().Before(deadline) {
 				return submitted, errTimeout
+			}
+			if r.kernelEndedWait(toSubmit, ret, readyBefore, ready) {
+				return submitted, nil
 			}
 		case unix.EINTR:
 			// Retried with the remaining time.
@@ -262,6 +274,27 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			return submitted, enterError(errno)
 		}
 	}
+}
+
+// kernelEndedWait reports whether an io_uring_enter(2) with GETEVENTS that
+// returned without error, before the deadline and with fewer CQEs than asked
+// for, ended its wait on purpose, so that the binding's wait must end too.
+// toSubmit and ret are the enter's to_submit and result, readyBefore and
+// ready the CQ's fill before and after it.
+//
+// The kernel ends a wait early, without an error, when a TIMEOUT request
+// completes (io_should_wake: the ring's timeout count changed), and also when
+// a signal or the wait's timeout arrives while the CQ is not empty (the wait
+// then reports 0 instead of -EINTR or -ETIME); a submission in the same call
+// hides every wait result behind the submitted count. A TIMEOUT request's
+// CQE is posted before the wait returns, so an end that brought no new CQE
+// is a signal (EINTR, to be retried with the remaining time); one that
+// brought new CQEs is taken as the kernel's end (the two cannot be told
+// apart then). A partial submission (ret < toSubmit, without SQPOLL) returns
+// before waiting at all.
+func (r *Ring) kernelEndedWait(toSubmit uint32, ret int, readyBefore, ready uint32) bool {
+	waited := r.setupFlags&SetupSQPoll != 0 || ret >= int(toSubmit)
+	return waited && ready > readyBefore
 }
 
 // WakeupSQThread wakes the ring's SQPOLL thread with IORING_ENTER_SQ_WAKEUP
