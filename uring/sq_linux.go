@@ -28,19 +28,23 @@ func (r *Ring) GetSQE() *SQE {
 	return sqe
 }
 
-// flushSQ publishes the SQEs handed out by GetSQE since the last flush and
+// flushSQ publishes the SQEs handed out by GetSQE since the last flush. It
 // returns how many SQEs the kernel has not consumed yet (the to_submit
-// argument of io_uring_enter).
-func (r *Ring) flushSQ() uint32 {
+// argument of io_uring_enter) and how many of them this flush published (with
+// SQPOLL, the count a submit call reports: an SQE published earlier and not
+// yet picked up by the SQ thread is in toSubmit again, but was counted by the
+// call that published it).
+func (r *Ring) flushSQ() (toSubmit, published uint32) {
 	tail := r.sqeTail
 	if tail != r.sqFlushed {
+		published = tail - r.sqFlushed
 		r.sqFlushed = tail
 		// Store-release of the SQ tail: every SQE field written since
 		// GetSQE becomes visible to the kernel before the new tail does.
 		atomic.StoreUint32(r.sqTail, tail)
 	}
 	// Load-acquire of the head (see GetSQE).
-	return tail - atomic.LoadUint32(r.sqHead)
+	return tail - atomic.LoadUint32(r.sqHead), published
 }
 
 // sqRingFlags reads the IORING_SQ_* flags word. Called after flushSQ, the

@@ -92,8 +92,11 @@ func (r *Ring) wakeupFlag(toSubmit uint32) uint32 {
 }
 
 // Submit hands the SQEs prepared since the last submit to the kernel and
-// returns how many it consumed (with SQPOLL: how many were handed to the SQ
-// thread). It does not wait for completions. With DEFER_TASKRUN (and whenever
+// returns how many it consumed. With SQPOLL it returns how many SQEs this
+// call handed to the SQ thread (published in the SQ), each SQE counted by
+// exactly one call, also when the call then fails: the kernel's own answer
+// would count again SQEs that an earlier call published and the thread has
+// not picked up yet. It does not wait for completions. With DEFER_TASKRUN (and whenever
 // the kernel holds completions back: CQ overflow, IORING_SQ_TASKRUN) it also
 // passes IORING_ENTER_GETEVENTS with min_complete 0, so pending completion
 // work runs and overflowed CQEs move into the CQ ring. With SQPOLL it enters
@@ -112,8 +115,12 @@ func (r *Ring) Submit() (int, error) {
 	}
 	sqpoll := r.setupFlags&SetupSQPoll != 0
 	flushed := false
+	submitted := 0 // with SQPOLL: the SQEs this call published
 	for {
-		toSubmit := r.flushSQ()
+		toSubmit, published := r.flushSQ()
+		if sqpoll {
+			submitted += int(published)
+		}
 		flags := r.wakeupFlag(toSubmit)
 		if r.setupFlags&SetupDeferTaskrun != 0 || r.cqNeedsFlush() {
 			flags |= EnterGetEvents
@@ -121,14 +128,17 @@ func (r *Ring) Submit() (int, error) {
 		if flags == 0 && (sqpoll || toSubmit == 0) {
 			// Nothing needs the kernel: an awake SQ thread picks the
 			// SQEs up by itself.
-			if sqpoll {
-				return int(toSubmit), nil
-			}
-			return 0, nil
+			return submitted, nil
 		}
 		n, errno := r.enter(toSubmit, 0, flags, nil, 0)
 		switch errno {
 		case 0:
+			if sqpoll {
+				// The kernel answers to_submit, which counts SQEs
+				// published by earlier calls that the SQ thread has
+				// not picked up yet.
+				return submitted, nil
+			}
 			return n, nil
 		case unix.EINTR:
 			continue
@@ -139,7 +149,7 @@ func (r *Ring) Submit() (int, error) {
 				continue
 			}
 		}
-		return 0, enterError(errno)
+		return submitted, enterError(errno)
 	}
 }
 
@@ -149,7 +159,9 @@ func (r *Ring) Submit() (int, error) {
 // (IORING_OP_TIMEOUT, the usual deadline of an io_uring wait) completes, as
 // io_uring_enter(2) does, or when a signal arrives after new CQEs were posted
 // (the kernel reports both as success; see CQReady for what is there). It
-// returns the number of SQEs submitted. EINTR, and a wait cut short with no
+// returns the number of SQEs submitted, each counted once (with SQPOLL: the
+// SQEs this call published, as Submit counts them, however often an
+// interrupted wait is resumed). EINTR, and a wait cut short with no
 // new CQE (a signal hidden behind the submitted count), are retried. Errors
 // wrap the io_uring_enter errno (see Submit; unix.EBADR when the kernel had
 // to drop completions). No allocation.
@@ -212,7 +224,8 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 		deadline = start.Add(timeout)
 		minDeadline = start.Add(minWait)
 	}
-	submitted := 0
+	sqpoll := r.setupFlags&SetupSQPoll != 0
+	submitted := 0 // SQEs consumed by the kernel; with SQPOLL, published by this call
 	minComplete := n
 	for {
 		var arg unsafe.Pointer
@@ -239,7 +252,14 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			arg, argSize = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 			flags |= EnterExtArg
 		}
-		toSubmit := r.flushSQ()
+		toSubmit, published := r.flushSQ()
+		if sqpoll {
+			// The SQ thread takes what is published; the kernel's
+			// answer (to_submit) would count again an SQE that an
+			// earlier, interrupted enter of this call published and
+			// the thread has not picked up yet.
+			submitted += int(published)
+		}
 		flags |= r.wakeupFlag(toSubmit)
 		readyBefore := r.CQReady()
 		ret, errno := r.enter(toSubmit, minComplete, flags, arg, argSize)
@@ -247,7 +267,9 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 		done := ready >= want || (minWait > 0 && ready > 0 && !time.Now().Before(minDeadline))
 		switch errno {
 		case 0:
-			submitted += ret
+			if !sqpoll {
+				submitted += ret
+			}
 			if done {
 				return submitted, nil
 			}

@@ -131,7 +131,8 @@ func TestTimeoutRequestEndsSubmitAndWaitMin(t *testing.T) {
 }
 
 // signalThread sends SIGURG (the Go runtime's preemption signal, harmless)
-// to thread tid every period until the returned stop is called.
+// to thread tid every period until the returned stop is called. A period
+// under a millisecond is kept by spinning (time.Sleep would stretch it).
 func signalThread(tid int, period time.Duration) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -145,7 +146,13 @@ func signalThread(tid int, period time.Duration) (stop func()) {
 			default:
 			}
 			unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
-			time.Sleep(period)
+			if period >= time.Millisecond {
+				time.Sleep(period)
+				continue
+			}
+			for next := time.Now().Add(period); time.Now().Before(next); {
+				runtime.Gosched()
+			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
