@@ -66,7 +66,10 @@ func RegisterOpName(op uint32) string {
 // doRegister is the one choke point for io_uring_register(2) on a ring: every
 // register call of the binding goes through it (and through sysRegister,
 // the only place the syscall is made). EINTR is retried. The error names the
-// opcode (and so the feature, with its release) and wraps the errno.
+// opcode (and so the feature, with its release) and wraps the errno; an
+// ENOMEM from an opcode whose memory the kernel charges to RLIMIT_MEMLOCK
+// (registered buffers, provided-buffer rings, memory regions) also names the
+// limit and whether CAP_IPC_LOCK exempts the caller.
 func (r *Ring) doRegister(op uint32, arg unsafe.Pointer, nrArgs uint32) (int, error) {
 	if !r.open {
 		return 0, errClosed
@@ -86,7 +89,11 @@ func sysRegister(fd int, op uint32, arg unsafe.Pointer, nrArgs uint32) (int, err
 		case unix.EINTR:
 			continue
 		}
-		return 0, fmt.Errorf("uring: io_uring_register(%s): %w", RegisterOpName(op), errno)
+		err := fmt.Errorf("uring: io_uring_register(%s): %w", RegisterOpName(op), errno)
+		if errno == unix.ENOMEM && memlockCharged(op) {
+			err = explainMemlock(err, "the memory "+RegisterOpName(op)+" pins")
+		}
+		return 0, err
 	}
 }
 

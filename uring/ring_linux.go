@@ -93,8 +93,10 @@ const unsupportedSetup = SetupSQE128 | SetupCQE32 | SetupCQEMixed | SetupNoMmap 
 //
 // Errors wrap the errno of the failing call: unix.ENOSYS (no io_uring in this
 // kernel), unix.EPERM (io_uring disabled by sysctl kernel.io_uring_disabled or
-// a seccomp policy), unix.EINVAL (bad entries or flags), unix.ENOMEM, or the
-// mmap errno.
+// a seccomp policy), unix.EINVAL (bad entries or flags), unix.ENOMEM (the
+// error then names RLIMIT_MEMLOCK: without CAP_IPC_LOCK the kernel charges
+// ring memory to it, before 5.12 and again on recent kernels such as 6.18),
+// or the mmap errno.
 func New(opts ...Option) (*Ring, error) {
 	c := config{entries: DefaultEntries}
 	for _, o := range opts {
@@ -132,9 +134,13 @@ func New(opts ...Option) (*Ring, error) {
 }
 
 // explainSetup adds why io_uring_setup was refused to an EPERM or ENOSYS error: the
-// kernel.io_uring_disabled sysctl (6.6), a seccomp or LSM policy, or no io_uring in the kernel.
+// kernel.io_uring_disabled sysctl (6.6), a seccomp or LSM policy, or no io_uring in the kernel;
+// and to an ENOMEM error the RLIMIT_MEMLOCK that ring memory is charged to (see explainMemlock).
 // The errno stays wrapped.
 func explainSetup(err error) error {
+	if errors.Is(err, unix.ENOMEM) {
+		return explainMemlock(err, "ring memory (SQ and CQ rings, SQEs)")
+	}
 	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOSYS) {
 		return err
 	}

@@ -195,9 +195,13 @@ func (r *Ring) SubmitAndWaitTimeout(n uint32, timeout time.Duration) (int, error
 // (struct io_uring_getevents_arg.min_wait_usec, IORING_FEAT_MIN_TIMEOUT, 6.12):
 // the wait ends when n CQEs are ready, or once minWait has passed with at
 // least one CQE ready, or at the timeout (an error wrapping unix.ETIME when
-// no CQE at all is ready, or fewer than n and minWait is not reached). Like
-// SubmitAndWait it also ends, without an error, when the kernel ends the
-// wait (a TIMEOUT request completed, within minWait too).
+// no CQE at all is ready, or fewer than n and minWait is not reached). When
+// minWait is longer than timeout, the wait lasts minWait, not timeout: it
+// ends after the minimum wait (with the CQEs ready then, no error if there is
+// at least one, else unix.ETIME), as the kernel's wait and liburing's
+// io_uring_submit_and_wait_min_timeout do. Like SubmitAndWait it also ends,
+// without an error, when the kernel ends the wait (a TIMEOUT request
+// completed, within minWait too).
 // minWait is rounded down to microseconds, the kernel's unit; timeout < 0
 // means no overall timeout. Without the feature it fails with an error
 // naming IORING_FEAT_MIN_TIMEOUT and wrapping unix.EOPNOTSUPP. No allocation.

@@ -135,3 +135,32 @@ func TestCQOverflowLosesNoCompletion(t *testing.T) {
 		t.Errorf("kernel counted %d dropped CQEs", *r.cqOverflow)
 	}
 }
+
+// TestMinWaitLongerThanTimeoutEndsAfterMinWait: SubmitAndWaitMin with a
+// 200 ms minimum wait and a 20 ms timeout, nothing in flight: the wait ends
+// after the minimum wait (as the kernel's does), not at the timeout, with
+// ETIME; with a NOP's CQE ready and two wanted it ends there too, without an
+// error.
+func TestMinWaitLongerThanTimeoutEndsAfterMinWait(t *testing.T) {
+	r := newTestRing(t)
+	requireFeature(t, r, FeatMinTimeout)
+	start := time.Now()
+	_, err := r.SubmitAndWaitMin(1, 20*time.Millisecond, 200*time.Millisecond)
+	el := time.Since(start)
+	if !errors.Is(err, unix.ETIME) {
+		t.Errorf("nothing in flight: err = %v, want ETIME", err)
+	}
+	if el < 190*time.Millisecond || el > time.Second {
+		t.Errorf("nothing in flight: returned after %v, want ~200 ms (the minimum wait)", el)
+	}
+	getSQE(t, r).PrepNop()
+	start = time.Now()
+	n, err := r.SubmitAndWaitMin(2, 20*time.Millisecond, 200*time.Millisecond)
+	el = time.Since(start)
+	if n != 1 || err != nil {
+		t.Errorf("one NOP: SubmitAndWaitMin = %d, %v; want 1, nil", n, err)
+	}
+	if el < 190*time.Millisecond || el > time.Second {
+		t.Errorf("one NOP: returned after %v, want ~200 ms (the minimum wait)", el)
+	}
+}
