@@ -12,7 +12,6 @@ package ringev_test
 // the mode matters. A non-blocking read or write never waits, so a handler's I/O that does is a
 // failure: the guards below (noBlock, watch) make such a call end, by putting a byte into
 // the pipe or making room in it, and fail the test instead of letting it hang.
-//
 
 import (
 	"bytes"
@@ -37,9 +36,10 @@ import (
 	"github.com/ringev/ringev/uring"
 )
 
-// blockAfter is how long a handler's non-blocking read or write may take before the guards
-// call it blocked (it should take microseconds).
-const blockAfter = 100 * time.Millisecond
+// blockAfter is how long the guards let a handler's non-blocking read or write run before they
+// call it blocked and unblock it: the suite's deadline, a hang guard, not a speed bound (the call
+// should take microseconds; a slow one that still returns EAGAIN is not blocked).
+const blockAfter = deadline
 
 var (
 	rideProbeOnce sync.Once
