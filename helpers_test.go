@@ -361,7 +361,11 @@ func peerEOF(peer int, within time.Duration) (bool, time.Duration, string) {
 func expectEOF(t *testing.T, peer int, within time.Duration, what string) {
 	t.Helper()
 	if ok, _, last := peerEOF(peer, within); !ok {
-		t.Fatalf("%s: the peer did not read EOF within %v (last read: %s): the file was not released", what, within, last)
+		when := "at once"
+		if within > 0 {
+			when = "within " + within.String()
+		}
+		t.Fatalf("%s: the peer did not read EOF %s (last read: %s): the file was not released", what, when, last)
 	}
 }
 
