@@ -302,6 +302,8 @@ func fill(t testing.TB, fd int) int {
 			chunk = chunk[:len(chunk)/2]
 		case err != nil:
 			t.Fatalf("filling fd %d: %v", fd, err)
+		case total > 64<<20:
+			t.Fatalf("fd %d took %d bytes and does not fill up", fd, total)
 		default:
 			total += n
 		}
