@@ -9,58 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// speedLoop is the fd_speedN shape of tevent's benchmark on one loop: one pipe, a Read handler
-// reading one byte and a Write handler writing one byte, plus extra idle pairs. The handlers do
-// their I/O with the loop's methods (Loop.ReadNonblocking, Loop.WriteNonblocking), or with the
-// package functions (read(2) and write(2) of their own) when syscalls is set.
-type speedLoop struct {
-	loop   *ringev.Loop
-	p      [2]int
-	buf    [1]byte
-	events int
-}
-
-func newSpeedLoop(tb testing.TB, backend string, extra int, syscalls bool) *speedLoop {
-	tb.Helper()
-	l, err := ringev.New(ringev.WithBackend(backend))
-	requireNew(tb, backend, err)
-	s := &speedLoop{loop: l}
-	if err := unix.Pipe2(s.p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { l.Close(); unix.Close(s.p[0]); unix.Close(s.p[1]) })
-	add := func(fd int, f ringev.Flags, h ringev.FdHandler) {
-		if _, err := l.AddFd(fd, f, h); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	read, write := l.ReadNonblocking, l.WriteNonblocking
-	if syscalls {
-		read, write = ringev.ReadNonblocking, ringev.WriteNonblocking
-	}
-	add(s.p[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-		if n, _ := read(s.p[0], s.buf[:]); n == 1 {
-			s.events++
-		}
-	})
-	add(s.p[1], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { write(s.p[1], s.buf[:]) })
-	for i := 0; i < extra; i++ {
-		add(s.p[0], ringev.Write, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
-		add(s.p[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { tb.Error("idle handler called") })
-	}
-	return s
-}
-
-// run turns the loop until n more read events happened.
-func (s *speedLoop) run(tb testing.TB, n int) {
-	target := s.events + n
-	for s.events < target {
-		if err := s.loop.Once(); err != nil {
-			tb.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkFdSpeed measures tevent's fd_speed1/2/3 shapes on every backend: one op is one read
 // event (two handler calls). The handlers' I/O goes through the loop's methods; in the
 // sub-benchmarks ending in /syscall they make their own read(2) and write(2). Compare with
@@ -76,7 +24,7 @@ func BenchmarkFdSpeed(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					s := newSpeedLoop(b, be, extra, syscalls)
+					s := newSpeed(b, be, !syscalls, extra)
 					s.run(b, 1000)
 					b.ReportAllocs()
 					b.ResetTimer()
@@ -90,10 +38,9 @@ func BenchmarkFdSpeed(b *testing.B) {
 // BenchmarkUringFallback measures fd_speed1 on the uring backend's fallback for kernels without
 // IORING_OP_EPOLL_WAIT (a one-shot POLL_ADD on the epoll fd, then epoll_wait).
 func BenchmarkUringFallback(b *testing.B) {
-	defer ringev.SetUringFallback(true)()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s := newSpeedLoop(b, "uring", 0, true)
+	s := newSpeed(b, uringFallback, false, 0)
 	s.run(b, 1000)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -104,15 +51,14 @@ func BenchmarkUringFallback(b *testing.B) {
 // making their own read(2) and write(2)) allocates nothing on any backend. (With the loop's
 // methods: TestLoopIOSteadyStateDoesNotAllocate.)
 func TestSteadyStateDoesNotAllocate(t *testing.T) {
-	for _, be := range ringev.Backends() {
-		t.Run(be, func(t *testing.T) {
-			s := newSpeedLoop(t, be, 2, true)
-			s.run(t, 1000)
-			if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
-				t.Errorf("%s: %.2f allocations per read event, want 0", be, a)
-			}
-		})
-	}
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		s := newSpeed(t, backend, false, 2)
+		s.run(t, 1000)
+		if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
+			t.Errorf("%s: %.2f allocations per read event, want 0", backend, a)
+		}
+		s.check(t)
+	})
 }
 
 // BenchmarkEcho measures a request/response echo over a socketpair: a client goroutine sends
@@ -129,9 +75,7 @@ func BenchmarkEcho(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				l, err := ringev.New(ringev.WithBackend(be))
-				requireNew(b, be, err)
-				defer l.Close()
+				l := newLoop(b, be)
 				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 				if err != nil {
 					b.Fatal(err)

@@ -8,9 +8,6 @@ package ringev_test
 // "uring-poll" is documented as not close-safe (WithBackend): where a case needs a raw close(2) or
 // an idle second loop to release the file, the test asserts that uring-poll does pin the file (the
 // documented behaviour) instead of expecting EOF.
-//
-// This file also holds the small helpers (prefixed ct) that the other behaviour files of issue 4
-// share: tevent_test.go, signal_test.go, post_test.go, owner_test.go, leak_test.go.
 
 import (
 	"errors"
@@ -24,224 +21,16 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// ctDeadline bounds every wait that is expected to end quickly; it only turns a hang into a
-// failure, it is not a performance bound.
-const ctDeadline = 5 * time.Second
-
-// ctReleaseWithin is how soon a socket's peer must read EOF after the last close of the other end.
-const ctReleaseWithin = 100 * time.Millisecond
-
-// ctNotCloseSafe is the backend that WithBackend documents as not close-safe.
-const ctNotCloseSafe = "uring-poll"
-
-// ctDispatchModes are the loop's dispatch options that change how readiness reported by one wait
-// is used; the close cases that depend on it run in each.
-var ctDispatchModes = []struct {
-	name string
-	opts []ringev.Option
-}{
-	{"Default", nil},
-	{"FreshReadiness", []ringev.Option{ringev.WithFreshReadiness()}},
-	{"DispatchAll", []ringev.Option{ringev.WithDispatchAll()}},
-}
-
-// ctEachBackend runs fn as one subtest per registered backend.
-func ctEachBackend(t *testing.T, fn func(t *testing.T, backend string)) {
-	t.Helper()
-	for _, b := range ringev.Backends() {
-		t.Run(b, func(t *testing.T) { fn(t, b) })
-	}
-}
-
-// ctNewLoop creates a loop on backend, owned by the calling (sub)test goroutine, and closes it at
-// cleanup (on the same goroutine). A backend that cannot be set up here skips the test with New's
-// error. Create the test's fds before the loop so that cleanup closes the loop first.
-func ctNewLoop(t *testing.T, backend string, opts ...ringev.Option) *ringev.Loop {
-	t.Helper()
-	l, err := ringev.New(append([]ringev.Option{ringev.WithBackend(backend)}, opts...)...)
-	requireNew(t, backend, err)
-	if got := l.Backend(); got != backend {
-		t.Fatalf("New(WithBackend(%q)).Backend() = %q", backend, got)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("Loop.Close: %v", err)
-		}
-	})
-	return l
-}
-
-// ctFd is an fd the test owns. Cleanup closes it unless the test closed it or handed it to the
-// loop (auto-close): closing a number twice could close an unrelated file that reused it.
-type ctFd struct {
-	fd   int
-	gone bool
-}
-
-// Close closes the fd (once).
-func (f *ctFd) Close() error {
-	if f.gone {
-		return nil
-	}
-	f.gone = true
-	return unix.Close(f.fd)
-}
-
-// HandOver records that the fd is closed by someone else (the loop's auto-close).
-func (f *ctFd) HandOver() { f.gone = true }
-
-// ctSocketpair returns a nonblocking AF_UNIX stream socketpair owned by the test.
-func ctSocketpair(t *testing.T) (a, b *ctFd) {
-	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatalf("socketpair: %v", err)
-	}
-	a, b = &ctFd{fd: fds[0]}, &ctFd{fd: fds[1]}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
-
-// ctSocketpairAt is ctSocketpair whose first end has the fd number want (which must be free): the
-// kernel hands out the lowest free number, and if something else took it meanwhile the end is
-// moved there with dup3(2). It reports whether the number was reused without dup3.
-func ctSocketpairAt(t *testing.T, want int) (a, b *ctFd, natural bool) {
-	t.Helper()
-	a, b = ctSocketpair(t)
-	if a.fd == want {
-		return a, b, true
-	}
-	if b.fd == want { // the kernel gave the free number to the other end: swap roles
-		return b, a, true
-	}
-	if err := unix.Dup3(a.fd, want, unix.O_CLOEXEC); err != nil {
-		t.Fatalf("dup3(%d, %d): %v", a.fd, want, err)
-	}
-	a.Close()
-	moved := &ctFd{fd: want}
-	t.Cleanup(func() { moved.Close() })
-	return moved, b, false
-}
-
-// ctWrite writes p to fd in one write(2) and fails the test on an error or a short write.
-func ctWrite(t *testing.T, fd int, p []byte) {
-	t.Helper()
-	testutil.Write(t, fd, p)
-}
-
-// ctPeerEOF waits up to within for a read on peer (nonblocking) to report end of file, discarding
-// any data. It returns whether EOF came, how long it took, and what the last read returned.
-func ctPeerEOF(peer int, within time.Duration) (bool, time.Duration, string) {
-	start := time.Now()
-	end := start.Add(within)
-	var buf [4096]byte
-	last := "no read"
-	for {
-		n, err := unix.Read(peer, buf[:])
-		switch {
-		case err == nil && n == 0:
-			return true, time.Since(start), "EOF"
-		case err == unix.ECONNRESET:
-			// The other end was closed with data it had not read: released too.
-			return true, time.Since(start), "ECONNRESET"
-		case err == nil:
-			continue // data the loop's side had written: read on to EOF
-		case err == unix.EINTR:
-			continue
-		case err != unix.EAGAIN:
-			return false, time.Since(start), fmt.Sprintf("read error %v", err)
-		}
-		last = "EAGAIN (the other end's file is still open)"
-		rem := time.Until(end)
-		if rem <= 0 {
-			return false, time.Since(start), last
-		}
-		ms := int((rem + time.Millisecond - 1) / time.Millisecond)
-		fds := []unix.PollFd{{Fd: int32(peer), Events: unix.POLLIN}}
-		_, _ = unix.Poll(fds, ms)
-	}
-}
-
-// ctExpectEOF fails the test unless peer reads EOF within ctReleaseWithin.
-func ctExpectEOF(t *testing.T, peer int, what string) {
-	t.Helper()
-	ok, took, last := ctPeerEOF(peer, ctReleaseWithin)
-	if !ok {
-		t.Fatalf("%s: the peer did not read EOF within %v (last read: %s): the file was not released", what, ctReleaseWithin, last)
-	}
-	t.Logf("%s: peer read EOF after %v", what, took.Round(time.Microsecond))
-}
-
-// ctExpectPinned asserts the documented uring-poll behaviour: the file stays open (the peer reads
-// no EOF within ctReleaseWithin) because a pending IORING_OP_POLL_ADD holds a reference to it.
-func ctExpectPinned(t *testing.T, peer int, what string) {
-	t.Helper()
-	if ok, took, _ := ctPeerEOF(peer, ctReleaseWithin); ok {
-		t.Fatalf("%s: the peer read EOF after %v, but uring-poll is documented to pin the file here (pending POLL_ADD); the doc or the test is out of date", what, took)
-	}
-	t.Logf("%s: file pinned, as documented for uring-poll", what)
-}
-
-// ctThreadCPU is the CPU time (user+system) used so far by the calling OS thread. The loop's
-// goroutine is locked to its thread, so this is the loop's own CPU time.
-func ctThreadCPU(t *testing.T) time.Duration {
-	t.Helper()
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		t.Fatalf("getrusage(RUSAGE_THREAD): %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// ctSettle adds a timer due in d and calls Once (each call guarded by ctDeadline) until it has
-// run. It fails the test if that takes more than maxCalls Once calls, or if the loop's thread
-// burns more than half of d in CPU meanwhile (a loop that spins inside one Once shows up here, not
-// in the call count). It returns the errors Once returned on the way.
-func ctSettle(t *testing.T, l *ringev.Loop, d time.Duration, maxCalls int) []error {
-	t.Helper()
-	fired := false
-	l.AddTimer(d, func(*ringev.Timer) { fired = true })
-	cpu0, wall0 := ctThreadCPU(t), time.Now()
-	var errs []error
-	calls := 0
-	for !fired {
-		if calls >= maxCalls {
-			t.Fatalf("the loop spins: %d Once calls within a %v quiet period (errors: %v)", calls, d, errs)
-		}
-		if err := testutil.OnceErr(t, l, ctDeadline); err != nil {
-			errs = append(errs, err)
-		}
-		calls++
-	}
-	if cpu, wall := ctThreadCPU(t)-cpu0, time.Since(wall0); cpu > wall/2 && cpu > 20*time.Millisecond {
-		t.Fatalf("the loop spins: its thread used %v of CPU in a %v quiet period (%d Once calls)", cpu, wall, calls)
-	}
-	return errs
-}
-
-// ctNever is a handler that must never run.
-func ctNever(t *testing.T, what string) ringev.FdHandler {
-	return func(ev *ringev.FdEvent, f ringev.Flags) {
-		t.Errorf("%s: handler of fd %d ran with %v; it must never run", what, ev.Fd(), f)
-	}
-}
-
-// ctFdIsClosed reports whether fd is not open (fcntl F_GETFD fails with EBADF).
-func ctFdIsClosed(fd int) bool {
-	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-	return err == unix.EBADF
-}
-
 // TestCloseFdEventDropsReadinessReportedInSameWait: two fds are reported ready by one wait; the
 // handler that runs first closes the other's fd event; the other handler never runs, although
 // its readiness was already reported (and, on io_uring, its completion already queued).
 func TestCloseFdEventDropsReadinessReportedInSameWait(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		for _, mode := range ctDispatchModes {
-			t.Run(mode.name, func(t *testing.T) {
-				a, pa := ctSocketpair(t)
-				b, pb := ctSocketpair(t)
-				l := ctNewLoop(t, backend, mode.opts...)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		for _, m := range allModes {
+			t.Run(m.name, func(t *testing.T) {
+				a, pa := ownedSocketpair(t)
+				b, pb := ownedSocketpair(t)
+				l := newLoop(t, backend, m.opts()...)
 				var evs [2]*ringev.FdEvent
 				ran := [2]int{}
 				for i, fd := range []int{a.fd, b.fd} {
@@ -259,13 +48,13 @@ func TestCloseFdEventDropsReadinessReportedInSameWait(t *testing.T) {
 						}
 					})
 				}
-				ctWrite(t, pa.fd, []byte{'a'})
-				ctWrite(t, pb.fd, []byte{'b'})
-				testutil.Once(t, l, ctDeadline)
+				testutil.Write(t, pa.fd, []byte{'a'})
+				testutil.Write(t, pb.fd, []byte{'b'})
+				testutil.Once(t, l, deadline)
 				if ran[0]+ran[1] != 1 {
 					t.Fatalf("first Once ran %d fd handlers, want 1", ran[0]+ran[1])
 				}
-				ctSettle(t, l, 30*time.Millisecond, 5)
+				settle(t, l, 30*time.Millisecond, 5)
 				if ran[0]+ran[1] != 1 {
 					t.Fatalf("handlers ran %v times; the one whose event was closed must not run", ran)
 				}
@@ -278,26 +67,26 @@ func TestCloseFdEventDropsReadinessReportedInSameWait(t *testing.T) {
 // goroutine, from inside the event's own handler, or by closing the loop) closes the fd, and the
 // socket's peer reads EOF within 100 ms although the loop had been waiting on the fd.
 func TestCloseAutoCloseReleasesFile(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		t.Run("FdEventClose", func(t *testing.T) {
-			a, peer := ctSocketpair(t)
-			l := ctNewLoop(t, backend)
-			ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "idle socket"))
+			a, peer := ownedSocketpair(t)
+			l := newLoop(t, backend)
+			ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
 			ev.SetAutoClose(true)
 			a.HandOver()
-			ctSettle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
+			settle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
 			if err := ev.Close(); err != nil {
 				t.Fatalf("FdEvent.Close with auto-close: %v", err)
 			}
-			if !ctFdIsClosed(a.fd) {
+			if !isClosed(a.fd) {
 				t.Fatalf("fd %d is still open after FdEvent.Close with auto-close", a.fd)
 			}
-			ctExpectEOF(t, peer.fd, "auto-close by FdEvent.Close")
-			ctSettle(t, l, 10*time.Millisecond, 3)
+			expectEOF(t, peer.fd, releaseWithin, "auto-close by FdEvent.Close")
+			settle(t, l, 10*time.Millisecond, 3)
 		})
 		t.Run("FromOwnHandler", func(t *testing.T) {
-			a, peer := ctSocketpair(t)
-			l := ctNewLoop(t, backend)
+			a, peer := ownedSocketpair(t)
+			l := newLoop(t, backend)
 			runs := 0
 			ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 				runs++
@@ -308,36 +97,35 @@ func TestCloseAutoCloseReleasesFile(t *testing.T) {
 			})
 			ev.SetAutoClose(true)
 			a.HandOver()
-			ctSettle(t, l, 10*time.Millisecond, 3)
-			ctWrite(t, peer.fd, []byte{'x'})
-			testutil.Once(t, l, ctDeadline)
+			settle(t, l, 10*time.Millisecond, 3)
+			testutil.Write(t, peer.fd, []byte{'x'})
+			testutil.Once(t, l, deadline)
 			if runs != 1 {
 				t.Fatalf("handler ran %d times, want 1", runs)
 			}
-			if !ctFdIsClosed(a.fd) {
+			if !isClosed(a.fd) {
 				t.Fatalf("fd %d is still open after auto-close from its handler", a.fd)
 			}
-			ctExpectEOF(t, peer.fd, "auto-close from the event's own handler")
-			ctSettle(t, l, 20*time.Millisecond, 3)
+			expectEOF(t, peer.fd, releaseWithin, "auto-close from the event's own handler")
+			settle(t, l, 20*time.Millisecond, 3)
 			if runs != 1 {
 				t.Fatalf("handler ran %d times after its event was closed, want 1 in all", runs)
 			}
 		})
 		t.Run("LoopClose", func(t *testing.T) {
-			a, peer := ctSocketpair(t)
-			l, err := ringev.New(ringev.WithBackend(backend))
-			requireNew(t, backend, err)
-			ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "idle socket"))
+			a, peer := ownedSocketpair(t)
+			l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
+			ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
 			ev.SetAutoClose(true)
 			a.HandOver()
-			ctSettle(t, l, 10*time.Millisecond, 3)
+			settle(t, l, 10*time.Millisecond, 3)
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
 			}
-			if !ctFdIsClosed(a.fd) {
+			if !isClosed(a.fd) {
 				t.Fatalf("fd %d is still open after Loop.Close with an auto-close event", a.fd)
 			}
-			ctExpectEOF(t, peer.fd, "auto-close by Loop.Close")
+			expectEOF(t, peer.fd, releaseWithin, "auto-close by Loop.Close")
 		})
 	})
 }
@@ -348,40 +136,40 @@ func TestCloseAutoCloseReleasesFile(t *testing.T) {
 // the invalid fd with an error wrapping EBADF). uring-poll pins the file until the loop is closed,
 // as documented.
 func TestClosePlainCloseBehindLoopsBackReleasesFile(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		a, peer := ctSocketpair(t)
-		l := ctNewLoop(t, backend)
-		addFd(t, l, a.fd, ringev.Read, ctNever(t, "socket closed behind the loop's back"))
-		ctSettle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := ownedSocketpair(t)
+		l := newLoop(t, backend)
+		addFd(t, l, a.fd, ringev.Read, never(t, "socket closed behind the loop's back"))
+		settle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
 		if err := a.Close(); err != nil {
 			t.Fatalf("close(2): %v", err)
 		}
-		if backend == ctNotCloseSafe {
-			ctExpectPinned(t, peer.fd, "plain close(2) of an fd uring-poll watches")
-			ctSettle(t, l, 50*time.Millisecond, 5)
+		if backend == notCloseSafe {
+			expectPinned(t, peer.fd, "plain close(2) of an fd uring-poll watches")
+			settle(t, l, 50*time.Millisecond, 5)
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
 			}
-			if ok, took, last := ctPeerEOF(peer.fd, time.Second); !ok {
+			if ok, took, last := peerEOF(peer.fd, time.Second); !ok {
 				t.Fatalf("uring-poll: the file is still pinned 1 s after Loop.Close (last read: %s)", last)
 			} else {
 				t.Logf("uring-poll: file released %v after Loop.Close", took)
 			}
 			return
 		}
-		ctExpectEOF(t, peer.fd, "plain close(2) behind the loop's back")
-		errs := ctSettle(t, l, 100*time.Millisecond, 5)
+		expectEOF(t, peer.fd, releaseWithin, "plain close(2) behind the loop's back")
+		errs := settle(t, l, 100*time.Millisecond, 5)
 		for _, err := range errs {
-			if !errorsIsEBADF(err) {
+			if !errors.Is(err, unix.EBADF) {
 				t.Errorf("Once after a plain close: %v, want nil or an error wrapping EBADF", err)
 			}
 		}
 		// And afterwards the loop still works.
-		c, pc := ctSocketpair(t)
+		c, pc := ownedSocketpair(t)
 		got := ringev.Flags(0)
 		addFd(t, l, c.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) { got = f; testutil.Drain(t, ev.Fd()) })
-		ctWrite(t, pc.fd, []byte{'y'})
-		testutil.OnceUntil(t, l, func() bool { return got != 0 }, ctDeadline)
+		testutil.Write(t, pc.fd, []byte{'y'})
+		testutil.OnceUntil(t, l, func() bool { return got != 0 }, deadline)
 		if got != ringev.Read {
 			t.Fatalf("a new fd event after the plain close got %v, want READ", got)
 		}
@@ -430,7 +218,7 @@ func startIdleLoop(t *testing.T, backend string, fd int, onceFirst bool) *idleLo
 		if err != nil {
 			t.Fatalf("second loop: %v", err)
 		}
-	case <-time.After(ctDeadline):
+	case <-time.After(deadline):
 		t.Fatal("second loop did not start within the deadline")
 	}
 	t.Cleanup(func() {
@@ -452,8 +240,8 @@ func (il *idleLoop) stop() error {
 	var err error
 	select {
 	case err = <-il.done:
-	case <-time.After(ctDeadline):
-		return fmt.Errorf("the idle loop's Close did not return within %v", ctDeadline)
+	case <-time.After(deadline):
+		return fmt.Errorf("the idle loop's Close did not return within %v", deadline)
 	}
 	select {
 	case rerr := <-il.ran:
@@ -472,18 +260,18 @@ func (il *idleLoop) stop() error {
 // within 100 ms: an idle loop pins no file it does not own. uring-poll, once it has armed its
 // poll, pins the file as documented.
 func TestCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, idle := range []struct {
 			name      string
 			onceFirst bool
 		}{{"SecondNeverRunsOnce", false}, {"SecondIdleAfterOneOnce", true}} {
 			for _, how := range []string{"AutoClose", "PlainClose"} {
 				t.Run(idle.name+"/"+how, func(t *testing.T) {
-					a, peer := ctSocketpair(t)
-					l := ctNewLoop(t, backend)
-					ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "first loop"))
+					a, peer := ownedSocketpair(t)
+					l := newLoop(t, backend)
+					ev := addFd(t, l, a.fd, ringev.Read, never(t, "first loop"))
 					il := startIdleLoop(t, backend, a.fd, idle.onceFirst)
-					ctSettle(t, l, 10*time.Millisecond, 3)
+					settle(t, l, 10*time.Millisecond, 3)
 					if how == "AutoClose" {
 						ev.SetAutoClose(true)
 						a.HandOver()
@@ -493,22 +281,22 @@ func TestCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
 					} else if err := a.Close(); err != nil {
 						t.Fatalf("close(2): %v", err)
 					}
-					if backend == ctNotCloseSafe && (idle.onceFirst || how == "PlainClose") {
+					if backend == notCloseSafe && (idle.onceFirst || how == "PlainClose") {
 						// Pinned by the idle loop's armed poll, or by the first loop's own
 						// poll after a plain close(2).
-						ctExpectPinned(t, peer.fd, "uring-poll: fd closed while a poll is armed on it")
+						expectPinned(t, peer.fd, "uring-poll: fd closed while a poll is armed on it")
 						if err := il.stop(); err != nil {
 							t.Error(err)
 						}
 						if err := l.Close(); err != nil {
 							t.Fatalf("Loop.Close: %v", err)
 						}
-						if ok, _, last := ctPeerEOF(peer.fd, time.Second); !ok {
+						if ok, _, last := peerEOF(peer.fd, time.Second); !ok {
 							t.Fatalf("uring-poll: the file is still pinned 1 s after both loops were closed (last read: %s)", last)
 						}
 						return
 					}
-					ctExpectEOF(t, peer.fd, "fd closed while a second, idle loop watches it")
+					expectEOF(t, peer.fd, releaseWithin, "fd closed while a second, idle loop watches it")
 					if err := il.stop(); err != nil {
 						t.Fatal(err)
 					}
@@ -524,26 +312,26 @@ func TestCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
 // new socket; and the close and reuse happening inside another handler of the same round, while
 // the old fd's readiness is already reported.
 func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		t.Run("AutoClose", func(t *testing.T) {
-			old, oldPeer := ctSocketpair(t)
-			l := ctNewLoop(t, backend)
-			ev := addFd(t, l, old.fd, ringev.Read, ctNever(t, "old socket"))
+			old, oldPeer := ownedSocketpair(t)
+			l := newLoop(t, backend)
+			ev := addFd(t, l, old.fd, ringev.Read, never(t, "old socket"))
 			ev.SetAutoClose(true)
 			old.HandOver()
-			ctSettle(t, l, 10*time.Millisecond, 3)
-			ctWrite(t, oldPeer.fd, []byte{'o'}) // the old file becomes readable...
-			if err := ev.Close(); err != nil {  // ...and is closed before the loop looks
+			settle(t, l, 10*time.Millisecond, 3)
+			testutil.Write(t, oldPeer.fd, []byte{'o'}) // the old file becomes readable...
+			if err := ev.Close(); err != nil {         // ...and is closed before the loop looks
 				t.Fatalf("FdEvent.Close with auto-close: %v", err)
 			}
 			checkReuse(t, l, old.fd)
 		})
 		t.Run("PlainCloseThenAddFd", func(t *testing.T) {
-			old, oldPeer := ctSocketpair(t)
-			l := ctNewLoop(t, backend)
-			oldEv := addFd(t, l, old.fd, ringev.Read, ctNever(t, "old socket"))
-			ctSettle(t, l, 10*time.Millisecond, 3)
-			ctWrite(t, oldPeer.fd, []byte{'o'})
+			old, oldPeer := ownedSocketpair(t)
+			l := newLoop(t, backend)
+			oldEv := addFd(t, l, old.fd, ringev.Read, never(t, "old socket"))
+			settle(t, l, 10*time.Millisecond, 3)
+			testutil.Write(t, oldPeer.fd, []byte{'o'})
 			if err := old.Close(); err != nil {
 				t.Fatalf("close(2): %v", err)
 			}
@@ -552,13 +340,13 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 				t.Errorf("the old fd event still has flags %v after its number was reused; want it disarmed (0)", f)
 			}
 		})
-		for _, mode := range ctDispatchModes {
-			t.Run("InsideHandlerOfSameRound/"+mode.name, func(t *testing.T) {
-				x, px := ctSocketpair(t)
-				old, oldPeer := ctSocketpair(t)
-				l := ctNewLoop(t, backend, mode.opts...)
+		for _, m := range allModes {
+			t.Run("InsideHandlerOfSameRound/"+m.name, func(t *testing.T) {
+				x, px := ownedSocketpair(t)
+				old, oldPeer := ownedSocketpair(t)
+				l := newLoop(t, backend, m.opts()...)
 				var oldEv *ringev.FdEvent
-				var newFd, newPeer *ctFd
+				var newFd, newPeer *ownedFd
 				var newGot []byte
 				var newFlags []ringev.Flags
 				addFd(t, l, x.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
@@ -571,7 +359,7 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 					}
 					// The new socket has no data yet: readiness reported for the old file
 					// must not reach its handler.
-					newFd, newPeer, _ = ctSocketpairAt(t, old.fd)
+					newFd, newPeer, _ = socketpairAt(t, old.fd)
 					addFd(t, l, newFd.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						newFlags = append(newFlags, f)
 						var buf [16]byte
@@ -599,23 +387,23 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 				old.HandOver()
 				// Round 1: only the old socket is ready; its handler runs, so that by
 				// fairness x's handler (never run) comes first in round 2.
-				ctWrite(t, oldPeer.fd, []byte{'o'})
-				testutil.Once(t, l, ctDeadline)
+				testutil.Write(t, oldPeer.fd, []byte{'o'})
+				testutil.Once(t, l, deadline)
 				if oldRuns != 1 {
 					t.Fatalf("round 1: old socket's handler ran %d times, want 1", oldRuns)
 				}
 				// Round 2: x and the old socket are ready in one wait; x's handler closes the
 				// old event (auto-close) and reuses its number for a new, empty socket.
-				ctWrite(t, px.fd, []byte{'x'})
-				ctWrite(t, oldPeer.fd, []byte{'o'})
-				testutil.OnceUntil(t, l, func() bool { return newFd != nil }, ctDeadline)
-				ctSettle(t, l, 20*time.Millisecond, 5)
+				testutil.Write(t, px.fd, []byte{'x'})
+				testutil.Write(t, oldPeer.fd, []byte{'o'})
+				testutil.OnceUntil(t, l, func() bool { return newFd != nil }, deadline)
+				settle(t, l, 20*time.Millisecond, 5)
 				if len(newFlags) != 0 {
 					t.Fatalf("new (empty) socket's handler ran %v before it had data", newFlags)
 				}
-				ctWrite(t, newPeer.fd, []byte{'n'})
-				testutil.OnceUntil(t, l, func() bool { return len(newGot) > 0 }, ctDeadline)
-				ctSettle(t, l, 20*time.Millisecond, 5)
+				testutil.Write(t, newPeer.fd, []byte{'n'})
+				testutil.OnceUntil(t, l, func() bool { return len(newGot) > 0 }, deadline)
+				settle(t, l, 20*time.Millisecond, 5)
 				if string(newGot) != "n" || len(newFlags) != 1 || newFlags[0] != ringev.Read {
 					t.Fatalf("new socket's handler calls %v read %q, want one READ call reading %q", newFlags, newGot, "n")
 				}
@@ -628,7 +416,7 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 // with a new handler, and checks that the new handler sees its data once.
 func checkReuse(t *testing.T, l *ringev.Loop, num int) {
 	t.Helper()
-	nw, peer, natural := ctSocketpairAt(t, num)
+	nw, peer, natural := socketpairAt(t, num)
 	if !natural {
 		t.Logf("fd number %d was taken by something else; moved the new socket there with dup3", num)
 	}
@@ -642,13 +430,10 @@ func checkReuse(t *testing.T, l *ringev.Loop, num int) {
 			got = append(got, buf[:n]...)
 		}
 	})
-	ctWrite(t, peer.fd, []byte{'n'})
-	testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, ctDeadline)
-	ctSettle(t, l, 30*time.Millisecond, 5)
+	testutil.Write(t, peer.fd, []byte{'n'})
+	testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
+	settle(t, l, 30*time.Millisecond, 5)
 	if string(got) != "n" || len(flags) != 1 || flags[0] != ringev.Read {
 		t.Fatalf("new socket on reused fd %d: handler calls %v read %q, want one READ call reading %q", num, flags, got, "n")
 	}
 }
-
-// errorsIsEBADF reports whether err wraps unix.EBADF.
-func errorsIsEBADF(err error) bool { return errors.Is(err, unix.EBADF) }

@@ -3,7 +3,6 @@ package ringev_test
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,16 +12,12 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// deadline bounds every wait in the suite. It is generous on purpose: the suite asserts counts
-// and orders, never timing, and a deadline only turns a hang into a failure.
-const deadline = 5 * time.Second
-
 // conformanceCases is the behaviour suite of the loop contract (DESIGN.md, points 1-10), run
 // against every backend by TestConformance. Each case creates, uses and closes its own loops on
 // its own goroutine (New locks the goroutine to its OS thread; the loop belongs to it).
 var conformanceCases = []struct {
 	name string
-	fn   func(t *testing.T, backend string)
+	fn   func(t *testing.T, backend string, m mode)
 }{
 	{"ReadReadiness", testReadReadiness},
 	{"WriteReadiness", testWriteReadiness},
@@ -45,125 +40,28 @@ var conformanceCases = []struct {
 	{"ClosedFileIsReleased", testClosedFileIsReleased},
 }
 
-// freshSuffix on a backend name in this suite means: the same backend with
-// WithFreshReadiness, whose Onces never reuse an earlier wait's readiness.
-const freshSuffix = "+fresh"
-
-// loopOptions turns a suite backend name ("epoll", "epoll+fresh") into New's options.
-func loopOptions(backend string) []ringev.Option {
-	name, fresh := strings.CutSuffix(backend, freshSuffix)
-	opts := []ringev.Option{ringev.WithBackend(name)}
-	if fresh {
-		opts = append(opts, ringev.WithFreshReadiness())
-	}
-	return opts
-}
-
 // TestConformance runs the behaviour suite against every registered backend, with the default
 // readiness cache and with WithFreshReadiness. A backend that cannot be created here (New
 // fails) is skipped with New's error, which names what is missing.
 func TestConformance(t *testing.T) {
-	backends := ringev.Backends()
-	if len(backends) == 0 {
-		t.Fatal("ringev.Backends() is empty")
-	}
-	for _, b := range ringev.Backends() {
-		backends = append(backends, b+freshSuffix)
-	}
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			l, err := ringev.New(loopOptions(backend)...)
-			requireNew(t, backend, err)
-			got := l.Backend() + strings.TrimPrefix(backend, strings.TrimSuffix(backend, freshSuffix))
-			if err := l.Close(); err != nil {
-				t.Fatalf("Close of a new %q loop: %v", backend, err)
-			}
-			if got != backend {
-				t.Fatalf("New(WithBackend(%q)).Backend() = %q", backend, got)
-			}
-			for _, c := range conformanceCases {
-				t.Run(c.name, func(t *testing.T) { c.fn(t, backend) })
-			}
-		})
-	}
-}
-
-// newLoop creates a loop on backend for the calling test goroutine and closes it at cleanup.
-// Create the test's fds before the loop, so that cleanup closes the loop before the fds.
-func newLoop(t *testing.T, backend string) *ringev.Loop {
-	t.Helper()
-	l, err := ringev.New(loopOptions(backend)...)
-	requireNew(t, backend, err)
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("Loop.Close: %v", err)
+	eachMode(t, ringev.Backends(), []mode{modeDefault, modeFresh}, func(t *testing.T, backend string, m mode) {
+		for _, c := range conformanceCases {
+			t.Run(c.name, func(t *testing.T) { c.fn(t, backend, m) })
 		}
 	})
-	return l
 }
-
-// requireNew fails the test if ringev.New for backend returned err, except where io_uring is
-// switched off (EPERM: kernel.io_uring_disabled, seccomp) or missing (ENOSYS): then it skips,
-// naming the reason. Every other error of New is a failure, never a skip.
-func requireNew(tb testing.TB, backend string, err error) {
-	tb.Helper()
-	if err == nil {
-		return
-	}
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-		tb.Skipf("backend %q is not available here (io_uring switched off or missing): %v", backend, err)
-	}
-	tb.Fatalf("New(WithBackend(%q)): %v", backend, err)
-}
-
-// addFd is Loop.AddFd that fails the test on error.
-func addFd(t *testing.T, l *ringev.Loop, fd int, flags ringev.Flags, h ringev.FdHandler) *ringev.FdEvent {
-	t.Helper()
-	ev, err := l.AddFd(fd, flags, h)
-	if err != nil {
-		t.Fatalf("AddFd(%d, %v): %v", fd, flags, err)
-	}
-	return ev
-}
-
-// setFlags is FdEvent.SetFlags that fails the test on error.
-func setFlags(t *testing.T, ev *ringev.FdEvent, f ringev.Flags) {
-	t.Helper()
-	if err := ev.SetFlags(f); err != nil {
-		t.Fatalf("SetFlags(%v) on fd %d: %v", f, ev.Fd(), err)
-	}
-	if got := ev.Flags(); got != f {
-		t.Fatalf("after SetFlags(%v), Flags() = %v", f, got)
-	}
-}
-
-// tick adds a timer due in 10 ms and runs one Once, which must run that timer: it shows that
-// nothing else (no fd handler) was ready to run. It reports an error if something else ran.
-func tick(t *testing.T, l *ringev.Loop) {
-	t.Helper()
-	fired := false
-	tm := l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { fired = true })
-	testutil.Once(t, l, deadline)
-	if !fired {
-		tm.Stop()
-		t.Errorf("Once ran something other than the 10 ms tick timer (an fd handler that should not be ready?)")
-	}
-}
-
-// oneByte is the byte the tests write to make an fd readable.
-var oneByte = []byte{'x'}
 
 // A byte written to a pipe makes its Read handler run, with flags == Read; before that, the
 // handler does not run.
-func testReadReadiness(t *testing.T, backend string) {
+func testReadReadiness(t *testing.T, backend string, m mode) {
 	r, w := testutil.Pipe(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	var got []ringev.Flags
 	addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 		got = append(got, f)
 		testutil.Drain(t, ev.Fd())
 	})
-	tick(t, l)
+	quiet(t, l)
 	if len(got) != 0 {
 		t.Fatalf("Read handler ran %d times on an empty pipe (flags %v)", len(got), got)
 	}
@@ -175,9 +73,9 @@ func testReadReadiness(t *testing.T, backend string) {
 }
 
 // The Write handler on an empty pipe's write end runs, with flags == Write.
-func testWriteReadiness(t *testing.T, backend string) {
+func testWriteReadiness(t *testing.T, backend string, m mode) {
 	_, w := testutil.Pipe(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	var got []ringev.Flags
 	addFd(t, l, w, ringev.Write, func(_ *ringev.FdEvent, f ringev.Flags) { got = append(got, f) })
 	testutil.Once(t, l, deadline)
@@ -188,9 +86,9 @@ func testWriteReadiness(t *testing.T, backend string) {
 
 // Level-triggered: a byte the handler does not read is reported again on each following Once
 // (3 times); once the handler consumes it, the handler is not called again.
-func testLevelTriggeredRereport(t *testing.T, backend string) {
+func testLevelTriggeredRereport(t *testing.T, backend string, m mode) {
 	r, w := testutil.Pipe(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	var got []ringev.Flags
 	addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 		got = append(got, f)
@@ -209,7 +107,7 @@ func testLevelTriggeredRereport(t *testing.T, backend string) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("handler flags = %v, want %v", got, want)
 	}
-	tick(t, l)
+	quiet(t, l)
 	if len(got) != 3 {
 		t.Fatalf("handler ran again after it consumed the byte: %d calls, want 3", len(got))
 	}
@@ -218,9 +116,9 @@ func testLevelTriggeredRereport(t *testing.T, backend string) {
 // Mask changes take effect exactly: after SetFlags(0) the handler of a readable fd is not called
 // (a timer runs instead); after SetFlags(Read) it is called again; SetFlags(0) from inside the
 // handler also takes effect at once.
-func testMaskChangesTakeEffectExactly(t *testing.T, backend string) {
+func testMaskChangesTakeEffectExactly(t *testing.T, backend string, m mode) {
 	r, w := testutil.Pipe(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	calls := 0
 	disarmInside := false
 	ev := addFd(t, l, r, ringev.Read, func(e *ringev.FdEvent, f ringev.Flags) {
@@ -241,8 +139,8 @@ func testMaskChangesTakeEffectExactly(t *testing.T, backend string) {
 	}
 
 	setFlags(t, ev, 0)
-	tick(t, l)
-	tick(t, l)
+	quiet(t, l)
+	quiet(t, l)
 	if calls != 1 {
 		t.Fatalf("after SetFlags(0): handler ran %d more times while timers fired, want 0", calls-1)
 	}
@@ -261,7 +159,7 @@ func testMaskChangesTakeEffectExactly(t *testing.T, backend string) {
 	if got := ev.Flags(); got != 0 {
 		t.Fatalf("after SetFlags(0) inside the handler, Flags() = %v, want 0", got)
 	}
-	tick(t, l)
+	quiet(t, l)
 	if calls != 3 {
 		t.Fatalf("after SetFlags(0) inside the handler: handler ran again (%d calls, want 3)", calls)
 	}
@@ -300,9 +198,9 @@ func (g *flagLog) check(t *testing.T, calls int, want []ringev.Flags) {
 
 // A Read and a Write handler on one socket end that is both readable and writable: over 4 Onces
 // each runs twice, each with only its own flag.
-func testReadAndWriteHandlersOnOneFd(t *testing.T, backend string) {
+func testReadAndWriteHandlersOnOneFd(t *testing.T, backend string, m mode) {
 	a, b := testutil.Socketpair(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	testutil.Write(t, b, oneByte) // a is readable (never read) and writable
 	g := newFlagLog(2)
 	addFd(t, l, a, ringev.Read, g.handler(0))
@@ -315,9 +213,9 @@ func testReadAndWriteHandlersOnOneFd(t *testing.T, backend string) {
 
 // Three handlers on one fd (Read, Write, Read|Write; tevent 0.14's epoll backend aborts here):
 // over 6 Onces each runs twice, each with its own flags.
-func testThreeHandlersOnOneFd(t *testing.T, backend string) {
+func testThreeHandlersOnOneFd(t *testing.T, backend string, m mode) {
 	a, b := testutil.Socketpair(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	testutil.Write(t, b, oneByte) // a is readable (never read) and writable
 	g := newFlagLog(3)
 	addFd(t, l, a, ringev.Read, g.handler(0))
@@ -331,10 +229,10 @@ func testThreeHandlersOnOneFd(t *testing.T, backend string) {
 
 // Fairness: two always-ready fds (two pipes, each with an unread byte): over 10 Onces each handler
 // runs 5 times, alternating.
-func testFairnessAlternatesReadyFds(t *testing.T, backend string) {
+func testFairnessAlternatesReadyFds(t *testing.T, backend string, m mode) {
 	r1, w1 := testutil.Pipe(t)
 	r2, w2 := testutil.Pipe(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	testutil.Write(t, w1, oneByte)
 	testutil.Write(t, w2, oneByte)
 	g := newFlagLog(2)
@@ -354,19 +252,19 @@ func testFairnessAlternatesReadyFds(t *testing.T, backend string) {
 // A closed fd event's handler never runs again: closed by another handler in the same round
 // (both ready in the same wait; on another fd or on the same fd), closed by its own handler, and
 // closed while data is pending (before and after it first ran).
-func testClosedFdEventNeverFires(t *testing.T, backend string) {
+func testClosedFdEventNeverFires(t *testing.T, backend string, m mode) {
 	t.Run("ByOtherHandlerInSameRound/OtherFd", func(t *testing.T) {
 		r1, w1 := testutil.Pipe(t)
 		r2, w2 := testutil.Pipe(t)
-		closeOtherInSameRound(t, backend, [2]int{r1, r2}, [2]int{w1, w2})
+		closeOtherInSameRound(t, backend, m, [2]int{r1, r2}, [2]int{w1, w2})
 	})
 	t.Run("ByOtherHandlerInSameRound/SameFd", func(t *testing.T) {
 		r, w := testutil.Pipe(t)
-		closeOtherInSameRound(t, backend, [2]int{r, r}, [2]int{w, w})
+		closeOtherInSameRound(t, backend, m, [2]int{r, r}, [2]int{w, w})
 	})
 	t.Run("ByItsOwnHandler", func(t *testing.T) {
 		r, w := testutil.Pipe(t)
-		l := newLoop(t, backend)
+		l := newLoop(t, backend, m.opts()...)
 		testutil.Write(t, w, oneByte) // never read
 		calls := 0
 		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
@@ -376,15 +274,15 @@ func testClosedFdEventNeverFires(t *testing.T, backend string) {
 			}
 		})
 		testutil.Once(t, l, deadline)
-		tick(t, l)
-		tick(t, l)
+		quiet(t, l)
+		quiet(t, l)
 		if calls != 1 {
 			t.Fatalf("handler that closed its own event ran %d times, want 1", calls)
 		}
 	})
 	t.Run("WithDataPending", func(t *testing.T) {
 		r, w := testutil.Pipe(t)
-		l := newLoop(t, backend)
+		l := newLoop(t, backend, m.opts()...)
 		testutil.Write(t, w, oneByte) // never read
 		calls := [2]int{}
 		ran := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { calls[0]++ })
@@ -403,8 +301,8 @@ func testClosedFdEventNeverFires(t *testing.T, backend string) {
 		if err := ran.Close(); err != nil {
 			t.Fatalf("second FdEvent.Close: %v (Close is idempotent)", err)
 		}
-		tick(t, l)
-		tick(t, l)
+		quiet(t, l)
+		quiet(t, l)
 		if calls != [2]int{1, 0} {
 			t.Fatalf("closed events with data pending: calls (closed after running, closed before) = %v, want [1 0]", calls)
 		}
@@ -414,8 +312,8 @@ func testClosedFdEventNeverFires(t *testing.T, backend string) {
 // closeOtherInSameRound watches rs[0] and rs[1] (distinct or equal fds) with one event each, makes
 // both readable, and lets whichever handler runs first close the other event: over 3 Onces the
 // first runs 3 times and the other never.
-func closeOtherInSameRound(t *testing.T, backend string, rs, ws [2]int) {
-	l := newLoop(t, backend)
+func closeOtherInSameRound(t *testing.T, backend string, m mode, rs, ws [2]int) {
+	l := newLoop(t, backend, m.opts()...)
 	testutil.Write(t, ws[0], oneByte) // never read
 	if ws[1] != ws[0] {
 		testutil.Write(t, ws[1], oneByte)
@@ -442,8 +340,8 @@ func closeOtherInSameRound(t *testing.T, backend string, rs, ws [2]int) {
 
 // Timers run in deadline order (added at 30, 10, 20 ms: run 10, 20, 30), one per Once, and timers
 // with the same deadline run in creation order.
-func testTimersRunInDeadlineOrder(t *testing.T, backend string) {
-	l := newLoop(t, backend)
+func testTimersRunInDeadlineOrder(t *testing.T, backend string, m mode) {
+	l := newLoop(t, backend, m.opts()...)
 	var order []int
 	for _, ms := range []int{30, 10, 20} {
 		l.AddTimer(time.Duration(ms)*time.Millisecond, func(*ringev.Timer) { order = append(order, ms) })
@@ -470,9 +368,9 @@ func testTimersRunInDeadlineOrder(t *testing.T, backend string) {
 // One handler per Once, in the contract's order: with an immediate, an expired timer and a ready
 // fd (added in the opposite order), the first Once runs the immediate, the second the timer, the
 // third the fd handler.
-func testOneHandlerPerOnce(t *testing.T, backend string) {
+func testOneHandlerPerOnce(t *testing.T, backend string, m mode) {
 	r, w := testutil.Pipe(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	testutil.Write(t, w, oneByte) // never read
 	var ran []string
 	addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { ran = append(ran, "fd") })
@@ -491,8 +389,8 @@ func testOneHandlerPerOnce(t *testing.T, backend string) {
 // away; a goroutine Posts after 50 ms; Once returns within 2 s having run the posted function. A
 // safety timer at 2 s ends the wait if the Post did not wake the loop, so Once returning at or
 // after 2 s means the wake-up was lost (timers never fire early: this is not a timing bound).
-func testPostWakesBlockedLoop(t *testing.T, backend string) {
-	l := newLoop(t, backend)
+func testPostWakesBlockedLoop(t *testing.T, backend string, m mode) {
+	l := newLoop(t, backend, m.opts()...)
 	far := l.AddTimer(10*time.Second, func(*ringev.Timer) { t.Errorf("the 10 s timer ran") })
 	safetyFired := false
 	safety := l.AddTimer(2*time.Second, func(*ringev.Timer) { safetyFired = true })
@@ -526,8 +424,8 @@ func testPostWakesBlockedLoop(t *testing.T, backend string) {
 
 // Run returns nil when nothing is left to wait for: at once on an empty loop, and after running
 // the one timer of a loop that has nothing else.
-func testRunReturnsWhenNothingLeft(t *testing.T, backend string) {
-	l := newLoop(t, backend)
+func testRunReturnsWhenNothingLeft(t *testing.T, backend string, m mode) {
+	l := newLoop(t, backend, m.opts()...)
 	if err := testutil.Run(t, l, deadline); err != nil {
 		t.Fatalf("Run on an empty loop: %v, want nil", err)
 	}
@@ -543,14 +441,14 @@ func testRunReturnsWhenNothingLeft(t *testing.T, backend string) {
 
 // Once returns ErrNothingToDo on a loop with nothing to wait for: empty, and after its only timer
 // ran and its only fd event was closed.
-func testOnceWithNothingLeftReturnsErrNothingToDo(t *testing.T, backend string) {
+func testOnceWithNothingLeftReturnsErrNothingToDo(t *testing.T, backend string, m mode) {
 	r, _ := testutil.Pipe(t)
-	l := newLoop(t, backend)
+	l := newLoop(t, backend, m.opts()...)
 	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
 		t.Fatalf("Once on an empty loop: %v, want ErrNothingToDo", err)
 	}
 	ev := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("fd handler of an empty pipe ran") })
-	tick(t, l)
+	quiet(t, l)
 	if err := ev.Close(); err != nil {
 		t.Fatalf("FdEvent.Close: %v", err)
 	}
@@ -562,10 +460,10 @@ func testOnceWithNothingLeftReturnsErrNothingToDo(t *testing.T, backend string) 
 // Stop ends Run: a ready fd handler that calls Stop on its 5th call makes Run return nil after
 // exactly 5 calls; Stop from another goroutine (after 50 ms) ends a Run blocked on a timer 10 s
 // away within 2 s (a safety timer at 2 s ends the wait if the Stop did not wake the loop).
-func testStopEndsRun(t *testing.T, backend string) {
+func testStopEndsRun(t *testing.T, backend string, m mode) {
 	t.Run("FromHandler", func(t *testing.T) {
 		r, w := testutil.Pipe(t)
-		l := newLoop(t, backend)
+		l := newLoop(t, backend, m.opts()...)
 		testutil.Write(t, w, oneByte) // never read: always ready
 		calls := 0
 		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
@@ -582,7 +480,7 @@ func testStopEndsRun(t *testing.T, backend string) {
 		}
 	})
 	t.Run("FromOtherGoroutine", func(t *testing.T) {
-		l := newLoop(t, backend)
+		l := newLoop(t, backend, m.opts()...)
 		far := l.AddTimer(10*time.Second, func(*ringev.Timer) { t.Errorf("the 10 s timer ran") })
 		safety := l.AddTimer(2*time.Second, func(*ringev.Timer) {
 			t.Errorf("Stop from another goroutine did not end Run: the 2 s safety timer ran")
@@ -609,8 +507,8 @@ func testStopEndsRun(t *testing.T, backend string) {
 }
 
 // Once (and Run) from inside a handler return ErrNested.
-func testNestedOnceReturnsErrNested(t *testing.T, backend string) {
-	l := newLoop(t, backend)
+func testNestedOnceReturnsErrNested(t *testing.T, backend string, m mode) {
+	l := newLoop(t, backend, m.opts()...)
 	safety := l.AddTimer(2*time.Second, func(*ringev.Timer) {}) // a nested Once that waits returns by then
 	var onceErr, runErr error
 	ran := false
@@ -635,8 +533,8 @@ func testNestedOnceReturnsErrNested(t *testing.T, backend string) {
 }
 
 // Post after Close returns ErrClosed (and Close twice is fine).
-func testPostAfterCloseReturnsErrClosed(t *testing.T, backend string) {
-	l := newLoop(t, backend)
+func testPostAfterCloseReturnsErrClosed(t *testing.T, backend string, m mode) {
+	l := newLoop(t, backend, m.opts()...)
 	if err := l.Close(); err != nil {
 		t.Fatalf("Loop.Close: %v", err)
 	}
@@ -648,8 +546,8 @@ func testPostAfterCloseReturnsErrClosed(t *testing.T, backend string) {
 // Post is safe from any goroutine, also while the loop is being closed: a goroutine that posts
 // without pause while the loop runs Once and then Close gets nil until Close and ErrClosed after
 // it (run with -race: Close and Post must not race on the loop's state).
-func testPostConcurrentWithClose(t *testing.T, backend string) {
-	l := newLoop(t, backend)
+func testPostConcurrentWithClose(t *testing.T, backend string, m mode) {
+	l := newLoop(t, backend, m.opts()...)
 	// A loop whose only source is Post has nothing to wait for between two Posts (Once then
 	// returns ErrNothingToDo): a far timer keeps it waiting for them.
 	l.AddTimer(time.Hour, func(*ringev.Timer) {})
@@ -693,96 +591,59 @@ func testPostConcurrentWithClose(t *testing.T, backend string) {
 // Auto-close: SetAutoClose(true) then Close closes the fd (fcntl F_GETFD fails with EBADF), and
 // the file is really released after the loop has waited on it: the socket's peer reads EOF at
 // once (DESIGN point 5: a pending poll must not pin the file).
-func testAutoCloseClosesFd(t *testing.T, backend string) {
-	a, peer := rawSocketpair(t) // a is closed by the loop (or, if that fails, at cleanup)
-	aClosed := false
-	t.Cleanup(func() {
-		if !aClosed {
-			_ = unix.Close(a)
-		}
-	})
-	l := newLoop(t, backend)
-	ev := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("Read handler of an idle socket ran") })
-	tick(t, l) // the loop has waited on a
+func testAutoCloseClosesFd(t *testing.T, backend string, m mode) {
+	a, peer := ownedSocketpair(t) // a is closed by the loop (or, if that fails, at cleanup)
+	l := newLoop(t, backend, m.opts()...)
+	ev := addFd(t, l, a.fd, ringev.Read, never(t, "Read handler of an idle socket"))
+	quiet(t, l) // the loop has waited on a
 	ev.SetAutoClose(true)
 	if err := ev.Close(); err != nil {
 		t.Fatalf("FdEvent.Close with auto-close: %v", err)
 	}
-	_, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0)
-	aClosed = err == unix.EBADF
-	if !aClosed {
+	_, err := unix.FcntlInt(uintptr(a.fd), unix.F_GETFD, 0)
+	if err != unix.EBADF {
 		t.Fatalf("fcntl(F_GETFD) on the auto-closed fd: err = %v, want EBADF", err)
 	}
-	expectEOF(t, peer, backend, "after the auto-close")
-}
-
-// rawSocketpair returns a nonblocking AF_UNIX socketpair whose first end the test hands to the
-// loop or closes itself; only the peer is closed at cleanup (closing a's number again could close
-// an unrelated file that reused it).
-func rawSocketpair(t *testing.T) (a, peer int) {
-	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatalf("socketpair: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Close(fds[1]) })
-	return fds[0], fds[1]
-}
-
-// expectEOF fails the test unless a nonblocking read on peer reports end of file at once: the
-// other end's file was really released.
-func expectEOF(t *testing.T, peer int, backend, what string) {
-	t.Helper()
-	var buf [8]byte
-	n, err := unix.Read(peer, buf[:])
-	if err != nil || n != 0 {
-		t.Fatalf("%s: peer read n=%d err=%v, want EOF (n=0, nil): the %s backend still holds the file open",
-			what, n, err, backend)
-	}
+	a.HandOver()
+	expectEOF(t, peer.fd, 0, "after the auto-close")
 }
 
 // A closed file is really released even while a loop watches it (DESIGN point 5; a pending
 // IORING_OP_POLL_ADD pins the file): after the loop has waited on a socket, close(2) of the fd
 // behind the loop's back lets the peer read EOF at once; and an auto-close by one loop does too
 // while a second, idle loop (which has also waited on it) still watches the fd.
-func testClosedFileIsReleased(t *testing.T, backend string) {
-	if strings.HasPrefix(backend, "uring-poll") {
+func testClosedFileIsReleased(t *testing.T, backend string, m mode) {
+	if backend == notCloseSafe {
 		t.Skip("uring-poll is not close-safe by design: a pending IORING_OP_POLL_ADD pins the file (WithBackend doc)")
 	}
 	t.Run("PlainCloseBehindLoopsBack", func(t *testing.T) {
-		a, peer := rawSocketpair(t)
-		l := newLoop(t, backend)
-		ev := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("Read handler of an idle socket ran") })
-		tick(t, l) // the loop has waited on a
-		if err := unix.Close(a); err != nil {
+		a, peer := ownedSocketpair(t)
+		l := newLoop(t, backend, m.opts()...)
+		ev := addFd(t, l, a.fd, ringev.Read, never(t, "Read handler of an idle socket"))
+		quiet(t, l) // the loop has waited on a
+		if err := a.Close(); err != nil {
 			t.Fatalf("close(2): %v", err)
 		}
-		expectEOF(t, peer, backend, "after close(2) of a watched fd")
+		expectEOF(t, peer.fd, 0, "after close(2) of a watched fd")
 		if err := ev.Close(); err != nil { // before the fd number can be reused
 			t.Logf("FdEvent.Close after its fd was closed behind the loop's back: %v", err)
 		}
 	})
 	t.Run("AutoCloseWhileSecondLoopWatches", func(t *testing.T) {
-		a, peer := rawSocketpair(t)
-		closed := false
-		t.Cleanup(func() {
-			if !closed {
-				_ = unix.Close(a)
-			}
-		})
-		l1 := newLoop(t, backend)
-		l2 := newLoop(t, backend)
-		idle := func(*ringev.FdEvent, ringev.Flags) { t.Error("Read handler of an idle socket ran") }
-		ev1 := addFd(t, l1, a, ringev.Read, idle)
-		ev2 := addFd(t, l2, a, ringev.Read, idle)
-		tick(t, l1)
-		tick(t, l2) // both loops have waited on a
+		a, peer := ownedSocketpair(t)
+		l1 := newLoop(t, backend, m.opts()...)
+		l2 := newLoop(t, backend, m.opts()...)
+		idle := never(t, "Read handler of an idle socket")
+		ev1 := addFd(t, l1, a.fd, ringev.Read, idle)
+		ev2 := addFd(t, l2, a.fd, ringev.Read, idle)
+		quiet(t, l1)
+		quiet(t, l2) // both loops have waited on a
 		ev1.SetAutoClose(true)
 		if err := ev1.Close(); err != nil {
 			t.Fatalf("FdEvent.Close with auto-close: %v", err)
 		}
-		closed = true
-		expectEOF(t, peer, backend, "after auto-close in one loop while a second loop watches")
+		a.HandOver()
+		expectEOF(t, peer.fd, 0, "after auto-close in one loop while a second loop watches")
 		if err := ev2.Close(); err != nil { // before the fd number can be reused
 			t.Logf("FdEvent.Close in the second loop after the fd was closed: %v", err)
 		}
@@ -793,11 +654,7 @@ func testClosedFileIsReleased(t *testing.T, backend string) {
 // kernels without IORING_OP_EPOLL_WAIT (Linux < 6.15): a one-shot POLL_ADD on the epoll fd, then
 // epoll_wait.
 func TestConformanceUringFallback(t *testing.T) {
-	defer ringev.SetUringFallback(true)()
-	l, err := ringev.New(ringev.WithBackend("uring"))
-	requireNew(t, "uring", err)
-	l.Close()
 	for _, c := range conformanceCases {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, "uring") })
+		t.Run(c.name, func(t *testing.T) { c.fn(t, uringFallback, modeDefault) })
 	}
 }

@@ -37,13 +37,9 @@ func TestNonblockingReadEmptyReturnsEAGAIN(t *testing.T) {
 // WriteNonblocking to a pipe whose reader is closed returns EPIPE (SIGPIPE is ignored by Go for
 // fds other than stdout/stderr).
 func TestNonblockingWriteToClosedPipeReturnsEPIPE(t *testing.T) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[1])
-	unix.Close(p[0])
-	if _, err := ringev.WriteNonblocking(p[1], []byte{1}); !errors.Is(err, unix.EPIPE) {
+	r, w := ownedPipe(t)
+	r.Close()
+	if _, err := ringev.WriteNonblocking(w.fd, []byte{1}); !errors.Is(err, unix.EPIPE) {
 		t.Fatalf("write to a pipe without reader: %v, want EPIPE", err)
 	}
 }

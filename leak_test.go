@@ -7,6 +7,7 @@ package ringev_test
 import (
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,21 +33,10 @@ func openFds(t *testing.T) []string {
 	if err != nil {
 		t.Fatalf("reading /proc/self/fd: %v", err)
 	}
-	self := itoa(int(d.Fd()))
+	self := strconv.Itoa(int(d.Fd()))
 	names = slices.DeleteFunc(names, func(n string) bool { return n == self })
 	slices.Sort(names)
 	return names
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
 
 // TestLeakNoFdsOrGoroutinesAfterManyAddFdClose: 100,000 cycles of AddFd (READ, on a pipe) and
@@ -54,12 +44,11 @@ func itoa(n int) string {
 // some with auto-close on a dup of the pipe: while the loop lives its open fds do not grow, and
 // after Loop.Close the process has exactly the fds and goroutines it had before.
 func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		ignore := goleak.IgnoreCurrent()
 		before := openFds(t)
 		r, w := testutil.Pipe(t) // closed at cleanup, after the checks below
-		l, err := ringev.New(ringev.WithBackend(backend))
-		requireNew(t, backend, err)
+		l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
 		withLoop := openFds(t)
 		start := time.Now()
 		runs := 0
@@ -68,6 +57,7 @@ func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 			fd := r
 			auto := i%100 == 0
 			if auto {
+				var err error
 				if fd, err = unix.Dup(r); err != nil {
 					t.Fatalf("dup: %v", err)
 				}
@@ -80,7 +70,7 @@ func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 			if i%1000 == 0 {
 				testutil.Write(t, w, []byte{'x'})
 				want := runs + 1
-				testutil.OnceUntil(t, l, func() bool { return runs == want }, ctDeadline)
+				testutil.OnceUntil(t, l, func() bool { return runs == want }, deadline)
 			}
 			if err := ev.Close(); err != nil {
 				t.Fatalf("cycle %d: FdEvent.Close: %v", i, err)
@@ -106,17 +96,16 @@ func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 // TestLeakNoGoroutinesAfterSignalLoopClose: a loop with signal handlers (whose counting goroutine
 // the loop starts) leaves no goroutine behind after Close.
 func TestLeakNoGoroutinesAfterSignalLoopClose(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		guard := sigGuard(t, unix.SIGUSR1)
 		ignore := goleak.IgnoreCurrent()
-		l, err := ringev.New(ringev.WithBackend(backend))
-		requireNew(t, backend, err)
+		l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
 		got := 0
 		if _, err := l.AddSignal(unix.SIGUSR1, func(_ *ringev.Signal, c int) { got += c }); err != nil {
 			t.Fatalf("AddSignal: %v", err)
 		}
 		raise(t, guard, unix.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return got > 0 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return got > 0 }, deadline)
 		if err := l.Close(); err != nil {
 			t.Fatalf("Loop.Close: %v", err)
 		}

@@ -10,10 +10,8 @@ package ringev_test
 //
 // Each behaviour runs on every backend (and the uring fallback), in every dispatch mode where
 // the mode matters. A non-blocking read or write never waits, so a handler's I/O that does is a
-// failure: the guards below (lioNoBlock, lioWatch) make such a call end, by putting a byte into
+// failure: the guards below (noBlock, watch) make such a call end, by putting a byte into
 // the pipe or making room in it, and fail the test instead of letting it hang.
-//
-// Helpers are prefixed lio.
 
 import (
 	"bytes"
@@ -38,97 +36,65 @@ import (
 	"github.com/ringev/ringev/uring"
 )
 
-// lioBlockAfter is how long a handler's non-blocking read or write may take before the guards
-// call it blocked (it should take microseconds).
-const lioBlockAfter = 100 * time.Millisecond
-
-// lioBackends is every registered backend and the uring fallback.
-func lioBackends() []string { return append(ringev.Backends(), b2UringFallback) }
-
-// lioMode is a dispatch mode a test runs in: its name and ringev.New's options.
-type lioMode struct {
-	name string
-	opts []ringev.Option
-}
+// blockAfter is how long the guards let a handler's non-blocking read or write run before they
+// call it blocked and unblock it: the suite's deadline, a hang guard, not a speed bound (the call
+// should take microseconds; a slow one that still returns EAGAIN is not blocked).
+const blockAfter = deadline
 
 var (
-	lioFresh    = lioMode{"Fresh", []ringev.Option{ringev.WithFreshReadiness()}}
-	lioAll      = lioMode{"DispatchAll", []ringev.Option{ringev.WithDispatchAll()}}
-	lioFreshAll = lioMode{"FreshAll", []ringev.Option{ringev.WithFreshReadiness(), ringev.WithDispatchAll()}}
+	rideProbeOnce sync.Once
+	noRide        string // why handler I/O cannot go through the ring here; "" when it can
+	rideProbeErr  error  // the probe failed for another reason than a missing feature
 )
 
-// lioEachMode runs fn as one subtest per backend of lioBackends and mode of modes.
-func lioEachMode(t *testing.T, modes []lioMode, fn func(t *testing.T, backend string, m lioMode)) {
-	t.Helper()
-	for _, b := range lioBackends() {
-		for _, m := range modes {
-			t.Run(b+"/"+m.name, func(t *testing.T) { fn(t, b, m) })
-		}
-	}
-}
-
-// lioEach runs fn as one subtest per backend of lioBackends.
-func lioEach(t *testing.T, fn func(t *testing.T, backend string)) {
-	t.Helper()
-	for _, b := range lioBackends() {
-		t.Run(b, func(t *testing.T) { fn(t, b) })
-	}
-}
-
-var (
-	lioProbeOnce sync.Once
-	lioNoRide    string // why handler I/O cannot go through the ring here; "" when it can
-	lioProbeErr  error  // the probe failed for another reason than a missing feature
-)
-
-// lioRideMissing probes (once) whether this kernel has IORING_OP_EPOLL_WAIT, which the ring path
+// rideMissing probes (once) whether this kernel has IORING_OP_EPOLL_WAIT, which the ring path
 // of the loop methods needs, and returns why not ("" when it has). io_uring switched off or
-// missing (EPERM, ENOSYS) and the op missing are reasons; any other failure is lioProbeErr.
-func lioRideMissing() string {
-	lioProbeOnce.Do(func() {
+// missing (EPERM, ENOSYS) and the op missing are reasons; any other failure is rideProbeErr.
+func rideMissing() string {
+	rideProbeOnce.Do(func() {
 		runtime.LockOSThread() // a SINGLE_ISSUER ring belongs to its thread
 		defer runtime.UnlockOSThread()
 		r, err := uring.New(uring.WithEntries(4))
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-			lioNoRide = fmt.Sprintf("io_uring is not available: %v", err)
+			noRide = fmt.Sprintf("io_uring is not available: %v", err)
 			return
 		}
 		if err != nil {
-			lioProbeErr = err
+			rideProbeErr = err
 			return
 		}
 		defer r.Close()
 		p, err := r.Probe()
 		if err != nil {
-			lioProbeErr = err
+			rideProbeErr = err
 			return
 		}
 		if err := p.RequireOp(uring.OpEpollWait); errors.Is(err, uring.ErrOpNotSupported) {
-			lioNoRide = err.Error()
+			noRide = err.Error()
 		} else if err != nil {
-			lioProbeErr = err
+			rideProbeErr = err
 		}
 	})
-	return lioNoRide
+	return noRide
 }
 
-// lioRequireRide skips the test when handler I/O cannot go through the ring here, and fails it
+// requireRide skips the test when handler I/O cannot go through the ring here, and fails it
 // when the probe itself failed.
-func lioRequireRide(t *testing.T) {
+func requireRide(t *testing.T) {
 	t.Helper()
-	why := lioRideMissing()
-	if lioProbeErr != nil {
-		t.Fatalf("probing for IORING_OP_EPOLL_WAIT: %v", lioProbeErr)
+	why := rideMissing()
+	if rideProbeErr != nil {
+		t.Fatalf("probing for IORING_OP_EPOLL_WAIT: %v", rideProbeErr)
 	}
 	if why != "" {
 		t.Skipf("handler I/O through the ring needs IORING_OP_EPOLL_WAIT (Linux 6.15): %s", why)
 	}
 }
 
-// lioReadAFeedB is the start of handler A in the tests where B becomes ready during A's
+// readAFeedB is the start of handler A in the tests where B becomes ready during A's
 // first call: it counts the call, puts a byte into B's pipe (bw) on the first one, and reads one
 // byte from a through the loop.
-func lioReadAFeedB(t *testing.T, l *ringev.Loop, a, bw int, buf *[1]byte, calls *int) {
+func readAFeedB(t *testing.T, l *ringev.Loop, a, bw int, buf *[1]byte, calls *int) {
 	t.Helper()
 	*calls++
 	if *calls == 1 {
@@ -139,60 +105,9 @@ func lioReadAFeedB(t *testing.T, l *ringev.Loop, a, bw int, buf *[1]byte, calls 
 	}
 }
 
-// lioPipe returns a non-blocking pipe whose ends the test may close early (ctFd).
-func lioPipe(t *testing.T) (r, w *ctFd) {
-	t.Helper()
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		t.Fatalf("pipe2: %v", err)
-	}
-	r, w = &ctFd{fd: p[0]}, &ctFd{fd: p[1]}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
-}
-
-// lioClosedFd returns an fd number that is not open.
-func lioClosedFd(t *testing.T) int {
-	t.Helper()
-	for fd := 4000; fd < 5000; fd++ {
-		if ctFdIsClosed(fd) {
-			return fd
-		}
-	}
-	t.Fatal("no closed fd number between 4000 and 5000")
-	return -1
-}
-
-// lioFill fills the non-blocking pipe w (shrunk to one page first) with plain writes until it is
-// full, and returns how many bytes it holds.
-func lioFill(t *testing.T, w int) int {
-	t.Helper()
-	if _, err := unix.FcntlInt(uintptr(w), unix.F_SETPIPE_SZ, 4096); err != nil {
-		t.Fatalf("F_SETPIPE_SZ: %v", err)
-	}
-	chunk := bytes.Repeat([]byte{'f'}, 512)
-	total := 0
-	for range 1000 {
-		n, err := unix.Write(w, chunk)
-		if err == unix.EAGAIN {
-			if n, _ := unix.Write(w, chunk[:1]); n == 1 { // a partial page may be left
-				total++
-				continue
-			}
-			return total
-		}
-		if err != nil {
-			t.Fatalf("filling the pipe: %v", err)
-		}
-		total += n
-	}
-	t.Fatal("the pipe does not fill up")
-	return 0
-}
-
-// lioRescue calls unblock every 20 ms, from d on, until stop is closed; it reports whether it
+// rescue calls unblock every 20 ms, from d on, until stop is closed; it reports whether it
 // had to. unblock makes a blocked read or write end (a byte into the pipe, or room in it).
-func lioRescue(d time.Duration, unblock func(), stop <-chan struct{}) (fired bool) {
+func rescue(d time.Duration, unblock func(), stop <-chan struct{}) (fired bool) {
 	tm := time.NewTimer(d)
 	defer tm.Stop()
 	select {
@@ -212,29 +127,29 @@ func lioRescue(d time.Duration, unblock func(), stop <-chan struct{}) (fired boo
 	}
 }
 
-// lioNoBlock runs call, a handler's non-blocking read or write; if it has not returned after
-// lioBlockAfter, unblock is called (every 20 ms until it returns) so that it ends. It reports
+// noBlock runs call, a handler's non-blocking read or write; if it has not returned after
+// blockAfter, unblock is called (every 20 ms until it returns) so that it ends. It reports
 // whether unblock was called: then the call blocked, unless it still returned EAGAIN (it was
 // only slow).
-func lioNoBlock(unblock func(), call func()) (blocked bool) {
+func noBlock(unblock func(), call func()) (blocked bool) {
 	stop := make(chan struct{})
 	res := make(chan bool, 1)
-	go func() { res <- lioRescue(lioBlockAfter, unblock, stop) }()
+	go func() { res <- rescue(blockAfter, unblock, stop) }()
 	call()
 	close(stop)
 	return <-res
 }
 
-// lioWatch guards a test's turns of l: if the test has not ended after d, it wakes the loop (a
+// watch guards a test's turns of l: if the test has not ended after d, it wakes the loop (a
 // posted no-op) and calls unblock every 20 ms, so that a handler's read or write that blocks (or
 // a wait that hangs) ends; the test then fails, at cleanup, saying so. Call it after creating l
 // (its cleanup runs before l's).
-func lioWatch(t *testing.T, l *ringev.Loop, d time.Duration, unblock func()) {
+func watch(t *testing.T, l *ringev.Loop, d time.Duration, unblock func()) {
 	t.Helper()
 	stop := make(chan struct{})
 	res := make(chan bool, 1)
 	go func() {
-		res <- lioRescue(d, func() {
+		res <- rescue(d, func() {
 			_ = l.Post(func() {})
 			if unblock != nil {
 				unblock()
@@ -249,35 +164,16 @@ func lioWatch(t *testing.T, l *ringev.Loop, d time.Duration, unblock func()) {
 	})
 }
 
-// lioUnblockRead returns a function that writes one byte to w (which lets a read blocked on its
+// unblockRead returns a function that writes one byte to w (which lets a read blocked on its
 // pipe end).
-func lioUnblockRead(w int) func() { return func() { unix.Write(w, []byte{'!'}) } }
+func unblockRead(w int) func() { return func() { unix.Write(w, []byte{'!'}) } }
 
-// lioUnblockWrite returns a function that reads from r (which makes room for a write blocked on
+// unblockWrite returns a function that reads from r (which makes room for a write blocked on
 // its pipe).
-func lioUnblockWrite(r int) func() {
+func unblockWrite(r int) func() {
 	return func() {
 		var b [4096]byte
 		unix.Read(r, b[:])
-	}
-}
-
-// lioQuiet adds a 5 ms timer and turns l until it has run (at most 5 Onces); it fails if an
-// fd handler ran meanwhile (*ran changed). (A ready fd is dispatched by the first Once, long
-// before the timer is due.)
-func lioQuiet(t *testing.T, l *ringev.Loop, ran *int) {
-	t.Helper()
-	before := *ran
-	fired := false
-	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) { fired = true })
-	for i := 0; !fired; i++ {
-		if i == 5 {
-			t.Fatalf("the 5 ms timer did not run within 5 Onces (fd handlers ran %d times meanwhile)", *ran-before)
-		}
-		testutil.Once(t, l, ctDeadline)
-	}
-	if *ran != before {
-		t.Fatalf("%d fd handler call(s) while nothing should be ready", *ran-before)
 	}
 }
 
@@ -287,15 +183,15 @@ func lioQuiet(t *testing.T, l *ringev.Loop, ran *int) {
 // handler's first run and in a later one (on uring, one that runs on what the first one's look
 // found).
 func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
-	lioEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		tr, tw := testutil.Pipe(t)       // the handler's own fd
 		dr, dw := testutil.Pipe(t)       // data
 		er, ew := testutil.Pipe(t)       // empty
 		sa, sb := testutil.Socketpair(t) // empty socket
-		fr, fw := lioPipe(t)             // end of file
+		fr, fw := ownedPipe(t)           // end of file
 		fw.Close()
-		bad := lioClosedFd(t)
-		l := b2NewLoop(t, backend)
+		bad := closedFdNumber(t)
+		l := newLoop(t, backend)
 		testutil.Write(t, tw, []byte("12"))
 		buf := new([16]byte)
 		calls := 0
@@ -314,7 +210,7 @@ func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
 			}{{"empty pipe", er, ew}, {"empty socket", sa, sb}} {
 				var n int
 				var err error
-				rescued := lioNoBlock(lioUnblockRead(c.peer), func() { n, err = l.ReadNonblocking(c.fd, buf[:]) })
+				rescued := noBlock(unblockRead(c.peer), func() { n, err = l.ReadNonblocking(c.fd, buf[:]) })
 				switch {
 				case n == 0 && err == unix.EAGAIN && errors.Is(err, unix.EAGAIN):
 				case rescued:
@@ -336,8 +232,8 @@ func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
 				t.Errorf("run %d: own fd: ReadNonblocking = %d %q, %v; want 1 %q, nil", calls, n, buf[:n], err, "12"[calls-1])
 			}
 		})
-		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, ctDeadline)
-		lioQuiet(t, l, &calls)
+		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, deadline)
+		quiet(t, l)
 	})
 }
 
@@ -346,14 +242,14 @@ func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
 // is full, and unix.EPIPE itself when its reader is closed (the process survives: Go ignores
 // SIGPIPE for fds other than stdout and stderr).
 func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
-	lioEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		tr, tw := testutil.Pipe(t)
 		dr, dw := testutil.Pipe(t)
 		fr, fw := testutil.Pipe(t)
-		held := lioFill(t, fw)
-		xr, xw := lioPipe(t)
+		held := fill(t, fw)
+		xr, xw := ownedPipe(t)
 		xr.Close()
-		l := b2NewLoop(t, backend)
+		l := newLoop(t, backend)
 		testutil.Write(t, tw, []byte("12"))
 		buf := new([8]byte)
 		calls := 0
@@ -369,7 +265,7 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 			}
 			var n int
 			var err error
-			rescued := lioNoBlock(lioUnblockWrite(fr), func() { n, err = l.WriteNonblocking(fw, buf[:1]) })
+			rescued := noBlock(unblockWrite(fr), func() { n, err = l.WriteNonblocking(fw, buf[:1]) })
 			switch {
 			case n == 0 && err == unix.EAGAIN && errors.Is(err, unix.EAGAIN):
 			case rescued:
@@ -379,7 +275,7 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 			}
 			if rescued { // the test read from the pipe: fill it again
 				testutil.Drain(t, fr)
-				held = lioFill(t, fw)
+				held = fill(t, fw)
 			}
 			if n, err := l.WriteNonblocking(xw.fd, buf[:1]); n != 0 || err != unix.EPIPE || !errors.Is(err, unix.EPIPE) {
 				t.Errorf("run %d: pipe without reader: WriteNonblocking = %d, %v; want 0, unix.EPIPE itself", calls, n, err)
@@ -388,8 +284,8 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 				t.Errorf("run %d: own fd: ReadNonblocking = %d, %v", calls, n, err)
 			}
 		})
-		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, ctDeadline)
-		lioQuiet(t, l, &calls)
+		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, deadline)
+		quiet(t, l)
 		if t.Failed() {
 			return
 		}
@@ -402,9 +298,9 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 // TestLoopReadNonblockingUntilEAGAINReturns: the usual drain loop of a handler (read through the
 // loop until unix.EAGAIN) ends, and the loop goes on (a timer runs).
 func TestLoopReadNonblockingUntilEAGAINReturns(t *testing.T) {
-	lioEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
-		l := b2NewLoop(t, backend)
+		l := newLoop(t, backend)
 		buf := new([4]byte)
 		got := ""
 		calls := 0
@@ -413,7 +309,7 @@ func TestLoopReadNonblockingUntilEAGAINReturns(t *testing.T) {
 			for range 10 {
 				var n int
 				var err error
-				rescued := lioNoBlock(lioUnblockRead(w), func() { n, err = l.ReadNonblocking(r, buf[:]) })
+				rescued := noBlock(unblockRead(w), func() { n, err = l.ReadNonblocking(r, buf[:]) })
 				if rescued {
 					testutil.Drain(t, r) // what the test wrote
 				}
@@ -433,121 +329,12 @@ func TestLoopReadNonblockingUntilEAGAINReturns(t *testing.T) {
 			t.Errorf("run %d: no EAGAIN after 10 reads", calls)
 		})
 		testutil.Write(t, w, []byte("0123456789"))
-		testutil.OnceUntil(t, l, func() bool { return calls > 0 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return calls > 0 }, deadline)
 		if got != "0123456789" {
 			t.Fatalf("read %q, want \"0123456789\"", got)
 		}
-		lioQuiet(t, l, &calls)
+		quiet(t, l)
 	})
-}
-
-// lioSpeed is tevent's fd_speed1 (fd_speed2 with idle handlers) on one loop, with handlers that
-// read and write one byte through the loop methods (viaLoop) or the package functions. The
-// bytes written count up; the reader checks each. Nothing it does allocates.
-type lioSpeed struct {
-	l       *ringev.Loop
-	r, w    int
-	viaLoop bool
-	rbuf    [1]byte
-	wbuf    [1]byte
-	next    byte // the next byte to write
-	want    byte // the next byte the reader must see
-	reads   int  // bytes read
-	writes  int  // bytes written
-	onces   int  // Once calls by run
-	idle    int  // calls of handlers that must never run
-	bad     int  // handler calls that did not move exactly one (right) byte, or got wrong flags
-	badWhat string
-	badN    int
-	badErr  error
-	badF    ringev.Flags
-}
-
-func lioNewSpeed(t *testing.T, backend string, viaLoop bool, idle int, opts ...ringev.Option) *lioSpeed {
-	t.Helper()
-	r, w := testutil.Pipe(t)
-	s := &lioSpeed{l: b2NewLoop(t, backend, opts...), r: r, w: w, viaLoop: viaLoop}
-	addFd(t, s.l, r, ringev.Read, s.onRead)
-	addFd(t, s.l, w, ringev.Write, s.onWrite)
-	for range idle {
-		addFd(t, s.l, r, ringev.Write, s.onIdle)
-		addFd(t, s.l, w, ringev.Read, s.onIdle)
-	}
-	lioWatch(t, s.l, 2*ctDeadline, lioUnblockRead(w))
-	return s
-}
-
-func (s *lioSpeed) fail(what string, f ringev.Flags, n int, err error) {
-	if s.bad == 0 {
-		s.badWhat, s.badF, s.badN, s.badErr = what, f, n, err
-	}
-	s.bad++
-}
-
-func (s *lioSpeed) onRead(_ *ringev.FdEvent, f ringev.Flags) {
-	var n int
-	var err error
-	if s.viaLoop {
-		n, err = s.l.ReadNonblocking(s.r, s.rbuf[:])
-	} else {
-		n, err = ringev.ReadNonblocking(s.r, s.rbuf[:])
-	}
-	switch {
-	case f != ringev.Read || n != 1 || err != nil:
-		s.fail("read", f, n, err)
-		return
-	case s.rbuf[0] != s.want:
-		s.fail("read a wrong byte", f, int(s.rbuf[0]), nil)
-	}
-	s.want = s.rbuf[0] + 1
-	s.reads++
-}
-
-func (s *lioSpeed) onWrite(_ *ringev.FdEvent, f ringev.Flags) {
-	s.wbuf[0] = s.next
-	var n int
-	var err error
-	if s.viaLoop {
-		n, err = s.l.WriteNonblocking(s.w, s.wbuf[:])
-	} else {
-		n, err = ringev.WriteNonblocking(s.w, s.wbuf[:])
-	}
-	if f != ringev.Write || n != 1 || err != nil {
-		s.fail("write", f, n, err)
-		return
-	}
-	s.next++
-	s.writes++
-}
-
-func (s *lioSpeed) onIdle(*ringev.FdEvent, ringev.Flags) { s.idle++ }
-
-// run turns the loop until n more bytes were read (at most 4n+64 Onces).
-func (s *lioSpeed) run(t testing.TB, n int) {
-	target := s.reads + n
-	for i := 0; s.reads < target; i++ {
-		if s.bad > 0 || s.idle > 0 || i > 4*n+64 {
-			t.Fatalf("after %d Onces: %d of %d bytes read; %d idle handler calls; %d bad handler calls, the first: %s: flags %v, n %d, err %v",
-				i, n-(target-s.reads), n, s.idle, s.bad, s.badWhat, s.badF, s.badN, s.badErr)
-		}
-		if err := s.l.Once(); err != nil {
-			t.Fatalf("Once: %v", err)
-		}
-		s.onces++
-	}
-}
-
-// check fails unless every handler call moved its byte, no idle handler ran, and the bytes
-// written and not read are still in the pipe.
-func (s *lioSpeed) check(t *testing.T) {
-	t.Helper()
-	if s.bad > 0 || s.idle > 0 {
-		t.Fatalf("%d idle handler calls; %d bad handler calls, the first: %s: flags %v, n %d, err %v",
-			s.idle, s.bad, s.badWhat, s.badF, s.badN, s.badErr)
-	}
-	if left := testutil.Drain(t, s.r); s.writes-s.reads != left {
-		t.Fatalf("%d bytes written, %d read, %d left in the pipe", s.writes, s.reads, left)
-	}
 }
 
 // TestLoopIOOnRingSparesTheNextWait: on uring, with fd_speed1 handlers that use the loop
@@ -556,7 +343,7 @@ func (s *lioSpeed) check(t *testing.T) {
 // other backend (and the uring fallback), each read event takes about one wait (at least 500).
 func TestLoopIOOnRingSparesTheNextWait(t *testing.T) {
 	const n = 1000
-	for _, backend := range lioBackends() {
+	for _, backend := range withFallback() {
 		for _, via := range []struct {
 			name string
 			loop bool
@@ -564,9 +351,10 @@ func TestLoopIOOnRingSparesTheNextWait(t *testing.T) {
 			t.Run(backend+"/"+via.name, func(t *testing.T) {
 				rides := via.loop && backend == "uring"
 				if rides {
-					lioRequireRide(t)
+					requireRide(t)
 				}
-				s := lioNewSpeed(t, backend, via.loop, 0)
+				s := newSpeed(t, backend, via.loop, 0)
+				watch(t, s.l, 2*deadline, unblockRead(s.w))
 				s.run(t, 100)
 				w0 := ringev.Waits(s.l)
 				s.run(t, n)
@@ -586,8 +374,9 @@ func TestLoopIOOnRingSparesTheNextWait(t *testing.T) {
 // TestLoopIOWithFreshReadinessWaitsInEveryOnce: WithFreshReadiness ignores what a handler's
 // look found: every Once that runs an fd handler waits first, on every backend.
 func TestLoopIOWithFreshReadinessWaitsInEveryOnce(t *testing.T) {
-	lioEachMode(t, []lioMode{lioFresh, lioFreshAll}, func(t *testing.T, backend string, m lioMode) {
-		s := lioNewSpeed(t, backend, true, 0, m.opts...)
+	eachMode(t, withFallback(), []mode{modeFresh, modeFreshAll}, func(t *testing.T, backend string, m mode) {
+		s := newSpeed(t, backend, true, 0, m.opts()...)
+		watch(t, s.l, 2*deadline, unblockRead(s.w))
 		s.run(t, 100)
 		w0, o0 := ringev.Waits(s.l), s.onces
 		s.run(t, 500)
@@ -603,8 +392,9 @@ func TestLoopIOWithFreshReadinessWaitsInEveryOnce(t *testing.T) {
 // dispatch mode on every backend: each handler call moves exactly its byte, in order, with the
 // right flags, and what was written and not read is in the pipe.
 func TestLoopIOFdSpeedDeliversEveryEventInEveryMode(t *testing.T) {
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
-		s := lioNewSpeed(t, backend, true, 1, opts...)
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+		s := newSpeed(t, backend, true, 1, m.opts()...)
+		watch(t, s.l, 2*deadline, unblockRead(s.w))
 		s.run(t, 2000)
 		s.check(t)
 	})
@@ -613,8 +403,9 @@ func TestLoopIOFdSpeedDeliversEveryEventInEveryMode(t *testing.T) {
 // TestLoopIOSteadyStateDoesNotAllocate: once warmed up, a read event of fd_speed2 with the loop
 // methods (buffers in a heap struct) allocates nothing, in every mode on every backend.
 func TestLoopIOSteadyStateDoesNotAllocate(t *testing.T) {
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
-		s := lioNewSpeed(t, backend, true, 1, opts...)
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+		s := newSpeed(t, backend, true, 1, m.opts()...)
+		watch(t, s.l, 2*deadline, unblockRead(s.w))
 		s.run(t, 1000)
 		if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
 			t.Fatalf("%.2f allocations per read event, want 0", a)
@@ -627,10 +418,10 @@ func TestLoopIOSteadyStateDoesNotAllocate(t *testing.T) {
 // the loop is called again until all three are read (in order), and not after; a byte written
 // later wakes the loop and runs it once more; in every mode.
 func TestLoopIOLevelTriggeredUntilDrained(t *testing.T) {
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		r, w := testutil.Pipe(t)
-		l := b2NewLoop(t, backend, opts...)
-		lioWatch(t, l, ctDeadline, lioUnblockRead(w))
+		l := newLoop(t, backend, m.opts()...)
+		watch(t, l, deadline, unblockRead(w))
 		testutil.Write(t, w, []byte("abc"))
 		buf := new([1]byte)
 		got := ""
@@ -648,16 +439,16 @@ func TestLoopIOLevelTriggeredUntilDrained(t *testing.T) {
 			if i == 6 {
 				t.Fatalf("%d handler calls in 6 Onces, want 3 (one per byte)", calls)
 			}
-			testutil.Once(t, l, ctDeadline)
+			testutil.Once(t, l, deadline)
 		}
-		lioQuiet(t, l, &calls)
+		quiet(t, l)
 		if got != "abc" {
 			t.Fatalf("read %q, want \"abc\"", got)
 		}
 		// The loop now blocks in a wait; a new byte wakes it and runs the handler.
 		testutil.Write(t, w, []byte("d"))
-		testutil.OnceUntil(t, l, func() bool { return calls == 4 }, ctDeadline)
-		lioQuiet(t, l, &calls)
+		testutil.OnceUntil(t, l, func() bool { return calls == 4 }, deadline)
+		quiet(t, l)
 		if got != "abcd" {
 			t.Fatalf("read %q, want \"abcd\"", got)
 		}
@@ -669,7 +460,7 @@ func TestLoopIOLevelTriggeredUntilDrained(t *testing.T) {
 // bytes in order, in every mode.
 func TestLoopIOFairnessAlternates(t *testing.T) {
 	const runs = 40
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		var rs, ws [2]int
 		for i := range 2 {
 			rs[i], ws[i] = testutil.Pipe(t)
@@ -679,8 +470,8 @@ func TestLoopIOFairnessAlternates(t *testing.T) {
 			}
 			testutil.Write(t, ws[i], data)
 		}
-		l := b2NewLoop(t, backend, opts...)
-		lioWatch(t, l, ctDeadline, func() {})
+		l := newLoop(t, backend, m.opts()...)
+		watch(t, l, deadline, func() {})
 		buf := new([1]byte)
 		var who []int
 		var next [2]byte
@@ -698,8 +489,8 @@ func TestLoopIOFairnessAlternates(t *testing.T) {
 				t.Fatalf("%d handler calls in %d Onces", len(who), o)
 			}
 			before := len(who)
-			testutil.Once(t, l, ctDeadline)
-			if !all && len(who) != before+1 {
+			testutil.Once(t, l, deadline)
+			if !m.all && len(who) != before+1 {
 				t.Fatalf("one Once ran %d handlers", len(who)-before)
 			}
 		}
@@ -718,24 +509,24 @@ func TestLoopIOFairnessAlternates(t *testing.T) {
 func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 	for _, variant := range []string{"Plain", "AutoClose", "OtherEventOnFdStays"} {
 		t.Run(variant, func(t *testing.T) {
-			b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 				a, aw := testutil.Pipe(t)
-				b, bw := lioPipe(t)
-				l := b2NewLoop(t, backend, opts...)
-				lioWatch(t, l, ctDeadline, lioUnblockRead(aw))
+				b, bw := ownedPipe(t)
+				l := newLoop(t, backend, m.opts()...)
+				watch(t, l, deadline, unblockRead(aw))
 				testutil.Write(t, aw, []byte("12"))
 				buf := new([1]byte)
 				var eb *ringev.FdEvent
 				ranA, ranB2 := 0, 0
 				addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-					lioReadAFeedB(t, l, a, bw.fd, buf, &ranA)
+					readAFeedB(t, l, a, bw.fd, buf, &ranA)
 					if ranA == 1 {
 						if err := eb.Close(); err != nil {
 							t.Errorf("FdEvent.Close: %v", err)
 						}
 					}
 				})
-				eb = addFd(t, l, b.fd, ringev.Read, ctNever(t, "closed event"))
+				eb = addFd(t, l, b.fd, ringev.Read, never(t, "closed event"))
 				if variant == "AutoClose" {
 					eb.SetAutoClose(true)
 					b.HandOver()
@@ -749,7 +540,7 @@ func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 					})
 				}
 				// A first, alone: B is empty until A's first call.
-				testutil.Once(t, l, ctDeadline)
+				testutil.Once(t, l, deadline)
 				if ranA != 1 {
 					t.Fatalf("first Once ran A %d times, want 1", ranA)
 				}
@@ -761,10 +552,9 @@ func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 					if i == 6 {
 						t.Fatalf("after 6 more Onces A ran %d times (want 2), B2 %d (want %d)", ranA, ranB2, wantB2)
 					}
-					testutil.Once(t, l, ctDeadline)
+					testutil.Once(t, l, deadline)
 				}
-				total := ranA + ranB2
-				lioQuiet(t, l, &total)
+				quiet(t, l)
 			})
 		})
 	}
@@ -774,11 +564,11 @@ func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 // for an fd that is ready: that event runs at the next Once (it is the least recently run of the
 // ready ones, and the handler used up its own readiness), before the first handler runs again.
 func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		a, aw := testutil.Pipe(t)
 		nr, nw := testutil.Pipe(t)
-		l := b2NewLoop(t, backend, opts...)
-		lioWatch(t, l, ctDeadline, lioUnblockRead(aw))
+		l := newLoop(t, backend, m.opts()...)
+		watch(t, l, deadline, unblockRead(aw))
 		testutil.Write(t, aw, []byte("123"))
 		testutil.Write(t, nw, []byte("n"))
 		buf := new([1]byte)
@@ -797,8 +587,8 @@ func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
 				})
 			}
 		})
-		testutil.Once(t, l, ctDeadline)
-		testutil.Once(t, l, ctDeadline)
+		testutil.Once(t, l, deadline)
+		testutil.Once(t, l, deadline)
 		if len(log) < 2 || log[1] != "N" {
 			t.Fatalf("handler calls in the first two Onces: %v; want the new event N right after A", log)
 		}
@@ -806,10 +596,9 @@ func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
 			if i == 4 {
 				t.Fatalf("handler calls: %v; want A to read its other two bytes", log)
 			}
-			testutil.Once(t, l, ctDeadline)
+			testutil.Once(t, l, deadline)
 		}
-		n := len(log)
-		lioQuiet(t, l, &n)
+		quiet(t, l)
 		if strings.Join(log, "") != "ANAA" {
 			t.Fatalf("handler calls %v, want [A N A A]", log)
 		}
@@ -821,42 +610,29 @@ func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
 // with auto-close, puts an empty pipe on B's fd number and adds an event for it: that event does
 // not run from the earlier look (its pipe is empty), only once its pipe gets a byte.
 func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		a, aw := testutil.Pipe(t)
-		b, bw := lioPipe(t)
-		l := b2NewLoop(t, backend, opts...)
-		lioWatch(t, l, ctDeadline, lioUnblockRead(aw))
+		b, bw := ownedPipe(t)
+		l := newLoop(t, backend, m.opts()...)
+		watch(t, l, deadline, unblockRead(aw))
 		testutil.Write(t, aw, []byte("12"))
 		buf := new([1]byte)
 		num := b.fd
-		eb := addFd(t, l, num, ringev.Read, ctNever(t, "closed event on the old file"))
+		eb := addFd(t, l, num, ringev.Read, never(t, "closed event on the old file"))
 		eb.SetAutoClose(true)
 		b.HandOver()
-		var newW *ctFd
+		var newW *ownedFd
 		calls, newCalls := 0, 0
 		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-			lioReadAFeedB(t, l, a, bw.fd, buf, &calls)
+			readAFeedB(t, l, a, bw.fd, buf, &calls)
 			if calls != 1 {
 				return
 			}
 			if err := eb.Close(); err != nil {
 				t.Errorf("FdEvent.Close: %v", err)
 			}
-			nr, nw := lioPipe(t) // the kernel gives it the lowest free numbers: num, usually
+			nr, nw, _ := pipeAt(t, num)
 			newW = nw
-			if nw.fd == num {
-				t.Errorf("the new pipe's write end took fd %d", num)
-				return
-			}
-			if nr.fd != num {
-				if err := unix.Dup3(nr.fd, num, unix.O_CLOEXEC); err != nil {
-					t.Errorf("dup3(%d, %d): %v", nr.fd, num, err)
-					return
-				}
-				nr.Close()
-			} else {
-				nr.HandOver() // the new event's auto-close closes it
-			}
 			ev2 := addFd(t, l, num, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 				newCalls++
 				if n, err := ringev.ReadNonblocking(num, buf[:]); n != 1 || err != nil {
@@ -864,22 +640,21 @@ func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
 				}
 			})
 			ev2.SetAutoClose(true)
+			nr.HandOver() // closed by ev2's auto-close, at the latest by Loop.Close
 		})
 		for i := 0; calls < 2; i++ {
 			if i == 6 {
 				t.Fatalf("A ran %d times in 6 Onces, want 2", calls)
 			}
-			testutil.Once(t, l, ctDeadline)
+			testutil.Once(t, l, deadline)
 		}
-		total := calls + newCalls
-		lioQuiet(t, l, &total)
+		quiet(t, l)
 		if newCalls != 0 || newW == nil {
 			t.Fatalf("the new event ran %d times before its pipe had data", newCalls)
 		}
 		testutil.Write(t, newW.fd, []byte{'n'})
-		testutil.OnceUntil(t, l, func() bool { return newCalls == 1 }, ctDeadline)
-		total = calls + newCalls
-		lioQuiet(t, l, &total)
+		testutil.OnceUntil(t, l, func() bool { return newCalls == 1 }, deadline)
+		quiet(t, l)
 	})
 }
 
@@ -889,10 +664,10 @@ func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
 // handler "can be called once more for readiness it used up (it then reads EAGAIN)": it is
 // called at most once more, reads EAGAIN then, and never again.
 func TestLoopIOOwnFdDrainedOtherwiseIsCalledAtMostOnceMore(t *testing.T) {
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		r, w := testutil.Pipe(t)
-		l := b2NewLoop(t, backend, opts...)
-		lioWatch(t, l, ctDeadline, lioUnblockRead(w))
+		l := newLoop(t, backend, m.opts()...)
+		watch(t, l, deadline, unblockRead(w))
 		testutil.Write(t, w, []byte("ab"))
 		buf := new([1]byte)
 		calls := 0
@@ -911,19 +686,16 @@ func TestLoopIOOwnFdDrainedOtherwiseIsCalledAtMostOnceMore(t *testing.T) {
 				t.Errorf("ReadNonblocking = %d %q, %v", n, buf[:max(n, 0)], err)
 			}
 		})
-		testutil.Once(t, l, ctDeadline)
-		fired := false
-		l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { fired = true })
-		for i := 0; !fired; i++ {
-			if i == 5 {
-				t.Fatalf("the 10 ms timer did not run within 5 Onces (%d handler calls)", calls)
-			}
-			testutil.Once(t, l, ctDeadline)
+		testutil.Once(t, l, deadline)
+		// At most one more call, then nothing is ready: a quiet-period timer runs by the
+		// second Once.
+		if errs := settle(t, l, quietFor, 2); len(errs) > 0 {
+			t.Fatalf("Once: %v", errs[0])
 		}
 		if calls > 2 {
 			t.Fatalf("the handler of the drained pipe was called %d times more, want at most once", calls-1)
 		}
-		lioQuiet(t, l, &calls)
+		quiet(t, l)
 	})
 }
 
@@ -935,12 +707,12 @@ func TestLoopIOOwnFdDrainedOtherwiseIsCalledAtMostOnceMore(t *testing.T) {
 // flight (nothing else is ready); then A and B become ready together; A runs first (B ran
 // before) and reads through the loop, B reads with the package function.
 func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
-	lioEachMode(t, []lioMode{lioAll, lioFreshAll}, func(t *testing.T, backend string, m lioMode) {
+	eachMode(t, withFallback(), []mode{modeAll, modeFreshAll}, func(t *testing.T, backend string, m mode) {
 		x, xw := testutil.Pipe(t)
 		a, aw := testutil.Pipe(t)
 		b, bw := testutil.Pipe(t)
-		l := b2NewLoop(t, backend, m.opts...)
-		lioWatch(t, l, ctDeadline, func() { unix.Write(xw, []byte{'!'}); unix.Write(aw, []byte{'!'}) })
+		l := newLoop(t, backend, m.opts()...)
+		watch(t, l, deadline, func() { unix.Write(xw, []byte{'!'}); unix.Write(aw, []byte{'!'}) })
 		buf := new([8]byte)
 		once := 0
 		var log []string
@@ -966,7 +738,7 @@ func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
 		})
 		turn := func() {
 			t.Helper()
-			testutil.Once(t, l, ctDeadline)
+			testutil.Once(t, l, deadline)
 			once++
 		}
 		testutil.Write(t, bw, []byte{'b'})
@@ -981,8 +753,7 @@ func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
 			}
 			turn()
 		}
-		n := len(log)
-		lioQuiet(t, l, &n)
+		quiet(t, l)
 		// A's I/O, made while the batch still has B to serve, carries no look (it is
 		// read(2)), so no news cuts the batch: B runs in it, on every backend.
 		want := "0:B 1:X 2:A 2:B"
@@ -999,11 +770,11 @@ func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
 // SINGLE_ISSUER ring from another thread, the enter would fail with EEXIST; run with -race).
 func TestLoopIOFromAnotherGoroutineIsPlainSyscall(t *testing.T) {
 	const total = 3000
-	lioEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		in, inW := testutil.Pipe(t)
 		out, outW := testutil.Pipe(t)
-		l := b2NewLoop(t, backend)
-		lioWatch(t, l, 2*ctDeadline, nil)
+		l := newLoop(t, backend)
+		watch(t, l, 2*deadline, nil)
 		buf := new([64]byte)
 		got := 0
 		addFd(t, l, in, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
@@ -1025,18 +796,18 @@ func TestLoopIOFromAnotherGoroutineIsPlainSyscall(t *testing.T) {
 		peer := make(chan error, 1)
 		var peerDone atomic.Bool
 		go func() {
-			err := lioPeer(l, inW, out, total)
+			err := echoPeer(l, inW, out, total)
 			peerDone.Store(true)
 			peer <- err
 			l.Post(func() {}) // the owner may be waiting
 		}()
-		testutil.OnceUntil(t, l, func() bool { return got >= total || peerDone.Load() }, 2*ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return got >= total || peerDone.Load() }, 2*deadline)
 		select {
 		case err := <-peer:
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(2 * ctDeadline):
+		case <-time.After(2 * deadline):
 			t.Fatal("the other goroutine did not finish")
 		}
 		if got != total {
@@ -1045,13 +816,13 @@ func TestLoopIOFromAnotherGoroutineIsPlainSyscall(t *testing.T) {
 	})
 }
 
-// lioPeer writes total counting bytes to w in chunks of up to 7 through l's methods and reads
+// echoPeer writes total counting bytes to w in chunks of up to 7 through l's methods and reads
 // their echo from r the same way, from a goroutine that does not own l.
-func lioPeer(l *ringev.Loop, w, r, total int) error {
+func echoPeer(l *ringev.Loop, w, r, total int) error {
 	wb := make([]byte, 7)
 	rb := make([]byte, 64)
 	sent, echoed := 0, 0
-	end := time.Now().Add(2 * ctDeadline)
+	end := time.Now().Add(2 * deadline)
 	for echoed < total {
 		if time.Now().After(end) {
 			return fmt.Errorf("peer: %d of %d bytes sent, %d echoed before the deadline", sent, total, echoed)
@@ -1093,15 +864,15 @@ func lioPeer(l *ringev.Loop, w, r, total int) error {
 // owner closes the loop gets plain results throughout, without a data race (run with -race: the
 // methods must not read Loop.ride, which Close clears, before checking the caller is the owner).
 func TestLoopIOFromAnotherGoroutineWhileOwnerCloses(t *testing.T) {
-	lioEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
-		l := b2NewLoop(t, backend) // the test closes it; cleanup's second Close returns nil
+		l := newLoop(t, backend) // the test closes it; cleanup's second Close returns nil
 		testutil.Write(t, w, []byte{'x'})
 		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
 			var b [1]byte
 			ringev.ReadNonblocking(r, b[:])
 		})
-		testutil.Once(t, l, ctDeadline) // the ring's first EPOLL_WAIT completes
+		testutil.Once(t, l, deadline) // the ring's first EPOLL_WAIT completes
 		var calls atomic.Int64
 		stop := make(chan struct{})
 		peer := make(chan error, 1)
@@ -1125,12 +896,12 @@ func TestLoopIOFromAnotherGoroutineWhileOwnerCloses(t *testing.T) {
 				calls.Add(1)
 			}
 		}()
-		lioAwait(t, func() bool { return calls.Load() >= 100 })
+		await(t, "100 rounds of calls from the other goroutine", func() bool { return calls.Load() >= 100 })
 		if err := l.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 		at := calls.Load()
-		lioAwait(t, func() bool { return calls.Load() >= at+100 })
+		await(t, "100 more rounds of calls after Close", func() bool { return calls.Load() >= at+100 })
 		close(stop)
 		if err := <-peer; err != nil {
 			t.Fatal(err)
@@ -1138,30 +909,18 @@ func TestLoopIOFromAnotherGoroutineWhileOwnerCloses(t *testing.T) {
 	})
 }
 
-// lioAwait waits (at most ctDeadline) until cond holds, or fails the test.
-func lioAwait(t *testing.T, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(ctDeadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatal("condition not met within the deadline")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 // TestLoopIOAfterCloseIsPlainSyscall: after Close (of a loop whose ring had served handler
 // I/O), the methods still read and write: bytes, unix.EAGAIN, 0 at end of file.
 func TestLoopIOAfterCloseIsPlainSyscall(t *testing.T) {
-	lioEach(t, func(t *testing.T, backend string) {
-		r, w := lioPipe(t)
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
+		r, w := ownedPipe(t)
 		tr, tw := testutil.Pipe(t)
-		l := b2NewLoop(t, backend) // the test closes it; cleanup's second Close returns nil
+		l := newLoop(t, backend) // the test closes it; cleanup's second Close returns nil
 		testutil.Write(t, tw, []byte("12"))
 		buf := new([8]byte)
 		addFd(t, l, tr, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { l.ReadNonblocking(tr, buf[:1]) })
-		testutil.Once(t, l, ctDeadline)
-		testutil.Once(t, l, ctDeadline)
+		testutil.Once(t, l, deadline)
+		testutil.Once(t, l, deadline)
 		if err := l.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -1211,14 +970,14 @@ func TestLoopReadNonblockingRegularFile(t *testing.T) {
 			name = "Cold"
 		}
 		t.Run(name, func(t *testing.T) {
-			lioEach(t, func(t *testing.T, backend string) {
+			eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 				fd, err := unix.Open(f.Name(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { unix.Close(fd) })
 				tr, tw := testutil.Pipe(t)
-				l := b2NewLoop(t, backend)
+				l := newLoop(t, backend)
 				testutil.Write(t, tw, []byte("12"))
 				buf := new([65536]byte)
 				var got []byte
@@ -1247,7 +1006,7 @@ func TestLoopReadNonblockingRegularFile(t *testing.T) {
 					}
 					t.Errorf("no end of file after 20 reads (%d bytes)", len(got))
 				})
-				testutil.OnceUntil(t, l, func() bool { return calls == 2 }, ctDeadline)
+				testutil.OnceUntil(t, l, func() bool { return calls == 2 }, deadline)
 				if !bytes.Equal(got, want) {
 					t.Fatalf("read %d bytes, want the file's %d (a prefix of it: %v)", len(got), len(want), bytes.Equal(got, want[:min(len(got), len(want))]))
 				}
@@ -1257,28 +1016,39 @@ func TestLoopReadNonblockingRegularFile(t *testing.T) {
 }
 
 // TestLoopIOBusyLoopRunsTimersAndPosts: while fd_speed1's handlers keep the loop busy through
-// the loop methods, a 20 ms timer runs before 2 s pass and a function posted from another
-// goroutine runs, in every mode.
+// the loop methods, a 20 ms timer runs, never early, at the first Once that starts after its
+// deadline (or the one after, if that one runs the posted function, which comes first), and a
+// function posted from another goroutine runs at the first Once that starts after Post
+// returned, in every mode.
 func TestLoopIOBusyLoopRunsTimersAndPosts(t *testing.T) {
-	b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
-		s := lioNewSpeed(t, backend, true, 0, opts...)
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+		s := newSpeed(t, backend, true, 0, m.opts()...)
+		watch(t, s.l, 2*deadline, unblockRead(s.w))
 		s.run(t, 100)
 		start := time.Now()
 		var timerAt time.Duration
-		s.l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { timerAt = time.Since(start) })
+		tm := s.l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { timerAt = time.Since(start) })
 		posted := false
+		var postReturned atomic.Bool
 		go func() {
 			time.Sleep(5 * time.Millisecond)
 			if err := s.l.Post(func() { posted = true }); err != nil {
 				t.Errorf("Post: %v", err)
 			}
+			postReturned.Store(true)
 		}()
 		reads := s.reads
 		for timerAt == 0 || !posted {
-			if time.Since(start) > 2*time.Second {
-				t.Fatalf("after 2 s (%d read events): timer ran: %v, posted function ran: %v", s.reads-reads, timerAt != 0, posted)
+			timerDue := !time.Now().Before(tm.Deadline())
+			postDue, postedBefore := postReturned.Load(), posted
+			testutil.Once(t, s.l, deadline)
+			ranPost := posted && !postedBefore
+			if postDue && !posted {
+				t.Fatalf("a Once that started after Post returned did not run the posted function (%d read events meanwhile)", s.reads-reads)
 			}
-			s.run(t, 1)
+			if timerDue && timerAt == 0 && !ranPost {
+				t.Fatalf("a Once that started after the timer's deadline ran neither the timer nor the posted function (%d read events meanwhile)", s.reads-reads)
+			}
 		}
 		if timerAt < 20*time.Millisecond {
 			t.Fatalf("the 20 ms timer ran after %v", timerAt)
@@ -1299,10 +1069,10 @@ func TestLoopIOFairWithMoreReadyFdsThanOneLookReports(t *testing.T) {
 	const n, rounds = 128, 20
 	for _, variant := range []string{"Echo", "AddClose"} {
 		t.Run(variant, func(t *testing.T) {
-			b2Each(t, func(t *testing.T, backend string, all bool, opts []ringev.Option) {
-				rs, ws := b2Pipes(t, n, true) // one byte each
+			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+				rs, ws := pipes(t, n, true) // one byte each
 				dr, _ := testutil.Pipe(t)
-				l := b2NewLoop(t, backend, opts...)
+				l := newLoop(t, backend, m.opts()...)
 				calls := make([]int, n)
 				buf := new([1]byte)
 				total := 0
@@ -1317,7 +1087,7 @@ func TestLoopIOFairWithMoreReadyFdsThanOneLookReports(t *testing.T) {
 							t.Errorf("handler %d: WriteNonblocking = %d, %v", i, n, err)
 						}
 						if variant == "AddClose" {
-							if err := addFd(t, l, dr, ringev.Read, ctNever(t, "added and closed at once")).Close(); err != nil {
+							if err := addFd(t, l, dr, ringev.Read, never(t, "added and closed at once")).Close(); err != nil {
 								t.Errorf("FdEvent.Close: %v", err)
 							}
 						}
@@ -1336,14 +1106,14 @@ func TestLoopIOFairWithMoreReadyFdsThanOneLookReports(t *testing.T) {
 // loop fails with EINVAL, as write(2) does (eventfd wants 8 bytes; the ring would not even call
 // the file's write for 0), on every backend, from a handler.
 func TestLoopWriteNonblockingEmptyToEventfdIsEINVAL(t *testing.T) {
-	lioEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer unix.Close(efd)
 		r, w := testutil.Pipe(t)
-		l := b2NewLoop(t, backend)
+		l := newLoop(t, backend)
 		var errs []error
 		addFd(t, l, efd, ringev.Write, func(*ringev.FdEvent, ringev.Flags) {}) // watched: may ride
 		addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
@@ -1354,7 +1124,7 @@ func TestLoopWriteNonblockingEmptyToEventfdIsEINVAL(t *testing.T) {
 			}
 		})
 		testutil.Write(t, w, []byte{'x'})
-		testutil.OnceUntil(t, l, func() bool { return len(errs) > 0 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return len(errs) > 0 }, deadline)
 		for _, err := range errs {
 			if err != unix.EINVAL {
 				t.Fatalf("WriteNonblocking(eventfd, empty) = %v, want unix.EINVAL (as write(2))", err)
@@ -1367,7 +1137,7 @@ func TestLoopWriteNonblockingEmptyToEventfdIsEINVAL(t *testing.T) {
 // to an O_DIRECT file (which the ring would complete later, without moving the file position)
 // land one after the other and leave the position at 64 KiB, as write(2)'s do, on every backend.
 func TestLoopWriteNonblockingODirectMovesThePosition(t *testing.T) {
-	lioEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		name := filepath.Join(t.TempDir(), "direct")
 		if err := os.WriteFile(name, make([]byte, 65536), 0o644); err != nil {
 			t.Fatal(err)
@@ -1385,7 +1155,7 @@ func TestLoopWriteNonblockingODirectMovesThePosition(t *testing.T) {
 		buf := raw[off : off+4096] // O_DIRECT wants an aligned buffer
 		r, w := testutil.Pipe(t)
 		_, always := testutil.Pipe(t)
-		l := b2NewLoop(t, backend)
+		l := newLoop(t, backend)
 		done := false
 		// An always-writable fd: every look finds something, so on uring every write would
 		// carry a look if the file's I/O went through the ring.
@@ -1406,7 +1176,7 @@ func TestLoopWriteNonblockingODirectMovesThePosition(t *testing.T) {
 			done = true
 		})
 		testutil.Write(t, w, []byte{'x'})
-		testutil.OnceUntil(t, l, func() bool { return done }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return done }, deadline)
 		got, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,6 @@ package ringev_test
 
 import (
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,7 +23,7 @@ func onOtherGoroutine(t *testing.T, f func()) {
 	go func() { defer close(done); f() }()
 	select {
 	case <-done:
-	case <-time.After(ctDeadline):
+	case <-time.After(deadline):
 		t.Fatal("call from another goroutine did not return within the deadline")
 	}
 }
@@ -34,16 +33,16 @@ func onOtherGoroutine(t *testing.T, f func()) {
 // AddImmediate return nil) and change nothing: the loop, its fd event and its flags keep working
 // on the owner goroutine, and Post from the other goroutine works.
 func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		a, peer := ctSocketpair(t)
-		x, _ := ctSocketpair(t)
-		l := ctNewLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := ownedSocketpair(t)
+		x, _ := ownedSocketpair(t)
+		l := newLoop(t, backend)
 		var got []ringev.Flags
 		ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			got = append(got, f)
 			testutil.Drain(t, ev.Fd())
 		})
-		ctSettle(t, l, 5*time.Millisecond, 3) // the backend is armed
+		settle(t, l, 5*time.Millisecond, 3) // the backend is armed
 		posted := false
 		onOtherGoroutine(t, func() {
 			check := func(what string, err error) {
@@ -53,7 +52,7 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 			}
 			check("Once", l.Once())
 			check("Run", l.Run())
-			_, err := l.AddFd(x.fd, ringev.Read, ctNever(t, "fd added from another goroutine"))
+			_, err := l.AddFd(x.fd, ringev.Read, never(t, "fd added from another goroutine"))
 			check("AddFd", err)
 			check("SetFlags", ev.SetFlags(ringev.Write))
 			check("FdEvent.Close", ev.Close())
@@ -73,13 +72,13 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 		if f := ev.Flags(); f != ringev.Read {
 			t.Fatalf("after a SetFlags from another goroutine, Flags() = %v, want READ (unchanged)", f)
 		}
-		testutil.OnceUntil(t, l, func() bool { return posted }, ctDeadline)
-		ctWrite(t, peer.fd, []byte{'x'})
-		testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return posted }, deadline)
+		testutil.Write(t, peer.fd, []byte{'x'})
+		testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
 		if got[0] != ringev.Read {
 			t.Fatalf("the fd event after the foreign calls got %v, want READ", got)
 		}
-		ctSettle(t, l, 20*time.Millisecond, 3)
+		settle(t, l, 20*time.Millisecond, 3)
 		if len(got) != 1 {
 			t.Fatalf("fd handler ran %d times, want 1", len(got))
 		}
@@ -91,10 +90,10 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 // handler (fd, timer, immediate, posted function, signal) return ErrNested, Loop.Close from
 // inside a handler returns an error wrapping ErrNested, and the loop works normally afterwards.
 func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		guard := sigGuard(t, syscall.SIGUSR1)
-		a, peer := ctSocketpair(t)
-		l := ctNewLoop(t, backend)
+		a, peer := ownedSocketpair(t)
+		l := newLoop(t, backend)
 		kinds := map[string]bool{}
 		nest := func(kind string) {
 			kinds[kind] = true
@@ -122,14 +121,14 @@ func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
 			t.Fatalf("AddSignal: %v", err)
 		}
 		defer sig.Close()
-		ctWrite(t, peer.fd, []byte{'x'})
+		testutil.Write(t, peer.fd, []byte{'x'})
 		raise(t, guard, syscall.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return len(kinds) == 5 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return len(kinds) == 5 }, deadline)
 		// Afterwards the loop works: a new byte runs the fd handler once more.
 		before := len(kinds)
 		kinds = map[string]bool{}
-		ctWrite(t, peer.fd, []byte{'y'})
-		testutil.OnceUntil(t, l, func() bool { return kinds["fd"] }, ctDeadline)
+		testutil.Write(t, peer.fd, []byte{'y'})
+		testutil.OnceUntil(t, l, func() bool { return kinds["fd"] }, deadline)
 		if before != 5 || ev.Flags() != ringev.Read {
 			t.Fatalf("after nesting: %d handler kinds ran, event flags %v", before, ev.Flags())
 		}
@@ -142,10 +141,10 @@ func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
 // (or, for the I/O method, the read's own result) and read nothing the owner writes: the race
 // detector finds no data race (run with -race).
 func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		a, _ := ctSocketpair(t)
-		l := b2NewLoop(t, backend) // the test closes it; cleanup's second Close returns nil
-		ev := addFd(t, l, a.fd, ringev.Read, ctNever(t, "fd event"))
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := ownedSocketpair(t)
+		l := newLoop(t, backend) // the test closes it; cleanup's second Close returns nil
+		ev := addFd(t, l, a.fd, ringev.Read, never(t, "fd event"))
 		var calls atomic.Int64
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -153,8 +152,8 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 			close(stop)
 			select {
 			case <-done:
-			case <-time.After(ctDeadline):
-				t.Errorf("the other goroutine's calls did not return within %v", ctDeadline)
+			case <-time.After(deadline):
+				t.Errorf("the other goroutine's calls did not return within %v", deadline)
 			}
 		})
 		go func() {
@@ -166,7 +165,7 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 					return
 				default:
 				}
-				_, err := l.AddFd(a.fd, ringev.Read, ctNever(t, "fd added from another goroutine"))
+				_, err := l.AddFd(a.fd, ringev.Read, never(t, "fd added from another goroutine"))
 				for _, e := range []error{err, l.Close(), ev.Close(), ev.SetFlags(ringev.Write)} {
 					if !errors.Is(e, ringev.ErrNotOwner) {
 						t.Errorf("call from another goroutine: %v, want ErrNotOwner", e)
@@ -184,22 +183,16 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 				calls.Add(1)
 			}
 		}()
-		wait := func(n int64) {
-			for deadline := time.Now().Add(ctDeadline); calls.Load() < n; {
-				if time.Now().After(deadline) {
-					t.Fatalf("the other goroutine made %d rounds of calls, want %d", calls.Load(), n)
-				}
-				runtime.Gosched()
-			}
-		}
-		wait(50)
+		await(t, "50 rounds of foreign calls", func() bool { return calls.Load() >= 50 })
 		if err := ev.Close(); err != nil {
 			t.Errorf("FdEvent.Close on the owner: %v", err)
 		}
-		wait(calls.Load() + 50)
+		at := calls.Load()
+		await(t, "50 more rounds after FdEvent.Close", func() bool { return calls.Load() >= at+50 })
 		if err := l.Close(); err != nil {
 			t.Errorf("Loop.Close on the owner: %v", err)
 		}
-		wait(calls.Load() + 50)
+		at = calls.Load()
+		await(t, "50 more rounds after Loop.Close", func() bool { return calls.Load() >= at+50 })
 	})
 }

@@ -17,9 +17,9 @@ import (
 // functions while the loop runs: every function runs exactly once, on the loop's goroutine, and
 // the functions of each goroutine run in the order posted.
 func TestPostFromManyGoroutinesRunsEachOnceInOrder(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		const posters, each = 100, 100
-		l := ctNewLoop(t, backend)
+		l := newLoop(t, backend)
 		seen := make([][]int, posters) // written only on the loop's goroutine
 		total := 0
 		start := make(chan struct{})
@@ -42,13 +42,13 @@ func TestPostFromManyGoroutinesRunsEachOnceInOrder(t *testing.T) {
 		keep := l.AddTimer(time.Minute, func(*ringev.Timer) {})
 		defer keep.Stop()
 		close(start)
-		testutil.OnceUntil(t, l, func() bool { return total >= posters*each }, 4*ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return total >= posters*each }, 4*deadline)
 		wg.Wait()
 		close(errs)
 		for err := range errs {
 			t.Fatalf("Post: %v", err)
 		}
-		ctSettle(t, l, 20*time.Millisecond, 3)
+		settle(t, l, 20*time.Millisecond, 3)
 		if total != posters*each {
 			t.Fatalf("%d posted functions ran, want %d", total, posters*each)
 		}
@@ -68,8 +68,8 @@ func TestPostFromManyGoroutinesRunsEachOnceInOrder(t *testing.T) {
 // wakes for a Post from another goroutine; over 20 tries the median latency from Post to the
 // function running is under 10 ms (a behaviour check with a generous bound, not a benchmark).
 func TestPostWakesLoopBlockedInWait(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		l := ctNewLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
 		sentinel := l.AddTimer(10*time.Second, func(*ringev.Timer) { t.Error("the 10 s timer ran") })
 		defer sentinel.Stop()
 		const tries = 20
@@ -83,7 +83,7 @@ func TestPostWakesLoopBlockedInWait(t *testing.T) {
 					t.Errorf("Post: %v", err)
 				}
 			}()
-			testutil.Once(t, l, 2*time.Second)
+			testutil.Once(t, l, deadline)
 			if ran == 0 {
 				t.Fatalf("try %d: Once returned without running the posted function", i)
 			}

@@ -31,34 +31,32 @@ func TestAddFdHugeUnopenedFdReturnsEBADFWithoutGrowing(t *testing.T) {
 // inode, so fstat cannot tell them apart) is watched afresh, and the old handler never runs, on
 // the backends that keep registrations by file (uring, epoll).
 func TestAddFdAfterRawCloseReuseOfAnonymousInode(t *testing.T) {
-	for _, backend := range []string{"uring", "epoll"} {
-		t.Run(backend, func(t *testing.T) {
-			l := newLoop(t, backend)
-			a, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-			if err != nil {
-				t.Fatal(err)
-			}
-			old := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the old handler ran") })
-			defer old.Close()
-			tick(t, l)
-			unix.Close(a)
-			b, err := unix.Eventfd(1, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC) // readable at once
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(b)
-			if b != a {
-				t.Skipf("the new eventfd got fd %d, not the reused %d", b, a)
-			}
-			ran := 0
-			addFd(t, l, b, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })
-			l.AddTimer(2*time.Second, func(*ringev.Timer) {})
-			testutil.Once(t, l, deadline)
-			if ran != 1 {
-				t.Fatalf("the new eventfd's handler ran %d times, want 1", ran)
-			}
-		})
-	}
+	eachBackend(t, []string{"uring", "epoll"}, func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		a, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the old handler ran") })
+		defer old.Close()
+		quiet(t, l)
+		unix.Close(a)
+		b, err := unix.Eventfd(1, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC) // readable at once
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(b)
+		if b != a {
+			t.Skipf("the new eventfd got fd %d, not the reused %d", b, a)
+		}
+		ran := 0
+		addFd(t, l, b, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })
+		l.AddTimer(2*time.Second, func(*ringev.Timer) {})
+		testutil.Once(t, l, deadline)
+		if ran != 1 {
+			t.Fatalf("the new eventfd's handler ran %d times, want 1", ran)
+		}
+	})
 }
 
 // Timers, immediates and posts with a nil function are refused at once, not on the loop later.
@@ -78,24 +76,18 @@ func TestNilFunctionsAreRefused(t *testing.T) {
 // Loop.Close with an auto-close fd event releases the file at once on every backend, uring-poll
 // included (its pending poll is removed before the fd is closed).
 func TestLoopCloseAutoCloseReleasesFileAtOnce(t *testing.T) {
-	for _, backend := range ringev.Backends() {
-		t.Run(backend, func(t *testing.T) {
-			a, peer := rawSocketpair(t)
-			l, err := ringev.New(ringev.WithBackend(backend))
-			requireNew(t, backend, err)
-			ev := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
-			ev.SetAutoClose(true)
-			l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-			testutil.Once(t, l, deadline) // the loop has waited with the fd watched
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			var buf [1]byte
-			if n, err := unix.Read(peer, buf[:]); n != 0 || err != nil {
-				t.Fatalf("peer read right after Loop.Close: n=%d err=%v, want EOF", n, err)
-			}
-		})
-	}
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := ownedSocketpair(t)
+		l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
+		ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
+		ev.SetAutoClose(true)
+		a.HandOver()
+		quiet(t, l) // the loop has waited with the fd watched
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		expectEOF(t, peer.fd, 0, "peer read right after Loop.Close")
+	})
 }
 
 // Stop is for Run: a Stop while Run is not running does not make Once return without running a
@@ -116,31 +108,29 @@ func TestStopOutsideRunDoesNotShortCutOnce(t *testing.T) {
 // Auto-closing one fd event disarms the other events on the same fd without an error, and a new
 // file that takes the fd number is not reported to them.
 func TestAutoCloseDisarmsOtherEventsOnTheFd(t *testing.T) {
-	for _, backend := range ringev.Backends() {
-		t.Run(backend, func(t *testing.T) {
-			l := newLoop(t, backend)
-			r, w := testutil.Pipe(t)
-			fd, err := unix.Dup(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			closing := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
-			closing.SetAutoClose(true)
-			other := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the disarmed event ran") })
-			defer other.Close()
-			if err := closing.Close(); err != nil {
-				t.Fatalf("auto-close with another event on the fd: %v", err)
-			}
-			if other.Flags() != 0 {
-				t.Fatalf("the other event's flags after auto-close: %v, want 0", other.Flags())
-			}
-			nr, nw := testutil.Pipe(t) // likely takes fd's number
-			testutil.Write(t, nw, []byte{'x'})
-			if nr != fd {
-				t.Logf("the new pipe got fd %d, not the closed %d", nr, fd)
-			}
-			testutil.Write(t, w, []byte{'x'})
-			tick(t, l)
-		})
-	}
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		r, w := testutil.Pipe(t)
+		fd, err := unix.Dup(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closing := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+		closing.SetAutoClose(true)
+		other := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the disarmed event ran") })
+		defer other.Close()
+		if err := closing.Close(); err != nil {
+			t.Fatalf("auto-close with another event on the fd: %v", err)
+		}
+		if other.Flags() != 0 {
+			t.Fatalf("the other event's flags after auto-close: %v, want 0", other.Flags())
+		}
+		nr, nw := testutil.Pipe(t) // likely takes fd's number
+		testutil.Write(t, nw, []byte{'x'})
+		if nr != fd {
+			t.Logf("the new pipe got fd %d, not the closed %d", nr, fd)
+		}
+		testutil.Write(t, w, []byte{'x'})
+		quiet(t, l)
+	})
 }

@@ -14,7 +14,6 @@ package ringev_test
 
 import (
 	"os"
-	"os/signal"
 	"syscall"
 	"testing"
 	"time"
@@ -25,41 +24,13 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// sigGuard subscribes to sigs for the rest of the test and returns the channel.
-func sigGuard(t *testing.T, sigs ...os.Signal) chan os.Signal {
-	t.Helper()
-	ch := make(chan os.Signal, 1024)
-	signal.Notify(ch, sigs...)
-	t.Cleanup(func() { signal.Stop(ch) })
-	return ch
-}
-
-// raise sends sig to this process and waits (with a deadline) until the guard channel has it.
-func raise(t *testing.T, guard chan os.Signal, sig syscall.Signal) {
-	t.Helper()
-	if err := unix.Kill(os.Getpid(), sig); err != nil {
-		t.Fatalf("kill(%v): %v", sig, err)
-	}
-	deadline := time.After(ctDeadline)
-	for {
-		select {
-		case got := <-guard:
-			if got == sig {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("%v raised but not delivered to the process within %v", sig, ctDeadline)
-		}
-	}
-}
-
 // TestSignalCountsEveryDeliveredRaise: SIGUSR1 is raised 30 times, each delivery let through to
 // the handler before the next raise: the counts handed to the handler add up to 30 exactly. Then
 // 10 back-to-back raises add at least 1 and at most 10.
 func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		guard := sigGuard(t, syscall.SIGUSR1)
-		l := ctNewLoop(t, backend)
+		l := newLoop(t, backend)
 		sum, calls := 0, 0
 		s, err := l.AddSignal(syscall.SIGUSR1, func(s *ringev.Signal, count int) {
 			if count < 1 {
@@ -75,12 +46,12 @@ func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
 		n := 30
 		for i := 1; i <= n; i++ {
 			raise(t, guard, syscall.SIGUSR1)
-			testutil.OnceUntil(t, l, func() bool { return sum >= i }, ctDeadline)
+			testutil.OnceUntil(t, l, func() bool { return sum >= i }, deadline)
 			if sum != i {
 				t.Fatalf("after %d raises the handler was handed %d deliveries", i, sum)
 			}
 		}
-		ctSettle(t, l, 20*time.Millisecond, 3)
+		settle(t, l, 20*time.Millisecond, 3)
 		if sum != n {
 			t.Fatalf("handler was handed %d deliveries for %d raises", sum, n)
 		}
@@ -91,8 +62,8 @@ func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
 				raise(t, guard, syscall.SIGUSR1)
 			}
 			want := sum + 3
-			testutil.OnceUntil(t, l, func() bool { return sum >= want }, ctDeadline)
-			ctSettle(t, l, 5*time.Millisecond, 3)
+			testutil.OnceUntil(t, l, func() bool { return sum >= want }, deadline)
+			settle(t, l, 5*time.Millisecond, 3)
 			if sum != want {
 				t.Fatalf("3 deliveries while the loop was not running were handed over as %d", 3+sum-want)
 			}
@@ -103,8 +74,8 @@ func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
 				t.Fatalf("kill: %v", err)
 			}
 		}
-		testutil.OnceUntil(t, l, func() bool { return sum > n }, ctDeadline)
-		ctSettle(t, l, 50*time.Millisecond, 12)
+		testutil.OnceUntil(t, l, func() bool { return sum > n }, deadline)
+		settle(t, l, 50*time.Millisecond, 12)
 		if sum < n+1 || sum > n+10 {
 			t.Fatalf("10 back-to-back raises were counted as %d, want 1..10", sum-n)
 		}
@@ -116,9 +87,9 @@ func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
 // alternately, each delivered before the next raise, are counted exactly, each by its own
 // handler.
 func TestSignalTwoSignalsCountedSeparately(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		guard := sigGuard(t, syscall.SIGUSR1, syscall.SIGALRM)
-		l := ctNewLoop(t, backend)
+		l := newLoop(t, backend)
 		var usr1, alrm int
 		s1, err := l.AddSignal(syscall.SIGUSR1, func(_ *ringev.Signal, c int) { usr1 += c })
 		if err != nil {
@@ -132,9 +103,9 @@ func TestSignalTwoSignalsCountedSeparately(t *testing.T) {
 		defer s2.Close()
 		for i := 1; i <= 10; i++ {
 			raise(t, guard, syscall.SIGUSR1)
-			testutil.OnceUntil(t, l, func() bool { return usr1 >= i }, ctDeadline)
+			testutil.OnceUntil(t, l, func() bool { return usr1 >= i }, deadline)
 			raise(t, guard, syscall.SIGALRM)
-			testutil.OnceUntil(t, l, func() bool { return alrm >= i }, ctDeadline)
+			testutil.OnceUntil(t, l, func() bool { return alrm >= i }, deadline)
 			if usr1 != i || alrm != i {
 				t.Fatalf("after %d raises of each: SIGUSR1 counted %d, SIGALRM counted %d", i, usr1, alrm)
 			}
@@ -145,18 +116,18 @@ func TestSignalTwoSignalsCountedSeparately(t *testing.T) {
 // TestSignalOnceRunsOnce: an AddSignalOnce handler runs once, for the first delivery, and never
 // again for later ones.
 func TestSignalOnceRunsOnce(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		guard := sigGuard(t, syscall.SIGUSR1)
-		l := ctNewLoop(t, backend)
+		l := newLoop(t, backend)
 		var counts []int
 		if _, err := l.AddSignalOnce(syscall.SIGUSR1, func(_ *ringev.Signal, c int) { counts = append(counts, c) }); err != nil {
 			t.Fatalf("AddSignalOnce: %v", err)
 		}
 		raise(t, guard, syscall.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return len(counts) > 0 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return len(counts) > 0 }, deadline)
 		for i := 0; i < 3; i++ {
 			raise(t, guard, syscall.SIGUSR1)
-			ctSettle(t, l, 20*time.Millisecond, 3)
+			settle(t, l, 20*time.Millisecond, 3)
 		}
 		if len(counts) != 1 || counts[0] != 1 {
 			t.Fatalf("one-shot handler calls: %v, want exactly one call with count 1", counts)
@@ -167,9 +138,9 @@ func TestSignalOnceRunsOnce(t *testing.T) {
 // TestSignalCloseStopsDelivery: after Signal.Close the handler is not called for later
 // deliveries, and another handler of the same signal still is.
 func TestSignalCloseStopsDelivery(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		guard := sigGuard(t, syscall.SIGUSR1)
-		l := ctNewLoop(t, backend)
+		l := newLoop(t, backend)
 		closedSum, otherSum := 0, 0
 		s, err := l.AddSignal(syscall.SIGUSR1, func(_ *ringev.Signal, c int) { closedSum += c })
 		if err != nil {
@@ -181,13 +152,13 @@ func TestSignalCloseStopsDelivery(t *testing.T) {
 		}
 		defer other.Close()
 		raise(t, guard, syscall.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return closedSum == 1 && otherSum == 1 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return closedSum == 1 && otherSum == 1 }, deadline)
 		s.Close()
 		for i := 2; i <= 4; i++ {
 			raise(t, guard, syscall.SIGUSR1)
-			testutil.OnceUntil(t, l, func() bool { return otherSum >= i }, ctDeadline)
+			testutil.OnceUntil(t, l, func() bool { return otherSum >= i }, deadline)
 		}
-		ctSettle(t, l, 20*time.Millisecond, 3)
+		settle(t, l, 20*time.Millisecond, 3)
 		if closedSum != 1 {
 			t.Fatalf("closed handler was handed %d deliveries, want 1 (the one before Close)", closedSum)
 		}

@@ -6,6 +6,7 @@ package ringev_test
 // (test_multi_fdes / fd_speed), and tevent's ERROR/hang-up rules (DESIGN.md point 6).
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,9 +28,9 @@ const pipeBuf = 4096
 // handler was called with. The cycle is run three times; then the other end is closed: a
 // WRITE-only handler is not called and loses WRITE, and READ|WRITE reports READ|WRITE with EOF.
 func TestTeventFlagSwitchingCycle(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		s0, s1 := ctSocketpair(t)
-		l := ctNewLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		s0, s1 := ownedSocketpair(t)
+		l := newLoop(t, backend)
 		const quiet = 10 * time.Millisecond // how long a phase waits for extra (wrong) calls
 
 		var ev *ringev.FdEvent
@@ -38,7 +39,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 				t.Errorf("SetFlags(%v): %v", f, err)
 			}
 		}
-		poke := func() { ctWrite(t, s1.fd, []byte{'p'}) }
+		poke := func() { testutil.Write(t, s1.fd, []byte{'p'}) }
 		type phase struct {
 			name  string
 			setup func()
@@ -112,7 +113,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 			}
 		})
 		l.AddTimer(quiet, func(*ringev.Timer) { start(0) })
-		testutil.OnceUntil(t, l, func() bool { return done }, 2*ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return done }, 2*deadline)
 		for i, p := range phases {
 			if !slices.Equal(got[i], p.want) {
 				t.Errorf("phase %q: handler called with %v, want %v", p.name, got[i], p.want)
@@ -130,9 +131,9 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 // order (every byte checked); WRITE readiness returns only after the peer has read at least
 // PIPE_BUF bytes, and then a PIPE_BUF write goes through whole.
 func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		a, b := ctSocketpair(t)
-		l := ctNewLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := ownedSocketpair(t)
+		l := newLoop(t, backend)
 
 		type end struct {
 			name           string
@@ -233,7 +234,7 @@ func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 			}
 			return true
 		}
-		testutil.OnceUntil(t, l, finished, 2*ctDeadline)
+		testutil.OnceUntil(t, l, finished, 2*deadline)
 		if len(problems) > 0 {
 			t.Fatalf("%s", strings.Join(problems, "\n"))
 		}
@@ -252,9 +253,9 @@ func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 // disables itself) with exactly its flags, no disabled one fires, and the timer that starts the
 // next round fires less than 50 ms late.
 func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		a, b := ctSocketpair(t)
-		l := ctNewLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := ownedSocketpair(t)
+		l := newLoop(t, backend)
 		masks := []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write}
 		const perEnd, rounds = 9, 20
 		const gap = 2 * time.Millisecond
@@ -309,8 +310,8 @@ func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 			}
 			testutil.Drain(t, a.fd)
 			testutil.Drain(t, b.fd)
-			ctWrite(t, a.fd, []byte{'a'})
-			ctWrite(t, b.fd, []byte{'b'})
+			testutil.Write(t, a.fd, []byte{'a'})
+			testutil.Write(t, b.fd, []byte{'b'})
 			expected, firedThisRound = 0, 0
 			for i, x := range hs {
 				x.fired = 0
@@ -326,7 +327,7 @@ func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 			}
 		}
 		nextRound(nil)
-		testutil.OnceUntil(t, l, func() bool { return round == rounds || len(problems) > 10 }, 2*ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return round == rounds || len(problems) > 10 }, 2*deadline)
 		if len(problems) > 0 {
 			t.Fatalf("%s", strings.Join(problems, "\n"))
 		}
@@ -334,38 +335,21 @@ func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 	})
 }
 
-// fillUntilEAGAIN writes to fd until the socket buffer is full.
-func fillUntilEAGAIN(t *testing.T, fd int) int {
-	t.Helper()
-	buf := make([]byte, pipeBuf)
-	total := 0
-	for {
-		n, err := unix.Write(fd, buf)
-		if err == unix.EAGAIN {
-			return total
-		}
-		if err != nil {
-			t.Fatalf("write: %v", err)
-		}
-		total += n
-	}
-}
-
 // TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite: a handler waiting only for WRITE (on a
 // full socket) is not called when the peer hangs up; its WRITE flag is cleared, and the loop
 // neither spins nor reports it again. A READ handler on the same fd sees the hang-up as READ.
 func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, withReader := range []bool{false, true} {
 			name := "Alone"
 			if withReader {
 				name = "WithReadHandlerOnSameFd"
 			}
 			t.Run(name, func(t *testing.T) {
-				a, peer := ctSocketpair(t)
-				l := ctNewLoop(t, backend)
-				fillUntilEAGAIN(t, a.fd)
-				wev := addFd(t, l, a.fd, ringev.Write, ctNever(t, "WRITE-only handler on a full socket"))
+				a, peer := ownedSocketpair(t)
+				l := newLoop(t, backend)
+				fill(t, a.fd)
+				wev := addFd(t, l, a.fd, ringev.Write, never(t, "WRITE-only handler on a full socket"))
 				var readFlags []ringev.Flags
 				if withReader {
 					addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
@@ -381,11 +365,11 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 						}
 					})
 				}
-				ctSettle(t, l, 10*time.Millisecond, 3) // full: nothing to report
+				settle(t, l, 10*time.Millisecond, 3) // full: nothing to report
 				if err := peer.Close(); err != nil {
 					t.Fatalf("close peer: %v", err)
 				}
-				ctSettle(t, l, 50*time.Millisecond, 5)
+				settle(t, l, 50*time.Millisecond, 5)
 				if f := wev.Flags(); f&ringev.Write != 0 {
 					t.Fatalf("after hang-up the WRITE-only event still has flags %v; WRITE must be cleared", f)
 				}
@@ -400,9 +384,9 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 // TestTeventHangUpReadHandlerSeesEOF: after the peer closes, a READ handler is called with READ
 // and its read(2) returns 0 (end of file).
 func TestTeventHangUpReadHandlerSeesEOF(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
-		a, peer := ctSocketpair(t)
-		l := ctNewLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := ownedSocketpair(t)
+		l := newLoop(t, backend)
 		var got []ringev.Flags
 		var n int
 		var rerr error
@@ -412,9 +396,9 @@ func TestTeventHangUpReadHandlerSeesEOF(t *testing.T) {
 			n, rerr = unix.Read(ev.Fd(), buf[:])
 			ev.Close()
 		})
-		ctSettle(t, l, 10*time.Millisecond, 3)
+		settle(t, l, 10*time.Millisecond, 3)
 		peer.Close()
-		testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, ctDeadline)
+		testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
 		if !slices.Equal(got, []ringev.Flags{ringev.Read}) || n != 0 || rerr != nil {
 			t.Fatalf("READ handler after hang-up: called with %v, read n=%d err=%v; want [READ] and EOF", got, n, rerr)
 		}
@@ -424,25 +408,25 @@ func TestTeventHangUpReadHandlerSeesEOF(t *testing.T) {
 // TestTeventHangUpErrorHandlerSeesError: after the peer closes, a handler waiting for ERROR is
 // called with ERROR (and one waiting for READ|ERROR with READ|ERROR).
 func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, mask := range []ringev.Flags{ringev.Error, ringev.Read | ringev.Error, ringev.Write | ringev.Error} {
 			t.Run(strings.ReplaceAll(mask.String(), "|", "_"), func(t *testing.T) {
-				a, peer := ctSocketpair(t)
-				l := ctNewLoop(t, backend)
+				a, peer := ownedSocketpair(t)
+				l := newLoop(t, backend)
 				if mask&ringev.Write != 0 {
-					fillUntilEAGAIN(t, a.fd)
+					fill(t, a.fd)
 				}
 				var got []ringev.Flags
 				addFd(t, l, a.fd, mask, func(ev *ringev.FdEvent, f ringev.Flags) {
 					got = append(got, f)
 					ev.Close()
 				})
-				ctSettle(t, l, 10*time.Millisecond, 3)
+				settle(t, l, 10*time.Millisecond, 3)
 				if len(got) != 0 {
 					t.Fatalf("handler ran with %v before the hang-up", got)
 				}
 				peer.Close()
-				testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, ctDeadline)
+				testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
 				if len(got) != 1 || got[0]&ringev.Error == 0 || got[0]&^mask != 0 {
 					t.Fatalf("%v handler after hang-up was called with %v, want one call including ERROR (within %v)", mask, got, mask)
 				}
@@ -459,20 +443,20 @@ func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
 // returning within the deadline, little CPU, and the handler is never called. On poll, Once
 // reports the invalid fd once, with an error wrapping EBADF, and the event is disarmed.
 func TestTeventInvalidFdNeverSpins(t *testing.T) {
-	ctEachBackend(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, mask := range []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write | ringev.Error} {
 			t.Run(strings.ReplaceAll(mask.String(), "|", "_"), func(t *testing.T) {
-				a, _ := ctSocketpair(t)
-				l := ctNewLoop(t, backend)
+				a, _ := ownedSocketpair(t)
+				l := newLoop(t, backend)
 				if mask&ringev.Write != 0 {
-					fillUntilEAGAIN(t, a.fd)
+					fill(t, a.fd)
 				}
-				ev := addFd(t, l, a.fd, mask, ctNever(t, "invalid fd"))
-				ctSettle(t, l, 10*time.Millisecond, 3)
+				ev := addFd(t, l, a.fd, mask, never(t, "invalid fd"))
+				settle(t, l, 10*time.Millisecond, 3)
 				a.Close()
-				errs := ctSettle(t, l, 80*time.Millisecond, 5)
+				errs := settle(t, l, 80*time.Millisecond, 5)
 				for _, err := range errs {
-					if !errorsIsEBADF(err) {
+					if !errors.Is(err, unix.EBADF) {
 						t.Errorf("Once after the fd was closed: %v, want nil or an error wrapping EBADF", err)
 					}
 				}

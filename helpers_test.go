@@ -1,0 +1,587 @@
+package ringev_test
+
+// The helpers of the root package's tests, in one family: every behaviour file (conformance,
+// close, tevent, hot path, loop I/O, signals, Post, ownership, leaks, robustness, options,
+// exact signals, benchmarks) makes its loops, fds, quiet periods and backend/mode subtests with
+// these. Lower-level guarded calls (testutil.Once, OnceUntil, Run, Pipe, Socketpair, Write,
+// Drain) come from internal/testutil; a helper that only one test needs stays next to it.
+//
+// Waits have a deadline (deadline) that only turns a hang into a failure. Behaviour is asserted
+// with counts (handler runs, Once calls, waits), never with how long something took, except
+// where an issue states the bound itself (a file released within 100 ms, a Post median under
+// 10 ms, a timer less than 50 ms late, a 1 s wait).
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// deadline bounds every wait in the suite. It is generous on purpose: it only turns a hang into
+// a failure, it is not a performance bound.
+const deadline = 5 * time.Second
+
+// releaseWithin is how soon a socket's peer must read EOF after the last close of the other end
+// (issue 4 item 1: the file is really released).
+const releaseWithin = 100 * time.Millisecond
+
+// quietFor is the length of quiet's quiet period: the due time of the timer it waits for.
+const quietFor = 10 * time.Millisecond
+
+// notCloseSafe is the backend that WithBackend documents as not close-safe: a pending
+// IORING_OP_POLL_ADD pins the file.
+const notCloseSafe = "uring-poll"
+
+// uringFallback names, as a backend of this suite, the uring backend forced onto its fallback
+// for kernels without IORING_OP_EPOLL_WAIT (Linux < 6.15): a one-shot POLL_ADD on the epoll fd,
+// then epoll_wait. newLoop knows it.
+const uringFallback = "uring-fallback"
+
+// oneByte is the byte the tests write to make an fd readable.
+var oneByte = []byte{'x'}
+
+// mode is a dispatch mode a test runs in: how the readiness one wait reported is used.
+type mode struct {
+	name  string
+	fresh bool // WithFreshReadiness: no Once runs on readiness from an earlier Once
+	all   bool // WithDispatchAll: one Once runs every handler its wait found ready
+}
+
+// opts is ringev.New's options for m.
+func (m mode) opts() []ringev.Option {
+	var o []ringev.Option
+	if m.fresh {
+		o = append(o, ringev.WithFreshReadiness())
+	}
+	if m.all {
+		o = append(o, ringev.WithDispatchAll())
+	}
+	return o
+}
+
+var (
+	modeDefault  = mode{name: "Default"}
+	modeFresh    = mode{name: "FreshReadiness", fresh: true}
+	modeAll      = mode{name: "DispatchAll", all: true}
+	modeFreshAll = mode{name: "FreshAll", fresh: true, all: true}
+	// allModes is every dispatch mode.
+	allModes = []mode{modeDefault, modeFresh, modeAll, modeFreshAll}
+)
+
+// withFallback is every registered backend and uringFallback.
+func withFallback() []string { return append(ringev.Backends(), uringFallback) }
+
+// eachBackend runs fn as one subtest per backend, named after it.
+func eachBackend(t *testing.T, backends []string, fn func(t *testing.T, backend string)) {
+	t.Helper()
+	if len(backends) == 0 {
+		t.Fatal("no backends (ringev.Backends() is empty)")
+	}
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+// eachMode runs fn as one subtest per backend and mode, named "backend/mode".
+func eachMode(t *testing.T, backends []string, modes []mode, fn func(t *testing.T, backend string, m mode)) {
+	t.Helper()
+	eachBackend(t, backends, func(t *testing.T, backend string) {
+		for _, m := range modes {
+			t.Run(m.name, func(t *testing.T) { fn(t, backend, m) })
+		}
+	})
+}
+
+// newLoop creates a loop on backend (uringFallback included) with opts, owned by the calling
+// (sub)test goroutine, checks that it runs that backend, and closes it at cleanup (a test that
+// closes it itself gets nil from that second Close). A backend that cannot be set up here skips
+// the test (requireNew). Create the test's fds before the loop, so that cleanup closes the loop
+// first.
+func newLoop(tb testing.TB, backend string, opts ...ringev.Option) *ringev.Loop {
+	tb.Helper()
+	name := backend
+	if backend == uringFallback {
+		name = "uring"
+		defer ringev.SetUringFallback(true)()
+	}
+	l, err := ringev.New(append([]ringev.Option{ringev.WithBackend(name)}, opts...)...)
+	requireNew(tb, backend, err)
+	tb.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			tb.Errorf("Loop.Close: %v", err)
+		}
+	})
+	if got := l.Backend(); got != name {
+		tb.Fatalf("New(WithBackend(%q)).Backend() = %q", name, got)
+	}
+	return l
+}
+
+// requireNew fails the test if ringev.New for backend returned err, except where io_uring is
+// switched off (EPERM: kernel.io_uring_disabled, seccomp) or missing (ENOSYS): then it skips,
+// naming the reason. Every other error of New is a failure, never a skip.
+func requireNew(tb testing.TB, backend string, err error) {
+	tb.Helper()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+		tb.Skipf("backend %q is not available here (io_uring switched off or missing): %v", backend, err)
+	}
+	tb.Fatalf("New(WithBackend(%q)): %v", backend, err)
+}
+
+// addFd is Loop.AddFd that fails the test on error.
+func addFd(t testing.TB, l *ringev.Loop, fd int, flags ringev.Flags, h ringev.FdHandler) *ringev.FdEvent {
+	t.Helper()
+	ev, err := l.AddFd(fd, flags, h)
+	if err != nil {
+		t.Fatalf("AddFd(%d, %v): %v", fd, flags, err)
+	}
+	return ev
+}
+
+// setFlags is FdEvent.SetFlags that fails the test on error or if Flags() is not f afterwards.
+func setFlags(t *testing.T, ev *ringev.FdEvent, f ringev.Flags) {
+	t.Helper()
+	if err := ev.SetFlags(f); err != nil {
+		t.Fatalf("SetFlags(%v) on fd %d: %v", f, ev.Fd(), err)
+	}
+	if got := ev.Flags(); got != f {
+		t.Fatalf("after SetFlags(%v), Flags() = %v", f, got)
+	}
+}
+
+// never is a handler that must never run: it fails the test if it does.
+func never(t *testing.T, what string) ringev.FdHandler {
+	return func(ev *ringev.FdEvent, f ringev.Flags) {
+		t.Errorf("%s: handler of fd %d ran with %v; it must never run", what, ev.Fd(), f)
+	}
+}
+
+// ownedFd is an fd the test owns and may close early. Cleanup closes it unless the test closed
+// it or handed it over (to the loop's auto-close): closing a number twice could close an
+// unrelated file that reused it. (testutil.Pipe and testutil.Socketpair are for fds the test
+// never closes itself.)
+type ownedFd struct {
+	fd   int
+	gone bool
+}
+
+// own makes fd an ownedFd closed at cleanup.
+func own(t testing.TB, fd int) *ownedFd {
+	f := &ownedFd{fd: fd}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// Close closes the fd (once).
+func (f *ownedFd) Close() error {
+	if f.gone {
+		return nil
+	}
+	f.gone = true
+	return unix.Close(f.fd)
+}
+
+// HandOver records that the fd is closed by someone else (the loop's auto-close).
+func (f *ownedFd) HandOver() { f.gone = true }
+
+// ownedPipe returns a nonblocking pipe (O_NONBLOCK|O_CLOEXEC) whose ends the test owns.
+func ownedPipe(t testing.TB) (r, w *ownedFd) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatalf("pipe2: %v", err)
+	}
+	return own(t, p[0]), own(t, p[1])
+}
+
+// ownedSocketpair returns a nonblocking AF_UNIX stream socketpair whose ends the test owns.
+func ownedSocketpair(t testing.TB) (a, b *ownedFd) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socketpair: %v", err)
+	}
+	return own(t, fds[0]), own(t, fds[1])
+}
+
+// renumber moves f to fd number num with dup3(2) (closing whatever had num) and closes f's old
+// number; the result is owned by the test.
+func renumber(t testing.TB, f *ownedFd, num int) *ownedFd {
+	t.Helper()
+	if err := unix.Dup3(f.fd, num, unix.O_CLOEXEC); err != nil {
+		t.Fatalf("dup3(%d, %d): %v", f.fd, num, err)
+	}
+	f.Close()
+	return own(t, num)
+}
+
+// socketpairAt is ownedSocketpair whose first end has fd number num (just freed): the kernel
+// hands out the lowest free number, and if something else took it meanwhile the end is moved
+// there with dup3(2). It reports whether the number was reused without dup3.
+func socketpairAt(t testing.TB, num int) (a, b *ownedFd, natural bool) {
+	t.Helper()
+	a, b = ownedSocketpair(t)
+	switch num {
+	case a.fd:
+		return a, b, true
+	case b.fd: // the kernel gave the free number to the other end: swap roles
+		return b, a, true
+	}
+	return renumber(t, a, num), b, false
+}
+
+// pipeAt is ownedPipe whose read end has fd number num (just freed), as socketpairAt. The
+// returned ends are the test's: the caller hands r over if the loop auto-closes it.
+func pipeAt(t testing.TB, num int) (r, w *ownedFd, natural bool) {
+	t.Helper()
+	r, w = ownedPipe(t)
+	if r.fd == num {
+		return r, w, true
+	}
+	if w.fd == num { // move the write end out of the way first
+		fd, err := unix.FcntlInt(uintptr(w.fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			t.Fatalf("F_DUPFD_CLOEXEC: %v", err)
+		}
+		w.Close()
+		w = own(t, fd)
+	}
+	return renumber(t, r, num), w, false
+}
+
+// pipes makes n nonblocking pipes (testutil.Pipe), each with one unread byte when filled.
+func pipes(t testing.TB, n int, filled bool) (rs, ws []int) {
+	t.Helper()
+	for range n {
+		r, w := testutil.Pipe(t)
+		if filled {
+			testutil.Write(t, w, oneByte)
+		}
+		rs = append(rs, r)
+		ws = append(ws, w)
+	}
+	return rs, ws
+}
+
+// always makes an fd that stays readable for the rest of the test (an eventfd whose count is
+// never read), watches it with a handler that counts its runs in runs, and hands it to the
+// loop's auto-close.
+func always(t testing.TB, l *ringev.Loop, runs *atomic.Int64) {
+	t.Helper()
+	efd, err := unix.Eventfd(1, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatalf("eventfd: %v", err)
+	}
+	ev := addFd(t, l, efd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { runs.Add(1) })
+	ev.SetAutoClose(true)
+}
+
+// fill writes to the nonblocking pipe or socket fd until even a one-byte write gets EAGAIN, and
+// returns how many bytes it holds.
+func fill(t testing.TB, fd int) int {
+	t.Helper()
+	chunk := make([]byte, 4096)
+	total := 0
+	for len(chunk) > 0 {
+		n, err := unix.Write(fd, chunk)
+		switch {
+		case err == unix.EAGAIN:
+			chunk = chunk[:len(chunk)/2]
+		case err != nil:
+			t.Fatalf("filling fd %d: %v", fd, err)
+		case total > 64<<20:
+			t.Fatalf("fd %d took %d bytes and does not fill up", fd, total)
+		default:
+			total += n
+		}
+	}
+	return total
+}
+
+// isClosed reports whether fd is not open (fcntl F_GETFD fails with EBADF).
+func isClosed(fd int) bool {
+	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	return err == unix.EBADF
+}
+
+// closedFdNumber returns an fd number that is not open.
+func closedFdNumber(t testing.TB) int {
+	t.Helper()
+	for fd := 4000; fd < 5000; fd++ {
+		if isClosed(fd) {
+			return fd
+		}
+	}
+	t.Fatal("no closed fd number between 4000 and 5000")
+	return -1
+}
+
+// peerEOF waits up to within (0: one look) for a nonblocking read on peer to report that the
+// other end's file is released (EOF, or ECONNRESET when it was closed with unread data),
+// discarding data. It returns whether it was, how long that took, and what the last read
+// returned.
+func peerEOF(peer int, within time.Duration) (bool, time.Duration, string) {
+	start := time.Now()
+	end := start.Add(within)
+	var buf [4096]byte
+	for {
+		n, err := unix.Read(peer, buf[:])
+		switch {
+		case err == nil && n == 0:
+			return true, time.Since(start), "EOF"
+		case err == unix.ECONNRESET:
+			return true, time.Since(start), "ECONNRESET"
+		case err == nil, err == unix.EINTR:
+			continue // data the other end had written: read on to EOF
+		case err != unix.EAGAIN:
+			return false, time.Since(start), fmt.Sprintf("read error %v", err)
+		}
+		rem := time.Until(end)
+		if rem <= 0 {
+			return false, time.Since(start), "EAGAIN (the other end's file is still open)"
+		}
+		ms := int((rem + time.Millisecond - 1) / time.Millisecond)
+		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(peer), Events: unix.POLLIN}}, ms)
+	}
+}
+
+// expectEOF fails the test unless peer reads EOF within the given time (0: at once): the other
+// end's file was really released.
+func expectEOF(t *testing.T, peer int, within time.Duration, what string) {
+	t.Helper()
+	if ok, _, last := peerEOF(peer, within); !ok {
+		when := "at once"
+		if within > 0 {
+			when = "within " + within.String()
+		}
+		t.Fatalf("%s: the peer did not read EOF %s (last read: %s): the file was not released", what, when, last)
+	}
+}
+
+// expectPinned asserts the documented uring-poll behaviour: the file stays open (the peer reads
+// no EOF within releaseWithin) because a pending IORING_OP_POLL_ADD holds a reference to it.
+func expectPinned(t *testing.T, peer int, what string) {
+	t.Helper()
+	if ok, took, _ := peerEOF(peer, releaseWithin); ok {
+		t.Fatalf("%s: the peer read EOF after %v, but uring-poll is documented to pin the file here (pending POLL_ADD); the doc or the test is out of date", what, took)
+	}
+}
+
+// threadCPU is the CPU time (user+system) used so far by the calling OS thread. The loop's
+// goroutine is locked to its thread, so this is the loop's own CPU time.
+func threadCPU(t testing.TB) time.Duration {
+	t.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		t.Fatalf("getrusage(RUSAGE_THREAD): %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// settle adds a timer due in d and calls Once (each call guarded by deadline) until it has run,
+// and returns the errors Once returned on the way. It fails the test if that takes more than
+// maxOnces Once calls (something else kept running), or if the loop's thread burns more than
+// half of the time in CPU meanwhile (a loop that spins inside one Once shows up there, not in
+// the count).
+func settle(t testing.TB, l *ringev.Loop, d time.Duration, maxOnces int) []error {
+	t.Helper()
+	fired := false
+	tm := l.AddTimer(d, func(*ringev.Timer) { fired = true })
+	cpu0, wall0 := threadCPU(t), time.Now()
+	var errs []error
+	calls := 0
+	for !fired {
+		if calls >= maxOnces {
+			tm.Stop()
+			t.Fatalf("%d Once calls ran something other than the %v quiet-period timer (errors: %v): a handler that should not be ready ran, or the loop spins", calls, d, errs)
+		}
+		if err := testutil.OnceErr(t, l, deadline); err != nil {
+			errs = append(errs, err)
+		}
+		calls++
+	}
+	if cpu, wall := threadCPU(t)-cpu0, time.Since(wall0); cpu > wall/2 && cpu > 20*time.Millisecond {
+		t.Fatalf("the loop spins: its thread used %v of CPU in a %v quiet period (%d Once calls)", cpu, wall, calls)
+	}
+	return errs
+}
+
+// quiet shows that nothing is ready on l: the first Once runs a timer due in quietFor, without
+// an error. Any handler that runs instead fails the test.
+func quiet(t testing.TB, l *ringev.Loop) {
+	t.Helper()
+	if errs := settle(t, l, quietFor, 1); len(errs) > 0 {
+		t.Fatalf("Once in a quiet period: %v", errs[0])
+	}
+}
+
+// await polls cond (every 100 µs) until it holds, or fails the test at deadline.
+func await(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v", what, deadline)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// stopped reports whether t has ended (t.Context is done): a goroutine that spins until the
+// loop gets somewhere checks it, so that it stops when the test failed first.
+func stopped(t testing.TB) bool { return t.Context().Err() != nil }
+
+// sigGuard subscribes to sigs through os/signal for the rest of the test and returns the
+// channel: a raise then never falls through to the default action (ending the test binary),
+// and the test can see that a delivery reached the process.
+func sigGuard(t testing.TB, sigs ...os.Signal) chan os.Signal {
+	t.Helper()
+	ch := make(chan os.Signal, 1024)
+	signal.Notify(ch, sigs...)
+	t.Cleanup(func() { signal.Stop(ch) })
+	return ch
+}
+
+// raise sends sig to this process and waits (deadline) until the guard channel has it.
+func raise(t testing.TB, guard chan os.Signal, sig syscall.Signal) {
+	t.Helper()
+	if err := unix.Kill(os.Getpid(), sig); err != nil {
+		t.Fatalf("kill(%v): %v", sig, err)
+	}
+	timeout := time.After(deadline)
+	for {
+		select {
+		case got := <-guard:
+			if got == sig {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%v raised but not delivered to the process within %v", sig, deadline)
+		}
+	}
+}
+
+// speed is tevent's fd_speed1 (fd_speed2, 3 with idle handler pairs) on one loop: a pipe, a
+// Read handler reading one byte and a Write handler writing one, through the loop methods
+// (viaLoop) or the package functions (read(2), write(2)). The bytes written count up; the
+// reader checks each. Nothing it does allocates. Benchmarks use it as it is.
+type speed struct {
+	l       *ringev.Loop
+	r, w    int
+	viaLoop bool
+	rbuf    [1]byte
+	wbuf    [1]byte
+	next    byte // the next byte to write
+	want    byte // the next byte the reader must see
+	reads   int  // bytes read
+	writes  int  // bytes written
+	onces   int  // Once calls by run
+	idle    int  // calls of handlers that must never run
+	bad     int  // handler calls that did not move exactly one (right) byte, or got wrong flags
+	badWhat string
+	badN    int
+	badErr  error
+	badF    ringev.Flags
+}
+
+// newSpeed makes a speed loop on backend with idle idle-handler pairs (a Write handler on the
+// read end, a Read handler on the write end).
+func newSpeed(tb testing.TB, backend string, viaLoop bool, idle int, opts ...ringev.Option) *speed {
+	tb.Helper()
+	r, w := testutil.Pipe(tb)
+	s := &speed{l: newLoop(tb, backend, opts...), r: r, w: w, viaLoop: viaLoop}
+	addFd(tb, s.l, r, ringev.Read, s.onRead)
+	addFd(tb, s.l, w, ringev.Write, s.onWrite)
+	for range idle {
+		addFd(tb, s.l, r, ringev.Write, s.onIdle)
+		addFd(tb, s.l, w, ringev.Read, s.onIdle)
+	}
+	return s
+}
+
+func (s *speed) fail(what string, f ringev.Flags, n int, err error) {
+	if s.bad == 0 {
+		s.badWhat, s.badF, s.badN, s.badErr = what, f, n, err
+	}
+	s.bad++
+}
+
+func (s *speed) onRead(_ *ringev.FdEvent, f ringev.Flags) {
+	var n int
+	var err error
+	if s.viaLoop {
+		n, err = s.l.ReadNonblocking(s.r, s.rbuf[:])
+	} else {
+		n, err = ringev.ReadNonblocking(s.r, s.rbuf[:])
+	}
+	switch {
+	case f != ringev.Read || n != 1 || err != nil:
+		s.fail("read", f, n, err)
+		return
+	case s.rbuf[0] != s.want:
+		s.fail("read a wrong byte", f, int(s.rbuf[0]), nil)
+	}
+	s.want = s.rbuf[0] + 1
+	s.reads++
+}
+
+func (s *speed) onWrite(_ *ringev.FdEvent, f ringev.Flags) {
+	s.wbuf[0] = s.next
+	var n int
+	var err error
+	if s.viaLoop {
+		n, err = s.l.WriteNonblocking(s.w, s.wbuf[:])
+	} else {
+		n, err = ringev.WriteNonblocking(s.w, s.wbuf[:])
+	}
+	if f != ringev.Write || n != 1 || err != nil {
+		s.fail("write", f, n, err)
+		return
+	}
+	s.next++
+	s.writes++
+}
+
+func (s *speed) onIdle(*ringev.FdEvent, ringev.Flags) { s.idle++ }
+
+// run turns the loop until n more bytes were read (at most 4n+64 Onces), failing on a bad or
+// idle handler call.
+func (s *speed) run(tb testing.TB, n int) {
+	target := s.reads + n
+	for i := 0; s.reads < target; i++ {
+		if s.bad > 0 || s.idle > 0 || i > 4*n+64 {
+			tb.Fatalf("after %d Onces: %d of %d bytes read; %d idle handler calls; %d bad handler calls, the first: %s: flags %v, n %d, err %v",
+				i, n-(target-s.reads), n, s.idle, s.bad, s.badWhat, s.badF, s.badN, s.badErr)
+		}
+		if err := s.l.Once(); err != nil {
+			tb.Fatalf("Once: %v", err)
+		}
+		s.onces++
+	}
+}
+
+// check fails unless every handler call moved its byte, no idle handler ran, and the bytes
+// written and not read are still in the pipe.
+func (s *speed) check(t *testing.T) {
+	t.Helper()
+	if s.bad > 0 || s.idle > 0 {
+		t.Fatalf("%d idle handler calls; %d bad handler calls, the first: %s: flags %v, n %d, err %v",
+			s.idle, s.bad, s.badWhat, s.badF, s.badN, s.badErr)
+	}
+	if left := testutil.Drain(t, s.r); s.writes-s.reads != left {
+		t.Fatalf("%d bytes written, %d read, %d left in the pipe", s.writes, s.reads, left)
+	}
+}
