@@ -4,6 +4,7 @@
 //	                   [--json] [--png FILE]
 //	ringev bench rio [flags]
 //	ringev probe [--json]
+//	ringev serve resp|http|echo [flags]
 //	ringev help COMMAND
 //
 // Exit status: 0 on success (and for --help), 1 when a measurement fails, 2 for a bad command
@@ -32,6 +33,7 @@ commands:
   bench pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
   bench rio     fio-style random-read latency over ringev's io_uring binding
   probe         what this kernel's io_uring supports
+  serve         a RESP, HTTP or echo server on the loop (see 'ringev serve --help')
   help CMD      the help of a command, e.g. 'ringev help bench rio'
 
 Run 'ringev COMMAND --help' (e.g. 'ringev bench pipes --help') for a command's flags.
@@ -86,6 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return dispatch("ringev: unknown command", usageTop, []command{
 		{"bench", runBench},
 		{"probe", runProbe},
+		{"serve", runServe},
 	}, args, stdout, stderr)
 }
 
