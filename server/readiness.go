@@ -265,17 +265,13 @@ func (c *conn) flush() {
 	c.update()
 }
 
-// update sets the connection's fd event flags from its state, or ends it: a connection the
-// protocol is done with lingers once its output is written; one that is drained closes.
+// update sets the connection's fd event flags from its state. A connection the protocol is done
+// with, or that Shutdown drains, starts a lingering close once its output is written.
 func (c *conn) update() {
 	if c.closed {
 		return
 	}
-	if len(c.out) == 0 && (c.closing || c.d.draining) {
-		if !c.closing || c.lingering {
-			c.close()
-			return
-		}
+	if len(c.out) == 0 && (c.closing || c.d.draining) && !c.lingering {
 		c.startLinger()
 		return
 	}
@@ -283,7 +279,7 @@ func (c *conn) update() {
 	if len(c.out) > 0 {
 		flags |= ringev.Write
 	}
-	if !c.closing && !c.d.draining && len(c.out) < OutputLimit || c.lingering {
+	if c.lingering || !c.closing && !c.d.draining && len(c.out) < OutputLimit {
 		flags |= ringev.Read
 	}
 	if err := c.ev.SetFlags(flags); err != nil {
@@ -325,8 +321,8 @@ func (c *conn) close() {
 }
 
 // shutdown stops accepting (after taking what is already in the backlog) and drains every
-// connection: what has arrived is read and served, the replies are written, then it is closed.
-// Connections still open after timeout are closed; the loop stops when none is left.
+// connection: what has arrived is read and served, the replies are written, then it lingers
+// and closes. Connections still open after timeout are closed; the loop stops when none is left.
 func (d *driver) shutdown(timeout time.Duration) {
 	if d.draining {
 		return
@@ -340,7 +336,7 @@ func (d *driver) shutdown(timeout time.Duration) {
 	}
 	d.draining = true
 	for c := range d.conns {
-		if !c.closing {
+		if !c.closing && !c.closed {
 			c.read() // requests that have arrived
 		}
 		c.update()

@@ -88,26 +88,34 @@ func TestRESPInlineQuoting(t *testing.T) {
 	}
 }
 
-// TestRESPProtocolErrorsCloseWithRedisText: bad framing gets Redis 7.0's reply (taken from
-// redis-server 7.0.15) after the replies of the commands before it, and closeAfter.
+// respProtocolErrorCases are bad framings and Redis 7.0's replies to them (from redis-server
+// 7.0.15), after which the connection is closed. The cases marked limit hit this package's lower
+// limits (MaxRESPBulk, MaxRESPArgs), which Redis does not have: it would wait for more input.
+var respProtocolErrorCases = []struct {
+	in, want string
+	limit    bool
+}{
+	{"*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n", false},
+	{"*2147483648\r\n", "-ERR Protocol error: invalid multibulk length\r\n", false},
+	{"*01\r\n", "-ERR Protocol error: invalid multibulk length\r\n", false},
+	{"*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length\r\n", false},
+	{"*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n", false},
+	{"*1\r\n$600000000\r\n", "-ERR Protocol error: invalid bulk length\r\n", false},
+	{"*1\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'\r\n", false},
+	{"*1\r\n\r\n", "-ERR Protocol error: expected '$', got ' '\r\n", false},
+	{"PING\r\nECHO \"ab\r\n", "+PONG\r\n-ERR Protocol error: unbalanced quotes in request\r\n", false},
+	{"ECHO \"a\"b\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n", false},
+	{strings.Repeat("x", MaxRESPLine+1), "-ERR Protocol error: too big inline request\r\n", false},
+	{"*" + strings.Repeat("1", MaxRESPLine+1), "-ERR Protocol error: too big mbulk count string\r\n", false},
+	{"*1\r\n$" + strings.Repeat("1", MaxRESPLine+1), "-ERR Protocol error: too big bulk count string\r\n", false},
+	{fmt.Sprintf("*1\r\n$%d\r\n", MaxRESPBulk+1), "-ERR Protocol error: invalid bulk length\r\n", true},
+	{fmt.Sprintf("*%d\r\n", MaxRESPArgs+1), "-ERR Protocol error: invalid multibulk length\r\n", true},
+}
+
+// TestRESPProtocolErrorsCloseWithRedisText: bad framing gets Redis's reply after the replies of
+// the commands before it, and closeAfter.
 func TestRESPProtocolErrorsCloseWithRedisText(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
-		{"*2147483648\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
-		{"*01\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
-		{"*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
-		{"*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
-		{"*1\r\n$600000000\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
-		{fmt.Sprintf("*1\r\n$%d\r\n", MaxRESPBulk+1), "-ERR Protocol error: invalid bulk length\r\n"},
-		{"*1\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'\r\n"},
-		{"*1\r\n\r\n", "-ERR Protocol error: expected '$', got ' '\r\n"},
-		{"PING\r\nECHO \"ab\r\n", "+PONG\r\n-ERR Protocol error: unbalanced quotes in request\r\n"},
-		{"ECHO \"a\"b\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
-		{strings.Repeat("x", MaxRESPLine+1), "-ERR Protocol error: too big inline request\r\n"},
-		{"*" + strings.Repeat("1", MaxRESPLine+1), "-ERR Protocol error: too big mbulk count string\r\n"},
-		{"*1\r\n$" + strings.Repeat("1", MaxRESPLine+1), "-ERR Protocol error: too big bulk count string\r\n"},
-		{fmt.Sprintf("*%d\r\n", MaxRESPArgs+1), "-ERR Protocol error: invalid multibulk length\r\n"},
-	} {
+	for _, tc := range respProtocolErrorCases {
 		got, closeAfter := serveAll(t, tc.in)
 		if got != tc.want || !closeAfter {
 			t.Errorf("%.40q: got %q, close %v; want %q, close", tc.in, got, closeAfter, tc.want)
@@ -133,44 +141,47 @@ func TestRESPRequestOverLimitClosesSilently(t *testing.T) {
 	}
 }
 
-// TestRESPCommandReplies: each command's replies, byte for byte as redis-server 7.0.15 answered
-// the same input.
+// respReplyCases are command sequences and redis-server 7.0.15's replies to them, byte for
+// byte (TestRESPMatchesRedisServer checks them against the redis-server installed, if any).
+var respReplyCases = []struct{ in, want string }{
+	{"PING\r\nPING hi\r\nPING a b\r\nECHO x\r\nECHO\r\n",
+		"+PONG\r\n$2\r\nhi\r\n-ERR wrong number of arguments for 'ping' command\r\n$1\r\nx\r\n-ERR wrong number of arguments for 'echo' command\r\n"},
+	{"foo a b\r\nfoo\r\n*1\r\n$0\r\n\r\nGET\r\n",
+		"-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n-ERR unknown command 'foo', with args beginning with: \r\n" +
+			"-ERR unknown command '', with args beginning with: \r\n-ERR wrong number of arguments for 'get' command\r\n"},
+	{"*3\r\n$3\r\nfoo\r\n$200\r\n" + strings.Repeat("x", 200) + "\r\n$3\r\nabc\r\n",
+		"-ERR unknown command 'foo', with args beginning with: '" + strings.Repeat("x", 128) + "' \r\n"},
+	{"CONFIG GET save\r\nCONFIG GET appendonly\r\nCONFIG GET nosuch\r\nCONFIG GET\r\nCONFIG foo\r\nCONFIG\r\n",
+		"*2\r\n$4\r\nsave\r\n$0\r\n\r\n*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n*0\r\n-ERR wrong number of arguments for 'config|get' command\r\n" +
+			"-ERR unknown subcommand 'foo'. Try CONFIG HELP.\r\n-ERR wrong number of arguments for 'config' command\r\n"},
+	{"SET a b c\r\nSET a b\r\nGET a\r\nGET nokey\r\nINCR a\r\nSET n 9223372036854775807\r\nINCR n\r\nLPUSH a x\r\nINCR c\r\nINCR c\r\n",
+		"-ERR syntax error\r\n+OK\r\n$1\r\nb\r\n$-1\r\n-ERR value is not an integer or out of range\r\n+OK\r\n" +
+			"-ERR increment or decrement would overflow\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:1\r\n:2\r\n"},
+	{"RPUSH l a b c\r\nLRANGE l 0 -1\r\nLRANGE l -2 10\r\nLRANGE l 5 1\r\nLRANGE l x 1\r\nLRANGE nol 0 1\r\nLPOP l 2\r\nLPOP l 0\r\nRPOP l\r\nRPOP l\r\nLPOP nol 2\r\nLPOP nol\r\nLPOP l -1\r\n",
+		":3\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n*2\r\n$1\r\nb\r\n$1\r\nc\r\n*0\r\n-ERR value is not an integer or out of range\r\n*0\r\n" +
+			"*2\r\n$1\r\na\r\n$1\r\nb\r\n*0\r\n$1\r\nc\r\n$-1\r\n*-1\r\n$-1\r\n-ERR value is out of range, must be positive\r\n"},
+	{"LPUSH l a b\r\nLRANGE l 0 -1\r\nLPOP l 1 2\r\n",
+		":2\r\n*2\r\n$1\r\nb\r\n$1\r\na\r\n-ERR wrong number of arguments for 'lpop' command\r\n"},
+	{"SADD s a a\r\nSPOP s\r\nSPOP nos\r\nSPOP s 5\r\nSPOP nos 2\r\nSPOP s 1 2\r\nSPOP s x\r\n",
+		":1\r\n$1\r\na\r\n$-1\r\n*0\r\n*0\r\n-ERR syntax error\r\n-ERR value is out of range, must be positive\r\n"},
+	{"HSET h a 1 b\r\nHSET h a 1 b 2\r\nHSET h a 3\r\n",
+		"-ERR wrong number of arguments for 'hset' command\r\n:2\r\n:0\r\n"},
+	{"ZADD z 0 b 0 a 1.5 c\r\nZPOPMIN z\r\nZPOPMIN z 5\r\nZPOPMIN z\r\nZADD z x a\r\nZADD z 1\r\nZADD z 0.1 q\r\nZPOPMIN z\r\nZADD z nan s\r\nZPOPMIN z 1 2\r\nZPOPMIN z -1\r\n",
+		":3\r\n*2\r\n$1\r\na\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n0\r\n$1\r\nc\r\n$3\r\n1.5\r\n*0\r\n-ERR value is not a valid float\r\n" +
+			"-ERR wrong number of arguments for 'zadd' command\r\n:1\r\n*2\r\n$1\r\nq\r\n$19\r\n0.10000000000000001\r\n-ERR value is not a valid float\r\n" +
+			"-ERR syntax error\r\n-ERR value is out of range, must be positive\r\n"},
+	{"ZADD z 1.5 a 1e20 b 123456789012345678 c -2.5e-7 d\r\nZPOPMIN z 10\r\n",
+		":4\r\n*8\r\n$1\r\nd\r\n$23\r\n-2.4999999999999999e-07\r\n$1\r\na\r\n$3\r\n1.5\r\n$1\r\nc\r\n$22\r\n1.2345678901234568e+17\r\n$1\r\nb\r\n$5\r\n1e+20\r\n"},
+	{"MSET a\r\nMSET a 1 b 2\r\nGET b\r\nDEL a b c\r\nDBSIZE\r\n",
+		"-ERR wrong number of arguments for 'mset' command\r\n+OK\r\n$1\r\n2\r\n:2\r\n:0\r\n"},
+	{"*-1\r\nPING\r\n*0\r\nPING\r\n\r\n\r\nPING\r\n", "+PONG\r\n+PONG\r\n+PONG\r\n"},
+	{"*2\r\n$4\r\nPING\r\n$1\r\nabcd\r\nPING\r\n", // the 2 bytes after a bulk are skipped unread
+		"$1\r\na\r\n-ERR unknown command 'd', with args beginning with: \r\n+PONG\r\n"},
+}
+
+// TestRESPCommandReplies: each command's replies are Redis's (respReplyCases).
 func TestRESPCommandReplies(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"PING\r\nPING hi\r\nPING a b\r\nECHO x\r\nECHO\r\n",
-			"+PONG\r\n$2\r\nhi\r\n-ERR wrong number of arguments for 'ping' command\r\n$1\r\nx\r\n-ERR wrong number of arguments for 'echo' command\r\n"},
-		{"foo a b\r\nfoo\r\n*1\r\n$0\r\n\r\nGET\r\n",
-			"-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n-ERR unknown command 'foo', with args beginning with: \r\n" +
-				"-ERR unknown command '', with args beginning with: \r\n-ERR wrong number of arguments for 'get' command\r\n"},
-		{"*3\r\n$3\r\nfoo\r\n$200\r\n" + strings.Repeat("x", 200) + "\r\n$3\r\nabc\r\n",
-			"-ERR unknown command 'foo', with args beginning with: '" + strings.Repeat("x", 128) + "' \r\n"},
-		{"CONFIG GET save\r\nCONFIG GET appendonly\r\nCONFIG GET nosuch\r\nCONFIG GET\r\nCONFIG foo\r\nCONFIG\r\n",
-			"*2\r\n$4\r\nsave\r\n$0\r\n\r\n*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n*0\r\n-ERR wrong number of arguments for 'config|get' command\r\n" +
-				"-ERR unknown subcommand 'foo'. Try CONFIG HELP.\r\n-ERR wrong number of arguments for 'config' command\r\n"},
-		{"SET a b ex 1\r\nSET a b\r\nGET a\r\nGET nokey\r\nINCR a\r\nSET n 9223372036854775807\r\nINCR n\r\nLPUSH a x\r\nINCR c\r\nINCR c\r\n",
-			"-ERR syntax error\r\n+OK\r\n$1\r\nb\r\n$-1\r\n-ERR value is not an integer or out of range\r\n+OK\r\n" +
-				"-ERR increment or decrement would overflow\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:1\r\n:2\r\n"},
-		{"RPUSH l a b c\r\nLRANGE l 0 -1\r\nLRANGE l -2 10\r\nLRANGE l 5 1\r\nLRANGE l x 1\r\nLRANGE nol 0 1\r\nLPOP l 2\r\nLPOP l 0\r\nRPOP l\r\nRPOP l\r\nLPOP nol 2\r\nLPOP nol\r\nLPOP l -1\r\n",
-			":3\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n*2\r\n$1\r\nb\r\n$1\r\nc\r\n*0\r\n-ERR value is not an integer or out of range\r\n*0\r\n" +
-				"*2\r\n$1\r\na\r\n$1\r\nb\r\n*0\r\n$1\r\nc\r\n$-1\r\n*-1\r\n$-1\r\n-ERR value is out of range, must be positive\r\n"},
-		{"LPUSH l a b\r\nLRANGE l 0 -1\r\nLPOP l 1 2\r\n",
-			":2\r\n*2\r\n$1\r\nb\r\n$1\r\na\r\n-ERR wrong number of arguments for 'lpop' command\r\n"},
-		{"SADD s a a\r\nSPOP s\r\nSPOP nos\r\nSPOP s 5\r\nSPOP nos 2\r\nSPOP s 1 2\r\nSPOP s x\r\n",
-			":1\r\n$1\r\na\r\n$-1\r\n*0\r\n*0\r\n-ERR syntax error\r\n-ERR value is out of range, must be positive\r\n"},
-		{"HSET h a 1 b\r\nHSET h a 1 b 2\r\nHSET h a 3\r\n",
-			"-ERR wrong number of arguments for 'hset' command\r\n:2\r\n:0\r\n"},
-		{"ZADD z 0 b 0 a 1.5 c\r\nZPOPMIN z\r\nZPOPMIN z 5\r\nZPOPMIN z\r\nZADD z x a\r\nZADD z 1\r\nZADD z 0.1 q\r\nZPOPMIN z\r\nZADD z nan s\r\nZPOPMIN z 1 2\r\nZPOPMIN z -1\r\n",
-			":3\r\n*2\r\n$1\r\na\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n0\r\n$1\r\nc\r\n$3\r\n1.5\r\n*0\r\n-ERR value is not a valid float\r\n" +
-				"-ERR wrong number of arguments for 'zadd' command\r\n:1\r\n*2\r\n$1\r\nq\r\n$19\r\n0.10000000000000001\r\n-ERR value is not a valid float\r\n" +
-				"-ERR syntax error\r\n-ERR value is out of range, must be positive\r\n"},
-		{"ZADD z 1.5 a 1e20 b 123456789012345678 c -2.5e-7 d\r\nZPOPMIN z 10\r\n",
-			":4\r\n*8\r\n$1\r\nd\r\n$23\r\n-2.4999999999999999e-07\r\n$1\r\na\r\n$3\r\n1.5\r\n$1\r\nc\r\n$22\r\n1.2345678901234568e+17\r\n$1\r\nb\r\n$5\r\n1e+20\r\n"},
-		{"MSET a\r\nMSET a 1 b 2\r\nGET b\r\nDEL a b c\r\nDBSIZE\r\n",
-			"-ERR wrong number of arguments for 'mset' command\r\n+OK\r\n$1\r\n2\r\n:2\r\n:0\r\n"},
-		{"*-1\r\nPING\r\n*0\r\nPING\r\n\r\n\r\nPING\r\n", "+PONG\r\n+PONG\r\n+PONG\r\n"},
-		{"*2\r\n$4\r\nPING\r\n$1\r\nabcd\r\nPING\r\n", // the 2 bytes after a bulk are skipped unread
-			"$1\r\na\r\n-ERR unknown command 'd', with args beginning with: \r\n+PONG\r\n"},
-	} {
+	for _, tc := range respReplyCases {
 		got, closeAfter := serveAll(t, tc.in)
 		if got != tc.want || closeAfter {
 			t.Errorf("%q:\n got %q (close %v)\nwant %q", tc.in, got, closeAfter, tc.want)
