@@ -3,6 +3,7 @@
 //	ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--mode m,n] [--events N]
 //	                   [--json] [--png FILE]
 //	ringev bench rio [flags]
+//	ringev bench net [flags]
 //	ringev probe [--json]
 //	ringev serve resp|http|echo [flags]
 //	ringev help COMMAND
@@ -32,6 +33,7 @@ const usageTop = `usage: ringev <command> [arguments]
 commands:
   bench pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
   bench rio     fio-style random-read latency over ringev's io_uring binding
+  bench net     ringev's servers against redis-server, nginx, gnet... with real clients
   probe         what this kernel's io_uring supports
   serve         a RESP, HTTP or echo server on the loop (see 'ringev serve --help')
   help CMD      the help of a command, e.g. 'ringev help bench rio'
@@ -44,6 +46,7 @@ const usageBench = `usage: ringev bench <benchmark> [flags]
 benchmarks:
   pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
   rio     fio-style random-read latency over ringev's io_uring binding
+  net     ringev's servers against redis-server, nginx, gnet... with real clients
 
 Run 'ringev bench BENCHMARK --help' (e.g. 'ringev bench rio --help') for its flags.
 `
@@ -96,6 +99,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return dispatch("ringev bench: unknown benchmark", usageBench, []command{
 		{"pipes", runPipes},
 		{"rio", runRio},
+		{"net", runBenchNet},
 	}, args, stdout, stderr)
 }
 
