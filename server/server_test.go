@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -372,5 +373,59 @@ func TestStartNamesAnAddressInUse(t *testing.T) {
 	}
 	if n := fdCount(t); n != before {
 		t.Errorf("%d fds open after the failed Start, %d before", n, before)
+	}
+}
+
+// TestIdleConnectionsOwnNoBuffers: 5,000 connections that have each been served one request and
+// sit idle cost the server less than 2 KiB of heap each (its conn, its fd event and the loop's
+// slot for the fd): an idle connection owns no read or write buffer. The clients are raw sockets,
+// so that their own memory is not counted.
+func TestIdleConnectionsOwnNoBuffers(t *testing.T) {
+	const n = 5000
+	raiseNofile(t, 2*n+256)
+	srv := startServer(t, Config{NewProtocol: respServer})
+	addr, err := net.ResolveTCPAddr("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &unix.SockaddrInet4{Port: addr.Port}
+	copy(sa.Addr[:], addr.IP.To4())
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	fds := make([]int, 0, n)
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	tv := unix.Timeval{Sec: 10}
+	for range n {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		if err := unix.Connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		var reply [16]byte
+		if _, err := unix.Write(fd, []byte("PING\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if k, err := unix.Read(fd, reply[:]); err != nil || string(reply[:k]) != "+PONG\r\n" {
+			t.Fatalf("PING: %q, %v", reply[:k], err)
+		}
+	}
+	waitConns(t, srv, n)
+	per := float64(int64(heap())-int64(before)) / n
+	t.Logf("%.0f bytes of heap per idle connection", per)
+	if per > 2048 {
+		t.Errorf("%.0f bytes of heap per idle connection, want < 2048", per)
 	}
 }
