@@ -107,7 +107,7 @@ func netPanel(w io.Writer, rs []NetResult, regime string) error {
 	p.Y.Label.Text = "CPU µs/request ÷ " + ref + "'s"
 	p.Y.Label.TextStyle.Font.Size = vg.Points(12)
 	p.Y.Tick.Label.Font.Size = vg.Points(11)
-	p.X.Tick.Label.Font.Size = vg.Points(10)
+	p.X.Tick.Label.Font.Size = vg.Points(9)
 	labels := make([]string, len(workloads)) // "PING_INLINE-c50-P16" as "PING_INLINE" over "P16"
 	for i, wl := range workloads {
 		labels[i] = strings.NewReplacer("-c50-", "\n", "-c256-", "\n").Replace(wl)
