@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: formatting, vet, staticcheck, then every test under the race detector.
+# The test command: formatting, vet, staticcheck, every test under the race detector, then the
+# RESP and HTTP parsers' fuzz tests for a few seconds each (FUZZTIME, default 5s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bad=$(gofmt -l . | grep -v '^vendor/' || true)
@@ -7,3 +8,7 @@ if [ -n "$bad" ]; then echo "gofmt: not formatted:"; echo "$bad"; exit 1; fi
 go vet ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go test -race -count=1 -timeout 10m ./...
+# The parsers' fuzz tests, a few seconds each (go test -fuzz takes one target at a time).
+for f in FuzzRESP FuzzHTTP; do
+  go test -run '^$' -fuzz "^$f\$" -fuzztime "${FUZZTIME:-5s}" ./server
+done

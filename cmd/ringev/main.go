@@ -3,7 +3,9 @@
 //	ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--mode m,n] [--events N]
 //	                   [--json] [--png FILE]
 //	ringev bench rio [flags]
+//	ringev bench net [flags]
 //	ringev probe [--json]
+//	ringev serve resp|http|echo [flags]
 //	ringev help COMMAND
 //
 // Exit status: 0 on success (and for --help), 1 when a measurement fails, 2 for a bad command
@@ -31,7 +33,9 @@ const usageTop = `usage: ringev <command> [arguments]
 commands:
   bench pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
   bench rio     fio-style random-read latency over ringev's io_uring binding
+  bench net     ringev's servers against redis-server, nginx, gnet... with real clients
   probe         what this kernel's io_uring supports
+  serve         a RESP, HTTP or echo server on the loop (see 'ringev serve --help')
   help CMD      the help of a command, e.g. 'ringev help bench rio'
 
 Run 'ringev COMMAND --help' (e.g. 'ringev bench pipes --help') for a command's flags.
@@ -42,6 +46,7 @@ const usageBench = `usage: ringev bench <benchmark> [flags]
 benchmarks:
   pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
   rio     fio-style random-read latency over ringev's io_uring binding
+  net     ringev's servers against redis-server, nginx, gnet... with real clients
 
 Run 'ringev bench BENCHMARK --help' (e.g. 'ringev bench rio --help') for its flags.
 `
@@ -86,6 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return dispatch("ringev: unknown command", usageTop, []command{
 		{"bench", runBench},
 		{"probe", runProbe},
+		{"serve", runServe},
 	}, args, stdout, stderr)
 }
 
@@ -93,6 +99,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return dispatch("ringev bench: unknown benchmark", usageBench, []command{
 		{"pipes", runPipes},
 		{"rio", runRio},
+		{"net", runBenchNet},
 	}, args, stdout, stderr)
 }
 

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/server"
+)
+
+const usageServe = `usage: ringev serve resp|http|echo [--addr HOST:PORT] [--backend B] [--api readiness]
+                                   [--loops N]
+
+Serves a protocol on ringev's loop until SIGINT or SIGTERM:
+  resp   a small Redis (RESP2, inline commands, pipelining, an in-memory keyspace) with the
+         commands redis-benchmark's default run sends (default address 127.0.0.1:6379)
+  http   HTTP/1.1 plaintext by TechEmpower's rules: GET /plaintext or / answers
+         "Hello, World!" (default address 127.0.0.1:8080)
+  echo   every byte back (default address 127.0.0.1:7007)
+
+flags:
+  --addr HOST:PORT  where to listen (port 0: any free port, printed on stderr)
+  --backend B       the loops' backend: auto (default), %s
+  --api A           readiness (default): fd events and the loop's non-blocking I/O;
+                    requests (completion I/O) is not built yet
+  --loops N         N loops, each on its own OS thread with its own SO_REUSEPORT
+                    listening socket, 1..%d (default 1)
+
+On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
+writes the replies, closes them and exits 0 (connections still open after 5 s are closed).
+`
+
+// maxLoops bounds --loops.
+const maxLoops = 1024
+
+// serveOptions is the parsed command line of `ringev serve`.
+type serveOptions struct {
+	proto   string
+	addr    string
+	backend string
+	api     string
+	loops   int
+}
+
+// serveProtocols are the protocols of `ringev serve` and their default addresses.
+var serveProtocols = map[string]string{"resp": "127.0.0.1:6379", "http": "127.0.0.1:8080", "echo": "127.0.0.1:7007"}
+
+func serveUsage() string {
+	return fmt.Sprintf(usageServe, strings.Join(ringev.Backends(), ", "), maxLoops)
+}
+
+// parseServe parses the arguments of `ringev serve`: flag.ErrHelp for -h/--help, a *usageError
+// naming the flag or argument for anything it rejects.
+func parseServe(args []string) (serveOptions, error) {
+	o := serveOptions{backend: "auto", api: server.APIReadiness, loops: 1}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		o.proto, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("ringev serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&o.addr, "addr", "", "address")
+	fs.Func("backend", "backend", func(s string) error {
+		if s != "auto" && !slices.Contains(ringev.Backends(), s) {
+			return fmt.Errorf("unknown backend %q (known: auto, %s)", s, strings.Join(ringev.Backends(), ", "))
+		}
+		o.backend = s
+		return nil
+	})
+	fs.Func("api", "I/O API", func(s string) error {
+		switch s {
+		case server.APIReadiness:
+		case server.APIRequests:
+			return errors.New("the requests API (completion I/O, issue 12) is not built yet; use --api readiness")
+		default:
+			return fmt.Errorf("unknown API %q (known: %s, %s)", s, server.APIReadiness, server.APIRequests)
+		}
+		o.api = s
+		return nil
+	})
+	fs.Func("loops", "number of loops", func(s string) error {
+		n, err := parseCount(s)
+		if err == nil && n > maxLoops {
+			err = fmt.Errorf("must be <= %d", maxLoops)
+		}
+		o.loops = int(n)
+		return err
+	})
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, &usageError{doubleDash(err.Error())}
+	}
+	if o.proto == "" && fs.NArg() > 0 { // the protocol after the flags
+		o.proto = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return o, &usageError{doubleDash(err.Error())}
+		}
+	}
+	if o.proto == "" {
+		return o, &usageError{"which protocol? resp, http or echo"}
+	}
+	if _, ok := serveProtocols[o.proto]; !ok {
+		return o, &usageError{fmt.Sprintf("unknown protocol %q (known: resp, http, echo)", o.proto)}
+	}
+	if fs.NArg() > 0 {
+		return o, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if o.addr == "" {
+		o.addr = serveProtocols[o.proto]
+	}
+	return o, nil
+}
+
+// newProtocol returns the server.Config.NewProtocol of a protocol name; the loops of one RESP
+// server share its keyspace.
+func newProtocol(name string) func() server.Protocol {
+	switch name {
+	case "resp":
+		ks := server.NewKeyspace()
+		return func() server.Protocol { return server.NewRESP(ks) }
+	case "http":
+		return func() server.Protocol { return server.NewHTTP() }
+	}
+	return func() server.Protocol { return server.Echo{} }
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	o, err := parseServe(args)
+	if err != nil {
+		return badArgs("ringev serve", serveUsage(), err, stdout, stderr)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	srv, err := server.Start(server.Config{
+		Addr:        o.addr,
+		Backend:     o.backend,
+		API:         o.api,
+		Loops:       o.loops,
+		NewProtocol: newProtocol(o.proto),
+		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "ringev serve: "+format+"\n", args...) },
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "ringev serve %s: %v\n", o.proto, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s API)\n",
+		o.proto, srv.Addr(), srv.Backend(), o.loops, o.api)
+	ended := make(chan error, 1)
+	go func() { ended <- srv.Wait() }()
+	select {
+	case sig := <-sigs:
+		fmt.Fprintf(stderr, "ringev serve %s: %s: finishing %d connection(s)\n", o.proto, signalName(sig), srv.Conns())
+		srv.Shutdown()
+		err = <-ended
+	case err = <-ended:
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ringev serve %s: %v\n", o.proto, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"math"
+	"strings"
+	"testing"
+)
+
+// netShOutput is net.sh's output for two rounds (lines of a real run, the second round edited),
+// with a line that is not a measurement and a failed wrk run (no figures).
+const netShOutput = `redis PING_INLINE-c50-P1: Got 43763.68 requests/sec (p50 0.303 ms, server CPU 7.50 us/request)
+ringev-uring-readiness PING_INLINE-c50-P1: Got 91743.12 requests/sec (p50 0.279 ms, server CPU 8.00 us/request)
+nginx-1worker plaintext-c256-depth1: Got 123936.82 requests/sec (p50 1.05ms, p99 4.40ms, server CPU 7.05 us/request)
+nginx-1worker plaintext-c256-depth16: Got 149907.35 requests/sec (p50 15.53ms, p99 0.00us, server CPU 6.52 us/request)
+ringev-uring-readiness plaintext-c256-depth1: Got 104580.86 requests/sec (p50 812.00us, p99 1.20s, server CPU 7.69 us/request) ERRORS:   Non-2xx or 3xx responses: 12
+some other line
+redis PING_INLINE-c50-P1: Got 93000.00 requests/sec (p50 0.279 ms, server CPU 9.50 us/request)
+ringev-uring-readiness PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 ms, server CPU 8.50 us/request)
+redis PING_INLINE-c50-P1: Got 90000.00 requests/sec (p50 0.287 ms, server CPU 8.50 us/request)
+nethttp-gomaxprocs1 plaintext-c256-depth1: Got  requests/sec (p50 , p99 , server CPU 0.00 us/request)
+`
+
+func parseNetSh(t *testing.T) []NetSample {
+	var samples []NetSample
+	for _, line := range strings.Split(netShOutput, "\n") {
+		if s, ok := ParseNetLine(line); ok {
+			samples = append(samples, s)
+		}
+	}
+	if len(samples) != 8 {
+		t.Fatalf("%d samples, want 8: %+v", len(samples), samples)
+	}
+	return samples
+}
+
+// TestParseNetLine: both line formats, wrk's latency units, its errors, and its 0.00us
+// percentile (not reported).
+func TestParseNetLine(t *testing.T) {
+	s := parseNetSh(t)
+	if s[0] != (NetSample{Server: "redis", Workload: "PING_INLINE-c50-P1", Rate: 43763.68, P50Ms: 0.303, CPUUs: 7.5}) {
+		t.Errorf("redis line: %+v", s[0])
+	}
+	if s[3].P99Ms != 0 || s[3].P50Ms != 15.53 {
+		t.Errorf("p99 0.00us: %+v", s[3])
+	}
+	want := NetSample{Server: "ringev-uring-readiness", Workload: "plaintext-c256-depth1", Rate: 104580.86, P50Ms: 0.812, P99Ms: 1200,
+		CPUUs: 7.69, Errors: "Non-2xx or 3xx responses: 12"}
+	if s[4] != want {
+		t.Errorf("wrk line with errors:\n got %+v\nwant %+v", s[4], want)
+	}
+}
+
+// TestSummarizeNetTakesMedians: rounds of a server and workload become their medians, workloads
+// in the order of first appearance; the share of a core and the client-bound flag follow.
+func TestSummarizeNetTakesMedians(t *testing.T) {
+	rs := SummarizeNet(parseNetSh(t))
+	if len(rs) != 5 {
+		t.Fatalf("%d results: %+v", len(rs), rs)
+	}
+	redis := rs[0]
+	if redis.Server != "redis" || redis.Rounds != 3 || redis.RequestsPerSec != 90000 || redis.CPUUsPerRequest != 8.5 || redis.P50Ms != 0.287 {
+		t.Errorf("redis: %+v", redis)
+	}
+	if math.Abs(redis.ServerCPUPercent-76.5) > 1e-9 || !redis.ClientBound {
+		t.Errorf("redis: %.2f %% of a core, client bound %v; want 76.5, true", redis.ServerCPUPercent, redis.ClientBound)
+	}
+	ringev := rs[1]
+	if ringev.Server != "ringev-uring-readiness" || ringev.Rounds != 2 || ringev.CPUUsPerRequest != 8.25 || !ringev.ClientBound {
+		t.Errorf("ringev: %+v (%.0f %% of a core)", ringev, ringev.ServerCPUPercent)
+	}
+	if rs[4].ClientBound || rs[4].ServerCPUPercent < 90 {
+		t.Errorf("nginx at depth 16 used %.0f %% of a core: not client bound", rs[4].ServerCPUPercent)
+	}
+	if rs[2].Workload != "plaintext-c256-depth1" || rs[3].Workload != "plaintext-c256-depth1" || rs[4].Workload != "plaintext-c256-depth16" {
+		t.Errorf("order: %s %s %s", rs[2].Workload, rs[3].Workload, rs[4].Workload)
+	}
+}
+
+// TestNetRatiosCompareRingevWithEachPeer: each ringev server against each other server of its
+// workload, CPU and rate.
+func TestNetRatiosCompareRingevWithEachPeer(t *testing.T) {
+	q := NetRatios(SummarizeNet(parseNetSh(t)))
+	if len(q) != 2 {
+		t.Fatalf("%+v", q)
+	}
+	if q[0].Peer != "redis" || math.Abs(q[0].CPU-8.25/8.5) > 1e-9 || math.Abs(q[0].Rate-(91743.12+95000)/2/90000) > 1e-9 {
+		t.Errorf("vs redis: %+v", q[0])
+	}
+	if q[1].Peer != "nginx-1worker" || q[1].Workload != "plaintext-c256-depth1" {
+		t.Errorf("vs nginx: %+v", q[1])
+	}
+}
+
+// TestWriteNetTable: the table names every server, the ratios, the client's errors and the
+// client-bound note.
+func TestWriteNetTable(t *testing.T) {
+	rs := SummarizeNet(parseNetSh(t))
+	rs[1].SyscallsPerRequest = 2.07
+	var b bytes.Buffer
+	if err := WriteNetTable(&b, rs, NetRatios(rs)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PING_INLINE-c50-P1", "ringev-uring-readiness", "2.07", "vs redis", "0.97 / 1.04",
+		"vs nginx-1worker", "Non-2xx or 3xx responses: 12", "limit client", "1200.000"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestWriteNetJSONAndPNG: the JSON report round-trips; the chart is a PNG.
+func TestWriteNetJSONAndPNG(t *testing.T) {
+	rs := SummarizeNet(parseNetSh(t))
+	var b bytes.Buffer
+	if err := WriteNetJSON(&b, NetReport{Results: rs, Ratios: NetRatios(rs), Regime: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	var back NetReport
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Results) != 5 || len(back.Ratios) != 2 || back.Regime != "plain" {
+		t.Fatalf("JSON: %v, %+v", err, back)
+	}
+	b.Reset()
+	if err := WriteNetPNG(&b, rs, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(&b); err != nil {
+		t.Errorf("not a PNG: %v", err)
+	}
+}
+
+// TestParseStraceSummary: strace -c's table (from `strace -c -f ls /`), with and without the
+// errors column.
+func TestParseStraceSummary(t *testing.T) {
+	table := `% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 30.43    0.000112          56         2           getdents64
+ 25.00    0.000092           2        34        13 openat
+  0.00    0.000000           0         7           read
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.000368           2       145        19 total
+`
+	calls, total, err := ParseStraceSummary(table)
+	if err != nil || total != 145 || calls["openat"] != 34 || calls["getdents64"] != 2 || calls["read"] != 7 || len(calls) != 3 {
+		t.Errorf("%v, %d, %v", calls, total, err)
+	}
+	if _, _, err := ParseStraceSummary("strace: attach: ptrace(PTRACE_SEIZE, 1): Operation not permitted\n"); err == nil {
+		t.Error("no error for a table without its total")
+	}
+}

@@ -1,0 +1,273 @@
+package server
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+)
+
+// Limits of the HTTP parser.
+const (
+	// MaxHeaderBytes is the largest request head (request line and header fields, with their
+	// line endings), in bytes: 8 KiB, as nginx's default large_client_header_buffers line. A
+	// longer head gets 431 Request Header Fields Too Large, and the connection is closed.
+	MaxHeaderBytes = 8 << 10
+	// MaxBodyBytes is the largest request body, in bytes (64 KiB): a Content-Length above gets
+	// 413 Content Too Large and a close. Bodies are read and dropped.
+	MaxBodyBytes = 64 << 10
+)
+
+// HTTP is an HTTP/1.1 server by the rules of TechEmpower's plaintext test: GET (or HEAD) of
+// /plaintext or / answers "Hello, World!" as text/plain with Server and Date headers; connections
+// are kept alive (HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with "Connection:
+// keep-alive"), and pipelined requests are answered in order. Other paths get 404, other methods
+// 405 (the connection stays open). A malformed request gets 400, a head over MaxHeaderBytes 431,
+// a body over MaxBodyBytes 413, Transfer-Encoding (chunked bodies are not read) 501, a version
+// other than 1.0 and 1.1 505; each of these closes the connection after the reply.
+//
+// One HTTP serves the connections of one loop; its Date is refreshed by Tick, once a second.
+type HTTP struct {
+	date  []byte // IMF-fixdate, "Mon, 02 Jan 2006 15:04:05 GMT"
+	hello []byte // the whole 200 response of a kept-alive GET, rebuilt by Tick
+}
+
+// NewHTTP returns an HTTP server with its Date set to now.
+func NewHTTP() *HTTP {
+	h := &HTTP{}
+	h.Tick(time.Now())
+	return h
+}
+
+// Tick sets the Date of the responses to now.
+func (h *HTTP) Tick(now time.Time) {
+	h.date = now.UTC().AppendFormat(h.date[:0], "Mon, 02 Jan 2006 15:04:05 GMT")
+	h.hello = h.appendResponse(h.hello[:0], "200 OK", helloBody, false, "")
+}
+
+const helloBody = "Hello, World!"
+
+// Serve answers the complete requests at the start of in (see Protocol).
+func (h *HTTP) Serve(in, out []byte) (int, []byte, bool) {
+	used := 0
+	for used < len(in) && len(out) < OutputLimit {
+		req, n, status := parseRequest(in[used:])
+		if status != "" {
+			return len(in), h.appendResponse(out, status, status[4:], false, "close"), true
+		}
+		if n == 0 {
+			break
+		}
+		used += n
+		out = h.respond(out, &req)
+		if !req.keepAlive {
+			return len(in), out, true
+		}
+	}
+	return used, out, false
+}
+
+// respond appends the response to a well-formed request.
+func (h *HTTP) respond(out []byte, req *request) []byte {
+	conn := ""
+	switch {
+	case !req.keepAlive:
+		conn = "close"
+	case req.http10:
+		conn = "keep-alive"
+	}
+	path := req.target
+	if i := bytes.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	get, head := string(req.method) == "GET", string(req.method) == "HEAD"
+	switch {
+	case string(path) != "/plaintext" && string(path) != "/":
+		return h.appendResponse(out, "404 Not Found", "Not Found", head, conn)
+	case !get && !head:
+		return h.appendResponse(out, "405 Method Not Allowed\r\nAllow: GET, HEAD", "Method Not Allowed", false, conn)
+	case get && conn == "":
+		return append(out, h.hello...)
+	}
+	return h.appendResponse(out, "200 OK", helloBody, head, conn)
+}
+
+// appendResponse appends a response with a text/plain body (its head only for HEAD). status is
+// the status code and reason, possibly followed by more header lines; conn is the Connection
+// header's value ("" for none).
+func (h *HTTP) appendResponse(out []byte, status, body string, head bool, conn string) []byte {
+	out = append(out, "HTTP/1.1 "...)
+	out = append(out, status...)
+	out = append(out, "\r\nServer: ringev\r\nDate: "...)
+	out = append(out, h.date...)
+	out = append(out, "\r\nContent-Type: text/plain\r\nContent-Length: "...)
+	out = strconv.AppendInt(out, int64(len(body)), 10)
+	if conn != "" {
+		out = append(out, "\r\nConnection: "...)
+		out = append(out, conn...)
+	}
+	out = append(out, "\r\n\r\n"...)
+	if !head {
+		out = append(out, body...)
+	}
+	return out
+}
+
+// request is what the server needs of a parsed request.
+type request struct {
+	method, target []byte // views into the input
+	http10         bool
+	keepAlive      bool
+}
+
+// The statuses of the requests parseRequest refuses; the connection is closed after each.
+const (
+	statusBadRequest     = "400 Bad Request"
+	statusTooLarge       = "413 Content Too Large"
+	statusHeadersTooBig  = "431 Request Header Fields Too Large"
+	statusNotImplemented = "501 Not Implemented"
+	statusBadVersion     = "505 HTTP Version Not Supported"
+)
+
+// parseRequest parses the request at the start of b (RFC 9112): its request line, header fields
+// (Connection, Content-Length, Host and Transfer-Encoding are read, the others checked and
+// skipped) and body (skipped). It returns the request and its length in bytes, n == 0 when b
+// holds no complete request yet, or the status of the error response when the request is
+// refused. Lines must end in CRLF; empty lines before the request line are skipped.
+func parseRequest(b []byte) (req request, n int, status string) {
+	pos := 0
+	for pos+1 < len(b) && b[pos] == '\r' && b[pos+1] == '\n' {
+		pos += 2
+	}
+	bodyLen, hosts, closeTok, keepAliveTok := -1, 0, false, false
+	for first := true; ; first = false {
+		i := bytes.IndexByte(b[pos:], '\n')
+		if i < 0 && len(b) <= MaxHeaderBytes {
+			return req, 0, ""
+		}
+		if i < 0 || pos+i+1 > MaxHeaderBytes {
+			return req, 0, statusHeadersTooBig
+		}
+		if i == 0 || b[pos+i-1] != '\r' {
+			return req, 0, statusBadRequest
+		}
+		line := b[pos : pos+i-1]
+		pos += i + 1
+		if first {
+			if status = parseRequestLine(line, &req); status != "" {
+				return req, 0, status
+			}
+			continue
+		}
+		if len(line) == 0 {
+			break // the end of the head
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !isToken(line[:colon]) {
+			return req, 0, statusBadRequest // also a folded line (obs-fold), which starts with a space
+		}
+		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		for _, c := range value {
+			if c < ' ' && c != '\t' || c == 0x7f {
+				return req, 0, statusBadRequest
+			}
+		}
+		switch {
+		case bytes.EqualFold(name, []byte("Host")):
+			hosts++
+		case bytes.EqualFold(name, []byte("Connection")):
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				tok = bytes.Trim(tok, " \t")
+				closeTok = closeTok || bytes.EqualFold(tok, []byte("close"))
+				keepAliveTok = keepAliveTok || bytes.EqualFold(tok, []byte("keep-alive"))
+			}
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			v, ok := parseLength(value)
+			switch {
+			case !ok || bodyLen >= 0 && v != bodyLen:
+				return req, 0, statusBadRequest
+			case v > MaxBodyBytes:
+				return req, 0, statusTooLarge
+			}
+			bodyLen = v
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return req, 0, statusNotImplemented
+		}
+	}
+	if hosts > 1 || hosts == 0 && !req.http10 { // RFC 9112 3.2: exactly one Host in HTTP/1.1
+		return req, 0, statusBadRequest
+	}
+	req.keepAlive = !closeTok && (!req.http10 || keepAliveTok)
+	if bodyLen > 0 {
+		pos += bodyLen
+		if pos > len(b) {
+			return req, 0, ""
+		}
+	}
+	return req, pos, ""
+}
+
+// parseRequestLine parses "METHOD SP request-target SP HTTP/x.y" into req.
+func parseRequestLine(line []byte, req *request) (status string) {
+	method, rest, ok1 := bytes.Cut(line, []byte(" "))
+	target, version, ok2 := bytes.Cut(rest, []byte(" "))
+	if !ok1 || !ok2 || !isToken(method) || len(target) == 0 {
+		return statusBadRequest
+	}
+	for _, c := range target {
+		if c <= ' ' || c == 0x7f {
+			return statusBadRequest
+		}
+	}
+	if target[0] != '/' && string(target) != "*" { // origin-form, or asterisk-form (OPTIONS)
+		return statusBadRequest
+	}
+	switch {
+	case string(version) == "HTTP/1.1":
+	case string(version) == "HTTP/1.0":
+		req.http10 = true
+	case len(version) == 8 && string(version[:5]) == "HTTP/" && isDigit(version[5]) && version[6] == '.' && isDigit(version[7]):
+		return statusBadVersion
+	default:
+		return statusBadRequest
+	}
+	req.method, req.target = method, target
+	return ""
+}
+
+// parseLength parses a Content-Length value: decimal digits only, at most 18 of them.
+func parseLength(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// isToken reports whether b is an RFC 9110 token (a method or a field name): one or more tchars.
+func isToken(b []byte) bool {
+	for _, c := range b {
+		if !tchar[c] {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// tchar is RFC 9110's tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~.
+var tchar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		t[c] = true
+	}
+	return t
+}()

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// wrkRequest is the request wrk 4 sends for http://127.0.0.1:8080/plaintext.
+const wrkRequest = "GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+
+// curlRequest is curl 7.88's.
+const curlRequest = "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n"
+
+// testDate is the Date every test server is ticked to.
+var testDate = time.Date(2026, 11, 30, 23, 59, 58, 0, time.UTC)
+
+const testDateHeader = "Date: Mon, 30 Nov 2026 23:59:58 GMT\r\n"
+
+// helloResponse is the plaintext response with a Connection header (conn "" for none).
+func helloResponse(conn string) string {
+	s := "HTTP/1.1 200 OK\r\nServer: ringev\r\n" + testDateHeader + "Content-Type: text/plain\r\nContent-Length: 13\r\n"
+	if conn != "" {
+		s += "Connection: " + conn + "\r\n"
+	}
+	return s + "\r\nHello, World!"
+}
+
+// errorResponse is the response of a refused request: its status, the reason as body, a close.
+func errorResponse(status string) string {
+	reason := status[4:]
+	return fmt.Sprintf("HTTP/1.1 %s\r\nServer: ringev\r\n%sContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, testDateHeader, len(reason), reason)
+}
+
+// serveHTTP runs in through a fresh HTTP server ticked to testDate, in one call.
+func serveHTTP(in string) (n int, out string, closeAfter bool) {
+	h := NewHTTP()
+	h.Tick(testDate)
+	n, b, closeAfter := h.Serve([]byte(in), nil)
+	return n, string(b), closeAfter
+}
+
+// TestHTTPPlaintext: wrk's and curl's requests get "Hello, World!" with TechEmpower's headers,
+// and the connection stays open.
+func TestHTTPPlaintext(t *testing.T) {
+	for _, req := range []string{wrkRequest, curlRequest, "GET /plaintext?x=1 HTTP/1.1\r\nHost: h\r\n\r\n"} {
+		n, out, closeAfter := serveHTTP(req)
+		if n != len(req) || out != helloResponse("") || closeAfter {
+			t.Errorf("%q: n %d, close %v, out\n%s", req, n, closeAfter, out)
+		}
+	}
+}
+
+// TestHTTPPipelinedInOrder: requests sent together are answered in order, the incomplete one
+// at the end is left for later.
+func TestHTTPPipelinedInOrder(t *testing.T) {
+	in := wrkRequest + "GET /nope HTTP/1.1\r\nHost: h\r\n\r\n" + "HEAD / HTTP/1.1\r\nHost: h\r\n\r\n" + wrkRequest[:20]
+	n, out, closeAfter := serveHTTP(in)
+	notFound := "HTTP/1.1 404 Not Found\r\nServer: ringev\r\n" + testDateHeader + "Content-Type: text/plain\r\nContent-Length: 9\r\n\r\nNot Found"
+	head := strings.TrimSuffix(helloResponse(""), "Hello, World!")
+	if want := helloResponse("") + notFound + head; out != want || n != len(in)-20 || closeAfter {
+		t.Errorf("n %d (want %d), close %v, out\n%q\nwant\n%q", n, len(in)-20, closeAfter, out, want)
+	}
+}
+
+// TestHTTPWaitsForIncompleteRequests: every proper prefix of a request is consumed as nothing.
+func TestHTTPWaitsForIncompleteRequests(t *testing.T) {
+	req := "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
+	for i := range len(req) {
+		if n, out, closeAfter := serveHTTP(req[:i]); n != 0 || out != "" || closeAfter {
+			t.Errorf("%q: n %d, close %v, out %q", req[:i], n, closeAfter, out)
+		}
+	}
+}
+
+// TestHTTPConnectionClose: "Connection: close" is answered with it and closes; the requests
+// after it are dropped.
+func TestHTTPConnectionClose(t *testing.T) {
+	in := "GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, Close\r\n\r\n" + wrkRequest
+	n, out, closeAfter := serveHTTP(in)
+	if out != helloResponse("close") || !closeAfter || n != len(in) {
+		t.Errorf("n %d, close %v, out\n%s", n, closeAfter, out)
+	}
+}
+
+// TestHTTP10ClosesWithoutKeepAlive: HTTP/1.0 closes after the response unless it asks for
+// keep-alive, which is then confirmed.
+func TestHTTP10ClosesWithoutKeepAlive(t *testing.T) {
+	if _, out, closeAfter := serveHTTP("GET / HTTP/1.0\r\n\r\n"); out != helloResponse("close") || !closeAfter {
+		t.Errorf("HTTP/1.0: close %v, out\n%s", closeAfter, out)
+	}
+	if _, out, closeAfter := serveHTTP("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"); out != helloResponse("keep-alive") || closeAfter {
+		t.Errorf("HTTP/1.0 keep-alive: close %v, out\n%s", closeAfter, out)
+	}
+}
+
+// TestHTTPMalformedGets400: each malformed request gets 400 and a close, after the responses
+// to the requests before it.
+func TestHTTPMalformedGets400(t *testing.T) {
+	for _, req := range []string{
+		"GET / HTTP/1.1\nHost: h\n\n",        // bare LF
+		"GET  / HTTP/1.1\r\nHost: h\r\n\r\n", // two spaces
+		"GET /\r\nHost: h\r\n\r\n",           // no version
+		"G(T / HTTP/1.1\r\nHost: h\r\n\r\n",  // not a token
+		"GET x HTTP/1.1\r\nHost: h\r\n\r\n",  // not origin-form
+		"GET / HTTP/1.1\r\n\r\n",             // no Host
+		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost : h\r\n\r\n", // space before the colon
+		"GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nX: a\x01b\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
+		"GET / HTTP/x.y\r\nHost: h\r\n\r\n",
+		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", // a TLS hello
+	} {
+		n, out, closeAfter := serveHTTP(wrkRequest + req)
+		if want := helloResponse("") + errorResponse(statusBadRequest); out != want || !closeAfter || n != len(wrkRequest)+len(req) {
+			t.Errorf("%q: n %d, close %v, out\n%s", req, n, closeAfter, out)
+		}
+	}
+}
+
+// TestHTTPHeadersOverLimitGet431: a head longer than MaxHeaderBytes gets 431 and a close, whether
+// or not its end has arrived.
+func TestHTTPHeadersOverLimitGet431(t *testing.T) {
+	long := "GET / HTTP/1.1\r\nHost: h\r\nX: " + strings.Repeat("a", MaxHeaderBytes) + "\r\n\r\n"
+	for _, in := range []string{long, long[:MaxHeaderBytes+1]} {
+		if _, out, closeAfter := serveHTTP(in); out != errorResponse(statusHeadersTooBig) || !closeAfter {
+			t.Errorf("%d bytes: close %v, out\n%.200s", len(in), closeAfter, out)
+		}
+	}
+	fits := "GET / HTTP/1.1\r\nHost: h\r\nX: " + strings.Repeat("a", MaxHeaderBytes-50) + "\r\n\r\n"
+	if _, out, _ := serveHTTP(fits); out != helloResponse("") {
+		t.Errorf("a head of %d bytes: %.200s", len(fits), out)
+	}
+}
+
+// TestHTTPOtherRefusals: 413 for a body over MaxBodyBytes, 501 for Transfer-Encoding, 505 for
+// another version; each closes.
+func TestHTTPOtherRefusals(t *testing.T) {
+	for _, tc := range []struct{ req, status string }{
+		{fmt.Sprintf("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n", MaxBodyBytes+1), statusTooLarge},
+		{"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", statusNotImplemented},
+		{"GET / HTTP/2.0\r\nHost: h\r\n\r\n", statusBadVersion},
+	} {
+		if _, out, closeAfter := serveHTTP(tc.req); out != errorResponse(tc.status) || !closeAfter {
+			t.Errorf("%q: close %v, out\n%s", tc.req, closeAfter, out)
+		}
+	}
+}
+
+// TestHTTPBodySkippedAndMethodRefused: a POST's body is skipped (the next request is parsed
+// after it) and the POST gets 405, keeping the connection.
+func TestHTTPBodySkippedAndMethodRefused(t *testing.T) {
+	in := "POST /plaintext HTTP/1.1\r\nHost: h\r\nContent-Length: 16\r\n\r\nGET / HTTP/1.1\r\n" + wrkRequest
+	n, out, closeAfter := serveHTTP(in)
+	want := "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nServer: ringev\r\n" + testDateHeader +
+		"Content-Type: text/plain\r\nContent-Length: 18\r\n\r\nMethod Not Allowed" + helloResponse("")
+	if out != want || closeAfter || n != len(in) {
+		t.Errorf("n %d, close %v, out\n%q\nwant\n%q", n, closeAfter, out, want)
+	}
+}
+
+// TestHTTPDateFollowsTick: Tick changes the Date of the next responses.
+func TestHTTPDateFollowsTick(t *testing.T) {
+	h := NewHTTP()
+	h.Tick(testDate)
+	h.Tick(testDate.Add(2 * time.Second))
+	_, out, _ := h.Serve([]byte(wrkRequest), nil)
+	if !strings.Contains(string(out), "Date: Tue, 01 Dec 2026 00:00:00 GMT\r\n") {
+		t.Errorf("after a Tick 2 s later:\n%s", out)
+	}
+}

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+)
+
+// RESP is a small Redis: the RESP2 protocol (multibulk and inline commands, pipelining) over a
+// Keyspace, with the commands redis-benchmark's default run sends and a few more: PING, ECHO,
+// SET (no options), GET, INCR, DEL, MSET, LPUSH, RPUSH, LPOP, RPOP, LRANGE, SADD, SPOP, HSET,
+// ZADD (no flags), ZPOPMIN, CONFIG GET (save and appendonly, which redis-benchmark asks first),
+// DBSIZE, FLUSHALL and QUIT. Replies and error texts are Redis 7.0's, checked against
+// redis-server 7.0.15: "ERR unknown command 'x', with args beginning with: 'a' ", "ERR wrong
+// number of arguments for 'get' command", "WRONGTYPE Operation against a key holding the wrong
+// kind of value", "ERR Protocol error: invalid multibulk length" (after which the connection is
+// closed), ...
+//
+// One RESP serves the connections of one loop; several may share a Keyspace.
+type RESP struct {
+	ks     *Keyspace
+	parser respParser
+	lower  [16]byte // a command name in lower case, to look it up without allocating
+}
+
+// NewRESP returns a RESP server over ks.
+func NewRESP(ks *Keyspace) *RESP { return &RESP{ks: ks} }
+
+// Serve runs the commands at the start of in, appending their replies to out (see Protocol). A
+// protocol error appends Redis's error reply and asks for the connection to be closed, as does
+// QUIT; a command larger than MaxRESPRequest closes it without a reply.
+func (r *RESP) Serve(in, out []byte) (int, []byte, bool) {
+	r.ks.mu.Lock()
+	defer r.ks.mu.Unlock()
+	used := 0
+	for used < len(in) && len(out) < OutputLimit {
+		args, n, err := r.parser.next(in[used:])
+		if pe, ok := err.(protocolError); ok {
+			return len(in), appendError(out, "ERR "+pe.Error()), true
+		}
+		if err != nil { // errRequestTooBig
+			return len(in), out, true
+		}
+		if n == 0 {
+			break
+		}
+		used += n
+		if len(args) == 0 {
+			continue
+		}
+		var quit bool
+		out, quit = r.run(args, out)
+		if quit {
+			return len(in), out, true
+		}
+	}
+	return used, out, false
+}
+
+// command is one entry of the command table.
+type command struct {
+	// arity follows Redis: N > 0 means exactly N arguments (the name included), -N at least N.
+	arity int
+	run   func(ks *Keyspace, args [][]byte, out []byte) []byte
+}
+
+// commands maps lower-case names to commands.
+var commands = map[string]command{
+	"ping":     {-1, cmdPing},
+	"echo":     {2, func(_ *Keyspace, a [][]byte, out []byte) []byte { return appendBulk(out, a[1]) }},
+	"set":      {-3, cmdSet},
+	"get":      {2, cmdGet},
+	"incr":     {2, cmdIncr},
+	"del":      {-2, cmdDel},
+	"mset":     {-3, cmdMset},
+	"lpush":    {-3, cmdPush},
+	"rpush":    {-3, cmdPush},
+	"lpop":     {-2, cmdPop},
+	"rpop":     {-2, cmdPop},
+	"lrange":   {4, cmdLrange},
+	"sadd":     {-3, cmdSadd},
+	"spop":     {-2, cmdSpop},
+	"hset":     {-4, cmdHset},
+	"zadd":     {-4, cmdZadd},
+	"zpopmin":  {-2, cmdZpopmin},
+	"dbsize":   {1, func(ks *Keyspace, _ [][]byte, out []byte) []byte { return appendInt(out, int64(len(ks.keys))) }},
+	"flushall": {-1, func(ks *Keyspace, _ [][]byte, out []byte) []byte { clear(ks.keys); return append(out, "+OK\r\n"...) }},
+	"config":   {-2, cmdConfig},
+	"quit":     {-1, func(_ *Keyspace, _ [][]byte, out []byte) []byte { return append(out, "+OK\r\n"...) }},
+}
+
+// run runs one command; quit is true for QUIT (its +OK is in out).
+func (r *RESP) run(args [][]byte, out []byte) (_ []byte, quit bool) {
+	name := args[0]
+	if len(name) <= len(r.lower) {
+		lower := r.lower[:len(name)]
+		for i, c := range name {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
+		}
+		name = lower
+	}
+	cmd, ok := commands[string(name)] // no allocation: the compiler looks up with the bytes
+	if !ok {
+		return appendError(out, unknownCommand(args)), false
+	}
+	if cmd.arity > 0 && len(args) != cmd.arity || cmd.arity < 0 && len(args) < -cmd.arity {
+		return appendError(out, "ERR wrong number of arguments for '"+string(name)+"' command"), false
+	}
+	return cmd.run(r.ks, args, out), string(name) == "quit"
+}
+
+// unknownCommand is Redis's error for a command it does not know, with the first arguments
+// quoted (up to about 128 bytes of them).
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.Write(args[0][:min(len(args[0]), 128)])
+	b.WriteString("', with args beginning with: ")
+	quoted := 0
+	for _, a := range args[1:] {
+		if quoted >= 128 {
+			break
+		}
+		a = a[:min(len(a), 128-quoted)]
+		b.WriteString("'")
+		b.Write(a)
+		b.WriteString("' ")
+		quoted += len(a) + 3
+	}
+	return b.String()
+}
+
+// config answers CONFIG GET for the parameters redis-benchmark asks about (an empty array for the
+// others, as Redis answers an unknown name) and refuses the other subcommands.
+func cmdConfig(_ *Keyspace, args [][]byte, out []byte) []byte {
+	if !strings.EqualFold(string(args[1]), "get") {
+		return appendError(out, "ERR unknown subcommand '"+string(args[1][:min(len(args[1]), 128)])+"'. Try CONFIG HELP.")
+	}
+	if len(args) < 3 {
+		return appendError(out, "ERR wrong number of arguments for 'config|get' command")
+	}
+	var pairs []string
+	for _, p := range args[2:] {
+		switch strings.ToLower(string(p)) {
+		case "save":
+			pairs = append(pairs, "save", "")
+		case "appendonly":
+			pairs = append(pairs, "appendonly", "no")
+		}
+	}
+	out = appendArray(out, len(pairs))
+	for _, s := range pairs {
+		out = appendBulkString(out, s)
+	}
+	return out
+}
+
+// The reply encoders of RESP2.
+
+// appendError appends an error reply; '\r' and '\n' in msg become spaces, as Redis makes them.
+func appendError(out []byte, msg string) []byte {
+	out = append(out, '-')
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		out = append(out, c)
+	}
+	return append(out, '\r', '\n')
+}
+
+func appendInt(out []byte, n int64) []byte {
+	out = append(out, ':')
+	out = strconv.AppendInt(out, n, 10)
+	return append(out, '\r', '\n')
+}
+
+func appendArray(out []byte, n int) []byte {
+	out = append(out, '*')
+	out = strconv.AppendInt(out, int64(n), 10)
+	return append(out, '\r', '\n')
+}
+
+func appendBulk(out, b []byte) []byte {
+	out = append(out, '$')
+	out = strconv.AppendInt(out, int64(len(b)), 10)
+	out = append(out, '\r', '\n')
+	out = append(out, b...)
+	return append(out, '\r', '\n')
+}
+
+func appendBulkString(out []byte, s string) []byte {
+	out = append(out, '$')
+	out = strconv.AppendInt(out, int64(len(s)), 10)
+	out = append(out, '\r', '\n')
+	out = append(out, s...)
+	return append(out, '\r', '\n')
+}
+
+const (
+	nullBulk  = "$-1\r\n"
+	nullArray = "*-1\r\n"
+	wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	notInt    = "ERR value is not an integer or out of range"
+)

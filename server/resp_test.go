@@ -1,0 +1,231 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The requests redis-benchmark 7.0 sends (redisFormatCommand of its default tests), as seeds and
+// as the parser's real-world input.
+var benchmarkRequests = []string{
+	"PING\r\n", // PING_INLINE
+	"*1\r\n$4\r\nPING\r\n",
+	"*3\r\n$3\r\nSET\r\n$16\r\nkey:__rand_int__\r\n$3\r\nxxx\r\n",
+	"*2\r\n$3\r\nGET\r\n$16\r\nkey:__rand_int__\r\n",
+	"*2\r\n$4\r\nINCR\r\n$20\r\ncounter:__rand_int__\r\n",
+	"*3\r\n$5\r\nLPUSH\r\n$6\r\nmylist\r\n$3\r\nxxx\r\n",
+	"*3\r\n$5\r\nRPUSH\r\n$6\r\nmylist\r\n$3\r\nxxx\r\n",
+	"*2\r\n$4\r\nLPOP\r\n$6\r\nmylist\r\n",
+	"*2\r\n$4\r\nRPOP\r\n$6\r\nmylist\r\n",
+	"*3\r\n$4\r\nSADD\r\n$5\r\nmyset\r\n$20\r\nelement:__rand_int__\r\n",
+	"*4\r\n$4\r\nHSET\r\n$6\r\nmyhash\r\n$20\r\nelement:__rand_int__\r\n$3\r\nxxx\r\n",
+	"*2\r\n$4\r\nSPOP\r\n$5\r\nmyset\r\n",
+	"*4\r\n$4\r\nZADD\r\n$6\r\nmyzset\r\n$1\r\n0\r\n$20\r\nelement:__rand_int__\r\n",
+	"*2\r\n$7\r\nZPOPMIN\r\n$6\r\nmyzset\r\n",
+	"*4\r\n$6\r\nLRANGE\r\n$6\r\nmylist\r\n$1\r\n0\r\n$2\r\n99\r\n",
+	"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$4\r\nsave\r\n",
+	"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$10\r\nappendonly\r\n",
+}
+
+// serveAll runs in through a fresh RESP in one call and returns the replies and closeAfter.
+func serveAll(t *testing.T, in string) (string, bool) {
+	t.Helper()
+	r := NewRESP(NewKeyspace())
+	n, out, closeAfter := r.Serve([]byte(in), nil)
+	if !closeAfter && n != len(in) {
+		t.Fatalf("Serve(%q) consumed %d of %d bytes", in, n, len(in))
+	}
+	return string(out), closeAfter
+}
+
+// TestRESPParsesBenchmarkRequests: each of redis-benchmark's requests is one command, consumed
+// whole, with its arguments.
+func TestRESPParsesBenchmarkRequests(t *testing.T) {
+	var p respParser
+	for _, req := range benchmarkRequests {
+		args, n, err := p.next([]byte(req))
+		if err != nil || n != len(req) || len(args) == 0 {
+			t.Errorf("next(%q) = %q, %d, %v", req, args, n, err)
+		}
+	}
+	args, _, _ := p.next([]byte(benchmarkRequests[2]))
+	if fmt.Sprintf("%q", args) != `["SET" "key:__rand_int__" "xxx"]` {
+		t.Errorf("SET parsed as %q", args)
+	}
+}
+
+// TestRESPWaitsForIncompleteCommands: every proper prefix of a request is "not yet" (n == 0, no
+// error), never a protocol error.
+func TestRESPWaitsForIncompleteCommands(t *testing.T) {
+	var p respParser
+	for _, req := range append(benchmarkRequests, "SET a \"b c\"\r\n") {
+		for i := range len(req) - 1 { // the last byte of a multibulk's "\r\n" is not waited for
+			if _, n, err := p.next([]byte(req[:i])); n != 0 || err != nil {
+				t.Errorf("next(%q) = n %d, err %v; want 0, nil", req[:i], n, err)
+			}
+		}
+	}
+}
+
+// TestRESPInlineQuoting: inline commands split like Redis's sdssplitargs.
+func TestRESPInlineQuoting(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"SET k v\r\n", `["SET" "k" "v"]`},
+		{"  a   b\t c \n", `["a" "b" "c"]`},
+		{`a "b c" 'd e'` + "\r\n", `["a" "b c" "d e"]`},
+		{`"\x41\n\"q" 'it\'s'` + "\n", `["A\n\"q" "it's"]`},
+		{`x"y z"` + "\n", `["xy z"]`}, // a quote inside a word starts quoting
+		{"a\x00b c\n", `["a"]`},       // NUL ends the line, as in Redis's C string
+		{"\r\n", `[]`},
+	} {
+		var p respParser
+		args, n, err := p.next([]byte(tc.in))
+		if got := fmt.Sprintf("%q", args); err != nil || n != len(tc.in) || got != tc.want {
+			t.Errorf("next(%q) = %s, %d, %v; want %s", tc.in, got, n, err, tc.want)
+		}
+	}
+}
+
+// respProtocolErrorCases are bad framings and Redis 7.0's replies to them (from redis-server
+// 7.0.15), after which the connection is closed. The cases marked limit hit this package's lower
+// limits (MaxRESPBulk, MaxRESPArgs), which Redis does not have: it would wait for more input.
+var respProtocolErrorCases = []struct {
+	in, want string
+	limit    bool
+}{
+	{"*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n", false},
+	{"*2147483648\r\n", "-ERR Protocol error: invalid multibulk length\r\n", false},
+	{"*01\r\n", "-ERR Protocol error: invalid multibulk length\r\n", false},
+	{"*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length\r\n", false},
+	{"*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n", false},
+	{"*1\r\n$600000000\r\n", "-ERR Protocol error: invalid bulk length\r\n", false},
+	{"*1\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'\r\n", false},
+	{"*1\r\n\r\n", "-ERR Protocol error: expected '$', got ' '\r\n", false},
+	{"PING\r\nECHO \"ab\r\n", "+PONG\r\n-ERR Protocol error: unbalanced quotes in request\r\n", false},
+	{"ECHO \"a\"b\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n", false},
+	{strings.Repeat("x", MaxRESPLine+1), "-ERR Protocol error: too big inline request\r\n", false},
+	{"*" + strings.Repeat("1", MaxRESPLine+1), "-ERR Protocol error: too big mbulk count string\r\n", false},
+	{"*1\r\n$" + strings.Repeat("1", MaxRESPLine+1), "-ERR Protocol error: too big bulk count string\r\n", false},
+	{fmt.Sprintf("*1\r\n$%d\r\n", MaxRESPBulk+1), "-ERR Protocol error: invalid bulk length\r\n", true},
+	{fmt.Sprintf("*%d\r\n", MaxRESPArgs+1), "-ERR Protocol error: invalid multibulk length\r\n", true},
+}
+
+// TestRESPProtocolErrorsCloseWithRedisText: bad framing gets Redis's reply after the replies of
+// the commands before it, and closeAfter.
+func TestRESPProtocolErrorsCloseWithRedisText(t *testing.T) {
+	for _, tc := range respProtocolErrorCases {
+		got, closeAfter := serveAll(t, tc.in)
+		if got != tc.want || !closeAfter {
+			t.Errorf("%.40q: got %q, close %v; want %q, close", tc.in, got, closeAfter, tc.want)
+		}
+	}
+}
+
+// TestRESPRequestOverLimitClosesSilently: a command that would be larger than MaxRESPRequest is
+// not waited for: the connection is closed without a reply (Redis's query buffer limit).
+func TestRESPRequestOverLimitClosesSilently(t *testing.T) {
+	var in bytes.Buffer
+	in.WriteString("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n")
+	fmt.Fprintf(&in, "$%d\r\n", MaxRESPBulk) // legal, but the command is not complete...
+	in.Write(bytes.Repeat([]byte("v"), MaxRESPBulk-10))
+	r := NewRESP(NewKeyspace())
+	if n, out, closeAfter := r.Serve(in.Bytes(), nil); n != 0 || closeAfter || len(out) != 0 {
+		t.Fatalf("a legal incomplete command: n %d, close %v, out %q", n, closeAfter, out)
+	}
+	bulk := fmt.Sprintf("$%d\r\n%s\r\n", MaxRESPBulk, strings.Repeat("v", MaxRESPBulk))
+	big := "*3\r\n" + bulk + bulk + "$1\r\n" // ...this one, still incomplete, is too big
+	if _, out, closeAfter := r.Serve([]byte(big), nil); !closeAfter || len(out) != 0 {
+		t.Errorf("over MaxRESPRequest: close %v, out %q; want a silent close", closeAfter, out)
+	}
+}
+
+// respReplyCases are command sequences and redis-server 7.0.15's replies to them, byte for
+// byte (TestRESPMatchesRedisServer checks them against the redis-server installed, if any).
+var respReplyCases = []struct{ in, want string }{
+	{"PING\r\nPING hi\r\nPING a b\r\nECHO x\r\nECHO\r\n",
+		"+PONG\r\n$2\r\nhi\r\n-ERR wrong number of arguments for 'ping' command\r\n$1\r\nx\r\n-ERR wrong number of arguments for 'echo' command\r\n"},
+	{"foo a b\r\nfoo\r\n*1\r\n$0\r\n\r\nGET\r\n",
+		"-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n-ERR unknown command 'foo', with args beginning with: \r\n" +
+			"-ERR unknown command '', with args beginning with: \r\n-ERR wrong number of arguments for 'get' command\r\n"},
+	{"*3\r\n$3\r\nfoo\r\n$200\r\n" + strings.Repeat("x", 200) + "\r\n$3\r\nabc\r\n",
+		"-ERR unknown command 'foo', with args beginning with: '" + strings.Repeat("x", 128) + "' \r\n"},
+	{"CONFIG GET save\r\nCONFIG GET appendonly\r\nCONFIG GET nosuch\r\nCONFIG GET\r\nCONFIG foo\r\nCONFIG\r\n",
+		"*2\r\n$4\r\nsave\r\n$0\r\n\r\n*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n*0\r\n-ERR wrong number of arguments for 'config|get' command\r\n" +
+			"-ERR unknown subcommand 'foo'. Try CONFIG HELP.\r\n-ERR wrong number of arguments for 'config' command\r\n"},
+	{"SET a b c\r\nSET a b\r\nGET a\r\nGET nokey\r\nINCR a\r\nSET n 9223372036854775807\r\nINCR n\r\nLPUSH a x\r\nINCR c\r\nINCR c\r\n",
+		"-ERR syntax error\r\n+OK\r\n$1\r\nb\r\n$-1\r\n-ERR value is not an integer or out of range\r\n+OK\r\n" +
+			"-ERR increment or decrement would overflow\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:1\r\n:2\r\n"},
+	{"RPUSH l a b c\r\nLRANGE l 0 -1\r\nLRANGE l -2 10\r\nLRANGE l 5 1\r\nLRANGE l x 1\r\nLRANGE nol 0 1\r\nLPOP l 2\r\nLPOP l 0\r\nRPOP l\r\nRPOP l\r\nLPOP nol 2\r\nLPOP nol\r\nLPOP l -1\r\n",
+		":3\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n*2\r\n$1\r\nb\r\n$1\r\nc\r\n*0\r\n-ERR value is not an integer or out of range\r\n*0\r\n" +
+			"*2\r\n$1\r\na\r\n$1\r\nb\r\n*0\r\n$1\r\nc\r\n$-1\r\n*-1\r\n$-1\r\n-ERR value is out of range, must be positive\r\n"},
+	{"LPUSH l a b\r\nLRANGE l 0 -1\r\nLPOP l 1 2\r\n",
+		":2\r\n*2\r\n$1\r\nb\r\n$1\r\na\r\n-ERR wrong number of arguments for 'lpop' command\r\n"},
+	{"SADD s a a\r\nSPOP s\r\nSPOP nos\r\nSPOP s 5\r\nSPOP nos 2\r\nSPOP s 1 2\r\nSPOP s x\r\n",
+		":1\r\n$1\r\na\r\n$-1\r\n*0\r\n*0\r\n-ERR syntax error\r\n-ERR value is out of range, must be positive\r\n"},
+	{"HSET h a 1 b\r\nHSET h a 1 b 2\r\nHSET h a 3\r\n",
+		"-ERR wrong number of arguments for 'hset' command\r\n:2\r\n:0\r\n"},
+	{"ZADD z 0 b 0 a 1.5 c\r\nZPOPMIN z\r\nZPOPMIN z 5\r\nZPOPMIN z\r\nZADD z x a\r\nZADD z 1\r\nZADD z 0.1 q\r\nZPOPMIN z\r\nZADD z nan s\r\nZPOPMIN z 1 2\r\nZPOPMIN z -1\r\n",
+		":3\r\n*2\r\n$1\r\na\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n0\r\n$1\r\nc\r\n$3\r\n1.5\r\n*0\r\n-ERR value is not a valid float\r\n" +
+			"-ERR wrong number of arguments for 'zadd' command\r\n:1\r\n*2\r\n$1\r\nq\r\n$19\r\n0.10000000000000001\r\n-ERR value is not a valid float\r\n" +
+			"-ERR syntax error\r\n-ERR value is out of range, must be positive\r\n"},
+	{"ZADD z 1.5 a 1e20 b 123456789012345678 c -2.5e-7 d\r\nZPOPMIN z 10\r\n",
+		":4\r\n*8\r\n$1\r\nd\r\n$23\r\n-2.4999999999999999e-07\r\n$1\r\na\r\n$3\r\n1.5\r\n$1\r\nc\r\n$22\r\n1.2345678901234568e+17\r\n$1\r\nb\r\n$5\r\n1e+20\r\n"},
+	{"MSET a\r\nMSET a 1 b 2\r\nGET b\r\nDEL a b c\r\nDBSIZE\r\n",
+		"-ERR wrong number of arguments for 'mset' command\r\n+OK\r\n$1\r\n2\r\n:2\r\n:0\r\n"},
+	{"*-1\r\nPING\r\n*0\r\nPING\r\n\r\n\r\nPING\r\n", "+PONG\r\n+PONG\r\n+PONG\r\n"},
+	{"*2\r\n$4\r\nPING\r\n$1\r\nabcd\r\nPING\r\n", // the 2 bytes after a bulk are skipped unread
+		"$1\r\na\r\n-ERR unknown command 'd', with args beginning with: \r\n+PONG\r\n"},
+}
+
+// TestRESPCommandReplies: each command's replies are Redis's (respReplyCases).
+func TestRESPCommandReplies(t *testing.T) {
+	for _, tc := range respReplyCases {
+		got, closeAfter := serveAll(t, tc.in)
+		if got != tc.want || closeAfter {
+			t.Errorf("%q:\n got %q (close %v)\nwant %q", tc.in, got, closeAfter, tc.want)
+		}
+	}
+}
+
+// TestRESPQuitRepliesThenCloses: QUIT answers +OK and the rest of the input is dropped.
+func TestRESPQuitRepliesThenCloses(t *testing.T) {
+	got, closeAfter := serveAll(t, "PING\r\nQUIT\r\nPING\r\n")
+	if got != "+PONG\r\n+OK\r\n" || !closeAfter {
+		t.Errorf("got %q, close %v", got, closeAfter)
+	}
+}
+
+// TestRESPStopsAtOutputLimit: Serve stops once the output reaches OutputLimit and leaves the
+// other commands for the next call; every command is answered once over the calls.
+func TestRESPStopsAtOutputLimit(t *testing.T) {
+	r := NewRESP(NewKeyspace())
+	in := []byte(strings.Repeat("PING\r\n", OutputLimit)) // 7 bytes of reply each: more than the limit
+	replies := 0
+	for len(in) > 0 {
+		n, out, closeAfter := r.Serve(in, nil)
+		if closeAfter || n == 0 || len(out) >= OutputLimit+len("+PONG\r\n") {
+			t.Fatalf("n %d, out %d bytes, close %v", n, len(out), closeAfter)
+		}
+		replies += bytes.Count(out, []byte("+PONG\r\n"))
+		in = in[n:]
+	}
+	if replies != OutputLimit {
+		t.Errorf("%d replies to %d PINGs", replies, OutputLimit)
+	}
+}
+
+// TestRESPLargeList: the list's ring buffer keeps its order through growth and pops at both ends.
+func TestRESPLargeList(t *testing.T) {
+	var in strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&in, "RPUSH l %d\r\nLPUSH l -%d\r\n", i, i)
+	}
+	in.WriteString("LPOP l\r\nRPOP l\r\nLRANGE l 0 2\r\nLRANGE l -2 -1\r\n")
+	got, _ := serveAll(t, in.String())
+	want := "$3\r\n-99\r\n$2\r\n99\r\n*3\r\n$3\r\n-98\r\n$3\r\n-97\r\n$3\r\n-96\r\n*2\r\n$2\r\n97\r\n$2\r\n98\r\n"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("got ...%q, want suffix %q", got[max(0, len(got)-len(want)):], want)
+	}
+}

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// The I/O APIs a server can be driven with (Config.API).
+const (
+	// APIReadiness: fd events and the loop's non-blocking read(2)/write(2) (readiness.go).
+	APIReadiness = "readiness"
+	// APIRequests: completion requests (ringev issue 12). Not built yet: Start returns
+	// ErrRequestsAPI.
+	APIRequests = "requests"
+)
+
+// ErrRequestsAPI is returned by Start for Config.API == APIRequests: the loop's requests API
+// (completion I/O, issue 12) is not built yet, so neither is the driver that uses it.
+var ErrRequestsAPI = errors.New("server: the requests API (completion I/O) is not built yet; use the readiness API")
+
+// DefaultShutdownTimeout is Config.ShutdownTimeout's default.
+const DefaultShutdownTimeout = 5 * time.Second
+
+// Config describes a server for Start.
+type Config struct {
+	// Addr is the TCP address to listen on, "host:port"; port 0 picks a free port (Server.Addr
+	// tells which). Every loop listens on it with its own socket (SO_REUSEPORT).
+	Addr string
+	// Backend is the loops' backend (ringev.WithBackend); "" is "auto".
+	Backend string
+	// API is APIReadiness ("" means it) or APIRequests (not built yet).
+	API string
+	// Loops is the number of loops, each on its own OS thread; 0 means 1.
+	Loops int
+	// NewProtocol makes the Protocol of one loop; it is called once per loop, on that loop's
+	// goroutine.
+	NewProtocol func() Protocol
+	// ShutdownTimeout bounds Shutdown's drain: connections still open after it are closed.
+	// 0 means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logf, if not nil, is told of conditions the server handles by itself (accept failing for
+	// lack of fds, ...). It is called from the loops' goroutines.
+	Logf func(format string, args ...any)
+	// LoopOptions are added to each loop's options (after WithBackend).
+	LoopOptions []ringev.Option
+}
+
+// Server is a running server: Start's loops, each serving its own listening socket.
+type Server struct {
+	cfg     Config
+	addr    string
+	backend string
+	loops   []*ringev.Loop
+	drivers []*driver
+	conns   atomic.Int64
+	done    sync.WaitGroup
+	errMu   sync.Mutex
+	err     error // the first loop's error
+}
+
+// Start opens the listening sockets and starts the loops; it returns once every loop is serving.
+// Errors: ErrRequestsAPI; one naming the address when it cannot be listened on (wrapping the
+// errno, e.g. unix.EADDRINUSE); the backend's error from ringev.New (e.g. wrapping
+// ringev.ErrUnknownBackend). On error nothing is left running or open.
+func Start(cfg Config) (*Server, error) {
+	switch cfg.API {
+	case "", APIReadiness:
+	case APIRequests:
+		return nil, ErrRequestsAPI
+	default:
+		return nil, fmt.Errorf("server: unknown API %q (known: %s, %s)", cfg.API, APIReadiness, APIRequests)
+	}
+	if cfg.NewProtocol == nil {
+		return nil, errors.New("server: Config.NewProtocol is nil")
+	}
+	if cfg.Loops <= 0 {
+		cfg.Loops = 1
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.Backend == "" {
+		cfg.Backend = "auto"
+	}
+	s := &Server{cfg: cfg, loops: make([]*ringev.Loop, cfg.Loops), drivers: make([]*driver, cfg.Loops)}
+	fds := make([]int, 0, cfg.Loops)
+	addr := cfg.Addr
+	for range cfg.Loops {
+		fd, bound, err := Listen(addr)
+		if err != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return nil, err
+		}
+		fds, addr = append(fds, fd), bound // the others bind to the port the first one got
+	}
+	s.addr = addr
+	started := make(chan error, cfg.Loops)
+	for i, fd := range fds {
+		s.done.Add(1)
+		go s.runLoop(i, fd, started)
+	}
+	var err error
+	for range cfg.Loops {
+		if e := <-started; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		s.Shutdown()
+		s.done.Wait()
+		return nil, err
+	}
+	s.backend = s.loops[0].Backend()
+	return s, nil
+}
+
+// runLoop is the goroutine of loop i: it makes the loop (which locks it to its OS thread), starts
+// the driver on the listening socket lfd, reports to started, and runs the loop until Shutdown.
+func (s *Server) runLoop(i, lfd int, started chan<- error) {
+	defer s.done.Done()
+	loop, err := ringev.New(append([]ringev.Option{ringev.WithBackend(s.cfg.Backend)}, s.cfg.LoopOptions...)...)
+	if err != nil {
+		unix.Close(lfd)
+		started <- err
+		return
+	}
+	defer loop.Close()
+	d, err := newDriver(s, loop, lfd, s.cfg.NewProtocol())
+	if err != nil {
+		started <- err
+		return
+	}
+	s.errMu.Lock()
+	s.loops[i], s.drivers[i] = loop, d
+	s.errMu.Unlock()
+	started <- nil
+	if err := loop.Run(); err != nil {
+		s.errMu.Lock()
+		if s.err == nil {
+			s.err = fmt.Errorf("server: loop %d: %w", i, err)
+		}
+		s.errMu.Unlock()
+	}
+}
+
+// Addr is the address the server listens on, with the port it got.
+func (s *Server) Addr() string { return s.addr }
+
+// Backend is the name of the loops' backend ("uring", "epoll", ...).
+func (s *Server) Backend() string { return s.backend }
+
+// Conns is the number of connections open, over every loop.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
+
+// Shutdown asks every loop to stop: it stops accepting (serving the connections already waiting
+// in the backlog), serves what each connection has sent, writes the replies and closes it;
+// connections still open after Config.ShutdownTimeout are closed. It returns at once (Wait waits)
+// and may be called from any goroutine, more than once.
+func (s *Server) Shutdown() {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	for i, loop := range s.loops {
+		if loop != nil {
+			d := s.drivers[i]
+			loop.Post(func() { d.shutdown(s.cfg.ShutdownTimeout) }) // ErrClosed: that loop is done
+		}
+	}
+}
+
+// Wait waits until every loop has ended, and returns the first loop's error (nil after a
+// Shutdown that went well).
+func (s *Server) Wait() error {
+	s.done.Wait()
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+// logf reports through Config.Logf.
+func (s *Server) logf(format string, args ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, args...)
+	}
+}
+
+// Listen opens a non-blocking TCP listening socket on addr ("host:port", IPv4 or IPv6; port 0 for
+// any free port) with SO_REUSEADDR and SO_REUSEPORT, so that several loops can each listen on the
+// same port (the kernel spreads the connections among them), a backlog of 4096 (capped by
+// net.core.somaxconn), and close-on-exec. It returns the fd and the address bound. Errors name
+// the address and wrap the errno (unix.EADDRINUSE, unix.EACCES, ...).
+func Listen(addr string) (fd int, bound string, err error) {
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return -1, "", fmt.Errorf("server: address %q: %w", addr, err)
+	}
+	var sa unix.Sockaddr
+	family := unix.AF_INET
+	if ip4 := ta.IP.To4(); ip4 != nil || ta.IP == nil {
+		a := &unix.SockaddrInet4{Port: ta.Port}
+		copy(a.Addr[:], ip4)
+		sa = a
+	} else {
+		a := &unix.SockaddrInet6{Port: ta.Port}
+		copy(a.Addr[:], ta.IP.To16())
+		sa, family = a, unix.AF_INET6
+	}
+	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", fmt.Errorf("server: socket for %s: %w", addr, err)
+	}
+	fail := func(what string, err error) (int, string, error) {
+		unix.Close(fd)
+		return -1, "", fmt.Errorf("server: %s %s: %w", what, addr, err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return fail("SO_REUSEADDR on", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		return fail("SO_REUSEPORT on", err)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail("bind", err)
+	}
+	if err := unix.Listen(fd, 4096); err != nil {
+		return fail("listen on", err)
+	}
+	got, err := unix.Getsockname(fd)
+	if err != nil {
+		return fail("getsockname of", err)
+	}
+	switch a := got.(type) {
+	case *unix.SockaddrInet4:
+		bound = net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
+	case *unix.SockaddrInet6:
+		bound = net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
+	}
+	return fd, bound, nil
+}

@@ -1,0 +1,431 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// ioTimeout bounds every client read and write of these tests.
+const ioTimeout = 10 * time.Second
+
+// usableBackends returns the backends this kernel lets a loop use; the others are logged.
+func usableBackends(t *testing.T) []string {
+	var ok []string
+	for _, b := range ringev.Backends() {
+		errc := make(chan error)
+		go func() { // New locks its goroutine to its thread: a goroutine of its own
+			l, err := ringev.New(ringev.WithBackend(b))
+			if err == nil {
+				l.Close()
+			}
+			errc <- err
+		}()
+		if err := <-errc; err != nil {
+			t.Logf("backend %s cannot be used here: %v", b, err)
+			continue
+		}
+		ok = append(ok, b)
+	}
+	return ok
+}
+
+// forEachBackend runs test as a subtest on each usable backend.
+func forEachBackend(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, b := range usableBackends(t) {
+		t.Run(b, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// startServer starts a server on 127.0.0.1, any port; the test's cleanup shuts it down and fails
+// the test if that does not end within 10 s or ends with an error.
+func startServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	cfg.Logf = t.Logf
+	srv, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { stopServer(t, srv) })
+	return srv
+}
+
+// stopServer shuts srv down and waits for it, at most 10 s.
+func stopServer(t *testing.T, srv *Server) {
+	t.Helper()
+	srv.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("server ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("server did not stop within 10 s of Shutdown (%d connections open)", srv.Conns())
+	}
+}
+
+func respServer() Protocol { return NewRESP(NewKeyspace()) }
+func httpServer() Protocol { return NewHTTP() }
+func echoServer() Protocol { return Echo{} }
+
+// dial connects to srv with deadlines on every read and write.
+func dial(t *testing.T, srv *Server) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", srv.Addr(), ioTimeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", srv.Addr(), err)
+	}
+	c.SetDeadline(time.Now().Add(ioTimeout))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readAll reads until EOF; it fails the test on any other error (a reset, the deadline).
+func readAll(t *testing.T, c net.Conn) string {
+	t.Helper()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading until EOF: %v (after %d bytes: %.200q)", err, len(b), b)
+	}
+	return string(b)
+}
+
+// waitConns waits until srv has n connections open, at most 10 s.
+func waitConns(t *testing.T, srv *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Conns() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d", srv.Conns(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestEchoOverTCP: the echo server sends back what it receives, on every backend.
+func TestEchoOverTCP(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		srv := startServer(t, Config{Backend: backend, NewProtocol: echoServer})
+		c := dial(t, srv)
+		msg := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320 KB: more than one read, and than OutputLimit
+		go c.Write(msg)
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("echo of %d bytes: %v, equal %v", len(msg), err, bytes.Equal(got, msg))
+		}
+	})
+}
+
+// TestRESPPipelinedOverTCP: a thousand commands in one write get a thousand replies in order, on
+// every backend.
+func TestRESPPipelinedOverTCP(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		srv := startServer(t, Config{Backend: backend, NewProtocol: respServer})
+		c := dial(t, srv)
+		if _, err := c.Write([]byte(strings.Repeat("INCR n\r\n", 1000) + "QUIT\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, c)
+		var want strings.Builder
+		for i := 1; i <= 1000; i++ {
+			want.WriteString(":" + strconv.Itoa(i) + "\r\n")
+		}
+		if got != want.String()+"+OK\r\n" {
+			t.Errorf("got %d bytes, want %d (%.100q...)", len(got), want.Len()+5, got)
+		}
+	})
+}
+
+// TestMalformedRequestGetsErrorThenClose: a RESP protocol error and a malformed HTTP request
+// are answered, then the server closes the connection (the client reads EOF, not a reset), and
+// no connection is left open.
+func TestMalformedRequestGetsErrorThenClose(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		for _, tc := range []struct {
+			proto     func() Protocol
+			req, want string
+		}{
+			{respServer, "PING\r\n*1\r\n$x\r\nPING\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
+			{httpServer, wrkRequest + "GET / HTTP/1.1\nHost: h\n\n" + wrkRequest, "HTTP/1.1 400 Bad Request\r\n"},
+		} {
+			srv := startServer(t, Config{Backend: backend, NewProtocol: tc.proto})
+			c := dial(t, srv)
+			if _, err := c.Write([]byte(tc.req)); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, c); !strings.Contains(got, tc.want) {
+				t.Errorf("%q: got %q, want it to contain %q", tc.req, got, tc.want)
+			}
+			c.Close() // the server lingers until the client has closed too
+			waitConns(t, srv, 0)
+		}
+	})
+}
+
+// TestSlowReaderGetsEveryReply: a client that sends a long pipeline before reading anything makes
+// the server stop reading while its output is full (OutputLimit); once the client reads, every
+// reply arrives, in order.
+func TestSlowReaderGetsEveryReply(t *testing.T) {
+	srv := startServer(t, Config{NewProtocol: respServer})
+	c := dial(t, srv)
+	const n = 300000 // 2.4 MB of requests, 2.1 MB of replies: more than the socket buffers hold
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Write([]byte(strings.Repeat("PING\r\n", n) + "QUIT\r\n"))
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the buffers fill
+	got := readAll(t, c)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Repeat("+PONG\r\n", n) + "+OK\r\n"; got != want {
+		t.Errorf("got %d bytes, want %d", len(got), len(want))
+	}
+}
+
+// fdCount is the number of fds this process has open.
+func fdCount(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents) - 1 // the directory's own fd
+}
+
+// raiseNofile raises RLIMIT_NOFILE's soft limit to at least n (up to the hard limit) for the
+// test, and restores it after.
+func raiseNofile(t *testing.T, n uint64) {
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Cur >= n {
+		return
+	}
+	if old.Max < n {
+		t.Skipf("RLIMIT_NOFILE hard limit %d < %d fds needed", old.Max, n)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
+}
+
+// TestDroppedConnectionsLeaveNoFd: 10,000 connections opened, sent half a request and dropped
+// (half with a FIN, half with a reset), 1,000 open at a time, leave no connection and no fd behind.
+func TestDroppedConnectionsLeaveNoFd(t *testing.T) {
+	for _, backend := range []string{"auto", "epoll"} {
+		t.Run(backend, func(t *testing.T) {
+			raiseNofile(t, 4096)
+			for _, proto := range []func() Protocol{respServer, httpServer} {
+				srv := startServer(t, Config{Backend: backend, NewProtocol: proto})
+				before := fdCount(t)
+				half := []string{"*3\r\n$3\r\nSET\r\n$1\r\nk", "GET /plaintext HTTP/1.1\r\nHost: 127."}
+				for batch := range 10 {
+					conns := make([]*net.TCPConn, 0, 1000)
+					for i := range 1000 {
+						c, err := net.DialTimeout("tcp", srv.Addr(), ioTimeout)
+						if err != nil {
+							t.Fatalf("batch %d, dial %d: %v", batch, i, err)
+						}
+						tc := c.(*net.TCPConn)
+						tc.SetDeadline(time.Now().Add(ioTimeout))
+						if _, err := tc.Write([]byte(half[i%2])); err != nil {
+							t.Fatal(err)
+						}
+						conns = append(conns, tc)
+					}
+					for i, c := range conns {
+						if i%2 == 0 {
+							c.SetLinger(0) // close with a reset
+						}
+						c.Close()
+					}
+				}
+				waitConns(t, srv, 0)
+				deadline := time.Now().Add(10 * time.Second)
+				for fdCount(t) > before && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				if n := fdCount(t); n > before {
+					t.Errorf("%d fds open after 10,000 dropped connections, %d before", n, before)
+				}
+				stopServer(t, srv)
+			}
+		})
+	}
+}
+
+// TestShutdownWritesPendingRepliesThenCloses: Shutdown serves what a connection has sent, writes
+// the replies held back by a full output, closes it, and closes idle connections; Wait returns nil.
+func TestShutdownWritesPendingRepliesThenCloses(t *testing.T) {
+	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, busy := dial(t, srv), dial(t, srv)
+	waitConns(t, srv, 2)
+	go busy.Write([]byte(strings.Repeat("PING\r\n", 300000))) // more than the buffers and OutputLimit take
+	time.Sleep(100 * time.Millisecond)
+	srv.Shutdown()
+	got := readAll(t, busy)
+	if len(got) == 0 || len(got)%7 != 0 || got != strings.Repeat("+PONG\r\n", len(got)/7) {
+		t.Errorf("the busy connection got %d bytes (%.50q...): want whole +PONG replies", len(got), got)
+	}
+	if got := readAll(t, idle); got != "" {
+		t.Errorf("the idle connection got %q", got)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Wait: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not return within 10 s of Shutdown")
+	}
+	if _, err := net.DialTimeout("tcp", srv.Addr(), time.Second); err == nil {
+		t.Error("the server still accepts connections after Shutdown")
+	}
+}
+
+// TestLoopsShareTheKeyspace: with 4 loops (SO_REUSEPORT), connections land on several loops and
+// see one keyspace.
+func TestLoopsShareTheKeyspace(t *testing.T) {
+	ks := NewKeyspace()
+	srv := startServer(t, Config{Loops: 4, NewProtocol: func() Protocol { return NewRESP(ks) }})
+	for i := range 40 {
+		c := dial(t, srv)
+		c.Write([]byte("INCR n\r\nQUIT\r\n"))
+		if got, want := readAll(t, c), ":"+strconv.Itoa(i+1)+"\r\n+OK\r\n"; got != want {
+			t.Fatalf("connection %d: got %q, want %q", i, got, want)
+		}
+	}
+}
+
+// TestHTTPDateRefreshedByTimer: the Date header follows the clock, through the loop's timer.
+func TestHTTPDateRefreshedByTimer(t *testing.T) {
+	srv := startServer(t, Config{NewProtocol: httpServer})
+	c := dial(t, srv)
+	r := bufio.NewReader(c)
+	date := func() string {
+		c.Write([]byte(wrkRequest))
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, ok := strings.CutPrefix(line, "Date: "); ok {
+				r.Discard(len("Content-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!"))
+				return strings.TrimSpace(d)
+			}
+		}
+	}
+	first := date()
+	if when, err := time.Parse(time.RFC1123, first); err != nil || time.Since(when).Abs() > 5*time.Second {
+		t.Fatalf("Date %q (%v): not now", first, err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if second := date(); second == first {
+		t.Errorf("Date still %q 2.1 s later", second)
+	}
+}
+
+// TestStartRefusesTheRequestsAPI: the requests API is named as not built yet.
+func TestStartRefusesTheRequestsAPI(t *testing.T) {
+	if _, err := Start(Config{Addr: "127.0.0.1:0", API: APIRequests, NewProtocol: echoServer}); !errors.Is(err, ErrRequestsAPI) {
+		t.Errorf("Start with the requests API: %v, want ErrRequestsAPI", err)
+	}
+}
+
+// TestStartNamesAnAddressInUse: an address taken by a socket without SO_REUSEPORT is an error
+// naming the address and wrapping EADDRINUSE; no fd is left open.
+func TestStartNamesAnAddressInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	before := fdCount(t)
+	_, err = Start(Config{Addr: l.Addr().String(), Loops: 2, NewProtocol: echoServer})
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Errorf("Start on a taken address: %v", err)
+	}
+	if n := fdCount(t); n != before {
+		t.Errorf("%d fds open after the failed Start, %d before", n, before)
+	}
+}
+
+// TestIdleConnectionsOwnNoBuffers: 5,000 connections that have each been served one request and
+// sit idle cost the server less than 2 KiB of heap each (its conn, its fd event and the loop's
+// slot for the fd): an idle connection owns no read or write buffer. The clients are raw sockets,
+// so that their own memory is not counted.
+func TestIdleConnectionsOwnNoBuffers(t *testing.T) {
+	const n = 5000
+	raiseNofile(t, 2*n+256)
+	srv := startServer(t, Config{NewProtocol: respServer})
+	addr, err := net.ResolveTCPAddr("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &unix.SockaddrInet4{Port: addr.Port}
+	copy(sa.Addr[:], addr.IP.To4())
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	fds := make([]int, 0, n)
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	tv := unix.Timeval{Sec: 10}
+	for range n {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		if err := unix.Connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		var reply [16]byte
+		if _, err := unix.Write(fd, []byte("PING\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if k, err := unix.Read(fd, reply[:]); err != nil || string(reply[:k]) != "+PONG\r\n" {
+			t.Fatalf("PING: %q, %v", reply[:k], err)
+		}
+	}
+	waitConns(t, srv, n)
+	per := float64(int64(heap())-int64(before)) / n
+	t.Logf("%.0f bytes of heap per idle connection", per)
+	if per > 2048 {
+		t.Errorf("%.0f bytes of heap per idle connection, want < 2048", per)
+	}
+}
