@@ -111,6 +111,30 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	return buf, nil
 }
 
+// replaceSet replaces the epoll set (epollBackend.replaceSet) and cancels the EPOLL_WAIT (or
+// fallback POLL_ADD) in flight, which is on the old set: it would not see the fds added from
+// now on. Its CQE (-ECANCELED, or what the old set reported meanwhile, whose generations the
+// core checks) is collected by the next wait as usual; the cancel's own CQE (user_data 0) is
+// ignored.
+func (b *uringBackend) replaceSet() error {
+	if err := b.epollBackend.replaceSet(); err != nil {
+		return err
+	}
+	if !b.inflight {
+		return nil
+	}
+	s, err := ringSQE(b.ring)
+	if err != nil {
+		return err
+	}
+	s.PrepCancel(uringEpollTag, 0) // IORING_OP_ASYNC_CANCEL (5.5) by user_data
+	s.SetUserData(0)
+	if _, err := b.ring.Submit(); err != nil {
+		return fmt.Errorf("ringev: uring backend: cancelling the wait on the old epoll set: %w", err)
+	}
+	return nil
+}
+
 func (b *uringBackend) close() error {
 	if b.ring == nil {
 		return nil

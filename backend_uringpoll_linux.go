@@ -85,7 +85,7 @@ func ringWaitError(err error) error {
 	return fmt.Errorf("ringev: uring backend: %w", err)
 }
 
-func (b *uringPollBackend) setInterest(fd int32, old, new uint32) error {
+func (b *uringPollBackend) setInterest(fd int32, _, old, new uint32) error {
 	st := b.state(fd)
 	if st.armed && new != st.interest {
 		s, err := b.sqe()
@@ -176,7 +176,7 @@ func (b *uringPollBackend) queue(fd int32, st *uringFd) {
 	}
 }
 
-func (b *uringPollBackend) stillWatched(int32, uint32) bool { return true }
+func (b *uringPollBackend) stillWatched(int32, uint32, uint32) bool { return true }
 
 func (b *uringPollBackend) close() error {
 	if b.ring == nil {

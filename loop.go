@@ -24,6 +24,18 @@ import (
 //     releases the file on every backend but uring-poll; its handler no longer runs, except
 //     once from the readiness cache (see WithFreshReadiness) and, on poll and uring-poll, which
 //     watch by fd number, for a new file that took the number before the loop noticed.
+//     On the epoll-set backends (uring, epoll) a registration belongs to the open file, not to
+//     the number: while a dup keeps the file open (fork, an exec'd child, fd passing,
+//     net.Conn.File), close(2) leaves it registered, and the old file's readiness is reported
+//     for the number. A handler that reads or writes with Loop.ReadNonblocking or
+//     WriteNonblocking then runs once more: its I/O fails with EBADF, the loop disarms the
+//     fd's events (flags 0) and that Once returns an error wrapping unix.EBADF that names the
+//     fd, as poll's POLLNVAL does. A handler that makes its own read(2) cannot be told from
+//     one that leaves data unread (knowing would cost a syscall per event), so it keeps being
+//     called until its event is closed or changed, and reads whatever the number names. Either
+//     way no event of a registration the loop replaced or could not remove reaches a handler
+//     (each registration carries a generation in its event data), and the first such event
+//     makes the loop rebuild its epoll set, which removes the orphan: the loop sleeps again.
 //  6. A handler waiting only for Write is not called on error or hang-up; its Write flag is
 //     cleared instead. POLLNVAL disarms every handler of the fd and Once returns an error.
 //  7. Timers use the monotonic clock and run in deadline order, ties in creation order.
@@ -155,13 +167,15 @@ type Loop struct {
 	// buffer, so that a turn touches few memory pages (once.go).
 	owner    uintptr // the owner goroutine (see owned)
 	closed   bool
-	inside   bool // a handler is running (nesting guard)
-	running  bool // Run is running: Once returns early on Stop
-	busy     bool // the last wait found something: look without blocking first (see wait)
-	fresh    bool // WithFreshReadiness: never use readiness from an earlier Once
-	all      bool // WithDispatchAll: one Once runs every ready fd handler
-	exactSig bool // WithExactSignals
-	epfd     int  // the backend's epoll set, which the busy path reads directly; -1: none
+	inside   bool   // a handler is running (nesting guard)
+	running  bool   // Run is running: Once returns early on Stop
+	busy     bool   // the last wait found something: look without blocking first (see wait)
+	fresh    bool   // WithFreshReadiness: never use readiness from an earlier Once
+	all      bool   // WithDispatchAll: one Once runs every ready fd handler
+	exactSig bool   // WithExactSignals
+	epfd     int    // the backend's epoll set, which the busy path reads directly; -1: none
+	genLast  uint32 // the last registration generation given out (fdSlot.gen)
+	ioErr    error  // a watched fd found closed by a handler's I/O (badFd); Once returns it
 	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
 	// WriteNonblocking send the I/O through its ring with a look at the epoll set behind it.
 	ride *uringBackend
@@ -236,13 +250,14 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("ringev: eventfd: %w", err)
 	}
-	if err := be.setInterest(int32(l.wakeFd), 0, unix.POLLIN); err != nil {
+	ws := l.slot(int32(l.wakeFd))
+	ws.internal = true
+	if err := l.setInterest(ws, unix.POLLIN); err != nil {
 		unix.Close(l.wakeFd)
 		be.close()
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("ringev: watching the wake-up eventfd: %w", err)
 	}
-	l.slot(int32(l.wakeFd)).internal = true
 	return l, nil
 }
 
@@ -393,13 +408,18 @@ func (l *Loop) nothingToDo() bool {
 	return empty
 }
 
-// dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready.
-func (l *Loop) dispatchRest() {
-	if !l.all {
-		return
+// dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready. It
+// returns what Once returns after an fd handler: nil, or the error of a watched fd a handler
+// found closed (badFd).
+func (l *Loop) dispatchRest() error {
+	if l.all {
+		for !l.stopReq.Load() && l.dispatchFd() {
+		}
 	}
-	for !l.stopReq.Load() && l.dispatchFd() {
+	if l.ioErr != nil {
+		return l.takeIOErr()
 	}
+	return nil
 }
 
 // now is the monotonic time in ns since the loop was created.

@@ -66,8 +66,7 @@ func (l *Loop) Once() error {
 			}
 		}
 		if l.dispatchFd() {
-			l.dispatchRest()
-			return nil
+			return l.dispatchRest()
 		}
 		ready, err := l.wait(timeout)
 		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
@@ -82,8 +81,7 @@ func (l *Loop) Once() error {
 			return err
 		}
 		if l.dispatchFd() {
-			l.dispatchRest()
-			return nil
+			return l.dispatchRest()
 		}
 		if l.running && l.stopReq.Load() {
 			return nil // Run returns; Once outside Run does not heed Stop
@@ -136,6 +134,7 @@ func (l *Loop) markReady() error {
 	l.waitSeq++
 	seq := l.waitSeq
 	left := 0
+	stale := false
 	var nvalErr error
 	for i := range l.cache {
 		r := &l.cache[i]
@@ -149,12 +148,19 @@ func (l *Loop) markReady() error {
 			drainEventfd(int(s.fd))
 		case r.Events&unix.POLLNVAL != 0:
 			nvalErr = l.disarmInvalid(s)
+		case uint32(r.Pad) != s.gen:
+			stale = true // an orphaned epoll registration's (setInterest): never dispatched
 		default:
 			s.mark = seq
 			left++
 		}
 	}
 	l.cacheLeft = left
+	if stale {
+		if err := l.rebuildEpollSet(); nvalErr == nil {
+			nvalErr = err
+		}
+	}
 	return nvalErr
 }
 
