@@ -21,7 +21,10 @@ import (
 //  3. Fair: the fd handler that ran least recently among the ready ones runs first.
 //  4. Any number of handlers may watch one fd, each with its own mask.
 //  5. A closed fd event's handler never runs again. A plain close(2) behind the loop's back
-//     releases the file on every backend but uring-poll; its handler no longer runs, except
+//     releases the file on every backend but uring-poll, on poll only once its wait returns: a
+//     ppoll(2) that sleeps holds a reference to every file it polls, so the peer of a socket
+//     closed meanwhile sees EOF when the loop wakes (a timer, Post, Stop, a ready fd, a signal),
+//     not before. Its handler no longer runs, except
 //     once from the readiness cache (see WithFreshReadiness) and, on poll and uring-poll, which
 //     watch by fd number, for a new file that took the number before the loop noticed.
 //     On the epoll-set backends (uring, epoll) a registration belongs to the open file, not to
@@ -151,7 +154,9 @@ func WithFreshReadiness() Option {
 
 // WithBackend selects the backend by name: "auto" (the default: the first of "uring", "epoll",
 // "poll" that works here, with BackendReason saying why), "uring" (close-safe io_uring: an epoll
-// set waited on through the ring), "epoll", "poll", or "uring-poll" (one-shot IORING_OP_POLL_ADD
+// set waited on through the ring), "epoll", "poll" (ppoll(2): a close(2) behind the loop's back
+// while it sleeps releases the file when it wakes, see the loop contract, item 5), or
+// "uring-poll" (one-shot IORING_OP_POLL_ADD
 // per fd: the seed's design, fast, but NOT close-safe: a close(2) behind the loop's back does not
 // release a file it watches, and an idle loop pins the files it watches; auto never picks it). New returns an error
 // wrapping ErrUnknownBackend for any other name, and the backend's own error (for example one
