@@ -52,6 +52,10 @@ func openUring() (backend, error) {
 	// ring fd (IORING_REGISTER_RING_FDS, 5.18), sparing the kernel an fd lookup per enter. A
 	// kernel without it keeps the plain fd.
 	_ = r.RegisterRingFd()
+	if err := tryEnter(r); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("uring: %w", err)
+	}
 	ep, err := openEpoll()
 	if err != nil {
 		r.Close()

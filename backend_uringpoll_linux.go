@@ -48,6 +48,10 @@ func openUringPoll() (backend, error) {
 		return nil, fmt.Errorf("uring-poll: %w", err)
 	}
 	_ = r.RegisterRingFd() // as in openUring
+	if err := tryEnter(r); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("uring-poll: %w", err)
+	}
 	return &uringPollBackend{ring: r}, nil
 }
 
@@ -74,6 +78,24 @@ func ringSQE(r *uring.Ring) (*uring.SQE, error) {
 		}
 	}
 	return nil, errors.New("ringev: uring backend: submission queue stays full")
+}
+
+// tryEnter submits a NOP on the new ring r and waits for its CQE: io_uring_setup can be allowed
+// where io_uring_enter is not (a seccomp filter that denies it alone), and a backend whose every
+// wait would fail must not be chosen. The error wraps io_uring_enter's (unix.EPERM there).
+func tryEnter(r *uring.Ring) error {
+	s := r.GetSQE()
+	if s == nil {
+		return errors.New("a new ring has no free SQE")
+	}
+	s.PrepNop()
+	s.SetUserData(0)
+	if _, err := r.SubmitAndWait(1); err != nil {
+		return fmt.Errorf("a NOP through the new ring: %w", err)
+	}
+	for _, ok := r.PopCQE(); ok; _, ok = r.PopCQE() {
+	}
+	return nil
 }
 
 // ringWaitError is the error of a wait in the ring for the loop: nil for a timeout (ETIME) or a

@@ -153,14 +153,17 @@ func WithFreshReadiness() Option {
 }
 
 // WithBackend selects the backend by name: "auto" (the default: the first of "uring", "epoll",
-// "poll" that works here, with BackendReason saying why), "uring" (close-safe io_uring: an epoll
+// "poll" that works here, with BackendReason saying why; an io_uring backend works when
+// io_uring_setup succeeds and a NOP submitted through the new ring completes, since a seccomp
+// filter can allow io_uring_setup and deny io_uring_enter), "uring" (close-safe io_uring: an epoll
 // set waited on through the ring), "epoll", "poll" (ppoll(2): a close(2) behind the loop's back
 // while it sleeps releases the file when it wakes, see the loop contract, item 5), or
 // "uring-poll" (one-shot IORING_OP_POLL_ADD
 // per fd: the seed's design, fast, but NOT close-safe: a close(2) behind the loop's back does not
 // release a file it watches, and an idle loop pins the files it watches; auto never picks it). New returns an error
 // wrapping ErrUnknownBackend for any other name, and the backend's own error (for example one
-// wrapping unix.EPERM or unix.ENOSYS from io_uring_setup) when the named backend cannot be used.
+// wrapping unix.EPERM or unix.ENOSYS from io_uring_setup, or unix.EPERM from io_uring_enter, naming
+// the call) when the named backend cannot be used.
 func WithBackend(name string) Option {
 	return func(o *options) { o.backend = name }
 }
@@ -269,8 +272,9 @@ func New(opts ...Option) (*Loop, error) {
 // Backend returns the name of the backend in use: "uring", "epoll", "poll" or "uring-poll".
 func (l *Loop) Backend() string { return l.beName }
 
-// BackendReason says why "auto" chose the backend in use (for example that io_uring_setup
-// failed with EPERM); it is "" when the backend was asked for by name.
+// BackendReason says why "auto" chose the backend in use (for example that io_uring_setup, or
+// io_uring_enter on the new ring, failed with EPERM); it is "" when the backend was asked for by
+// name.
 func (l *Loop) BackendReason() string { return l.beReason }
 
 // Close releases the loop: its backend, its wake-up eventfd and its signal subscriptions, and
