@@ -16,7 +16,10 @@ import (
 //
 //  1. Once runs one handler: pending signals, then posted functions, then one immediate, then one
 //     expired timer; only when none of those is due does it ask the backend to wait for fds
-//     (until the next timer's deadline, once) and then it dispatches one fd handler.
+//     (until the next timer's deadline, once) and then it dispatches one fd handler. After
+//     FdStarvationLimit Onces in a row that ran those others, the next one looks at the fds
+//     first (without blocking) and runs a ready fd handler if there is one, so a timer,
+//     immediate or posted function that re-queues itself cannot starve the fds.
 //  2. fd events are level-triggered: an unconsumed condition is reported again on the next Once.
 //  3. Fair: the fd handler that ran least recently among the ready ones runs first.
 //  4. Any number of handlers may watch one fd, each with its own mask.
@@ -182,6 +185,7 @@ type Loop struct {
 	all      bool   // WithDispatchAll: one Once runs every ready fd handler
 	exactSig bool   // WithExactSignals
 	epfd     int    // the backend's epoll set, which the busy path reads directly; -1: none
+	others   int    // Onces that ran other handlers than fd handlers since the fds last had their turn (FdStarvationLimit)
 	genLast  uint32 // the last registration generation given out (fdSlot.gen)
 	ioErr    error  // a watched fd found closed by a handler's I/O (badFd); Once returns it
 	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
@@ -415,6 +419,59 @@ func (l *Loop) nothingToDo() bool {
 	empty := len(l.postQ) == 0
 	l.postMu.Unlock()
 	return empty
+}
+
+// FdStarvationLimit is the most Onces in a row that run signal handlers, posted functions,
+// immediates or timers while an fd handler is ready (the K of the loop contract's item 1): the
+// Once after FdStarvationLimit such Onces first looks at the fds without blocking and, if one is
+// ready, runs an fd handler (with WithDispatchAll, every ready one) instead. tevent's order holds
+// for any single Once otherwise, but there a zero-delay timer re-added from its own handler, or an
+// immediate or posted function that re-queues itself, keeps every fd waiting for ever (libuv
+// bounded it after its users hit it, libuv #4245). The bound costs the busy fd path one compare
+// per Once.
+const FdStarvationLimit = 16
+
+// ranOther counts a Once that ran a signal handler, posted function, immediate or timer (see
+// FdStarvationLimit) and returns what that Once returns: nil, or the error of a watched fd the
+// handler found closed (badFd).
+func (l *Loop) ranOther() error {
+	l.others++
+	if l.ioErr != nil {
+		return l.takeIOErr()
+	}
+	return nil
+}
+
+// fdTurn is the fds' turn after FdStarvationLimit Onces that ran other handlers: readiness the
+// loop still holds, else a look without blocking, and one fd handler (every ready one with
+// WithDispatchAll) if something is ready. It reports whether it ran a handler (or failed: then
+// Once returns the error).
+//
+//go:noinline
+func (l *Loop) fdTurn() (bool, error) {
+	l.others = 0
+	if l.nfd == 0 {
+		return false, nil
+	}
+	if l.news {
+		if err := l.adoptNews(); err != nil {
+			return true, err
+		}
+	}
+	if !l.dispatchFd() {
+		ready, err := l.wait(0)
+		l.cache = ready
+		if err != nil {
+			return true, err
+		}
+		if err := l.markReady(); err != nil {
+			return true, err
+		}
+		if !l.dispatchFd() {
+			return false, nil
+		}
+	}
+	return true, l.dispatchRest()
 }
 
 // dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready. It

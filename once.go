@@ -18,7 +18,9 @@ import (
 
 // Once runs exactly one handler and returns: a signal handler, else a posted function, else an
 // immediate, else an expired timer, else it waits for the fds (at most until the next timer is
-// due, waiting once) and runs one fd handler, the least recently run among the ready ones. It
+// due, waiting once) and runs one fd handler, the least recently run among the ready ones; but
+// after FdStarvationLimit Onces in a row that ran the others, it first looks at the fds without
+// blocking and runs a ready fd handler if there is one. It
 // returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
 // ErrNotOwner from a goroutine other than the owner,
 // ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
@@ -38,20 +40,26 @@ func (l *Loop) Once() error {
 		l.cacheLeft = 0 // WithFreshReadiness: no readiness from an earlier Once
 	}
 	for {
+		// FdStarvationLimit Onces in a row ran other handlers: the fds' turn first.
+		if l.others >= FdStarvationLimit {
+			if ran, err := l.fdTurn(); ran {
+				return err
+			}
+		}
 		if l.sig != nil && l.sig.isPending() && l.runSignal() {
-			return nil
+			return l.ranOther()
 		}
 		if l.posted.Load() && l.runPosted() {
-			return nil
+			return l.ranOther()
 		}
 		if l.imm.head != nil {
 			l.runImmediate()
-			return nil
+			return l.ranOther()
 		}
 		timeout := int64(-1)
 		if len(l.timers) > 0 {
 			if timeout = l.timerTimeout(); timeout < 0 {
-				return nil // a timer ran
+				return l.ranOther() // a timer ran
 			}
 		}
 		stopping := l.running && l.stopReq.Load()
