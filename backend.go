@@ -128,17 +128,19 @@ func openBackend(name string) (backend, string, string, error) {
 }
 
 // pollBits is the poll(2) interest for a set of fd event flags. Error alone watches POLLERR,
-// which every backend treats as "errors and hang-up only".
+// which every backend treats as "errors and hang-up only". Read and Error also ask for POLLRDHUP
+// (Linux 2.6.17: the peer shut down its writing side), as tevent does for TEVENT_FD_READ and
+// TEVENT_FD_ERROR, so that a half-close is reported as Error.
 func pollBits(f Flags) uint32 {
 	var m uint32
 	if f&Read != 0 {
-		m |= unix.POLLIN
+		m |= unix.POLLIN | unix.POLLRDHUP
 	}
 	if f&Write != 0 {
 		m |= unix.POLLOUT
 	}
 	if f&Error != 0 {
-		m |= unix.POLLERR
+		m |= unix.POLLERR | unix.POLLRDHUP
 	}
 	return m
 }

@@ -253,6 +253,17 @@ func (e *FdEvent) Close() error {
 	return l.updateInterest(s)
 }
 
+// errorFlags is pickFd's rare branch for an fd reported with an error, hang-up or half-close
+// (revents: POLLERR, POLLHUP, POLLRDHUP): an error or hang-up applies tevent's rule to the
+// slot's events (applyErrorRule); a half-close alone does not, since the fd is still writable.
+//
+//go:noinline
+func (l *Loop) errorFlags(s *fdSlot, revents uint32) {
+	if revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+		l.applyErrorRule(s)
+	}
+}
+
 // applyErrorRule applies tevent's rule for an fd with an error or hang-up (POLLERR, POLLHUP)
 // to the slot's events: a handler without Read or Error is not told, and loses its Write flag
 // instead. The others are handed Error and Read (and Write if POLLOUT is reported too).

@@ -43,7 +43,10 @@ import (
 //     (each registration carries a generation in its event data), and the first such event
 //     makes the loop rebuild its epoll set, which removes the orphan: the loop sleeps again.
 //  6. A handler waiting only for Write is not called on error or hang-up; its Write flag is
-//     cleared instead. POLLNVAL disarms every handler of the fd and Once returns an error.
+//     cleared instead. The others get Read and Error (those they watch), and Write too when the
+//     fd is also reported writable (see Flags). A half-close (POLLRDHUP, the peer's
+//     shutdown(SHUT_WR)) is reported as Error (and Read), as tevent does, but leaves Write
+//     alone. POLLNVAL disarms every handler of the fd and Once returns an error.
 //  7. Timers use the monotonic clock and run in deadline order, ties in creation order.
 //  8. Post (and Stop) are the only calls safe from any goroutine.
 //  9. Run returns when nothing is left to wait for, on Stop, or on error. Once from inside a
@@ -53,16 +56,26 @@ import (
 
 // Flags is a set of fd event conditions, as in tevent's TEVENT_FD_READ, TEVENT_FD_WRITE and
 // TEVENT_FD_ERROR.
+//
+// On an error, hang-up or half-close every handler that watches Read or Error is called with
+// those of Read and Error it watches, plus Write if it watches Write and the kernel reports the
+// fd writable too (an AF_UNIX socket whose peer closed reports POLLIN|POLLOUT|POLLHUP, so a
+// Read|Write handler gets Read|Write and a Write|Error handler Write|Error, as with tevent's
+// poll backend). A handler that watches Write alone is not called on an error or hang-up and
+// loses its Write flag instead (tevent's rule); on a half-close alone it keeps it (the fd is
+// still writable) and is called with Write as before.
 type Flags uint16
 
 const (
-	// Read: the fd is readable, or at end of file, or has an error or hang-up (so a reader sees
-	// EOF or the error from read(2)). poll(2)'s POLLIN.
+	// Read: the fd is readable, or at end of file, or has an error, hang-up or half-close (so a
+	// reader sees EOF or the error from read(2)). poll(2)'s POLLIN (and POLLRDHUP).
 	Read Flags = 1 << iota
-	// Write: the fd is writable. poll(2)'s POLLOUT. Never reported on error or hang-up: a
-	// handler that waits only for Write then loses its Write flag (tevent's rule).
+	// Write: the fd is writable. poll(2)'s POLLOUT. See Flags for what happens on an error.
 	Write
-	// Error: the fd has an error or hang-up (POLLERR, POLLHUP).
+	// Error: the fd has an error or hang-up (POLLERR, POLLHUP), or its peer shut down its
+	// writing side (POLLRDHUP: a half-close, shutdown(2) with SHUT_WR on a stream socket), as
+	// tevent's TEVENT_FD_ERROR, which asks for POLLRDHUP with TEVENT_FD_READ and
+	// TEVENT_FD_ERROR. A handler that watches Error alone is called on these only.
 	Error
 )
 

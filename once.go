@@ -205,8 +205,8 @@ func (l *Loop) pickFd() (*FdEvent, Flags) {
 			continue
 		}
 		ready := pollFlags(r.Events)
-		if r.Events&(unix.POLLERR|unix.POLLHUP) != 0 {
-			l.applyErrorRule(s)
+		if r.Events&(unix.POLLERR|unix.POLLHUP|unix.POLLRDHUP) != 0 {
+			l.errorFlags(s, r.Events)
 			ready |= Error | Read
 		}
 		for _, ev := range s.events {

@@ -657,3 +657,195 @@ func TestRequeuingHandlerDoesNotStarveFds(t *testing.T) {
 		}
 	}
 }
+
+// relTCPPair returns the two ends of a TCP connection over loopback, both nonblocking, owned
+// by the test.
+func relTCPPair(t *testing.T) (client, server *relFd) {
+	t.Helper()
+	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socket: %v", err)
+	}
+	defer unix.Close(ln)
+	if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	if err := unix.Listen(ln, 1); err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	sa, err := unix.Getsockname(ln)
+	if err != nil {
+		t.Fatalf("getsockname: %v", err)
+	}
+	c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socket: %v", err)
+	}
+	client = relOwn(t, c)
+	if err := unix.Connect(c, sa); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	s, _, err := unix.Accept4(ln, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+	if err != nil {
+		t.Fatalf("accept4: %v", err)
+	}
+	server = relOwn(t, s)
+	if err := unix.SetNonblock(c, true); err != nil {
+		t.Fatalf("set nonblocking: %v", err)
+	}
+	return client, server
+}
+
+// relFlagsSeen watches fd with flags on l and returns a pointer to the flags of the handler's
+// last call and to its call count; the handler disarms itself (flags 0), so it runs once per
+// SetFlags.
+func relFlagsSeen(t *testing.T, l *ringev.Loop, fd int, flags ringev.Flags) (*ringev.FdEvent, *ringev.Flags, *int) {
+	t.Helper()
+	var got ringev.Flags
+	calls := 0
+	ev := relAddFd(t, l, fd, flags, func(ev *ringev.FdEvent, f ringev.Flags) {
+		got = f
+		calls++
+		if err := ev.SetFlags(0); err != nil {
+			t.Errorf("SetFlags(0): %v", err)
+		}
+	})
+	return ev, &got, &calls
+}
+
+// relUntilCalled runs the loop until *calls > 0 or a timer of d fires, and reports whether the
+// handler was called.
+func relUntilCalled(t *testing.T, l *ringev.Loop, calls *int, d time.Duration) bool {
+	t.Helper()
+	fired := false
+	tm := l.AddTimer(d, func(*ringev.Timer) { fired = true })
+	testutil.OnceUntil(t, l, func() bool { return *calls > 0 || fired }, relDeadline)
+	tm.Stop()
+	return *calls > 0
+}
+
+// TestHalfCloseReportsError (issue 11 item 6b): the peer of a TCP connection over loopback
+// shuts down its writing side (shutdown(SHUT_WR), a half-close). As in tevent (which asks for
+// POLLRDHUP with TEVENT_FD_READ and TEVENT_FD_ERROR and reports TEVENT_FD_ERROR on it), a
+// handler that watches only Error wakes with Error, one that watches Read|Error gets Read|Error,
+// one that watches Read gets Read; a handler that watches Write alone keeps its Write flag (the
+// socket is still writable) and is still told so, also beside a Read|Error handler of the same
+// fd (the fd is then watched for POLLRDHUP). None of them is called before the shutdown. Every
+// backend.
+func TestHalfCloseReportsError(t *testing.T) {
+	for _, b := range ringev.Backends() {
+		for _, c := range []struct {
+			watch, want ringev.Flags
+			beside      ringev.Flags // another handler on the same fd (0: none)
+		}{
+			{ringev.Error, ringev.Error, 0},
+			{ringev.Read | ringev.Error, ringev.Read | ringev.Error, 0},
+			{ringev.Read, ringev.Read, 0},
+			{ringev.Write, ringev.Write, 0},
+			{ringev.Write, ringev.Write, ringev.Read | ringev.Error}, // the fd is watched for POLLRDHUP
+		} {
+			name := b + "/" + c.watch.String()
+			if c.beside != 0 {
+				name += "/beside-" + c.beside.String()
+			}
+			t.Run(name, func(t *testing.T) {
+				client, server := relTCPPair(t)
+				l := relNewLoop(t, b)
+				if c.beside != 0 {
+					relAddFd(t, l, server.fd, c.beside, func(*ringev.FdEvent, ringev.Flags) {})
+				}
+				ev, got, calls := relFlagsSeen(t, l, server.fd, c.watch)
+				if c.watch != ringev.Write {
+					if relUntilCalled(t, l, calls, 20*time.Millisecond) {
+						t.Fatalf("the handler was called with %v before the peer's shutdown", *got)
+					}
+				}
+				if err := unix.Shutdown(client.fd, unix.SHUT_WR); err != nil {
+					t.Fatalf("shutdown(SHUT_WR): %v", err)
+				}
+				*calls = 0
+				if c.watch == ringev.Write {
+					// It ran before the shutdown (writable) and disarmed itself: re-arm it.
+					if err := ev.SetFlags(ringev.Write); err != nil {
+						t.Fatalf("SetFlags(Write): %v", err)
+					}
+				}
+				if !relUntilCalled(t, l, calls, time.Second) {
+					t.Fatalf("a %v handler was not called within 1 s of the peer's shutdown(SHUT_WR)", c.watch)
+				}
+				if *got != c.want {
+					t.Errorf("a %v handler got %v after the peer's shutdown(SHUT_WR), want %v", c.watch, *got, c.want)
+				}
+				if c.watch == ringev.Write && *got == ringev.Write {
+					// The handler disarmed itself; it kept Write until then (the error rule would
+					// have cleared it before the call). Once more, to see that it still comes.
+					if err := ev.SetFlags(ringev.Write); err != nil {
+						t.Fatalf("SetFlags(Write): %v", err)
+					}
+					*calls = 0
+					if !relUntilCalled(t, l, calls, time.Second) {
+						t.Errorf("a Write handler was not called again on the half-closed (still writable) socket")
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPeerCloseFlags (issue 11 item 6b): the peer of an AF_UNIX socketpair closes. Each handler
+// gets the flags it watches among Read, Error, and Write when the kernel reports the socket
+// writable too (POLLOUT, as poll(2) on it says here) — tevent's poll backend does the same —
+// except a handler that watches Write alone: it is not called and loses its Write flag. Every
+// backend.
+func TestPeerCloseFlags(t *testing.T) {
+	masks := []ringev.Flags{ringev.Read, ringev.Write, ringev.Error, ringev.Read | ringev.Write,
+		ringev.Write | ringev.Error, ringev.Read | ringev.Error, ringev.Read | ringev.Write | ringev.Error}
+	for _, b := range ringev.Backends() {
+		for _, m := range masks {
+			t.Run(b+"/"+m.String(), func(t *testing.T) {
+				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					t.Fatalf("socketpair: %v", err)
+				}
+				a, peer := relOwn(t, fds[0]), relOwn(t, fds[1])
+				l := relNewLoop(t, b)
+				ev, got, calls := relFlagsSeen(t, l, a.fd, m)
+				if m&ringev.Write != 0 {
+					// Writable from the start: let it run once, then re-arm it.
+					if !relUntilCalled(t, l, calls, time.Second) {
+						t.Fatalf("a %v handler was not called on a writable socket", m)
+					}
+					*calls, *got = 0, 0
+					if err := ev.SetFlags(m); err != nil {
+						t.Fatalf("SetFlags: %v", err)
+					}
+				}
+				if err := peer.Close(); err != nil {
+					t.Fatalf("close: %v", err)
+				}
+				pfd := []unix.PollFd{{Fd: int32(a.fd), Events: unix.POLLIN | unix.POLLOUT}}
+				if _, err := unix.Poll(pfd, 0); err != nil {
+					t.Fatalf("poll: %v", err)
+				}
+				want := m & (ringev.Read | ringev.Error)
+				if pfd[0].Revents&unix.POLLOUT != 0 && want != 0 {
+					want |= m & ringev.Write
+				}
+				called := relUntilCalled(t, l, calls, 100*time.Millisecond)
+				t.Logf("revents %#x: a %v handler got %v (called %v), flags now %v", pfd[0].Revents, m, *got, called, ev.Flags())
+				if want == 0 {
+					if called {
+						t.Errorf("a Write-only handler was called with %v on hang-up, want not called", *got)
+					}
+					if ev.Flags() != 0 {
+						t.Errorf("a Write-only handler kept flags %v on hang-up, want Write cleared", ev.Flags())
+					}
+					return
+				}
+				if !called || *got != want {
+					t.Errorf("a %v handler got %v (called %v) on hang-up, want %v", m, *got, called, want)
+				}
+			})
+		}
+	}
+}
