@@ -41,7 +41,8 @@ type fdSlot struct {
 	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable
 	// gen is the generation of the slot's epoll registration (epoll-set backends; 0 on the
 	// others), stored in the event's data: an event whose generation differs comes from a
-	// registration the loop replaced or could not remove (see setInterest), and is stale.
+	// registration the loop replaced or could not remove (see setInterest), and is stale. The
+	// loop's own eventfds have internalGen.
 	gen      uint32
 	internal bool // one of the loop's own eventfds (wake-up, exact signals): drained, never dispatched
 }
@@ -143,6 +144,19 @@ func (l *Loop) updateInterest(s *fdSlot) error {
 	return nil
 }
 
+// internalGen is the generation of the slots of the loop's own eventfds (fdSlot.internal):
+// their registrations carry 0, so that their events take markReady's rare branch, which drains
+// them, at no cost to the others. No registration is given it.
+const internalGen = ^uint32(0)
+
+// regGen is the generation the backend stores in the slot's registration.
+func regGen(s *fdSlot) uint32 {
+	if s.internal {
+		return 0
+	}
+	return s.gen
+}
+
 // setInterest tells the backend to watch the slot's fd for want (poll bits; 0: stop watching)
 // and records it in the slot. On the epoll-set backends a new registration gets a new
 // generation unless the slot's last one was removed cleanly (then no event of an older one can
@@ -154,19 +168,21 @@ func (l *Loop) updateInterest(s *fdSlot) error {
 // gone already), changing it disarms the slot's events (their flags become 0, as tevent's
 // epoll backend does) and returns the error.
 func (l *Loop) setInterest(s *fdSlot, want uint32) error {
-	if s.interest == 0 && want != 0 && s.gen == 0 && l.epfd >= 0 {
+	if s.internal {
+		s.gen = internalGen
+	} else if s.interest == 0 && want != 0 && s.gen == 0 && l.epfd >= 0 {
 		l.genLast++
-		if l.genLast == 0 {
+		if l.genLast == 0 || l.genLast == internalGen {
 			l.genLast = 1
 		}
 		s.gen = l.genLast
 	}
-	err := l.be.setInterest(s.fd, s.gen, s.interest, want)
+	err := l.be.setInterest(s.fd, regGen(s), s.interest, want)
 	if err == nil {
 		s.interest = want
 		return nil
 	}
-	if s.interest == 0 || !(errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOENT)) {
+	if s.interest == 0 || s.internal || !(errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOENT)) {
 		return err
 	}
 	s.gen, s.interest = 0, 0
@@ -327,7 +343,7 @@ func (l *Loop) rebuildEpollSet() error {
 		if s == nil || s.interest == 0 {
 			continue
 		}
-		if err := l.be.setInterest(s.fd, s.gen, 0, s.interest); err != nil {
+		if err := l.be.setInterest(s.fd, regGen(s), 0, s.interest); err != nil {
 			for _, ev := range s.events {
 				ev.flags = 0
 			}
@@ -369,6 +385,7 @@ func (l *Loop) badFd(fd int) {
 	l.disarmSlot(s)
 	s.mark = 0
 	if l.ioErr == nil {
+		l.after |= afterErr
 		l.ioErr = fmt.Errorf("ringev: fd %d is not open (a read or write through the loop failed with EBADF); its %d fd event(s) are disarmed: %w", fd, n, unix.EBADF)
 	}
 }
@@ -379,5 +396,6 @@ func (l *Loop) badFd(fd int) {
 func (l *Loop) takeIOErr() error {
 	err := l.ioErr
 	l.ioErr = nil
+	l.after &^= afterErr
 	return err
 }

@@ -191,16 +191,14 @@ type Loop struct {
 	// buffer, so that a turn touches few memory pages (once.go).
 	owner    uintptr // the owner goroutine (see owned)
 	closed   bool
-	inside   bool   // a handler is running (nesting guard)
-	running  bool   // Run is running: Once returns early on Stop
-	busy     bool   // the last wait found something: look without blocking first (see wait)
-	fresh    bool   // WithFreshReadiness: never use readiness from an earlier Once
-	all      bool   // WithDispatchAll: one Once runs every ready fd handler
-	exactSig bool   // WithExactSignals
-	epfd     int    // the backend's epoll set, which the busy path reads directly; -1: none
-	others   int    // Onces that ran other handlers than fd handlers since the fds last had their turn (FdStarvationLimit)
-	genLast  uint32 // the last registration generation given out (fdSlot.gen)
-	ioErr    error  // a watched fd found closed by a handler's I/O (badFd); Once returns it
+	inside   bool  // a handler is running (nesting guard)
+	running  bool  // Run is running: Once returns early on Stop
+	busy     bool  // the last wait found something: look without blocking first (see wait)
+	fresh    bool  // WithFreshReadiness: never use readiness from an earlier Once
+	after    uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (ioErr is set)
+	exactSig bool  // WithExactSignals
+	epfd     int   // the backend's epoll set, which the busy path reads directly; -1: none
+	others   int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
 	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
 	// WriteNonblocking send the I/O through its ring with a look at the epoll set behind it.
 	ride *uringBackend
@@ -229,6 +227,8 @@ type Loop struct {
 	imm       immList
 	cacheBuf  [64]readyFd
 
+	genLast  uint32 // the last registration generation given out (fdSlot.gen)
+	ioErr    error  // a watched fd found closed by a handler's I/O (badFd); Once returns it
 	be       backend
 	beName   string
 	beReason string
@@ -261,7 +261,10 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{owner: rawsys.Getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, all: o.dispatchAll, exactSig: o.exactSignals}
+	l := &Loop{owner: rawsys.Getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, exactSig: o.exactSignals}
+	if o.dispatchAll {
+		l.after = afterAll
+	}
 	l.cache = l.cacheBuf[:0]
 	l.slots = l.slotsBuf[:]
 	l.epfd = -1
@@ -487,11 +490,25 @@ func (l *Loop) fdTurn() (bool, error) {
 	return true, l.dispatchRest()
 }
 
-// dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready. It
-// returns what Once returns after an fd handler: nil, or the error of a watched fd a handler
-// found closed (badFd).
+// dispatchRest returns what Once returns after an fd handler: nil, or (afterFd) the error of a
+// watched fd a handler found closed (badFd), after running, with WithDispatchAll, the other
+// handlers the last wait found ready. One byte tells whether there is anything to do.
 func (l *Loop) dispatchRest() error {
-	if l.all {
+	if l.after == 0 {
+		return nil
+	}
+	return l.afterFd()
+}
+
+// Bits of Loop.after: what Once does after an fd handler.
+const (
+	afterAll = 1 << iota // WithDispatchAll: run the other ready handlers
+	afterErr             // a handler found its watched fd closed: return ioErr
+)
+
+// afterFd is dispatchRest's work when Loop.after is not 0.
+func (l *Loop) afterFd() error {
+	if l.after&afterAll != 0 {
 		for !l.stopReq.Load() && l.dispatchFd() {
 		}
 	}

@@ -152,12 +152,16 @@ func (l *Loop) markReady() error {
 		s := l.slots[r.Fd]
 		switch {
 		case s == nil:
-		case s.internal:
-			drainEventfd(int(s.fd))
+		case uint32(r.Pad) != s.gen:
+			// One of the loop's own eventfds (their generation, internalGen, never matches),
+			// or an orphaned epoll registration's event (setInterest): never dispatched.
+			if s.internal {
+				drainEventfd(int(s.fd))
+			} else {
+				stale = true
+			}
 		case r.Events&unix.POLLNVAL != 0:
 			nvalErr = l.disarmInvalid(s)
-		case uint32(r.Pad) != s.gen:
-			stale = true // an orphaned epoll registration's (setInterest): never dispatched
 		default:
 			s.mark = seq
 			left++
