@@ -331,6 +331,7 @@ func (l *Loop) unwatch(s *fdSlot) error {
 //
 //go:noinline
 func (l *Loop) rebuildEpollSet() error {
+	l.stale = false
 	es, ok := l.be.(epollSetBackend)
 	if !ok {
 		return nil
@@ -384,18 +385,5 @@ func (l *Loop) badFd(fd int) {
 	n := len(s.events)
 	l.disarmSlot(s)
 	s.mark = 0
-	if l.ioErr == nil {
-		l.after |= afterErr
-		l.ioErr = fmt.Errorf("ringev: fd %d is not open (a read or write through the loop failed with EBADF); its %d fd event(s) are disarmed: %w", fd, n, unix.EBADF)
-	}
-}
-
-// takeIOErr returns the error badFd left for Once to return, and forgets it.
-//
-//go:noinline
-func (l *Loop) takeIOErr() error {
-	err := l.ioErr
-	l.ioErr = nil
-	l.after &^= afterErr
-	return err
+	l.setPendErr(fmt.Errorf("ringev: fd %d is not open (a read or write through the loop failed with EBADF); its %d fd event(s) are disarmed: %w", fd, n, unix.EBADF))
 }

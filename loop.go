@@ -17,9 +17,9 @@ import (
 //  1. Once runs one handler: pending signals, then posted functions, then one immediate, then one
 //     expired timer; only when none of those is due does it ask the backend to wait for fds
 //     (until the next timer's deadline, once) and then it dispatches one fd handler. After
-//     FdStarvationLimit Onces in a row that ran those others, the next one looks at the fds
-//     first (without blocking) and runs a ready fd handler if there is one, so a timer,
-//     immediate or posted function that re-queues itself cannot starve the fds.
+//     FdStarvationLimit Onces that ran those others since the fds' last turn, the next one
+//     looks at the fds first (without blocking) and runs a ready fd handler if there is one,
+//     so a timer, immediate or posted function that re-queues itself cannot starve the fds.
 //  2. fd events are level-triggered: an unconsumed condition is reported again on the next Once.
 //  3. Fair: the fd handler that ran least recently among the ready ones runs first.
 //  4. Any number of handlers may watch one fd, each with its own mask.
@@ -195,10 +195,11 @@ type Loop struct {
 	running  bool  // Run is running: Once returns early on Stop
 	busy     bool  // the last wait found something: look without blocking first (see wait)
 	fresh    bool  // WithFreshReadiness: never use readiness from an earlier Once
-	after    uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (ioErr is set)
+	after    uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set)
 	exactSig bool  // WithExactSignals
 	epfd     int   // the backend's epoll set, which the busy path reads directly; -1: none
 	others   int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
+	stale    bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
 	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
 	// WriteNonblocking send the I/O through its ring with a look at the epoll set behind it.
 	ride *uringBackend
@@ -227,8 +228,10 @@ type Loop struct {
 	imm       immList
 	cacheBuf  [64]readyFd
 
-	genLast  uint32 // the last registration generation given out (fdSlot.gen)
-	ioErr    error  // a watched fd found closed by a handler's I/O (badFd); Once returns it
+	genLast uint32 // the last registration generation given out (fdSlot.gen)
+	// pendErr is an error for the Once that is running to return after its handler: a watched
+	// fd a handler's loop I/O found closed (badFd), or the failure of the fds' turn (fdTurn).
+	pendErr  error
 	be       backend
 	beName   string
 	beReason string
@@ -410,14 +413,18 @@ func (l *Loop) Run() error {
 	return nil
 }
 
-// timerTimeout runs the first timer if it is due and returns -1, or returns the ns until it is
-// due. Out of Once's line, which has no timer on the busy path.
+// timerTimeout runs the first timer if it is due and returns -1 (when FdStarvationLimit Onces
+// ran others since the fds' last turn, the fds' turn comes first, fdTurn, and may take the
+// timer's place), or returns the ns until it is due. Out of Once's line, which has no timer on
+// the busy path.
 //
 //go:noinline
 func (l *Loop) timerTimeout() int64 {
 	now := l.now()
 	if l.timers[0].deadline <= now {
-		l.runTimer()
+		if !(l.others >= FdStarvationLimit && l.fdTurn()) {
+			l.runTimer()
+		}
 		return -1
 	}
 	return l.timers[0].deadline - now
@@ -443,56 +450,69 @@ func (l *Loop) nothingToDo() bool {
 // ready, runs an fd handler (with WithDispatchAll, every ready one) instead. tevent's order holds
 // for any single Once otherwise, but there a zero-delay timer re-added from its own handler, or an
 // immediate or posted function that re-queues itself, keeps every fd waiting for ever (libuv
-// bounded it after its users hit it, libuv #4245). The bound costs the busy fd path one compare
-// per Once.
+// bounded it after its users hit it, libuv #4245). The busy fd path pays nothing for it: the
+// count is kept and looked at only on the paths of the others.
 const FdStarvationLimit = 16
 
 // ranOther counts a Once that ran a signal handler, posted function, immediate or timer (see
-// FdStarvationLimit) and returns what that Once returns: nil, or the error of a watched fd the
-// handler found closed (badFd).
+// FdStarvationLimit), or the fds' turn before one of them (fdTurn, which counts from -1), and
+// returns what that Once returns: nil, or the error left in pendErr.
 func (l *Loop) ranOther() error {
 	l.others++
-	if l.ioErr != nil {
-		return l.takeIOErr()
+	if l.pendErr != nil {
+		return l.takePendErr()
 	}
 	return nil
 }
 
 // fdTurn is the fds' turn after FdStarvationLimit Onces that ran other handlers: readiness the
 // loop still holds, else a look without blocking, and one fd handler (every ready one with
-// WithDispatchAll) if something is ready. It reports whether it ran a handler (or failed: then
-// Once returns the error).
+// WithDispatchAll) if something is ready. It reports whether it ran a handler or failed (the
+// error is left in pendErr); either way the caller's Once is over (ranOther).
 //
 //go:noinline
-func (l *Loop) fdTurn() (bool, error) {
+func (l *Loop) fdTurn() bool {
 	l.others = 0
 	if l.nfd == 0 {
-		return false, nil
+		return false
 	}
 	if l.news {
 		if err := l.adoptNews(); err != nil {
-			return true, err
+			return l.turnFailed(err)
 		}
 	}
 	if !l.dispatchFd() {
 		ready, err := l.wait(0)
 		l.cache = ready
 		if err != nil {
-			return true, err
+			return l.turnFailed(err)
 		}
 		if err := l.markReady(); err != nil {
-			return true, err
+			return l.turnFailed(err)
 		}
 		if !l.dispatchFd() {
-			return false, nil
+			return false
 		}
 	}
-	return true, l.dispatchRest()
+	if l.after&afterAll != 0 {
+		for !l.stopReq.Load() && l.dispatchFd() {
+		}
+	}
+	l.others = -1 // the caller's ranOther makes it 0
+	return true
 }
 
-// dispatchRest returns what Once returns after an fd handler: nil, or (afterFd) the error of a
-// watched fd a handler found closed (badFd), after running, with WithDispatchAll, the other
-// handlers the last wait found ready. One byte tells whether there is anything to do.
+// turnFailed leaves err for Once to return (unless an error is pending already) and ends the
+// fds' turn.
+func (l *Loop) turnFailed(err error) bool {
+	l.setPendErr(err)
+	l.others = -1
+	return true
+}
+
+// dispatchRest returns what Once returns after an fd handler: nil, or (afterFd) the error left in
+// pendErr (a watched fd a handler found closed: badFd), after running, with WithDispatchAll, the
+// other handlers the last wait found ready. One byte tells whether there is anything to do.
 func (l *Loop) dispatchRest() error {
 	if l.after == 0 {
 		return nil
@@ -503,7 +523,7 @@ func (l *Loop) dispatchRest() error {
 // Bits of Loop.after: what Once does after an fd handler.
 const (
 	afterAll = 1 << iota // WithDispatchAll: run the other ready handlers
-	afterErr             // a handler found its watched fd closed: return ioErr
+	afterErr             // pendErr is set: return it
 )
 
 // afterFd is dispatchRest's work when Loop.after is not 0.
@@ -512,10 +532,29 @@ func (l *Loop) afterFd() error {
 		for !l.stopReq.Load() && l.dispatchFd() {
 		}
 	}
-	if l.ioErr != nil {
-		return l.takeIOErr()
+	if l.pendErr != nil {
+		return l.takePendErr()
 	}
 	return nil
+}
+
+// setPendErr leaves err for the Once that is running to return after its handler, unless an
+// error is left already.
+func (l *Loop) setPendErr(err error) {
+	if l.pendErr == nil {
+		l.pendErr = err
+		l.after |= afterErr
+	}
+}
+
+// takePendErr returns the error left for Once to return, and forgets it.
+//
+//go:noinline
+func (l *Loop) takePendErr() error {
+	err := l.pendErr
+	l.pendErr = nil
+	l.after &^= afterErr
+	return err
 }
 
 // now is the monotonic time in ns since the loop was created.

@@ -19,13 +19,15 @@ import (
 // Once runs exactly one handler and returns: a signal handler, else a posted function, else an
 // immediate, else an expired timer, else it waits for the fds (at most until the next timer is
 // due, waiting once) and runs one fd handler, the least recently run among the ready ones; but
-// after FdStarvationLimit Onces in a row that ran the others, it first looks at the fds without
-// blocking and runs a ready fd handler if there is one. It
+// after FdStarvationLimit Onces that ran the others since the fds last had their turn, it first
+// looks at the fds without blocking and runs a ready fd handler if there is one. It
 // returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
 // ErrNotOwner from a goroutine other than the owner,
 // ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
-// a watched fd turns out to be invalid (POLLNVAL) its handlers are disarmed (flags cleared)
-// and Once returns an error wrapping unix.EBADF that names the fd.
+// a watched fd turns out to be invalid (POLLNVAL, or EBADF from the handler's
+// Loop.ReadNonblocking or WriteNonblocking on it: closed with close(2) behind the loop's back)
+// its handlers are disarmed (flags cleared) and Once returns an error wrapping unix.EBADF that
+// names the fd.
 func (l *Loop) Once() error {
 	if !l.owned() {
 		return ErrNotOwner
@@ -40,26 +42,24 @@ func (l *Loop) Once() error {
 		l.cacheLeft = 0 // WithFreshReadiness: no readiness from an earlier Once
 	}
 	for {
-		// FdStarvationLimit Onces in a row ran other handlers: the fds' turn first.
-		if l.others >= FdStarvationLimit {
-			if ran, err := l.fdTurn(); ran {
-				return err
-			}
-		}
-		if l.sig != nil && l.sig.isPending() && l.runSignal() {
+		// Before one of the others runs: when FdStarvationLimit of them ran since the fds' last
+		// turn, the fds' turn comes first (fdTurn); the fd path does not look.
+		if l.sig != nil && l.sig.isPending() && (l.others >= FdStarvationLimit && l.fdTurn() || l.runSignal()) {
 			return l.ranOther()
 		}
-		if l.posted.Load() && l.runPosted() {
+		if l.posted.Load() && (l.others >= FdStarvationLimit && l.fdTurn() || l.runPosted()) {
 			return l.ranOther()
 		}
 		if l.imm.head != nil {
-			l.runImmediate()
+			if !(l.others >= FdStarvationLimit && l.fdTurn()) {
+				l.runImmediate()
+			}
 			return l.ranOther()
 		}
 		timeout := int64(-1)
 		if len(l.timers) > 0 {
 			if timeout = l.timerTimeout(); timeout < 0 {
-				return l.ranOther() // a timer ran
+				return l.ranOther() // a timer ran (or the fds' turn came first)
 			}
 		}
 		stopping := l.running && l.stopReq.Load()
@@ -142,7 +142,6 @@ func (l *Loop) markReady() error {
 	l.waitSeq++
 	seq := l.waitSeq
 	left := 0
-	stale := false
 	var nvalErr error
 	for i := range l.cache {
 		r := &l.cache[i]
@@ -153,13 +152,7 @@ func (l *Loop) markReady() error {
 		switch {
 		case s == nil:
 		case uint32(r.Pad) != s.gen:
-			// One of the loop's own eventfds (their generation, internalGen, never matches),
-			// or an orphaned epoll registration's event (setInterest): never dispatched.
-			if s.internal {
-				drainEventfd(int(s.fd))
-			} else {
-				stale = true
-			}
+			l.offGen(s) // one of the loop's own eventfds, or a stale event: never dispatched
 		case r.Events&unix.POLLNVAL != 0:
 			nvalErr = l.disarmInvalid(s)
 		default:
@@ -168,12 +161,26 @@ func (l *Loop) markReady() error {
 		}
 	}
 	l.cacheLeft = left
-	if stale {
+	if l.stale {
 		if err := l.rebuildEpollSet(); nvalErr == nil {
 			nvalErr = err
 		}
 	}
 	return nvalErr
+}
+
+// offGen is markReady's rare branch, for an event whose generation is not its slot's: one of the
+// loop's own eventfds (their generation, internalGen, never matches) is drained; any other is
+// stale, from an orphaned epoll registration (setInterest), and makes markReady rebuild the set.
+// Out of line, so that markReady's loop keeps its registers.
+//
+//go:noinline
+func (l *Loop) offGen(s *fdSlot) {
+	if s.internal {
+		drainEventfd(int(s.fd))
+		return
+	}
+	l.stale = true
 }
 
 // dispatchFd runs the handler of the ready fd event that ran least recently, among the cached
