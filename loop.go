@@ -199,6 +199,7 @@ type Loop struct {
 	exactSig bool  // WithExactSignals
 	epfd     int   // the backend's epoll set, which the busy path reads directly; -1: none
 	others   int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
+	rare     bool  // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
 	stale    bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
 	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
 	// WriteNonblocking send the I/O through its ring with a look at the epoll set behind it.
@@ -232,6 +233,7 @@ type Loop struct {
 	// pendErr is an error for the Once that is running to return after its handler: a watched
 	// fd a handler's loop I/O found closed (badFd), or the failure of the fds' turn (fdTurn).
 	pendErr  error
+	nvalErr  error // what markReady returns after an fd reported invalid (invalidFd)
 	be       backend
 	beName   string
 	beReason string
@@ -456,13 +458,43 @@ const FdStarvationLimit = 16
 
 // ranOther counts a Once that ran a signal handler, posted function, immediate or timer (see
 // FdStarvationLimit), or the fds' turn before one of them (fdTurn, which counts from -1), and
-// returns what that Once returns: nil, or the error left in pendErr.
+// returns what that Once returns: nil, or the error left in pendErr. Out of line: inlined, it
+// made the compiler lay out Once's checks of the others less directly.
+//
+//go:noinline
 func (l *Loop) ranOther() error {
 	l.others++
 	if l.pendErr != nil {
 		return l.takePendErr()
 	}
 	return nil
+}
+
+// turnOrSignal runs the fds' turn if it is due (fdTurn), else one signal handler with
+// deliveries; it reports whether it ran something. Out of Once's line, as are turnOrPosted and
+// turnOrImmediate, so that the fd path's code is what it was without the bound.
+//
+//go:noinline
+func (l *Loop) turnOrSignal() bool {
+	return l.others >= FdStarvationLimit && l.fdTurn() || l.runSignal()
+}
+
+// turnOrPosted runs the fds' turn if it is due, else one posted function; it reports whether it
+// ran something.
+//
+//go:noinline
+func (l *Loop) turnOrPosted() bool {
+	return l.others >= FdStarvationLimit && l.fdTurn() || l.runPosted()
+}
+
+// turnOrImmediate runs the fds' turn if it is due (and finds an fd ready), else the first
+// immediate.
+//
+//go:noinline
+func (l *Loop) turnOrImmediate() {
+	if !(l.others >= FdStarvationLimit && l.fdTurn()) {
+		l.runImmediate()
+	}
 }
 
 // fdTurn is the fds' turn after FdStarvationLimit Onces that ran other handlers: readiness the

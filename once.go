@@ -42,18 +42,16 @@ func (l *Loop) Once() error {
 		l.cacheLeft = 0 // WithFreshReadiness: no readiness from an earlier Once
 	}
 	for {
-		// Before one of the others runs: when FdStarvationLimit of them ran since the fds' last
-		// turn, the fds' turn comes first (fdTurn); the fd path does not look.
-		if l.sig != nil && l.sig.isPending() && (l.others >= FdStarvationLimit && l.fdTurn() || l.runSignal()) {
+		// Each of the others may find that the fds' turn comes first (FdStarvationLimit); the
+		// fd path does not look.
+		if l.sig != nil && l.sig.isPending() && l.turnOrSignal() {
 			return l.ranOther()
 		}
-		if l.posted.Load() && (l.others >= FdStarvationLimit && l.fdTurn() || l.runPosted()) {
+		if l.posted.Load() && l.turnOrPosted() {
 			return l.ranOther()
 		}
 		if l.imm.head != nil {
-			if !(l.others >= FdStarvationLimit && l.fdTurn()) {
-				l.runImmediate()
-			}
+			l.turnOrImmediate()
 			return l.ranOther()
 		}
 		timeout := int64(-1)
@@ -136,13 +134,13 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 }
 
 // markReady processes what a wait returned: it drains the wake-up eventfd, disarms fds the
-// kernel reports invalid, and marks every other reported slot usable for dispatch; cacheLeft
-// counts them.
+// kernel reports invalid, drops stale events, and marks every other reported slot usable for
+// dispatch; cacheLeft counts them. The rare cases go out of line (offGen, invalidFd, then
+// markRare), so that the loop keeps its registers.
 func (l *Loop) markReady() error {
 	l.waitSeq++
 	seq := l.waitSeq
 	left := 0
-	var nvalErr error
 	for i := range l.cache {
 		r := &l.cache[i]
 		if uint(r.Fd) >= uint(len(l.slots)) {
@@ -154,25 +152,22 @@ func (l *Loop) markReady() error {
 		case uint32(r.Pad) != s.gen:
 			l.offGen(s) // one of the loop's own eventfds, or a stale event: never dispatched
 		case r.Events&unix.POLLNVAL != 0:
-			nvalErr = l.disarmInvalid(s)
+			l.invalidFd(s)
 		default:
 			s.mark = seq
 			left++
 		}
 	}
 	l.cacheLeft = left
-	if l.stale {
-		if err := l.rebuildEpollSet(); nvalErr == nil {
-			nvalErr = err
-		}
+	if l.rare {
+		return l.markRare()
 	}
-	return nvalErr
+	return nil
 }
 
-// offGen is markReady's rare branch, for an event whose generation is not its slot's: one of the
+// offGen is markReady's branch for an event whose generation is not its slot's: one of the
 // loop's own eventfds (their generation, internalGen, never matches) is drained; any other is
 // stale, from an orphaned epoll registration (setInterest), and makes markReady rebuild the set.
-// Out of line, so that markReady's loop keeps its registers.
 //
 //go:noinline
 func (l *Loop) offGen(s *fdSlot) {
@@ -180,7 +175,31 @@ func (l *Loop) offGen(s *fdSlot) {
 		drainEventfd(int(s.fd))
 		return
 	}
-	l.stale = true
+	l.stale, l.rare = true, true
+}
+
+// invalidFd is markReady's branch for an fd the kernel reports invalid (POLLNVAL): its events
+// are disarmed, and markReady returns the error.
+//
+//go:noinline
+func (l *Loop) invalidFd(s *fdSlot) {
+	l.nvalErr = l.disarmInvalid(s)
+	l.rare = true
+}
+
+// markRare finishes a markReady that met an invalid fd or a stale event: it rebuilds the epoll
+// set after a stale event and returns the error markReady returns.
+//
+//go:noinline
+func (l *Loop) markRare() error {
+	err := l.nvalErr
+	l.nvalErr, l.rare = nil, false
+	if l.stale {
+		if rerr := l.rebuildEpollSet(); err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 // dispatchFd runs the handler of the ready fd event that ran least recently, among the cached
