@@ -20,8 +20,13 @@ import (
 // All methods are called from the loop's goroutine only.
 type backend interface {
 	// setInterest changes what fd is watched for from old to new (both poll bits; 0 = not
-	// watched). The core calls it only when the union of the fd's handlers changes.
-	setInterest(fd int32, old, new uint32) error
+	// watched). The core calls it only when the union of the fd's handlers changes. gen is the
+	// registration's generation, which the epoll-set backends store in the event's data beside
+	// the fd (readyFd.Pad) so that the core recognises an event of a registration it replaced
+	// or removed; the others ignore it (the core passes 0). Removing a registration the kernel
+	// no longer has (the fd closed, or its number now naming another file) fails with an error
+	// wrapping unix.EBADF or unix.ENOENT.
+	setInterest(fd int32, gen, old, new uint32) error
 	// wait blocks until at least one watched fd is ready or timeout ns have passed
 	// (timeout < 0: no deadline; 0: do not block) and appends what is ready to buf. A timeout,
 	// and an interruption by a signal (EINTR), return buf unchanged and a nil error: the core
@@ -31,7 +36,7 @@ type backend interface {
 	// stillWatched reports whether the kernel still holds fd's registration with interest for
 	// the file the fd number names now (false: that file was closed and the number reused).
 	// Backends that watch by fd number (poll, uring-poll) cannot tell and report true.
-	stillWatched(fd int32, interest uint32) bool
+	stillWatched(fd int32, gen, interest uint32) bool
 	// close releases the backend's kernel objects. Idempotent.
 	close() error
 }
@@ -41,12 +46,18 @@ type backend interface {
 // as their wait(0) would, so that the hot path touches neither the backend's code nor its data.
 type epollSetBackend interface {
 	epollSet() int
+	// replaceSet makes the set's fd number name a new, empty epoll set; the old set goes with
+	// every registration in it, including those the core can no longer remove (an fd closed
+	// with close(2) while a dup keeps its file open). A wait in flight on the old set is
+	// cancelled. The core then adds its fds again (rebuildEpollSet).
+	replaceSet() error
 }
 
 // readyFd is one fd a backend reports ready (Fd), with the poll(2) bits it found (Events:
-// POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL, which have epoll's values). It is epoll(7)'s
-// struct epoll_event, so the epoll-based backends' non-blocking epoll_wait(2) writes the loop's
-// buffer directly.
+// POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL, which have epoll's values) and, from the
+// epoll-set backends, the generation of the registration that reported it (Pad; 0 from the
+// others). It is epoll(7)'s struct epoll_event, so the epoll-based backends' non-blocking
+// epoll_wait(2) writes the loop's buffer directly.
 type readyFd = unix.EpollEvent
 
 // backendInfo names a backend and opens it.
@@ -117,17 +128,19 @@ func openBackend(name string) (backend, string, string, error) {
 }
 
 // pollBits is the poll(2) interest for a set of fd event flags. Error alone watches POLLERR,
-// which every backend treats as "errors and hang-up only".
+// which every backend treats as "errors and hang-up only". Read and Error also ask for POLLRDHUP
+// (Linux 2.6.17: the peer shut down its writing side), as tevent does for TEVENT_FD_READ and
+// TEVENT_FD_ERROR, so that a half-close is reported as Error.
 func pollBits(f Flags) uint32 {
 	var m uint32
 	if f&Read != 0 {
-		m |= unix.POLLIN
+		m |= unix.POLLIN | unix.POLLRDHUP
 	}
 	if f&Write != 0 {
 		m |= unix.POLLOUT
 	}
 	if f&Error != 0 {
-		m |= unix.POLLERR
+		m |= unix.POLLERR | unix.POLLRDHUP
 	}
 	return m
 }

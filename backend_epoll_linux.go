@@ -23,8 +23,8 @@ func openEpoll() (backend, error) {
 	return &epollBackend{epfd: fd}, nil
 }
 
-func (b *epollBackend) setInterest(fd int32, old, new uint32) error {
-	ev := unix.EpollEvent{Events: new, Fd: fd}
+func (b *epollBackend) setInterest(fd int32, gen, old, new uint32) error {
+	ev := unix.EpollEvent{Events: new, Fd: fd, Pad: int32(gen)}
 	op := unix.EPOLL_CTL_MOD
 	switch {
 	case new == 0:
@@ -33,21 +33,47 @@ func (b *epollBackend) setInterest(fd int32, old, new uint32) error {
 		op = unix.EPOLL_CTL_ADD
 	}
 	if err := unix.EpollCtl(b.epfd, op, int(fd), &ev); err != nil {
-		if op == unix.EPOLL_CTL_DEL && (err == unix.EBADF || err == unix.ENOENT) {
-			return nil // already gone with the file
-		}
-		return fmt.Errorf("epoll_ctl: %w", err)
+		return epollCtlError(op, err)
 	}
 	return nil
 }
 
-func (b *epollBackend) stillWatched(fd int32, interest uint32) bool {
+// epollCtlError is the error of a failed epoll_ctl(2), naming the operation.
+//
+//go:noinline
+func epollCtlError(op int, err error) error {
+	name := "MOD"
+	switch op {
+	case unix.EPOLL_CTL_ADD:
+		name = "ADD"
+	case unix.EPOLL_CTL_DEL:
+		name = "DEL"
+	}
+	return fmt.Errorf("epoll_ctl(EPOLL_CTL_%s): %w", name, err)
+}
+
+// replaceSet makes b.epfd name a new, empty epoll set (dup3(2) onto the same number, so that
+// every copy of the number stays valid); the old set is closed with its registrations.
+func (b *epollBackend) replaceSet() error {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("epoll_create1: %w", err)
+	}
+	err = unix.Dup3(fd, b.epfd, unix.O_CLOEXEC)
+	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("dup3 of a new epoll set onto fd %d: %w", b.epfd, err)
+	}
+	return nil
+}
+
+func (b *epollBackend) stillWatched(fd int32, gen, interest uint32) bool {
 	if interest == 0 {
 		return true
 	}
 	// epoll keys its registrations by (file, fd number): MOD fails with ENOENT when the number
 	// names a file other than the registered one.
-	ev := unix.EpollEvent{Events: interest, Fd: fd}
+	ev := unix.EpollEvent{Events: interest, Fd: fd, Pad: int32(gen)}
 	return unix.EpollCtl(b.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev) == nil
 }
 

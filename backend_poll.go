@@ -18,7 +18,7 @@ type pollBackend struct {
 
 func openPoll() (backend, error) { return &pollBackend{}, nil }
 
-func (b *pollBackend) setInterest(fd int32, old, new uint32) error {
+func (b *pollBackend) setInterest(fd int32, _, old, new uint32) error {
 	if int(fd) >= len(b.idx) {
 		n := 2*len(b.idx) + int(fd) + 16
 		idx := make([]int32, n)
@@ -81,6 +81,6 @@ func (b *pollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	return buf, nil
 }
 
-func (b *pollBackend) stillWatched(int32, uint32) bool { return true }
+func (b *pollBackend) stillWatched(int32, uint32, uint32) bool { return true }
 
 func (b *pollBackend) close() error { b.fds = nil; return nil }

@@ -52,6 +52,10 @@ func openUring() (backend, error) {
 	// ring fd (IORING_REGISTER_RING_FDS, 5.18), sparing the kernel an fd lookup per enter. A
 	// kernel without it keeps the plain fd.
 	_ = r.RegisterRingFd()
+	if err := tryEnter(r); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("uring: %w", err)
+	}
 	ep, err := openEpoll()
 	if err != nil {
 		r.Close()
@@ -109,6 +113,30 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		}
 	}
 	return buf, nil
+}
+
+// replaceSet replaces the epoll set (epollBackend.replaceSet) and cancels the EPOLL_WAIT (or
+// fallback POLL_ADD) in flight, which is on the old set: it would not see the fds added from
+// now on. Its CQE (-ECANCELED, or what the old set reported meanwhile, whose generations the
+// core checks) is collected by the next wait as usual; the cancel's own CQE (user_data 0) is
+// ignored.
+func (b *uringBackend) replaceSet() error {
+	if err := b.epollBackend.replaceSet(); err != nil {
+		return err
+	}
+	if !b.inflight {
+		return nil
+	}
+	s, err := ringSQE(b.ring)
+	if err != nil {
+		return err
+	}
+	s.PrepCancel(uringEpollTag, 0) // IORING_OP_ASYNC_CANCEL (5.5) by user_data
+	s.SetUserData(0)
+	if _, err := b.ring.Submit(); err != nil {
+		return fmt.Errorf("ringev: uring backend: cancelling the wait on the old epoll set: %w", err)
+	}
+	return nil
 }
 
 func (b *uringBackend) close() error {

@@ -48,6 +48,10 @@ func openUringPoll() (backend, error) {
 		return nil, fmt.Errorf("uring-poll: %w", err)
 	}
 	_ = r.RegisterRingFd() // as in openUring
+	if err := tryEnter(r); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("uring-poll: %w", err)
+	}
 	return &uringPollBackend{ring: r}, nil
 }
 
@@ -76,6 +80,24 @@ func ringSQE(r *uring.Ring) (*uring.SQE, error) {
 	return nil, errors.New("ringev: uring backend: submission queue stays full")
 }
 
+// tryEnter submits a NOP on the new ring r and waits for its CQE: io_uring_setup can be allowed
+// where io_uring_enter is not (a seccomp filter that denies it alone), and a backend whose every
+// wait would fail must not be chosen. The error wraps io_uring_enter's (unix.EPERM there).
+func tryEnter(r *uring.Ring) error {
+	s := r.GetSQE()
+	if s == nil {
+		return errors.New("a new ring has no free SQE")
+	}
+	s.PrepNop()
+	s.SetUserData(0)
+	if _, err := r.SubmitAndWait(1); err != nil {
+		return fmt.Errorf("a NOP through the new ring: %w", err)
+	}
+	for _, ok := r.PopCQE(); ok; _, ok = r.PopCQE() {
+	}
+	return nil
+}
+
 // ringWaitError is the error of a wait in the ring for the loop: nil for a timeout (ETIME) or a
 // signal (EINTR), after which the core recomputes its deadline.
 func ringWaitError(err error) error {
@@ -85,7 +107,7 @@ func ringWaitError(err error) error {
 	return fmt.Errorf("ringev: uring backend: %w", err)
 }
 
-func (b *uringPollBackend) setInterest(fd int32, old, new uint32) error {
+func (b *uringPollBackend) setInterest(fd int32, _, old, new uint32) error {
 	st := b.state(fd)
 	if st.armed && new != st.interest {
 		s, err := b.sqe()
@@ -176,7 +198,7 @@ func (b *uringPollBackend) queue(fd int32, st *uringFd) {
 	}
 }
 
-func (b *uringPollBackend) stillWatched(int32, uint32) bool { return true }
+func (b *uringPollBackend) stillWatched(int32, uint32, uint32) bool { return true }
 
 func (b *uringPollBackend) close() error {
 	if b.ring == nil {

@@ -5,7 +5,9 @@
 // on the monotonic clock, immediates, signal handlers and functions posted from other
 // goroutines. Each call to Once runs exactly one handler, in tevent's order: signals, posted
 // functions, one immediate, one expired timer, and only then one fd handler, chosen fairly
-// (least recently run first). Run calls Once until Stop or until nothing is left to wait for.
+// (least recently run first); after FdStarvationLimit Onces that ran the others, a ready fd
+// handler goes first, so that nothing that re-queues itself starves the fds. Run calls Once
+// until Stop or until nothing is left to wait for.
 //
 //	loop, err := ringev.New() // "auto": io_uring, else epoll, else poll
 //	if err != nil { ... }

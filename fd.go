@@ -1,6 +1,7 @@
 package ringev
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -38,7 +39,12 @@ type fdSlot struct {
 	evStored int
 	dev, ino uint64 // identity of the file when the last event was added (see checkIdentity)
 	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable
-	internal bool   // one of the loop's own eventfds (wake-up, exact signals): drained, never dispatched
+	// gen is the generation of the slot's epoll registration (epoll-set backends; 0 on the
+	// others), stored in the event's data: an event whose generation differs comes from a
+	// registration the loop replaced or could not remove (see setInterest), and is stale. The
+	// loop's own eventfds have internalGen.
+	gen      uint32
+	internal bool // one of the loop's own eventfds (wake-up, exact signals): drained, never dispatched
 }
 
 // slot returns the slot for fd, creating it.
@@ -116,7 +122,7 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 // for files that share one inode (eventfd, timerfd, signalfd, epoll: anonymous inodes), as a
 // kernel registration that is gone (the epoll-based backends ask epoll_ctl).
 func (l *Loop) checkIdentity(s *fdSlot, st *unix.Stat_t) {
-	if len(s.events) > 0 && (st.Dev != s.dev || st.Ino != s.ino || !l.be.stillWatched(s.fd, s.interest)) {
+	if len(s.events) > 0 && (st.Dev != s.dev || st.Ino != s.ino || !l.be.stillWatched(s.fd, s.gen, s.interest)) {
 		l.disarmSlot(s) // the old registration may be gone already: its error says nothing
 	}
 	s.dev, s.ino = st.Dev, st.Ino
@@ -132,11 +138,61 @@ func (l *Loop) updateInterest(s *fdSlot) error {
 	if want == s.interest {
 		return nil
 	}
-	if err := l.be.setInterest(s.fd, s.interest, want); err != nil {
+	if err := l.setInterest(s, want); err != nil {
 		return fmt.Errorf("ringev: watching fd %d for %v: %w", s.fd, union, err)
 	}
-	s.interest = want
 	return nil
+}
+
+// internalGen is the generation of the slots of the loop's own eventfds (fdSlot.internal):
+// their registrations carry 0, so that their events take markReady's rare branch, which drains
+// them, at no cost to the others. No registration is given it.
+const internalGen = ^uint32(0)
+
+// regGen is the generation the backend stores in the slot's registration.
+func regGen(s *fdSlot) uint32 {
+	if s.internal {
+		return 0
+	}
+	return s.gen
+}
+
+// setInterest tells the backend to watch the slot's fd for want (poll bits; 0: stop watching)
+// and records it in the slot. On the epoll-set backends a new registration gets a new
+// generation unless the slot's last one was removed cleanly (then no event of an older one can
+// come: the number keeps its generation). A registration the kernel no longer has under this
+// fd number (the fd was closed with close(2), or its number names another file now: EBADF,
+// ENOENT) may still live on in the set, orphaned, when a dup keeps its file open: the slot
+// then forgets its generation, so that the orphan's events are recognised as stale
+// (markReady), and stops watching; removing such a registration is not an error (the fd is
+// gone already), changing it disarms the slot's events (their flags become 0, as tevent's
+// epoll backend does) and returns the error.
+func (l *Loop) setInterest(s *fdSlot, want uint32) error {
+	if s.internal {
+		s.gen = internalGen
+	} else if s.interest == 0 && want != 0 && s.gen == 0 && l.epfd >= 0 {
+		l.genLast++
+		if l.genLast == 0 || l.genLast == internalGen {
+			l.genLast = 1
+		}
+		s.gen = l.genLast
+	}
+	err := l.be.setInterest(s.fd, regGen(s), s.interest, want)
+	if err == nil {
+		s.interest = want
+		return nil
+	}
+	if s.interest == 0 || s.internal || !(errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOENT)) {
+		return err
+	}
+	s.gen, s.interest = 0, 0
+	if want == 0 {
+		return nil
+	}
+	for _, ev := range s.events {
+		ev.flags = 0
+	}
+	return err
 }
 
 // Fd returns the watched fd.
@@ -213,6 +269,17 @@ func (e *FdEvent) Close() error {
 	return l.updateInterest(s)
 }
 
+// errorFlags is pickFd's rare branch for an fd reported with an error, hang-up or half-close
+// (revents: POLLERR, POLLHUP, POLLRDHUP): an error or hang-up applies tevent's rule to the
+// slot's events (applyErrorRule); a half-close alone does not, since the fd is still writable.
+//
+//go:noinline
+func (l *Loop) errorFlags(s *fdSlot, revents uint32) {
+	if revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+		l.applyErrorRule(s)
+	}
+}
+
 // applyErrorRule applies tevent's rule for an fd with an error or hang-up (POLLERR, POLLHUP)
 // to the slot's events: a handler without Read or Error is not told, and loses its Write flag
 // instead. The others are handed Error and Read (and Write if POLLOUT is reported too).
@@ -250,7 +317,73 @@ func (l *Loop) unwatch(s *fdSlot) error {
 	if s.interest == 0 {
 		return nil
 	}
-	err := l.be.setInterest(s.fd, s.interest, 0)
+	err := l.setInterest(s, 0)
 	s.interest = 0
 	return err
+}
+
+// rebuildEpollSet removes orphaned epoll registrations, those that a stale event (markReady)
+// showed to be alive: the set's fd number gets a new, empty set (the backend's replaceSet) and
+// every watched fd is added again with its slot's generation. An fd that cannot be added again
+// (closed with close(2) meanwhile: EBADF) has its events disarmed (flags 0) and the error
+// names it. This costs a syscall per watched fd, once per orphan that becomes ready; the busy
+// path never comes here.
+//
+//go:noinline
+func (l *Loop) rebuildEpollSet() error {
+	l.stale = false
+	es, ok := l.be.(epollSetBackend)
+	if !ok {
+		return nil
+	}
+	if err := es.replaceSet(); err != nil {
+		return fmt.Errorf("ringev: replacing the epoll set after a stale event: %w", err)
+	}
+	var first error
+	for _, s := range l.slots {
+		if s == nil || s.interest == 0 {
+			continue
+		}
+		if err := l.be.setInterest(s.fd, regGen(s), 0, s.interest); err != nil {
+			for _, ev := range s.events {
+				ev.flags = 0
+			}
+			s.interest, s.gen, s.mark = 0, 0, 0
+			if first == nil {
+				first = fmt.Errorf("ringev: rebuilding the epoll set: fd %d: %w; its %d fd event(s) are disarmed", s.fd, err, len(s.events))
+			}
+		}
+	}
+	return first
+}
+
+// badFd is called when a read or write through the loop (Loop.ReadNonblocking,
+// WriteNonblocking) on fd failed with EBADF. If the loop watches fd and the number is no
+// longer open (or names another file now), the fd was closed with close(2) behind the loop's
+// back; its epoll registration may live on, orphaned, when a dup keeps the file open, and
+// report the old file's readiness for this number. The slot is then treated as POLLNVAL is:
+// its events are disarmed (flags 0), the loop stops watching it (the orphan's events are then
+// stale and removed by the next wait, markReady), and the Once that ran the handler returns an
+// error wrapping EBADF that names the fd. An fd that is open, as the same file (EBADF: not open
+// for that I/O), is left alone.
+//
+//go:noinline
+func (l *Loop) badFd(fd int) {
+	if l.closed || uint(fd) >= uint(len(l.slots)) {
+		return
+	}
+	s := l.slots[fd]
+	if s == nil || s.internal || len(s.events) == 0 {
+		return
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Dev == s.dev && st.Ino == s.ino {
+			return
+		}
+	}
+	n := len(s.events)
+	l.disarmSlot(s)
+	s.mark = 0
+	l.setPendErr(fmt.Errorf("ringev: fd %d is not open (a read or write through the loop failed with EBADF); its %d fd event(s) are disarmed: %w", fd, n, unix.EBADF))
 }

@@ -42,11 +42,24 @@ func WriteNonblocking(fd int, p []byte) (int, error) { return rawIO(unix.SYS_WRI
 // across calls (a local array passed here is allocated on every call). The fd must be
 // non-blocking, as for the package function. A failed io_uring_enter returns an error wrapping
 // its errno; no allocation otherwise.
+//
+// EBADF on an fd the loop watches, whose number is no longer open (or names another file), means
+// the fd was closed with close(2) behind the loop's back while a dup keeps its file open, so its
+// epoll registration lives on (loop contract item 5): the loop then disarms the fd's events
+// (their flags become 0) and the Once that ran the handler returns an error wrapping unix.EBADF
+// that names the fd. The same holds for WriteNonblocking.
 func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
+	var n int
+	var err error
 	if l.owned() && l.ride != nil { // owned first: other goroutines must not read ride, which Close clears
-		return l.rideIO(uring.OpRead, unix.SYS_READ, fd, p)
+		n, err = l.rideIO(uring.OpRead, unix.SYS_READ, fd, p)
+	} else {
+		n, err = rawIO(unix.SYS_READ, fd, p)
 	}
-	return rawIO(unix.SYS_READ, fd, p)
+	if err == nil {
+		return n, nil
+	}
+	return l.ioFailed(fd, n, err)
 }
 
 // WriteNonblocking is the package function WriteNonblocking (write(2) on a non-blocking fd)
@@ -55,8 +68,27 @@ func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
 // the loop's next look at its epoll set behind it, in one syscall. It returns the bytes written or the unix.Errno itself (unix.EAGAIN when the fd
 // is full, unix.EPIPE when a pipe's reader is gone).
 func (l *Loop) WriteNonblocking(fd int, p []byte) (int, error) {
+	var n int
+	var err error
 	if l.owned() && l.ride != nil { // owned first: other goroutines must not read ride, which Close clears
-		return l.rideIO(uring.OpWrite, unix.SYS_WRITE, fd, p)
+		n, err = l.rideIO(uring.OpWrite, unix.SYS_WRITE, fd, p)
+	} else {
+		n, err = rawIO(unix.SYS_WRITE, fd, p)
 	}
-	return rawIO(unix.SYS_WRITE, fd, p)
+	if err == nil {
+		return n, nil
+	}
+	return l.ioFailed(fd, n, err)
+}
+
+// ioFailed returns what Loop.ReadNonblocking or WriteNonblocking returns for a failed I/O on fd
+// (n, err), after handing EBADF on the owner's goroutine to badFd. Out of line: the I/O that
+// succeeds pays one test.
+//
+//go:noinline
+func (l *Loop) ioFailed(fd, n int, err error) (int, error) {
+	if err == unix.EBADF && l.owned() {
+		l.badFd(fd)
+	}
+	return n, err
 }

@@ -16,16 +16,37 @@ import (
 //
 //  1. Once runs one handler: pending signals, then posted functions, then one immediate, then one
 //     expired timer; only when none of those is due does it ask the backend to wait for fds
-//     (until the next timer's deadline, once) and then it dispatches one fd handler.
+//     (until the next timer's deadline, once) and then it dispatches one fd handler. After
+//     FdStarvationLimit Onces that ran those others since the fds' last turn, the next one
+//     looks at the fds first (without blocking) and runs a ready fd handler if there is one,
+//     so a timer, immediate or posted function that re-queues itself cannot starve the fds.
 //  2. fd events are level-triggered: an unconsumed condition is reported again on the next Once.
 //  3. Fair: the fd handler that ran least recently among the ready ones runs first.
 //  4. Any number of handlers may watch one fd, each with its own mask.
 //  5. A closed fd event's handler never runs again. A plain close(2) behind the loop's back
-//     releases the file on every backend but uring-poll; its handler no longer runs, except
+//     releases the file on every backend but uring-poll, on poll only once its wait returns: a
+//     ppoll(2) that sleeps holds a reference to every file it polls, so the peer of a socket
+//     closed meanwhile sees EOF when the loop wakes (a timer, Post, Stop, a ready fd, a signal),
+//     not before. Its handler no longer runs, except
 //     once from the readiness cache (see WithFreshReadiness) and, on poll and uring-poll, which
 //     watch by fd number, for a new file that took the number before the loop noticed.
+//     On the epoll-set backends (uring, epoll) a registration belongs to the open file, not to
+//     the number: while a dup keeps the file open (fork, an exec'd child, fd passing,
+//     net.Conn.File), close(2) leaves it registered, and the old file's readiness is reported
+//     for the number. A handler that reads or writes with Loop.ReadNonblocking or
+//     WriteNonblocking then runs once more: its I/O fails with EBADF, the loop disarms the
+//     fd's events (flags 0) and that Once returns an error wrapping unix.EBADF that names the
+//     fd, as poll's POLLNVAL does. A handler that makes its own read(2) cannot be told from
+//     one that leaves data unread (knowing would cost a syscall per event), so it keeps being
+//     called until its event is closed or changed, and reads whatever the number names. Either
+//     way no event of a registration the loop replaced or could not remove reaches a handler
+//     (each registration carries a generation in its event data), and the first such event
+//     makes the loop rebuild its epoll set, which removes the orphan: the loop sleeps again.
 //  6. A handler waiting only for Write is not called on error or hang-up; its Write flag is
-//     cleared instead. POLLNVAL disarms every handler of the fd and Once returns an error.
+//     cleared instead. The others get Read and Error (those they watch), and Write too when the
+//     fd is also reported writable (see Flags). A half-close (POLLRDHUP, the peer's
+//     shutdown(SHUT_WR)) is reported as Error (and Read), as tevent does, but leaves Write
+//     alone. POLLNVAL disarms every handler of the fd and Once returns an error.
 //  7. Timers use the monotonic clock and run in deadline order, ties in creation order.
 //  8. Post (and Stop) are the only calls safe from any goroutine.
 //  9. Run returns when nothing is left to wait for, on Stop, or on error. Once from inside a
@@ -35,16 +56,26 @@ import (
 
 // Flags is a set of fd event conditions, as in tevent's TEVENT_FD_READ, TEVENT_FD_WRITE and
 // TEVENT_FD_ERROR.
+//
+// On an error, hang-up or half-close every handler that watches Read or Error is called with
+// those of Read and Error it watches, plus Write if it watches Write and the kernel reports the
+// fd writable too (an AF_UNIX socket whose peer closed reports POLLIN|POLLOUT|POLLHUP, so a
+// Read|Write handler gets Read|Write and a Write|Error handler Write|Error, as with tevent's
+// poll backend). A handler that watches Write alone is not called on an error or hang-up and
+// loses its Write flag instead (tevent's rule); on a half-close alone it keeps it (the fd is
+// still writable) and is called with Write as before.
 type Flags uint16
 
 const (
-	// Read: the fd is readable, or at end of file, or has an error or hang-up (so a reader sees
-	// EOF or the error from read(2)). poll(2)'s POLLIN.
+	// Read: the fd is readable, or at end of file, or has an error, hang-up or half-close (so a
+	// reader sees EOF or the error from read(2)). poll(2)'s POLLIN (and POLLRDHUP).
 	Read Flags = 1 << iota
-	// Write: the fd is writable. poll(2)'s POLLOUT. Never reported on error or hang-up: a
-	// handler that waits only for Write then loses its Write flag (tevent's rule).
+	// Write: the fd is writable. poll(2)'s POLLOUT. See Flags for what happens on an error.
 	Write
-	// Error: the fd has an error or hang-up (POLLERR, POLLHUP).
+	// Error: the fd has an error or hang-up (POLLERR, POLLHUP), or its peer shut down its
+	// writing side (POLLRDHUP: a half-close, shutdown(2) with SHUT_WR on a stream socket), as
+	// tevent's TEVENT_FD_ERROR, which asks for POLLRDHUP with TEVENT_FD_READ and
+	// TEVENT_FD_ERROR. A handler that watches Error alone is called on these only.
 	Error
 )
 
@@ -138,12 +169,17 @@ func WithFreshReadiness() Option {
 }
 
 // WithBackend selects the backend by name: "auto" (the default: the first of "uring", "epoll",
-// "poll" that works here, with BackendReason saying why), "uring" (close-safe io_uring: an epoll
-// set waited on through the ring), "epoll", "poll", or "uring-poll" (one-shot IORING_OP_POLL_ADD
+// "poll" that works here, with BackendReason saying why; an io_uring backend works when
+// io_uring_setup succeeds and a NOP submitted through the new ring completes, since a seccomp
+// filter can allow io_uring_setup and deny io_uring_enter), "uring" (close-safe io_uring: an epoll
+// set waited on through the ring), "epoll", "poll" (ppoll(2): a close(2) behind the loop's back
+// while it sleeps releases the file when it wakes, see the loop contract, item 5), or
+// "uring-poll" (one-shot IORING_OP_POLL_ADD
 // per fd: the seed's design, fast, but NOT close-safe: a close(2) behind the loop's back does not
 // release a file it watches, and an idle loop pins the files it watches; auto never picks it). New returns an error
 // wrapping ErrUnknownBackend for any other name, and the backend's own error (for example one
-// wrapping unix.EPERM or unix.ENOSYS from io_uring_setup) when the named backend cannot be used.
+// wrapping unix.EPERM or unix.ENOSYS from io_uring_setup, or unix.EPERM from io_uring_enter, naming
+// the call) when the named backend cannot be used.
 func WithBackend(name string) Option {
 	return func(o *options) { o.backend = name }
 }
@@ -155,13 +191,16 @@ type Loop struct {
 	// buffer, so that a turn touches few memory pages (once.go).
 	owner    uintptr // the owner goroutine (see owned)
 	closed   bool
-	inside   bool // a handler is running (nesting guard)
-	running  bool // Run is running: Once returns early on Stop
-	busy     bool // the last wait found something: look without blocking first (see wait)
-	fresh    bool // WithFreshReadiness: never use readiness from an earlier Once
-	all      bool // WithDispatchAll: one Once runs every ready fd handler
-	exactSig bool // WithExactSignals
-	epfd     int  // the backend's epoll set, which the busy path reads directly; -1: none
+	inside   bool  // a handler is running (nesting guard)
+	running  bool  // Run is running: Once returns early on Stop
+	busy     bool  // the last wait found something: look without blocking first (see wait)
+	fresh    bool  // WithFreshReadiness: never use readiness from an earlier Once
+	after    uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set)
+	exactSig bool  // WithExactSignals
+	epfd     int   // the backend's epoll set, which the busy path reads directly; -1: none
+	others   int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
+	rare     bool  // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
+	stale    bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
 	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
 	// WriteNonblocking send the I/O through its ring with a look at the epoll set behind it.
 	ride *uringBackend
@@ -190,6 +229,11 @@ type Loop struct {
 	imm       immList
 	cacheBuf  [64]readyFd
 
+	genLast uint32 // the last registration generation given out (fdSlot.gen)
+	// pendErr is an error for the Once that is running to return after its handler: a watched
+	// fd a handler's loop I/O found closed (badFd), or the failure of the fds' turn (fdTurn).
+	pendErr  error
+	nvalErr  error // what markReady returns after an fd reported invalid (invalidFd)
 	be       backend
 	beName   string
 	beReason string
@@ -222,7 +266,10 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{owner: rawsys.Getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, all: o.dispatchAll, exactSig: o.exactSignals}
+	l := &Loop{owner: rawsys.Getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, exactSig: o.exactSignals}
+	if o.dispatchAll {
+		l.after = afterAll
+	}
 	l.cache = l.cacheBuf[:0]
 	l.slots = l.slotsBuf[:]
 	l.epfd = -1
@@ -236,21 +283,23 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("ringev: eventfd: %w", err)
 	}
-	if err := be.setInterest(int32(l.wakeFd), 0, unix.POLLIN); err != nil {
+	ws := l.slot(int32(l.wakeFd))
+	ws.internal = true
+	if err := l.setInterest(ws, unix.POLLIN); err != nil {
 		unix.Close(l.wakeFd)
 		be.close()
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("ringev: watching the wake-up eventfd: %w", err)
 	}
-	l.slot(int32(l.wakeFd)).internal = true
 	return l, nil
 }
 
 // Backend returns the name of the backend in use: "uring", "epoll", "poll" or "uring-poll".
 func (l *Loop) Backend() string { return l.beName }
 
-// BackendReason says why "auto" chose the backend in use (for example that io_uring_setup
-// failed with EPERM); it is "" when the backend was asked for by name.
+// BackendReason says why "auto" chose the backend in use (for example that io_uring_setup, or
+// io_uring_enter on the new ring, failed with EPERM); it is "" when the backend was asked for by
+// name.
 func (l *Loop) BackendReason() string { return l.beReason }
 
 // Close releases the loop: its backend, its wake-up eventfd and its signal subscriptions, and
@@ -366,14 +415,18 @@ func (l *Loop) Run() error {
 	return nil
 }
 
-// timerTimeout runs the first timer if it is due and returns -1, or returns the ns until it is
-// due. Out of Once's line, which has no timer on the busy path.
+// timerTimeout runs the first timer if it is due and returns -1 (when FdStarvationLimit Onces
+// ran others since the fds' last turn, the fds' turn comes first, fdTurn, and may take the
+// timer's place), or returns the ns until it is due. Out of Once's line, which has no timer on
+// the busy path.
 //
 //go:noinline
 func (l *Loop) timerTimeout() int64 {
 	now := l.now()
 	if l.timers[0].deadline <= now {
-		l.runTimer()
+		if !(l.others >= FdStarvationLimit && l.fdTurn()) {
+			l.runTimer()
+		}
 		return -1
 	}
 	return l.timers[0].deadline - now
@@ -393,13 +446,147 @@ func (l *Loop) nothingToDo() bool {
 	return empty
 }
 
-// dispatchRest runs, with WithDispatchAll, the other handlers the last wait found ready.
-func (l *Loop) dispatchRest() {
-	if !l.all {
-		return
+// FdStarvationLimit is the most Onces in a row that run signal handlers, posted functions,
+// immediates or timers while an fd handler is ready (the K of the loop contract's item 1): the
+// Once after FdStarvationLimit such Onces first looks at the fds without blocking and, if one is
+// ready, runs an fd handler (with WithDispatchAll, every ready one) instead. tevent's order holds
+// for any single Once otherwise, but there a zero-delay timer re-added from its own handler, or an
+// immediate or posted function that re-queues itself, keeps every fd waiting for ever (libuv
+// bounded it after its users hit it, libuv #4245). The busy fd path pays nothing for it: the
+// count is kept and looked at only on the paths of the others.
+const FdStarvationLimit = 16
+
+// ranOther counts a Once that ran a signal handler, posted function, immediate or timer (see
+// FdStarvationLimit), or the fds' turn before one of them (fdTurn, which counts from -1), and
+// returns what that Once returns: nil, or the error left in pendErr. Out of line: inlined, it
+// made the compiler lay out Once's checks of the others less directly.
+//
+//go:noinline
+func (l *Loop) ranOther() error {
+	l.others++
+	if l.pendErr != nil {
+		return l.takePendErr()
 	}
-	for !l.stopReq.Load() && l.dispatchFd() {
+	return nil
+}
+
+// turnOrSignal runs the fds' turn if it is due (fdTurn), else one signal handler with
+// deliveries; it reports whether it ran something. Out of Once's line, as are turnOrPosted and
+// turnOrImmediate, so that the fd path's code is what it was without the bound.
+//
+//go:noinline
+func (l *Loop) turnOrSignal() bool {
+	return l.others >= FdStarvationLimit && l.fdTurn() || l.runSignal()
+}
+
+// turnOrPosted runs the fds' turn if it is due, else one posted function; it reports whether it
+// ran something.
+//
+//go:noinline
+func (l *Loop) turnOrPosted() bool {
+	return l.others >= FdStarvationLimit && l.fdTurn() || l.runPosted()
+}
+
+// turnOrImmediate runs the fds' turn if it is due (and finds an fd ready), else the first
+// immediate.
+//
+//go:noinline
+func (l *Loop) turnOrImmediate() {
+	if !(l.others >= FdStarvationLimit && l.fdTurn()) {
+		l.runImmediate()
 	}
+}
+
+// fdTurn is the fds' turn after FdStarvationLimit Onces that ran other handlers: readiness the
+// loop still holds, else a look without blocking, and one fd handler (every ready one with
+// WithDispatchAll) if something is ready. It reports whether it ran a handler or failed (the
+// error is left in pendErr); either way the caller's Once is over (ranOther).
+//
+//go:noinline
+func (l *Loop) fdTurn() bool {
+	l.others = 0
+	if l.nfd == 0 {
+		return false
+	}
+	if l.news {
+		if err := l.adoptNews(); err != nil {
+			return l.turnFailed(err)
+		}
+	}
+	if !l.dispatchFd() {
+		ready, err := l.wait(0)
+		l.cache = ready
+		if err != nil {
+			return l.turnFailed(err)
+		}
+		if err := l.markReady(); err != nil {
+			return l.turnFailed(err)
+		}
+		if !l.dispatchFd() {
+			return false
+		}
+	}
+	if l.after&afterAll != 0 {
+		for !l.stopReq.Load() && l.dispatchFd() {
+		}
+	}
+	l.others = -1 // the caller's ranOther makes it 0
+	return true
+}
+
+// turnFailed leaves err for Once to return (unless an error is pending already) and ends the
+// fds' turn.
+func (l *Loop) turnFailed(err error) bool {
+	l.setPendErr(err)
+	l.others = -1
+	return true
+}
+
+// dispatchRest returns what Once returns after an fd handler: nil, or (afterFd) the error left in
+// pendErr (a watched fd a handler found closed: badFd), after running, with WithDispatchAll, the
+// other handlers the last wait found ready. One byte tells whether there is anything to do.
+func (l *Loop) dispatchRest() error {
+	if l.after == 0 {
+		return nil
+	}
+	return l.afterFd()
+}
+
+// Bits of Loop.after: what Once does after an fd handler.
+const (
+	afterAll = 1 << iota // WithDispatchAll: run the other ready handlers
+	afterErr             // pendErr is set: return it
+)
+
+// afterFd is dispatchRest's work when Loop.after is not 0.
+func (l *Loop) afterFd() error {
+	if l.after&afterAll != 0 {
+		for !l.stopReq.Load() && l.dispatchFd() {
+		}
+	}
+	if l.pendErr != nil {
+		return l.takePendErr()
+	}
+	return nil
+}
+
+// setPendErr leaves err for the Once that is running to return after its handler, unless an
+// error is left already.
+func (l *Loop) setPendErr(err error) {
+	if l.pendErr == nil {
+		l.pendErr = err
+		l.after |= afterErr
+	}
+}
+
+// takePendErr returns the error left for Once to return, and forgets it.
+//
+//go:noinline
+func (l *Loop) takePendErr() error {
+	err := l.pendErr
+	l.pendErr = nil
+	l.after &^= afterErr
+	return err
 }
 
 // now is the monotonic time in ns since the loop was created.

@@ -18,12 +18,16 @@ import (
 
 // Once runs exactly one handler and returns: a signal handler, else a posted function, else an
 // immediate, else an expired timer, else it waits for the fds (at most until the next timer is
-// due, waiting once) and runs one fd handler, the least recently run among the ready ones. It
+// due, waiting once) and runs one fd handler, the least recently run among the ready ones; but
+// after FdStarvationLimit Onces that ran the others since the fds last had their turn, it first
+// looks at the fds without blocking and runs a ready fd handler if there is one. It
 // returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
 // ErrNotOwner from a goroutine other than the owner,
 // ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
-// a watched fd turns out to be invalid (POLLNVAL) its handlers are disarmed (flags cleared)
-// and Once returns an error wrapping unix.EBADF that names the fd.
+// a watched fd turns out to be invalid (POLLNVAL, or EBADF from the handler's
+// Loop.ReadNonblocking or WriteNonblocking on it: closed with close(2) behind the loop's back)
+// its handlers are disarmed (flags cleared) and Once returns an error wrapping unix.EBADF that
+// names the fd.
 func (l *Loop) Once() error {
 	if !l.owned() {
 		return ErrNotOwner
@@ -38,20 +42,22 @@ func (l *Loop) Once() error {
 		l.cacheLeft = 0 // WithFreshReadiness: no readiness from an earlier Once
 	}
 	for {
-		if l.sig != nil && l.sig.isPending() && l.runSignal() {
-			return nil
+		// Each of the others may find that the fds' turn comes first (FdStarvationLimit); the
+		// fd path does not look.
+		if l.sig != nil && l.sig.isPending() && l.turnOrSignal() {
+			return l.ranOther()
 		}
-		if l.posted.Load() && l.runPosted() {
-			return nil
+		if l.posted.Load() && l.turnOrPosted() {
+			return l.ranOther()
 		}
 		if l.imm.head != nil {
-			l.runImmediate()
-			return nil
+			l.turnOrImmediate()
+			return l.ranOther()
 		}
 		timeout := int64(-1)
 		if len(l.timers) > 0 {
 			if timeout = l.timerTimeout(); timeout < 0 {
-				return nil // a timer ran
+				return l.ranOther() // a timer ran (or the fds' turn came first)
 			}
 		}
 		stopping := l.running && l.stopReq.Load()
@@ -66,8 +72,7 @@ func (l *Loop) Once() error {
 			}
 		}
 		if l.dispatchFd() {
-			l.dispatchRest()
-			return nil
+			return l.dispatchRest()
 		}
 		ready, err := l.wait(timeout)
 		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
@@ -82,8 +87,7 @@ func (l *Loop) Once() error {
 			return err
 		}
 		if l.dispatchFd() {
-			l.dispatchRest()
-			return nil
+			return l.dispatchRest()
 		}
 		if l.running && l.stopReq.Load() {
 			return nil // Run returns; Once outside Run does not heed Stop
@@ -130,13 +134,13 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 }
 
 // markReady processes what a wait returned: it drains the wake-up eventfd, disarms fds the
-// kernel reports invalid, and marks every other reported slot usable for dispatch; cacheLeft
-// counts them.
+// kernel reports invalid, drops stale events, and marks every other reported slot usable for
+// dispatch; cacheLeft counts them. The rare cases go out of line (offGen, invalidFd, then
+// markRare), so that the loop keeps its registers.
 func (l *Loop) markReady() error {
 	l.waitSeq++
 	seq := l.waitSeq
 	left := 0
-	var nvalErr error
 	for i := range l.cache {
 		r := &l.cache[i]
 		if uint(r.Fd) >= uint(len(l.slots)) {
@@ -145,17 +149,57 @@ func (l *Loop) markReady() error {
 		s := l.slots[r.Fd]
 		switch {
 		case s == nil:
-		case s.internal:
-			drainEventfd(int(s.fd))
+		case uint32(r.Pad) != s.gen:
+			l.offGen(s) // one of the loop's own eventfds, or a stale event: never dispatched
 		case r.Events&unix.POLLNVAL != 0:
-			nvalErr = l.disarmInvalid(s)
+			l.invalidFd(s)
 		default:
 			s.mark = seq
 			left++
 		}
 	}
 	l.cacheLeft = left
-	return nvalErr
+	if l.rare {
+		return l.markRare()
+	}
+	return nil
+}
+
+// offGen is markReady's branch for an event whose generation is not its slot's: one of the
+// loop's own eventfds (their generation, internalGen, never matches) is drained; any other is
+// stale, from an orphaned epoll registration (setInterest), and makes markReady rebuild the set.
+//
+//go:noinline
+func (l *Loop) offGen(s *fdSlot) {
+	if s.internal {
+		drainEventfd(int(s.fd))
+		return
+	}
+	l.stale, l.rare = true, true
+}
+
+// invalidFd is markReady's branch for an fd the kernel reports invalid (POLLNVAL): its events
+// are disarmed, and markReady returns the error.
+//
+//go:noinline
+func (l *Loop) invalidFd(s *fdSlot) {
+	l.nvalErr = l.disarmInvalid(s)
+	l.rare = true
+}
+
+// markRare finishes a markReady that met an invalid fd or a stale event: it rebuilds the epoll
+// set after a stale event and returns the error markReady returns.
+//
+//go:noinline
+func (l *Loop) markRare() error {
+	err := l.nvalErr
+	l.nvalErr, l.rare = nil, false
+	if l.stale {
+		if rerr := l.rebuildEpollSet(); err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 // dispatchFd runs the handler of the ready fd event that ran least recently, among the cached
@@ -191,8 +235,8 @@ func (l *Loop) pickFd() (*FdEvent, Flags) {
 			continue
 		}
 		ready := pollFlags(r.Events)
-		if r.Events&(unix.POLLERR|unix.POLLHUP) != 0 {
-			l.applyErrorRule(s)
+		if r.Events&(unix.POLLERR|unix.POLLHUP|unix.POLLRDHUP) != 0 {
+			l.errorFlags(s, r.Events)
 			ready |= Error | Read
 		}
 		for _, ev := range s.events {

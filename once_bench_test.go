@@ -10,12 +10,12 @@ import (
 // isolates the loop's own cost per Once.
 type readyBackend struct{ ready []readyFd }
 
-func (f *readyBackend) setInterest(int32, uint32, uint32) error { return nil }
+func (f *readyBackend) setInterest(int32, uint32, uint32, uint32) error { return nil }
 func (f *readyBackend) wait(_ int64, buf []readyFd) ([]readyFd, error) {
 	return append(buf, f.ready...), nil
 }
-func (f *readyBackend) stillWatched(int32, uint32) bool { return true }
-func (f *readyBackend) close() error                    { return nil }
+func (f *readyBackend) stillWatched(int32, uint32, uint32) bool { return true }
+func (f *readyBackend) close() error                            { return nil }
 
 // BenchmarkOnceOverhead is the loop's own cost per Once (dispatch order, readiness cache,
 // fairness, handler call) with a backend that makes no syscall: fd_speed1's two ready fds.

@@ -74,12 +74,12 @@ func (l *Loop) startExact() (*signalState, error) {
 	if !sigexactOwner.CompareAndSwap(nil, l) {
 		return nil, ErrExactSignalsInUse
 	}
-	if err := l.be.setInterest(int32(sigexactFd), 0, unix.POLLIN); err != nil {
+	s := l.slot(int32(sigexactFd))
+	s.internal = true
+	if err := l.setInterest(s, unix.POLLIN); err != nil {
 		sigexactOwner.Store(nil)
 		return nil, fmt.Errorf("ringev: WithExactSignals: watching its eventfd: %w", err)
 	}
-	l.slot(int32(sigexactFd)).internal = true
-	l.slot(int32(sigexactFd)).interest = unix.POLLIN
 	atomic.StoreInt64(&sigexactWakeFd, int64(sigexactFd))
 	return &signalState{loop: l, exact: true, saved: map[syscall.Signal]kernelSigaction{}}, nil
 }
@@ -237,7 +237,7 @@ func (st *signalState) stop() {
 			sigexactRestore(sig, old) // fails only for a signal number rt_sigaction took before
 		}
 		st.saved = nil
-		st.loop.be.setInterest(int32(sigexactFd), unix.POLLIN, 0)
+		st.loop.be.setInterest(int32(sigexactFd), 0, unix.POLLIN, 0) // the loop is closing: its slots are gone
 		sigexactOwner.Store(nil)
 		return
 	}

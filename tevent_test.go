@@ -3,7 +3,7 @@ package ringev_test
 // The shapes of tevent's own testsuite (lib/tevent/testsuite.c), on every backend, named after
 // what they check: the timer-driven flag-switching cycle (test_event_fd1), both ends of a
 // socketpair filled and drained (test_event_fd2), many handlers with different masks on one fd
-// (test_multi_fdes / fd_speed), and tevent's ERROR/hang-up rules (DESIGN.md point 6).
+// (test_event_fd3), and tevent's ERROR/hang-up rules (DESIGN.md point 6).
 
 import (
 	"errors"
@@ -247,7 +247,7 @@ func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 	})
 }
 
-// TestTeventNineHandlersPerSocketFireOncePerRound (test_multi_fdes / fd_speed): nine handlers on
+// TestTeventNineHandlersPerSocketFireOncePerRound (test_event_fd3): nine handlers on
 // each end of a socketpair, three each with READ, WRITE and READ|WRITE. Every round writes one
 // byte to each end and enables a varying subset; every enabled handler fires exactly once (it
 // disables itself) with exactly its flags, no disabled one fires, and the timer that starts the
