@@ -45,6 +45,7 @@ var requestCases = []struct {
 	{"CompletionsRunAfterPostedImmediateAndTimer", testReqDispatchOrder},
 	{"CompletionsAndFdHandlersTakeTurns", testReqTakeTurnsWithFdEvents},
 	{"FloodStarvesNeitherFdEventsNorTimersNorOtherSockets", testReqFlood},
+	{"MultishotRecvIsBoundedPerTurn", testReqMultishotBound},
 	{"RunReturnsAfterTheLastCompletion", testReqRunReturns},
 }
 
@@ -792,4 +793,36 @@ func testReqRunReturns(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	wantOne(t, &rec, 1)
+}
+
+func testReqMultishotBound(t *testing.T, backend string) {
+	// Socket a holds 25 buffers' worth of data (25 completions of a multishot recv into
+	// 4-byte buffers); socket c gets one message. c's completion must not wait behind more
+	// than 8 of a's (liburing #1043: a fourth client got nothing).
+	a, b := testutil.Socketpair(t)
+	c, d := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	g, err := l.NewBufferGroup(64, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []byte
+	floodCb := func(x *ringev.Completion) {
+		x.ReleaseBuffer()
+		if x.Err == nil && x.N > 0 {
+			order = append(order, 'a')
+		}
+	}
+	var one recorder
+	oneCb := func(x *ringev.Completion) { order = append(order, 'c'); one.cb(x) }
+	must(t)(l.RecvMultishot(a, g, 0, floodCb, 0))
+	must(t)(l.Recv(c, make([]byte, 8), 0, oneCb, 0))
+	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline) // both wait in the kernel (or for readiness)
+	testutil.Write(t, b, bytes.Repeat([]byte("0123"), 25))
+	testutil.Write(t, d, []byte("hi"))
+	until(t, l, func() bool { return one.n() > 0 })
+	if i := bytes.IndexByte(order, 'c'); i > 8 {
+		t.Fatalf("the other socket's completion ran after %d of the flooding socket's: %s", i, order)
+	}
 }
