@@ -224,6 +224,18 @@ func (f *emulFd) handle(ev *FdEvent, flags Flags) {
 	}
 }
 
+// sys makes a read or write syscall (a4: the offset of pread64/pwrite64). On an fd the
+// backend watches (a pipe, socket, ...: non-blocking, as the docs require) it cannot block and
+// goes without the runtime's syscall bookkeeping (internal/rawsys), as Loop.ReadNonblocking
+// does; on a regular file, or before the fd is known to be watchable, through unix.Syscall6.
+func (f *emulFd) sys(trap, a1, a2, a3, a4 uintptr) (uintptr, unix.Errno) {
+	if f.ev != nil && !f.notPollable {
+		return rawsys.Syscall6(trap, a1, a2, a3, a4, 0, 0)
+	}
+	n, _, errno := unix.Syscall6(trap, a1, a2, a3, a4, 0, 0)
+	return n, errno
+}
+
 // perform makes r's syscall. It reports true when r must wait for readiness again (EAGAIN,
 // or a multishot op that goes on); otherwise it told the core (complete or opDone).
 func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
@@ -235,9 +247,9 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 	case OpRead:
 		p := r.buf
 		if r.off < 0 {
-			n, _, errno = unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 		} else {
-			n, _, errno = unix.Syscall6(unix.SYS_PREAD64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off), 0, 0)
+			n, errno = f.sys(unix.SYS_PREAD64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off))
 		}
 	case OpWrite, OpSend:
 		// The emulation finishes a short write itself (the core's continuation would queue
@@ -248,9 +260,9 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 			case r.op == OpSend:
 				n, errno = rawsys.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 			case r.off < 0:
-				n, _, errno = unix.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+				n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 			default:
-				n, _, errno = unix.Syscall6(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off+int64(r.done)), 0, 0)
+				n, errno = f.sys(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off+int64(r.done)))
 			}
 			if errno != 0 || n == 0 || int(n) == len(p) {
 				break
