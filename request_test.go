@@ -417,3 +417,90 @@ func randomRequests(t *testing.T, l *ringev.Loop, n int) {
 		t.Fatalf("Once after the last completion: %v, want ErrNothingToDo", err)
 	}
 }
+
+// TestRequestCloseWithRequestsInFlight: Loop.Close with requests in the kernel runs none of
+// their callbacks, leaves no fd or goroutine behind, and the loop is unusable after it.
+func TestRequestCloseWithRequestsInFlight(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	forEachBackend(t, func(t *testing.T, backend string) {
+		fds0 := len(openFds(t))
+		a, b := testutil.Socketpair(t)
+		calls := 0
+		func() {
+			l := newLoopNoCleanup(t, backend)
+			cb := func(*ringev.Completion) { calls++ }
+			for i := 0; i < 10; i++ {
+				must(t)(l.Recv(a, make([]byte, 8), 0, cb, 0))
+				must(t)(l.Recv(b, make([]byte, 8), 0, cb, 0))
+			}
+			l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+			testutil.Once(t, l, deadline)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Recv(a, make([]byte, 8), 0, cb, 0); !errors.Is(err, ringev.ErrClosed) {
+				t.Fatalf("Recv after Close: %v", err)
+			}
+		}()
+		if calls != 0 {
+			t.Fatalf("%d callbacks ran around Close", calls)
+		}
+		unix.Close(a)
+		unix.Close(b)
+		if n := len(openFds(t)); n != fds0 {
+			t.Fatalf("%d fds open after the loop closed, %d before", n, fds0)
+		}
+	})
+}
+
+// TestRequestCompletesWhileHandlersRideTheRing: a handler's Loop.ReadNonblocking, which on
+// uring reaps the ring's CQEs itself (rideIO), hands the requests' CQEs over: every request
+// still completes, once.
+func TestRequestCompletesWhileHandlersRideTheRing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		pr, pw := testutil.Pipe(t)
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		var rbuf [1]byte
+		reads := 0
+		addFd(t, l, pr, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			if n, _ := l.ReadNonblocking(pr, rbuf[:]); n == 1 {
+				reads++
+				l.WriteNonblocking(pw, rbuf[:]) // keep the fd event busy
+			}
+		})
+		addFd(t, l, pw, ringev.Write, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			l.WriteNonblocking(pw, []byte{1})
+			ev.SetFlags(0)
+		})
+		const n = 200
+		done := make([]int, n)
+		count := 0
+		buf := make([]byte, n)
+		cb := func(c *ringev.Completion) {
+			if c.Err != nil || c.N != 1 {
+				t.Errorf("request %d: %+v", c.Token, c)
+			}
+			done[c.Token]++
+			count++
+		}
+		for i := 0; i < n; i++ {
+			must(t)(l.Read(r, buf[i:i+1], -1, cb, uint64(i)))
+		}
+		for i := 0; i < n; i++ {
+			testutil.Write(t, w, []byte{byte(i)})
+			if i%20 == 0 {
+				testutil.Once(t, l, deadline)
+			}
+		}
+		until(t, l, func() bool { return count == n })
+		for i, k := range done {
+			if k != 1 {
+				t.Fatalf("request %d: %d callbacks", i, k)
+			}
+		}
+		if reads == 0 {
+			t.Fatal("the riding handler never ran")
+		}
+	})
+}
