@@ -250,7 +250,12 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 }
 
 func (d *ringReqs) newGroup(g *BufferGroup) error {
-	br, err := d.b.ring.SetupBufRing(uint32(g.n), g.bgid)
+	// Incremental consumption first (6.12): small messages then share a buffer.
+	br, err := d.b.ring.SetupBufRingFlags(uint32(g.n), g.bgid, uring.PbufRingInc)
+	g.inc = err == nil
+	if err != nil {
+		br, err = d.b.ring.SetupBufRing(uint32(g.n), g.bgid)
+	}
 	if err != nil {
 		return fmt.Errorf("ringev: NewBufferGroup: IORING_REGISTER_PBUF_RING (Linux 5.19): %w", err)
 	}

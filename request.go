@@ -197,6 +197,7 @@ type cqEntry struct {
 	gen   uint32
 	res   int32
 	flags uint32 // uring.CQEFMore, uring.CQEFBuffer | bid << CQEBufferShift
+	off   int32  // a group buffer's data offset in its buffer (incremental consumption)
 }
 
 // reqDriver is what a backend does for requests, and all it does: the core says "queue this
@@ -361,10 +362,17 @@ func (rq *requests) submit(r *reqRec) Request {
 // complete queues an intermediate completion of a multishot request (the CQE's res and
 // flags; CQEFMore is implied).
 func (rq *requests) complete(r *reqRec, res int32, flags uint32) {
+	rq.cq = append(rq.cq, r.entry(res, flags|uring.CQEFMore))
+}
+
+// entry is r's completion entry for a CQE's res and flags; a group buffer it carries is taken
+// (BufferGroup.take) in the order the CQEs arrive, which is the order the kernel used them.
+func (r *reqRec) entry(res int32, flags uint32) cqEntry {
+	e := cqEntry{rec: r, gen: r.gen, res: res, flags: flags}
 	if r.op == OpRecvMultishot && flags&uring.CQEFBuffer != 0 {
-		r.group.avail--
+		e.off = r.group.take(int(flags>>uring.CQEBufferShift), max(res, 0), flags&uring.CQEFBufMore != 0)
 	}
-	rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags | uring.CQEFMore})
+	return e
 }
 
 // opDone is told the result of r's operation (its last CQE, or the emulation's last
@@ -407,9 +415,6 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 			rq.drv.start(r)
 			return
 		}
-		if flags&uring.CQEFBuffer != 0 {
-			r.group.avail--
-		}
 		if res == -int32(unix.ENOBUFS) && !r.cancelReq && !r.group.closed {
 			// The group ran dry: the kernel's multishot ended, nothing is lost (the data
 			// stays in the socket). Tell the callback, and re-arm when a buffer comes back.
@@ -445,7 +450,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 		r.res = 0
 	}
 	r.state = stDone
-	rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags &^ uring.CQEFMore})
+	rq.cq = append(rq.cq, r.entry(res, flags&^uring.CQEFMore))
 	if r.counted {
 		f := &rq.fds[r.fd]
 		f.live--
@@ -553,7 +558,7 @@ func (rq *requests) dispatchOne(r *reqRec, e cqEntry) {
 		if e.flags&uring.CQEFBuffer != 0 {
 			bid := int32(e.flags >> uring.CQEBufferShift)
 			c.group, c.bid = r.group, bid
-			c.Buf = r.group.buf(int(bid), c.N)
+			c.Buf = r.group.slab[int(bid)*r.group.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
 		}
 	}
 	cb := r.cb
@@ -942,7 +947,9 @@ func htons(p uint16) uint16 {
 
 // BufferGroup is a group of equal buffers that a RecvMultishot receives into, the kernel
 // picking one per completion: a provided buffer ring on uring (IORING_REGISTER_PBUF_RING,
-// Linux 5.19; io_uring_register_buf_ring(3)), a free list in the emulation. Each completion
+// Linux 5.19; io_uring_register_buf_ring(3)), with incremental consumption where the kernel
+// has it (IOU_PBUF_RING_INC, 6.12: completions share a buffer, each with its own slice; see
+// Incremental), a free list in the emulation. Each completion
 // holds one buffer until it is released (Completion.ReleaseBuffer or Release). When every
 // buffer is held, a RecvMultishot gets ENOBUFS (More set: no data is lost, it stays in the
 // socket) and the loop re-arms it when a buffer is released. A group belongs to its loop's
@@ -958,7 +965,33 @@ type BufferGroup struct {
 	avail  int       // buffers the kernel (or the emulation) can pick
 	parked []*reqRec // RecvMultishots waiting for a buffer
 	closed bool
+	inc    bool    // incremental consumption (IOU_PBUF_RING_INC)
+	off    []int32 // per buffer: bytes the kernel used so far (incremental consumption)
+	refs   []int32 // per buffer: completions holding a view of it, not released yet
+	out    []bool  // per buffer: the kernel is done with it (it comes back when refs is 0)
 }
+
+// take records that a completion holds n bytes of buffer bid (more: the kernel goes on
+// filling it, CQEFBufMore) and returns where they start in it.
+func (g *BufferGroup) take(bid int, n int32, more bool) int32 {
+	if bid >= g.n {
+		return 0
+	}
+	off := g.off[bid]
+	g.refs[bid]++
+	if more {
+		g.off[bid] += n
+	} else {
+		g.off[bid], g.out[bid] = 0, true
+		g.avail--
+	}
+	return off
+}
+
+// Incremental reports whether the group's buffers are consumed incrementally: several
+// completions share one buffer, one after the other (IOU_PBUF_RING_INC, Linux 6.12, on the
+// uring backend where the kernel has it).
+func (g *BufferGroup) Incremental() bool { return g.inc }
 
 // NewBufferGroup makes a group of n buffers (a power of two, at most 32768) of size bytes
 // each. Errors: ErrNotOwner, ErrClosed, one wrapping unix.EINVAL for a bad n or size, and on
@@ -975,7 +1008,8 @@ func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 	}
 	rq := l.reqs()
 	rq.bgid++
-	g := &BufferGroup{l: l, bgid: rq.bgid, size: size, n: n, slab: make([]byte, n*size)}
+	g := &BufferGroup{l: l, bgid: rq.bgid, size: size, n: n, slab: make([]byte, n*size),
+		off: make([]int32, n), refs: make([]int32, n), out: make([]bool, n)}
 	if err := rq.drv.newGroup(g); err != nil {
 		return nil, err
 	}
@@ -996,13 +1030,19 @@ func (g *BufferGroup) Len() int { return g.n }
 // Size returns the bytes of each buffer.
 func (g *BufferGroup) Size() int { return g.size }
 
-// Release gives buffer id (Completion.BufferID) back to the group, and re-arms the
-// RecvMultishots that ran dry. Releasing a buffer the group already has corrupts it: release
-// each completion's buffer once. Out-of-range ids and calls from other goroutines are ignored.
+// Release gives back one completion's hold on buffer id (Completion.BufferID): the buffer goes
+// back to the kernel once no completion holds it and the kernel is done with it (with
+// incremental consumption, several completions share a buffer), and the RecvMultishots that
+// ran dry are re-armed. Release each completion's buffer once; releasing a buffer no
+// completion holds, an out-of-range id, and calls from other goroutines are ignored.
 func (g *BufferGroup) Release(id int) {
-	if g.closed || id < 0 || id >= g.n || !g.l.owned() || g.l.closed {
+	if g.closed || id < 0 || id >= g.n || !g.l.owned() || g.l.closed || g.refs[id] == 0 {
 		return
 	}
+	if g.refs[id]--; g.refs[id] > 0 || !g.out[id] {
+		return
+	}
+	g.out[id] = false
 	g.l.req.drv.provide(g, id)
 	g.avail++
 	if len(g.parked) > 0 {

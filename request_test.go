@@ -504,3 +504,65 @@ func TestRequestCompletesWhileHandlersRideTheRing(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestBufferGroupIncrementalConsumption: on uring with IOU_PBUF_RING_INC (6.12), small
+// receives share one group buffer, one after the other, each completion's view holding its
+// own bytes; the buffer goes back to the kernel only when it is full and every view released.
+func TestRequestBufferGroupIncrementalConsumption(t *testing.T) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	g, err := l.NewBufferGroup(2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Incremental() {
+		testutil.SkipUnlessKernel(t, 6, 12, "IOU_PBUF_RING_INC (incremental buffer consumption)")
+		t.Fatal("the kernel is 6.12 or later, yet the group is not incremental")
+	}
+	type got struct {
+		id   int
+		data string
+	}
+	var seen []got
+	var held []int
+	cb := func(c *ringev.Completion) {
+		if c.Err != nil || !c.More {
+			t.Errorf("completion %+v", c)
+			return
+		}
+		seen = append(seen, got{c.BufferID(), string(c.Buf)})
+		held = append(held, c.BufferID())
+	}
+	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
+	for _, m := range []string{"ab", "cd", "ef", "gh", "ij"} { // 8 bytes fill the first buffer
+		testutil.Write(t, b, []byte(m))
+		n := len(seen)
+		until(t, l, func() bool { return len(seen) > n })
+	}
+	want := []got{{seen[0].id, "ab"}, {seen[0].id, "cd"}, {seen[0].id, "ef"}, {seen[0].id, "gh"}}
+	for i, w := range want {
+		if seen[i] != w {
+			t.Fatalf("completion %d: %+v, want %+v (all %+v)", i, seen[i], w, seen)
+		}
+	}
+	if seen[4].id == seen[0].id || seen[4].data != "ij" {
+		t.Fatalf("fifth completion %+v: want the next buffer (the first is full)", seen[4])
+	}
+	for _, id := range held {
+		g.Release(id)
+	}
+	held = held[:0]
+	// Both buffers back or in use: 14 more bytes still arrive whole.
+	testutil.Write(t, b, []byte("0123456789abcd"))
+	var all string
+	until(t, l, func() bool {
+		all = ""
+		for _, s := range seen[5:] {
+			all += s.data
+		}
+		return len(all) >= 14
+	})
+	if all != "0123456789abcd" {
+		t.Fatalf("received %q after the release", all)
+	}
+}
