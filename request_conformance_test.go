@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -635,25 +636,35 @@ func testReqBufferGC(t *testing.T, backend string) {
 	r, w := testutil.Pipe(t)
 	l := newLoop(t, backend)
 	var got []byte
-	var ptr *byte
-	cb := func(c *ringev.Completion) { got, ptr = append([]byte(nil), c.Buf...), &c.Buf[0] }
+	var at uintptr // where the completion's bytes are (an address, not a reference)
+	intact := false
+	cb := func(c *ringev.Completion) {
+		got, at = append([]byte(nil), c.Buf...), uintptr(unsafe.Pointer(unsafe.SliceData(c.Buf)))
+		rest := c.Buf[len(c.Buf):cap(c.Buf)]
+		intact = len(rest) > 0 && bytes.Count(rest, []byte{0xee}) == len(rest)
+	}
+	var addr uintptr
 	func() {
 		buf := make([]byte, 4096)
 		for i := range buf {
 			buf[i] = 0xee
 		}
+		addr = uintptr(unsafe.Pointer(&buf[0]))
 		must(t)(l.Read(r, buf, -1, cb, 0))
 	}() // no reference to buf is left but the loop's
 	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
 	testutil.Once(t, l, deadline)
 	for i := 0; i < 5; i++ {
-		_ = make([]byte, 1<<20) // churn, so freed memory would be reused
+		junk := make([][]byte, 256) // churn, so that freed memory would be reused
+		for j := range junk {
+			junk[j] = make([]byte, 4096)
+		}
 		runtime.GC()
 	}
 	testutil.Write(t, w, []byte("landed"))
 	until(t, l, func() bool { return got != nil })
-	if string(got) != "landed" || ptr == nil {
-		t.Fatalf("read %q", got)
+	if string(got) != "landed" || at != addr || !intact {
+		t.Fatalf("read %q at %#x (the buffer was at %#x), rest of the buffer intact: %v", got, at, addr, intact)
 	}
 }
 
