@@ -48,6 +48,7 @@ var requestCases = []struct {
 	{"FloodStarvesNeitherFdEventsNorTimersNorOtherSockets", testReqFlood},
 	{"MultishotRecvIsBoundedPerTurn", testReqMultishotBound},
 	{"RunReturnsAfterTheLastCompletion", testReqRunReturns},
+	{"PlainCloseAfterTheLastCompletionIsFine", testReqPlainCloseAfter},
 }
 
 // TestRequestConformance runs the request suite on every backend. A backend that New cannot
@@ -835,5 +836,28 @@ func testReqMultishotBound(t *testing.T, backend string) {
 	until(t, l, func() bool { return one.n() > 0 })
 	if i := bytes.IndexByte(order, 'c'); i > 8 {
 		t.Fatalf("the other socket's completion ran after %d of the flooding socket's: %s", i, order)
+	}
+}
+
+func testReqPlainCloseAfter(t *testing.T, backend string) {
+	// Once an fd has no request left, the caller may close it with close(2): the loop must
+	// not go on watching it (poll would report POLLNVAL).
+	a, b := testutil.Socketpair(t)
+	conn, err := unix.Dup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(t, backend)
+	var rec recorder
+	must(t)(l.Recv(conn, make([]byte, 8), 0, rec.cb, 0))
+	testutil.Write(t, b, []byte("x"))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 1)
+	unix.Close(conn)
+	for i := 0; i < 3; i++ {
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+		if err := testutil.OnceErr(t, l, deadline); err != nil {
+			t.Fatalf("Once after a plain close of an fd without requests: %v", err)
+		}
 	}
 }

@@ -148,7 +148,14 @@ func (e *emulReqs) arm(f *emulFd) {
 			f.counted = false
 			l.nfd--
 		}
-		return // the flags stay: a request made soon needs no epoll_ctl (handle disarms lazily)
+		if l.epfd < 0 && f.ev != nil && f.ev.flags != 0 {
+			// poll and uring-poll watch by fd number: a plain close(2) of an fd without
+			// requests must not leave it watched (POLLNVAL). Disarming costs them no syscall.
+			f.ev.SetFlags(0)
+		}
+		// On epoll the flags stay: a request made soon needs no epoll_ctl (handle disarms
+		// lazily), and a closed file leaves the epoll set by itself.
+		return
 	}
 	if f.ev == nil {
 		ev, err := l.AddFd(int(f.fd), 0, f.h)

@@ -168,13 +168,13 @@ func contains(s, sub string) bool {
 }
 
 // TestRequestFullSQIsSubmittedNotRefused: more requests in one Once than the SQ has entries
-// (64) all reach the kernel and complete.
+// (256) all reach the kernel and complete.
 func TestRequestFullSQIsSubmittedNotRefused(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
 		l := newLoop(t, backend)
 		var rec recorder
-		const n = 300
+		const n = 600 // the SQ has 256 entries
 		for i := 0; i < n; i++ {
 			must(t)(l.Write(w, []byte("x"), -1, rec.cb, uint64(i)))
 		}
