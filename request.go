@@ -103,6 +103,32 @@ func (c *Completion) ReleaseBuffer() {
 // Request is the handle of a request. The zero Request is no request. A handle stays valid
 // after the request's last completion ran, but then names nothing: Cancel and SetTimeout on it
 // do nothing (the loop recycles its records; a generation tells a stale handle apart).
+//
+// The request calls (Loop.Read, Write, Recv, Send, Accept, AcceptMultishot, Connect, Fsync,
+// CloseFd, RecvMultishot, SubmitSQE) each return the request's handle, or an error, and
+// then submit nothing:
+// ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
+// ErrNilCallback for a nil cb, unix.EBADF for a negative fd, ErrEmptyBuffer for an empty
+// buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd. token is
+// handed back in Completion.Token.
+//
+// Buffer ownership: a request's buffer belongs to the kernel from the call until the
+// request's last callback (cancelled and timed-out requests included: the buffer is the
+// kernel's until its completion arrives). The loop keeps it reachable for the garbage
+// collector meanwhile; the caller must neither read nor write it, nor hand it to another
+// request, until then. On the uring backend every request made while a Once runs goes to the
+// kernel in the loop's next io_uring_enter(2), with its wait.
+//
+// On the epoll and poll backends the same calls are emulated with readiness and non-blocking
+// syscalls (the fd must be O_NONBLOCK, as for fd events; regular files are read, written and
+// synced at once, blocking), through an fd event the loop keeps on the fd while requests wait.
+//
+// A request's fd must be closed through the loop (CloseFd) while it has requests: a plain
+// close(2) with a request in flight does not release the file on the uring backend (the
+// kernel holds a reference, as for a pending IORING_OP_POLL_ADD: a socket's peer sees no EOF
+// until the request completes or is cancelled), and on the other backends leaves the request
+// waiting, for the file that takes the number next. Once an fd has no request left, a plain
+// close(2) is fine.
 type Request struct {
 	rec *reqRec
 	gen uint32
@@ -270,7 +296,7 @@ func (l *Loop) reqs() *requests {
 	return l.req
 }
 
-// check validates what every request call shares.
+// checkReq validates what every request call shares: owner, open loop, callback, fd.
 func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
 	if !l.owned() {
 		return ErrNotOwner
@@ -287,7 +313,7 @@ func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
 	return nil
 }
 
-// newReq validates and takes a record for op on fd (buf: whether the op needs a buffer).
+// newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf).
 func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
 	if err := l.checkReq(op, fd, cb); err != nil {
 		return nil, err
@@ -690,32 +716,10 @@ func multishot(op Op) bool {
 // Pending reports whether the request's last completion has not run yet.
 func (h Request) Pending() bool { return h.rec != nil && h.rec.gen == h.gen && h.rec.state != stFree }
 
-// The request calls. Each returns the request's handle, or an error and submits nothing:
-// ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
-// ErrNilCallback for a nil cb, unix.EBADF for a negative fd, ErrEmptyBuffer for an empty
-// buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd. token is
-// handed back in Completion.Token.
-//
-// Buffer ownership: a request's buffer belongs to the kernel from the call until the
-// request's last callback (cancelled and timed-out requests included: the buffer is the
-// kernel's until its completion arrives). The loop keeps it reachable for the garbage
-// collector meanwhile; the caller must neither read nor write it, nor hand it to another
-// request, until then. On the uring backend every request made while a Once runs goes to the
-// kernel in the loop's next io_uring_enter(2), with its wait.
-//
-// On the epoll and poll backends the same calls are emulated with readiness and non-blocking
-// syscalls (the fd must be O_NONBLOCK, as for fd events; regular files are read, written and
-// synced at once, blocking), through an fd event the loop keeps on the fd while requests wait.
-//
-// A request's fd must be closed through the loop (CloseFd) while it has requests: a plain
-// close(2) with a request in flight does not release the file on the uring backend (the
-// kernel holds a reference, as for a pending IORING_OP_POLL_ADD: a socket's peer sees no EOF
-// until the request completes or is cancelled), and on the other backends leaves the request
-// waiting, for the file that takes the number next.
-
 // Read reads into buf from fd at offset off (-1: the file position, as read(2); else as
 // pread(2)): IORING_OP_READ (Linux 5.6) on uring. N is the bytes read, 0 at end of file;
-// Buf is buf[:N].
+// Buf is buf[:N]. The errors of every request call, and the rules for buf (the kernel's
+// until the last callback) and fd (close it with CloseFd), are in Request's documentation.
 func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
 	r, err := l.newReq(OpRead, fd, buf, true, cb, token)
 	if err != nil {
