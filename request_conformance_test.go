@@ -49,6 +49,9 @@ var requestCases = []struct {
 	{"MultishotRecvIsBoundedPerTurn", testReqMultishotBound},
 	{"RunReturnsAfterTheLastCompletion", testReqRunReturns},
 	{"PlainCloseAfterTheLastCompletionIsFine", testReqPlainCloseAfter},
+	{"SendErrorAfterAPartCountsThePart", testReqSendErrorCount},
+	{"ConnectRefusedGivesECONNREFUSED", testReqConnectRefused},
+	{"MultishotDeadlineEndsItWithETIME", testReqMultishotDeadline},
 }
 
 // TestRequestConformance runs the request suite on every backend. A backend that New cannot
@@ -859,5 +862,76 @@ func testReqPlainCloseAfter(t *testing.T, backend string) {
 		if err := testutil.OnceErr(t, l, deadline); err != nil {
 			t.Fatalf("Once after a plain close of an fd without requests: %v", err)
 		}
+	}
+}
+
+func testReqSendErrorCount(t *testing.T, backend string) {
+	// The peer reads a little and closes: the send ends with an error, and N counts what
+	// went before it.
+	a, b := testutil.Socketpair(t)
+	peer, err := unix.Dup(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(b)
+	l := newLoop(t, backend)
+	big := make([]byte, 8<<20)
+	var rec recorder
+	must(t)(l.Send(a, big, 0, rec.cb, 0))
+	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
+	var junk [4096]byte
+	unix.Read(peer, junk[:])
+	unix.Close(peer)
+	until(t, l, func() bool { return rec.n() > 0 })
+	c := rec.last(t)
+	if !errors.Is(c.Err, unix.EPIPE) && !errors.Is(c.Err, unix.ECONNRESET) {
+		t.Fatalf("send to a closed peer: %+v, want EPIPE or ECONNRESET", c)
+	}
+	if c.N <= 0 || c.N >= len(big) {
+		t.Fatalf("N %d: want the part sent before the error (0 < N < %d)", c.N, len(big))
+	}
+}
+
+func testReqConnectRefused(t *testing.T, backend string) {
+	// A port bound but not listened on: connecting is refused.
+	tmp, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(tmp)
+	if err := unix.Bind(tmp, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	bound, err := unix.Getsockname(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := bound.(*unix.SockaddrInet4)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	l := newLoop(t, backend)
+	var rec recorder
+	must(t)(l.Connect(fd, sa, rec.cb, 0))
+	until(t, l, func() bool { return rec.n() > 0 })
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECONNREFUSED) {
+		t.Fatalf("%d completions, last %+v", rec.n(), c)
+	}
+}
+
+func testReqMultishotDeadline(t *testing.T, backend string) {
+	lfd, _ := listener(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	h := must(t)(l.AcceptMultishot(lfd, 0, rec.cb, 0))
+	if err := h.SetTimeout(10 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return rec.n() > 0 && !rec.last(t).More })
+	if c := rec.last(t); !errors.Is(c.Err, unix.ETIME) {
+		t.Fatalf("last completion %+v, want ETIME", c)
 	}
 }
