@@ -464,12 +464,7 @@ func peerSeesEOF(t *testing.T, fd int, within time.Duration) {
 
 func testReqCloseFd(t *testing.T, backend string) {
 	lfd, _ := listener(t)
-	a, b := testutil.Socketpair(t)
-	conn, err := unix.Dup(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(a) // conn is the loop's to close; b is the peer
+	conn, b := loopPair(t) // conn is the loop's to close; b is the peer
 	ldup, err := unix.Dup(lfd)
 	if err != nil {
 		t.Fatal(err)
@@ -868,12 +863,7 @@ func testReqPlainCloseAfter(t *testing.T, backend string) {
 func testReqSendErrorCount(t *testing.T, backend string) {
 	// The peer reads a little and closes: the send ends with an error, and N counts what
 	// went before it.
-	a, b := testutil.Socketpair(t)
-	peer, err := unix.Dup(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(b)
+	peer, a := loopPair(t) // the test closes peer
 	l := newLoop(t, backend)
 	big := make([]byte, 8<<20)
 	var rec recorder

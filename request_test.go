@@ -28,6 +28,18 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, backend string)) {
 	}
 }
 
+// loopPair returns an AF_UNIX stream socketpair (non-blocking): conn, which the test hands to
+// the loop and closes itself (CloseFd, or a plain close), and peer, which cleanup closes.
+func loopPair(t *testing.T) (conn, peer int) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socketpair: %v", err)
+	}
+	t.Cleanup(func() { unix.Close(fds[1]) })
+	return fds[0], fds[1]
+}
+
 // echoConn is a request user as the docs advise: one Callback (a method value) made per
 // connection, reused for every request.
 type echoConn struct {
@@ -231,12 +243,7 @@ func TestRequestCQOverflowLosesNothing(t *testing.T) {
 // is cancelled; CloseFd is what to do instead (the peer sees EOF at once).
 func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
-		a, b := testutil.Socketpair(t)
-		conn, err := unix.Dup(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		unix.Close(a)
+		conn, b := loopPair(t)
 		l := newLoop(t, backend)
 		var rec recorder
 		h := must(t)(l.Recv(conn, make([]byte, 8), 0, rec.cb, 0))
@@ -424,7 +431,11 @@ func TestRequestCloseWithRequestsInFlight(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	forEachBackend(t, func(t *testing.T, backend string) {
 		fds0 := len(openFds(t))
-		a, b := testutil.Socketpair(t)
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := fds[0], fds[1]
 		calls := 0
 		func() {
 			l := newLoopNoCleanup(t, backend)
