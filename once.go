@@ -18,7 +18,8 @@ import (
 
 // Once runs exactly one handler and returns: a signal handler, else a posted function, else an
 // immediate, else an expired timer, else it waits for the fds (at most until the next timer is
-// due, waiting once) and runs one fd handler, the least recently run among the ready ones. It
+// due, waiting once) and runs one fd handler, the least recently run among the ready ones, or
+// a batch of request completions (request.go; the loop contract's point 11). It
 // returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
 // ErrNotOwner from a goroutine other than the owner,
 // ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
