@@ -83,6 +83,31 @@ func (c *echoConn) round() {
 	}
 }
 
+// guard ends a test loop that hangs: after the deadline it posts, every 100 ms, a function
+// that sets *errp (on the loop's goroutine), which wakes a blocked Once and stops the round.
+// The returned function stops it.
+func guard(l *ringev.Loop, errp *error) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-time.After(deadline):
+		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			l.Post(func() { *errp = errors.New("the loop made no progress within the deadline") })
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // TestRequestZeroAllocsPerRequest: a send and a recv made, completed and called back, in
 // steady state, allocate nothing on any backend.
 func TestRequestZeroAllocsPerRequest(t *testing.T) {
@@ -91,6 +116,7 @@ func TestRequestZeroAllocsPerRequest(t *testing.T) {
 		l := newLoop(t, backend)
 		c := &echoConn{l: l, a: a, b: b, buf: make([]byte, 64), msg: []byte("ping")}
 		c.cb = c.onDone
+		defer guard(l, &c.err)()
 		for i := 0; i < 100; i++ { // warm up: records, queues, the fd event of the emulation
 			c.round()
 		}
@@ -116,6 +142,7 @@ func TestRequestZeroAllocsWithDeadline(t *testing.T) {
 		l := newLoop(t, backend)
 		c := &echoConn{l: l, a: a, b: b, buf: make([]byte, 64), msg: []byte("ping")}
 		c.cb = c.onDone
+		defer guard(l, &c.err)()
 		round := func() {
 			recv := c.recv
 			h, err := l.Recv(b, c.buf, 0, c.cb, 2)
