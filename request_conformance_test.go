@@ -52,6 +52,7 @@ var requestCases = []struct {
 	{"SendErrorAfterAPartCountsThePart", testReqSendErrorCount},
 	{"ConnectRefusedGivesECONNREFUSED", testReqConnectRefused},
 	{"MultishotDeadlineEndsItWithETIME", testReqMultishotDeadline},
+	{"CloseFdCancelsAPendingSendWithItsCount", testReqCloseFdSend},
 }
 
 // TestRequestConformance runs the request suite on every backend. A backend that New cannot
@@ -923,5 +924,42 @@ func testReqMultishotDeadline(t *testing.T, backend string) {
 	until(t, l, func() bool { return rec.n() > 0 && !rec.last(t).More })
 	if c := rec.last(t); !errors.Is(c.Err, unix.ETIME) {
 		t.Fatalf("last completion %+v, want ETIME", c)
+	}
+}
+
+func testReqCloseFdSend(t *testing.T, backend string) {
+	// A send larger than the socket buffer waits for room; CloseFd cancels it: ECANCELED,
+	// N the bytes sent before, and the peer sees them and then EOF.
+	conn, peer := loopPair(t)
+	l := newLoop(t, backend)
+	big := make([]byte, 8<<20)
+	var snd, cls recorder
+	must(t)(l.Send(conn, big, 0, snd.cb, 0))
+	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
+	must(t)(l.CloseFd(conn, cls.cb, 0))
+	until(t, l, func() bool { return snd.n() > 0 && cls.n() > 0 })
+	c := snd.last(t)
+	if snd.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) || c.N <= 0 || c.N >= len(big) {
+		t.Fatalf("%d completions, last %+v: want ECANCELED with 0 < N < %d", snd.n(), c, len(big))
+	}
+	got := 0
+	var buf [64 << 10]byte
+	for start := time.Now(); time.Since(start) < deadline; {
+		n, err := unix.Read(peer, buf[:])
+		if err == unix.EAGAIN {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		got += n
+	}
+	if got != c.N {
+		t.Fatalf("the peer read %d bytes before EOF; the completion says %d were sent", got, c.N)
 	}
 }
