@@ -18,9 +18,10 @@ import (
 
 // Once runs exactly one handler and returns: a signal handler, else a posted function, else an
 // immediate, else an expired timer, else it waits for the fds (at most until the next timer is
-// due, waiting once) and runs one fd handler, the least recently run among the ready ones; but
-// after FdStarvationLimit Onces that ran the others since the fds last had their turn, it first
-// looks at the fds without blocking and runs a ready fd handler if there is one. It
+// due, waiting once) and runs one fd handler, the least recently run among the ready ones, or
+// a batch of request completions (request.go; the loop contract's point 11); but after
+// FdStarvationLimit Onces that ran the others since the fds last had their turn, it first looks
+// at the fds without blocking and runs a ready fd handler if there is one. It
 // returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
 // ErrNotOwner from a goroutine other than the owner,
 // ErrClosed after Close, and the backend's error (wrapping the errno) if waiting fails; when
@@ -64,6 +65,9 @@ func (l *Loop) Once() error {
 		if l.nfd == 0 && timeout < 0 && !stopping && l.nothingToDo() {
 			return ErrNothingToDo
 		}
+		if l.req != nil && l.req.pending() && l.runTurn() {
+			return nil // completions (request.go)
+		}
 		// Readiness from the previous wait that no handler has used up yet comes first, or,
 		// newer, what the last handler's I/O found (rideIO).
 		if l.news {
@@ -74,7 +78,7 @@ func (l *Loop) Once() error {
 		if l.dispatchFd() {
 			return l.dispatchRest()
 		}
-		ready, err := l.wait(timeout)
+		ready, err := l.wait(l.reqWait(timeout))
 		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
 			l.cache = l.cache[:len(ready)] // the usual case: no pointer store, no write barrier
 		} else {
@@ -85,6 +89,9 @@ func (l *Loop) Once() error {
 		}
 		if err := l.markReady(); err != nil {
 			return err
+		}
+		if l.req != nil && l.req.pending() && l.runTurn() {
+			return nil
 		}
 		if l.dispatchFd() {
 			return l.dispatchRest()
@@ -107,7 +114,7 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	// flight: the blocking wait below collects it, at once if something is ready by now (the
 	// enter runs the ring's pending completion work before it sleeps), so a look of our own
 	// first would be a syscall for nothing.
-	if l.busy && !l.lookInFlight {
+	if l.busy && !l.lookInFlight && (l.req == nil || !l.req.drv.needWait()) {
 		var ready []readyFd
 		var err error
 		if l.epfd >= 0 {
@@ -482,6 +489,10 @@ func (l *Loop) reapRide(tag uint64) (int32, bool) {
 				l.cache = l.cache[:copy(l.cache[:cap(l.cache)], b.ringEvents[:c.Res])]
 				l.news = true
 				l.newsFull = int(c.Res) == len(b.ringEvents)
+			}
+		default:
+			if c.UserData&reqTag != 0 {
+				b.reqs.cqe(c) // a request's (request.go)
 			}
 		}
 	}

@@ -400,6 +400,11 @@ type BufReg struct {
 	Resv        [3]uint64
 }
 
+// BufReg.Flags (include/uapi/linux/io_uring.h, enum io_uring_register_pbuf_ring_flags).
+const (
+	PbufRingInc uint16 = 2 // IOU_PBUF_RING_INC, 6.12: buffers are consumed incrementally (CQEFBufMore)
+)
+
 // Buf is struct io_uring_buf (5.19), one entry of a provided buffer ring. The
 // ring's 16-bit tail overlays Resv of entry 0 (struct io_uring_buf_ring).
 type Buf struct {

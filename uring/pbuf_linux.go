@@ -34,6 +34,15 @@ type BufRing struct {
 // mmap or register errno: unix.EINVAL for a bad size or a kernel before 5.19,
 // unix.EEXIST when bgid is taken.
 func (r *Ring) SetupBufRing(entries uint32, bgid uint16) (*BufRing, error) {
+	return r.SetupBufRingFlags(entries, bgid, 0)
+}
+
+// SetupBufRingFlags is SetupBufRing with BufReg flags: PbufRingInc (IOU_PBUF_RING_INC, 6.12)
+// makes the kernel consume each buffer incrementally: a completion that leaves room in its
+// buffer carries CQEFBufMore, the next one continues in the same buffer after it, and the
+// buffer goes back to the application only with the completion that fills it (no
+// CQEFBufMore). A kernel without the flag fails with an error wrapping unix.EINVAL.
+func (r *Ring) SetupBufRingFlags(entries uint32, bgid uint16, flags uint16) (*BufRing, error) {
 	if entries == 0 || entries > 32768 || entries&(entries-1) != 0 {
 		return nil, fmt.Errorf("uring: SetupBufRing: %d entries, want a power of two <= 32768: %w", entries, unix.EINVAL)
 	}
@@ -42,7 +51,7 @@ func (r *Ring) SetupBufRing(entries uint32, bgid uint16) (*BufRing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uring: SetupBufRing: mmap %d bytes: %w", size, err)
 	}
-	reg := BufReg{RingAddr: uint64(uintptr(unsafe.Pointer(&mem[0]))), RingEntries: entries, Bgid: bgid}
+	reg := BufReg{RingAddr: uint64(uintptr(unsafe.Pointer(&mem[0]))), RingEntries: entries, Bgid: bgid, Flags: flags}
 	if _, err := r.doRegister(RegisterPbufRing, unsafe.Pointer(&reg), 1); err != nil {
 		unix.Munmap(mem)
 		return nil, err
