@@ -271,6 +271,7 @@ type requests struct {
 	fds      []reqFd
 	cq       []cqEntry
 	head     int
+	scratch  []cqEntry // deferRequest's
 	comp     Completion
 	seen     uint64 // l.dispatch at the last completion batch (completions and fd handlers take turns)
 	seenWait uint64 // l.waitSeq at the last completion batch
@@ -539,7 +540,7 @@ func (l *Loop) runTurn() bool {
 				r.turnSeq, r.turnRuns = rq.turn, 0
 			}
 			if r.turnRuns >= reqPerTurn {
-				rq.cq = append(rq.cq, e) // behind the others: at most reqPerTurn per batch
+				rq.deferRequest(e) // behind the others: at most reqPerTurn per batch
 				continue
 			}
 			r.turnRuns++
@@ -558,6 +559,27 @@ func (l *Loop) runTurn() bool {
 		rq.cq, rq.head = rq.cq[:k], 0
 	}
 	return ran
+}
+
+// deferRequest puts e, the completion just taken from the queue, and every later queued
+// completion of e's request behind the other requests' completions, keeping their order: a
+// multishot request's callback must get its completions in the order the kernel posted them
+// (a stream's bytes). It allocates nothing once rq.scratch has grown to the largest group.
+func (rq *requests) deferRequest(e cqEntry) {
+	rest := rq.cq[rq.head:]
+	mine := append(rq.scratch[:0], e)
+	k := 0
+	for _, x := range rest {
+		if x.rec == e.rec {
+			mine = append(mine, x)
+		} else {
+			rest[k] = x
+			k++
+		}
+	}
+	rq.cq = append(rq.cq[:rq.head+k], mine...)
+	clear(mine)
+	rq.scratch = mine[:0]
 }
 
 // dispatchOne runs r's callback for e, and frees r after its last completion.

@@ -3,6 +3,7 @@ package ringev_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -47,6 +48,7 @@ var requestCases = []struct {
 	{"CompletionsAndFdHandlersTakeTurns", testReqTakeTurnsWithFdEvents},
 	{"FloodStarvesNeitherFdEventsNorTimersNorOtherSockets", testReqFlood},
 	{"MultishotRecvIsBoundedPerTurn", testReqMultishotBound},
+	{"MultishotRecvKeepsTheStreamInOrder", testReqMultishotOrder},
 	{"RunReturnsAfterTheLastCompletion", testReqRunReturns},
 	{"PlainCloseAfterTheLastCompletionIsFine", testReqPlainCloseAfter},
 	{"SendErrorAfterAPartCountsThePart", testReqSendErrorCount},
@@ -835,6 +837,41 @@ func testReqMultishotBound(t *testing.T, backend string) {
 	until(t, l, func() bool { return one.n() > 0 })
 	if i := bytes.IndexByte(order, 'c'); i > 8 {
 		t.Fatalf("the other socket's completion ran after %d of the flooding socket's: %s", i, order)
+	}
+}
+
+func testReqMultishotOrder(t *testing.T, backend string) {
+	// More completions of one multishot recv than one batch runs (32), and more than one
+	// request may run per turn (8), are queued at once: the callback must still get the
+	// stream's bytes in the order they were sent.
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	g, err := l.NewBufferGroup(256, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	cb := func(x *ringev.Completion) {
+		if x.Err == nil {
+			got = append(got, x.Buf...)
+		}
+		x.ReleaseBuffer()
+	}
+	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
+	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline) // the recv waits in the kernel (or for readiness)
+	want := make([]byte, 0, 800)
+	for i := 0; len(want) < cap(want); i++ {
+		want = fmt.Appendf(want, "%04d", i)
+	}
+	testutil.Write(t, b, want)
+	until(t, l, func() bool { return len(got) >= len(want) })
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("the stream arrived out of order from byte %d: got %q..., want %q...", i, got[i:min(i+16, len(got))], want[i:min(i+16, len(want))])
 	}
 }
 
