@@ -33,6 +33,7 @@ type uringBackend struct {
 	ioBuf        []byte            // the buffer of the last I/O SQE (on the heap, alive)
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
+	reqs         *ringReqs         // the requests' driver (backend_uring_req_linux.go), once one was made
 }
 
 // uringEpollTag is the user_data of the EPOLL_WAIT (or fallback POLL_ADD) SQE; the I/O SQEs
@@ -44,7 +45,9 @@ const uringEpollTag = 1
 var uringForceFallback bool
 
 func openUring() (backend, error) {
-	r, err := uring.New(uring.WithEntries(64))
+	// A CQ of 1024 entries: requests can post many CQEs per wait (an overflow loses nothing,
+	// IORING_FEAT_NODROP, but costs a flush).
+	r, err := uring.New(uring.WithEntries(64), uring.WithCQEntries(1024))
 	if err != nil {
 		return nil, err // the binding's error already starts with "uring:" and names the call
 	}
@@ -65,6 +68,24 @@ func openUring() (backend, error) {
 }
 
 func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
+	if b.reqs != nil && b.reqs.needWait() {
+		// Requests queued or in the kernel: their SQEs go with this enter, and their CQEs
+		// come back only through the ring (with DEFER_TASKRUN, only when we enter it).
+		if err := b.reqs.flush(); err != nil {
+			return buf, err
+		}
+		if timeout == 0 {
+			if _, err := b.ring.Submit(); err != nil {
+				return buf, ringWaitError(err)
+			}
+			n := len(buf)
+			var retry bool
+			var err error
+			if buf, retry, err = b.reap(buf); err != nil || retry || len(buf) > n {
+				return buf, err
+			}
+		}
+	}
 	// A look without blocking (the core's busy loop, docs/design.md) reads the epoll set
 	// directly: a raw epoll_wait(2) costs less than a trip through the ring. Only a wait that
 	// may block goes through the ring.
@@ -88,27 +109,50 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	if err := ringWaitError(err); err != nil {
 		return buf, err
 	}
-	for c, ok := b.ring.PopCQE(); ok; c, ok = b.ring.PopCQE() {
-		ud, res := c.UserData, c.Res
-		if ud != uringEpollTag {
-			continue
-		}
-		b.inflight = false
+	buf, retry, err := b.reap(buf)
+	if retry {
+		return b.wait(timeout, buf)
+	}
+	return buf, err
+}
+
+// reap reads the ring's CQEs in place: a request's go to the requests' driver, the
+// EPOLL_WAIT's events are appended to buf (with the fallback, the set is read). retry: the
+// kernel lacks IORING_OP_EPOLL_WAIT (the fallback is on now): wait again.
+func (b *uringBackend) reap(buf []readyFd) ([]readyFd, bool, error) {
+	r := b.ring
+	got := false
+	var res int32
+	n := r.CQReady()
+	for i := uint32(0); i < n; i++ {
+		c := r.CQEAt(i)
 		switch {
-		case res >= 0 && b.fallback:
-			return b.epollBackend.wait(0, buf)
-		case res >= 0:
-			b.worked = true
-			buf = append(buf, b.ringEvents[:res]...)
-		case res == -int32(unix.EINTR) || res == -int32(unix.ECANCELED):
-		case res == -int32(unix.EINVAL) && !b.worked && !b.fallback:
-			b.fallback = true // IORING_OP_EPOLL_WAIT is missing (before Linux 6.15)
-			return b.wait(timeout, buf)
-		default:
-			return buf, fmt.Errorf("ringev: uring backend: IORING_OP_EPOLL_WAIT: %w", unix.Errno(-res))
+		case c.UserData&reqTag != 0:
+			b.reqs.cqe(c)
+		case c.UserData == uringEpollTag:
+			got, res = true, c.Res
 		}
 	}
-	return buf, nil
+	r.CQAdvance(n)
+	if !got {
+		return buf, false, nil
+	}
+	b.inflight = false
+	switch {
+	case res >= 0 && b.fallback:
+		buf, err := b.epollBackend.wait(0, buf)
+		return buf, false, err
+	case res >= 0:
+		b.worked = true
+		buf = append(buf, b.ringEvents[:res]...)
+	case res == -int32(unix.EINTR) || res == -int32(unix.ECANCELED):
+	case res == -int32(unix.EINVAL) && !b.worked && !b.fallback:
+		b.fallback = true // IORING_OP_EPOLL_WAIT is missing (before Linux 6.15)
+		return buf, true, nil
+	default:
+		return buf, false, fmt.Errorf("ringev: uring backend: IORING_OP_EPOLL_WAIT: %w", unix.Errno(-res))
+	}
+	return buf, false, nil
 }
 
 func (b *uringBackend) close() error {

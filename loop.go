@@ -32,6 +32,12 @@ import (
 //     handler returns ErrNested.
 // 10. Signals arrive through os/signal and are delivered as loop events with a count (or, with
 //     WithExactSignals, through the loop's own handler, counted exactly).
+// 11. Requests (request.go): a request's completions run where fd handlers run, after signals,
+//     posted functions, immediates and due timers. One Once runs either one fd handler or a
+//     batch of completions (at most 32, at most 8 of one multishot request, which then waits
+//     behind the others); when both are ready they take turns. Completions run in the order
+//     the loop learned them. On the readiness backends the emulation's own fd event, one per
+//     fd with requests waiting, takes an fd handler's turn to make the syscalls.
 
 // Flags is a set of fd event conditions, as in tevent's TEVENT_FD_READ, TEVENT_FD_WRITE and
 // TEVENT_FD_ERROR.
@@ -172,6 +178,7 @@ type Loop struct {
 	// collects it); the busy path reads this instead of the backend's state.
 	lookInFlight bool
 	newsDrop     []*fdSlot // slots whose fd events changed after a full look (dropNews)
+	req          *requests // requests (request.go), made by the first one
 	sig          *signalState
 	posted       atomic.Bool // postQ is non-empty
 	stopReq      atomic.Bool
@@ -292,6 +299,9 @@ func (l *Loop) Close() error {
 		}
 		s.events = nil
 	}
+	if l.req != nil {
+		l.req.shutdown() // before the backend closes: the kernel may still hold buffers
+	}
 	l.slots = nil
 	l.ride = nil
 	if l.sig != nil {
@@ -384,7 +394,7 @@ func (l *Loop) timerTimeout() int64 {
 //
 //go:noinline
 func (l *Loop) nothingToDo() bool {
-	if l.hasSignals() {
+	if l.hasSignals() || l.req != nil && l.req.live > 0 {
 		return false
 	}
 	l.postMu.Lock()

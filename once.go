@@ -58,6 +58,9 @@ func (l *Loop) Once() error {
 		if l.nfd == 0 && timeout < 0 && !stopping && l.nothingToDo() {
 			return ErrNothingToDo
 		}
+		if l.req != nil && l.req.pending() && l.runTurn() {
+			return nil // completions (request.go)
+		}
 		// Readiness from the previous wait that no handler has used up yet comes first, or,
 		// newer, what the last handler's I/O found (rideIO).
 		if l.news {
@@ -69,7 +72,7 @@ func (l *Loop) Once() error {
 			l.dispatchRest()
 			return nil
 		}
-		ready, err := l.wait(timeout)
+		ready, err := l.wait(l.reqWait(timeout))
 		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
 			l.cache = l.cache[:len(ready)] // the usual case: no pointer store, no write barrier
 		} else {
@@ -80,6 +83,9 @@ func (l *Loop) Once() error {
 		}
 		if err := l.markReady(); err != nil {
 			return err
+		}
+		if l.req != nil && l.req.pending() && l.runTurn() {
+			return nil
 		}
 		if l.dispatchFd() {
 			l.dispatchRest()
@@ -103,7 +109,7 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	// flight: the blocking wait below collects it, at once if something is ready by now (the
 	// enter runs the ring's pending completion work before it sleeps), so a look of our own
 	// first would be a syscall for nothing.
-	if l.busy && !l.lookInFlight {
+	if l.busy && !l.lookInFlight && (l.req == nil || !l.req.drv.needWait()) {
 		var ready []readyFd
 		var err error
 		if l.epfd >= 0 {
@@ -438,6 +444,10 @@ func (l *Loop) reapRide(tag uint64) (int32, bool) {
 				l.cache = l.cache[:copy(l.cache[:cap(l.cache)], b.ringEvents[:c.Res])]
 				l.news = true
 				l.newsFull = int(c.Res) == len(b.ringEvents)
+			}
+		default:
+			if c.UserData&reqTag != 0 {
+				b.reqs.cqe(c) // a request's (request.go)
 			}
 		}
 	}

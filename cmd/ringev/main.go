@@ -67,10 +67,13 @@ flags:
   --fds N,M       pipe counts of the fd_many shape, 1..%d, one run each, named fd_many<N>:
                   N pipes watched, one active (default %s); RLIMIT_NOFILE is raised
                   up to its hard limit for the run and restored afterwards
+  --busy N,M      active pipe counts of the fd_busy shape, 1..4096, one run each, named
+                  fd_busy<N>: N pipes, each with its reader and writer (default 1,16,256)
   --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness
                   cache, handlers doing I/O with the loop's methods (on uring: through the
                   ring, with the loop's next look); %s = the same, handlers making their own
-                  read(2)/write(2); %s = WithFreshReadiness; %s = WithDispatchAll; shown
+                  read(2)/write(2); %s = WithFreshReadiness; %s = WithDispatchAll; completion =
+                  the handlers' I/O as requests (Loop.Read, Loop.Write); shown
                   as backend/mode (uring/all); the netpoller runs once, in the default mode
   --events N      read events per fd_speed and fd_many run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
@@ -234,6 +237,7 @@ type pipesOptions struct {
 	backends []string // empty: all
 	shapes   []string // empty: all
 	fds      []int    // empty: bench.DefaultFds
+	busy     []int    // empty: bench.DefaultBusy
 	modes    []string // empty: the default mode
 	events   int64
 	json     bool
@@ -284,6 +288,21 @@ func parsePipes(args []string) (pipesOptions, error) {
 			}
 			if !slices.Contains(o.fds, int(n)) {
 				o.fds = append(o.fds, int(n))
+			}
+		}
+		return nil
+	})
+	fs.Func("busy", "active pipe counts of fd_busy", func(s string) error {
+		for _, f := range strings.Split(s, ",") {
+			n, err := parseCount(strings.TrimSpace(f))
+			if err == nil && n > bench.MaxBusy {
+				err = fmt.Errorf("must be <= %d", bench.MaxBusy)
+			}
+			if err != nil {
+				return fmt.Errorf("pipe count %q: %w", strings.TrimSpace(f), err)
+			}
+			if !slices.Contains(o.busy, int(n)) {
+				o.busy = append(o.busy, int(n))
 			}
 		}
 		return nil
@@ -390,6 +409,7 @@ func runPipes(args []string, stdout, stderr io.Writer) int {
 		Backends: o.backends,
 		Shapes:   o.shapes,
 		Fds:      o.fds,
+		Busy:     o.busy,
 		Modes:    o.modes,
 		Options:  bench.Options{Events: o.events, Stop: stop},
 		Notes:    stderr,

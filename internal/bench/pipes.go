@@ -76,7 +76,7 @@ const (
 
 // PipesModes returns the mode names in the order they are run and printed.
 func PipesModes() []string {
-	return []string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll}
+	return []string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll, PipesModeCompletion}
 }
 
 // loopOptions are the ringev.New options of backend in mode (a name from PipesModes(); ""
@@ -119,7 +119,7 @@ var (
 // Shapes returns the shape names Config.Shapes accepts, in the order they are run and printed.
 // ShapeFdMany stands for one run per pipe count (Config.Fds), each named FdManyShape(n).
 func Shapes() []string {
-	return []string{ShapeContext, ShapeFdSpeed1, ShapeFdSpeed2, ShapeFdSpeed3, ShapeFdMany}
+	return []string{ShapeContext, ShapeFdSpeed1, ShapeFdSpeed2, ShapeFdSpeed3, ShapeFdMany, ShapeFdBusy}
 }
 
 // runnable reports whether RunPipes accepts shape: a name from Shapes() other than ShapeFdMany,
@@ -128,7 +128,10 @@ func runnable(shape string) bool {
 	if _, ok := parseFdMany(shape); ok {
 		return true
 	}
-	return shape != ShapeFdMany && slices.Contains(Shapes(), shape)
+	if _, ok := parseFdBusy(shape); ok {
+		return true // completion.go
+	}
+	return shape != ShapeFdMany && shape != ShapeFdBusy && slices.Contains(Shapes(), shape)
 }
 
 // Backends returns every backend name the pipes benchmark knows: ringev.Backends() (which may
@@ -369,6 +372,9 @@ func (s *pipeRun) onSignal(_ *ringev.Signal, count int) { s.counted += int64(cou
 // locks it to its thread). Every fd event, signal, the loop and every pipe fd are closed, and
 // RLIMIT_NOFILE is restored, before it returns, also on error.
 func runLoop(backend, shape string, opt Options) (res Result, err error) {
+	if _, busy := parseFdBusy(shape); busy || opt.Mode == PipesModeCompletion {
+		return runRequests(backend, shape, opt) // completion.go
+	}
 	nfds, many := parseFdMany(shape)
 	if many {
 		restore, err := reserveFds(nfds + 1) // the active pipe's two fds and nfds-1 idle ones
@@ -622,6 +628,9 @@ type Config struct {
 	// Fds are the pipe counts of the fd_many shape, one run each, in this order (duplicates
 	// dropped); nil or empty means DefaultFds. Each is in [1, MaxFds].
 	Fds []int
+	// Busy are the active pipe counts of the fd_busy shape (completion.go); nil or empty means
+	// DefaultBusy.
+	Busy []int
 	// Modes of the ringev backends, names from PipesModes(); nil or empty means the default
 	// mode only. Options.Mode is ignored.
 	Modes []string
@@ -669,6 +678,14 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	var runs []string // shapes with fd_many expanded
 	for _, shape := range shapes {
+		if shape == ShapeFdBusy { // completion.go
+			busy, err := busyShapes(cfg.Busy)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, busy...)
+			continue
+		}
 		if shape != ShapeFdMany {
 			runs = append(runs, shape)
 			continue
@@ -698,7 +715,7 @@ func Run(cfg Config) ([]Result, error) {
 	for _, shape := range runs {
 		for i, mode := range modes {
 			for _, b := range usable {
-				if b == Netpoller && (shape == ShapeContext || i > 0) {
+				if b == Netpoller && (shape == ShapeContext || i > 0) || skipRun(b, shape, mode) {
 					continue
 				}
 				if n, ok := parseFdMany(shape); ok && n > pollScanLimit && b == "poll" && len(cfg.Backends) == 0 {

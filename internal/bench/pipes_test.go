@@ -34,6 +34,10 @@ func testShapes() []string {
 			out = append(out, FdManyShape(1), FdManyShape(50))
 			continue
 		}
+		if s == ShapeFdBusy {
+			out = append(out, FdBusyShape(1), FdBusyShape(16))
+			continue
+		}
 		out = append(out, s)
 	}
 	return out
@@ -57,6 +61,9 @@ func TestPipesShapes(t *testing.T) {
 		for _, shape := range testShapes() {
 			t.Run(shape+"/"+backend, func(t *testing.T) {
 				requireBackend(t, backend)
+				if skipRun(backend, shape, PipesModeDefault) {
+					t.Skipf("%s has no %s shape", backend, shape)
+				}
 				if backend == Netpoller && shape == ShapeContext {
 					t.Skipf("%s has no %s shape", Netpoller, ShapeContext)
 				}

@@ -1,0 +1,311 @@
+package ringev
+
+// The uring backend's side of requests: the reqDriver that turns records into SQEs on the
+// backend's ring and CQEs back into results. Records are prepared when the loop waits
+// (flush), so every request made while a Once runs goes to the kernel in the wait's own
+// io_uring_enter(2); a full SQ is submitted and refilled, never a refused request. CQEs are
+// read in place by the backend's wait (and by Loop.rideIO's reap), which hands this driver
+// those whose user_data has reqTag set.
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// A request's user_data: reqTag (bit 63; the backend's own tags, uringEpollTag and the ride
+// tags of once.go, stay below it), the kind (bits 61-62), the record's generation (bits 32-60)
+// and its index (bits 0-31).
+const (
+	reqTag      uint64 = 1 << 63
+	reqKindOp   uint64 = 0 << 61 // the request's own SQE
+	reqKindLink uint64 = 1 << 61 // its IORING_OP_LINK_TIMEOUT
+	reqKindCmd  uint64 = 2 << 61 // an IORING_OP_ASYNC_CANCEL the driver made (no record)
+	reqKindMask uint64 = 3 << 61
+)
+
+func reqUserData(r *reqRec, kind uint64) uint64 {
+	return reqTag | kind | uint64(r.gen)<<32 | uint64(r.idx)
+}
+
+// ringReqs is the uring backend's reqDriver.
+type ringReqs struct {
+	b        *uringBackend
+	rq       *requests
+	queue    []queuedReq // records to prepare at the next wait
+	cmds     []ringCmd   // cancels to prepare at the next wait
+	inflight int         // SQEs in the kernel whose last CQE has not arrived
+	dead     bool        // shutdown: CQEs only count down inflight
+}
+
+type queuedReq struct {
+	r   *reqRec
+	gen uint32
+}
+
+// ringCmd is an IORING_OP_ASYNC_CANCEL to make: of one request (target), or of every request
+// on fd (byFd).
+type ringCmd struct {
+	target uint64
+	fd     int32
+	byFd   bool
+}
+
+// newRingReqs returns the uring backend's driver for l, or nil on another backend.
+func newRingReqs(l *Loop, rq *requests) reqDriver {
+	b, ok := l.be.(*uringBackend)
+	if !ok {
+		return nil
+	}
+	d := &ringReqs{b: b, rq: rq}
+	b.reqs = d
+	return d
+}
+
+func (d *ringReqs) start(r *reqRec) {
+	r.state = stQueued
+	d.queue = append(d.queue, queuedReq{r, r.gen})
+}
+
+func (d *ringReqs) cancel(r *reqRec) {
+	switch r.state {
+	case stQueued: // not in the kernel: it never will be (flush skips it)
+		d.rq.opDone(r, -int32(unix.ECANCELED), 0)
+	case stInflight:
+		d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindOp)})
+	}
+}
+
+func (d *ringReqs) cancelFd(fd int32) {
+	for _, q := range d.queue {
+		if r := q.r; r.gen == q.gen && r.state == stQueued && r.fd == fd && !r.noFd {
+			r.cancelReq = true
+			d.rq.opDone(r, -int32(unix.ECANCELED), 0)
+		}
+	}
+	if d.rq.fds[fd].live > 0 {
+		for _, r := range d.rq.recs {
+			if r.state == stInflight && r.fd == fd && !r.noFd {
+				r.cancelReq = true
+			}
+		}
+		d.cmds = append(d.cmds, ringCmd{fd: fd, byFd: true})
+	}
+}
+
+func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 || d.inflight > 0 }
+
+// sqes returns n consecutive free SQEs' first, submitting what is queued when the SQ has less
+// room.
+func (d *ringReqs) sqe(n uint32) (*uring.SQE, error) {
+	ring := d.b.ring
+	if ring.SQSpaceLeft() < n {
+		if _, err := ring.Submit(); err != nil {
+			return nil, fmt.Errorf("ringev: uring backend: submitting a full SQ: %w", err)
+		}
+	}
+	s := ring.GetSQE()
+	if s == nil {
+		return nil, fmt.Errorf("ringev: uring backend: the SQ stays full: %w", unix.EBUSY)
+	}
+	return s, nil
+}
+
+// flush prepares the queued records and cancels as SQEs; the backend's enter submits them.
+func (d *ringReqs) flush() error {
+	rq := d.rq
+	i := 0
+	var err error
+	for ; i < len(d.queue); i++ {
+		q := d.queue[i]
+		r := q.r
+		if r.gen != q.gen || r.state != stQueued {
+			continue
+		}
+		var left int64
+		link := r.deadline != 0 && !multishot(r.op) && r.timer.index < 0
+		if link {
+			if left = r.deadline - rq.l.now(); left <= 0 {
+				r.timedOut, r.cancelReq = true, true
+				rq.opDone(r, -int32(unix.ECANCELED), 0)
+				continue
+			}
+		}
+		need := uint32(1)
+		if link {
+			need = 2
+		}
+		var s *uring.SQE
+		if s, err = d.sqe(need); err != nil {
+			break
+		}
+		prepReq(s, r)
+		s.UserData = reqUserData(r, reqKindOp)
+		r.state, r.cqes, r.opDone = stInflight, 1, false
+		d.inflight++
+		if link {
+			s.Flags |= uring.SQEIOLink
+			t := d.b.ring.GetSQE() // sqe made room for two
+			r.ts = uring.NewTimespec(time.Duration(left))
+			t.PrepLinkTimeout(&r.ts, 0)
+			t.UserData = reqUserData(r, reqKindLink)
+			r.cqes = 2
+			d.inflight++
+		}
+	}
+	k := copy(d.queue, d.queue[i:])
+	clear(d.queue[k:])
+	d.queue = d.queue[:k]
+	if err != nil {
+		return err
+	}
+	for j, c := range d.cmds {
+		s, err := d.sqe(1)
+		if err != nil {
+			d.cmds = d.cmds[:copy(d.cmds, d.cmds[j:])]
+			return err
+		}
+		if c.byFd {
+			s.PrepCancelFd(int(c.fd), uring.AsyncCancelAll)
+		} else {
+			s.PrepCancel(c.target, 0)
+		}
+		s.UserData = reqTag | reqKindCmd
+		d.inflight++
+	}
+	d.cmds = d.cmds[:0]
+	return nil
+}
+
+// prepReq prepares r's operation in s.
+func prepReq(s *uring.SQE, r *reqRec) {
+	fd := int(r.fd)
+	off := ^uint64(0)
+	if r.off >= 0 {
+		off = uint64(r.off + int64(r.done))
+	}
+	switch r.op {
+	case OpRead:
+		s.PrepRead(fd, r.buf, off)
+	case OpWrite:
+		s.PrepWrite(fd, r.buf[r.done:], off)
+	case OpRecv:
+		s.PrepRecv(fd, r.buf, int(r.flags))
+	case OpSend:
+		s.PrepSend(fd, r.buf[r.done:], int(r.flags))
+	case OpAccept:
+		s.PrepAccept(fd, nil, nil, int(r.flags))
+	case OpAcceptMultishot:
+		s.PrepAcceptMultishot(fd, int(r.flags))
+	case OpConnect:
+		s.PrepConnect(fd, unsafe.Pointer(&r.sa), r.salen)
+	case OpFsync:
+		s.PrepFsync(fd, uint32(r.flags))
+	case OpRecvMultishot:
+		s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
+	case OpSQE:
+		*s = r.sqe
+	}
+}
+
+// cqe takes a request's CQE (user_data with reqTag), read in place by the backend.
+func (d *ringReqs) cqe(c *uring.CQE) {
+	ud, res, flags := c.UserData, c.Res, c.Flags
+	kind := ud & reqKindMask
+	more := flags&uring.CQEFMore != 0
+	if kind == reqKindCmd {
+		d.inflight--
+		return
+	}
+	if !more {
+		d.inflight--
+	}
+	if d.dead {
+		return
+	}
+	idx, gen := uint32(ud), uint32(ud>>32)&genMask
+	if int(idx) >= len(d.rq.recs) {
+		return
+	}
+	r := d.rq.recs[idx]
+	if r.gen != gen || r.state != stInflight {
+		return
+	}
+	if kind == reqKindLink {
+		if res == -int32(unix.ETIME) {
+			r.timedOut = true
+		}
+	} else if more {
+		d.rq.complete(r, res, flags)
+		return
+	} else {
+		r.res, r.cflags, r.opDone = res, flags, true
+	}
+	if r.cqes--; r.cqes == 0 && r.opDone {
+		d.rq.opDone(r, r.res, r.cflags)
+	}
+}
+
+func (d *ringReqs) newGroup(g *BufferGroup) error {
+	br, err := d.b.ring.SetupBufRing(uint32(g.n), g.bgid)
+	if err != nil {
+		return fmt.Errorf("ringev: NewBufferGroup: IORING_REGISTER_PBUF_RING (Linux 5.19): %w", err)
+	}
+	g.ring = br
+	for i := 0; i < g.n; i++ {
+		br.Add(g.buf(i, g.size), uint16(i), i)
+	}
+	br.Advance(g.n)
+	return nil
+}
+
+func (d *ringReqs) provide(g *BufferGroup, bid int) { g.ring.Provide(g.buf(bid, g.size), uint16(bid)) }
+
+func (d *ringReqs) closeGroup(g *BufferGroup) error {
+	if g.ring == nil {
+		return nil
+	}
+	err := g.ring.Close()
+	g.ring = nil
+	return err
+}
+
+// shutdown cancels every request in the kernel and waits (at most a second) for their CQEs,
+// so that no buffer of theirs is written after the loop closes; what is still in flight then
+// keeps its records (and buffers) reachable for the life of the process.
+func (d *ringReqs) shutdown() {
+	d.dead = true
+	d.queue, d.cmds = nil, nil
+	ring := d.b.ring
+	if d.inflight > 0 && ring != nil {
+		if s, err := d.sqe(1); err == nil {
+			s.PrepCancel(0, uring.AsyncCancelAny|uring.AsyncCancelAll)
+			s.UserData = reqTag | reqKindCmd
+			d.inflight++
+			end := time.Now().Add(time.Second)
+			for d.inflight > 0 && time.Now().Before(end) {
+				ring.SubmitAndWaitTimeout(1, time.Until(end))
+				n := ring.CQReady()
+				for i := uint32(0); i < n; i++ {
+					if c := ring.CQEAt(i); c.UserData&reqTag != 0 {
+						d.cqe(c)
+					}
+				}
+				ring.CQAdvance(n)
+			}
+		}
+	}
+	if d.inflight > 0 {
+		abandoned = append(abandoned, d.rq.recs)
+	}
+	for _, g := range d.rq.groups {
+		d.closeGroup(g)
+	}
+}
+
+// abandoned keeps the records of requests still in the kernel when their loop closed (see
+// ringReqs.shutdown) reachable, with their buffers.
+var abandoned [][]*reqRec

@@ -1,0 +1,130 @@
+package ringev_test
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+)
+
+// echoServer is a TCP echo server written with requests only. It makes one Callback per
+// connection (a method value) and reuses it for every request of that connection, telling
+// them apart by the token: no allocation per request.
+type echoServer struct {
+	loop     *ringev.Loop
+	listener int
+	accept   ringev.Request
+}
+
+// echoSession is one accepted connection: a buffer (the kernel's while a request holds it) and
+// its callback.
+type echoSession struct {
+	srv *echoServer
+	fd  int
+	buf []byte
+	cb  ringev.Callback
+}
+
+const (
+	tokRecv = iota + 1
+	tokSend
+	tokClose
+)
+
+// onAccept runs once per accepted connection (the multishot accept goes on).
+func (s *echoServer) onAccept(c *ringev.Completion) {
+	if c.Err != nil {
+		return // ECANCELED: the listener was closed
+	}
+	conn := &echoSession{srv: s, fd: c.N, buf: make([]byte, 4096)}
+	conn.cb = conn.onIO
+	conn.recv()
+}
+
+func (c *echoSession) recv() {
+	if _, err := c.srv.loop.Recv(c.fd, c.buf, 0, c.cb, tokRecv); err != nil {
+		fmt.Println("recv:", err)
+	}
+}
+
+// onIO is the connection's one callback: a recv's data is sent back, a send's completion
+// makes the next recv, end of file closes the connection through the loop.
+func (c *echoSession) onIO(x *ringev.Completion) {
+	l := c.srv.loop
+	switch {
+	case x.Token == tokRecv && (x.Err != nil || x.N == 0):
+		l.CloseFd(c.fd, c.cb, tokClose)
+	case x.Token == tokRecv:
+		l.Send(c.fd, x.Buf, 0, c.cb, tokSend) // x.Buf is c.buf[:N]: the kernel's until sent
+	case x.Token == tokSend && x.Err == nil:
+		c.recv()
+	}
+}
+
+// A TCP echo server on loopback and its client, both written with requests only: a multishot
+// accept, then recv and send per connection; the client connects, sends, receives the echo
+// and closes; closing the listener through the loop ends the accept.
+func Example_requests() {
+	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fmt.Println("socket:", err)
+		return
+	}
+	unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}})
+	unix.Listen(lfd, 16)
+	addr, _ := unix.Getsockname(lfd)
+
+	loop, err := ringev.New()
+	if err != nil {
+		fmt.Println("ringev.New:", err)
+		return
+	}
+	defer loop.Close()
+
+	srv := &echoServer{loop: loop, listener: lfd}
+	srv.accept, err = loop.AcceptMultishot(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, srv.onAccept, 0)
+	if err != nil {
+		fmt.Println("accept:", err)
+		return
+	}
+
+	// The client.
+	cfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fmt.Println("socket:", err)
+		return
+	}
+	reply := make([]byte, 64)
+	var client ringev.Callback
+	client = func(c *ringev.Completion) {
+		if c.Err != nil {
+			fmt.Println(c.Op, "failed:", c.Err)
+			loop.Stop()
+			return
+		}
+		switch c.Op {
+		case ringev.OpConnect:
+			loop.Send(cfd, []byte("hello, loop"), 0, client, 0)
+		case ringev.OpSend:
+			loop.Recv(cfd, reply, 0, client, 0)
+		case ringev.OpRecv:
+			fmt.Printf("echo: %s\n", c.Buf)
+			loop.CloseFd(cfd, client, 0)
+		case ringev.OpClose:
+			if c.Fd == cfd {
+				loop.CloseFd(lfd, client, 0) // ends the multishot accept (ECANCELED)
+			}
+		}
+	}
+	loop.Connect(cfd, addr, client, 0)
+
+	// Run returns when nothing is left: every request has had its last completion.
+	if err := loop.Run(); err != nil {
+		fmt.Println("run:", err)
+	}
+	fmt.Println("accept pending:", srv.accept.Pending())
+	// Output:
+	// echo: hello, loop
+	// accept pending: false
+}

@@ -1,0 +1,1074 @@
+package ringev
+
+// Requests: completion I/O beside fd events (DESIGN.md, "Requests"). A request is one
+// operation (read, write, recv, send, accept, connect, close, fsync, a multishot recv into a
+// buffer group, or any SQE prepared with package uring) and one callback, which the loop runs
+// exactly once with the result: the byte count (or new fd), an error wrapping the errno, or
+// ECANCELED when a cancel won. A multishot request's callback runs once per completion, every
+// one but the last with Completion.More set.
+//
+// This file is the core's half: the API, the record pool, the completion queue and its place
+// in the dispatch order, deadlines, close sequencing and buffer groups. A backend runs
+// requests through a reqDriver: the uring backend as SQEs on its ring
+// (backend_uring_req_linux.go), the others with readiness and non-blocking syscalls
+// (request_emul.go).
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// Op names a request's operation.
+type Op uint8
+
+// The operations a request can carry.
+const (
+	OpRead            Op = iota + 1 // Loop.Read: read(2) or pread(2)
+	OpWrite                         // Loop.Write: write(2) or pwrite(2), finished by the loop
+	OpRecv                          // Loop.Recv: recv(2)
+	OpSend                          // Loop.Send: send(2), finished by the loop
+	OpAccept                        // Loop.Accept: accept4(2)
+	OpAcceptMultishot               // Loop.AcceptMultishot: one completion per connection
+	OpConnect                       // Loop.Connect: connect(2)
+	OpClose                         // Loop.CloseFd: cancel the fd's requests, then close(2)
+	OpFsync                         // Loop.Fsync: fsync(2) or fdatasync(2)
+	OpRecvMultishot                 // Loop.RecvMultishot: one completion per receive, into a BufferGroup
+	OpSQE                           // Loop.SubmitSQE: an SQE prepared with package uring
+)
+
+var opNames = [...]string{"", "read", "write", "recv", "send", "accept", "accept-multishot", "connect", "close", "fsync", "recv-multishot", "sqe"}
+
+// String returns the operation's name ("read", "recv-multishot", ...).
+func (o Op) String() string {
+	if int(o) < len(opNames) && o != 0 {
+		return opNames[o]
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// Callback is a request's completion callback. The loop runs it on its goroutine, as a
+// handler (Once from inside it returns ErrNested). c and what it points to belong to the loop
+// and are valid only until the callback returns; copy what you need. Make one Callback per
+// connection (a method value, or a function that reads Completion.Token) and reuse it for every
+// request: a closure made for each request is a heap allocation per request.
+type Callback func(c *Completion)
+
+// Completion is what a Callback gets: the request's outcome.
+type Completion struct {
+	// Request is the request's handle (Cancel on it is a no-op once the last completion ran).
+	Request Request
+	// Op is the request's operation, Fd its fd, Token the token it was made with.
+	Op    Op
+	Fd    int
+	Token uint64
+	// N is the result when Err is nil: bytes read or received (0 at end of file), bytes written
+	// or sent (all of the buffer: the loop finishes short writes and sends), the new fd for
+	// Accept, 0 for Connect, Close and Fsync, the CQE's Res for SubmitSQE. With an error from
+	// Write or Send, N counts the bytes written before it.
+	N int
+	// Err is nil or an error that wraps the errno (errors.Is(err, unix.ECONNRESET) works):
+	// unix.ECANCELED when a cancel (Request.Cancel, CloseFd) won, unix.ETIME when the
+	// request's deadline passed (Request.SetTimeout), unix.ENOBUFS when a RecvMultishot's
+	// buffer group ran dry (the request stays: the loop re-arms it when a buffer is released).
+	Err error
+	// Buf is the request's buffer: for Read and Recv the bytes that arrived (buf[:N]), for
+	// Write and Send the whole buffer, for RecvMultishot a view of the group buffer that holds
+	// this completion's bytes (give it back with ReleaseBuffer), else nil.
+	Buf []byte
+	// More is set on every completion of a multishot request but its last.
+	More bool
+
+	group *BufferGroup
+	bid   int32 // buffer ID in group, or -1
+}
+
+// BufferID returns the ID of the buffer-group buffer this completion holds, or -1.
+func (c *Completion) BufferID() int { return int(c.bid) }
+
+// ReleaseBuffer gives the buffer-group buffer this completion holds back to its group (the
+// same as c's BufferGroup.Release(c.BufferID())); Buf must not be used after it. It does
+// nothing for a completion without one.
+func (c *Completion) ReleaseBuffer() {
+	if c.group != nil && c.bid >= 0 {
+		c.group.Release(int(c.bid))
+		c.bid = -1
+	}
+}
+
+// Request is the handle of a request. The zero Request is no request. A handle stays valid
+// after the request's last completion ran, but then names nothing: Cancel and SetTimeout on it
+// do nothing (the loop recycles its records; a generation tells a stale handle apart).
+type Request struct {
+	rec *reqRec
+	gen uint32
+}
+
+// Errors of the request calls. Each call returns them (wrapped, with the fd or op named) and
+// submits nothing.
+var (
+	// ErrNilCallback: a request was made with a nil Callback.
+	ErrNilCallback = errors.New("ringev: request with a nil callback")
+	// ErrEmptyBuffer: Read, Write, Recv or Send with an empty buffer (wraps unix.EINVAL).
+	ErrEmptyBuffer = fmt.Errorf("ringev: request needs a non-empty buffer: %w", unix.EINVAL)
+	// ErrNeedsUring: SubmitSQE on a backend other than "uring" (wraps unix.EOPNOTSUPP).
+	ErrNeedsUring = fmt.Errorf("ringev: SubmitSQE needs the uring backend: %w", unix.EOPNOTSUPP)
+	// ErrFdClosing: a request for an fd that a CloseFd is closing (wraps unix.EBADF).
+	ErrFdClosing = fmt.Errorf("ringev: fd is being closed by CloseFd: %w", unix.EBADF)
+)
+
+// reqError is the error of a failed request: it wraps the errno, and being one byte it
+// converts to an error without allocating.
+type reqError uint8
+
+func (e reqError) Error() string { return "ringev: request: " + unix.Errno(e).Error() }
+func (e reqError) Unwrap() error { return unix.Errno(e) }
+
+// errnoErr is the error for a negative CQE result (res = -errno).
+func errnoErr(res int32) error {
+	if -res < 256 {
+		return reqError(-res)
+	}
+	return unix.Errno(-res)
+}
+
+// Record states.
+const (
+	stFree     uint8 = iota
+	stQueued         // handed to the driver, not in the kernel yet (uring: not prepped)
+	stInflight       // in the kernel (uring) or waiting for readiness (emulation)
+	stParked         // a RecvMultishot whose group ran dry, waiting for a released buffer
+	stDone           // its last completion is queued; the record is freed after the callback
+)
+
+// reqRec is one request's record, recycled through requests.free; gen tells its uses apart.
+type reqRec struct {
+	rq    *requests
+	idx   uint32
+	gen   uint32
+	op    Op
+	state uint8
+	fd    int32
+	flags int32 // msg flags, accept4 flags, fsync flags
+	buf   []byte
+	off   int64 // file offset; -1: the file position
+	done  int   // Write, Send: bytes written so far
+	cb    Callback
+	token uint64
+	group *BufferGroup
+
+	counted   bool // counted in requests.fds[fd].live
+	noFd      bool // SubmitSQE without an fd: not counted
+	cancelReq bool // Cancel (or CloseFd, or the deadline) asked
+	timedOut  bool // the deadline passed
+	opDone    bool // uring: the op's final CQE arrived
+	cqes      int8 // uring: final CQEs still to come (op, link timeout)
+	res       int32
+	cflags    uint32
+
+	deadline int64 // loop ns; 0: none
+	timer    Timer // the deadline's timer (emulation, multishot, or set after submission)
+	ts       uring.Timespec
+	sa       unix.RawSockaddrAny // Connect's address
+	salen    uint32
+	sqe      uring.SQE // SubmitSQE's SQE
+	keep     []byte    // SubmitSQE's memory kept alive
+
+	qnext, qprev *reqRec // emulation: the fd's queue
+	qlist        *reqList
+	turnSeq      uint64 // dispatch batch in which turnRuns counts
+	turnRuns     int
+}
+
+// reqFd is the core's state for one fd number.
+type reqFd struct {
+	live     int32   // records on this fd not yet finished
+	closeRec *reqRec // a CloseFd waiting for them
+	emul     *emulFd // the emulation's state (nil on uring)
+}
+
+// cqEntry is one completion waiting for its callback.
+type cqEntry struct {
+	rec   *reqRec
+	gen   uint32
+	res   int32
+	flags uint32 // uring.CQEFMore, uring.CQEFBuffer | bid << CQEBufferShift
+}
+
+// reqDriver is what a backend does for requests, and all it does: the core says "queue this
+// request", "cancel it", "cancel every request on this fd"; the driver tells the core what
+// completed (requests.complete for a multishot's intermediate completions, requests.opDone
+// for the last one), during the backend's wait or, for the emulation, from its fd events. It
+// never sees a callback, and the core never sees an SQE.
+type reqDriver interface {
+	// start hands r (state stQueued) to the backend; it goes to the kernel at the loop's next
+	// wait at the latest.
+	start(r *reqRec)
+	// cancel asks the backend to cancel r; its last completion follows (with ECANCELED, or
+	// with the result if the operation won).
+	cancel(r *reqRec)
+	// cancelFd cancels every request on fd, as cancel does each.
+	cancelFd(fd int32)
+	// needWait reports whether the backend must enter its wait (not only look at the fds):
+	// requests to submit, or completions to collect.
+	needWait() bool
+	// newGroup sets up the backend's side of a buffer group.
+	newGroup(g *BufferGroup) error
+	// provide gives buffer bid of g back to the kernel's side.
+	provide(g *BufferGroup, bid int)
+	// closeGroup releases the backend's side of g.
+	closeGroup(g *BufferGroup) error
+	// shutdown cancels every request before the backend closes; their callbacks do not run.
+	shutdown()
+}
+
+// Dispatch bounds: one Once runs at most reqBatch completions, and at most reqPerTurn of one
+// multishot request (a flood on one socket cannot hold the others back: liburing #1043).
+const (
+	reqBatch   = 32
+	reqPerTurn = 8
+)
+
+// requests is the loop's request state; created by the first request.
+type requests struct {
+	l        *Loop
+	drv      reqDriver
+	ring     bool // drv is the uring backend's
+	recs     []*reqRec
+	free     []uint32
+	live     int // records in use
+	fds      []reqFd
+	cq       []cqEntry
+	head     int
+	comp     Completion
+	seen     uint64 // l.dispatch at the last completion batch (completions and fd handlers take turns)
+	seenWait uint64 // l.waitSeq at the last completion batch
+	turn     uint64
+	bgid     uint16
+	groups   []*BufferGroup
+	dead     bool
+	onTmr    func(t *Timer)
+}
+
+// reqs returns the loop's request state, creating it.
+func (l *Loop) reqs() *requests {
+	if l.req == nil {
+		rq := &requests{l: l}
+		rq.onTmr = rq.deadlinePassed
+		if d := newRingReqs(l, rq); d != nil {
+			rq.drv, rq.ring = d, true
+		} else {
+			rq.drv = &emulReqs{l: l, rq: rq}
+		}
+		l.req = rq
+	}
+	return l.req
+}
+
+// check validates what every request call shares.
+func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
+	if !l.owned() {
+		return ErrNotOwner
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	if cb == nil {
+		return fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrNilCallback)
+	}
+	if fd < 0 || fd > 1<<31-1 {
+		return fmt.Errorf("ringev: %v on fd %d: %w", op, fd, unix.EBADF)
+	}
+	return nil
+}
+
+// newReq validates and takes a record for op on fd (buf: whether the op needs a buffer).
+func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
+	if err := l.checkReq(op, fd, cb); err != nil {
+		return nil, err
+	}
+	if needBuf && len(buf) == 0 {
+		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrEmptyBuffer)
+	}
+	if needBuf && len(buf) > maxRideLen {
+		return nil, fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", op, fd, len(buf), maxRideLen, unix.EINVAL)
+	}
+	rq := l.reqs()
+	if f := rq.fdState(int32(fd)); f.closeRec != nil {
+		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrFdClosing)
+	}
+	r := rq.alloc()
+	r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
+	return r, nil
+}
+
+// fdState returns the state of fd, growing the table.
+func (rq *requests) fdState(fd int32) *reqFd {
+	if int(fd) >= len(rq.fds) {
+		n := 2*len(rq.fds) + int(fd) + 16
+		fds := make([]reqFd, n)
+		copy(fds, rq.fds)
+		rq.fds = fds
+	}
+	return &rq.fds[fd]
+}
+
+// alloc takes a free record (or makes one).
+func (rq *requests) alloc() *reqRec {
+	var r *reqRec
+	if n := len(rq.free); n > 0 {
+		r = rq.recs[rq.free[n-1]]
+		rq.free = rq.free[:n-1]
+	} else {
+		r = &reqRec{rq: rq, idx: uint32(len(rq.recs)), timer: Timer{loop: rq.l, index: -1}}
+		r.timer.handler = rq.onTmr
+		r.timer.Data = r
+		rq.recs = append(rq.recs, r)
+	}
+	rq.live++
+	return r
+}
+
+// release frees a record whose last callback ran: a handle to it is stale from now on.
+func (rq *requests) release(r *reqRec) {
+	r.gen = (r.gen + 1) & genMask
+	r.state = stFree
+	r.buf, r.cb, r.group, r.keep = nil, nil, nil, nil
+	r.done, r.deadline, r.flags, r.res, r.cflags, r.cqes = 0, 0, 0, 0, 0, 0
+	r.counted, r.noFd, r.cancelReq, r.timedOut, r.opDone = false, false, false, false, false
+	rq.free = append(rq.free, r.idx)
+	rq.live--
+}
+
+// genMask bounds the generation to what user_data carries (uring: 29 bits).
+const genMask = 1<<29 - 1
+
+// submit hands a new record to the driver and returns its handle.
+func (rq *requests) submit(r *reqRec) Request {
+	if !r.counted && r.op != OpClose && !r.noFd {
+		r.counted = true
+		rq.fds[r.fd].live++
+	}
+	r.state = stQueued
+	rq.drv.start(r)
+	return Request{rec: r, gen: r.gen}
+}
+
+// complete queues an intermediate completion of a multishot request (the CQE's res and
+// flags; CQEFMore is implied).
+func (rq *requests) complete(r *reqRec, res int32, flags uint32) {
+	if r.op == OpRecvMultishot && flags&uring.CQEFBuffer != 0 {
+		r.group.avail--
+	}
+	rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags | uring.CQEFMore})
+}
+
+// opDone is told the result of r's operation (its last CQE, or the emulation's last
+// syscall). It finishes a short write or send (the rest goes as the same request), re-arms a
+// multishot request that the kernel ended while it still works (a RecvMultishot that got
+// data, an AcceptMultishot that got a connection), parks a RecvMultishot whose group ran dry,
+// and otherwise queues the last completion.
+func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
+	if r.state == stFree || r.state == stDone {
+		return
+	}
+	switch r.op {
+	case OpWrite, OpSend:
+		if res > 0 {
+			r.done += int(res)
+			if r.done < len(r.buf) {
+				if !r.cancelReq && !r.dead() {
+					r.state = stQueued
+					rq.drv.start(r)
+					return
+				}
+				r.timedOut = r.timedOut || r.dead()
+				res = -int32(unix.ECANCELED)
+			}
+		}
+		if res >= 0 {
+			res = int32(r.done)
+		}
+	case OpAcceptMultishot:
+		if res >= 0 && !r.cancelReq {
+			rq.complete(r, res, flags)
+			r.state = stQueued
+			rq.drv.start(r)
+			return
+		}
+	case OpRecvMultishot:
+		if res > 0 && !r.cancelReq {
+			rq.complete(r, res, flags)
+			r.state = stQueued
+			rq.drv.start(r)
+			return
+		}
+		if flags&uring.CQEFBuffer != 0 {
+			r.group.avail--
+		}
+		if res == -int32(unix.ENOBUFS) && !r.cancelReq && !r.group.closed {
+			// The group ran dry: the kernel's multishot ended, nothing is lost (the data
+			// stays in the socket). Tell the callback, and re-arm when a buffer comes back.
+			rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: uring.CQEFMore})
+			if r.group.avail > 0 {
+				r.state = stQueued
+				rq.drv.start(r)
+				return
+			}
+			r.state = stParked
+			r.group.parked = append(r.group.parked, r)
+			return
+		}
+	}
+	if r.timedOut && (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) {
+		res = -int32(unix.ETIME)
+	}
+	rq.finish(r, res, flags)
+}
+
+// dead reports whether r's deadline has passed.
+func (r *reqRec) dead() bool { return r.deadline != 0 && r.rq.l.now() >= r.deadline }
+
+// finish queues r's last completion and closes its fd if a CloseFd waits for it.
+func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
+	if r.timer.index >= 0 {
+		rq.l.timers.remove(r.timer.index)
+	}
+	if (r.op == OpWrite || r.op == OpSend) && r.done > 0 && res < 0 {
+		r.res = res
+		res = int32(r.done) // with the error in r.res: see dispatchOne
+	} else {
+		r.res = 0
+	}
+	r.state = stDone
+	rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags &^ uring.CQEFMore})
+	if r.counted {
+		f := &rq.fds[r.fd]
+		f.live--
+		if f.live == 0 && f.closeRec != nil {
+			rq.closeNow(f)
+		}
+	}
+}
+
+// closeNow closes the fd of a CloseFd whose fd has no request left.
+func (rq *requests) closeNow(f *reqFd) {
+	c := f.closeRec
+	f.closeRec = nil
+	res := int32(0)
+	if err := unix.Close(int(c.fd)); err != nil {
+		res = -int32(err.(unix.Errno))
+	}
+	rq.finish(c, res, 0)
+}
+
+// reqWait is the timeout of Once's wait: 0 while completions wait for their callbacks
+// (the wait only looks at the fds, whose turn it is), else timeout.
+func (l *Loop) reqWait(timeout int64) int64 {
+	if l.req != nil && l.req.pending() {
+		return 0
+	}
+	return timeout
+}
+
+// pending reports whether completions wait for their callbacks.
+func (rq *requests) pending() bool { return rq.head < len(rq.cq) }
+
+// runTurn runs a batch of completions if it is their turn: completions and fd handlers take
+// turns when both are ready (an fd handler ran since the last batch, or no fd readiness is
+// left to serve). It reports whether it ran one.
+func (l *Loop) runTurn() bool {
+	rq := l.req
+	if l.dispatch == rq.seen && (l.cacheLeft > 0 || l.nfd > 0 && l.waitSeq == rq.seenWait) {
+		// The fd handlers' turn: no fd handler ran since the last batch, and one is ready, or
+		// the fds were not looked at since (Once then looks without blocking: see reqWait).
+		return false
+	}
+	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
+	rq.turn++
+	n := len(rq.cq) - rq.head
+	if n > reqBatch {
+		n = reqBatch
+	}
+	ran := false
+	for i := 0; i < n && !l.closed; i++ {
+		e := rq.cq[rq.head]
+		rq.cq[rq.head] = cqEntry{}
+		rq.head++
+		r := e.rec
+		if r.gen != e.gen {
+			continue
+		}
+		if r.op == OpRecvMultishot || r.op == OpAcceptMultishot || r.op == OpSQE {
+			if r.turnSeq != rq.turn {
+				r.turnSeq, r.turnRuns = rq.turn, 0
+			}
+			if r.turnRuns >= reqPerTurn {
+				rq.cq = append(rq.cq, e) // behind the others: at most reqPerTurn per batch
+				continue
+			}
+			r.turnRuns++
+		}
+		ran = true
+		rq.dispatchOne(r, e)
+	}
+	if l.closed {
+		return true
+	}
+	if rq.head == len(rq.cq) {
+		rq.cq, rq.head = rq.cq[:0], 0
+	} else if rq.head > len(rq.cq)/2 && rq.head > 64 {
+		k := copy(rq.cq, rq.cq[rq.head:])
+		clear(rq.cq[k:])
+		rq.cq, rq.head = rq.cq[:k], 0
+	}
+	return ran
+}
+
+// dispatchOne runs r's callback for e, and frees r after its last completion.
+func (rq *requests) dispatchOne(r *reqRec, e cqEntry) {
+	c := &rq.comp
+	*c = Completion{Request: Request{rec: r, gen: r.gen}, Op: r.op, Fd: int(r.fd), Token: r.token,
+		More: e.flags&uring.CQEFMore != 0, bid: -1}
+	switch {
+	case r.res < 0 && !c.More:
+		c.N, c.Err = int(e.res), errnoErr(r.res) // Write, Send: the count before the error
+	case e.res < 0:
+		c.Err = errnoErr(e.res)
+	default:
+		c.N = int(e.res)
+	}
+	switch r.op {
+	case OpRead, OpRecv:
+		if c.Err == nil {
+			c.Buf = r.buf[:c.N]
+		}
+	case OpWrite, OpSend:
+		c.Buf = r.buf
+	case OpRecvMultishot:
+		if e.flags&uring.CQEFBuffer != 0 {
+			bid := int32(e.flags >> uring.CQEBufferShift)
+			c.group, c.bid = r.group, bid
+			c.Buf = r.group.buf(int(bid), c.N)
+		}
+	}
+	cb := r.cb
+	l := rq.l
+	l.inside = true
+	defer func() { l.inside = false }()
+	if !c.More {
+		rq.release(r) // before the callback: it may make new requests with this record
+	}
+	cb(c)
+}
+
+// deadlinePassed is a request's deadline timer.
+func (rq *requests) deadlinePassed(t *Timer) {
+	r := t.Data.(*reqRec)
+	switch r.state {
+	case stQueued, stInflight:
+		r.timedOut = true
+		r.cancelReq = true
+		rq.drv.cancel(r)
+	case stParked:
+		r.timedOut = true
+		r.group.unpark(r)
+		rq.finish(r, -int32(unix.ETIME), 0)
+	}
+}
+
+// shutdown is Loop.Close's: every request is cancelled, no callback runs.
+func (rq *requests) shutdown() {
+	rq.dead = true
+	rq.drv.shutdown()
+	clear(rq.cq)
+	rq.cq, rq.head = nil, 0
+}
+
+// live returns the record a handle names while its request is pending, or nil.
+func (h Request) live() *reqRec {
+	if h.rec == nil || h.rec.gen != h.gen || h.rec.state == stFree || h.rec.state == stDone {
+		return nil
+	}
+	return h.rec
+}
+
+// Cancel asks the loop to cancel the request. It is asynchronous: the callback still runs
+// once more, with ECANCELED, or with the result if the operation completed first (a cancel
+// never undoes I/O that happened). A request that is still queued for the kernel is cancelled
+// without reaching it. On a stale handle (the last completion ran) it does nothing. It returns
+// ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, else nil.
+func (h Request) Cancel() error {
+	if h.rec == nil {
+		return nil
+	}
+	rq := h.rec.rq
+	if !rq.l.owned() {
+		return ErrNotOwner
+	}
+	if rq.l.closed {
+		return ErrClosed
+	}
+	r := h.live()
+	if r == nil || r.cancelReq {
+		return nil
+	}
+	r.cancelReq = true
+	if r.state == stParked {
+		r.group.unpark(r)
+		rq.finish(r, -int32(unix.ECANCELED), 0)
+		return nil
+	}
+	rq.drv.cancel(r)
+	return nil
+}
+
+// SetTimeout gives the request a deadline d from now (d > 0; 0 removes it): when it passes
+// before the operation completes, the operation is cancelled and the callback gets an error
+// wrapping unix.ETIME (for a multishot request: its last completion). On the uring backend a
+// one-shot request whose deadline is set before the loop next waits (right after making it,
+// in the same handler) carries it as an IORING_OP_LINK_TIMEOUT SQE (Linux 5.5) linked to it;
+// otherwise, and on the other backends, a loop timer cancels it. A write or send that the
+// loop finishes in several steps keeps one deadline for all. On a stale handle it does
+// nothing. Errors: ErrNotOwner, ErrClosed.
+func (h Request) SetTimeout(d time.Duration) error {
+	if h.rec == nil {
+		return nil
+	}
+	rq := h.rec.rq
+	l := rq.l
+	if !l.owned() {
+		return ErrNotOwner
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	r := h.live()
+	if r == nil {
+		return nil
+	}
+	if r.timer.index >= 0 {
+		l.timers.remove(r.timer.index)
+	}
+	if d <= 0 {
+		r.deadline = 0
+		return nil
+	}
+	r.deadline = l.now() + int64(d)
+	if r.deadline == 0 {
+		r.deadline = 1
+	}
+	if rq.ring && r.state == stQueued && !multishot(r.op) {
+		return nil // a LINK_TIMEOUT at submission
+	}
+	rq.armTimer(r)
+	return nil
+}
+
+// armTimer puts r's deadline timer in the loop's timer heap (no allocation: it lives in r).
+func (rq *requests) armTimer(r *reqRec) {
+	l := rq.l
+	l.timerSeq++
+	r.timer.deadline, r.timer.seq = r.deadline, l.timerSeq
+	l.timers.push(&r.timer)
+}
+
+// multishot reports whether op posts several completions.
+func multishot(op Op) bool {
+	return op == OpRecvMultishot || op == OpAcceptMultishot || op == OpSQE
+}
+
+// Pending reports whether the request's last completion has not run yet.
+func (h Request) Pending() bool { return h.rec != nil && h.rec.gen == h.gen && h.rec.state != stFree }
+
+// The request calls. Each returns the request's handle, or an error and submits nothing:
+// ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
+// ErrNilCallback for a nil cb, unix.EBADF for a negative fd, ErrEmptyBuffer for an empty
+// buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd. token is
+// handed back in Completion.Token.
+//
+// Buffer ownership: a request's buffer belongs to the kernel from the call until the
+// request's last callback (cancelled and timed-out requests included: the buffer is the
+// kernel's until its completion arrives). The loop keeps it reachable for the garbage
+// collector meanwhile; the caller must neither read nor write it, nor hand it to another
+// request, until then. On the uring backend every request made while a Once runs goes to the
+// kernel in the loop's next io_uring_enter(2), with its wait.
+//
+// On the epoll and poll backends the same calls are emulated with readiness and non-blocking
+// syscalls (the fd must be O_NONBLOCK, as for fd events; regular files are read, written and
+// synced at once, blocking), through an fd event the loop keeps on the fd while requests wait.
+//
+// A request's fd must be closed through the loop (CloseFd) while it has requests: a plain
+// close(2) with a request in flight does not release the file on the uring backend (the
+// kernel holds a reference, as for a pending IORING_OP_POLL_ADD: a socket's peer sees no EOF
+// until the request completes or is cancelled), and on the other backends leaves the request
+// waiting, for the file that takes the number next.
+
+// Read reads into buf from fd at offset off (-1: the file position, as read(2); else as
+// pread(2)): IORING_OP_READ (Linux 5.6) on uring. N is the bytes read, 0 at end of file;
+// Buf is buf[:N].
+func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpRead, fd, buf, true, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.off = max(off, -1)
+	return l.req.submit(r), nil
+}
+
+// Write writes all of buf to fd at offset off (-1: the file position): IORING_OP_WRITE (5.6)
+// on uring. The loop finishes a short write (the rest goes as the same request, with the same
+// deadline), so N is len(buf); on an error after a part was written, N counts that part.
+func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpWrite, fd, buf, true, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.off = max(off, -1)
+	return l.req.submit(r), nil
+}
+
+// Recv receives into buf from socket fd with flags (unix.MSG_*): IORING_OP_RECV (5.6) on
+// uring. N is the bytes received, 0 when the peer shut down; Buf is buf[:N].
+func (l *Loop) Recv(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpRecv, fd, buf, true, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.flags = int32(flags)
+	return l.req.submit(r), nil
+}
+
+// Send sends all of buf on socket fd with flags (unix.MSG_*; MSG_NOSIGNAL is always added:
+// a closed peer gives EPIPE, never SIGPIPE): IORING_OP_SEND (5.6) on uring. A send that the
+// kernel completes short (the socket buffer filled) is finished by the loop: the rest goes
+// as the same request, so N is len(buf), or, on an error after a part was sent, that part.
+func (l *Loop) Send(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpSend, fd, buf, true, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.flags = int32(flags | unix.MSG_NOSIGNAL)
+	return l.req.submit(r), nil
+}
+
+// Accept accepts one connection on listening socket fd with accept4(2) flags
+// (unix.SOCK_NONBLOCK, unix.SOCK_CLOEXEC): IORING_OP_ACCEPT (5.5) on uring. N is the new fd.
+func (l *Loop) Accept(fd int, flags int, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpAccept, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.flags = int32(flags)
+	return l.req.submit(r), nil
+}
+
+// AcceptMultishot accepts connections on fd until cancelled or an error: one completion per
+// connection (N the new fd, More set), IORING_ACCEPT_MULTISHOT (5.19) on uring. Its last
+// completion has More unset (ECANCELED after Cancel or CloseFd).
+func (l *Loop) AcceptMultishot(fd int, flags int, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpAcceptMultishot, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.flags = int32(flags)
+	return l.req.submit(r), nil
+}
+
+// Connect connects socket fd to sa (*unix.SockaddrInet4, *unix.SockaddrInet6 or
+// *unix.SockaddrUnix): IORING_OP_CONNECT (5.5) on uring. N is 0. An sa of another type gives
+// an error wrapping unix.EAFNOSUPPORT.
+func (l *Loop) Connect(fd int, sa unix.Sockaddr, cb Callback, token uint64) (Request, error) {
+	if err := l.checkReq(OpConnect, fd, cb); err != nil {
+		return Request{}, err
+	}
+	var raw unix.RawSockaddrAny
+	n, err := rawSockaddr(sa, &raw)
+	if err != nil {
+		return Request{}, fmt.Errorf("ringev: connect on fd %d: %w", fd, err)
+	}
+	r, err := l.newReq(OpConnect, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.sa, r.salen = raw, n
+	return l.req.submit(r), nil
+}
+
+// Fsync flushes fd to its device (fdatasync(2) when datasync): IORING_OP_FSYNC (5.1) on uring.
+func (l *Loop) Fsync(fd int, datasync bool, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpFsync, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	if datasync {
+		r.flags = int32(uring.FsyncDatasync)
+	}
+	return l.req.submit(r), nil
+}
+
+// CloseFd closes fd through the loop: it cancels every request on fd
+// (IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_FD|IORING_ASYNC_CANCEL_ALL, Linux 5.19, on
+// uring), disarms the fd events that watch it, and closes it with close(2) once the last of
+// those requests has completed (their callbacks get ECANCELED, or their result if it won), so
+// that the kernel holds no reference and a socket's peer sees EOF at once; a later file that
+// takes the fd number never gets an old request's completion. A multishot request on fd ends
+// with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
+// fail with ErrFdClosing.
+func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpClose, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	rq := l.req
+	f := rq.fdState(int32(fd))
+	f.closeRec = r
+	r.state = stInflight
+	if uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && !l.slots[fd].internal {
+		s := l.slots[fd]
+		s.mark = 0
+		l.dropNews(s)
+		l.disarmSlot(s)
+	}
+	h := Request{rec: r, gen: r.gen}
+	for _, g := range rq.groups {
+		for i := 0; i < len(g.parked); i++ {
+			if p := g.parked[i]; p.fd == int32(fd) {
+				g.unpark(p)
+				i--
+				p.cancelReq = true
+				rq.finish(p, -int32(unix.ECANCELED), 0)
+			}
+		}
+	}
+	rq.drv.cancelFd(int32(fd))
+	if f.live == 0 && f.closeRec == r {
+		rq.closeNow(f)
+	}
+	return h, nil
+}
+
+// SubmitSQE submits sqe, prepared with package uring's Prep methods, as a request: the loop
+// copies it into its ring at its next wait, setting its user_data (the one given is
+// replaced), and runs cb with the CQE's Res as N (or its error), once per CQE of a multishot
+// op (More set while the CQE has IORING_CQE_F_MORE). keep is held until the last CQE: memory
+// the SQE addresses must stay reachable that long (pass the buffer, or nil if the SQE
+// addresses nothing or the caller keeps it). sqe.Fd, when >= 0 and not a fixed file, is the
+// request's fd for CloseFd. Links (SQEIOLink, SQEIOHardlink) and SQECQESkipSuccess are
+// refused (an error wrapping unix.EINVAL): each request must post its own CQE. On a backend
+// other than "uring" it returns an error wrapping ErrNeedsUring that names the backend.
+func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64) (Request, error) {
+	if !l.owned() {
+		return Request{}, ErrNotOwner
+	}
+	if l.closed {
+		return Request{}, ErrClosed
+	}
+	if sqe == nil {
+		return Request{}, fmt.Errorf("ringev: SubmitSQE: nil SQE: %w", unix.EINVAL)
+	}
+	if cb == nil {
+		return Request{}, fmt.Errorf("ringev: SubmitSQE: %w", ErrNilCallback)
+	}
+	if !l.reqs().ring {
+		return Request{}, fmt.Errorf("ringev: SubmitSQE on the %q backend: %w", l.beName, ErrNeedsUring)
+	}
+	if sqe.Flags&(uring.SQEIOLink|uring.SQEIOHardlink|uring.SQECQESkipSuccess) != 0 {
+		return Request{}, fmt.Errorf("ringev: SubmitSQE: IOSQE_IO_LINK, IO_HARDLINK and CQE_SKIP_SUCCESS are not allowed: %w", unix.EINVAL)
+	}
+	fd := int(sqe.Fd)
+	if fd < 0 || sqe.Flags&uring.SQEFixedFile != 0 {
+		fd = -1
+	}
+	rq := l.req
+	if fd >= 0 {
+		if f := rq.fdState(int32(fd)); f.closeRec != nil {
+			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, ErrFdClosing)
+		}
+	}
+	r := rq.alloc()
+	r.op, r.cb, r.token, r.keep, r.sqe = OpSQE, cb, token, keep, *sqe
+	r.fd = int32(max(fd, 0))
+	r.noFd = fd < 0
+	return rq.submit(r), nil
+}
+
+// rawSockaddr writes sa into raw and returns its length.
+func rawSockaddr(sa unix.Sockaddr, raw *unix.RawSockaddrAny) (uint32, error) {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(raw))
+		p.Family = unix.AF_INET
+		p.Port = htons(uint16(a.Port))
+		p.Addr = a.Addr
+		return unix.SizeofSockaddrInet4, nil
+	case *unix.SockaddrInet6:
+		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(raw))
+		p.Family = unix.AF_INET6
+		p.Port = htons(uint16(a.Port))
+		p.Scope_id = a.ZoneId
+		p.Addr = a.Addr
+		return unix.SizeofSockaddrInet6, nil
+	case *unix.SockaddrUnix:
+		p := (*unix.RawSockaddrUnix)(unsafe.Pointer(raw))
+		p.Family = unix.AF_UNIX
+		if len(a.Name) >= len(p.Path) {
+			return 0, fmt.Errorf("unix socket path of %d bytes: %w", len(a.Name), unix.EINVAL)
+		}
+		for i := 0; i < len(a.Name); i++ {
+			p.Path[i] = int8(a.Name[i])
+		}
+		n := 2 + len(a.Name)
+		if len(a.Name) > 0 && a.Name[0] == '@' {
+			p.Path[0] = 0 // abstract
+		} else if len(a.Name) > 0 {
+			n++ // the terminating NUL
+		}
+		return uint32(n), nil
+	}
+	return 0, fmt.Errorf("address %T: %w", sa, unix.EAFNOSUPPORT)
+}
+
+// htons is the port in network byte order, as the kernel reads it from memory.
+func htons(p uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(&p))
+	b[0], b[1] = byte(p>>8), byte(p)
+	return p
+}
+
+// BufferGroup is a group of equal buffers that a RecvMultishot receives into, the kernel
+// picking one per completion: a provided buffer ring on uring (IORING_REGISTER_PBUF_RING,
+// Linux 5.19; io_uring_register_buf_ring(3)), a free list in the emulation. Each completion
+// holds one buffer until it is released (Completion.ReleaseBuffer or Release). When every
+// buffer is held, a RecvMultishot gets ENOBUFS (More set: no data is lost, it stays in the
+// socket) and the loop re-arms it when a buffer is released. A group belongs to its loop's
+// goroutine.
+type BufferGroup struct {
+	l      *Loop
+	bgid   uint16
+	size   int
+	n      int
+	slab   []byte
+	free   []uint16 // emulation: free buffer IDs
+	ring   *uring.BufRing
+	avail  int       // buffers the kernel (or the emulation) can pick
+	parked []*reqRec // RecvMultishots waiting for a buffer
+	closed bool
+}
+
+// NewBufferGroup makes a group of n buffers (a power of two, at most 32768) of size bytes
+// each. Errors: ErrNotOwner, ErrClosed, one wrapping unix.EINVAL for a bad n or size, and on
+// uring the register error (naming IORING_REGISTER_PBUF_RING, 5.19, when the kernel lacks it).
+func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
+	if !l.owned() {
+		return nil, ErrNotOwner
+	}
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if n <= 0 || n > 32768 || n&(n-1) != 0 || size <= 0 || size > 1<<30 {
+		return nil, fmt.Errorf("ringev: NewBufferGroup(%d, %d): want a power of two <= 32768 buffers of 1 byte to 1 GiB: %w", n, size, unix.EINVAL)
+	}
+	rq := l.reqs()
+	rq.bgid++
+	g := &BufferGroup{l: l, bgid: rq.bgid, size: size, n: n, slab: make([]byte, n*size)}
+	if err := rq.drv.newGroup(g); err != nil {
+		return nil, err
+	}
+	rq.groups = append(rq.groups, g)
+	g.avail = n
+	return g, nil
+}
+
+// buf returns the view of buffer bid holding n bytes.
+func (g *BufferGroup) buf(bid, n int) []byte {
+	o := bid * g.size
+	return g.slab[o : o+n : o+g.size]
+}
+
+// Len returns the number of buffers, Size the bytes of each.
+func (g *BufferGroup) Len() int { return g.n }
+
+// Size returns the bytes of each buffer.
+func (g *BufferGroup) Size() int { return g.size }
+
+// Release gives buffer id (Completion.BufferID) back to the group, and re-arms the
+// RecvMultishots that ran dry. Releasing a buffer the group already has corrupts it: release
+// each completion's buffer once. Out-of-range ids and calls from other goroutines are ignored.
+func (g *BufferGroup) Release(id int) {
+	if g.closed || id < 0 || id >= g.n || !g.l.owned() || g.l.closed {
+		return
+	}
+	g.l.req.drv.provide(g, id)
+	g.avail++
+	if len(g.parked) > 0 {
+		rq := g.l.req
+		for i, r := range g.parked {
+			g.parked[i] = nil
+			r.state = stQueued
+			rq.drv.start(r)
+		}
+		g.parked = g.parked[:0]
+	}
+}
+
+// unpark removes r from the parked list.
+func (g *BufferGroup) unpark(r *reqRec) {
+	for i, x := range g.parked {
+		if x == r {
+			g.parked = append(g.parked[:i], g.parked[i+1:]...)
+			return
+		}
+	}
+}
+
+// Close releases the group. RecvMultishots using it must have ended (their last completion
+// ran); a parked one ends with ECANCELED. Errors: the unregister error on uring.
+func (g *BufferGroup) Close() error {
+	if g.closed || !g.l.owned() {
+		return nil
+	}
+	g.closed = true
+	rq := g.l.req
+	for i, x := range rq.groups {
+		if x == g {
+			rq.groups = append(rq.groups[:i], rq.groups[i+1:]...)
+			break
+		}
+	}
+	for _, r := range g.parked {
+		g.l.req.finish(r, -int32(unix.ECANCELED), 0)
+	}
+	g.parked = nil
+	if g.l.closed {
+		return nil
+	}
+	return g.l.req.drv.closeGroup(g)
+}
+
+// RecvMultishot receives from socket fd into buffers of g until cancelled, end of file or an
+// error: one completion per receive (Buf a view of the group buffer holding it, More set;
+// release the buffer when done with it), IORING_OP_RECV with IORING_RECV_MULTISHOT (Linux
+// 6.0) and a provided buffer ring on uring. When g has no free buffer, a completion with
+// ENOBUFS and More set says so; the request re-arms itself when a buffer is released, and no
+// data is lost. At most 8 of its completions run per Once, behind those of other requests.
+// Its last completion (More unset) is N 0 at end of file, or an error (ECANCELED after
+// Cancel or CloseFd, ETIME at its deadline).
+func (l *Loop) RecvMultishot(fd int, g *BufferGroup, flags int, cb Callback, token uint64) (Request, error) {
+	if g == nil || g.closed || g.l != l {
+		if err := l.checkReq(OpRecvMultishot, fd, cb); err != nil {
+			return Request{}, err
+		}
+		return Request{}, fmt.Errorf("ringev: recv-multishot on fd %d: nil, closed or foreign BufferGroup: %w", fd, unix.EINVAL)
+	}
+	r, err := l.newReq(OpRecvMultishot, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.group, r.flags = g, int32(flags)
+	return l.req.submit(r), nil
+}

@@ -1,0 +1,795 @@
+package ringev_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// requestCases is the request behaviour suite (issue 12), run against every backend by
+// TestRequestConformance: uring with SQEs on its ring, the others with the emulation.
+var requestCases = []struct {
+	name string
+	fn   func(t *testing.T, backend string)
+}{
+	{"ReadCompletesWithTheBytes", testReqRead},
+	{"WriteCompletesWithTheCount", testReqWrite},
+	{"ReadAndWriteAtAnOffset", testReqFileOffset},
+	{"RecvAndSend", testReqRecvSend},
+	{"SendLargerThanTheSocketBufferIsFinished", testReqLargeSend},
+	{"AcceptOneShot", testReqAccept},
+	{"AcceptMultishotOneCompletionPerConnection", testReqAcceptMultishot},
+	{"ConnectCompletes", testReqConnect},
+	{"FsyncCompletes", testReqFsync},
+	{"CancelGivesECANCELED", testReqCancel},
+	{"CancelAgainstCompletionRunsOneCallback", testReqCancelRace},
+	{"StaleHandleCancelDoesNothing", testReqStaleHandle},
+	{"DeadlineGivesETIME", testReqDeadline},
+	{"DeadlineAfterSubmissionGivesETIME", testReqDeadlineLate},
+	{"CloseFdCancelsRecvAndAcceptAndPeerSeesEOF", testReqCloseFd},
+	{"ReusedFdNumberGetsNoOldCompletion", testReqFdReuse},
+	{"RecvMultishotIntoBufferGroup", testReqRecvMultishot},
+	{"RecvMultishotENOBUFSLosesNothingAndRearms", testReqENOBUFS},
+	{"RecvMultishotStopsAfterCloseFd", testReqMultishotCloseFd},
+	{"BufferKeptAliveThroughGC", testReqBufferGC},
+	{"BadInputIsRefused", testReqBadInput},
+	{"CompletionsRunAfterPostedImmediateAndTimer", testReqDispatchOrder},
+	{"CompletionsAndFdHandlersTakeTurns", testReqTakeTurnsWithFdEvents},
+	{"FloodStarvesNeitherFdEventsNorTimersNorOtherSockets", testReqFlood},
+	{"RunReturnsAfterTheLastCompletion", testReqRunReturns},
+}
+
+// TestRequestConformance runs the request suite on every backend. A backend that New cannot
+// create here (io_uring switched off or missing) is skipped, naming New's error.
+func TestRequestConformance(t *testing.T) {
+	for _, backend := range ringev.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			l, err := ringev.New(ringev.WithBackend(backend))
+			requireNew(t, backend, err)
+			l.Close()
+			for _, c := range requestCases {
+				t.Run(c.name, func(t *testing.T) { c.fn(t, backend) })
+			}
+		})
+	}
+}
+
+// recorder is a Callback that records every completion (a copy of each).
+type recorder struct {
+	got  []ringev.Completion
+	bufs [][]byte // copies of Buf
+}
+
+func (r *recorder) cb(c *ringev.Completion) {
+	r.got = append(r.got, *c)
+	r.bufs = append(r.bufs, append([]byte(nil), c.Buf...))
+	c.ReleaseBuffer()
+}
+
+func (r *recorder) n() int { return len(r.got) }
+
+// last returns the last completion, failing if there is none.
+func (r *recorder) last(t *testing.T) ringev.Completion {
+	t.Helper()
+	if len(r.got) == 0 {
+		t.Fatal("no completion")
+	}
+	return r.got[len(r.got)-1]
+}
+
+// until runs Once until cond holds.
+func until(t *testing.T, l *ringev.Loop, cond func() bool) {
+	t.Helper()
+	testutil.OnceUntil(t, l, cond, deadline)
+}
+
+// wantOne checks that exactly one completion arrived, with err nil and N n.
+func wantOne(t *testing.T, r *recorder, n int) ringev.Completion {
+	t.Helper()
+	if len(r.got) != 1 {
+		t.Fatalf("%d completions, want 1: %+v", len(r.got), r.got)
+	}
+	c := r.got[0]
+	if c.Err != nil || c.N != n {
+		t.Fatalf("completion: N %d err %v, want N %d, no error", c.N, c.Err, n)
+	}
+	return c
+}
+
+// must fails the test if a request call failed: must(t)(l.Recv(...)).
+func must(t *testing.T) func(ringev.Request, error) ringev.Request {
+	return func(h ringev.Request, err error) ringev.Request {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("request: %v", err)
+		}
+		return h
+	}
+}
+
+func testReqRead(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	buf := make([]byte, 64)
+	h, err := l.Read(r, buf, -1, rec.cb, 7)
+	must(t)(h, err)
+	testutil.Write(t, w, []byte("hello"))
+	until(t, l, func() bool { return rec.n() > 0 })
+	c := wantOne(t, &rec, 5)
+	if string(rec.bufs[0]) != "hello" || c.Token != 7 || c.Op != ringev.OpRead || c.Fd != r || c.More {
+		t.Fatalf("completion %+v, buf %q", c, rec.bufs[0])
+	}
+	if h.Pending() {
+		t.Fatal("handle still pending after its last completion")
+	}
+}
+
+func testReqWrite(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	must(t)(l.Write(w, []byte("abc"), -1, rec.cb, 0))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 3)
+	var got [8]byte
+	n, _ := unix.Read(r, got[:])
+	if string(got[:n]) != "abc" {
+		t.Fatalf("pipe holds %q", got[:n])
+	}
+}
+
+func testReqFileOffset(t *testing.T, backend string) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	l := newLoop(t, backend)
+	var wr, rd recorder
+	must(t)(l.Write(fd, []byte("0123456789"), 0, wr.cb, 0))
+	until(t, l, func() bool { return wr.n() > 0 })
+	wantOne(t, &wr, 10)
+	buf := make([]byte, 4)
+	must(t)(l.Read(fd, buf, 3, rd.cb, 0))
+	until(t, l, func() bool { return rd.n() > 0 })
+	wantOne(t, &rd, 4)
+	if string(rd.bufs[0]) != "3456" {
+		t.Fatalf("read at 3: %q", rd.bufs[0])
+	}
+}
+
+func testReqRecvSend(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	var rcv, snd recorder
+	buf := make([]byte, 16)
+	must(t)(l.Recv(a, buf, 0, rcv.cb, 1))
+	must(t)(l.Send(b, []byte("ping"), 0, snd.cb, 2))
+	until(t, l, func() bool { return rcv.n() > 0 && snd.n() > 0 })
+	wantOne(t, &snd, 4)
+	wantOne(t, &rcv, 4)
+	if string(rcv.bufs[0]) != "ping" {
+		t.Fatalf("received %q", rcv.bufs[0])
+	}
+}
+
+func testReqLargeSend(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	if err := unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(t, backend)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 256<<10) // 4 MiB, far above the socket buffer
+	var snd, rcv recorder
+	must(t)(l.Send(a, big, 0, snd.cb, 0))
+	// The reader is a request too: each completion makes the next.
+	got := make([]byte, 0, len(big))
+	buf := make([]byte, 64<<10)
+	var onRecv ringev.Callback
+	onRecv = func(c *ringev.Completion) {
+		if c.Err != nil || c.N == 0 {
+			rcv.cb(c)
+			return
+		}
+		got = append(got, c.Buf...)
+		if len(got) < len(big) {
+			if _, err := l.Recv(b, buf, 0, onRecv, 0); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	must(t)(l.Recv(b, buf, 0, onRecv, 0))
+	until(t, l, func() bool { return snd.n() > 0 && len(got) == len(big) || rcv.n() > 0 })
+	if rcv.n() > 0 {
+		t.Fatalf("recv ended early: %+v", rcv.got)
+	}
+	wantOne(t, &snd, len(big))
+	if !bytes.Equal(got, big) {
+		t.Fatal("received bytes differ from those sent")
+	}
+}
+
+// listener returns a non-blocking TCP listener on 127.0.0.1 and its address.
+func listener(t *testing.T) (int, *unix.SockaddrInet4) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 64); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd, sa.(*unix.SockaddrInet4)
+}
+
+// dial connects a blocking client socket to sa (the listener's backlog completes it).
+func dial(t *testing.T, sa *unix.SockaddrInet4) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Connect(fd, sa); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+func closeAccepted(t *testing.T, r *recorder) {
+	t.Cleanup(func() {
+		for _, c := range r.got {
+			if c.Err == nil && c.N > 0 && (c.Op == ringev.OpAccept || c.Op == ringev.OpAcceptMultishot) {
+				unix.Close(c.N)
+			}
+		}
+	})
+}
+
+func testReqAccept(t *testing.T, backend string) {
+	lfd, sa := listener(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	closeAccepted(t, &rec)
+	must(t)(l.Accept(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rec.cb, 0))
+	dial(t, sa)
+	until(t, l, func() bool { return rec.n() > 0 })
+	c := rec.last(t)
+	if c.Err != nil || c.N <= 0 || c.More {
+		t.Fatalf("accept: %+v", c)
+	}
+}
+
+func testReqAcceptMultishot(t *testing.T, backend string) {
+	lfd, sa := listener(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	closeAccepted(t, &rec)
+	h, err := l.AcceptMultishot(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rec.cb, 0)
+	must(t)(h, err)
+	for i := 0; i < 3; i++ {
+		dial(t, sa)
+	}
+	until(t, l, func() bool { return rec.n() >= 3 })
+	for _, c := range rec.got {
+		if c.Err != nil || c.N <= 0 || !c.More {
+			t.Fatalf("accept completion %+v", c)
+		}
+	}
+	if err := h.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return !rec.last(t).More })
+	if c := rec.last(t); !errors.Is(c.Err, unix.ECANCELED) || rec.n() != 4 {
+		t.Fatalf("after Cancel: %d completions, last %+v", rec.n(), c)
+	}
+}
+
+func testReqConnect(t *testing.T, backend string) {
+	lfd, sa := listener(t)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	l := newLoop(t, backend)
+	var rec recorder
+	must(t)(l.Connect(fd, sa, rec.cb, 0))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 0)
+	nfd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+	if err != nil {
+		t.Fatalf("the listener has no connection: %v", err)
+	}
+	unix.Close(nfd)
+}
+
+func testReqFsync(t *testing.T, backend string) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("x")
+	l := newLoop(t, backend)
+	var rec recorder
+	must(t)(l.Fsync(int(f.Fd()), false, rec.cb, 0))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 0)
+}
+
+func testReqCancel(t *testing.T, backend string) {
+	a, _ := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
+	must(t)(h, err)
+	// Let it reach the kernel (or the emulation's wait) first.
+	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
+	if err := h.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return rec.n() > 0 })
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("%d completions, last %+v", rec.n(), c)
+	}
+}
+
+func testReqCancelRace(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	for i := 0; i < 50; i++ {
+		var rec recorder
+		h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
+		must(t)(h, err)
+		if i%2 == 0 {
+			testutil.Write(t, b, []byte("x"))
+		}
+		if i%3 == 0 {
+			l.AddTimer(0, func(*ringev.Timer) {})
+			testutil.Once(t, l, deadline)
+		}
+		h.Cancel()
+		until(t, l, func() bool { return rec.n() > 0 })
+		// A few more turns: no second callback may come.
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+		testutil.Once(t, l, deadline)
+		if rec.n() != 1 {
+			t.Fatalf("round %d: %d callbacks", i, rec.n())
+		}
+		if c := rec.got[0]; !(c.Err == nil && c.N == 1 || errors.Is(c.Err, unix.ECANCELED)) {
+			t.Fatalf("round %d: %+v", i, c)
+		}
+		testutil.Drain(t, a)
+	}
+}
+
+func testReqStaleHandle(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var first, second recorder
+	h1, err := l.Read(r, make([]byte, 8), -1, first.cb, 0)
+	must(t)(h1, err)
+	testutil.Write(t, w, []byte("1"))
+	until(t, l, func() bool { return first.n() > 0 })
+	// The record is recycled for the next request: the old handle must not reach it.
+	h2, err := l.Read(r, make([]byte, 8), -1, second.cb, 0)
+	must(t)(h2, err)
+	if err := h1.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Write(t, w, []byte("2"))
+	until(t, l, func() bool { return second.n() > 0 })
+	wantOne(t, &second, 1)
+	if first.n() != 1 {
+		t.Fatalf("first request: %d callbacks", first.n())
+	}
+}
+
+func testReqDeadline(t *testing.T, backend string) {
+	a, _ := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
+	must(t)(h, err)
+	if err := h.SetTimeout(20 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	until(t, l, func() bool { return rec.n() > 0 })
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ETIME) {
+		t.Fatalf("%d completions, last %+v", rec.n(), c)
+	}
+	if time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("ETIME after %v, before the 20 ms deadline", time.Since(start))
+	}
+}
+
+func testReqDeadlineLate(t *testing.T, backend string) {
+	a, _ := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
+	must(t)(h, err)
+	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline) // the recv is in the kernel now
+	if err := h.SetTimeout(10 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return rec.n() > 0 })
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ETIME) {
+		t.Fatalf("%d completions, last %+v", rec.n(), c)
+	}
+}
+
+// peerSeesEOF waits (at most within) for fd's peer end to read end of file.
+func peerSeesEOF(t *testing.T, fd int, within time.Duration) {
+	t.Helper()
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd, int(within/time.Millisecond))
+	if err != nil || n == 0 {
+		t.Fatalf("peer fd %d: no EOF within %v (poll: %d, %v)", fd, within, n, err)
+	}
+	var b [1]byte
+	if n, err := unix.Read(fd, b[:]); n != 0 || err != nil {
+		t.Fatalf("peer fd %d read %d, %v; want EOF", fd, n, err)
+	}
+}
+
+func testReqCloseFd(t *testing.T, backend string) {
+	lfd, _ := listener(t)
+	a, b := testutil.Socketpair(t)
+	conn, err := unix.Dup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(a) // conn is the loop's to close; b is the peer
+	ldup, err := unix.Dup(lfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(t, backend)
+	var rcv, acc, cls recorder
+	must(t)(l.Recv(conn, make([]byte, 8), 0, rcv.cb, 0))
+	must(t)(l.Accept(ldup, 0, acc.cb, 0))
+	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline) // both are in the kernel now
+	must(t)(l.CloseFd(conn, cls.cb, 0))
+	must(t)(l.CloseFd(ldup, cls.cb, 0))
+	until(t, l, func() bool { return cls.n() == 2 })
+	peerSeesEOF(t, b, 100*time.Millisecond)
+	for _, r := range []*recorder{&rcv, &acc} {
+		if c := r.last(t); r.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+			t.Fatalf("%d completions, last %+v", r.n(), c)
+		}
+	}
+	for _, c := range cls.got {
+		if c.Err != nil || c.Op != ringev.OpClose {
+			t.Fatalf("close: %+v", c)
+		}
+	}
+	if err := unix.Close(conn); err != unix.EBADF {
+		t.Fatalf("fd %d still open after CloseFd (close: %v)", conn, err)
+	}
+}
+
+func testReqFdReuse(t *testing.T, backend string) {
+	a, _ := testutil.Socketpair(t)
+	old, err := unix.Dup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(t, backend)
+	var oldRec, newRec, cls recorder
+	must(t)(l.Recv(old, make([]byte, 8), 0, oldRec.cb, 1))
+	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
+	must(t)(l.CloseFd(old, cls.cb, 0))
+	until(t, l, func() bool { return cls.n() > 0 })
+	// A new socketpair takes the freed number.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	if fds[0] != old {
+		t.Skipf("the new socket got fd %d, not the freed %d", fds[0], old)
+	}
+	must(t)(l.Recv(fds[0], make([]byte, 8), 0, newRec.cb, 2))
+	testutil.Write(t, fds[1], []byte("new"))
+	until(t, l, func() bool { return newRec.n() > 0 && oldRec.n() > 0 })
+	wantOne(t, &newRec, 3)
+	if oldRec.n() != 1 || !errors.Is(oldRec.got[0].Err, unix.ECANCELED) {
+		t.Fatalf("old request: %+v", oldRec.got)
+	}
+}
+
+func testReqRecvMultishot(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	g, err := l.NewBufferGroup(8, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	h, err := l.RecvMultishot(a, g, 0, rec.cb, 0)
+	must(t)(h, err)
+	var want []byte
+	for i := 0; i < 5; i++ {
+		msg := []byte{byte('a' + i), byte('a' + i)}
+		want = append(want, msg...)
+		testutil.Write(t, b, msg)
+		n := rec.n()
+		until(t, l, func() bool { return rec.n() > n })
+	}
+	var got []byte
+	for i, c := range rec.got {
+		if c.Err != nil || !c.More || c.N == 0 {
+			t.Fatalf("completion %d: %+v", i, c)
+		}
+		got = append(got, rec.bufs[i]...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("received %q, want %q", got, want)
+	}
+	unix.Shutdown(b, unix.SHUT_WR)
+	until(t, l, func() bool { return !rec.last(t).More })
+	if c := rec.last(t); c.Err != nil || c.N != 0 {
+		t.Fatalf("last completion %+v, want EOF", c)
+	}
+}
+
+func testReqENOBUFS(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	g, err := l.NewBufferGroup(2, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	var held []int
+	enobufs := 0
+	cb := func(c *ringev.Completion) {
+		switch {
+		case errors.Is(c.Err, unix.ENOBUFS):
+			if !c.More {
+				t.Errorf("ENOBUFS without More: %+v", c)
+			}
+			enobufs++
+		case c.Err != nil:
+			t.Errorf("completion %+v", c)
+		default:
+			got = append(got, c.Buf...)
+			held = append(held, c.BufferID()) // kept: the group runs dry
+		}
+	}
+	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
+	want := bytes.Repeat([]byte("0123456789"), 10) // 100 bytes: more than 2 buffers of 16
+	testutil.Write(t, b, want)
+	until(t, l, func() bool { return enobufs > 0 })
+	if len(got) != 32 {
+		t.Fatalf("before ENOBUFS: %d bytes, want 32 (two buffers)", len(got))
+	}
+	for len(got) < len(want) {
+		for _, id := range held {
+			g.Release(id)
+		}
+		held = held[:0]
+		n := len(got)
+		until(t, l, func() bool { return len(got) > n })
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("received %q, want %q", got, want)
+	}
+}
+
+func testReqMultishotCloseFd(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	conn, err := unix.Dup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(t, backend)
+	g, err := l.NewBufferGroup(4, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec, cls recorder
+	must(t)(l.RecvMultishot(conn, g, 0, rec.cb, 0))
+	testutil.Write(t, b, []byte("x"))
+	until(t, l, func() bool { return rec.n() > 0 })
+	must(t)(l.CloseFd(conn, cls.cb, 0))
+	until(t, l, func() bool { return cls.n() > 0 && !rec.last(t).More })
+	n := rec.n()
+	testutil.Write(t, b, []byte("y")) // to a, which shares the file: the closed request must not see it
+	l.AddTimer(20*time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
+	if rec.n() != n || !errors.Is(rec.last(t).Err, unix.ECANCELED) {
+		t.Fatalf("after CloseFd: %d completions (had %d), last %+v", rec.n(), n, rec.last(t))
+	}
+}
+
+func testReqBufferGC(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var got []byte
+	var ptr *byte
+	cb := func(c *ringev.Completion) { got, ptr = append([]byte(nil), c.Buf...), &c.Buf[0] }
+	func() {
+		buf := make([]byte, 4096)
+		for i := range buf {
+			buf[i] = 0xee
+		}
+		must(t)(l.Read(r, buf, -1, cb, 0))
+	}() // no reference to buf is left but the loop's
+	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
+	for i := 0; i < 5; i++ {
+		_ = make([]byte, 1<<20) // churn, so freed memory would be reused
+		runtime.GC()
+	}
+	testutil.Write(t, w, []byte("landed"))
+	until(t, l, func() bool { return got != nil })
+	if string(got) != "landed" || ptr == nil {
+		t.Fatalf("read %q", got)
+	}
+}
+
+func testReqBadInput(t *testing.T, backend string) {
+	a, _ := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	cb := func(*ringev.Completion) {}
+	buf := make([]byte, 8)
+	for _, c := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"nil callback", second(l.Recv(a, buf, 0, nil, 0)), ringev.ErrNilCallback},
+		{"negative fd", second(l.Recv(-1, buf, 0, cb, 0)), unix.EBADF},
+		{"empty buffer read", second(l.Read(a, nil, -1, cb, 0)), ringev.ErrEmptyBuffer},
+		{"empty buffer send", second(l.Send(a, []byte{}, 0, cb, 0)), ringev.ErrEmptyBuffer},
+		{"nil buffer group", second(l.RecvMultishot(a, nil, 0, cb, 0)), unix.EINVAL},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	done := make(chan error)
+	go func() { _, err := l.Recv(a, buf, 0, cb, 0); done <- err }()
+	if err := <-done; !errors.Is(err, ringev.ErrNotOwner) {
+		t.Errorf("from another goroutine: %v, want ErrNotOwner", err)
+	}
+	// Nothing was submitted: the loop has nothing to wait for.
+	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+		t.Errorf("Once after refused requests: %v, want ErrNothingToDo", err)
+	}
+	l2, err := ringev.New(ringev.WithBackend(backend))
+	requireNew(t, backend, err)
+	l2.Close()
+	if _, err := l2.Recv(a, buf, 0, cb, 0); !errors.Is(err, ringev.ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+func second(_ ringev.Request, err error) error { return err }
+
+func testReqDispatchOrder(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var order []string
+	testutil.Write(t, w, []byte("x"))
+	must(t)(l.Read(r, make([]byte, 8), -1, func(*ringev.Completion) { order = append(order, "completion") }, 0))
+	must(t)(l.Write(w, []byte("y"), -1, func(*ringev.Completion) { order = append(order, "completion") }, 0))
+	l.Post(func() { order = append(order, "posted") })
+	l.AddImmediate(func() { order = append(order, "immediate") })
+	l.AddTimer(0, func(*ringev.Timer) { order = append(order, "timer") })
+	until(t, l, func() bool { return len(order) == 5 })
+	want := []string{"posted", "immediate", "timer", "completion", "completion"}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("order %v, want %v", order, want)
+		}
+	}
+}
+
+func testReqTakeTurnsWithFdEvents(t *testing.T, backend string) {
+	// Two fd events stay ready; 40 writes complete. Between two completion batches an fd
+	// handler runs, and no batch holds more than 32.
+	_, w := testutil.Pipe(t)
+	r2, w2 := testutil.Pipe(t)
+	testutil.Write(t, w2, []byte("ready"))
+	l := newLoop(t, backend)
+	var order []byte
+	addFd(t, l, r2, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { order = append(order, 'F') })
+	cb := func(*ringev.Completion) { order = append(order, 'c') }
+	for i := 0; i < 40; i++ {
+		must(t)(l.Write(w, []byte("y"), -1, cb, 0))
+	}
+	until(t, l, func() bool { return bytes.Count(order, []byte("c")) == 40 })
+	run := 0
+	for i, x := range order {
+		if x == 'F' {
+			run = 0
+			continue
+		}
+		if run++; run > 32 {
+			t.Fatalf("more than 32 completions in a row: %s (at %d)", order, i)
+		}
+	}
+	if bytes.Count(order, []byte("F")) < 1 {
+		t.Fatalf("no fd handler ran among the completions: %s", order)
+	}
+}
+
+func testReqFlood(t *testing.T, backend string) {
+	// Socket a floods: its recv completes every turn. Socket c gets one message; a pipe fd
+	// event and a timer wait too. All must run while the flood goes on.
+	a, b := testutil.Socketpair(t)
+	c, d := testutil.Socketpair(t)
+	pr, pw := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	g, err := l.NewBufferGroup(64, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flood := 0
+	junk := bytes.Repeat([]byte("z"), 60)
+	var onFlood ringev.Callback = func(cp *ringev.Completion) {
+		flood++
+		cp.ReleaseBuffer()
+		if cp.Err == nil && cp.More {
+			unix.Write(b, junk) // keep it coming
+		}
+	}
+	must(t)(l.RecvMultishot(a, g, 0, onFlood, 0))
+	buf := make([]byte, 64)
+	var onOne recorder
+	must(t)(l.Recv(c, buf, 0, onOne.cb, 0))
+	fdRan, timerRan := false, false
+	addFd(t, l, pr, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { fdRan = true; ev.SetFlags(0) })
+	l.AddTimer(2*time.Millisecond, func(*ringev.Timer) { timerRan = true })
+	for i := 0; i < 8; i++ {
+		unix.Write(b, junk)
+	}
+	testutil.Write(t, d, []byte("one"))
+	testutil.Write(t, pw, []byte("p"))
+	until(t, l, func() bool { return fdRan && timerRan && onOne.n() > 0 })
+	if flood == 0 {
+		t.Fatal("the flood never ran")
+	}
+	wantOne(t, &onOne, 3)
+}
+
+func testReqRunReturns(t *testing.T, backend string) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	var rec recorder
+	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 0))
+	testutil.Write(t, w, []byte("x"))
+	if err := testutil.Run(t, l, deadline); err != nil {
+		t.Fatal(err)
+	}
+	wantOne(t, &rec, 1)
+}

@@ -1,0 +1,350 @@
+package ringev
+
+// The requests' emulation on the readiness backends (epoll, poll, uring-poll), as libuv and
+// monoio do without io_uring: an fd event the loop keeps per fd with requests waiting, and the
+// operations made with non-blocking syscalls when it reports the fd ready. A write, send or
+// connect is tried at once (it usually succeeds); a read, recv or accept waits for readiness
+// first (trying it at once would mostly cost a syscall that finds nothing). Regular files,
+// which cannot be watched, are read, written and synced at once.
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/ringev/ringev/internal/rawsys"
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// emulReqs is the readiness backends' reqDriver.
+type emulReqs struct {
+	l  *Loop
+	rq *requests
+}
+
+// reqList is a FIFO of records linked through reqRec.qnext/qprev.
+type reqList struct{ head, tail *reqRec }
+
+func (q *reqList) push(r *reqRec) {
+	r.qlist, r.qnext, r.qprev = q, nil, q.tail
+	if q.tail != nil {
+		q.tail.qnext = r
+	} else {
+		q.head = r
+	}
+	q.tail = r
+}
+
+func (q *reqList) pushFront(r *reqRec) {
+	r.qlist, r.qprev, r.qnext = q, nil, q.head
+	if q.head != nil {
+		q.head.qprev = r
+	} else {
+		q.tail = r
+	}
+	q.head = r
+}
+
+func (q *reqList) remove(r *reqRec) {
+	if r.qprev != nil {
+		r.qprev.qnext = r.qnext
+	} else {
+		q.head = r.qnext
+	}
+	if r.qnext != nil {
+		r.qnext.qprev = r.qprev
+	} else {
+		q.tail = r.qprev
+	}
+	r.qlist, r.qnext, r.qprev = nil, nil, nil
+}
+
+// emulFd is the emulation's state for one fd number.
+type emulFd struct {
+	e           *emulReqs
+	fd          int32
+	ev          *FdEvent // the loop's fd event on fd (kept, disarmed, while no request waits)
+	counted     bool     // ev counts in Loop.nfd (a request waits), so Run keeps running
+	rd, wr      reqList  // waiting for Read (read, recv, accept) and for Write (write, send, connect)
+	notPollable bool     // the backend refused to watch fd (a regular file): ops run at once
+	h           FdHandler
+}
+
+func (e *emulReqs) fdOf(fd int32) *emulFd {
+	f := e.rq.fdState(fd)
+	if f.emul == nil {
+		f.emul = &emulFd{e: e, fd: fd}
+		f.emul.h = f.emul.handle
+	}
+	return f.emul
+}
+
+// writeSide reports whether op waits for Write readiness.
+func writeSide(op Op) bool { return op == OpWrite || op == OpSend || op == OpConnect }
+
+func (e *emulReqs) start(r *reqRec) {
+	r.state = stInflight
+	switch r.op {
+	case OpFsync:
+		var err error
+		if r.flags != 0 {
+			err = unix.Fdatasync(int(r.fd))
+		} else {
+			err = unix.Fsync(int(r.fd))
+		}
+		e.rq.opDone(r, errRes(err), 0)
+		return
+	case OpConnect:
+		if r.done == 0 {
+			r.done = -1 // connect(2) made; the rest waits for Write
+			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.fd), uintptr(unsafe.Pointer(&r.sa)), uintptr(r.salen))
+			if errno != unix.EINPROGRESS && errno != unix.EAGAIN && errno != unix.EALREADY {
+				r.done = 0
+				e.rq.opDone(r, -int32(errno), 0)
+				return
+			}
+		}
+	}
+	f := e.fdOf(r.fd)
+	if f.notPollable {
+		e.perform(f, r) // a regular file: at once (a false "keep" cannot happen there)
+		return
+	}
+	if writeSide(r.op) {
+		if f.wr.head == nil && r.op != OpConnect && !e.perform(f, r) {
+			return
+		}
+		f.wr.push(r)
+	} else {
+		f.rd.push(r)
+	}
+	e.arm(f)
+}
+
+// errRes is a syscall's error as a CQE result.
+func errRes(err error) int32 {
+	if err == nil {
+		return 0
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return -int32(errno)
+	}
+	return -int32(unix.EIO)
+}
+
+// arm makes f's fd event watch what its waiting requests need.
+func (e *emulReqs) arm(f *emulFd) {
+	var want Flags
+	if f.rd.head != nil {
+		want |= Read | Error
+	}
+	if f.wr.head != nil {
+		want |= Write | Error
+	}
+	l := e.l
+	if want == 0 {
+		if f.counted {
+			f.counted = false
+			l.nfd--
+		}
+		return // the flags stay: a request made soon needs no epoll_ctl (handle disarms lazily)
+	}
+	if f.ev == nil {
+		ev, err := l.AddFd(int(f.fd), 0, f.h)
+		if err != nil {
+			e.failAll(f, err)
+			return
+		}
+		l.nfd-- // counted below, while requests wait
+		f.ev = ev
+	}
+	if !f.counted {
+		f.counted = true
+		l.nfd++
+	}
+	if f.ev.flags&want != want {
+		if err := f.ev.SetFlags(f.ev.flags | want); err != nil {
+			if errors.Is(err, unix.EPERM) {
+				// epoll refuses regular files: run what waits at once.
+				f.notPollable = true
+				for r := f.rd.head; r != nil; r = f.rd.head {
+					f.rd.remove(r)
+					e.perform(f, r)
+				}
+				for r := f.wr.head; r != nil; r = f.wr.head {
+					f.wr.remove(r)
+					e.perform(f, r)
+				}
+				e.arm(f)
+				return
+			}
+			e.failAll(f, err)
+		}
+	}
+}
+
+// failAll ends every request waiting on f with err's errno.
+func (e *emulReqs) failAll(f *emulFd, err error) {
+	res := errRes(err)
+	for _, q := range []*reqList{&f.rd, &f.wr} {
+		for r := q.head; r != nil; r = q.head {
+			q.remove(r)
+			e.rq.opDone(r, res, 0)
+		}
+	}
+	if f.counted {
+		f.counted = false
+		e.l.nfd--
+	}
+}
+
+// handle is f's fd event handler: one operation per side per call, so that one fd's requests
+// take one handler turn, as an fd handler does.
+func (f *emulFd) handle(ev *FdEvent, flags Flags) {
+	e := f.e
+	if f.rd.head == nil && f.wr.head == nil {
+		ev.SetFlags(0) // nothing waits: stop watching (lazily, see arm)
+		return
+	}
+	if r := f.rd.head; r != nil && flags&(Read|Error) != 0 {
+		f.rd.remove(r)
+		if e.perform(f, r) {
+			f.rd.pushFront(r)
+		}
+	}
+	if r := f.wr.head; r != nil && flags&(Write|Error) != 0 {
+		f.wr.remove(r)
+		if e.perform(f, r) {
+			f.wr.pushFront(r)
+		}
+	}
+	if f.ev != nil {
+		e.arm(f)
+	}
+}
+
+// perform makes r's syscall. It reports true when r must wait for readiness again (EAGAIN,
+// or a multishot op that goes on); otherwise it told the core (complete or opDone).
+func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
+	rq := e.rq
+	fd := uintptr(r.fd)
+	var n uintptr
+	var errno unix.Errno
+	switch r.op {
+	case OpRead:
+		p := r.buf
+		if r.off < 0 {
+			n, _, errno = unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		} else {
+			n, _, errno = unix.Syscall6(unix.SYS_PREAD64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off), 0, 0)
+		}
+	case OpWrite, OpSend:
+		// The emulation finishes a short write itself (the core's continuation would queue
+		// the rest behind later requests): until all is written, EAGAIN, or an error.
+		for {
+			p := r.buf[r.done:]
+			switch {
+			case r.op == OpSend:
+				n, errno = rawsys.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+			case r.off < 0:
+				n, _, errno = unix.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			default:
+				n, _, errno = unix.Syscall6(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off+int64(r.done)), 0, 0)
+			}
+			if errno != 0 || n == 0 || int(n) == len(p) {
+				break
+			}
+			r.done += int(n)
+		}
+	case OpRecv:
+		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+	case OpAccept, OpAcceptMultishot:
+		n, _, errno = unix.Syscall6(unix.SYS_ACCEPT4, fd, 0, 0, uintptr(r.flags), 0, 0)
+		if errno == 0 && r.op == OpAcceptMultishot {
+			rq.complete(r, int32(n), 0)
+			return true
+		}
+	case OpConnect:
+		v, err := unix.GetsockoptInt(int(r.fd), unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			errno = err.(unix.Errno)
+		} else {
+			errno = unix.Errno(v)
+		}
+		r.done = 0
+	case OpRecvMultishot:
+		g := r.group
+		if len(g.free) == 0 {
+			rq.opDone(r, -int32(unix.ENOBUFS), 0)
+			return false
+		}
+		bid := g.free[len(g.free)-1]
+		p := g.buf(int(bid), g.size)
+		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+		switch {
+		case errno == unix.EAGAIN:
+			return true
+		case errno == 0 && n > 0:
+			g.free = g.free[:len(g.free)-1]
+			rq.complete(r, int32(n), uring.CQEFBuffer|uint32(bid)<<uring.CQEBufferShift)
+			return true
+		}
+	default:
+		errno = unix.EOPNOTSUPP
+	}
+	if errno == unix.EAGAIN || errno == unix.EINTR {
+		return true
+	}
+	if errno != 0 {
+		rq.opDone(r, -int32(errno), 0)
+	} else {
+		rq.opDone(r, int32(n), 0)
+	}
+	return false
+}
+
+func (e *emulReqs) cancel(r *reqRec) {
+	if q := r.qlist; q != nil {
+		q.remove(r)
+	}
+	e.rq.opDone(r, -int32(unix.ECANCELED), 0)
+}
+
+func (e *emulReqs) cancelFd(fd int32) {
+	f := e.rq.fdState(fd).emul
+	if f == nil {
+		return
+	}
+	if f.ev != nil {
+		if !f.counted {
+			e.l.nfd++ // FdEvent.Close uncounts it
+		}
+		f.ev.Close()
+		f.ev, f.counted = nil, false
+	}
+	f.notPollable = false
+	for _, q := range []*reqList{&f.rd, &f.wr} {
+		for r := q.head; r != nil; r = q.head {
+			q.remove(r)
+			r.cancelReq = true
+			e.rq.opDone(r, -int32(unix.ECANCELED), 0)
+		}
+	}
+}
+
+func (e *emulReqs) needWait() bool { return false }
+
+func (e *emulReqs) newGroup(g *BufferGroup) error {
+	g.free = make([]uint16, g.n)
+	for i := range g.free {
+		g.free[i] = uint16(g.n - 1 - i)
+	}
+	return nil
+}
+
+func (e *emulReqs) provide(g *BufferGroup, bid int) { g.free = append(g.free, uint16(bid)) }
+
+func (e *emulReqs) closeGroup(g *BufferGroup) error { return nil }
+
+func (e *emulReqs) shutdown() {}
