@@ -77,19 +77,24 @@ func TestRedisBenchmarkAgainstRESP(t *testing.T) {
 	})
 }
 
-// TestRedisBenchmarkReconnecting: with -k 0, a new connection for every request (accept churn),
-// every request is answered and no connection is left open; with each driver.
+// TestRedisBenchmarkReconnecting: with -k 0, a new connection for every request (accept churn:
+// 6,000 connections, the multishot accept's with the requests driver), every request is
+// answered and no connection or fd is left open; with each driver.
 func TestRedisBenchmarkReconnecting(t *testing.T) {
 	rb := needProgram(t, "redis-benchmark", "redis-tools")
 	forEachDriver(t, false, func(t *testing.T, cfg Config) {
 		cfg.NewProtocol = respServer
 		srv := startServer(t, cfg)
+		before := fdCount(t)
 		host, port, _ := net.SplitHostPort(srv.Addr())
 		out := runClient(t, rb, "-h", host, "-p", port, "-t", "ping_mbulk,set", "-n", "3000", "-c", "20", "-k", "0", "-q")
 		if strings.Contains(out, "ERR") || !strings.Contains(out, "SET: ") {
 			t.Errorf("redis-benchmark -k 0:\n%s", out)
 		}
 		waitConns(t, srv, 0)
+		if n := fdCount(t); n > before {
+			t.Errorf("%d fds open after 6,000 connections, %d before", n, before)
+		}
 	})
 }
 
