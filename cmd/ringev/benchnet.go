@@ -28,8 +28,9 @@ HTTP/1.1 plaintext at pipelining depth 1 and 16), with ringev's servers in the s
   ringev-B-A   ringev serve resp|http --backend B --api A (GOMAXPROCS=1)
 for each backend B and API A (requests: completion I/O, in its default receive mode;
 readiness: fd events and non-blocking read/write). Prints one table: the medians of the rounds
-of requests/s, p50, p99, the server's CPU µs per request, the share of a core it used (below %d %%: the client was the bottleneck), syscalls per request (--syscalls),
-then each ringev server's ratios to every other server of its workload.
+of requests/s, p50, p99, the server's CPU µs per request, the share of a core it used (below
+%d %%: the client was the bottleneck), syscalls per request (--syscalls), then each ringev
+server's ratios to every other server of its workload.
 
 flags:
   --rounds N      interleaved rounds, N > 0 (default 3)

@@ -55,8 +55,8 @@ type serveOptions struct {
 	loops   int
 }
 
-// defaultAPI is --api's default.
-const defaultAPI = server.APIReadiness
+// defaultAPI is --api's default: the library's (server.DefaultAPI, whose doc says why).
+const defaultAPI = server.DefaultAPI
 
 // serveProtocols are the protocols of `ringev serve` and their default addresses.
 var serveProtocols = map[string]string{"resp": "127.0.0.1:6379", "http": "127.0.0.1:8080", "echo": "127.0.0.1:7007"}
