@@ -221,6 +221,34 @@ func TestMalformedRequestGetsErrorThenClose(t *testing.T) {
 	})
 }
 
+// TestLingeringCloseEndsAtItsTimeout: a client that has its reply and EOF after QUIT but never
+// closes its side, and keeps sending, is closed by the server within lingerTimeout (plus slack),
+// with each driver (the requests driver's bound is its recv's deadline).
+func TestLingeringCloseEndsAtItsTimeout(t *testing.T) {
+	forEachDriver(t, true, func(t *testing.T, cfg Config) {
+		cfg.NewProtocol = respServer
+		srv := startServer(t, cfg)
+		c := dial(t, srv)
+		if _, err := c.Write([]byte("PING\r\nQUIT\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, c); got != "+PONG\r\n+OK\r\n" {
+			t.Fatalf("got %q", got)
+		}
+		start := time.Now()
+		for srv.Conns() > 0 && time.Since(start) < lingerTimeout+5*time.Second {
+			c.Write([]byte("PING\r\n")) // dropped by the lingering server
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := srv.Conns(); n > 0 {
+			t.Fatalf("%d connections still open %v after the reply", n, time.Since(start))
+		}
+		if took := time.Since(start); took < lingerTimeout/2 {
+			t.Errorf("closed after %v: the server did not linger", took)
+		}
+	})
+}
+
 // TestSlowReaderGetsEveryReply: a client that sends a long pipeline before reading anything makes
 // the server stop reading while its output is full (OutputLimit); once the client reads, every
 // reply arrives, in order; with each driver.
