@@ -79,8 +79,8 @@ type reqDriver struct {
 	lclosed bool            // the listener's CloseFd has completed (or there was none)
 	group   *ringev.BufferGroup
 	conns   map[*rconn]struct{}
-	free    [][]byte // output and leftover-input buffers, len 0
-	rfree   [][]byte // RecvPerConn receive buffers
+	free    [][]byte // output and leftover-input buffers, len 0 (at most freeBufs)
+	rfree   [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
 	tick    *ringev.Timer
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
@@ -194,10 +194,17 @@ func (d *reqDriver) getBuf() []byte {
 	return make([]byte, 0, 4*RecvBufferSize)
 }
 
-// putBuf gives b back to the free list, unless it grew past twice OutputLimit; the list keeps
-// at most 256 buffers.
+// The free lists' bounds: what a loop keeps for reuse is at most freeBufs buffers of up to
+// freeBufCap bytes (16 MiB) and freeRecvBufs RecvPerConn buffers (4 MiB).
+const (
+	freeBufs     = 256
+	freeBufCap   = 64 << 10
+	freeRecvBufs = 1024
+)
+
+// putBuf gives b back to the free list, unless it grew past freeBufCap or the list is full.
 func (d *reqDriver) putBuf(b []byte) {
-	if b != nil && cap(b) <= 2*OutputLimit && len(d.free) < 256 {
+	if b != nil && cap(b) <= freeBufCap && len(d.free) < freeBufs {
 		d.free = append(d.free, b[:0])
 	}
 }
@@ -422,10 +429,10 @@ func (c *rconn) close() {
 // closed, every request of the connection has had its last completion.
 func (c *rconn) finished(*ringev.Completion) {
 	d := c.d
-	if c.rbuf != nil && !c.recvLive {
+	if c.rbuf != nil && !c.recvLive && len(d.rfree) < freeRecvBufs {
 		d.rfree = append(d.rfree, c.rbuf)
-		c.rbuf = nil
 	}
+	c.rbuf = nil
 	delete(d.conns, c)
 	d.srv.conns.Add(-1)
 	d.maybeDone()
