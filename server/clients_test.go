@@ -51,10 +51,10 @@ var benchmarkLines = []string{"PING_INLINE", "PING_MBULK", "SET", "GET", "INCR",
 // TestRedisBenchmarkAgainstRESP: redis-benchmark's default tests run against the RESP server
 // (pipelined and not) on the uring and epoll backends, with no error reply, no warning (it asks
 // CONFIG GET first), and a rate for each test. (redis-benchmark 7 exits non-zero at the first
-// error reply.) With each driver.
+// error reply.) With each driver and receive mode.
 func TestRedisBenchmarkAgainstRESP(t *testing.T) {
 	rb := needProgram(t, "redis-benchmark", "redis-tools")
-	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
 		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
 			t.Skipf("the other backends run the same drivers; redis-benchmark runs on uring and epoll")
 		}
@@ -193,7 +193,7 @@ func TestWrkAgainstHTTP(t *testing.T) {
 	if err := os.WriteFile(script, []byte(pipelineLua), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
 		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
 			t.Skipf("the other backends run the same drivers; wrk runs on uring and epoll")
 		}
