@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"runtime"
@@ -245,6 +246,32 @@ func TestLingeringCloseEndsAtItsTimeout(t *testing.T) {
 		}
 		if took := time.Since(start); took < lingerTimeout/2 {
 			t.Errorf("closed after %v: the server did not linger", took)
+		}
+	})
+}
+
+// TestRandomInputLeavesNoConnection: 100 connections per protocol that send 64 KiB of random
+// bytes (some answered with an error and closed by the server, some left incomplete), read what
+// comes back and close, leave no connection open; with each driver.
+func TestRandomInputLeavesNoConnection(t *testing.T) {
+	forEachDriver(t, true, func(t *testing.T, cfg Config) {
+		rng := rand.New(rand.NewPCG(13, uint64(len(driverName(cfg)))))
+		for _, proto := range []func() Protocol{respServer, httpServer} {
+			cfg.NewProtocol = proto
+			srv := startServer(t, cfg)
+			for range 100 {
+				c := dial(t, srv)
+				junk := make([]byte, 64<<10)
+				for i := range junk {
+					junk[i] = byte(rng.UintN(256))
+				}
+				go c.Write(junk) // may fail once the server has closed
+				c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				io.Copy(io.Discard, c)
+				c.Close()
+			}
+			waitConns(t, srv, 0)
+			stopServer(t, srv)
 		}
 	})
 }
