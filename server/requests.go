@@ -85,7 +85,6 @@ type reqDriver struct {
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
 	deadline            *ringev.Timer
-	acceptPaused        bool // accept failed for lack of fds or memory: re-armed by a timer
 }
 
 // rconn is one connection of the requests driver.
@@ -158,9 +157,7 @@ func (d *reqDriver) accepted(c *ringev.Completion) {
 		return
 	}
 	d.srv.logf("accept: %v; pausing accept for 100 ms", c.Err)
-	d.acceptPaused = true
 	d.loop.AddTimer(100*time.Millisecond, func(*ringev.Timer) {
-		d.acceptPaused = false
 		if d.lfd >= 0 && !d.draining {
 			if err := d.armAccept(); err != nil {
 				d.srv.logf("accept: %v", err)
@@ -183,7 +180,7 @@ func (d *reqDriver) addConn(fd int) {
 	c.update()
 }
 
-// getBuf returns an empty buffer from the free list (or a new one of RecvBufferSize*4 bytes).
+// getBuf returns an empty buffer from the free list (or a new one with room for 16 KiB).
 func (d *reqDriver) getBuf() []byte {
 	if n := len(d.free); n > 0 {
 		b := d.free[n-1]

@@ -276,6 +276,73 @@ func TestRandomInputLeavesNoConnection(t *testing.T) {
 	})
 }
 
+// TestAcceptResumesAfterFdsRunOut: when accept fails for lack of fds (EMFILE: RLIMIT_NOFILE set
+// 4 above what the process and the server need), the server pauses accepting instead of failing
+// or spinning, and once fds are available again every connection left in the backlog is
+// served; with each driver on uring and epoll (the requests driver's multishot accept ends with
+// EMFILE and is re-armed). The limit is lowered before the server starts: io_uring reads
+// RLIMIT_NOFILE when it prepares an accept SQE, so a lower limit set later does not bind an
+// accept already armed.
+func TestAcceptResumesAfterFdsRunOut(t *testing.T) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
+			t.Skipf("the other backends run the same drivers; tested on uring and epoll")
+		}
+		cfg.NewProtocol = respServer
+		const n = 12
+		var fds [n]int
+		for i := range fds {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fds[i] = fd
+			defer unix.Close(fd)
+			tv := unix.Timeval{Sec: 10}
+			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		}
+		before := fdCount(t)
+		probe := startServer(t, cfg) // how many fds a server takes
+		need := fdCount(t) - before
+		stopServer(t, probe)
+		var old unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+			t.Fatal(err)
+		}
+		restored := false
+		restore := func() {
+			if !restored {
+				restored = true
+				unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+			}
+		}
+		defer restore()
+		low := unix.Rlimit{Cur: uint64(fdCount(t) + need + 4), Max: old.Max}
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+			t.Fatal(err)
+		}
+		srv := startServer(t, cfg)
+		sa := sockaddr(t, srv)
+		for _, fd := range fds { // connect needs no new fd: they wait in the backlog
+			if err := unix.Connect(fd, sa); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := unix.Write(fd, pingRequest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // several accept pauses
+		if got := srv.Conns(); got >= n {
+			t.Fatalf("%d connections accepted with RLIMIT_NOFILE %d: the limit did not bite", got, low.Cur)
+		}
+		restore()
+		reply := make([]byte, 16)
+		for _, fd := range fds {
+			rawReply(t, fd, reply)
+		}
+	})
+}
+
 // TestSlowReaderGetsEveryReply: a client that sends a long pipeline before reading anything makes
 // the server stop reading while its output is full (OutputLimit); once the client reads, every
 // reply arrives, in order; with each driver.
@@ -613,6 +680,11 @@ func rawPing(t *testing.T, fd int, reply []byte) {
 		}
 		break
 	}
+	rawReply(t, fd, reply)
+}
+
+// rawReply reads +PONG from fd into reply, retrying a read that a signal interrupted.
+func rawReply(t *testing.T, fd int, reply []byte) {
 	for {
 		k, err := unix.Read(fd, reply)
 		if err == unix.EINTR {
