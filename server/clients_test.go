@@ -51,14 +51,15 @@ var benchmarkLines = []string{"PING_INLINE", "PING_MBULK", "SET", "GET", "INCR",
 // TestRedisBenchmarkAgainstRESP: redis-benchmark's default tests run against the RESP server
 // (pipelined and not) on the uring and epoll backends, with no error reply, no warning (it asks
 // CONFIG GET first), and a rate for each test. (redis-benchmark 7 exits non-zero at the first
-// error reply.)
+// error reply.) With each driver and receive mode.
 func TestRedisBenchmarkAgainstRESP(t *testing.T) {
 	rb := needProgram(t, "redis-benchmark", "redis-tools")
-	forEachBackend(t, func(t *testing.T, backend string) {
-		if backend != "uring" && backend != "epoll" {
-			t.Skipf("the other backends run the same driver; redis-benchmark runs on uring and epoll")
+	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
+			t.Skipf("the other backends run the same drivers; redis-benchmark runs on uring and epoll")
 		}
-		srv := startServer(t, Config{Backend: backend, NewProtocol: respServer})
+		cfg.NewProtocol = respServer
+		srv := startServer(t, cfg)
 		host, port, _ := net.SplitHostPort(srv.Addr())
 		for _, pipeline := range []string{"1", "16"} {
 			out := runClient(t, rb, "-h", host, "-p", port, "-t", benchmarkTests, "-n", "2000", "-P", pipeline, "-q")
@@ -76,17 +77,25 @@ func TestRedisBenchmarkAgainstRESP(t *testing.T) {
 	})
 }
 
-// TestRedisBenchmarkReconnecting: with -k 0, a new connection for every request (accept churn),
-// every request is answered and no connection is left open.
+// TestRedisBenchmarkReconnecting: with -k 0, a new connection for every request (accept churn:
+// 6,000 connections, the multishot accept's with the requests driver), every request is
+// answered and no connection or fd is left open; with each driver.
 func TestRedisBenchmarkReconnecting(t *testing.T) {
 	rb := needProgram(t, "redis-benchmark", "redis-tools")
-	srv := startServer(t, Config{NewProtocol: respServer})
-	host, port, _ := net.SplitHostPort(srv.Addr())
-	out := runClient(t, rb, "-h", host, "-p", port, "-t", "ping_mbulk,set", "-n", "3000", "-c", "20", "-k", "0", "-q")
-	if strings.Contains(out, "ERR") || !strings.Contains(out, "SET: ") {
-		t.Errorf("redis-benchmark -k 0:\n%s", out)
-	}
-	waitConns(t, srv, 0)
+	forEachDriver(t, false, func(t *testing.T, cfg Config) {
+		cfg.NewProtocol = respServer
+		srv := startServer(t, cfg)
+		before := fdCount(t)
+		host, port, _ := net.SplitHostPort(srv.Addr())
+		out := runClient(t, rb, "-h", host, "-p", port, "-t", "ping_mbulk,set", "-n", "3000", "-c", "20", "-k", "0", "-q")
+		if strings.Contains(out, "ERR") || !strings.Contains(out, "SET: ") {
+			t.Errorf("redis-benchmark -k 0:\n%s", out)
+		}
+		waitConns(t, srv, 0)
+		if n := fdCount(t); n > before {
+			t.Errorf("%d fds open after 6,000 connections, %d before", n, before)
+		}
+	})
 }
 
 // TestRESPMatchesRedisServer: respReplyCases and respProtocolErrorCases are what the installed
@@ -184,11 +193,12 @@ func TestWrkAgainstHTTP(t *testing.T) {
 	if err := os.WriteFile(script, []byte(pipelineLua), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	forEachBackend(t, func(t *testing.T, backend string) {
-		if backend != "uring" && backend != "epoll" {
-			t.Skipf("the other backends run the same driver; wrk runs on uring and epoll")
+	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
+			t.Skipf("the other backends run the same drivers; wrk runs on uring and epoll")
 		}
-		srv := startServer(t, Config{Backend: backend, NewProtocol: httpServer})
+		cfg.NewProtocol = httpServer
+		srv := startServer(t, cfg)
 		url := "http://" + srv.Addr() + "/plaintext"
 		wrkRate(t, wrk, "-t1", "-c32", "-d1s", url)
 		wrkRate(t, wrk, "-t1", "-c32", "-d1s", "-s", script, url, "--", "16")
@@ -197,14 +207,17 @@ func TestWrkAgainstHTTP(t *testing.T) {
 }
 
 // TestWrkConnectionCloseChurn: wrk with "Connection: close" (a connection per request): every
-// response a 200, and no connection or fd left behind.
+// response a 200, and no connection or fd left behind; with each driver.
 func TestWrkConnectionCloseChurn(t *testing.T) {
 	wrk := needProgram(t, "wrk", "wrk")
-	srv := startServer(t, Config{NewProtocol: httpServer})
-	before := fdCount(t)
-	wrkRate(t, wrk, "-t1", "-c16", "-d1s", "-H", "Connection: close", "http://"+srv.Addr()+"/plaintext")
-	waitConns(t, srv, 0)
-	if n := fdCount(t); n > before {
-		t.Errorf("%d fds open after the churn, %d before", n, before)
-	}
+	forEachDriver(t, false, func(t *testing.T, cfg Config) {
+		cfg.NewProtocol = httpServer
+		srv := startServer(t, cfg)
+		before := fdCount(t)
+		wrkRate(t, wrk, "-t1", "-c16", "-d1s", "-H", "Connection: close", "http://"+srv.Addr()+"/plaintext")
+		waitConns(t, srv, 0)
+		if n := fdCount(t); n > before {
+			t.Errorf("%d fds open after the churn, %d before", n, before)
+		}
+	})
 }

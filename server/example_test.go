@@ -69,7 +69,8 @@ func (upper) Serve(in, out []byte) (int, []byte, bool) {
 	return used, out, false
 }
 
-// A protocol of one's own on the readiness driver, with two loops on two OS threads.
+// A protocol of one's own on the requests driver (the default API), with two loops on two OS
+// threads.
 func ExampleProtocol() {
 	srv, err := server.Start(server.Config{
 		Addr:        "127.0.0.1:0",

@@ -8,10 +8,12 @@
 //   - the protocol (resp.go, http.go, echo.go): a Protocol turns the bytes a connection received
 //     into the bytes of its replies (parse, then append to an output buffer). It makes no
 //     syscall and does not know how the bytes came or go;
-//   - the connection driver (readiness.go): it accepts connections, reads, hands the bytes to
-//     the Protocol, writes what it returned. The readiness driver uses fd events and the loop's
-//     non-blocking I/O (Loop.ReadNonblocking/WriteNonblocking); a driver built on completion
-//     requests can sit beside it and reuse every Protocol unchanged.
+//   - the connection driver: it accepts connections, reads, hands the bytes to the Protocol,
+//     writes what it returned. Two drivers serve every Protocol unchanged (Config.API): the
+//     requests driver (requests.go, the default) does its I/O with the loop's completion
+//     requests (a multishot accept, a recv per connection, Send, CloseFd); the readiness
+//     driver (readiness.go) with fd events and the loop's non-blocking I/O
+//     (Loop.ReadNonblocking/WriteNonblocking).
 //
 // Start runs one driver per loop, on as many loops (OS threads) as asked, each with its own
 // SO_REUSEPORT listening socket.

@@ -19,23 +19,25 @@ import (
 )
 
 const usageBenchNet = `usage: ringev bench net [--rounds N] [--seconds S] [--requests N] [--backend a,b]
-                       [--slowsys N] [--syscalls] [--anchors DIR] [--json] [--png FILE]
+                       [--api a,b] [--slowsys N] [--syscalls] [--anchors DIR] [--json] [--png FILE]
 
 Runs the anchors' net.sh: the network peers (redis-server 7, redcon, nginx with 1 worker, gnet
 with 1 loop, Go net/http), each pinned to CPU 0 and driven by its real client pinned to CPU 1
 (redis-benchmark -c 50 -P 1 and -P 16: PING_INLINE, PING_MBULK, SET, GET; wrk -t1 -c256,
 HTTP/1.1 plaintext at pipelining depth 1 and 16), with ringev's servers in the same rounds:
-  ringev-B-readiness   ringev serve resp|http --backend B --api readiness (GOMAXPROCS=1)
-for each backend B (the requests API joins them once it is built). Prints one table: the
-medians of the rounds of requests/s, p50, p99, the server's CPU µs per request, the share of a
-core it used (below %d %%: the client was the bottleneck), syscalls per request (--syscalls),
-then each ringev server's ratios to every other server of its workload.
+  ringev-B-A   ringev serve resp|http --backend B --api A (GOMAXPROCS=1)
+for each backend B and API A (requests: completion I/O, in its default receive mode;
+readiness: fd events and non-blocking read/write). Prints one table: the medians of the rounds
+of requests/s, p50, p99, the server's CPU µs per request, the share of a core it used (below
+%d %%: the client was the bottleneck), syscalls per request (--syscalls), then each ringev
+server's ratios to every other server of its workload.
 
 flags:
   --rounds N      interleaved rounds, N > 0 (default 3)
   --seconds S     seconds per wrk run, S > 0 (default 5)
   --requests N    requests per redis-benchmark test, N > 0 (default 200000)
   --backend a,b   ringev's backends (default uring,epoll; known: %s)
+  --api a,b       ringev's APIs (default requests,readiness)
   --slowsys N     run every server (not the clients) under the anchors' slowsys N: syscall
                   entries made slower, the regime of machines with page-table isolation
                   (slowsys 3000: ~0.6 µs a syscall); needs $ANCHORS_BIN/slowsys
@@ -59,6 +61,7 @@ SIGTERM stops net.sh and its servers, prints nothing and exits 130 or 143.
 type benchNetOptions struct {
 	rounds, seconds, requests int
 	backends                  []string
+	apis                      []string
 	slowsys                   int // 0: the plain regime
 	syscalls                  bool
 	anchors                   string // "": find it
@@ -69,13 +72,16 @@ type benchNetOptions struct {
 // netBackends are the backends --backend accepts: those of `ringev serve`.
 var netBackends = []string{"uring", "epoll", "poll", "uring-poll"}
 
+// netAPIs are the APIs --api accepts: those of `ringev serve`.
+var netAPIs = []string{"requests", "readiness"}
+
 func benchNetUsage() string {
 	return fmt.Sprintf(usageBenchNet, bench.ClientBoundPercent, strings.Join(netBackends, ","))
 }
 
 // parseBenchNet parses the arguments of `ringev bench net`.
 func parseBenchNet(args []string) (benchNetOptions, error) {
-	o := benchNetOptions{rounds: 3, seconds: 5, requests: 200000, backends: []string{"uring", "epoll"}}
+	o := benchNetOptions{rounds: 3, seconds: 5, requests: 200000, backends: []string{"uring", "epoll"}, apis: netAPIs}
 	fs := flag.NewFlagSet("ringev bench net", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -96,6 +102,11 @@ func parseBenchNet(args []string) (benchNetOptions, error) {
 	fs.Func("backend", "backends", func(s string) error {
 		names, err := splitList(s, netBackends, "backend")
 		o.backends = names
+		return err
+	})
+	fs.Func("api", "APIs", func(s string) error {
+		names, err := splitList(s, netAPIs, "API")
+		o.apis = names
 		return err
 	})
 	fs.BoolVar(&o.syscalls, "syscalls", false, "count syscalls")
@@ -167,15 +178,29 @@ func anchorsBin() string {
 	return "/tmp/ringev-anchors"
 }
 
+// ringevServer is one of ringev's servers in a bench net run: its name in net.sh's lines and
+// its command, with %s for the protocol (resp, http) and {port}.
+type ringevServer struct{ name, cmd string }
+
+// ringevServerList returns ringev's servers: one per backend and API.
+func ringevServerList(exe string, backends, apis []string) []ringevServer {
+	var list []ringevServer
+	for _, b := range backends {
+		for _, api := range apis {
+			list = append(list, ringevServer{"ringev-" + b + "-" + api,
+				fmt.Sprintf("env GOMAXPROCS=1 %s serve %%s --addr 127.0.0.1:{port} --backend %s --api %s", exe, b, api)})
+		}
+	}
+	return list
+}
+
 // ringevServers returns the RESP_SERVERS and HTTP_SERVERS entries for ringev's servers: one per
 // backend and API, "NAME=COMMAND" joined by ';'.
-func ringevServers(exe string, backends []string) (resp, http string) {
+func ringevServers(exe string, backends, apis []string) (resp, http string) {
 	var r, h []string
-	for _, b := range backends {
-		name := "ringev-" + b + "-readiness"
-		cmd := fmt.Sprintf("env GOMAXPROCS=1 %s serve %%s --addr 127.0.0.1:{port} --backend %s --api readiness", exe, b)
-		r = append(r, name+"="+fmt.Sprintf(cmd, "resp"))
-		h = append(h, name+"="+fmt.Sprintf(cmd, "http"))
+	for _, s := range ringevServerList(exe, backends, apis) {
+		r = append(r, s.name+"="+fmt.Sprintf(s.cmd, "resp"))
+		h = append(h, s.name+"="+fmt.Sprintf(s.cmd, "http"))
 	}
 	return strings.Join(r, ";"), strings.Join(h, ";")
 }
@@ -216,7 +241,7 @@ func runBenchNet(args []string, stdout, stderr io.Writer) int {
 	if runErr == nil {
 		results = bench.SummarizeNet(samples)
 		if o.syscalls {
-			runErr = countSyscalls(ctx, exe, o.backends, filepath.Dir(o.anchors), results, stderr)
+			runErr = countSyscalls(ctx, exe, o.backends, o.apis, filepath.Dir(o.anchors), results, stderr)
 		}
 	}
 	if sig := caught(); sig != nil {
@@ -263,7 +288,7 @@ func runBenchNet(args []string, stdout, stderr io.Writer) int {
 // already stopped, under set -e), so its status alone decides nothing: the run has failed when a
 // server did not start, when one of ringev's servers has no measurement, or when there is none.
 func runNetSh(ctx context.Context, o benchNetOptions, exe, wrap string, progress io.Writer) ([]bench.NetSample, error) {
-	resp, http := ringevServers(exe, o.backends)
+	resp, http := ringevServers(exe, o.backends, o.apis)
 	cmd := exec.Command("bash", o.anchors, strconv.Itoa(o.rounds), strconv.Itoa(o.seconds))
 	cmd.Env = append(os.Environ(), "RESP_SERVERS="+resp, "HTTP_SERVERS="+http, "REDIS_N="+strconv.Itoa(o.requests),
 		"SERVER_WRAP="+wrap, "PATH="+os.Getenv("PATH")+string(os.PathListSeparator)+"/usr/local/go/bin")
@@ -316,8 +341,8 @@ func runNetSh(ctx context.Context, o benchNetOptions, exe, wrap string, progress
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	for _, b := range o.backends {
-		name := "ringev-" + b + "-readiness"
+	for _, rs := range ringevServerList("", o.backends, o.apis) {
+		name := rs.name
 		if !slices.ContainsFunc(samples, func(s bench.NetSample) bool { return s.Server == name }) && !slices.Contains(failed, name) {
 			failed = append(failed, name+" (no measurement)")
 		}
@@ -342,15 +367,14 @@ type syscallServer struct {
 // countSyscalls counts, with strace -c -f, the syscalls per request of ringev's servers and of
 // redis-server (and gnet when its binary is there) under the workloads of net.sh it can repeat,
 // and puts the figures into the matching results. anchors is net.sh's directory.
-func countSyscalls(ctx context.Context, exe string, backends []string, anchors string, results []bench.NetResult, progress io.Writer) error {
+func countSyscalls(ctx context.Context, exe string, backends, apis []string, anchors string, results []bench.NetResult, progress io.Writer) error {
 	if _, err := exec.LookPath("strace"); err != nil {
 		return errors.New("--syscalls needs strace (Debian package strace)")
 	}
 	var servers []syscallServer
-	for _, b := range backends {
+	for _, rs := range ringevServerList(exe, backends, apis) {
 		for _, proto := range []string{"resp", "http"} {
-			servers = append(servers, syscallServer{"ringev-" + b + "-readiness",
-				fmt.Sprintf("env GOMAXPROCS=1 %s serve %s --addr 127.0.0.1:{port} --backend %s --api readiness", exe, proto, b), proto == "http"})
+			servers = append(servers, syscallServer{rs.name, fmt.Sprintf(rs.cmd, proto), proto == "http"})
 		}
 	}
 	servers = append(servers, syscallServer{"redis", "redis-server --port {port} --save '' --appendonly no --bind 127.0.0.1 --protected-mode no --loglevel warning", false})

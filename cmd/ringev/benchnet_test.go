@@ -12,10 +12,12 @@ import (
 	"github.com/ringev/ringev/internal/bench"
 )
 
-// TestParseBenchNetDefaults: 3 rounds of 5 s and 200,000 requests, uring and epoll.
+// TestParseBenchNetDefaults: 3 rounds of 5 s and 200,000 requests, uring and epoll, the requests
+// and readiness APIs.
 func TestParseBenchNetDefaults(t *testing.T) {
 	o, err := parseBenchNet(nil)
 	if err != nil || o.rounds != 3 || o.seconds != 5 || o.requests != 200000 || !slices.Equal(o.backends, []string{"uring", "epoll"}) ||
+		!slices.Equal(o.apis, []string{"requests", "readiness"}) ||
 		o.slowsys != 0 || o.syscalls || o.json || o.png != "" || o.anchors != "" {
 		t.Errorf("%+v, %v", o, err)
 	}
@@ -30,6 +32,7 @@ func TestParseBenchNetBadInput(t *testing.T) {
 		{[]string{"--rounds", "0"}, "--rounds"},
 		{[]string{"--seconds", "x"}, "--seconds"},
 		{[]string{"--backend", "kqueue"}, `unknown backend "kqueue"`},
+		{[]string{"--api", "magic"}, `unknown API "magic"`},
 		{[]string{"--slowsys", "-1"}, "--slowsys"},
 		{[]string{"--png", ""}, "--png"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
@@ -45,11 +48,13 @@ func TestParseBenchNetBadInput(t *testing.T) {
 	}
 }
 
-// TestRingevServersForNetSh: one RESP and one HTTP server per backend, in net.sh's NAME=COMMAND
-// form with {port}.
+// TestRingevServersForNetSh: one RESP and one HTTP server per backend and API, in net.sh's
+// NAME=COMMAND form with {port}.
 func TestRingevServersForNetSh(t *testing.T) {
-	resp, http := ringevServers("/bin/ringev", []string{"uring", "epoll"})
-	want := "ringev-uring-readiness=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api readiness;" +
+	resp, http := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests", "readiness"})
+	want := "ringev-uring-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests;" +
+		"ringev-uring-readiness=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api readiness;" +
+		"ringev-epoll-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api requests;" +
 		"ringev-epoll-readiness=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api readiness"
 	if resp != want || http != strings.ReplaceAll(want, "serve resp", "serve http") {
 		t.Errorf("RESP_SERVERS %q\nHTTP_SERVERS %q", resp, http)
@@ -75,12 +80,14 @@ func TestBenchNetReadsNetSh(t *testing.T) {
 	dir := fakeNetSh(t, `redis PING_INLINE-c50-P1: Got 90000.00 requests/sec (p50 0.287 ms, server CPU 8.50 us/request)
 ringev-uring-readiness PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 ms, server CPU 8.00 us/request)
 ringev-epoll-readiness PING_INLINE-c50-P1: Got 94000.00 requests/sec (p50 0.271 ms, server CPU 9.00 us/request)
+ringev-uring-requests PING_INLINE-c50-P1: Got 96000.00 requests/sec (p50 0.265 ms, server CPU 7.00 us/request)
+ringev-epoll-requests PING_INLINE-c50-P1: Got 93000.00 requests/sec (p50 0.280 ms, server CPU 9.50 us/request)
 `)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"bench", "net", "--anchors", dir, "--rounds", "1"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("status %d\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"ringev-uring-readiness", "vs redis", "0.94 / 1.06", "vs ringev-epoll-readiness"} {
+	for _, want := range []string{"ringev-uring-readiness", "ringev-uring-requests", "vs redis", "0.94 / 1.06", "vs ringev-epoll-readiness"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, stdout.String())
 		}
@@ -91,7 +98,7 @@ ringev-epoll-readiness PING_INLINE-c50-P1: Got 94000.00 requests/sec (p50 0.271 
 		t.Fatalf("--json: status %d\n%s", code, stderr.String())
 	}
 	var rep bench.NetReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 3 || rep.Regime != "plain" {
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 5 || rep.Regime != "plain" {
 		t.Errorf("JSON: %v\n%s", err, stdout.String())
 	}
 	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
@@ -104,6 +111,8 @@ ringev-epoll-readiness PING_INLINE-c50-P1: Got 94000.00 requests/sec (p50 0.271 
 func TestBenchNetFailsWhenRingevWasNotMeasured(t *testing.T) {
 	dir := fakeNetSh(t, `redis PING_INLINE-c50-P1: Got 90000.00 requests/sec (p50 0.287 ms, server CPU 8.50 us/request)
 ringev-uring-readiness PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 ms, server CPU 8.00 us/request)
+ringev-uring-requests PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 ms, server CPU 8.00 us/request)
+ringev-epoll-requests PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 ms, server CPU 8.00 us/request)
 `)
 	var stderr bytes.Buffer
 	if code := run([]string{"bench", "net", "--anchors", dir}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "ringev-epoll-readiness (no measurement)") {

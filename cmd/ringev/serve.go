@@ -15,8 +15,8 @@ import (
 	"github.com/ringev/ringev/server"
 )
 
-const usageServe = `usage: ringev serve resp|http|echo [--addr HOST:PORT] [--backend B] [--api readiness]
-                                   [--loops N]
+const usageServe = `usage: ringev serve resp|http|echo [--addr HOST:PORT] [--backend B]
+                                   [--api requests|readiness] [--recv per-conn|multishot] [--loops N]
 
 Serves a protocol on ringev's loop until SIGINT or SIGTERM:
   resp   a small Redis (RESP2, inline commands, pipelining, an in-memory keyspace) with the
@@ -28,8 +28,13 @@ Serves a protocol on ringev's loop until SIGINT or SIGTERM:
 flags:
   --addr HOST:PORT  where to listen (port 0: any free port, printed on stderr)
   --backend B       the loops' backend: auto (default), %s
-  --api A           readiness (default): fd events and the loop's non-blocking I/O;
-                    requests (completion I/O) is not built yet
+  --api A           %s (default) or %s:
+                    requests: completion I/O (multishot accept, recv, send, close as
+                      requests; SQEs on uring, emulated on epoll and poll)
+                    readiness: fd events and the loop's non-blocking read/write
+  --recv M          the requests API's receives: per-conn (default): one recv at a time
+                    into a 4 KiB buffer of each connection's own; multishot: a multishot
+                    recv into the loop's provided buffers (an idle connection owns none)
   --loops N         N loops, each on its own OS thread with its own SO_REUSEPORT
                     listening socket, 1..%d (default 1)
 
@@ -46,20 +51,28 @@ type serveOptions struct {
 	addr    string
 	backend string
 	api     string
+	recv    string
 	loops   int
 }
+
+// defaultAPI is --api's default: the library's (server.DefaultAPI, whose doc says why).
+const defaultAPI = server.DefaultAPI
 
 // serveProtocols are the protocols of `ringev serve` and their default addresses.
 var serveProtocols = map[string]string{"resp": "127.0.0.1:6379", "http": "127.0.0.1:8080", "echo": "127.0.0.1:7007"}
 
 func serveUsage() string {
-	return fmt.Sprintf(usageServe, strings.Join(ringev.Backends(), ", "), maxLoops)
+	other := server.APIRequests
+	if defaultAPI == server.APIRequests {
+		other = server.APIReadiness
+	}
+	return fmt.Sprintf(usageServe, strings.Join(ringev.Backends(), ", "), defaultAPI, other, maxLoops)
 }
 
 // parseServe parses the arguments of `ringev serve`: flag.ErrHelp for -h/--help, a *usageError
 // naming the flag or argument for anything it rejects.
 func parseServe(args []string) (serveOptions, error) {
-	o := serveOptions{backend: "auto", api: server.APIReadiness, loops: 1}
+	o := serveOptions{backend: "auto", api: defaultAPI, recv: server.DefaultRecv, loops: 1}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.proto, args = args[0], args[1:]
 	}
@@ -76,13 +89,20 @@ func parseServe(args []string) (serveOptions, error) {
 	})
 	fs.Func("api", "I/O API", func(s string) error {
 		switch s {
-		case server.APIReadiness:
-		case server.APIRequests:
-			return errors.New("the requests API (completion I/O, issue 12) is not built yet; use --api readiness")
+		case server.APIReadiness, server.APIRequests:
 		default:
-			return fmt.Errorf("unknown API %q (known: %s, %s)", s, server.APIReadiness, server.APIRequests)
+			return fmt.Errorf("unknown API %q (known: %s, %s)", s, server.APIRequests, server.APIReadiness)
 		}
 		o.api = s
+		return nil
+	})
+	fs.Func("recv", "the requests API's receives", func(s string) error {
+		switch s {
+		case server.RecvPerConn, server.RecvMultishot:
+		default:
+			return fmt.Errorf("unknown receive mode %q (known: %s, %s)", s, server.RecvPerConn, server.RecvMultishot)
+		}
+		o.recv = s
 		return nil
 	})
 	fs.Func("loops", "number of loops", func(s string) error {
@@ -145,6 +165,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		Addr:        o.addr,
 		Backend:     o.backend,
 		API:         o.api,
+		Recv:        o.recv,
 		Loops:       o.loops,
 		NewProtocol: newProtocol(o.proto),
 		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "ringev serve: "+format+"\n", args...) },
@@ -153,8 +174,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ringev serve %s: %v\n", o.proto, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s API)\n",
-		o.proto, srv.Addr(), srv.Backend(), o.loops, o.api)
+	api := o.api + " API"
+	if o.api == server.APIRequests {
+		api += ", " + o.recv + " recv"
+	}
+	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
+		o.proto, srv.Addr(), srv.Backend(), o.loops, api)
 	ended := make(chan error, 1)
 	go func() { ended <- srv.Wait() }()
 	select {

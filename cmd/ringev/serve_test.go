@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
 	"regexp"
@@ -12,23 +11,26 @@ import (
 	"time"
 )
 
-// TestParseServeDefaults: each protocol has its default address, readiness API, auto backend, one
-// loop; the protocol may come after the flags.
+// TestParseServeDefaults: each protocol has its default address, the default API, the requests
+// API's default receive mode, auto backend, one loop; the protocol may come after the flags.
 func TestParseServeDefaults(t *testing.T) {
 	for _, args := range [][]string{{"resp"}, {"--loops", "1", "resp"}} {
 		o, err := parseServe(args)
-		if err != nil || o != (serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: "readiness", loops: 1}) {
+		if err != nil || o != (serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: defaultAPI, recv: "per-conn", loops: 1}) {
 			t.Errorf("%q: %+v, %v", args, o, err)
 		}
 	}
 	o, err := parseServe([]string{"http", "--addr", "0.0.0.0:9000", "--backend", "epoll", "--api", "readiness", "--loops", "4"})
-	if err != nil || o != (serveOptions{proto: "http", addr: "0.0.0.0:9000", backend: "epoll", api: "readiness", loops: 4}) {
+	if err != nil || o != (serveOptions{proto: "http", addr: "0.0.0.0:9000", backend: "epoll", api: "readiness", recv: "per-conn", loops: 4}) {
 		t.Errorf("%+v, %v", o, err)
+	}
+	o, err = parseServe([]string{"echo", "--api", "requests", "--recv", "multishot"})
+	if err != nil || o.api != "requests" || o.recv != "multishot" {
+		t.Errorf("--api requests --recv multishot: %+v, %v", o, err)
 	}
 }
 
-// TestParseServeBadInput: every bad command line is a usage error (status 2) naming the problem;
-// --api requests says the requests API is not built yet.
+// TestParseServeBadInput: every bad command line is a usage error (status 2) naming the problem.
 func TestParseServeBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -36,7 +38,7 @@ func TestParseServeBadInput(t *testing.T) {
 	}{
 		{nil, []string{"which protocol"}},
 		{[]string{"ftp"}, []string{`unknown protocol "ftp"`, "resp, http, echo"}},
-		{[]string{"resp", "--api", "requests"}, []string{"--api", "requests API", "not built yet"}},
+		{[]string{"resp", "--recv", "telepathy"}, []string{"--recv", `unknown receive mode "telepathy"`, "per-conn, multishot"}},
 		{[]string{"resp", "--api", "magic"}, []string{"--api", `unknown API "magic"`}},
 		{[]string{"resp", "--backend", "kqueue"}, []string{"--backend", `unknown backend "kqueue"`, "epoll"}},
 		{[]string{"resp", "--loops", "0"}, []string{"--loops", "must be > 0"}},
@@ -56,20 +58,24 @@ func TestParseServeBadInput(t *testing.T) {
 	}
 }
 
-// TestServeAPIRequestsExits2: the command line with --api requests exits 2 with the message.
-func TestServeAPIRequestsExits2(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"serve", "echo", "--api", "requests"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "not built yet") {
-		t.Errorf("exit %d, stderr %q", code, stderr.String())
+// TestServeStopsOnSIGTERM: `ringev serve echo` serves until SIGTERM, then exits 0, with each API
+// (and each of the requests API's receive modes).
+func TestServeStopsOnSIGTERM(t *testing.T) {
+	for _, api := range [][]string{{"--api", "readiness"}, {"--api", "requests", "--recv", "per-conn"}, {"--api", "requests", "--recv", "multishot"}} {
+		name := api[1]
+		if len(api) > 2 {
+			name += "-" + api[3]
+		}
+		t.Run(name, func(t *testing.T) { testServeSIGTERM(t, api) })
 	}
 }
 
-// TestServeStopsOnSIGTERM: `ringev serve echo` serves until SIGTERM, then exits 0.
-func TestServeStopsOnSIGTERM(t *testing.T) {
+// testServeSIGTERM is TestServeStopsOnSIGTERM with one API.
+func testServeSIGTERM(t *testing.T, api []string) {
 	r, w := io.Pipe()
 	code := make(chan int, 1)
 	go func() {
-		code <- run([]string{"serve", "echo", "--addr", "127.0.0.1:0"}, io.Discard, w)
+		code <- run(append([]string{"serve", "echo", "--addr", "127.0.0.1:0"}, api...), io.Discard, w)
 		w.Close()
 	}()
 	lines := bufio.NewScanner(r)
