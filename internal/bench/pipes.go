@@ -76,7 +76,7 @@ const (
 
 // PipesModes returns the mode names in the order they are run and printed.
 func PipesModes() []string {
-	return []string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll, PipesModeCompletion}
+	return append([]string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll}, completionModes()...)
 }
 
 // loopOptions are the ringev.New options of backend in mode (a name from PipesModes(); ""
@@ -129,7 +129,7 @@ func runnable(shape string) bool {
 		return true
 	}
 	if _, ok := parseFdBusy(shape); ok {
-		return true // completion.go
+		return true
 	}
 	return shape != ShapeFdMany && shape != ShapeFdBusy && slices.Contains(Shapes(), shape)
 }
@@ -249,7 +249,9 @@ func RunPipes(backend, shape string, opt Options) (Result, error) {
 	var res Result
 	err := inGoroutine(func() error {
 		var err error
-		if backend == Netpoller {
+		if run := otherRunner(backend, shape, opt.Mode); run != nil {
+			res, err = run(backend, shape, opt) // fd_busy, completion modes: busy.go, completion.go
+		} else if backend == Netpoller {
 			res, err = runNetpoller(shape, opt)
 		} else {
 			res, err = runLoop(backend, shape, opt)
@@ -372,9 +374,6 @@ func (s *pipeRun) onSignal(_ *ringev.Signal, count int) { s.counted += int64(cou
 // locks it to its thread). Every fd event, signal, the loop and every pipe fd are closed, and
 // RLIMIT_NOFILE is restored, before it returns, also on error.
 func runLoop(backend, shape string, opt Options) (res Result, err error) {
-	if _, busy := parseFdBusy(shape); busy || opt.Mode == PipesModeCompletion {
-		return runRequests(backend, shape, opt) // completion.go
-	}
 	nfds, many := parseFdMany(shape)
 	if many {
 		restore, err := reserveFds(nfds + 1) // the active pipe's two fds and nfds-1 idle ones
@@ -628,8 +627,8 @@ type Config struct {
 	// Fds are the pipe counts of the fd_many shape, one run each, in this order (duplicates
 	// dropped); nil or empty means DefaultFds. Each is in [1, MaxFds].
 	Fds []int
-	// Busy are the active pipe counts of the fd_busy shape (completion.go); nil or empty means
-	// DefaultBusy.
+	// Busy are the pipe counts of the fd_busy shape, one run each, in this order (duplicates
+	// dropped); nil or empty means DefaultBusy. Each is in [1, MaxBusy].
 	Busy []int
 	// Modes of the ringev backends, names from PipesModes(); nil or empty means the default
 	// mode only. Options.Mode is ignored.
@@ -678,12 +677,10 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	var runs []string // shapes with fd_many expanded
 	for _, shape := range shapes {
-		if shape == ShapeFdBusy { // completion.go
-			busy, err := busyShapes(cfg.Busy)
-			if err != nil {
+		if shape == ShapeFdBusy {
+			if runs, err = expandBusy(runs, cfg.Busy); err != nil {
 				return nil, err
 			}
-			runs = append(runs, busy...)
 			continue
 		}
 		if shape != ShapeFdMany {
@@ -715,7 +712,7 @@ func Run(cfg Config) ([]Result, error) {
 	for _, shape := range runs {
 		for i, mode := range modes {
 			for _, b := range usable {
-				if b == Netpoller && (shape == ShapeContext || i > 0) || skipRun(b, shape, mode) {
+				if b == Netpoller && (shape == ShapeContext || i > 0) {
 					continue
 				}
 				if n, ok := parseFdMany(shape); ok && n > pollScanLimit && b == "poll" && len(cfg.Backends) == 0 {
