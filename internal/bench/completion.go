@@ -29,7 +29,6 @@ package bench
 import (
 	"fmt"
 	"runtime"
-	"runtime/metrics"
 	"time"
 
 	"github.com/ringev/ringev"
@@ -178,15 +177,13 @@ func (s *reqRun) turn() error {
 	return s.err
 }
 
-// heapAllocs is the number of heap objects the process has allocated so far (runtime/metrics,
-// no stop-the-world).
+// heapAllocs is the number of heap objects the process has allocated so far
+// (runtime.MemStats.Mallocs, exact: ReadMemStats flushes every P's counts, stopping the world
+// for a moment, once before and once after a timed run).
 func heapAllocs() uint64 {
-	sample := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return sample[0].Value.Uint64()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
 }
 
 // lastRunAllocs is the number of heap objects allocated during the timed part of the last
