@@ -56,7 +56,6 @@ func TestRunExpandsFdBusy(t *testing.T) {
 	}
 }
 
-
 // TestFdBusyEveryBackendAndMode: fd_busy4 runs on every backend in every mode (readiness and
 // completion) and on the netpoller, counts exactly its events, with no spurious handler call.
 func TestFdBusyEveryBackendAndMode(t *testing.T) {
