@@ -19,6 +19,8 @@
 //     by default), named fd_many<N> (fd_many1, fd_many100, fd_many10000) in the results, which
 //     also carry N as Fds. It raises RLIMIT_NOFILE as far as the hard limit allows for the run
 //     and restores it afterwards (see fdmany.go).
+//   - fd_busy: N pipes, every one active with its reader and writer (tevent_pipe.c's busy N);
+//     one run per N (Config.Busy, 1, 16 and 256 by default), named fd_busy<N> (see busy.go).
 //
 // Every fd_speed and fd_many run, on a ringev backend or the netpoller, first turns for 5 % of
 // its events (at most 50,000) untimed, so that it measures the steady state, as BenchmarkFdSpeed
@@ -26,8 +28,9 @@
 //
 // Modes (Options.Mode, Config.Modes): every ringev backend runs with the default readiness cache
 // ("default"), the same with handlers that make their own syscalls ("syscall"), with
-// ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"). The netpoller has
-// no modes: it runs once per shape, as mode "default".
+// ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"), or with the
+// handlers' I/O as requests ("completion", "completion-inline"; see completion.go). The
+// netpoller has no modes: it runs once per shape, as mode "default".
 //
 // The handlers read and write one byte with the loop's methods, Loop.ReadNonblocking and
 // Loop.WriteNonblocking, as a ringev user's handlers of non-blocking fds should: on the uring
