@@ -4,6 +4,7 @@
 # --shape fd_speed1 --backend B --mode M` per ringev backend and mode, and the Go netpoller); the medians
 # of the rounds are printed with their ratios to tevent epoll and to the liburing one-shot loop.
 # usage: scripts/compare.sh [ROUNDS] [EVENTS]   (default 7 rounds of 500000 events)
+# Then scripts/compare_busy.sh (issue 12: completion modes, fd_busy; COMPARE_BUSY=0 skips it).
 # Needs the anchors built by ../shared/anchors/run.sh (in $ANCHORS_BIN, default /tmp/ringev-anchors).
 # Every peer runs pinned to one CPU ($CPU, default 0; CPU=none: unpinned): on the 2-vCPU machines
 # we measured, one vCPU runs this benchmark ~15 % slower than the other, for C and Go alike, so
@@ -67,3 +68,11 @@ for k, v in d.items():
     m = statistics.median(v)
     print(f"{k:28s} {m:9.0f} {1e9/m:9.0f} {min(v):9.0f} {max(v):9.0f} {m/te:14.2f} {m/lo:18.2f}")
 PY
+# --- issue 12: the completion modes and the fd_busy shape beside the C proactor, epoll_busy and
+# tevent busy, in both regimes when SLOWSYS is set, with syscalls per event (strace -c): a
+# separate script, with the same rounds and events (COMPARE_BUSY=0 skips it; see its header for
+# BUSY, BACKENDS, MODES, SLOWSYS, STRACE).
+if [ "${COMPARE_BUSY:-1}" = 1 ]; then
+  trap - ERR
+  scripts/compare_busy.sh "$rounds" "$events"
+fi

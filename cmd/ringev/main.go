@@ -1,7 +1,7 @@
 // Command ringev holds ringev's measuring tools.
 //
-//	ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--mode m,n] [--events N]
-//	                   [--json] [--png FILE]
+//	ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--busy N,M] [--mode m,n]
+//	                   [--events N] [--json] [--png FILE]
 //	ringev bench rio [flags]
 //	ringev bench net [flags]
 //	ringev probe [--json]
@@ -52,8 +52,8 @@ Run 'ringev bench BENCHMARK --help' (e.g. 'ringev bench rio --help') for its fla
 `
 
 // usagePipes is the help text of `ringev bench pipes`; the verbs are filled by pipesUsage.
-const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--mode m,n]
-                         [--events N] [--json] [--png FILE]
+const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--busy N,M]
+                         [--mode m,n] [--events N] [--json] [--png FILE]
 
 Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
 tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
@@ -67,15 +67,18 @@ flags:
   --fds N,M       pipe counts of the fd_many shape, 1..%d, one run each, named fd_many<N>:
                   N pipes watched, one active (default %s); RLIMIT_NOFILE is raised
                   up to its hard limit for the run and restored afterwards
-  --busy N,M      active pipe counts of the fd_busy shape, 1..4096, one run each, named
-                  fd_busy<N>: N pipes, each with its reader and writer (default 1,16,256)
+  --busy N,M      pipe counts of the fd_busy shape, 1..` + "%d" + `, one run each, named fd_busy<N>:
+                  N pipes, every one active with its reader and writer (default ` + "%s" + `)
   --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness
                   cache, handlers doing I/O with the loop's methods (on uring: through the
                   ring, with the loop's next look); %s = the same, handlers making their own
-                  read(2)/write(2); %s = WithFreshReadiness; %s = WithDispatchAll; completion =
-                  the handlers' I/O as requests (Loop.Read, Loop.Write); shown
-                  as backend/mode (uring/all); the netpoller runs once, in the default mode
-  --events N      read events per fd_speed and fd_many run, N > 0 (default %d)
+                  read(2)/write(2); %s = WithFreshReadiness; %s = WithDispatchAll;
+                  ` + "%s" + ` = the handlers' I/O as requests (Loop.Read, Loop.Write), each read
+                  submitted before the write that feeds it, so it waits in the kernel;
+                  ` + "%s" + ` = the same, each write before its read, which completes at
+                  once (on epoll and poll the loop emulates requests); shown as
+                  backend/mode (uring/all); the netpoller runs once, in the default mode
+  --events N      read events per fd_speed, fd_many and fd_busy run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
   --png FILE      also draw events/sec per shape, backend and mode as a PNG bar chart
                   (written at the end; an interrupted run leaves FILE as it was)
@@ -247,8 +250,9 @@ type pipesOptions struct {
 // pipesUsage returns the help text of `ringev bench pipes`.
 func pipesUsage() string {
 	return fmt.Sprintf(usagePipes, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
-		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.PipesModeDefault,
-		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll, bench.DefaultEvents)
+		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.MaxBusy, joinInts(bench.DefaultBusy), bench.PipesModeDefault,
+		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll,
+		bench.PipesModeCompletion, bench.PipesModeCompletionInline, bench.DefaultEvents)
 }
 
 // joinInts formats ns as "1,100,10000".
@@ -292,21 +296,7 @@ func parsePipes(args []string) (pipesOptions, error) {
 		}
 		return nil
 	})
-	fs.Func("busy", "active pipe counts of fd_busy", func(s string) error {
-		for _, f := range strings.Split(s, ",") {
-			n, err := parseCount(strings.TrimSpace(f))
-			if err == nil && n > bench.MaxBusy {
-				err = fmt.Errorf("must be <= %d", bench.MaxBusy)
-			}
-			if err != nil {
-				return fmt.Errorf("pipe count %q: %w", strings.TrimSpace(f), err)
-			}
-			if !slices.Contains(o.busy, int(n)) {
-				o.busy = append(o.busy, int(n))
-			}
-		}
-		return nil
-	})
+	fs.Func("busy", "pipe counts of fd_busy", func(s string) error { return parseBusy(s, &o.busy) })
 	fs.Func("mode", "comma-separated loop modes", func(s string) error {
 		names, err := splitList(s, bench.PipesModes(), "mode")
 		for _, n := range names {
@@ -344,6 +334,10 @@ func parsePipes(args []string) (pipesOptions, error) {
 	if len(o.fds) > 0 && len(o.shapes) > 0 && !slices.Contains(o.shapes, bench.ShapeFdMany) {
 		return o, &usageError{fmt.Sprintf("--fds %s: only the %s shape uses it, and --shape does not select it",
 			joinInts(o.fds), bench.ShapeFdMany)}
+	}
+	if len(o.busy) > 0 && len(o.shapes) > 0 && !slices.Contains(o.shapes, bench.ShapeFdBusy) {
+		return o, &usageError{fmt.Sprintf("--busy %s: only the %s shape uses it, and --shape does not select it",
+			joinInts(o.busy), bench.ShapeFdBusy)}
 	}
 	return o, nil
 }
@@ -463,6 +457,25 @@ func writePipesTable(w io.Writer, results []bench.Result) error {
 		if r.SignalsCounted < r.SignalsRaised {
 			_, err := fmt.Fprint(w, signalsNote)
 			return err
+		}
+	}
+	return nil
+}
+
+// parseBusy parses one --busy value, a comma-separated list of fd_busy pipe counts in
+// [1, bench.MaxBusy], appending the new ones to counts; the error names the bad count.
+func parseBusy(s string, counts *[]int) error {
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := parseCount(f)
+		if err == nil && n > bench.MaxBusy {
+			err = fmt.Errorf("must be <= %d", bench.MaxBusy)
+		}
+		if err != nil {
+			return fmt.Errorf("pipe count %q: %w", f, err)
+		}
+		if !slices.Contains(*counts, int(n)) {
+			*counts = append(*counts, int(n))
 		}
 	}
 	return nil

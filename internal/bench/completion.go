@@ -1,160 +1,174 @@
 package bench
 
-// This file adds to `ringev bench pipes` the completion mode (issue 12) and the fd_busy shape.
+// The completion modes of `ringev bench pipes` (issue 12): the handlers' I/O as requests
+// (ringev.Loop.Read and Loop.Write, one Callback each for every pipe's reads and writes), as the
+// C proactor does (../../shared/anchors/uring_proactor_pipe.c). Each pipe has one read request
+// at a time; its completion counts the event and submits the pipe's next write and next read.
+// On the uring backend they are SQEs that go to the kernel with the loop's next
+// io_uring_enter(2); on epoll, poll and uring-poll the loop emulates them with readiness and
+// non-blocking read(2)/write(2).
 //
-//   - Mode "completion" (PipesModeCompletion): the handlers' I/O as requests (Loop.Read and
-//     Loop.Write): a read's completion counts an event and makes the write of the next byte and
-//     the next read, so on the uring backend both go to the kernel in the loop's next enter
-//     (where the write completes at once and the read finds its byte: the C peer
-//     uring_proactor_pipe's "inline" shape). On the other backends the requests are emulated
-//     with readiness and non-blocking syscalls. fd_speed2/3's idle pairs and fd_many's idle
-//     pipes are fd events, as in the other modes; the context shape has no completion mode.
-//   - Shape fd_busy<N> (ShapeFdBusy, Config.Busy, --busy): N pipes, all active, each with its
-//     own reader and writer: in the readiness modes a Read fd event reading one byte (an
-//     event) and a Write fd event writing one byte on each pipe (tevent_pipe's "busy N"), in
-//     completion mode a read request and a write request per pipe as above.
+// The order of those two requests is the whole difference between the proactor's two shapes,
+// and both are modes here because they are the two cases a server meets:
+//
+//   - completion (the C proactor's `armed`): the next read first, then the write. The read
+//     finds the pipe empty and waits in the kernel (on uring: armed in the pipe's poll); the
+//     write wakes it. This is a server's recv waiting for its client: the default, and the
+//     one the issue's targets compare with the better of the two C shapes.
+//   - completion-inline (the proactor's `inline`): the write first, then the read, which
+//     finds the byte at once (on uring both complete inside the enter that submits them, with
+//     no poll armed): I/O that completes at once, the best case of completion I/O.
+//
+// On the emulation the two orders cost the same (a write is tried at once, a read waits for
+// readiness in both).
+//
+// Every shape runs in the completion modes: fd_speedN's idle pairs and fd_many's idle pipes stay
+// fd events (never ready), fd_busy's N pipes are N chains of requests, and context's read
+// completion raises the two signals before it counts.
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"runtime"
 	"time"
 
 	"github.com/ringev/ringev"
 	"golang.org/x/sys/unix"
 )
 
-// PipesModeCompletion is the mode whose handlers' I/O are requests (see the file comment).
-const PipesModeCompletion = "completion"
+// The completion modes (Options.Mode, Result.Mode).
+const (
+	// PipesModeCompletion: the handlers' I/O as requests, each read submitted before the write
+	// that feeds it, so it waits in the kernel (uring_proactor_pipe armed).
+	PipesModeCompletion = "completion"
+	// PipesModeCompletionInline: the same with each write submitted before its read, which
+	// then completes at once (uring_proactor_pipe inline).
+	PipesModeCompletionInline = "completion-inline"
+)
 
-// ShapeFdBusy stands for one run per active pipe count (Config.Busy), each named
-// FdBusyShape(n): fd_busy1, fd_busy16, fd_busy256.
-const ShapeFdBusy = "fd_busy"
-
-// DefaultBusy are fd_busy's pipe counts when Config.Busy is empty.
-var DefaultBusy = []int{1, 16, 256}
-
-// MaxBusy is the largest fd_busy pipe count.
-const MaxBusy = 4096
-
-// FdBusyShape is the name of the fd_busy run with n active pipes.
-func FdBusyShape(n int) string { return ShapeFdBusy + strconv.Itoa(n) }
-
-// parseFdBusy returns N for "fd_busy<N>" with 1 <= N <= MaxBusy.
-func parseFdBusy(shape string) (int, bool) {
-	s, ok := strings.CutPrefix(shape, ShapeFdBusy)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > MaxBusy || strconv.Itoa(n) != s {
-		return 0, false
-	}
-	return n, true
+// completionModes are the completion modes, in the order they are run and printed (after the
+// readiness modes).
+func completionModes() []string {
+	return []string{PipesModeCompletion, PipesModeCompletionInline}
 }
 
-// busyShapes expands fd_busy into its runs (counts: Config.Busy, or DefaultBusy).
-func busyShapes(counts []int) ([]string, error) {
-	if len(counts) == 0 {
-		counts = DefaultBusy
-	}
-	var out []string
-	for _, n := range counts {
-		if n < 1 || n > MaxBusy {
-			return nil, fmt.Errorf("fd_busy: pipe count %d is not in [1, %d]", n, MaxBusy)
-		}
-		out = append(out, FdBusyShape(n))
-	}
-	return out, nil
+// isCompletionMode reports whether mode is one of completionModes().
+func isCompletionMode(mode string) bool {
+	return mode == PipesModeCompletion || mode == PipesModeCompletionInline
 }
 
-// skipRun reports whether Run leaves out shape on backend in mode: the netpoller has no
-// fd_busy, the context shape no completion mode.
-func skipRun(backend, shape, mode string) bool {
-	_, busy := parseFdBusy(shape)
-	return busy && backend == Netpoller || shape == ShapeContext && mode == PipesModeCompletion
-}
-
-// busyPipe is one active pipe of a requests or fd_busy run.
-type busyPipe struct {
-	run      *busyRun
-	rfd, wfd int
-	rbuf     []byte
-	wbuf     []byte
-}
-
-// busyRun is the state of a completion-mode or fd_busy measurement.
-type busyRun struct {
+// reqRun is the state of a run in a completion mode. Its callbacks are made once (method
+// values), so that a request costs no closure.
+type reqRun struct {
 	loop     *ringev.Loop
-	pipes    []busyPipe
-	cb       ringev.Callback // one callback for every request (token: pipe index << 1 | write)
-	syscalls bool
-	target   int64
+	pairs    []pipePair
+	inline   bool // completion-inline: write, then read
+	signals  bool // context: the read completion raises SIGUSR1 and SIGALRM first
+	pid, tid int
+	readCb   ringev.Callback
+	writeCb  ringev.Callback
+	target   int64 // stop after this many read events (0: the context timer stops the run)
 	events   int64
 	spurious int64
+	raised   int64
+	counted  int64
 	finished bool
-	err      error
+	stopped  bool
+	err      error // the first failed request
+	held     []int // pipes whose read completed once the run was finished: resumed by resume
 }
 
-// onDone is every request's callback: a read's completion makes the next write and read.
-func (s *busyRun) onDone(c *ringev.Completion) {
+// fail records the first failure and ends the run.
+func (s *reqRun) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+	s.finished = true
+}
+
+// onRead is the read completion of pipe c.Token: tevent_pipe.c's rd, then the pipe's next
+// requests. A read that completes once the run is finished (a completion batch runs several) is
+// held, uncounted, until resume, so that a run counts exactly its events.
+func (s *reqRun) onRead(c *ringev.Completion) {
+	p := &s.pairs[c.Token]
 	if c.Err != nil || c.N != 1 {
-		if s.err == nil && !s.finished {
-			s.err = fmt.Errorf("%v on fd %d: N %d, %v", c.Op, c.Fd, c.N, c.Err)
-		}
-		s.finished = true
+		s.fail(fmt.Errorf("read request on pipe %d (fd %d): %d bytes, error %v", p.i, p.rfd, c.N, c.Err))
 		return
 	}
-	if c.Token&1 == 1 {
-		return // a write
+	if s.finished {
+		s.held = append(s.held, p.i)
+		return
+	}
+	if s.signals {
+		if unix.Tgkill(s.pid, s.tid, unix.SIGUSR1) == nil {
+			s.raised++
+		}
+		if unix.Tgkill(s.pid, s.tid, unix.SIGALRM) == nil {
+			s.raised++
+		}
 	}
 	s.events++
-	if s.events >= s.target {
+	if s.target > 0 && s.events >= s.target {
 		s.finished = true
 	}
-	p := &s.pipes[c.Token>>1]
-	if _, err := s.loop.Write(p.wfd, p.wbuf, -1, s.cb, c.Token|1); err != nil {
-		s.err, s.finished = err, true
-	}
-	if _, err := s.loop.Read(p.rfd, p.rbuf, -1, s.cb, c.Token); err != nil {
-		s.err, s.finished = err, true
+	s.next(p)
+}
+
+// onWrite is the write completion of pipe c.Token.
+func (s *reqRun) onWrite(c *ringev.Completion) {
+	p := &s.pairs[c.Token]
+	p.wpending = false
+	if c.Err != nil || c.N != 1 {
+		s.fail(fmt.Errorf("write request on pipe %d (fd %d): %d bytes, error %v", p.i, p.wfd, c.N, c.Err))
 	}
 }
 
-// onRead and onWrite are the readiness modes' fd_busy handlers (tevent_pipe's rd and wr).
-func (p *busyPipe) onRead(*ringev.FdEvent, ringev.Flags) {
-	s := p.run
-	var n int
-	var err error
-	if s.syscalls {
-		n, err = ringev.ReadNonblocking(p.rfd, p.rbuf)
-	} else {
-		n, err = s.loop.ReadNonblocking(p.rfd, p.rbuf)
-	}
-	if n != 1 || err != nil {
-		s.spurious++
+// next submits p's next read and write, in the mode's order.
+func (s *reqRun) next(p *pipePair) {
+	if s.inline {
+		if s.write(p) {
+			s.read(p)
+		}
 		return
 	}
-	if s.events++; s.events >= s.target {
-		s.finished = true
+	if s.read(p) {
+		s.write(p)
 	}
 }
 
-func (p *busyPipe) onWrite(*ringev.FdEvent, ringev.Flags) {
-	s := p.run
-	var n int
-	var err error
-	if s.syscalls {
-		n, err = ringev.WriteNonblocking(p.wfd, p.wbuf)
-	} else {
-		n, err = s.loop.WriteNonblocking(p.wfd, p.wbuf)
+func (s *reqRun) read(p *pipePair) bool {
+	if _, err := s.loop.Read(p.rfd, p.rbuf[:], -1, s.readCb, uint64(p.i)); err != nil {
+		s.fail(fmt.Errorf("Loop.Read on fd %d: %w", p.rfd, err))
+		return false
 	}
-	if n != 1 || err != nil {
-		s.spurious++
-	}
+	return true
 }
 
-func (s *busyRun) turn() error {
+// write submits p's write. Its buffer is the kernel's until the write's completion, which
+// comes before that of the read it feeds: a write still pending when the next is due is an
+// error (the loop reordered completions).
+func (s *reqRun) write(p *pipePair) bool {
+	if p.wpending {
+		s.fail(fmt.Errorf("pipe %d: the write request on fd %d has not completed when the next is due", p.i, p.wfd))
+		return false
+	}
+	p.wpending = true
+	if _, err := s.loop.Write(p.wfd, p.wbuf[:], -1, s.writeCb, uint64(p.i)); err != nil {
+		s.fail(fmt.Errorf("Loop.Write on fd %d: %w", p.wfd, err))
+		return false
+	}
+	return true
+}
+
+// resume restarts the held pipes after a finished phase (the warm-up).
+func (s *reqRun) resume() {
+	for _, i := range s.held {
+		s.next(&s.pairs[i])
+	}
+	s.held = s.held[:0]
+}
+
+// turn runs loop.Once until the run is finished.
+func (s *reqRun) turn() error {
 	for !s.finished {
 		if err := s.loop.Once(); err != nil {
 			return fmt.Errorf("loop.Once after %d events: %w", s.events, err)
@@ -163,165 +177,157 @@ func (s *busyRun) turn() error {
 	return s.err
 }
 
-// onIdle counts a call of an idle fd event (never expected).
-func (s *busyRun) onIdle(*ringev.FdEvent, ringev.Flags) { s.spurious++ }
+// heapAllocs is the number of heap objects the process has allocated so far
+// (runtime.MemStats.Mallocs, exact: ReadMemStats flushes every P's counts, stopping the world
+// for a moment, once before and once after a timed run).
+func heapAllocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
 
-// runRequests measures shape in completion mode, or fd_busy<N> in any mode, on a ringev
-// backend. It must run in a goroutine of its own. Everything it opens is closed before it
-// returns, also on error.
-func runRequests(backend, shape string, opt Options) (res Result, err error) {
-	if shape == ShapeContext {
-		return res, fmt.Errorf("%s has no %s mode", ShapeContext, PipesModeCompletion)
-	}
-	completion := opt.Mode == PipesModeCompletion
-	active := 1
+// lastRunAllocs is the number of heap objects allocated during the timed part of the last
+// completion or fd_busy run (by any goroutine: the loop's, and the runtime's own), for the
+// benchmarks' allocs/event; written by the run's goroutine before RunPipes returns.
+var lastRunAllocs uint64
+
+// runCompletion measures shape on a ringev backend in a completion mode. It must run in a
+// goroutine of its own. The loop (which cancels the requests still pending), every fd event,
+// signal, timer and pipe are closed, and RLIMIT_NOFILE restored, before it returns, also on
+// error.
+func runCompletion(backend, shape string, opt Options) (res Result, err error) {
+	npairs := 1
+	nidle := 0
+	extra := 0
 	if n, ok := parseFdBusy(shape); ok {
-		active = n
-	}
-	nidle, many := parseFdMany(shape)
-	if many {
-		nidle--
-		restore, err := reserveFds(nidle + 1)
-		if err != nil {
-			return res, err
+		npairs = n
+	} else if n, ok := parseFdMany(shape); ok {
+		nidle = n - 1
+	} else if shape != ShapeContext {
+		var ok bool
+		if extra, ok = extraPairs(shape); !ok {
+			return res, fmt.Errorf("%w %q", ErrUnknownShape, shape)
 		}
-		defer func() {
-			if rerr := restore(); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
-	} else if active > 1 {
-		restore, err := reserveFds(2*active + 1)
-		if err != nil {
-			return res, err
-		}
-		defer func() {
-			if rerr := restore(); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
 	}
-	opts := loopOptions(backend, opt.Mode)
-	if completion {
-		opts = loopOptions(backend, PipesModeDefault)
+	restore, err := reserveFds(2*npairs + nidle)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if rerr := restore(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	opts := []ringev.Option{ringev.WithBackend(backend)}
+	if shape == ShapeContext && runtime.GOARCH == "amd64" {
+		opts = append(opts, ringev.WithExactSignals()) // count every signal, as runLoop does
 	}
 	loop, err := ringev.New(opts...)
 	if err != nil {
 		return res, err
 	}
-	s := &busyRun{loop: loop, target: opt.Events, syscalls: opt.Mode == PipesModeSyscall}
-	s.cb = s.onDone
-	var fds, idle []int
+	ps, err := openPairs(npairs)
+	if err != nil {
+		loop.Close()
+		return res, err
+	}
+	s := &reqRun{loop: loop, pairs: ps, inline: opt.Mode == PipesModeCompletionInline,
+		pid: unix.Getpid(), tid: unix.Gettid(), held: make([]int, 0, npairs)}
+	s.readCb, s.writeCb = s.onRead, s.onWrite
 	var fdes []*ringev.FdEvent
+	var sigs []*ringev.Signal
+	var timer *ringev.Timer
+	var idle []int
 	defer func() {
 		for _, e := range fdes {
-			e.Close()
+			if cerr := e.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("closing the fd event on fd %d: %w", e.Fd(), cerr)
+			}
+		}
+		for _, sg := range sigs {
+			sg.Close()
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		if cerr := loop.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the loop: %w", cerr)
 		}
-		if cerr := closeFds(fds); cerr != nil && err == nil {
+		if cerr := closePairs(ps); cerr != nil && err == nil {
 			err = cerr
 		}
 		if cerr := closeFds(idle); cerr != nil && err == nil {
-			err = cerr
+			err = fmt.Errorf("closing an idle pipe: %w", cerr)
 		}
 	}()
-	addFd := func(fd int, f ringev.Flags, h ringev.FdHandler) error {
-		e, err := loop.AddFd(fd, f, h)
+	onIdle := func(*ringev.FdEvent, ringev.Flags) { s.spurious++ }
+	addFd := func(fd int, f ringev.Flags) error {
+		e, err := loop.AddFd(fd, f, onIdle)
 		if err != nil {
 			return fmt.Errorf("AddFd(%d, %v): %w", fd, f, err)
 		}
 		fdes = append(fdes, e)
 		return nil
 	}
-	s.pipes = make([]busyPipe, active)
-	for i := range s.pipes {
-		var p [2]int
-		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-			return res, fmt.Errorf("pipe2: %w", err)
+	for range extra {
+		if err := addFd(ps[0].rfd, ringev.Write); err != nil {
+			return res, err
 		}
-		fds = append(fds, p[0], p[1])
-		s.pipes[i] = busyPipe{run: s, rfd: p[0], wfd: p[1], rbuf: make([]byte, 1), wbuf: []byte{'x'}}
-	}
-	if extra, ok := extraPairs(shape); ok && !many {
-		for range extra {
-			if err := addFd(s.pipes[0].rfd, ringev.Write, s.onIdle); err != nil {
-				return res, err
-			}
-			if err := addFd(s.pipes[0].wfd, ringev.Read, s.onIdle); err != nil {
-				return res, err
-			}
+		if err := addFd(ps[0].wfd, ringev.Read); err != nil {
+			return res, err
 		}
 	}
-	if many {
+	if nidle > 0 {
 		if idle, err = idlePipes(nidle); err != nil {
 			return res, err
 		}
 		for _, fd := range idle {
-			if err := addFd(fd, ringev.Read, s.onIdle); err != nil {
+			if err := addFd(fd, ringev.Read); err != nil {
 				return res, err
 			}
 		}
 	}
-	for i := range s.pipes {
-		p := &s.pipes[i]
-		if completion {
-			if _, err := loop.Write(p.wfd, p.wbuf, -1, s.cb, uint64(i)<<1|1); err != nil {
-				return res, err
+	if shape == ShapeContext {
+		s.signals = true
+		timer = loop.AddTimer(opt.ContextDuration, func(*ringev.Timer) { s.finished = true })
+		for _, sig := range []unix.Signal{unix.SIGALRM, unix.SIGUSR1} {
+			sg, err := loop.AddSignal(sig, func(_ *ringev.Signal, count int) { s.counted += int64(count) })
+			if err != nil {
+				return res, fmt.Errorf("AddSignal(%v): %w", sig, err)
 			}
-			if _, err := loop.Read(p.rfd, p.rbuf, -1, s.cb, uint64(i)<<1); err != nil {
-				return res, err
-			}
-			continue
+			sigs = append(sigs, sg)
 		}
-		if err := addFd(p.rfd, ringev.Read, p.onRead); err != nil {
-			return res, err
-		}
-		if err := addFd(p.wfd, ringev.Write, p.onWrite); err != nil {
-			return res, err
-		}
+	} else {
+		s.target = opt.Events
 	}
-	if opt.Stop != nil {
-		done, exited := make(chan struct{}), make(chan struct{})
-		defer func() { close(done); <-exited }()
-		go func() {
-			defer close(exited)
-			select {
-			case <-opt.Stop:
-				loop.Post(func() { s.finished, s.err = true, ErrStopped })
-			case <-done:
-			}
-		}()
+	defer postStop(loop, opt.Stop, func() { s.finished, s.stopped = true, true })()
+	for i := range ps {
+		s.next(&ps[i])
 	}
-	if warm := warmupEvents(opt.Events); warm > 0 {
+	if warm := warmupEvents(opt.Events); s.target > 0 && warm > 0 {
 		s.target = warm
 		if err := s.turn(); err != nil {
 			return res, fmt.Errorf("warm-up: %w", err)
 		}
+		if s.stopped {
+			return res, ErrStopped
+		}
 		s.finished, s.events, s.target = false, 0, opt.Events
+		s.resume()
 	}
+	a0 := heapAllocs()
 	t0 := time.Now()
 	if err := s.turn(); err != nil {
 		return res, err
 	}
-	res = newResult(backend, opt.Mode, shape, s.events, time.Since(t0).Seconds())
-	res.Spurious = s.spurious
-	if completion {
-		// Let the requests still in flight end before the loop closes.
-		closing := 0
-		closed := func(*ringev.Completion) { closing-- }
-		for _, fd := range fds {
-			if _, err := loop.CloseFd(fd, closed, 0); err == nil {
-				closing++
-			}
-		}
-		for closing > 0 {
-			if err := loop.Once(); err != nil {
-				return res, fmt.Errorf("closing the pipes: %w", err)
-			}
-		}
-		fds = nil // closed by CloseFd
+	el := time.Since(t0).Seconds()
+	lastRunAllocs = heapAllocs() - a0
+	if s.stopped {
+		return res, ErrStopped
 	}
+	res = newResult(backend, opt.Mode, shape, s.events, el)
+	res.Spurious = s.spurious
+	res.SignalsRaised = s.raised
+	res.SignalsCounted = s.counted
 	return res, nil
 }

@@ -19,6 +19,8 @@
 //     by default), named fd_many<N> (fd_many1, fd_many100, fd_many10000) in the results, which
 //     also carry N as Fds. It raises RLIMIT_NOFILE as far as the hard limit allows for the run
 //     and restores it afterwards (see fdmany.go).
+//   - fd_busy: N pipes, every one active with its reader and writer (tevent_pipe.c's busy N);
+//     one run per N (Config.Busy, 1, 16 and 256 by default), named fd_busy<N> (see busy.go).
 //
 // Every fd_speed and fd_many run, on a ringev backend or the netpoller, first turns for 5 % of
 // its events (at most 50,000) untimed, so that it measures the steady state, as BenchmarkFdSpeed
@@ -26,8 +28,9 @@
 //
 // Modes (Options.Mode, Config.Modes): every ringev backend runs with the default readiness cache
 // ("default"), the same with handlers that make their own syscalls ("syscall"), with
-// ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"). The netpoller has
-// no modes: it runs once per shape, as mode "default".
+// ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"), or with the
+// handlers' I/O as requests ("completion", "completion-inline"; see completion.go). The
+// netpoller has no modes: it runs once per shape, as mode "default".
 //
 // The handlers read and write one byte with the loop's methods, Loop.ReadNonblocking and
 // Loop.WriteNonblocking, as a ringev user's handlers of non-blocking fds should: on the uring
@@ -76,7 +79,7 @@ const (
 
 // PipesModes returns the mode names in the order they are run and printed.
 func PipesModes() []string {
-	return []string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll, PipesModeCompletion}
+	return append([]string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll}, completionModes()...)
 }
 
 // loopOptions are the ringev.New options of backend in mode (a name from PipesModes(); ""
@@ -129,7 +132,7 @@ func runnable(shape string) bool {
 		return true
 	}
 	if _, ok := parseFdBusy(shape); ok {
-		return true // completion.go
+		return true
 	}
 	return shape != ShapeFdMany && shape != ShapeFdBusy && slices.Contains(Shapes(), shape)
 }
@@ -249,7 +252,9 @@ func RunPipes(backend, shape string, opt Options) (Result, error) {
 	var res Result
 	err := inGoroutine(func() error {
 		var err error
-		if backend == Netpoller {
+		if run := otherRunner(backend, shape, opt.Mode); run != nil {
+			res, err = run(backend, shape, opt) // fd_busy, completion modes: busy.go, completion.go
+		} else if backend == Netpoller {
 			res, err = runNetpoller(shape, opt)
 		} else {
 			res, err = runLoop(backend, shape, opt)
@@ -372,9 +377,6 @@ func (s *pipeRun) onSignal(_ *ringev.Signal, count int) { s.counted += int64(cou
 // locks it to its thread). Every fd event, signal, the loop and every pipe fd are closed, and
 // RLIMIT_NOFILE is restored, before it returns, also on error.
 func runLoop(backend, shape string, opt Options) (res Result, err error) {
-	if _, busy := parseFdBusy(shape); busy || opt.Mode == PipesModeCompletion {
-		return runRequests(backend, shape, opt) // completion.go
-	}
 	nfds, many := parseFdMany(shape)
 	if many {
 		restore, err := reserveFds(nfds + 1) // the active pipe's two fds and nfds-1 idle ones
@@ -628,8 +630,8 @@ type Config struct {
 	// Fds are the pipe counts of the fd_many shape, one run each, in this order (duplicates
 	// dropped); nil or empty means DefaultFds. Each is in [1, MaxFds].
 	Fds []int
-	// Busy are the active pipe counts of the fd_busy shape (completion.go); nil or empty means
-	// DefaultBusy.
+	// Busy are the pipe counts of the fd_busy shape, one run each, in this order (duplicates
+	// dropped); nil or empty means DefaultBusy. Each is in [1, MaxBusy].
 	Busy []int
 	// Modes of the ringev backends, names from PipesModes(); nil or empty means the default
 	// mode only. Options.Mode is ignored.
@@ -678,12 +680,10 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	var runs []string // shapes with fd_many expanded
 	for _, shape := range shapes {
-		if shape == ShapeFdBusy { // completion.go
-			busy, err := busyShapes(cfg.Busy)
-			if err != nil {
+		if shape == ShapeFdBusy {
+			if runs, err = expandBusy(runs, cfg.Busy); err != nil {
 				return nil, err
 			}
-			runs = append(runs, busy...)
 			continue
 		}
 		if shape != ShapeFdMany {
@@ -715,7 +715,7 @@ func Run(cfg Config) ([]Result, error) {
 	for _, shape := range runs {
 		for i, mode := range modes {
 			for _, b := range usable {
-				if b == Netpoller && (shape == ShapeContext || i > 0) || skipRun(b, shape, mode) {
+				if b == Netpoller && (shape == ShapeContext || i > 0) {
 					continue
 				}
 				if n, ok := parseFdMany(shape); ok && n > pollScanLimit && b == "poll" && len(cfg.Backends) == 0 {

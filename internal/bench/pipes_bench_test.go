@@ -12,6 +12,9 @@ import (
 func BenchmarkPipes(b *testing.B) {
 	var shapes []string
 	for _, s := range Shapes() {
+		if s == ShapeFdBusy {
+			continue // BenchmarkFdBusy
+		}
 		if s == ShapeFdMany {
 			shapes = append(shapes, FdManyShape(1), FdManyShape(100), FdManyShape(10000))
 			continue

@@ -26,7 +26,7 @@ func openFds(t *testing.T) int {
 }
 
 // testShapes are the runnable shapes of the tests: Shapes() with fd_many as fd_many1 and
-// fd_many50.
+// fd_many50, fd_busy as fd_busy1 and fd_busy16.
 func testShapes() []string {
 	var out []string
 	for _, s := range Shapes() {
@@ -61,9 +61,6 @@ func TestPipesShapes(t *testing.T) {
 		for _, shape := range testShapes() {
 			t.Run(shape+"/"+backend, func(t *testing.T) {
 				requireBackend(t, backend)
-				if skipRun(backend, shape, PipesModeDefault) {
-					t.Skipf("%s has no %s shape", backend, shape)
-				}
 				if backend == Netpoller && shape == ShapeContext {
 					t.Skipf("%s has no %s shape", Netpoller, ShapeContext)
 				}
