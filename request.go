@@ -326,6 +326,9 @@ func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, toke
 		return nil, fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", op, fd, len(buf), maxRideLen, unix.EINVAL)
 	}
 	rq := l.reqs()
+	if err := rq.checkFdOpen(fd); err != nil {
+		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
+	}
 	if f := rq.fdState(int32(fd)); f.closeRec != nil {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrFdClosing)
 	}
@@ -335,6 +338,19 @@ func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, toke
 }
 
 // fdState returns the state of fd, growing the table.
+// checkFdOpen returns an error wrapping unix.EBADF when fd is beyond the per-fd table and names
+// no open file, so that a wrong fd number (2147483647) fails instead of growing the table to it.
+// The fcntl(2) is made only when the table would have to grow, never on the steady path.
+func (rq *requests) checkFdOpen(fd int) error {
+	if fd < len(rq.fds) {
+		return nil
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		return fmt.Errorf("not an open file: %w", err)
+	}
+	return nil
+}
+
 func (rq *requests) fdState(fd int32) *reqFd {
 	if int(fd) >= len(rq.fds) {
 		n := 2*len(rq.fds) + int(fd) + 16
@@ -917,6 +933,9 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 	}
 	rq := l.req
 	if fd >= 0 {
+		if err := rq.checkFdOpen(fd); err != nil {
+			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, err)
+		}
 		if f := rq.fdState(int32(fd)); f.closeRec != nil {
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, ErrFdClosing)
 		}

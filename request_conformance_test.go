@@ -49,6 +49,7 @@ var requestCases = []struct {
 	{"FloodStarvesNeitherFdEventsNorTimersNorOtherSockets", testReqFlood},
 	{"MultishotRecvIsBoundedPerTurn", testReqMultishotBound},
 	{"MultishotRecvKeepsTheStreamInOrder", testReqMultishotOrder},
+	{"UnopenedLargeFdIsRefusedWithEBADF", testReqLargeFd},
 	{"RunReturnsAfterTheLastCompletion", testReqRunReturns},
 	{"PlainCloseAfterTheLastCompletionIsFine", testReqPlainCloseAfter},
 	{"SendErrorAfterAPartCountsThePart", testReqSendErrorCount},
@@ -872,6 +873,27 @@ func testReqMultishotOrder(t *testing.T, backend string) {
 			i++
 		}
 		t.Fatalf("the stream arrived out of order from byte %d: got %q..., want %q...", i, got[i:min(i+16, len(got))], want[i:min(i+16, len(want))])
+	}
+}
+
+func testReqLargeFd(t *testing.T, backend string) {
+	// An fd number that names no open file, far beyond any the loop has seen, fails with
+	// EBADF at once: the loop's per-fd table must not grow to it (2147483647 entries made
+	// the process die of memory).
+	l := newLoop(t, backend)
+	var rec recorder
+	for _, fd := range []int{1<<31 - 1, 1 << 20} {
+		_, err := l.Read(fd, make([]byte, 8), -1, rec.cb, 0)
+		if !errors.Is(err, unix.EBADF) {
+			t.Errorf("Read on unopened fd %d: %v, want an error wrapping EBADF", fd, err)
+		}
+		_, err = l.CloseFd(fd, rec.cb, 0)
+		if !errors.Is(err, unix.EBADF) {
+			t.Errorf("CloseFd on unopened fd %d: %v, want an error wrapping EBADF", fd, err)
+		}
+	}
+	if rec.n() != 0 {
+		t.Fatalf("%d completions for refused requests", rec.n())
 	}
 }
 
