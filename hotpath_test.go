@@ -32,9 +32,13 @@ var b2Modes = append(ctDispatchModes[:len(ctDispatchModes):len(ctDispatchModes)]
 // epoll fd, then epoll_wait).
 const b2UringFallback = "uring-fallback"
 
-// b2NewLoop is ctNewLoop that also knows b2UringFallback.
+// b2NewLoop is ctNewLoop that also knows b2UringFallback. Its loops send the handlers' I/O
+// through the ring whenever a look can ride (WithIOPath("ring"), first, so that opts can say
+// otherwise), so that the tests of that path test it on every machine: by default the loop takes
+// the ring path only where it measured it cheaper (ride_test.go tests that choice).
 func b2NewLoop(t *testing.T, backend string, opts ...ringev.Option) *ringev.Loop {
 	t.Helper()
+	opts = append([]ringev.Option{ringev.WithIOPath(ringev.IOPathRing)}, opts...)
 	if backend == b2UringFallback {
 		restore := ringev.SetUringFallback(true)
 		defer restore()

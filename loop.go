@@ -89,6 +89,7 @@ type options struct {
 	fresh        bool
 	dispatchAll  bool
 	exactSignals bool
+	ioPath       string // WithIOPath
 }
 
 // WithExactSignals makes AddSignal count every delivery, as tevent does, instead of going
@@ -212,9 +213,14 @@ type Loop struct {
 // explicitly cannot be set up (its text says why: io_uring_disabled sysctl, EPERM, ENOSYS, ...);
 // for "auto", an error only when no backend works.
 func New(opts ...Option) (*Loop, error) {
-	o := options{backend: "auto"}
+	o := options{backend: "auto", ioPath: IOPathAuto}
 	for _, fn := range opts {
 		fn(&o)
+	}
+	switch o.ioPath {
+	case IOPathAuto, IOPathRing, IOPathSyscall:
+	default:
+		return nil, fmt.Errorf("%w %q (known: %s, %s, %s)", ErrUnknownIOPath, o.ioPath, IOPathAuto, IOPathRing, IOPathSyscall)
 	}
 	runtime.LockOSThread()
 	be, name, reason, err := openBackend(o.backend)
@@ -230,6 +236,9 @@ func New(opts ...Option) (*Loop, error) {
 		l.epfd = e.epollSet()
 	}
 	l.ride, _ = be.(*uringBackend)
+	if l.ride != nil {
+		setupIOPath(l.ride, o.ioPath, o.fresh)
+	}
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		be.close()
