@@ -52,7 +52,8 @@ const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--f
 
 Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
 tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
-events/sec, ns/event and the ratio to epoll in the same shape and mode.
+events/sec, ns/event and the ratio to epoll in the same shape and mode; with --json each
+result also gives io_path and io_path_reason: the path the handlers' I/O took and why.
 
 flags:
   --backend a,b   backends to measure (default: all of %s);
@@ -63,10 +64,13 @@ flags:
                   N pipes watched, one active (default %s); RLIMIT_NOFILE is raised
                   up to its hard limit for the run and restored afterwards
   --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness
-                  cache, handlers doing I/O with the loop's methods (on uring: through the
-                  ring, with the loop's next look); %s = the same, handlers making their own
-                  read(2)/write(2); %s = WithFreshReadiness; %s = WithDispatchAll; shown
-                  as backend/mode (uring/all); the netpoller runs once, in the default mode
+                  cache, handlers doing I/O with the loop's methods (on uring through the
+                  ring with the loop's next look, or read(2)/write(2), whichever the loop
+                  measured cheaper here: a note under the table says which, and why);
+                  %s = the same, handlers making their own read(2)/write(2); %s =
+                  WithFreshReadiness; %s = WithDispatchAll; %s = the handlers' I/O always
+                  through the ring (WithIOPath("ring"), uring only); shown as backend/mode
+                  (uring/all); the netpoller runs once, in the default mode
   --events N      read events per fd_speed and fd_many run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
   --png FILE      also draw events/sec per shape, backend and mode as a PNG bar chart
@@ -237,7 +241,7 @@ type pipesOptions struct {
 func pipesUsage() string {
 	return fmt.Sprintf(usagePipes, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
 		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.PipesModeDefault,
-		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll, bench.DefaultEvents)
+		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll, bench.PipesModeRing, bench.DefaultEvents)
 }
 
 // joinInts formats ns as "1,100,10000".
