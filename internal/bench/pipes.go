@@ -506,13 +506,18 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 		s.finished, s.events, s.target = false, 0, opt.Events
 	}
 	t0 := time.Now()
+	cpu0 := ownThreadCPU()
 	if err := s.turn(loop); err != nil {
 		return res, err
 	}
+	cpu1 := ownThreadCPU()
 	if s.stopped {
 		return res, ErrStopped
 	}
 	res = newResult(backend, opt.Mode, shape, s.events, time.Since(t0).Seconds())
+	if cpu0 >= 0 && cpu1 >= cpu0 && s.events > 0 {
+		res.CPUNsPerEvent = float64(cpu1-cpu0) / float64(s.events)
+	}
 	res.IOPath, res.IOPathReason = loop.IOPath(), loop.IOPathReason()
 	if s.syscalls {
 		res.IOPath, res.IOPathReason = ringev.IOPathSyscall, "mode syscall: the handlers make their own read(2)/write(2)"
@@ -521,6 +526,16 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 	res.SignalsRaised = s.raised
 	res.SignalsCounted = s.counted
 	return res, nil
+}
+
+// ownThreadCPU is the calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID: no time asleep or
+// waiting to run), or -1 if the clock fails. A loop's goroutine is locked to its thread.
+func ownThreadCPU() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return -1
+	}
+	return ts.Nano()
 }
 
 // runNetpoller is ../../shared/anchors/gonetpoll/main.go: a writer goroutine writes one byte per

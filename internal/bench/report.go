@@ -29,6 +29,11 @@ type Result struct {
 	// NsPerEvent is Seconds / Events in nanoseconds: the cost of one read event with everything
 	// around it (the write that fed it, the waits, for context the signals).
 	NsPerEvent float64 `json:"ns_per_event"`
+	// CPUNsPerEvent is the loop thread's CPU time (CLOCK_THREAD_CPUTIME_ID, user and system)
+	// during the run divided by Events, in ns: unlike NsPerEvent it does not count time the
+	// thread waited for a CPU that other processes held, so it moves less on a busy machine.
+	// 0 (and omitted from JSON) for Netpoller, whose two goroutines run on two threads.
+	CPUNsPerEvent float64 `json:"cpu_ns_per_event,omitempty"`
 	// Spurious counts handler calls that found nothing to do: an idle fd event called, or a
 	// read or write of one byte that did not transfer it. Always 0 for Netpoller.
 	Spurious int64 `json:"spurious"`
