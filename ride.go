@@ -53,10 +53,10 @@ var ErrUnknownIOPath = errors.New("ringev: unknown I/O path")
 // WriteNonblocking on the uring backend: IOPathAuto ("auto", the default: the loop measures
 // both paths and takes the cheaper, see Loop.IOPath), IOPathRing ("ring": always through the
 // ring with the loop's next look, when the handler has used up the loop's readiness) or
-// IOPathSyscall ("syscall": always read(2)/write(2)). Where no look can ride (the other backends,
-// WithFreshReadiness, kernels without IORING_OP_EPOLL_WAIT) the I/O is read(2)/write(2) whatever
-// the choice, and Loop.IOPathReason says why. New returns an error wrapping ErrUnknownIOPath for
-// any other name.
+// IOPathSyscall ("syscall": always read(2)/write(2)). Where no look can ride (the other
+// backends, WithFreshReadiness, kernels without IORING_OP_EPOLL_WAIT, Linux 6.15) the I/O is
+// read(2)/write(2) whatever the choice, and Loop.IOPathReason says why. New returns an error
+// wrapping ErrUnknownIOPath for any other name.
 func WithIOPath(path string) Option {
 	return func(o *options) { o.ioPath = path }
 }
@@ -214,7 +214,7 @@ func (d *rideDecider) probePath() ioPath {
 func (d *rideDecider) conclude() {
 	other := d.cur ^ 1
 	if d.nsamp[d.cur] == 0 || d.nsamp[other] == 0 {
-		d.until = d.gap // nothing to compare (no valid sample): try again later
+		d.until, d.wins = d.gap, 0 // nothing to compare (no valid sample): try again later
 		return
 	}
 	mc, mo := median(d.samples[d.cur][:d.nsamp[d.cur]]), median(d.samples[other][:d.nsamp[other]])
@@ -241,11 +241,11 @@ func median(v []float64) float64 {
 	var buf [rideProbeLen]float64
 	s := buf[:copy(buf[:], v)]
 	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
+	n := len(s)
+	if n%2 == 1 {
 		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
 	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // calibratedPath is the first path of a loop whose calibration measured sysNs for a read(2) and
