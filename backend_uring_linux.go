@@ -34,6 +34,13 @@ type uringBackend struct {
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
 	reqs         *ringReqs         // the requests' driver (backend_uring_req_linux.go), once one was made
+	// ringIO: a handler's I/O that may ride goes through the ring (WithIOPath, ride.go).
+	ringIO bool
+	// rideAt is the Loop.dispatch count at which the measuring window ends (ride.go);
+	// math.MaxUint64 when the path is not measured.
+	rideAt    uint64
+	ctl       rideCtl // the measuring state and the decision (ride.go)
+	calPinned []any   // buffers of a calibration whose SQEs did not complete (ride.go)
 }
 
 // uringEpollTag is the user_data of the EPOLL_WAIT (or fallback POLL_ADD) SQE; the I/O SQEs

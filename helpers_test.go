@@ -106,7 +106,10 @@ func eachMode(t *testing.T, backends []string, modes []mode, fn func(t *testing.
 // (sub)test goroutine, checks that it runs that backend, and closes it at cleanup (a test that
 // closes it itself gets nil from that second Close). A backend that cannot be set up here skips
 // the test (requireNew). Create the test's fds before the loop, so that cleanup closes the loop
-// first.
+// first. Its loops send the handlers' loop I/O through the ring whenever a look can ride
+// (WithIOPath(IOPathRing), first, so that opts can say otherwise), so that the tests of that
+// path test it on every machine: by default the loop takes the ring path only where it measured
+// it cheaper (ride_test.go and iopath_test.go test that choice).
 func newLoop(tb testing.TB, backend string, opts ...ringev.Option) *ringev.Loop {
 	tb.Helper()
 	name := backend
@@ -114,7 +117,7 @@ func newLoop(tb testing.TB, backend string, opts ...ringev.Option) *ringev.Loop 
 		name = "uring"
 		defer ringev.SetUringFallback(true)()
 	}
-	l, err := ringev.New(append([]ringev.Option{ringev.WithBackend(name)}, opts...)...)
+	l, err := ringev.New(append([]ringev.Option{ringev.WithBackend(name), ringev.WithIOPath(ringev.IOPathRing)}, opts...)...)
 	requireNew(tb, backend, err)
 	tb.Cleanup(func() {
 		if err := l.Close(); err != nil {

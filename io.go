@@ -27,16 +27,18 @@ func WriteNonblocking(fd int, p []byte) (int, error) { return rawIO(unix.SYS_WRI
 // the same rules and results: the bytes read, 0 at end of file, or the unix.Errno itself,
 // unix.EAGAIN when nothing is there) for a handler of l, or l's goroutine. On the uring
 // backend, for an fd the loop watches (an fd event is armed on it), when the handler has used up
-// the readiness the loop had, so that the next Once would have to look at the fds, the read
-// goes through the loop's ring as an IORING_OP_READ SQE
+// the readiness the loop had, so that the next Once would have to look at the fds, and the
+// loop's handler I/O takes the ring path (Loop.IOPath: by default where the loop measured it
+// cheaper than read(2)/write(2), see WithIOPath), the read goes through the loop's ring as an
+// IORING_OP_READ SQE
 // (Linux 5.6) with the loop's look at its epoll set (IORING_OP_EPOLL_WAIT, 6.15) behind it, in
 // one io_uring_enter(2) that does not wait; what the look finds ready serves the next Onces as a
 // wait's would: one syscall where read(2) and the next wait make two. That look is made after
 // the read, so a handler that goes on to read or write its fd in other ways can be called once
 // more for readiness it used up (it then reads EAGAIN, as a handler of a non-blocking fd must
-// allow). Otherwise (readiness left to serve, an fd the loop does not watch, such as a regular
-// file, an empty p, WithFreshReadiness, the other backends, before the ring's first EPOLL_WAIT
-// has completed, another goroutine, after Close) it is the package function.
+// allow). Otherwise (readiness left to serve, the syscall path, an fd the loop does not watch,
+// such as a regular file, an empty p, WithFreshReadiness, the other backends, before the ring's
+// first EPOLL_WAIT has completed, another goroutine, after Close) it is the package function.
 //
 // p is handed to the kernel, so the compiler keeps it on the heap: give a buffer that lives
 // across calls (a local array passed here is allocated on every call). The fd must be
@@ -64,7 +66,8 @@ func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
 
 // WriteNonblocking is the package function WriteNonblocking (write(2) on a non-blocking fd)
 // for a handler of l, with Loop.ReadNonblocking's rules: on the uring backend, when the handler
-// has used up the loop's readiness, the write goes as an IORING_OP_WRITE SQE (Linux 5.6) with
+// has used up the loop's readiness and the loop's handler I/O takes the ring path
+// (Loop.IOPath), the write goes as an IORING_OP_WRITE SQE (Linux 5.6) with
 // the loop's next look at its epoll set behind it, in one syscall. It returns the bytes written or the unix.Errno itself (unix.EAGAIN when the fd
 // is full, unix.EPIPE when a pipe's reader is gone).
 func (l *Loop) WriteNonblocking(fd int, p []byte) (int, error) {

@@ -377,7 +377,9 @@ func (l *Loop) dropAllNews() {
 
 // rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the uring
 // backend. When the handler has used up the readiness the loop had (cacheLeft), so that the next
-// Once would have to look at the epoll set, the I/O goes as an SQE, followed by an
+// Once would have to look at the epoll set, and the loop's handler I/O takes the ring path
+// (Loop.IOPath: WithIOPath, or what the loop measured cheaper here, ride.go), the I/O goes as an
+// SQE, followed by an
 // IORING_OP_EPOLL_WAIT on the set, in one io_uring_enter(2) that does not wait: the kernel issues
 // the SQEs in order and completes both at once, so the handler gets its result and the loop its
 // next readiness (reapRide) from one syscall, where read(2) and the next Once's epoll_wait(2) make
@@ -404,6 +406,15 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 		// position is not moved by an I/O the ring completes later (O_DIRECT). Nor an empty
 		// one: the ring does not call a file's write for 0 bytes (eventfd's EINVAL).
 		// read(2) and write(2) also cost less than a trip through the ring.
+		return rawIO(trap, fd, p)
+	}
+	// The I/O may ride: whether it does is the loop's choice (ride.go), measured over windows of
+	// fd handler runs, and rideAt ends the window; where read(2)+epoll_wait(2) cost less than
+	// the trip through the ring, or WithIOPath("syscall"), it is read(2) or write(2).
+	if l.dispatch >= b.rideAt {
+		l.rideWindowEnd()
+	}
+	if !b.ringIO {
 		return rawIO(trap, fd, p)
 	}
 	s := r.GetSQE()

@@ -57,7 +57,8 @@ const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--f
 
 Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
 tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
-events/sec, ns/event and the ratio to epoll in the same shape and mode.
+events/sec, ns/event and the ratio to epoll in the same shape and mode; with --json each
+result also gives io_path and io_path_reason: the path the handlers' I/O took and why.
 
 flags:
   --backend a,b   backends to measure (default: all of %s);
@@ -70,9 +71,12 @@ flags:
   --busy N,M      pipe counts of the fd_busy shape, 1..` + "%d" + `, one run each, named fd_busy<N>:
                   N pipes, every one active with its reader and writer (default ` + "%s" + `)
   --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness
-                  cache, handlers doing I/O with the loop's methods (on uring: through the
-                  ring, with the loop's next look); %s = the same, handlers making their own
-                  read(2)/write(2); %s = WithFreshReadiness; %s = WithDispatchAll;
+                  cache, handlers doing I/O with the loop's methods (on uring through the
+                  ring with the loop's next look, or read(2)/write(2), whichever the loop
+                  measured cheaper here: a note under the table says which, and why);
+                  %s = the same, handlers making their own read(2)/write(2); %s =
+                  WithFreshReadiness; %s = WithDispatchAll; %s = the handlers' I/O always
+                  through the ring (WithIOPath("ring"), uring only);
                   ` + "%s" + ` = the handlers' I/O as requests (Loop.Read, Loop.Write), each read
                   submitted before the write that feeds it, so it waits in the kernel;
                   ` + "%s" + ` = the same, each write before its read, which completes at
@@ -251,7 +255,7 @@ type pipesOptions struct {
 func pipesUsage() string {
 	return fmt.Sprintf(usagePipes, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
 		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.MaxBusy, joinInts(bench.DefaultBusy), bench.PipesModeDefault,
-		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll,
+		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll, bench.PipesModeRing,
 		bench.PipesModeCompletion, bench.PipesModeCompletionInline, bench.DefaultEvents)
 }
 

@@ -28,16 +28,24 @@
 //
 // Modes (Options.Mode, Config.Modes): every ringev backend runs with the default readiness cache
 // ("default"), the same with handlers that make their own syscalls ("syscall"), with
-// ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"), or with the
-// handlers' I/O as requests ("completion", "completion-inline"; see completion.go). The
-// netpoller has no modes: it runs once per shape, as mode "default".
+// ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"); the uring backend
+// also with ringev.WithIOPath("ring") ("ring": the handlers' I/O always rides the ring, where by
+// default the loop measures which path is cheaper here; Run skips the mode on the other
+// backends, which have no ring); and with the handlers' I/O as requests ("completion",
+// "completion-inline"; see completion.go). The netpoller has no modes: it runs once per shape,
+// as mode "default".
+//
+// Every ringev result carries the path the handlers' I/O took at the end of the run and why
+// (Result.IOPath, IOPathReason: ringev.Loop.IOPath and IOPathReason, or "syscall" in mode
+// "syscall", where the handlers make their own read(2)/write(2)).
 //
 // The handlers read and write one byte with the loop's methods, Loop.ReadNonblocking and
 // Loop.WriteNonblocking, as a ringev user's handlers of non-blocking fds should: on the uring
 // backend, when the handler has used up the loop's readiness (and not in mode "fresh", whose
-// loops would not use it), the byte travels through the loop's ring together with the loop's
-// next look at its fds, one syscall where read(2) and the next wait make two; otherwise, and on
-// the other backends, they are read(2) and write(2). In mode "syscall" the handlers call the package functions ringev.ReadNonblocking and
+// loops would not use it), the byte can travel through the loop's ring together with the loop's
+// next look at its fds, one syscall where read(2) and the next wait make two, if the loop found
+// that path cheaper here (ringev.Loop.IOPath) or mode "ring" forces it; otherwise, and on the
+// other backends, they are read(2) and write(2). In mode "syscall" the handlers call the package functions ringev.ReadNonblocking and
 // ringev.WriteNonblocking instead: plain read(2) and write(2) on every backend, as
 // tevent_pipe.c's handlers make (both without the Go runtime's syscall bookkeeping).
 //
@@ -75,11 +83,12 @@ const (
 	PipesModeSyscall = "syscall" // the defaults, handlers making their own read(2)/write(2)
 	PipesModeFresh   = "fresh"   // ringev.WithFreshReadiness: one wait per fd handler
 	PipesModeAll     = "all"     // ringev.WithDispatchAll: every ready handler in one Once
+	PipesModeRing    = "ring"    // ringev.WithIOPath("ring"): the handlers' I/O always through the ring (uring only)
 )
 
 // PipesModes returns the mode names in the order they are run and printed.
 func PipesModes() []string {
-	return append([]string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll}, completionModes()...)
+	return append([]string{PipesModeDefault, PipesModeSyscall, PipesModeFresh, PipesModeAll, PipesModeRing}, completionModes()...)
 }
 
 // loopOptions are the ringev.New options of backend in mode (a name from PipesModes(); ""
@@ -91,6 +100,8 @@ func loopOptions(backend, mode string) []ringev.Option {
 		opts = append(opts, ringev.WithFreshReadiness())
 	case PipesModeAll:
 		opts = append(opts, ringev.WithDispatchAll())
+	case PipesModeRing:
+		opts = append(opts, ringev.WithIOPath(ringev.IOPathRing))
 	}
 	return opts
 }
@@ -503,17 +514,36 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 		s.finished, s.events, s.target = false, 0, opt.Events
 	}
 	t0 := time.Now()
+	cpu0 := ownThreadCPU()
 	if err := s.turn(loop); err != nil {
 		return res, err
 	}
+	cpu1 := ownThreadCPU()
 	if s.stopped {
 		return res, ErrStopped
 	}
 	res = newResult(backend, opt.Mode, shape, s.events, time.Since(t0).Seconds())
+	if cpu0 >= 0 && cpu1 >= cpu0 && s.events > 0 {
+		res.CPUNsPerEvent = float64(cpu1-cpu0) / float64(s.events)
+	}
+	res.IOPath, res.IOPathReason = loop.IOPath(), loop.IOPathReason()
+	if s.syscalls {
+		res.IOPath, res.IOPathReason = ringev.IOPathSyscall, "mode syscall: the handlers make their own read(2)/write(2)"
+	}
 	res.Spurious = s.spurious
 	res.SignalsRaised = s.raised
 	res.SignalsCounted = s.counted
 	return res, nil
+}
+
+// ownThreadCPU is the calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID: no time asleep or
+// waiting to run), or -1 if the clock fails. A loop's goroutine is locked to its thread.
+func ownThreadCPU() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return -1
+	}
+	return ts.Nano()
 }
 
 // runNetpoller is ../../shared/anchors/gonetpoll/main.go: a writer goroutine writes one byte per
@@ -616,6 +646,10 @@ func runNetpoller(shape string, opt Options) (res Result, err error) {
 	return newResult(Netpoller, PipesModeDefault, shape, rr.n, el), nil
 }
 
+// ringBackend is the backend whose loops can send a handler's I/O through a ring, the only one
+// mode ring runs on.
+const ringBackend = "uring"
+
 // pollScanLimit is the largest fd_many pipe count measured on the poll backend when the backends
 // are not named: poll(2) is O(fds) per wait, so fd_many10000 on poll takes minutes.
 const pollScanLimit = 1000
@@ -712,10 +746,19 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	var results []Result
 	var errs []error
+	var ringSkipped []string // backends skipped in mode ring, noted once
 	for _, shape := range runs {
 		for i, mode := range modes {
 			for _, b := range usable {
 				if b == Netpoller && (shape == ShapeContext || i > 0) {
+					continue
+				}
+				if mode == PipesModeRing && b != ringBackend && b != Netpoller {
+					if !slices.Contains(ringSkipped, b) {
+						ringSkipped = append(ringSkipped, b)
+						fmt.Fprintf(notes, "skipping mode %s on %s: only the %s backend has a ring (handler I/O is read(2)/write(2) there, as in mode %s)\n",
+							PipesModeRing, b, ringBackend, PipesModeDefault)
+					}
 					continue
 				}
 				if n, ok := parseFdMany(shape); ok && n > pollScanLimit && b == "poll" && len(cfg.Backends) == 0 {

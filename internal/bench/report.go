@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -28,6 +29,11 @@ type Result struct {
 	// NsPerEvent is Seconds / Events in nanoseconds: the cost of one read event with everything
 	// around it (the write that fed it, the waits, for context the signals).
 	NsPerEvent float64 `json:"ns_per_event"`
+	// CPUNsPerEvent is the loop thread's CPU time (CLOCK_THREAD_CPUTIME_ID, user and system)
+	// during the run divided by Events, in ns: unlike NsPerEvent it does not count time the
+	// thread waited for a CPU that other processes held, so it moves less on a busy machine.
+	// 0 (and omitted from JSON) for Netpoller, whose two goroutines run on two threads.
+	CPUNsPerEvent float64 `json:"cpu_ns_per_event,omitempty"`
 	// Spurious counts handler calls that found nothing to do: an idle fd event called, or a
 	// read or write of one byte that did not transfer it. Always 0 for Netpoller.
 	Spurious int64 `json:"spurious"`
@@ -38,6 +44,14 @@ type Result struct {
 	// It is at most SignalsRaised: os/signal (like the kernel) merges pending signals, and
 	// signals still pending when the timer ends the run are not counted.
 	SignalsCounted int64 `json:"signals_counted"`
+	// IOPath is the path the handlers' I/O took at the end of a ringev run: "ring" (through
+	// the uring backend's ring with the loop's next look) or "syscall" (read(2)/write(2));
+	// ringev.Loop.IOPath, or "syscall" in mode syscall. "" (and omitted from JSON) for
+	// Netpoller.
+	IOPath string `json:"io_path,omitempty"`
+	// IOPathReason says why (ringev.Loop.IOPathReason): with the default ringev.IOPathAuto on
+	// uring it starts with "auto: " and gives the costs the loop measured. "" for Netpoller.
+	IOPathReason string `json:"io_path_reason,omitempty"`
 	// RatioToEpoll is EventsPerSec divided by the epoll backend's EventsPerSec in the same
 	// shape, mode and run; 0 (and omitted from JSON) when there is no such epoll result.
 	RatioToEpoll float64 `json:"ratio_to_epoll,omitempty"`
@@ -85,7 +99,9 @@ func SetRatios(rs []Result) {
 // shape, backend (Label: "uring" in the default mode, "uring/all" in mode all), events, seconds,
 // events/sec, ns/event and ratio to epoll (in the same shape and mode; "-" when there is no such
 // epoll result), right-aligned; then one note line per result with signals (the context shape:
-// raised vs counted) or with spurious handler calls.
+// raised vs counted) or with spurious handler calls, and one per result whose loop chose the
+// path of its handlers' I/O itself (IOPathReason starting "auto: "): "SHAPE LABEL: handler I/O:
+// REASON".
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "shape\tbackend\tevents\tseconds\tevents/sec\tns/event\tratio to epoll\t\n")
@@ -110,6 +126,11 @@ func WriteTable(w io.Writer, rs []Result) error {
 		if r.Spurious > 0 {
 			if _, err := fmt.Fprintf(w, "%s %s: %d spurious handler calls\n",
 				r.Shape, r.Label(), r.Spurious); err != nil {
+				return err
+			}
+		}
+		if strings.HasPrefix(r.IOPathReason, "auto: ") {
+			if _, err := fmt.Fprintf(w, "%s %s: handler I/O: %s\n", r.Shape, r.Label(), r.IOPathReason); err != nil {
 				return err
 			}
 		}
