@@ -2,9 +2,10 @@ package ringev_test
 
 // The helpers of the root package's tests, in one family: every behaviour file (conformance,
 // close, tevent, hot path, loop I/O, signals, Post, ownership, leaks, robustness, options,
-// exact signals, benchmarks) makes its loops, fds, quiet periods and backend/mode subtests with
-// these. Lower-level guarded calls (testutil.Once, OnceUntil, Run, Pipe, Socketpair, Write,
-// Drain) come from internal/testutil; a helper that only one test needs stays next to it.
+// exact signals, reliability, requests, benchmarks) makes its loops, fds, quiet periods, waits,
+// request recorders and backend/mode subtests with these. Lower-level guarded calls
+// (testutil.Once, OnceUntil with a longer deadline, Run, Pipe, Socketpair, Write, Drain) come
+// from internal/testutil; a helper that only one test file needs stays next to its tests.
 //
 // Waits have a deadline (deadline) that only turns a hang into a failure. Behaviour is asserted
 // with counts (handler runs, Once calls, waits), never with how long something took, except
@@ -496,10 +497,12 @@ func (r *recorder) last(t *testing.T) ringev.Completion {
 	return r.got[len(r.got)-1]
 }
 
-// until calls Once until cond holds (testutil.OnceUntil with the suite's deadline).
-func until(t *testing.T, l *ringev.Loop, cond func() bool) {
+// until calls Once until cond holds and returns how many Once calls it made (testutil.OnceUntil
+// with the suite's deadline: it fails the test if Once returns an error or cond does not hold in
+// time).
+func until(t testing.TB, l *ringev.Loop, cond func() bool) int {
 	t.Helper()
-	testutil.OnceUntil(t, l, cond, deadline)
+	return testutil.OnceUntil(t, l, cond, deadline)
 }
 
 // wantOne checks that exactly one completion arrived, with err nil and N n.
