@@ -524,11 +524,18 @@ func calledInQuietPeriod(t *testing.T, l *ringev.Loop, calls *int) bool {
 	return *calls > 0
 }
 
-// awaitCalled runs the loop until the handler has been called (*calls > 0), failing the test
-// at the deadline.
-func awaitCalled(t *testing.T, l *ringev.Loop, calls *int) {
+// awaitCalled runs the loop until the handler has been called (*calls > 0), failing the test,
+// named by what, if it has not been by the deadline (a timer: the bound only turns a hang into
+// a failure).
+func awaitCalled(t *testing.T, l *ringev.Loop, calls *int, what string) {
 	t.Helper()
-	until(t, l, func() bool { return *calls > 0 })
+	late := false
+	tm := l.AddTimer(deadline, func(*ringev.Timer) { late = true })
+	n := testutil.OnceUntil(t, l, func() bool { return *calls > 0 || late }, 2*deadline)
+	tm.Stop()
+	if *calls == 0 {
+		t.Fatalf("%s: the handler was not called within %v (%d Once calls)", what, deadline, n)
+	}
 }
 
 // TestHalfCloseReportsError (issue 11 item 6b): the peer of a TCP connection over loopback
@@ -577,7 +584,7 @@ func TestHalfCloseReportsError(t *testing.T) {
 						t.Fatalf("SetFlags(Write): %v", err)
 					}
 				}
-				awaitCalled(t, l, calls)
+				awaitCalled(t, l, calls, fmt.Sprintf("a %v handler, after the peer's shutdown(SHUT_WR)", c.watch))
 				if *got != c.want {
 					t.Errorf("a %v handler got %v after the peer's shutdown(SHUT_WR), want %v", c.watch, *got, c.want)
 				}
@@ -588,7 +595,7 @@ func TestHalfCloseReportsError(t *testing.T) {
 						t.Fatalf("SetFlags(Write): %v", err)
 					}
 					*calls = 0
-					awaitCalled(t, l, calls) // on the half-closed, still writable socket
+					awaitCalled(t, l, calls, "a Write handler, again on the half-closed (still writable) socket")
 				}
 			})
 		}
@@ -611,7 +618,7 @@ func TestPeerCloseFlags(t *testing.T) {
 				ev, got, calls := flagsSeen(t, l, a.fd, m)
 				if m&ringev.Write != 0 {
 					// Writable from the start: let it run once, then re-arm it.
-					awaitCalled(t, l, calls)
+					awaitCalled(t, l, calls, fmt.Sprintf("a %v handler, on a writable socket", m))
 					*calls, *got = 0, 0
 					if err := ev.SetFlags(m); err != nil {
 						t.Fatalf("SetFlags: %v", err)
@@ -634,7 +641,7 @@ func TestPeerCloseFlags(t *testing.T) {
 				if want == 0 {
 					called = calledInQuietPeriod(t, l, calls)
 				} else {
-					awaitCalled(t, l, calls)
+					awaitCalled(t, l, calls, fmt.Sprintf("a %v handler, on hang-up", m))
 				}
 				t.Logf("revents %#x: a %v handler got %v (called %v), flags now %v", pfd[0].Revents, m, *got, called, ev.Flags())
 				if want == 0 {
