@@ -372,12 +372,13 @@ func expectEOF(t *testing.T, peer int, within time.Duration, what string) {
 	}
 }
 
-// expectPinned asserts the documented uring-poll behaviour: the file stays open (the peer reads
-// no EOF within releaseWithin) because a pending IORING_OP_POLL_ADD holds a reference to it.
+// expectPinned asserts a documented pin: the file stays open (the peer reads no EOF within
+// releaseWithin) because the kernel holds a reference to it (uring-poll's pending
+// IORING_OP_POLL_ADD, or a request in flight on uring).
 func expectPinned(t *testing.T, peer int, what string) {
 	t.Helper()
 	if ok, took, _ := peerEOF(peer, releaseWithin); ok {
-		t.Fatalf("%s: the peer read EOF after %v, but uring-poll is documented to pin the file here (pending POLL_ADD); the doc or the test is out of date", what, took)
+		t.Fatalf("%s: the peer read EOF after %v, but the file is documented to stay open here (the kernel holds it); the doc or the test is out of date", what, took)
 	}
 }
 
@@ -495,6 +496,14 @@ func (r *recorder) last(t *testing.T) ringev.Completion {
 		t.Fatal("no completion")
 	}
 	return r.got[len(r.got)-1]
+}
+
+// onceWithin calls Once once, with a timer due in d so that it waits at most about that long:
+// requests made before it reach the kernel (or the emulation's wait) before the test goes on.
+func onceWithin(t testing.TB, l *ringev.Loop, d time.Duration) {
+	t.Helper()
+	l.AddTimer(d, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
 }
 
 // until calls Once until cond holds and returns how many Once calls it made (testutil.OnceUntil

@@ -262,8 +262,7 @@ func testReqCancel(t *testing.T, backend string) {
 	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
 	must(t)(h, err)
 	// Let it reach the kernel (or the emulation's wait) first.
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, time.Millisecond)
 	if err := h.Cancel(); err != nil {
 		t.Fatal(err)
 	}
@@ -284,14 +283,12 @@ func testReqCancelRace(t *testing.T, backend string) {
 			testutil.Write(t, b, []byte("x"))
 		}
 		if i%3 == 0 {
-			l.AddTimer(0, func(*ringev.Timer) {})
-			testutil.Once(t, l, deadline)
+			onceWithin(t, l, 0)
 		}
 		h.Cancel()
 		until(t, l, func() bool { return rec.n() > 0 })
 		// A few more turns: no second callback may come.
-		l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-		testutil.Once(t, l, deadline)
+		onceWithin(t, l, time.Millisecond)
 		if rec.n() != 1 {
 			t.Fatalf("round %d: %d callbacks", i, rec.n())
 		}
@@ -349,8 +346,7 @@ func testReqDeadlineLate(t *testing.T, backend string) {
 	var rec recorder
 	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
 	must(t)(h, err)
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // the recv is in the kernel now
+	onceWithin(t, l, time.Millisecond) // the recv is in the kernel now
 	if err := h.SetTimeout(10 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -371,8 +367,7 @@ func testReqCloseFd(t *testing.T, backend string) {
 	var rcv, acc, cls recorder
 	must(t)(l.Recv(conn.fd, make([]byte, 8), 0, rcv.cb, 0))
 	must(t)(l.Accept(ldup, 0, acc.cb, 0))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // both are in the kernel now
+	onceWithin(t, l, time.Millisecond) // both are in the kernel now
 	must(t)(l.CloseFd(conn.fd, cls.cb, 0))
 	conn.HandOver()
 	must(t)(l.CloseFd(ldup, cls.cb, 0))
@@ -402,8 +397,7 @@ func testReqFdReuse(t *testing.T, backend string) {
 	l := newLoop(t, backend)
 	var oldRec, newRec, cls recorder
 	must(t)(l.Recv(old, make([]byte, 8), 0, oldRec.cb, 1))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, time.Millisecond)
 	must(t)(l.CloseFd(old, cls.cb, 0))
 	until(t, l, func() bool { return cls.n() > 0 })
 	// A new socketpair takes the freed number.
@@ -515,8 +509,7 @@ func testReqMultishotCloseFd(t *testing.T, backend string) {
 	until(t, l, func() bool { return cls.n() > 0 && !rec.last(t).More })
 	n := rec.n()
 	testutil.Write(t, b, []byte("y")) // to a, which shares the file: the closed request must not see it
-	l.AddTimer(20*time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, 20*time.Millisecond)
 	if rec.n() != n || !errors.Is(rec.last(t).Err, unix.ECANCELED) {
 		t.Fatalf("after CloseFd: %d completions (had %d), last %+v", rec.n(), n, rec.last(t))
 	}
@@ -542,8 +535,7 @@ func testReqBufferGC(t *testing.T, backend string) {
 		addr = uintptr(unsafe.Pointer(&buf[0]))
 		must(t)(l.Read(r, buf, -1, cb, 0))
 	}() // no reference to buf is left but the loop's
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, time.Millisecond)
 	for i := 0; i < 5; i++ {
 		junk := make([][]byte, 256) // churn, so that freed memory would be reused
 		for j := range junk {
@@ -719,8 +711,7 @@ func testReqMultishotBound(t *testing.T, backend string) {
 	oneCb := func(x *ringev.Completion) { order = append(order, 'c'); one.cb(x) }
 	must(t)(l.RecvMultishot(a, g, 0, floodCb, 0))
 	must(t)(l.Recv(c, make([]byte, 8), 0, oneCb, 0))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // both wait in the kernel (or for readiness)
+	onceWithin(t, l, time.Millisecond) // both wait in the kernel (or for readiness)
 	testutil.Write(t, b, bytes.Repeat([]byte("0123"), 25))
 	testutil.Write(t, d, []byte("hi"))
 	until(t, l, func() bool { return one.n() > 0 })
@@ -747,8 +738,7 @@ func testReqMultishotOrder(t *testing.T, backend string) {
 		x.ReleaseBuffer()
 	}
 	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // the recv waits in the kernel (or for readiness)
+	onceWithin(t, l, time.Millisecond) // the recv waits in the kernel (or for readiness)
 	want := make([]byte, 0, 800)
 	for i := 0; len(want) < cap(want); i++ {
 		want = fmt.Appendf(want, "%04d", i)
@@ -816,8 +806,7 @@ func testReqSendErrorCount(t *testing.T, backend string) {
 	big := make([]byte, 8<<20)
 	var rec recorder
 	must(t)(l.Send(a.fd, big, 0, rec.cb, 0))
-	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, 5*time.Millisecond)
 	var junk [4096]byte
 	unix.Read(peer.fd, junk[:])
 	peer.Close()
@@ -882,8 +871,7 @@ func testReqCloseFdSend(t *testing.T, backend string) {
 	big := make([]byte, 8<<20)
 	var snd, cls recorder
 	must(t)(l.Send(conn.fd, big, 0, snd.cb, 0))
-	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, 5*time.Millisecond)
 	must(t)(l.CloseFd(conn.fd, cls.cb, 0))
 	conn.HandOver()
 	until(t, l, func() bool { return snd.n() > 0 && cls.n() > 0 })
