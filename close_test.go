@@ -169,7 +169,7 @@ func TestClosePlainCloseBehindLoopsBackReleasesFile(t *testing.T) {
 		got := ringev.Flags(0)
 		addFd(t, l, c.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) { got = f; testutil.Drain(t, ev.Fd()) })
 		testutil.Write(t, pc.fd, []byte{'y'})
-		testutil.OnceUntil(t, l, func() bool { return got != 0 }, deadline)
+		until(t, l, func() bool { return got != 0 })
 		if got != ringev.Read {
 			t.Fatalf("a new fd event after the plain close got %v, want READ", got)
 		}
@@ -396,13 +396,13 @@ func TestCloseFdNumberReuseIsWatchedCorrectly(t *testing.T) {
 				// old event (auto-close) and reuses its number for a new, empty socket.
 				testutil.Write(t, px.fd, []byte{'x'})
 				testutil.Write(t, oldPeer.fd, []byte{'o'})
-				testutil.OnceUntil(t, l, func() bool { return newFd != nil }, deadline)
+				until(t, l, func() bool { return newFd != nil })
 				settle(t, l, 20*time.Millisecond, 5)
 				if len(newFlags) != 0 {
 					t.Fatalf("new (empty) socket's handler ran %v before it had data", newFlags)
 				}
 				testutil.Write(t, newPeer.fd, []byte{'n'})
-				testutil.OnceUntil(t, l, func() bool { return len(newGot) > 0 }, deadline)
+				until(t, l, func() bool { return len(newGot) > 0 })
 				settle(t, l, 20*time.Millisecond, 5)
 				if string(newGot) != "n" || len(newFlags) != 1 || newFlags[0] != ringev.Read {
 					t.Fatalf("new socket's handler calls %v read %q, want one READ call reading %q", newFlags, newGot, "n")
@@ -431,7 +431,7 @@ func checkReuse(t *testing.T, l *ringev.Loop, num int) {
 		}
 	})
 	testutil.Write(t, peer.fd, []byte{'n'})
-	testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
+	until(t, l, func() bool { return len(got) > 0 })
 	settle(t, l, 30*time.Millisecond, 5)
 	if string(got) != "n" || len(flags) != 1 || flags[0] != ringev.Read {
 		t.Fatalf("new socket on reused fd %d: handler calls %v read %q, want one READ call reading %q", num, flags, got, "n")

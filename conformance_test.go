@@ -346,7 +346,7 @@ func testTimersRunInDeadlineOrder(t *testing.T, backend string, m mode) {
 	for _, ms := range []int{30, 10, 20} {
 		l.AddTimer(time.Duration(ms)*time.Millisecond, func(*ringev.Timer) { order = append(order, ms) })
 	}
-	n := testutil.OnceUntil(t, l, func() bool { return len(order) == 3 }, deadline)
+	n := until(t, l, func() bool { return len(order) == 3 })
 	if want := []int{10, 20, 30}; !slices.Equal(order, want) {
 		t.Fatalf("timers ran in order %v (ms), want %v", order, want)
 	}
@@ -359,7 +359,7 @@ func testTimersRunInDeadlineOrder(t *testing.T, backend string, m mode) {
 	for id := 1; id <= 4; id++ {
 		l.AddTimerAt(at, func(*ringev.Timer) { order = append(order, id) })
 	}
-	testutil.OnceUntil(t, l, func() bool { return len(order) == 4 }, deadline)
+	until(t, l, func() bool { return len(order) == 4 })
 	if want := []int{1, 2, 3, 4}; !slices.Equal(order, want) {
 		t.Fatalf("timers with one deadline ran in order %v, want creation order %v", order, want)
 	}

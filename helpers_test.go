@@ -2,9 +2,10 @@ package ringev_test
 
 // The helpers of the root package's tests, in one family: every behaviour file (conformance,
 // close, tevent, hot path, loop I/O, signals, Post, ownership, leaks, robustness, options,
-// exact signals, benchmarks) makes its loops, fds, quiet periods and backend/mode subtests with
-// these. Lower-level guarded calls (testutil.Once, OnceUntil, Run, Pipe, Socketpair, Write,
-// Drain) come from internal/testutil; a helper that only one test needs stays next to it.
+// exact signals, reliability, requests, benchmarks) makes its loops, fds, quiet periods, waits,
+// request recorders and backend/mode subtests with these. Lower-level guarded calls
+// (testutil.Once, OnceUntil with a longer deadline, Run, Pipe, Socketpair, Write, Drain) come
+// from internal/testutil; a helper that only one test file needs stays next to its tests.
 //
 // Waits have a deadline (deadline) that only turns a hang into a failure. Behaviour is asserted
 // with counts (handler runs, Once calls, waits), never with how long something took, except
@@ -374,12 +375,13 @@ func expectEOF(t *testing.T, peer int, within time.Duration, what string) {
 	}
 }
 
-// expectPinned asserts the documented uring-poll behaviour: the file stays open (the peer reads
-// no EOF within releaseWithin) because a pending IORING_OP_POLL_ADD holds a reference to it.
+// expectPinned asserts a documented pin: the file stays open (the peer reads no EOF within
+// releaseWithin) because the kernel holds a reference to it (uring-poll's pending
+// IORING_OP_POLL_ADD, or a request in flight on uring).
 func expectPinned(t *testing.T, peer int, what string) {
 	t.Helper()
 	if ok, took, _ := peerEOF(peer, releaseWithin); ok {
-		t.Fatalf("%s: the peer read EOF after %v, but uring-poll is documented to pin the file here (pending POLL_ADD); the doc or the test is out of date", what, took)
+		t.Fatalf("%s: the peer read EOF after %v, but the file is documented to stay open here (the kernel holds it); the doc or the test is out of date", what, took)
 	}
 }
 
@@ -394,32 +396,65 @@ func threadCPU(t testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// settle adds a timer due in d and calls Once (each call guarded by deadline) until it has run,
-// and returns the errors Once returned on the way. It fails the test if that takes more than
-// maxOnces Once calls (something else kept running), or if the loop's thread burns more than
-// half of the time in CPU meanwhile (a loop that spins inside one Once shows up there, not in
-// the count).
-func settle(t testing.TB, l *ringev.Loop, d time.Duration, maxOnces int) []error {
+// turns is what runTimer saw: the Once calls it made, the errors they returned, and the CPU
+// time and wall time they took.
+type turns struct {
+	onces     int
+	errs      []error
+	cpu, wall time.Duration
+}
+
+// asleep reports whether the loop slept through a run until a timer due in d: at most maxOnces
+// Once calls, and less than a tenth of d in CPU time (a loop spinning inside one Once uses all
+// of d that the machine gives it; a sleeping one a few µs).
+func (r turns) asleep(d time.Duration, maxOnces int) bool {
+	return r.onces <= maxOnces && r.cpu < d/10
+}
+
+// runTimer adds a timer due in d and calls Once (each call guarded by deadline) until it has run,
+// recording the errors Once returned on the way (the loop goes on), and the loop thread's CPU time
+// (the loop's goroutine is locked to its thread). It fails the test if that takes more than
+// maxOnces Once calls (0: no bound but deadline), more than deadline, or if more than 100 Once
+// calls fail.
+func runTimer(t testing.TB, l *ringev.Loop, d time.Duration, maxOnces int) turns {
 	t.Helper()
 	fired := false
 	tm := l.AddTimer(d, func(*ringev.Timer) { fired = true })
+	if tm == nil {
+		t.Fatal("AddTimer returned nil")
+	}
 	cpu0, wall0 := threadCPU(t), time.Now()
-	var errs []error
-	calls := 0
+	var r turns
 	for !fired {
-		if calls >= maxOnces {
+		if maxOnces > 0 && r.onces >= maxOnces {
 			tm.Stop()
-			t.Fatalf("%d Once calls ran something other than the %v quiet-period timer (errors: %v): a handler that should not be ready ran, or the loop spins", calls, d, errs)
+			t.Fatalf("%d Once calls ran something other than the %v quiet-period timer (errors: %v): a handler that should not be ready ran, or the loop spins", r.onces, d, r.errs)
+		}
+		if time.Since(wall0) > deadline {
+			t.Fatalf("a %v timer has not run after %v (%d Once calls)", d, deadline, r.onces)
 		}
 		if err := testutil.OnceErr(t, l, deadline); err != nil {
-			errs = append(errs, err)
+			r.errs = append(r.errs, err)
+			if len(r.errs) > 100 {
+				t.Fatalf("Once keeps failing: %v", err)
+			}
 		}
-		calls++
+		r.onces++
 	}
-	if cpu, wall := threadCPU(t)-cpu0, time.Since(wall0); cpu > wall/2 && cpu > 20*time.Millisecond {
-		t.Fatalf("the loop spins: its thread used %v of CPU in a %v quiet period (%d Once calls)", cpu, wall, calls)
+	r.cpu, r.wall = threadCPU(t)-cpu0, time.Since(wall0)
+	return r
+}
+
+// settle is runTimer with a bound of maxOnces Once calls that also fails the test if the loop's
+// thread burns more than half of the time in CPU meanwhile (a loop that spins inside one Once
+// shows up there, not in the count). It returns the errors Once returned on the way.
+func settle(t testing.TB, l *ringev.Loop, d time.Duration, maxOnces int) []error {
+	t.Helper()
+	r := runTimer(t, l, d, maxOnces)
+	if r.cpu > r.wall/2 && r.cpu > 20*time.Millisecond {
+		t.Fatalf("the loop spins: its thread used %v of CPU in a %v quiet period (%d Once calls)", r.cpu, r.wall, r.onces)
 	}
-	return errs
+	return r.errs
 }
 
 // quiet shows that nothing is ready on l: the first Once runs a timer due in quietFor, without
@@ -441,6 +476,104 @@ func await(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// recorder is a Callback that records every completion (a copy of each).
+type recorder struct {
+	got  []ringev.Completion
+	bufs [][]byte // copies of Buf
+}
+
+func (r *recorder) cb(c *ringev.Completion) {
+	r.got = append(r.got, *c)
+	r.bufs = append(r.bufs, append([]byte(nil), c.Buf...))
+	c.ReleaseBuffer()
+}
+
+func (r *recorder) n() int { return len(r.got) }
+
+// last returns the last completion, failing if there is none.
+func (r *recorder) last(t *testing.T) ringev.Completion {
+	t.Helper()
+	if len(r.got) == 0 {
+		t.Fatal("no completion")
+	}
+	return r.got[len(r.got)-1]
+}
+
+// onceWithin calls Once once, with a timer due in d so that it waits at most about that long:
+// requests made before it reach the kernel (or the emulation's wait) before the test goes on.
+func onceWithin(t testing.TB, l *ringev.Loop, d time.Duration) {
+	t.Helper()
+	l.AddTimer(d, func(*ringev.Timer) {})
+	testutil.Once(t, l, deadline)
+}
+
+// until calls Once until cond holds and returns how many Once calls it made (testutil.OnceUntil
+// with the suite's deadline: it fails the test if Once returns an error or cond does not hold in
+// time).
+func until(t testing.TB, l *ringev.Loop, cond func() bool) int {
+	t.Helper()
+	return testutil.OnceUntil(t, l, cond, deadline)
+}
+
+// wantOne checks that exactly one completion arrived, with err nil and N n.
+func wantOne(t *testing.T, r *recorder, n int) ringev.Completion {
+	t.Helper()
+	if len(r.got) != 1 {
+		t.Fatalf("%d completions, want 1: %+v", len(r.got), r.got)
+	}
+	c := r.got[0]
+	if c.Err != nil || c.N != n {
+		t.Fatalf("completion: N %d err %v, want N %d, no error", c.N, c.Err, n)
+	}
+	return c
+}
+
+// must fails the test if a request call failed: must(t)(l.Recv(...)).
+func must(t *testing.T) func(ringev.Request, error) ringev.Request {
+	return func(h ringev.Request, err error) ringev.Request {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("request: %v", err)
+		}
+		return h
+	}
+}
+
+// listener returns a non-blocking TCP listener on 127.0.0.1 and its address.
+func listener(t *testing.T) (int, *unix.SockaddrInet4) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 64); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd, sa.(*unix.SockaddrInet4)
+}
+
+// dial connects a blocking client socket to sa (the listener's backlog completes it).
+func dial(t *testing.T, sa *unix.SockaddrInet4) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Connect(fd, sa); err != nil {
+		t.Fatal(err)
+	}
+	return fd
 }
 
 // stopped reports whether t has ended (t.Context is done): a goroutine that spins until the

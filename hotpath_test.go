@@ -82,7 +82,7 @@ func TestManyReadyDrainingHandlersEachRunOnce(t *testing.T) {
 				}
 			})
 		}
-		testutil.OnceUntil(t, l, func() bool { return total >= n }, deadline)
+		until(t, l, func() bool { return total >= n })
 		for i, c := range counts {
 			if c != 1 {
 				t.Fatalf("handler %d ran %d times", i, c)
@@ -137,7 +137,7 @@ func TestSlotsGrowWhileHandlersRun(t *testing.T) {
 				}
 			})
 		}
-		testutil.OnceUntil(t, l, func() bool { return total >= n }, deadline)
+		until(t, l, func() bool { return total >= n })
 		for i, c := range counts {
 			if c != 1 {
 				t.Fatalf("handler %d ran %d times", i, c)
@@ -152,7 +152,7 @@ func TestSlotsGrowWhileHandlersRun(t *testing.T) {
 		for _, w := range nw {
 			testutil.Write(t, w, oneByte)
 		}
-		testutil.OnceUntil(t, l, func() bool { return total >= n+len(high) }, deadline)
+		until(t, l, func() bool { return total >= n+len(high) })
 		for k, c := range newCounts {
 			if c != 1 {
 				t.Fatalf("new handler %d (fd %d) ran %d times", k, high[k], c)
@@ -335,9 +335,9 @@ func TestHangupMixedHandlersWriteOnlyLosesWrite(t *testing.T) {
 		peer.Close()
 		hungUp = true
 		base := append([]int(nil), counts...)
-		testutil.OnceUntil(t, l, func() bool {
+		until(t, l, func() bool {
 			return counts[0] > base[0] && counts[2] > base[2] && counts[3] > base[3] && counts[4] > base[4]
-		}, deadline)
+		})
 		if w := evs[1].Flags(); w != 0 {
 			t.Fatalf("Write-only event keeps %v after hang-up, want 0", w)
 		}
@@ -370,7 +370,7 @@ func TestPipeWriterErrorWriteOnlyNotCalled(t *testing.T) {
 		// Fill the pipe so that Write is not ready, then close the read end.
 		fill(t, pw.fd)
 		pr.Close()
-		testutil.OnceUntil(t, l, func() bool { return errRuns > 0 }, deadline)
+		until(t, l, func() bool { return errRuns > 0 })
 		if seen&ringev.Error == 0 {
 			t.Fatalf("Write|Error event saw %v, want Error", seen)
 		}
@@ -417,7 +417,7 @@ func TestPostsFromGoroutinesWhileBusyAllRun(t *testing.T) {
 		wg.Wait()
 		// Posted functions come before fd handlers: the fd handler may or may not have run.
 		n := fdRuns.Load()
-		testutil.OnceUntil(t, l, func() bool { return fdRuns.Load() > n }, deadline)
+		until(t, l, func() bool { return fdRuns.Load() > n })
 	})
 }
 
@@ -547,7 +547,7 @@ func TestSignalWhileBusyIsDelivered(t *testing.T) {
 						}
 						unix.Kill(os.Getpid(), syscall.SIGUSR2)
 					}()
-					testutil.OnceUntil(t, l, func() bool { return got >= i }, deadline)
+					until(t, l, func() bool { return got >= i })
 				}
 				if got != 5 {
 					t.Fatalf("signal count %d, want 5", got)
@@ -607,7 +607,7 @@ func TestReplacedFdNumberNotRunFromStaleCache(t *testing.T) {
 			t.Fatalf("new event on an empty pipe ran %d times", newRuns)
 		}
 		testutil.Write(t, newW.fd, oneByte)
-		testutil.OnceUntil(t, l, func() bool { return newRuns > 0 }, deadline)
+		until(t, l, func() bool { return newRuns > 0 })
 	})
 }
 

@@ -70,7 +70,7 @@ func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 			if i%1000 == 0 {
 				testutil.Write(t, w, []byte{'x'})
 				want := runs + 1
-				testutil.OnceUntil(t, l, func() bool { return runs == want }, deadline)
+				until(t, l, func() bool { return runs == want })
 			}
 			if err := ev.Close(); err != nil {
 				t.Fatalf("cycle %d: FdEvent.Close: %v", i, err)
@@ -105,7 +105,7 @@ func TestLeakNoGoroutinesAfterSignalLoopClose(t *testing.T) {
 			t.Fatalf("AddSignal: %v", err)
 		}
 		raise(t, guard, unix.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return got > 0 }, deadline)
+		until(t, l, func() bool { return got > 0 })
 		if err := l.Close(); err != nil {
 			t.Fatalf("Loop.Close: %v", err)
 		}

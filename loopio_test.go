@@ -232,7 +232,7 @@ func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
 				t.Errorf("run %d: own fd: ReadNonblocking = %d %q, %v; want 1 %q, nil", calls, n, buf[:n], err, "12"[calls-1])
 			}
 		})
-		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, deadline)
+		until(t, l, func() bool { return calls == 2 })
 		quiet(t, l)
 	})
 }
@@ -284,7 +284,7 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 				t.Errorf("run %d: own fd: ReadNonblocking = %d, %v", calls, n, err)
 			}
 		})
-		testutil.OnceUntil(t, l, func() bool { return calls == 2 }, deadline)
+		until(t, l, func() bool { return calls == 2 })
 		quiet(t, l)
 		if t.Failed() {
 			return
@@ -329,7 +329,7 @@ func TestLoopReadNonblockingUntilEAGAINReturns(t *testing.T) {
 			t.Errorf("run %d: no EAGAIN after 10 reads", calls)
 		})
 		testutil.Write(t, w, []byte("0123456789"))
-		testutil.OnceUntil(t, l, func() bool { return calls > 0 }, deadline)
+		until(t, l, func() bool { return calls > 0 })
 		if got != "0123456789" {
 			t.Fatalf("read %q, want \"0123456789\"", got)
 		}
@@ -447,7 +447,7 @@ func TestLoopIOLevelTriggeredUntilDrained(t *testing.T) {
 		}
 		// The loop now blocks in a wait; a new byte wakes it and runs the handler.
 		testutil.Write(t, w, []byte("d"))
-		testutil.OnceUntil(t, l, func() bool { return calls == 4 }, deadline)
+		until(t, l, func() bool { return calls == 4 })
 		quiet(t, l)
 		if got != "abcd" {
 			t.Fatalf("read %q, want \"abcd\"", got)
@@ -653,7 +653,7 @@ func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
 			t.Fatalf("the new event ran %d times before its pipe had data", newCalls)
 		}
 		testutil.Write(t, newW.fd, []byte{'n'})
-		testutil.OnceUntil(t, l, func() bool { return newCalls == 1 }, deadline)
+		until(t, l, func() bool { return newCalls == 1 })
 		quiet(t, l)
 	})
 }
@@ -1006,7 +1006,7 @@ func TestLoopReadNonblockingRegularFile(t *testing.T) {
 					}
 					t.Errorf("no end of file after 20 reads (%d bytes)", len(got))
 				})
-				testutil.OnceUntil(t, l, func() bool { return calls == 2 }, deadline)
+				until(t, l, func() bool { return calls == 2 })
 				if !bytes.Equal(got, want) {
 					t.Fatalf("read %d bytes, want the file's %d (a prefix of it: %v)", len(got), len(want), bytes.Equal(got, want[:min(len(got), len(want))]))
 				}
@@ -1124,7 +1124,7 @@ func TestLoopWriteNonblockingEmptyToEventfdIsEINVAL(t *testing.T) {
 			}
 		})
 		testutil.Write(t, w, []byte{'x'})
-		testutil.OnceUntil(t, l, func() bool { return len(errs) > 0 }, deadline)
+		until(t, l, func() bool { return len(errs) > 0 })
 		for _, err := range errs {
 			if err != unix.EINVAL {
 				t.Fatalf("WriteNonblocking(eventfd, empty) = %v, want unix.EINVAL (as write(2))", err)
@@ -1176,7 +1176,7 @@ func TestLoopWriteNonblockingODirectMovesThePosition(t *testing.T) {
 			done = true
 		})
 		testutil.Write(t, w, []byte{'x'})
-		testutil.OnceUntil(t, l, func() bool { return done }, deadline)
+		until(t, l, func() bool { return done })
 		got, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

@@ -72,9 +72,9 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 		if f := ev.Flags(); f != ringev.Read {
 			t.Fatalf("after a SetFlags from another goroutine, Flags() = %v, want READ (unchanged)", f)
 		}
-		testutil.OnceUntil(t, l, func() bool { return posted }, deadline)
+		until(t, l, func() bool { return posted })
 		testutil.Write(t, peer.fd, []byte{'x'})
-		testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
+		until(t, l, func() bool { return len(got) > 0 })
 		if got[0] != ringev.Read {
 			t.Fatalf("the fd event after the foreign calls got %v, want READ", got)
 		}
@@ -123,12 +123,12 @@ func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
 		defer sig.Close()
 		testutil.Write(t, peer.fd, []byte{'x'})
 		raise(t, guard, syscall.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return len(kinds) == 5 }, deadline)
+		until(t, l, func() bool { return len(kinds) == 5 })
 		// Afterwards the loop works: a new byte runs the fd handler once more.
 		before := len(kinds)
 		kinds = map[string]bool{}
 		testutil.Write(t, peer.fd, []byte{'y'})
-		testutil.OnceUntil(t, l, func() bool { return kinds["fd"] }, deadline)
+		until(t, l, func() bool { return kinds["fd"] })
 		if before != 5 || ev.Flags() != ringev.Read {
 			t.Fatalf("after nesting: %d handler kinds ran, event flags %v", before, ev.Flags())
 		}

@@ -61,69 +61,12 @@ var requestCases = []struct {
 // TestRequestConformance runs the request suite on every backend. A backend that New cannot
 // create here (io_uring switched off or missing) is skipped, naming New's error.
 func TestRequestConformance(t *testing.T) {
-	for _, backend := range ringev.Backends() {
-		t.Run(backend, func(t *testing.T) {
-			l, err := ringev.New(ringev.WithBackend(backend))
-			requireNew(t, backend, err)
-			l.Close()
-			for _, c := range requestCases {
-				t.Run(c.name, func(t *testing.T) { c.fn(t, backend) })
-			}
-		})
-	}
-}
-
-// recorder is a Callback that records every completion (a copy of each).
-type recorder struct {
-	got  []ringev.Completion
-	bufs [][]byte // copies of Buf
-}
-
-func (r *recorder) cb(c *ringev.Completion) {
-	r.got = append(r.got, *c)
-	r.bufs = append(r.bufs, append([]byte(nil), c.Buf...))
-	c.ReleaseBuffer()
-}
-
-func (r *recorder) n() int { return len(r.got) }
-
-// last returns the last completion, failing if there is none.
-func (r *recorder) last(t *testing.T) ringev.Completion {
-	t.Helper()
-	if len(r.got) == 0 {
-		t.Fatal("no completion")
-	}
-	return r.got[len(r.got)-1]
-}
-
-// until runs Once until cond holds.
-func until(t *testing.T, l *ringev.Loop, cond func() bool) {
-	t.Helper()
-	testutil.OnceUntil(t, l, cond, deadline)
-}
-
-// wantOne checks that exactly one completion arrived, with err nil and N n.
-func wantOne(t *testing.T, r *recorder, n int) ringev.Completion {
-	t.Helper()
-	if len(r.got) != 1 {
-		t.Fatalf("%d completions, want 1: %+v", len(r.got), r.got)
-	}
-	c := r.got[0]
-	if c.Err != nil || c.N != n {
-		t.Fatalf("completion: N %d err %v, want N %d, no error", c.N, c.Err, n)
-	}
-	return c
-}
-
-// must fails the test if a request call failed: must(t)(l.Recv(...)).
-func must(t *testing.T) func(ringev.Request, error) ringev.Request {
-	return func(h ringev.Request, err error) ringev.Request {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("request: %v", err)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		newLoop(t, backend).Close() // skips the backend here if New cannot create it
+		for _, c := range requestCases {
+			t.Run(c.name, func(t *testing.T) { c.fn(t, backend) })
 		}
-		return h
-	}
+	})
 }
 
 func testReqRead(t *testing.T, backend string) {
@@ -230,41 +173,6 @@ func testReqLargeSend(t *testing.T, backend string) {
 	}
 }
 
-// listener returns a non-blocking TCP listener on 127.0.0.1 and its address.
-func listener(t *testing.T) (int, *unix.SockaddrInet4) {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, 64); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fd, sa.(*unix.SockaddrInet4)
-}
-
-// dial connects a blocking client socket to sa (the listener's backlog completes it).
-func dial(t *testing.T, sa *unix.SockaddrInet4) int {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Connect(fd, sa); err != nil {
-		t.Fatal(err)
-	}
-	return fd
-}
-
 func closeAccepted(t *testing.T, r *recorder) {
 	t.Cleanup(func() {
 		for _, c := range r.got {
@@ -354,8 +262,7 @@ func testReqCancel(t *testing.T, backend string) {
 	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
 	must(t)(h, err)
 	// Let it reach the kernel (or the emulation's wait) first.
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, time.Millisecond)
 	if err := h.Cancel(); err != nil {
 		t.Fatal(err)
 	}
@@ -376,14 +283,12 @@ func testReqCancelRace(t *testing.T, backend string) {
 			testutil.Write(t, b, []byte("x"))
 		}
 		if i%3 == 0 {
-			l.AddTimer(0, func(*ringev.Timer) {})
-			testutil.Once(t, l, deadline)
+			onceWithin(t, l, 0)
 		}
 		h.Cancel()
 		until(t, l, func() bool { return rec.n() > 0 })
 		// A few more turns: no second callback may come.
-		l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-		testutil.Once(t, l, deadline)
+		onceWithin(t, l, time.Millisecond)
 		if rec.n() != 1 {
 			t.Fatalf("round %d: %d callbacks", i, rec.n())
 		}
@@ -441,8 +346,7 @@ func testReqDeadlineLate(t *testing.T, backend string) {
 	var rec recorder
 	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
 	must(t)(h, err)
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // the recv is in the kernel now
+	onceWithin(t, l, time.Millisecond) // the recv is in the kernel now
 	if err := h.SetTimeout(10 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -452,37 +356,23 @@ func testReqDeadlineLate(t *testing.T, backend string) {
 	}
 }
 
-// peerSeesEOF waits (at most within) for fd's peer end to read end of file.
-func peerSeesEOF(t *testing.T, fd int, within time.Duration) {
-	t.Helper()
-	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(pfd, int(within/time.Millisecond))
-	if err != nil || n == 0 {
-		t.Fatalf("peer fd %d: no EOF within %v (poll: %d, %v)", fd, within, n, err)
-	}
-	var b [1]byte
-	if n, err := unix.Read(fd, b[:]); n != 0 || err != nil {
-		t.Fatalf("peer fd %d read %d, %v; want EOF", fd, n, err)
-	}
-}
-
 func testReqCloseFd(t *testing.T, backend string) {
 	lfd, _ := listener(t)
-	conn, b := loopPair(t) // conn is the loop's to close; b is the peer
+	conn, b := ownedSocketpair(t) // conn is handed to the loop's CloseFd; b is the peer
 	ldup, err := unix.Dup(lfd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := newLoop(t, backend)
 	var rcv, acc, cls recorder
-	must(t)(l.Recv(conn, make([]byte, 8), 0, rcv.cb, 0))
+	must(t)(l.Recv(conn.fd, make([]byte, 8), 0, rcv.cb, 0))
 	must(t)(l.Accept(ldup, 0, acc.cb, 0))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // both are in the kernel now
-	must(t)(l.CloseFd(conn, cls.cb, 0))
+	onceWithin(t, l, time.Millisecond) // both are in the kernel now
+	must(t)(l.CloseFd(conn.fd, cls.cb, 0))
+	conn.HandOver()
 	must(t)(l.CloseFd(ldup, cls.cb, 0))
 	until(t, l, func() bool { return cls.n() == 2 })
-	peerSeesEOF(t, b, 100*time.Millisecond)
+	expectEOF(t, b.fd, releaseWithin, "CloseFd of the recv's socket")
 	for _, r := range []*recorder{&rcv, &acc} {
 		if c := r.last(t); r.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
 			t.Fatalf("%d completions, last %+v", r.n(), c)
@@ -493,8 +383,8 @@ func testReqCloseFd(t *testing.T, backend string) {
 			t.Fatalf("close: %+v", c)
 		}
 	}
-	if err := unix.Close(conn); err != unix.EBADF {
-		t.Fatalf("fd %d still open after CloseFd (close: %v)", conn, err)
+	if !isClosed(conn.fd) {
+		t.Fatalf("fd %d still open after CloseFd", conn.fd)
 	}
 }
 
@@ -507,22 +397,13 @@ func testReqFdReuse(t *testing.T, backend string) {
 	l := newLoop(t, backend)
 	var oldRec, newRec, cls recorder
 	must(t)(l.Recv(old, make([]byte, 8), 0, oldRec.cb, 1))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, time.Millisecond)
 	must(t)(l.CloseFd(old, cls.cb, 0))
 	until(t, l, func() bool { return cls.n() > 0 })
 	// A new socketpair takes the freed number.
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	if fds[0] != old {
-		t.Skipf("the new socket got fd %d, not the freed %d", fds[0], old)
-	}
-	must(t)(l.Recv(fds[0], make([]byte, 8), 0, newRec.cb, 2))
-	testutil.Write(t, fds[1], []byte("new"))
+	c, d, _ := socketpairAt(t, old)
+	must(t)(l.Recv(c.fd, make([]byte, 8), 0, newRec.cb, 2))
+	testutil.Write(t, d.fd, []byte("new"))
 	until(t, l, func() bool { return newRec.n() > 0 && oldRec.n() > 0 })
 	wantOne(t, &newRec, 3)
 	if oldRec.n() != 1 || !errors.Is(oldRec.got[0].Err, unix.ECANCELED) {
@@ -628,8 +509,7 @@ func testReqMultishotCloseFd(t *testing.T, backend string) {
 	until(t, l, func() bool { return cls.n() > 0 && !rec.last(t).More })
 	n := rec.n()
 	testutil.Write(t, b, []byte("y")) // to a, which shares the file: the closed request must not see it
-	l.AddTimer(20*time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, 20*time.Millisecond)
 	if rec.n() != n || !errors.Is(rec.last(t).Err, unix.ECANCELED) {
 		t.Fatalf("after CloseFd: %d completions (had %d), last %+v", rec.n(), n, rec.last(t))
 	}
@@ -655,8 +535,7 @@ func testReqBufferGC(t *testing.T, backend string) {
 		addr = uintptr(unsafe.Pointer(&buf[0]))
 		must(t)(l.Read(r, buf, -1, cb, 0))
 	}() // no reference to buf is left but the loop's
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	onceWithin(t, l, time.Millisecond)
 	for i := 0; i < 5; i++ {
 		junk := make([][]byte, 256) // churn, so that freed memory would be reused
 		for j := range junk {
@@ -700,9 +579,10 @@ func testReqBadInput(t *testing.T, backend string) {
 	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
 		t.Errorf("Once after refused requests: %v, want ErrNothingToDo", err)
 	}
-	l2, err := ringev.New(ringev.WithBackend(backend))
-	requireNew(t, backend, err)
-	l2.Close()
+	l2 := newLoop(t, backend)
+	if err := l2.Close(); err != nil {
+		t.Fatalf("Loop.Close: %v", err)
+	}
 	if _, err := l2.Recv(a, buf, 0, cb, 0); !errors.Is(err, ringev.ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
@@ -831,8 +711,7 @@ func testReqMultishotBound(t *testing.T, backend string) {
 	oneCb := func(x *ringev.Completion) { order = append(order, 'c'); one.cb(x) }
 	must(t)(l.RecvMultishot(a, g, 0, floodCb, 0))
 	must(t)(l.Recv(c, make([]byte, 8), 0, oneCb, 0))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // both wait in the kernel (or for readiness)
+	onceWithin(t, l, time.Millisecond) // both wait in the kernel (or for readiness)
 	testutil.Write(t, b, bytes.Repeat([]byte("0123"), 25))
 	testutil.Write(t, d, []byte("hi"))
 	until(t, l, func() bool { return one.n() > 0 })
@@ -859,8 +738,7 @@ func testReqMultishotOrder(t *testing.T, backend string) {
 		x.ReleaseBuffer()
 	}
 	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
-	l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline) // the recv waits in the kernel (or for readiness)
+	onceWithin(t, l, time.Millisecond) // the recv waits in the kernel (or for readiness)
 	want := make([]byte, 0, 800)
 	for i := 0; len(want) < cap(want); i++ {
 		want = fmt.Appendf(want, "%04d", i)
@@ -923,16 +801,15 @@ func testReqPlainCloseAfter(t *testing.T, backend string) {
 func testReqSendErrorCount(t *testing.T, backend string) {
 	// The peer reads a little and closes: the send ends with an error, and N counts what
 	// went before it.
-	peer, a := loopPair(t) // the test closes peer
+	peer, a := ownedSocketpair(t) // the test closes peer
 	l := newLoop(t, backend)
 	big := make([]byte, 8<<20)
 	var rec recorder
-	must(t)(l.Send(a, big, 0, rec.cb, 0))
-	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	must(t)(l.Send(a.fd, big, 0, rec.cb, 0))
+	onceWithin(t, l, 5*time.Millisecond)
 	var junk [4096]byte
-	unix.Read(peer, junk[:])
-	unix.Close(peer)
+	unix.Read(peer.fd, junk[:])
+	peer.Close()
 	until(t, l, func() bool { return rec.n() > 0 })
 	c := rec.last(t)
 	if !errors.Is(c.Err, unix.EPIPE) && !errors.Is(c.Err, unix.ECONNRESET) {
@@ -989,14 +866,14 @@ func testReqMultishotDeadline(t *testing.T, backend string) {
 func testReqCloseFdSend(t *testing.T, backend string) {
 	// A send larger than the socket buffer waits for room; CloseFd cancels it: ECANCELED,
 	// N the bytes sent before, and the peer sees them and then EOF.
-	conn, peer := loopPair(t)
+	conn, peer := ownedSocketpair(t) // conn is handed to the loop's CloseFd
 	l := newLoop(t, backend)
 	big := make([]byte, 8<<20)
 	var snd, cls recorder
-	must(t)(l.Send(conn, big, 0, snd.cb, 0))
-	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
-	must(t)(l.CloseFd(conn, cls.cb, 0))
+	must(t)(l.Send(conn.fd, big, 0, snd.cb, 0))
+	onceWithin(t, l, 5*time.Millisecond)
+	must(t)(l.CloseFd(conn.fd, cls.cb, 0))
+	conn.HandOver()
 	until(t, l, func() bool { return snd.n() > 0 && cls.n() > 0 })
 	c := snd.last(t)
 	if snd.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) || c.N <= 0 || c.N >= len(big) {
@@ -1005,7 +882,7 @@ func testReqCloseFdSend(t *testing.T, backend string) {
 	got := 0
 	var buf [64 << 10]byte
 	for start := time.Now(); time.Since(start) < deadline; {
-		n, err := unix.Read(peer, buf[:])
+		n, err := unix.Read(peer.fd, buf[:])
 		if err == unix.EAGAIN {
 			time.Sleep(time.Millisecond)
 			continue

@@ -46,9 +46,9 @@ func TestExactSignalsCountEveryBackToBackRaise(t *testing.T) {
 			unix.Tgkill(pid, tid, unix.SIGALRM)
 		}
 		l.AddTimer(time.Hour, func(*ringev.Timer) {}) // Once waits rather than ending early
-		testutil.OnceUntil(t, l, func() bool {
+		until(t, l, func() bool {
 			return counts[unix.SIGUSR1] >= raises && counts[unix.SIGALRM] >= raises
-		}, deadline)
+		})
 		if counts[unix.SIGUSR1] != raises || counts[unix.SIGALRM] != raises {
 			t.Fatalf("counted %v, want %d of each", counts, raises)
 		}

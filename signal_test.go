@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestSignalCountsEveryDeliveredRaise: SIGUSR1 is raised 30 times, each delivery let through to
@@ -46,7 +45,7 @@ func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
 		n := 30
 		for i := 1; i <= n; i++ {
 			raise(t, guard, syscall.SIGUSR1)
-			testutil.OnceUntil(t, l, func() bool { return sum >= i }, deadline)
+			until(t, l, func() bool { return sum >= i })
 			if sum != i {
 				t.Fatalf("after %d raises the handler was handed %d deliveries", i, sum)
 			}
@@ -62,7 +61,7 @@ func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
 				raise(t, guard, syscall.SIGUSR1)
 			}
 			want := sum + 3
-			testutil.OnceUntil(t, l, func() bool { return sum >= want }, deadline)
+			until(t, l, func() bool { return sum >= want })
 			settle(t, l, 5*time.Millisecond, 3)
 			if sum != want {
 				t.Fatalf("3 deliveries while the loop was not running were handed over as %d", 3+sum-want)
@@ -74,7 +73,7 @@ func TestSignalCountsEveryDeliveredRaise(t *testing.T) {
 				t.Fatalf("kill: %v", err)
 			}
 		}
-		testutil.OnceUntil(t, l, func() bool { return sum > n }, deadline)
+		until(t, l, func() bool { return sum > n })
 		settle(t, l, 50*time.Millisecond, 12)
 		if sum < n+1 || sum > n+10 {
 			t.Fatalf("10 back-to-back raises were counted as %d, want 1..10", sum-n)
@@ -103,9 +102,9 @@ func TestSignalTwoSignalsCountedSeparately(t *testing.T) {
 		defer s2.Close()
 		for i := 1; i <= 10; i++ {
 			raise(t, guard, syscall.SIGUSR1)
-			testutil.OnceUntil(t, l, func() bool { return usr1 >= i }, deadline)
+			until(t, l, func() bool { return usr1 >= i })
 			raise(t, guard, syscall.SIGALRM)
-			testutil.OnceUntil(t, l, func() bool { return alrm >= i }, deadline)
+			until(t, l, func() bool { return alrm >= i })
 			if usr1 != i || alrm != i {
 				t.Fatalf("after %d raises of each: SIGUSR1 counted %d, SIGALRM counted %d", i, usr1, alrm)
 			}
@@ -124,7 +123,7 @@ func TestSignalOnceRunsOnce(t *testing.T) {
 			t.Fatalf("AddSignalOnce: %v", err)
 		}
 		raise(t, guard, syscall.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return len(counts) > 0 }, deadline)
+		until(t, l, func() bool { return len(counts) > 0 })
 		for i := 0; i < 3; i++ {
 			raise(t, guard, syscall.SIGUSR1)
 			settle(t, l, 20*time.Millisecond, 3)
@@ -152,11 +151,11 @@ func TestSignalCloseStopsDelivery(t *testing.T) {
 		}
 		defer other.Close()
 		raise(t, guard, syscall.SIGUSR1)
-		testutil.OnceUntil(t, l, func() bool { return closedSum == 1 && otherSum == 1 }, deadline)
+		until(t, l, func() bool { return closedSum == 1 && otherSum == 1 })
 		s.Close()
 		for i := 2; i <= 4; i++ {
 			raise(t, guard, syscall.SIGUSR1)
-			testutil.OnceUntil(t, l, func() bool { return otherSum >= i }, deadline)
+			until(t, l, func() bool { return otherSum >= i })
 		}
 		settle(t, l, 20*time.Millisecond, 3)
 		if closedSum != 1 {

@@ -398,7 +398,7 @@ func TestTeventHangUpReadHandlerSeesEOF(t *testing.T) {
 		})
 		settle(t, l, 10*time.Millisecond, 3)
 		peer.Close()
-		testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
+		until(t, l, func() bool { return len(got) > 0 })
 		if !slices.Equal(got, []ringev.Flags{ringev.Read}) || n != 0 || rerr != nil {
 			t.Fatalf("READ handler after hang-up: called with %v, read n=%d err=%v; want [READ] and EOF", got, n, rerr)
 		}
@@ -426,7 +426,7 @@ func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
 					t.Fatalf("handler ran with %v before the hang-up", got)
 				}
 				peer.Close()
-				testutil.OnceUntil(t, l, func() bool { return len(got) > 0 }, deadline)
+				until(t, l, func() bool { return len(got) > 0 })
 				if len(got) != 1 || got[0]&ringev.Error == 0 || got[0]&^mask != 0 {
 					t.Fatalf("%v handler after hang-up was called with %v, want one call including ERROR (within %v)", mask, got, mask)
 				}
