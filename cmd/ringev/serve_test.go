@@ -44,6 +44,11 @@ func TestParseServeBadInput(t *testing.T) {
 		{[]string{"resp", "--loops", "0"}, []string{"--loops", "must be > 0"}},
 		{[]string{"resp", "--loops", "5000"}, []string{"--loops", "must be <= 1024"}},
 		{[]string{"resp", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"echo", "--addr", "nonsense"}, []string{"--addr", `"nonsense"`, "HOST:PORT"}},
+		{[]string{"echo", "--addr", "127.0.0.1:99999"}, []string{"--addr", "port 99999", "0..65535"}},
+		{[]string{"echo", "--addr", "127.0.0.1:"}, []string{"--addr", "no port"}},
+		{[]string{"echo", "--addr", "127.0.0.1:nosuchservice"}, []string{"--addr", `port "nosuchservice"`}},
+		{[]string{"echo", "--api", "readiness", "--recv", "multishot"}, []string{"--recv multishot", "only the requests API", "--api is readiness"}},
 	} {
 		_, err := parseServe(tc.args)
 		if exitStatus(err) != 2 {
