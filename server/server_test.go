@@ -174,6 +174,36 @@ func TestEchoOverTCP(t *testing.T) {
 	})
 }
 
+// TestHalfClosedPeerGetsItsReplies: a client that sends its requests and shuts down its writing
+// side at once (`printf 'PING\r\n' | nc -N`: the data and the FIN arrive together, POLLRDHUP
+// with POLLIN) reads every reply and then EOF, not a reset, on every backend, with each driver.
+func TestHalfClosedPeerGetsItsReplies(t *testing.T) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+		skipIfMultishotReorders(t, cfg)
+		for _, tc := range []struct {
+			proto     func() Protocol
+			req, want string
+		}{
+			{echoServer, "hello ringev", "hello ringev"},
+			{respServer, "PING\r\nPING\r\n", "+PONG\r\n+PONG\r\n"},
+		} {
+			cfg.NewProtocol = tc.proto
+			srv := startServer(t, cfg)
+			c := dial(t, srv)
+			if _, err := c.Write([]byte(tc.req)); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatalf("shutdown(SHUT_WR): %v", err)
+			}
+			if got := readAll(t, c); got != tc.want {
+				t.Errorf("%q then a half-close: got %q, want %q", tc.req, got, tc.want)
+			}
+			waitConns(t, srv, 0)
+		}
+	})
+}
+
 // TestRESPPipelinedOverTCP: a thousand commands in one write get a thousand replies in order, on
 // every backend, with each driver.
 func TestRESPPipelinedOverTCP(t *testing.T) {
