@@ -71,6 +71,7 @@ type Server struct {
 	cfg     Config
 	addr    string
 	backend string
+	reason  string // the first loop's BackendReason
 	loops   []*ringev.Loop
 	drivers []connDriver
 	conns   atomic.Int64
@@ -140,7 +141,7 @@ func Start(cfg Config) (*Server, error) {
 		s.done.Wait()
 		return nil, err
 	}
-	s.backend = s.loops[0].Backend()
+	s.backend, s.reason = s.loops[0].Backend(), s.loops[0].BackendReason()
 	return s, nil
 }
 
@@ -183,6 +184,11 @@ func (s *Server) Addr() string { return s.addr }
 
 // Backend is the name of the loops' backend ("uring", "epoll", ...).
 func (s *Server) Backend() string { return s.backend }
+
+// BackendReason says why Config.Backend "" or "auto" chose the loops' backend (ringev's
+// Loop.BackendReason of the first loop: for example that io_uring_setup failed with EPERM
+// because of sysctl kernel.io_uring_disabled); "" when the backend was named.
+func (s *Server) BackendReason() string { return s.reason }
 
 // Conns is the number of connections open, over every loop.
 func (s *Server) Conns() int { return int(s.conns.Load()) }

@@ -592,6 +592,20 @@ func TestStartRefusesAnUnknownAPIOrRecvMode(t *testing.T) {
 	}
 }
 
+// TestBackendReasonSaysWhyAutoChose: with Backend "" (auto) the server says why its loops got
+// their backend (the loop's "auto: ..." reason, which names the failing kernel feature when
+// io_uring cannot be used); with a backend named, it says nothing.
+func TestBackendReasonSaysWhyAutoChose(t *testing.T) {
+	srv := startServer(t, Config{NewProtocol: echoServer})
+	if r := srv.BackendReason(); !strings.HasPrefix(r, "auto: ") || !strings.Contains(r, srv.Backend()) {
+		t.Errorf("auto chose %s; BackendReason %q, want an \"auto: \" reason naming it", srv.Backend(), r)
+	}
+	named := startServer(t, Config{NewProtocol: echoServer, Backend: "poll"})
+	if r := named.BackendReason(); r != "" {
+		t.Errorf("backend named: BackendReason %q, want \"\"", r)
+	}
+}
+
 // TestStartNamesAnAddressInUse: an address taken by a socket without SO_REUSEPORT is an error
 // naming the address and wrapping EADDRINUSE; no fd is left open.
 func TestStartNamesAnAddressInUse(t *testing.T) {
