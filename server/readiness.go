@@ -355,6 +355,13 @@ func (d *driver) shutdown(timeout time.Duration) {
 	d.maybeDone()
 }
 
+// closeAll closes every connection now (Server.Close); the loop stops once they are closed.
+func (d *driver) closeAll() {
+	for c := range d.conns {
+		c.close()
+	}
+}
+
 // maybeDone stops the loop once a drain has closed every connection.
 func (d *driver) maybeDone() {
 	if !d.draining || len(d.conns) > 0 {

@@ -492,6 +492,14 @@ func (d *reqDriver) shutdown(timeout time.Duration) {
 	})
 }
 
+// closeAll closes every connection now (Server.Close): CloseFd cancels their requests, and the
+// loop stops once every close has completed.
+func (d *reqDriver) closeAll() {
+	for c := range d.conns {
+		c.close()
+	}
+}
+
 // listenerClosed is the listening socket's CloseFd completion.
 func (d *reqDriver) listenerClosed(*ringev.Completion) {
 	d.lclosed = true

@@ -34,6 +34,9 @@ type connDriver interface {
 	// shutdown stops accepting and drains the connections (see Server.Shutdown); called on
 	// the loop's goroutine.
 	shutdown(timeout time.Duration)
+	// closeAll closes every connection at once (see Server.Close); called on the loop's
+	// goroutine after shutdown.
+	closeAll()
 }
 
 // DefaultShutdownTimeout is Config.ShutdownTimeout's default.
@@ -204,6 +207,21 @@ func (s *Server) Shutdown() {
 		if loop != nil {
 			d := s.drivers[i]
 			loop.Post(func() { d.shutdown(s.cfg.ShutdownTimeout) }) // ErrClosed: that loop is done
+		}
+	}
+}
+
+// Close is Shutdown without the drain: it stops accepting and closes every connection at once,
+// replies not yet written included (a peer may see a reset), and the loops end. It returns at
+// once (Wait waits) and may be called from any goroutine, more than once, and after Shutdown (to
+// cut a drain short: `ringev serve` does it on a second SIGINT or SIGTERM).
+func (s *Server) Close() {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	for i, loop := range s.loops {
+		if loop != nil {
+			d := s.drivers[i]
+			loop.Post(func() { d.shutdown(s.cfg.ShutdownTimeout); d.closeAll() }) // ErrClosed: that loop is done
 		}
 	}
 }

@@ -606,6 +606,44 @@ func TestBackendReasonSaysWhyAutoChose(t *testing.T) {
 	}
 }
 
+// TestCloseCutsADrainShort: Close after Shutdown closes a connection whose peer does not read
+// (a drain that would wait out its ShutdownTimeout, here a minute) at once, and the loops end.
+func TestCloseCutsADrainShort(t *testing.T) {
+	forEachDriver(t, false, func(t *testing.T, cfg Config) {
+		cfg.NewProtocol, cfg.Addr, cfg.ShutdownTimeout = echoServer, "127.0.0.1:0", time.Minute
+		srv, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dial(t, srv)
+		go func() { // the echo's replies fill both socket buffers: the drain cannot finish
+			chunk := make([]byte, 64<<10)
+			for {
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+		waitConns(t, srv, 1)
+		time.Sleep(100 * time.Millisecond) // let the buffers fill
+		srv.Shutdown()
+		srv.Close()
+		done := make(chan error, 1)
+		go func() { done <- srv.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Wait: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the loops did not end within 10 s of Close (%d connections open; ShutdownTimeout 1 min)", srv.Conns())
+		}
+		if n := srv.Conns(); n != 0 {
+			t.Errorf("%d connections open after Close, want 0", n)
+		}
+	})
+}
+
 // TestStartNamesAnAddressInUse: an address taken by a socket without SO_REUSEPORT is an error
 // naming the address and wrapping EADDRINUSE; no fd is left open.
 func TestStartNamesAnAddressInUse(t *testing.T) {

@@ -41,7 +41,8 @@ flags:
                     listening socket, 1..%d (default 1)
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
-writes the replies, closes them and exits 0 (connections still open after 5 s are closed).
+writes the replies, closes them and exits 0 (connections still open after 5 s are closed; a
+second SIGINT or SIGTERM closes them at once).
 `
 
 // maxLoops bounds --loops.
@@ -229,7 +230,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	case sig := <-sigs:
 		fmt.Fprintf(stderr, "ringev serve %s: %s: finishing %d connection(s)\n", o.proto, signalName(sig), srv.Conns())
 		srv.Shutdown()
-		err = <-ended
+		select {
+		case err = <-ended:
+		case sig = <-sigs: // a second signal: no more waiting for slow peers
+			fmt.Fprintf(stderr, "ringev serve %s: %s again: closing %d connection(s) now\n", o.proto, signalName(sig), srv.Conns())
+			srv.Close()
+			err = <-ended
+		}
 	case err = <-ended:
 	}
 	if err != nil {
