@@ -65,8 +65,8 @@ func WithIOPath(path string) Option {
 // takes now when the handler has used up the loop's readiness: IOPathRing or IOPathSyscall
 // (never IOPathAuto). With IOPathAuto it can change while the loop runs; IOPathReason says why
 // it is what it is. Before the ring's first wait has completed, the ring path's I/O is
-// read(2)/write(2) too (rideIO). Like every method but Post and Stop it belongs to the owner
-// goroutine.
+// read(2)/write(2) whatever IOPath says (no look has been made to ride with). Like every
+// method but Post and Stop it belongs to the owner goroutine.
 func (l *Loop) IOPath() string {
 	if l.rideUsable() && l.ride.ringIO {
 		return IOPathRing

@@ -137,10 +137,16 @@ func (d *driver) addConn(fd int) {
 // handle is every connection's fd handler.
 func (d *driver) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 	c := ev.Data.(*conn)
-	if flags&ringev.Error != 0 { // reset or hung up: nothing can be delivered any more
+	if flags&ringev.Error != 0 && (flags&ringev.Read == 0 || c.lingering || c.closing) {
+		// A reset or hang-up, or the peer closed while we linger or have nothing more to read.
 		c.close()
 		return
 	}
+	// Error with Read on a connection we still read: a reset (read returns the error and the
+	// connection closes) or the peer's half-close (POLLRDHUP), whose requests may have come
+	// with the FIN (`printf 'PING\r\n' | nc -N`): they are read and served like any others, the
+	// replies written, and the next read's EOF closes the connection. Closing at once would
+	// drop them and make the kernel answer the unread input with a reset.
 	if flags&ringev.Write != 0 {
 		c.flush()
 	}
@@ -347,6 +353,13 @@ func (d *driver) shutdown(timeout time.Duration) {
 		}
 	})
 	d.maybeDone()
+}
+
+// closeAll closes every connection now (Server.Close); the loop stops once they are closed.
+func (d *driver) closeAll() {
+	for c := range d.conns {
+		c.close()
+	}
 }
 
 // maybeDone stops the loop once a drain has closed every connection.

@@ -105,6 +105,9 @@ type rconn struct {
 	recvStop  bool // a Cancel was asked of the multishot recv (backpressure)
 	closing   bool // the protocol asked for the end: input is dropped, linger once out is sent
 	lingering bool // our side is shut down; input is dropped until the peer closes
+	// eof: the peer shut down its side (a recv returned 0); no recv is armed again, and the
+	// connection closes once the replies to what it sent are sent.
+	eof       bool
 	lingerEnd time.Time
 	closed    bool // CloseFd asked
 }
@@ -231,8 +234,14 @@ func (c *rconn) received(x *ringev.Completion) {
 		}
 		x.ReleaseBuffer() // the protocol keeps no reference; leftovers were copied
 	case x.Err == nil: // N 0: the peer closed its side
-		c.close()
-		return
+		if c.lingering || c.closed {
+			c.close()
+			return
+		}
+		// A half-close (`printf 'PING\r\n' | nc -N`): the requests that came before the FIN
+		// are still answered; update closes once the replies are sent. Closing now would
+		// cancel their sends.
+		c.eof = true
 	case errors.Is(x.Err, unix.ENOBUFS): // the group ran dry; the loop re-arms the recv
 		return
 	case errors.Is(x.Err, unix.ECANCELED) && !c.closed:
@@ -332,6 +341,12 @@ func (c *rconn) sent(x *ringev.Completion) {
 // recv is cancelled when it is not.
 func (c *rconn) update() {
 	if c.closed {
+		return
+	}
+	if c.eof { // nothing more will come: no recv; close once every reply is sent
+		if c.out == nil && len(c.pend) == 0 {
+			c.close()
+		}
 		return
 	}
 	if c.out == nil && len(c.pend) == 0 && !c.lingering && (c.closing || c.d.draining && c.d.graceDone) {
@@ -475,6 +490,14 @@ func (d *reqDriver) shutdown(timeout time.Duration) {
 			c.close()
 		}
 	})
+}
+
+// closeAll closes every connection now (Server.Close): CloseFd cancels their requests, and the
+// loop stops once every close has completed.
+func (d *reqDriver) closeAll() {
+	for c := range d.conns {
+		c.close()
+	}
 }
 
 // listenerClosed is the listening socket's CloseFd completion.

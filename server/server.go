@@ -34,6 +34,9 @@ type connDriver interface {
 	// shutdown stops accepting and drains the connections (see Server.Shutdown); called on
 	// the loop's goroutine.
 	shutdown(timeout time.Duration)
+	// closeAll closes every connection at once (see Server.Close); called on the loop's
+	// goroutine after shutdown.
+	closeAll()
 }
 
 // DefaultShutdownTimeout is Config.ShutdownTimeout's default.
@@ -71,6 +74,7 @@ type Server struct {
 	cfg     Config
 	addr    string
 	backend string
+	reason  string // the first loop's BackendReason
 	loops   []*ringev.Loop
 	drivers []connDriver
 	conns   atomic.Int64
@@ -140,7 +144,7 @@ func Start(cfg Config) (*Server, error) {
 		s.done.Wait()
 		return nil, err
 	}
-	s.backend = s.loops[0].Backend()
+	s.backend, s.reason = s.loops[0].Backend(), s.loops[0].BackendReason()
 	return s, nil
 }
 
@@ -184,6 +188,11 @@ func (s *Server) Addr() string { return s.addr }
 // Backend is the name of the loops' backend ("uring", "epoll", ...).
 func (s *Server) Backend() string { return s.backend }
 
+// BackendReason says why Config.Backend "" or "auto" chose the loops' backend (ringev's
+// Loop.BackendReason of the first loop: for example that io_uring_setup failed with EPERM
+// because of sysctl kernel.io_uring_disabled); "" when the backend was named.
+func (s *Server) BackendReason() string { return s.reason }
+
 // Conns is the number of connections open, over every loop.
 func (s *Server) Conns() int { return int(s.conns.Load()) }
 
@@ -198,6 +207,21 @@ func (s *Server) Shutdown() {
 		if loop != nil {
 			d := s.drivers[i]
 			loop.Post(func() { d.shutdown(s.cfg.ShutdownTimeout) }) // ErrClosed: that loop is done
+		}
+	}
+}
+
+// Close is Shutdown without the drain: it stops accepting and closes every connection at once,
+// replies not yet written included (a peer may see a reset), and the loops end. It returns at
+// once (Wait waits) and may be called from any goroutine, more than once, and after Shutdown (to
+// cut a drain short: `ringev serve` does it on a second SIGINT or SIGTERM).
+func (s *Server) Close() {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	for i, loop := range s.loops {
+		if loop != nil {
+			d := s.drivers[i]
+			loop.Post(func() { d.shutdown(s.cfg.ShutdownTimeout); d.closeAll() }) // ErrClosed: that loop is done
 		}
 	}
 }

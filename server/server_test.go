@@ -174,6 +174,36 @@ func TestEchoOverTCP(t *testing.T) {
 	})
 }
 
+// TestHalfClosedPeerGetsItsReplies: a client that sends its requests and shuts down its writing
+// side at once (`printf 'PING\r\n' | nc -N`: the data and the FIN arrive together, POLLRDHUP
+// with POLLIN) reads every reply and then EOF, not a reset, on every backend, with each driver.
+func TestHalfClosedPeerGetsItsReplies(t *testing.T) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+		skipIfMultishotReorders(t, cfg)
+		for _, tc := range []struct {
+			proto     func() Protocol
+			req, want string
+		}{
+			{echoServer, "hello ringev", "hello ringev"},
+			{respServer, "PING\r\nPING\r\n", "+PONG\r\n+PONG\r\n"},
+		} {
+			cfg.NewProtocol = tc.proto
+			srv := startServer(t, cfg)
+			c := dial(t, srv)
+			if _, err := c.Write([]byte(tc.req)); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatalf("shutdown(SHUT_WR): %v", err)
+			}
+			if got := readAll(t, c); got != tc.want {
+				t.Errorf("%q then a half-close: got %q, want %q", tc.req, got, tc.want)
+			}
+			waitConns(t, srv, 0)
+		}
+	})
+}
+
 // TestRESPPipelinedOverTCP: a thousand commands in one write get a thousand replies in order, on
 // every backend, with each driver.
 func TestRESPPipelinedOverTCP(t *testing.T) {
@@ -560,6 +590,58 @@ func TestStartRefusesAnUnknownAPIOrRecvMode(t *testing.T) {
 	if n := fdCount(t); n != before {
 		t.Errorf("%d fds open after the failed Starts, %d before", n, before)
 	}
+}
+
+// TestBackendReasonSaysWhyAutoChose: with Backend "" (auto) the server says why its loops got
+// their backend (the loop's "auto: ..." reason, which names the failing kernel feature when
+// io_uring cannot be used); with a backend named, it says nothing.
+func TestBackendReasonSaysWhyAutoChose(t *testing.T) {
+	srv := startServer(t, Config{NewProtocol: echoServer})
+	if r := srv.BackendReason(); !strings.HasPrefix(r, "auto: ") || !strings.Contains(r, srv.Backend()) {
+		t.Errorf("auto chose %s; BackendReason %q, want an \"auto: \" reason naming it", srv.Backend(), r)
+	}
+	named := startServer(t, Config{NewProtocol: echoServer, Backend: "poll"})
+	if r := named.BackendReason(); r != "" {
+		t.Errorf("backend named: BackendReason %q, want \"\"", r)
+	}
+}
+
+// TestCloseCutsADrainShort: Close after Shutdown closes a connection whose peer does not read
+// (a drain that would wait out its ShutdownTimeout, here a minute) at once, and the loops end.
+func TestCloseCutsADrainShort(t *testing.T) {
+	forEachDriver(t, false, func(t *testing.T, cfg Config) {
+		cfg.NewProtocol, cfg.Addr, cfg.ShutdownTimeout = echoServer, "127.0.0.1:0", time.Minute
+		srv, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dial(t, srv)
+		go func() { // the echo's replies fill both socket buffers: the drain cannot finish
+			chunk := make([]byte, 64<<10)
+			for {
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+		waitConns(t, srv, 1)
+		time.Sleep(100 * time.Millisecond) // let the buffers fill
+		srv.Shutdown()
+		srv.Close()
+		done := make(chan error, 1)
+		go func() { done <- srv.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Wait: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the loops did not end within 10 s of Close (%d connections open; ShutdownTimeout 1 min)", srv.Conns())
+		}
+		if n := srv.Conns(); n != 0 {
+			t.Errorf("%d connections open after Close, want 0", n)
+		}
+	})
 }
 
 // TestStartNamesAnAddressInUse: an address taken by a socket without SO_REUSEPORT is an error

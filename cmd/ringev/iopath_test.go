@@ -59,13 +59,13 @@ func TestIOPathPipesTableNotesTheChoice(t *testing.T) {
 	}
 }
 
-// TestIOPathPipesModeRingOnEpollOnly: `--mode ring --backend epoll` measures nothing: a note says
-// only uring has a ring, and the command exits 1 saying nothing was measured.
+// TestIOPathPipesModeRingOnEpollOnly: `--mode ring --backend epoll` would measure nothing (only
+// uring has a ring): a usage error (status 2) naming --mode and --backend, before any run.
 func TestIOPathPipesModeRingOnEpollOnly(t *testing.T) {
 	var stdout, stderr strings.Builder
 	got := run([]string{"bench", "pipes", "--backend", "epoll", "--shape", "fd_speed1", "--mode", "ring", "--events", "100"}, &stdout, &stderr)
-	if got != 1 || !strings.Contains(stderr.String(), "skipping mode ring on epoll: only the uring backend has a ring") ||
-		!strings.Contains(stderr.String(), "nothing was measured") {
-		t.Errorf("exit status %d, stderr %q; want 1, a note on mode ring and \"nothing was measured\"", got, stderr.String())
+	if got != 2 || !strings.Contains(stderr.String(), "--mode ring: only the uring backend has a ring, and --backend epoll does not select it") ||
+		stdout.Len() > 0 {
+		t.Errorf("exit status %d, stdout %q, stderr %q; want 2 and a usage error naming --mode ring and --backend epoll", got, stdout.String(), stderr.String())
 	}
 }

@@ -339,6 +339,18 @@ func parsePipes(args []string) (pipesOptions, error) {
 		return o, &usageError{fmt.Sprintf("--fds %s: only the %s shape uses it, and --shape does not select it",
 			joinInts(o.fds), bench.ShapeFdMany)}
 	}
+	// Combinations that measure nothing at all, whatever the kernel: a usage error, not a run
+	// whose every combination is skipped.
+	if len(o.backends) > 0 && len(o.modes) > 0 && !slices.ContainsFunc(o.modes, func(m string) bool { return m != bench.PipesModeRing }) &&
+		!slices.Contains(o.backends, "uring") && !slices.Contains(o.backends, bench.Netpoller) {
+		return o, &usageError{fmt.Sprintf("--mode %s: only the uring backend has a ring, and --backend %s does not select it",
+			bench.PipesModeRing, strings.Join(o.backends, ","))}
+	}
+	if len(o.shapes) > 0 && !slices.ContainsFunc(o.shapes, func(s string) bool { return s != bench.ShapeContext }) &&
+		len(o.backends) > 0 && !slices.ContainsFunc(o.backends, func(b string) bool { return b != bench.Netpoller }) {
+		return o, &usageError{fmt.Sprintf("--shape %s: %s has none (a goroutine ping-pong has no signals or timer); select a ringev backend or another shape",
+			bench.ShapeContext, bench.Netpoller)}
+	}
 	if len(o.busy) > 0 && len(o.shapes) > 0 && !slices.Contains(o.shapes, bench.ShapeFdBusy) {
 		return o, &usageError{fmt.Sprintf("--busy %s: only the %s shape uses it, and --shape does not select it",
 			joinInts(o.busy), bench.ShapeFdBusy)}

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -39,7 +41,8 @@ flags:
                     listening socket, 1..%d (default 1)
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
-writes the replies, closes them and exits 0 (connections still open after 5 s are closed).
+writes the replies, closes them and exits 0 (connections still open after 5 s are closed; a
+second SIGINT or SIGTERM closes them at once).
 `
 
 // maxLoops bounds --loops.
@@ -79,7 +82,13 @@ func parseServe(args []string) (serveOptions, error) {
 	fs := flag.NewFlagSet("ringev serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.StringVar(&o.addr, "addr", "", "address")
+	fs.Func("addr", "where to listen", func(s string) error {
+		if err := checkAddr(s); err != nil {
+			return err
+		}
+		o.addr = s
+		return nil
+	})
 	fs.Func("backend", "backend", func(s string) error {
 		if s != "auto" && !slices.Contains(ringev.Backends(), s) {
 			return fmt.Errorf("unknown backend %q (known: auto, %s)", s, strings.Join(ringev.Backends(), ", "))
@@ -134,10 +143,42 @@ func parseServe(args []string) (serveOptions, error) {
 	if fs.NArg() > 0 {
 		return o, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
+	if o.api != server.APIRequests {
+		recvSet := false
+		fs.Visit(func(f *flag.Flag) { recvSet = recvSet || f.Name == "recv" })
+		if recvSet {
+			return o, &usageError{fmt.Sprintf("--recv %s: only the %s API has receive modes, and --api is %s", o.recv, server.APIRequests, o.api)}
+		}
+	}
 	if o.addr == "" {
 		o.addr = serveProtocols[o.proto]
 	}
 	return o, nil
+}
+
+// checkAddr checks an --addr value before anything listens: HOST:PORT (HOST may be empty: every
+// address; PORT a number 0..65535 or a service name); a bad one is a usage error, not a failed
+// start.
+func checkAddr(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return fmt.Errorf("%s: want HOST:PORT, e.g. 127.0.0.1:7007 or :0", ae.Err)
+		}
+		return err
+	}
+	if port == "" {
+		return errors.New("no port: want HOST:PORT, e.g. 127.0.0.1:7007 or :0")
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 0 || n > 65535 {
+			return fmt.Errorf("port %d: must be 0..65535", n)
+		}
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q: not a number 0..65535 nor a known service", port)
+	}
+	return nil
 }
 
 // newProtocol returns the server.Config.NewProtocol of a protocol name; the loops of one RESP
@@ -180,13 +221,22 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr(), srv.Backend(), o.loops, api)
+	if o.backend == "auto" && srv.Backend() != ringev.Backends()[0] { // a fallback: say why
+		fmt.Fprintf(stderr, "ringev serve %s: %s\n", o.proto, srv.BackendReason())
+	}
 	ended := make(chan error, 1)
 	go func() { ended <- srv.Wait() }()
 	select {
 	case sig := <-sigs:
 		fmt.Fprintf(stderr, "ringev serve %s: %s: finishing %d connection(s)\n", o.proto, signalName(sig), srv.Conns())
 		srv.Shutdown()
-		err = <-ended
+		select {
+		case err = <-ended:
+		case sig = <-sigs: // a second signal: no more waiting for slow peers
+			fmt.Fprintf(stderr, "ringev serve %s: %s again: closing %d connection(s) now\n", o.proto, signalName(sig), srv.Conns())
+			srv.Close()
+			err = <-ended
+		}
 	case err = <-ended:
 	}
 	if err != nil {

@@ -44,6 +44,11 @@ func TestParseServeBadInput(t *testing.T) {
 		{[]string{"resp", "--loops", "0"}, []string{"--loops", "must be > 0"}},
 		{[]string{"resp", "--loops", "5000"}, []string{"--loops", "must be <= 1024"}},
 		{[]string{"resp", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"echo", "--addr", "nonsense"}, []string{"--addr", `"nonsense"`, "HOST:PORT"}},
+		{[]string{"echo", "--addr", "127.0.0.1:99999"}, []string{"--addr", "port 99999", "0..65535"}},
+		{[]string{"echo", "--addr", "127.0.0.1:"}, []string{"--addr", "no port"}},
+		{[]string{"echo", "--addr", "127.0.0.1:nosuchservice"}, []string{"--addr", `port "nosuchservice"`}},
+		{[]string{"echo", "--api", "readiness", "--recv", "multishot"}, []string{"--recv multishot", "only the requests API", "--api is readiness"}},
 	} {
 		_, err := parseServe(tc.args)
 		if exitStatus(err) != 2 {
@@ -108,5 +113,64 @@ func testServeSIGTERM(t *testing.T, api []string) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("ringev serve did not exit within 10 s of SIGTERM")
+	}
+}
+
+// TestServeSecondSignalClosesAtOnce: a second SIGTERM during the drain (a client that sends and
+// never reads holds it up to 5 s) closes the connections at once, says so, and exits 0.
+func TestServeSecondSignalClosesAtOnce(t *testing.T) {
+	r, w := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"serve", "echo", "--addr", "127.0.0.1:0"}, io.Discard, w)
+		w.Close()
+	}()
+	lines := bufio.NewScanner(r)
+	var addr string
+	for addr == "" && lines.Scan() {
+		if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		t.Fatal("ringev serve printed no address")
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	go func() { // never reads: the echo's replies fill both socket buffers
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+	said := make(chan string, 1)
+	go func() {
+		var all strings.Builder
+		for lines.Scan() {
+			all.WriteString(lines.Text() + "\n")
+			if strings.Contains(lines.Text(), "finishing") {
+				syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+			}
+		}
+		said <- all.String()
+	}()
+	select {
+	case n := <-code:
+		if n != 0 {
+			t.Errorf("exit status %d after two SIGTERMs, want 0", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ringev serve did not exit within 10 s of two SIGTERMs")
+	}
+	if out := <-said; !strings.Contains(out, "SIGTERM again: closing 1 connection(s) now") {
+		t.Errorf("stderr %q does not say the second SIGTERM closed the connection", out)
 	}
 }

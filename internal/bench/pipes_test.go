@@ -215,6 +215,17 @@ func TestRunSkipsContextOnNetpoller(t *testing.T) {
 	}
 }
 
+// TestRunNamesTheCombinationsItSkipped: when every selected combination is skipped, Run measures
+// nothing and its error says so, naming them (the command refuses the combinations it can tell
+// from its flags; this is what remains, e.g. when the kernel rejects the backends).
+func TestRunNamesTheCombinationsItSkipped(t *testing.T) {
+	rs, err := Run(Config{Backends: []string{Netpoller}, Shapes: []string{ShapeContext}, Options: testOptions})
+	if len(rs) != 0 || err == nil || !strings.Contains(err.Error(), "nothing was measured") ||
+		!strings.Contains(err.Error(), "context on go-netpoller") {
+		t.Errorf("Run: %d results, error %v; want none and \"nothing was measured\" naming context on go-netpoller", len(rs), err)
+	}
+}
+
 // TestRunModesAndFdMany: Run expands fd_many per pipe count and runs each ringev backend in every
 // mode, the netpoller once per shape; ratios are taken to epoll in the same shape and mode.
 func TestRunModesAndFdMany(t *testing.T) {
