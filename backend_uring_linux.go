@@ -24,23 +24,15 @@ import (
 // docs/design.md records the designs measured before this one was chosen.
 type uringBackend struct {
 	epollBackend                   // setInterest: epoll_ctl on the set
+	rideState                      // inflight, worked, fallback; the core's ride decision (ride.go)
 	ring         *uring.Ring       //
-	inflight     bool              // an EPOLL_WAIT (or POLL_ADD on epfd) is in the kernel
-	fallback     bool              // no IORING_OP_EPOLL_WAIT: poll the epoll fd instead
-	worked       bool              // an EPOLL_WAIT completed successfully once
 	ringEvents   []unix.EpollEvent // written by the kernel while inflight
-	ioTag        uint64            // user_data of the last I/O SQE (Loop.rideIO); > uringEpollTag
-	ioBuf        []byte            // the buffer of the last I/O SQE (on the heap, alive)
+	ioTag        uint64            // user_data of the last ride's I/O SQE (ride); > uringEpollTag
+	ioBuf        []byte            // the buffer of the last ride's I/O SQE (on the heap, alive)
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
 	reqs         *ringReqs         // the requests' driver (backend_uring_req_linux.go), once one was made
-	// ringIO: a handler's I/O that may ride goes through the ring (WithIOPath, ride.go).
-	ringIO bool
-	// rideAt is the Loop.dispatch count at which the measuring window ends (ride.go);
-	// math.MaxUint64 when the path is not measured.
-	rideAt    uint64
-	ctl       rideCtl // the measuring state and the decision (ride.go)
-	calPinned []any   // buffers of a calibration whose SQEs did not complete (ride.go)
+	calPinned    []any             // buffers of a calibration whose SQEs did not complete (calibrateRide)
 	// lookSkip: waits left before a wait with requests in the kernel looks first without
 	// blocking again (look); lookMiss: the skip after the last look that found nothing.
 	lookSkip, lookMiss int
@@ -48,7 +40,7 @@ type uringBackend struct {
 }
 
 // uringEpollTag is the user_data of the EPOLL_WAIT (or fallback POLL_ADD) SQE; the I/O SQEs
-// of Loop.ReadNonblocking and WriteNonblocking count up from it (uringBackend.ioTag).
+// of the rides (Loop.ReadNonblocking and WriteNonblocking) count up from it (uringBackend.ioTag).
 const uringEpollTag = 1
 
 // uringForceFallback makes new uring backends use the pre-6.15 fallback (POLL_ADD on the epoll
@@ -78,7 +70,7 @@ func openUring() (backend, error) {
 		return nil, fmt.Errorf("uring: %w", err)
 	}
 	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64),
-		fallback: uringForceFallback, ioTag: uringEpollTag}
+		rideState: rideState{fallback: uringForceFallback}, ioTag: uringEpollTag}
 	b.epollSQE.PrepEpollWait(b.epfd, b.ringEvents, 0)
 	b.epollSQE.SetUserData(uringEpollTag)
 	return b, nil
