@@ -24,27 +24,23 @@ import (
 // docs/design.md records the designs measured before this one was chosen.
 type uringBackend struct {
 	epollBackend                   // setInterest: epoll_ctl on the set
+	rideState                      // inflight, worked, fallback; the core's ride decision (ride.go)
 	ring         *uring.Ring       //
-	inflight     bool              // an EPOLL_WAIT (or POLL_ADD on epfd) is in the kernel
-	fallback     bool              // no IORING_OP_EPOLL_WAIT: poll the epoll fd instead
-	worked       bool              // an EPOLL_WAIT completed successfully once
 	ringEvents   []unix.EpollEvent // written by the kernel while inflight
-	ioTag        uint64            // user_data of the last I/O SQE (Loop.rideIO); > uringEpollTag
-	ioBuf        []byte            // the buffer of the last I/O SQE (on the heap, alive)
+	ioTag        uint64            // user_data of the last ride's I/O SQE (ride); > uringEpollTag
+	ioBuf        []byte            // the buffer of the last ride's I/O SQE (on the heap, alive)
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
 	reqs         *ringReqs         // the requests' driver (backend_uring_req_linux.go), once one was made
-	// ringIO: a handler's I/O that may ride goes through the ring (WithIOPath, ride.go).
-	ringIO bool
-	// rideAt is the Loop.dispatch count at which the measuring window ends (ride.go);
-	// math.MaxUint64 when the path is not measured.
-	rideAt    uint64
-	ctl       rideCtl // the measuring state and the decision (ride.go)
-	calPinned []any   // buffers of a calibration whose SQEs did not complete (ride.go)
+	calPinned    []any             // buffers of a calibration whose SQEs did not complete (calibrateRide)
+	// lookSkip: waits left before a wait with requests in the kernel looks first without
+	// blocking again (look); lookMiss: the skip after the last look that found nothing.
+	lookSkip, lookMiss int
+	blocking           uint64 // waiting enters made by wait (tests read it)
 }
 
 // uringEpollTag is the user_data of the EPOLL_WAIT (or fallback POLL_ADD) SQE; the I/O SQEs
-// of Loop.ReadNonblocking and WriteNonblocking count up from it (uringBackend.ioTag).
+// of the rides (Loop.ReadNonblocking and WriteNonblocking) count up from it (uringBackend.ioTag).
 const uringEpollTag = 1
 
 // uringForceFallback makes new uring backends use the pre-6.15 fallback (POLL_ADD on the epoll
@@ -74,7 +70,7 @@ func openUring() (backend, error) {
 		return nil, fmt.Errorf("uring: %w", err)
 	}
 	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64),
-		fallback: uringForceFallback, ioTag: uringEpollTag}
+		rideState: rideState{fallback: uringForceFallback}, ioTag: uringEpollTag}
 	b.epollSQE.PrepEpollWait(b.epfd, b.ringEvents, 0)
 	b.epollSQE.SetUserData(uringEpollTag)
 	return b, nil
@@ -118,6 +114,35 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		s.SetUserData(uringEpollTag)
 		b.inflight = true
 	}
+	if b.reqs != nil && b.reqs.needWait() {
+		if b.lookSkip == 0 {
+			// A busy loop's requests usually complete within the enter that submits them
+			// (a write at once, a read that write fed by the ring's deferred task work), so
+			// that a waiting enter would not sleep. It would still go through the runtime's
+			// syscall bookkeeping, whose P the runtime's monitor takes away from a syscall
+			// it sees last across its tick (a loaded machine, GOMAXPROCS 1), waking another
+			// thread each time: measured, 12-23k context switches per 500k events. So first
+			// an enter that does not wait (min_complete 0, GETEVENTS: the deferred task work
+			// runs), through rawsys like the busy epoll look, and a wait only if it found
+			// nothing (docs/design.md, "The blocking enter").
+			var found, retry bool
+			var err error
+			if buf, found, retry, err = b.look(buf); err != nil || found {
+				return buf, err
+			}
+			if retry {
+				return b.wait(timeout, buf)
+			}
+			// Nothing yet: skip the look for the next 1, 2, 4, ... 64 waits, so a loop whose
+			// requests wait in the kernel (a server's recvs) pays at most 1/64 of an enter
+			// per wait for it.
+			b.lookMiss = min(2*b.lookMiss+1, maxLookSkip)
+			b.lookSkip = b.lookMiss
+		} else {
+			b.lookSkip--
+		}
+	}
+	b.blocking++
 	_, err := b.ring.SubmitAndWaitTimeout(1, time.Duration(timeout))
 	if err := ringWaitError(err); err != nil {
 		return buf, err
@@ -127,6 +152,30 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		return b.wait(timeout, buf)
 	}
 	return buf, err
+}
+
+// maxLookSkip is the most waits a loop with requests in the kernel skips the enter that does
+// not wait (uringBackend.look) after looks that found nothing.
+const maxLookSkip = 64
+
+// look submits what is queued and collects what completed with an io_uring_enter(2) that does
+// not wait (Ring.Submit: min_complete 0, with GETEVENTS on a DEFER_TASKRUN ring, through
+// rawsys), and reads the CQEs (reap). found: a request completed, or the fds' look did. A look
+// that finds something makes the next wait look first again.
+// retry: as reap's.
+func (b *uringBackend) look(buf []readyFd) (_ []readyFd, found, retry bool, _ error) {
+	if _, err := b.ring.Submit(); err != nil {
+		return buf, false, false, ringWaitError(err)
+	}
+	n := len(buf)
+	buf, retry, err := b.reap(buf)
+	if err != nil || retry {
+		return buf, false, retry, err
+	}
+	if found = len(buf) > n || b.reqs.rq.pending(); found {
+		b.lookMiss = 0
+	}
+	return buf, found, false, nil
 }
 
 // reap reads the ring's CQEs in place: a request's go to the requests' driver, the

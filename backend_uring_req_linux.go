@@ -4,7 +4,7 @@ package ringev
 // backend's ring and CQEs back into results. Records are prepared when the loop waits
 // (flush), so every request made while a Once runs goes to the kernel in the wait's own
 // io_uring_enter(2); a full SQ is submitted and refilled, never a refused request. CQEs are
-// read in place by the backend's wait (and by Loop.rideIO's reap), which hands this driver
+// read in place by the backend's wait (and by its ride), which hands this driver
 // those whose user_data has reqTag set.
 
 import (

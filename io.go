@@ -1,7 +1,6 @@
 package ringev
 
 import (
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,7 +53,7 @@ func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
 	var n int
 	var err error
 	if l.owned() && l.ride != nil { // owned first: other goroutines must not read ride, which Close clears
-		n, err = l.rideIO(uring.OpRead, unix.SYS_READ, fd, p)
+		n, err = l.rideIO(OpRead, unix.SYS_READ, fd, p)
 	} else {
 		n, err = rawIO(unix.SYS_READ, fd, p)
 	}
@@ -74,7 +73,7 @@ func (l *Loop) WriteNonblocking(fd int, p []byte) (int, error) {
 	var n int
 	var err error
 	if l.owned() && l.ride != nil { // owned first: other goroutines must not read ride, which Close clears
-		n, err = l.rideIO(uring.OpWrite, unix.SYS_WRITE, fd, p)
+		n, err = l.rideIO(OpWrite, unix.SYS_WRITE, fd, p)
 	} else {
 		n, err = rawIO(unix.SYS_WRITE, fd, p)
 	}

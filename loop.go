@@ -208,9 +208,11 @@ type Loop struct {
 	others   int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
 	rare     bool  // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
 	stale    bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
-	// ride is the uring backend (nil on the others and after Close): Loop.ReadNonblocking and
-	// WriteNonblocking send the I/O through its ring with a look at the epoll set behind it.
-	ride *uringBackend
+	// rider is the backend if it can carry a handler's I/O with its next look (uring; nil on the
+	// others and after Close): Loop.ReadNonblocking and WriteNonblocking send the I/O through it
+	// (rideIO); ride is its rideState, which the hot path reads without a call.
+	rider rider
+	ride  *rideState
 	// news: such a look found fds ready; l.cache holds what it found, not yet marked (once.go).
 	news     bool
 	newsFull bool // that look filled its buffer: more fds may be ready than it says
@@ -294,9 +296,9 @@ func New(opts ...Option) (*Loop, error) {
 	if e, ok := be.(epollSetBackend); ok {
 		l.epfd = e.epollSet()
 	}
-	l.ride, _ = be.(*uringBackend)
-	if l.ride != nil {
-		setupIOPath(l.ride, o.ioPath, o.fresh)
+	if rd, ok := be.(rider); ok {
+		l.rider, l.ride = rd, rd.rideShared()
+		setupIOPath(rd, o.ioPath, o.fresh)
 	}
 	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
@@ -366,7 +368,7 @@ func (l *Loop) Close() error {
 		l.req.shutdown() // before the backend closes: the kernel may still hold buffers
 	}
 	l.slots = nil
-	l.ride = nil
+	l.ride, l.rider = nil, nil
 	if l.sig != nil {
 		l.sig.stop()
 	}

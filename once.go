@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/ringev/ringev/internal/rawsys"
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -318,7 +317,7 @@ func epollError(e unix.Errno) error {
 	return fmt.Errorf("ringev: epoll_wait: %w", e)
 }
 
-// adoptNews makes what the last handler's I/O found ready (l.cache, written by reapRide) the
+// adoptNews makes what the last handler's I/O found ready (l.cache, written by the backend's ride: rideIO) the
 // readiness the next fd handlers run on, as a wait's would be. WithFreshReadiness uses no
 // readiness from an earlier Once: there the news is dropped and the next wait looks.
 func (l *Loop) adoptNews() error {
@@ -375,25 +374,22 @@ func (l *Loop) dropAllNews() {
 	l.newsDrop = l.newsDrop[:0]
 }
 
-// rideIO is Loop.ReadNonblocking (op uring.OpRead, trap SYS_READ) or WriteNonblocking on the uring
-// backend. When the handler has used up the readiness the loop had (cacheLeft), so that the next
-// Once would have to look at the epoll set, and the loop's handler I/O takes the ring path
-// (Loop.IOPath: WithIOPath, or what the loop measured cheaper here, ride.go), the I/O goes as an
-// SQE, followed by an
-// IORING_OP_EPOLL_WAIT on the set, in one io_uring_enter(2) that does not wait: the kernel issues
-// the SQEs in order and completes both at once, so the handler gets its result and the loop its
-// next readiness (reapRide) from one syscall, where read(2) and the next Once's epoll_wait(2) make
-// two. Otherwise (readiness left to serve, a look in flight already, WithFreshReadiness, which
-// would not use the look, an fd the loop does not watch, an empty p) it is read(2) or write(2),
-// which cost less than a trip through the ring, as it is before an IORING_OP_EPOLL_WAIT has
-// completed on this ring (the first wait makes one; kernels before 6.15 have none). The SQE
-// carries RWF_NOWAIT, so the I/O does not wait for data or room; when it fails with EOPNOTSUPP
-// read(2) or write(2) gives the answer. An I/O that the kernel still did not finish at once is
-// waited for in the kernel, with the runtime's syscall bookkeeping, until its CQE: p is the
-// kernel's until then.
-func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
+// rideIO is Loop.ReadNonblocking (op OpRead, trap SYS_READ) or WriteNonblocking on a backend
+// that can carry the I/O with its next look at the fds (rider: uring). When the handler has used
+// up the readiness the loop had (cacheLeft), so that the next Once would have to look at the
+// fds, and the loop's handler I/O takes the ring path (Loop.IOPath: WithIOPath, or what the
+// loop measured cheaper here, ride.go), the backend makes the I/O and the look in one syscall
+// (on uring: an SQE with RWF_NOWAIT, then an IORING_OP_EPOLL_WAIT on the set, in one
+// io_uring_enter(2) that does not wait), so the handler gets its result and the loop its next
+// readiness (l.news) from one syscall, where read(2) and the next Once's epoll_wait(2) make two.
+// Otherwise (readiness left to serve, a look in flight already, WithFreshReadiness, which would
+// not use the look, an fd the loop does not watch, an empty p) it is read(2) or write(2), which
+// cost less than a trip through the ring, as it is before the backend's first look has
+// completed (the first wait makes one; kernels before 6.15 have none). When the backend cannot
+// ask without waiting (EOPNOTSUPP) read(2) or write(2) gives the answer. p is the kernel's
+// until the backend's ride returns.
+func (l *Loop) rideIO(op Op, trap uintptr, fd int, p []byte) (int, error) {
 	b := l.ride
-	r := b.ring
 	if l.cacheLeft > 0 || l.news && l.newsFull || b.inflight || l.fresh || !b.worked || b.fallback ||
 		len(p) == 0 || len(p) > maxRideLen || !l.watched(fd) {
 		// No look to carry: the loop still has readiness to serve (in the cache, or found by
@@ -417,43 +413,16 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	if !b.ringIO {
 		return rawIO(trap, fd, p)
 	}
-	s := r.GetSQE()
-	if s == nil {
-		return rawIO(trap, fd, p)
+	if l.news {
+		l.dropAllNews() // an earlier handler I/O's look is older than this one
 	}
-	// p is the kernel's during the enter below: storing it in the backend moves it to the heap
-	// (a goroutine stack can move; the heap does not) and keeps it alive until the next I/O.
-	b.ioBuf = p
-	b.ioTag++
-	tag := b.ioTag
-	// IORING_OP_READ/WRITE (5.6) at the file position (off -1), as read(2) and write(2).
-	// RWF_NOWAIT (preadv2(2), 4.14): the ring ignores O_NONBLOCK on pollable files and would
-	// wait for data or room; with it the I/O completes at once, or fails with EAGAIN, or with
-	// EOPNOTSUPP on a file that cannot say (then read(2) or write(2) answers, below).
-	*s = uring.SQE{Opcode: op, Fd: int32(fd), Off: ^uint64(0), Addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))),
-		Len: uint32(len(p)), OpFlags: unix.RWF_NOWAIT, UserData: tag}
-	if e := r.GetSQE(); e != nil {
-		*e = b.epollSQE
-		b.inflight = true
-		if l.news {
-			l.dropAllNews() // an earlier handler I/O's look is older than this one
-		}
-	}
-	if _, err := r.Submit(); err != nil {
-		// An io_uring_enter that fails consumes no SQE: make the I/O a NOP before any later
-		// enter submits it (an EPOLL_WAIT stays queued and in flight).
-		s.PrepNop()
-		s.SetUserData(tag)
-		return 0, rideError(err)
-	}
-	res, done := l.reapRide(tag)
+	res, err := l.rider.ride(op, fd, p)
 	l.lookInFlight = b.inflight
-	for !done {
-		if _, err := r.SubmitAndWait(1); err != nil {
-			b.pinned = append(b.pinned, p) // the kernel still has p: keep it until the ring closes
-			return 0, rideError(err)
-		}
-		res, done = l.reapRide(tag)
+	if b.found > 0 {
+		l.takeLook(b)
+	}
+	if err != nil {
+		return 0, rideError(err)
 	}
 	if res < 0 {
 		if res == -int32(unix.EOPNOTSUPP) {
@@ -467,6 +436,15 @@ func (l *Loop) rideIO(op uint8, trap uintptr, fd int, p []byte) (int, error) {
 	return int(res), nil
 }
 
+// takeLook copies what the backend's look found (b.events[:b.found]) into l.cache as news. Once
+// does not read the cache while a handler runs, and a ride happens only when the cache is used
+// up, so a WithDispatchAll batch has nothing left in it either.
+func (l *Loop) takeLook(b *rideState) {
+	l.cache = l.cache[:copy(l.cache[:cap(l.cache)], b.events[:b.found])]
+	l.news, l.newsFull = true, int(b.found) == len(b.events)
+	b.found = 0
+}
+
 // watched reports whether fd is in the loop's epoll set (some fd event watches it), so that
 // the kernel can poll it: a pipe, socket, eventfd, tty, ..., never a regular file.
 func (l *Loop) watched(fd int) bool {
@@ -476,40 +454,6 @@ func (l *Loop) watched(fd int) bool {
 // maxRideLen is the largest buffer rideIO sends through the ring: an SQE's length is 32 bits,
 // and read(2) and write(2) move at most 0x7ffff000 bytes per call anyway (MAX_RW_COUNT).
 const maxRideLen = 0x7ffff000
-
-// reapRide consumes the ring's CQEs: it returns the result of the SQE tagged tag, if among them,
-// and copies what a completed EPOLL_WAIT found into l.cache, setting l.news (the next Once adopts
-// it; Once does not read the cache while a handler runs, and rideIO runs only when the cache is
-// used up, so a WithDispatchAll batch has nothing left in it either). Other CQEs are those of SQEs
-// whose caller has gone (an error): ignored. A failed EPOLL_WAIT just ends: the next blocking wait
-// makes a new one and sees the error itself.
-func (l *Loop) reapRide(tag uint64) (int32, bool) {
-	b := l.ride
-	r := b.ring
-	var res int32
-	done := false
-	n := r.CQReady()
-	for i := uint32(0); i < n; i++ {
-		c := r.CQEAt(i)
-		switch c.UserData {
-		case tag:
-			res, done = c.Res, true
-		case uringEpollTag:
-			b.inflight = false
-			if c.Res > 0 {
-				l.cache = l.cache[:copy(l.cache[:cap(l.cache)], b.ringEvents[:c.Res])]
-				l.news = true
-				l.newsFull = int(c.Res) == len(b.ringEvents)
-			}
-		default:
-			if c.UserData&reqTag != 0 {
-				b.reqs.cqe(c) // a request's (request.go)
-			}
-		}
-	}
-	r.CQAdvance(n)
-	return res, done
-}
 
 // rideError is the error of a failed io_uring_enter(2) in rideIO.
 //

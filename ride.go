@@ -24,11 +24,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/ringev/ringev/internal/rawsys"
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -307,10 +305,52 @@ func (c *rideCtl) reason(ring bool) string {
 	return sb.String()
 }
 
-// setupIOPath applies WithIOPath to the uring backend b of a new loop: a forced path, or, with
+// rideState is what the core reads of a backend that can carry a handler's I/O with its next
+// look at the fds (rider): the backend keeps the first three fields, the core the rest; rideIO
+// reads them without a call.
+type rideState struct {
+	inflight bool // the backend's look is in the kernel (it found nothing yet): no other can ride
+	worked   bool // a look through the backend completed once (the kernel has the op)
+	fallback bool // no look can ride on this kernel (before Linux 6.15: no IORING_OP_EPOLL_WAIT)
+	// ringIO: a handler's I/O that may ride goes through the backend (WithIOPath, the decision).
+	ringIO bool
+	// rideAt is the Loop.dispatch count at which the measuring window ends; math.MaxUint64 when
+	// the path is not measured.
+	rideAt uint64
+	ctl    rideCtl // the measuring state and the decision
+	// found is how many fds the backend's look found, written by ride when it completed with
+	// fds ready (0: none, and a look that found nothing stays in the kernel: inflight); they
+	// are events[:found], the backend's buffer until its next look: the core copies them at
+	// once and sets found to 0. full = found == len(events): more may be ready.
+	found  int32
+	events []readyFd
+}
+
+// rider is implemented by a backend that can carry a handler's I/O and its next look at the fds
+// in one system call (the uring backend: an SQE for the I/O and an IORING_OP_EPOLL_WAIT behind
+// it, backend_uring_ride_linux.go). The core decides when an I/O may ride and which path is
+// cheaper (this file, rideIO); the backend owns the SQEs and CQEs.
+type rider interface {
+	// rideShared returns the backend's rideState, which lives as long as the backend.
+	rideShared() *rideState
+	// ride makes op (OpRead or OpWrite) of p on fd at the file position, without waiting for
+	// data or room, followed by the backend's look at its fds, in one system call that does not
+	// wait, and waits (with the runtime's syscall bookkeeping) only for an I/O the kernel did not
+	// finish at once. res is the I/O's result as a CQE's: bytes, or -errno (-EOPNOTSUPP: the
+	// backend could not ask without waiting; read(2) or write(2) answers). What the look found
+	// is in rideState.found and events. err wraps a failed enter's errno; p may then stay the
+	// kernel's until the backend closes.
+	ride(op Op, fd int, p []byte) (res int32, err error)
+	// calibrateRide times a one-byte read followed by a look, as read(2)+epoll_wait(2) and as
+	// ride makes it, on scratch fds, and returns the ns of each (the fastest batch's).
+	calibrateRide() (sysNs, ringNs float64, err error)
+}
+
+// setupIOPath applies WithIOPath to the rider rd of a new loop: a forced path, or, with
 // IOPathAuto, the start calibration and the decider. WithFreshReadiness and the fallback use no
 // path (rideIO never rides there).
-func setupIOPath(b *uringBackend, path string, fresh bool) {
+func setupIOPath(rd rider, path string, fresh bool) {
+	b := rd.rideShared()
 	b.rideAt = math.MaxUint64 // no measuring windows unless auto
 	switch path {
 	case IOPathRing:
@@ -324,7 +364,7 @@ func setupIOPath(b *uringBackend, path string, fresh bool) {
 	if fresh || b.fallback {
 		return
 	}
-	sys, ring, err := b.calibrateRide()
+	sys, ring, err := rd.calibrateRide()
 	if err != nil {
 		c.calErr = err.Error()
 	}
@@ -379,123 +419,4 @@ func threadCPU(ts *unix.Timespec) (int64, bool) {
 		return 0, false
 	}
 	return ts.Nano(), true
-}
-
-// Calibration: rideCalBatches batches of rideCalBatch reads on each path, alternating; short
-// batches, so that some are not interrupted (the fastest counts).
-const (
-	rideCalBatch   = 4
-	rideCalBatches = 8
-)
-
-// calibrateRide times, on a scratch pipe holding enough bytes and a scratch epoll set watching
-// its read end, a one-byte read followed by a look at the set, made as read(2)+epoll_wait(2)
-// and as an IORING_OP_READ (RWF_NOWAIT) and an IORING_OP_EPOLL_WAIT in one io_uring_enter(2)
-// on b's ring, as rideIO makes it. It returns the ns per read and look of the fastest batch of
-// each (wall time, in batches short enough that most are not interrupted). The ring's SQEs and
-// CQEs are all consumed when it returns, or, on a timeout, the buffers they name stay pinned.
-// Errors: the scratch fds' syscalls, the ring's, an op the kernel lacks (the EPOLL_WAIT's
-// EINVAL before Linux 6.15).
-func (b *uringBackend) calibrateRide() (sysNs, ringNs float64, err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		return 0, 0, fmt.Errorf("pipe2: %w", err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
-	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return 0, 0, fmt.Errorf("epoll_create1: %w", err)
-	}
-	defer unix.Close(ep)
-	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, p[0], &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p[0])}); err != nil {
-		return 0, 0, fmt.Errorf("epoll_ctl: %w", err)
-	}
-	// One byte per read, and one more so that every look finds the pipe readable (an
-	// EPOLL_WAIT that found nothing would stay in the kernel).
-	fill := make([]byte, 2*rideCalBatch*rideCalBatches+1)
-	if _, err := unix.Write(p[1], fill); err != nil {
-		return 0, 0, fmt.Errorf("write: %w", err)
-	}
-	buf := make([]byte, 1)
-	events := make([]unix.EpollEvent, 4)
-	sysNs, ringNs = math.Inf(1), math.Inf(1)
-	for range rideCalBatches {
-		t0 := time.Now()
-		for range rideCalBatch {
-			if _, err := rawIO(unix.SYS_READ, p[0], buf); err != nil {
-				return 0, 0, fmt.Errorf("read: %w", err)
-			}
-			if _, err := epollLook(ep, events[:0]); err != nil {
-				return 0, 0, err
-			}
-		}
-		sysNs = min(sysNs, float64(time.Since(t0).Nanoseconds())/rideCalBatch)
-		t0 = time.Now()
-		for range rideCalBatch {
-			if err := b.calRide(p[0], ep, buf, events); err != nil {
-				return 0, 0, err
-			}
-		}
-		ringNs = min(ringNs, float64(time.Since(t0).Nanoseconds())/rideCalBatch)
-	}
-	return sysNs, ringNs, nil
-}
-
-// calRide is one read of buf from fd with a look at ep through the ring (calibrateRide).
-func (b *uringBackend) calRide(fd, ep int, buf []byte, events []unix.EpollEvent) error {
-	r := b.ring
-	s, e := r.GetSQE(), r.GetSQE()
-	if s == nil || e == nil {
-		return errors.New("the ring's SQ is full")
-	}
-	b.ioTag++
-	readTag := b.ioTag
-	b.ioTag++
-	lookTag := b.ioTag // not uringEpollTag: reapRide must not take this look for the loop's
-	*s = uring.SQE{Opcode: uring.OpRead, Fd: int32(fd), Off: ^uint64(0), Addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))),
-		Len: uint32(len(buf)), OpFlags: unix.RWF_NOWAIT, UserData: readTag}
-	e.PrepEpollWait(ep, events, 0)
-	e.SetUserData(lookTag)
-	if _, err := r.Submit(); err != nil {
-		s.PrepNop() // a failed enter consumed nothing: make both harmless
-		e.PrepNop()
-		return err
-	}
-	got := 0
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for {
-		n := r.CQReady()
-		for i := uint32(0); i < n; i++ {
-			c := r.CQEAt(i)
-			if c.UserData != readTag && c.UserData != lookTag {
-				continue
-			}
-			got++
-			if c.Res < 0 {
-				r.CQAdvance(n)
-				what := "IORING_OP_READ"
-				if c.UserData == lookTag {
-					what = "IORING_OP_EPOLL_WAIT (Linux 6.15)"
-				}
-				if got < 2 {
-					b.calPinned = append(b.calPinned, buf, events) // the other may still be in flight
-				}
-				return fmt.Errorf("%s: %w", what, unix.Errno(-c.Res))
-			}
-		}
-		r.CQAdvance(n)
-		if got == 2 {
-			return nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			b.calPinned = append(b.calPinned, buf, events)
-			return errors.New("the ring's read and look did not complete within 100 ms")
-		}
-		if _, err := r.SubmitAndWaitTimeout(1, left); err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
-			b.calPinned = append(b.calPinned, buf, events)
-			return err
-		}
-	}
 }

@@ -317,15 +317,20 @@ func runCompletion(backend, shape string, opt Options) (res Result, err error) {
 	}
 	a0 := heapAllocs()
 	t0 := time.Now()
+	cpu0 := ownThreadCPU()
 	if err := s.turn(); err != nil {
 		return res, err
 	}
+	cpu1 := ownThreadCPU()
 	el := time.Since(t0).Seconds()
 	lastRunAllocs = heapAllocs() - a0
 	if s.stopped {
 		return res, ErrStopped
 	}
 	res = newResult(backend, opt.Mode, shape, s.events, el)
+	if cpu0 >= 0 && cpu1 >= cpu0 && s.events > 0 {
+		res.CPUNsPerEvent = float64(cpu1-cpu0) / float64(s.events)
+	}
 	res.Spurious = s.spurious
 	res.SignalsRaised = s.raised
 	res.SignalsCounted = s.counted
