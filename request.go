@@ -1039,8 +1039,9 @@ func (g *BufferGroup) take(bid int, n int32, more bool) int32 {
 func (g *BufferGroup) Incremental() bool { return g.inc }
 
 // NewBufferGroup makes a group of n buffers (a power of two, at most 32768) of size bytes
-// each. Errors: ErrNotOwner, ErrClosed, one wrapping unix.EINVAL for a bad n or size, and on
-// uring the register error (naming IORING_REGISTER_PBUF_RING, 5.19, when the kernel lacks it).
+// each. Errors: ErrNotOwner, ErrClosed, one wrapping unix.EINVAL for a bad n or size, one
+// wrapping unix.ENOSPC when 65,536 groups are open (a group ID is 16 bits; the ID of a closed
+// group is given again only after every other free one), and on uring the register error (naming IORING_REGISTER_PBUF_RING, 5.19, when the kernel lacks it).
 func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 	if !l.owned() {
 		return nil, ErrNotOwner
@@ -1052,7 +1053,9 @@ func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 		return nil, fmt.Errorf("ringev: NewBufferGroup(%d, %d): want a power of two <= 32768 buffers of 1 byte to 1 GiB: %w", n, size, unix.EINVAL)
 	}
 	rq := l.reqs()
-	rq.bgid++
+	if !rq.nextGroupID() {
+		return nil, fmt.Errorf("ringev: NewBufferGroup: all 65536 buffer group IDs are held by open groups: %w", unix.ENOSPC)
+	}
 	g := &BufferGroup{l: l, bgid: rq.bgid, size: size, n: n, slab: make([]byte, n*size),
 		off: make([]int32, n), refs: make([]int32, n), out: make([]bool, n)}
 	if err := rq.drv.newGroup(g); err != nil {
@@ -1061,6 +1064,30 @@ func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 	rq.groups = append(rq.groups, g)
 	g.avail = n
 	return g, nil
+}
+
+// nextGroupID advances rq.bgid to the next buffer group ID that no open group holds: the IDs
+// are 16 bits, and a loop that makes and closes a group per connection wraps them while a
+// long-lived group still holds its ID (registering it again fails with EEXIST). It keeps
+// counting up rather than taking the lowest free ID, so that a closed group's ID comes back as
+// late as possible. It reports false when all 65,536 IDs are held.
+func (rq *requests) nextGroupID() bool {
+	if len(rq.groups) >= 1<<16 {
+		return false
+	}
+	for {
+		rq.bgid++
+		used := false
+		for _, g := range rq.groups {
+			if g.bgid == rq.bgid {
+				used = true
+				break
+			}
+		}
+		if !used {
+			return true
+		}
+	}
 }
 
 // buf returns the view of buffer bid holding n bytes.

@@ -1,0 +1,370 @@
+package ringev_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// Hostile inputs and racy uses of the loop and its requests (the breaker's tests). Each test
+// runs on every backend; every wait has a deadline.
+
+// brkLoop makes a loop on backend owned by the calling goroutine, closed at cleanup; a backend
+// that cannot be set up here skips the test (io_uring disabled or missing).
+func brkLoop(t *testing.T, backend string) *ringev.Loop {
+	t.Helper()
+	l, err := ringev.New(ringev.WithBackend(backend))
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+			t.Skipf("backend %s: %v", backend, err)
+		}
+		t.Fatalf("New(%s): %v", backend, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// brkEach runs fn on every backend.
+func brkEach(t *testing.T, fn func(t *testing.T, backend string)) {
+	for _, b := range ringev.Backends() {
+		t.Run(b, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+// brkRunUntil runs Once until cond holds, failing after d.
+func brkRunUntil(t *testing.T, l *ringev.Loop, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	tm := l.AddTimer(d, func(*ringev.Timer) {}) // bounds every wait
+	defer tm.Stop()
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		if err := l.Once(); err != nil && !errors.Is(err, ringev.ErrNothingToDo) {
+			t.Fatalf("%s: Once: %v", what, err)
+		}
+	}
+}
+
+// brkPipe is a non-blocking pipe closed at cleanup (unless the test closed an end itself).
+func brkPipe(t *testing.T) (r, w int) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+	return p[0], p[1]
+}
+
+// A completion callback that panics leaves the loop usable: once the panic is recovered, Once
+// is not refused as nested, the request's record is released (its fd has no request left, so a
+// CloseFd closes it at once) and new requests complete.
+func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		if _, err := unix.Write(w, []byte("ab")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1)
+		if _, err := l.Read(r, buf, -1, func(*ringev.Completion) { panic("boom") }, 0); err != nil {
+			t.Fatal(err)
+		}
+		panicked := false
+		end := time.Now().Add(5 * time.Second)
+		for !panicked && time.Now().Before(end) {
+			func() {
+				defer func() {
+					if recover() != nil {
+						panicked = true
+					}
+				}()
+				if err := l.Once(); err != nil {
+					t.Fatalf("Once: %v", err)
+				}
+			}()
+		}
+		if !panicked {
+			t.Fatal("the callback did not run within 5 s")
+		}
+		got := 0
+		buf2 := make([]byte, 1)
+		if _, err := l.Read(r, buf2, -1, func(c *ringev.Completion) {
+			if c.Err != nil || c.N != 1 || buf2[0] != 'b' {
+				t.Errorf("second Read: N %d err %v byte %q, want 1 <nil> 'b'", c.N, c.Err, buf2[0])
+			}
+			got++
+		}, 0); err != nil {
+			t.Fatalf("Read after the panic: %v", err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "the Read after a panicking callback", func() bool { return got > 0 })
+		closed := false
+		if _, err := l.CloseFd(r, func(c *ringev.Completion) { closed = c.Err == nil }, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+			t.Errorf("CloseFd with no request left did not close the fd at once (fcntl: %v): a record leaked by the panic still counts", err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd's callback", func() bool { return closed })
+	})
+}
+
+// More requests than the SQ (256) and CQ (1024) hold, made in one handler and all completing
+// at once (writes to a regular file), each get their callback exactly once.
+func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
+	const n = 3000
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		runs := make([]int, n)
+		done := 0
+		bufs := make([][]byte, n)
+		for i := range n {
+			bufs[i] = []byte{byte(i)}
+			if _, err := l.Write(fd, bufs[i], int64(i), func(c *ringev.Completion) {
+				if c.Err != nil || c.N != 1 {
+					t.Errorf("Write %d: N %d err %v", c.Token, c.N, c.Err)
+				}
+				runs[c.Token]++
+				done++
+			}, uint64(i)); err != nil {
+				t.Fatalf("Write %d: %v", i, err)
+			}
+		}
+		brkRunUntil(t, l, 10*time.Second, "3000 writes' callbacks", func() bool { return done >= n })
+		for i, k := range runs {
+			if k != 1 {
+				t.Fatalf("Write %d: callback ran %d times", i, k)
+			}
+		}
+		b, err := os.ReadFile(f.Name())
+		if err != nil || len(b) != n {
+			t.Fatalf("file has %d bytes (%v), want %d", len(b), err, n)
+		}
+		for i := range n {
+			if b[i] != byte(i) {
+				t.Fatalf("byte %d is %d, want %d", i, b[i], byte(i))
+			}
+		}
+	})
+}
+
+// A Cancel made while the operation can complete (data already in the pipe) gets exactly one
+// callback, with the result or ECANCELED, repeated many times.
+func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		for i := range 300 {
+			if i%2 == 0 {
+				if _, err := unix.Write(w, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runs := 0
+			buf := make([]byte, 1)
+			h, err := l.Read(r, buf, -1, func(c *ringev.Completion) {
+				runs++
+				if c.Err != nil && !errors.Is(c.Err, unix.ECANCELED) {
+					t.Errorf("round %d: err %v, want nil or ECANCELED", i, c.Err)
+				}
+			}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 1 { // let it reach the kernel (or the emulation) first
+				fired := false
+				l.AddTimer(0, func(*ringev.Timer) { fired = true })
+				brkRunUntil(t, l, 5*time.Second, "a zero timer", func() bool { return fired })
+			}
+			if i%2 == 1 {
+				if _, err := unix.Write(w, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := h.Cancel(); err != nil {
+				t.Fatal(err)
+			}
+			h.Cancel() // twice: no second callback
+			brkRunUntil(t, l, 5*time.Second, "the cancelled Read's callback", func() bool { return runs > 0 })
+			if h.Pending() {
+				t.Fatalf("round %d: Pending after the last callback", i)
+			}
+			// drain what the cancelled read left
+			var tmp [8]byte
+			unix.Read(r, tmp[:])
+			fired := false
+			l.AddTimer(2*time.Millisecond, func(*ringev.Timer) { fired = true })
+			brkRunUntil(t, l, 5*time.Second, "a short timer", func() bool { return fired })
+			if runs != 1 {
+				t.Fatalf("round %d: callback ran %d times", i, runs)
+			}
+		}
+	})
+}
+
+// brkSocketpair is a non-blocking stream socketpair closed at cleanup.
+func brkSocketpair(t *testing.T) (a, b int) {
+	t.Helper()
+	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+	return p[0], p[1]
+}
+
+// CloseFd on a socket with a multishot recv and a large send in flight, while the peer keeps
+// writing and does not read: every callback runs once (the recv's last with More unset, the
+// send's with ECANCELED or a count, CloseFd's with nil), and the peer then gets EPIPE.
+func TestBreakerCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, b := brkSocketpair(t)
+		g, err := l.NewBufferGroup(4, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		peerErr := make(chan error, 1)
+		go func() {
+			chunk := make([]byte, 512)
+			for {
+				select {
+				case <-stop:
+					peerErr <- nil
+					return
+				default:
+				}
+				_, err := unix.Write(b, chunk)
+				if err == unix.EAGAIN {
+					time.Sleep(100 * time.Microsecond)
+					continue
+				}
+				if err != nil {
+					peerErr <- err
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			<-peerErr
+		}()
+		recvLast, recvRuns, sendRuns, closeRuns := 0, 0, 0, 0
+		if _, err := l.RecvMultishot(a, g, 0, func(c *ringev.Completion) {
+			recvRuns++
+			if !c.More {
+				recvLast++
+			}
+			if recvRuns%3 == 0 {
+				c.ReleaseBuffer() // hold some, so the group runs dry now and then
+			}
+			c.ReleaseBuffer()
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		big := make([]byte, 8<<20)
+		if _, err := l.Send(a, big, 0, func(c *ringev.Completion) {
+			sendRuns++
+			if c.Err == nil {
+				t.Errorf("Send of 8 MiB to a peer that does not read: N %d, no error", c.N)
+			}
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		tm := l.AddTimer(50*time.Millisecond, func(*ringev.Timer) {})
+		brkRunUntil(t, l, 5*time.Second, "50 ms of receiving", func() bool { n++; return !tm.Stop() && n > 1 })
+		if _, err := l.CloseFd(a, func(c *ringev.Completion) {
+			closeRuns++
+			if c.Err != nil {
+				t.Errorf("CloseFd: %v", c.Err)
+			}
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "every callback after CloseFd", func() bool {
+			return recvLast > 0 && sendRuns > 0 && closeRuns > 0
+		})
+		if recvLast != 1 || sendRuns != 1 || closeRuns != 1 {
+			t.Fatalf("last callbacks: recv %d, send %d, close %d; want 1 each", recvLast, sendRuns, closeRuns)
+		}
+		select {
+		case err := <-peerErr:
+			if !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
+				t.Fatalf("peer's write: %v, want EPIPE", err)
+			}
+			peerErr <- nil // for the deferred receive
+		case <-time.After(5 * time.Second):
+			t.Fatal("the peer's writes did not fail within 5 s of CloseFd's callback: the socket is still open")
+		}
+	})
+}
+
+// A loop makes and closes more buffer groups than a group ID (16 bits) counts while one group
+// stays: every NewBufferGroup succeeds (an ID still in use is not given again).
+func TestBreakerBufferGroupIDsAreNotReusedWhileInUse(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		keep, err := l.NewBufferGroup(1, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer keep.Close()
+		for i := range 1<<16 + 2 {
+			g, err := l.NewBufferGroup(1, 64)
+			if err != nil {
+				t.Fatalf("NewBufferGroup #%d with one group kept: %v", i+2, err)
+			}
+			if err := g.Close(); err != nil {
+				t.Fatalf("Close #%d: %v", i+2, err)
+			}
+		}
+	})
+}
+
+// RecvMultishot on a pipe (not a socket) ends with one callback that carries an error, on
+// every backend.
+func TestBreakerRecvMultishotOnPipeEndsWithError(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		g, err := l.NewBufferGroup(2, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		unix.Write(w, []byte("x"))
+		last, runs := 0, 0
+		var lastErr error
+		h, err := l.RecvMultishot(r, g, 0, func(c *ringev.Completion) {
+			runs++
+			c.ReleaseBuffer()
+			if !c.More {
+				last++
+				lastErr = c.Err
+			}
+		}, 0)
+		if err != nil {
+			return // refused at once: fine
+		}
+		h.SetTimeout(2 * time.Second)
+		brkRunUntil(t, l, 5*time.Second, "RecvMultishot on a pipe", func() bool { return last > 0 })
+		if !errors.Is(lastErr, unix.ENOTSOCK) {
+			t.Errorf("RecvMultishot on a pipe ended with %v after %d callbacks, want ENOTSOCK", lastErr, runs)
+		}
+	})
+}
