@@ -368,3 +368,71 @@ func TestBreakerRecvMultishotOnPipeEndsWithError(t *testing.T) {
 		}
 	})
 }
+
+// A deadline changed after the request went to the kernel is the one that counts: a Read given
+// 30 ms in the handler that made it (on uring: a LINK_TIMEOUT) and then, after the loop
+// submitted it, no deadline (SetTimeout(0)) or a longer one (1 s) is still waiting at 150 ms,
+// and completes with the data written then.
+func TestBreakerSetTimeoutAfterSubmissionReplacesTheDeadline(t *testing.T) {
+	for _, later := range []time.Duration{0, time.Second} {
+		brkEach(t, func(t *testing.T, backend string) {
+			l := brkLoop(t, backend)
+			r, w := brkPipe(t)
+			buf := make([]byte, 4)
+			var got *ringev.Completion
+			var gotErr error
+			h, err := l.Read(r, buf, -1, func(c *ringev.Completion) { got, gotErr = c, c.Err }, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.SetTimeout(30 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			fired := false
+			l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true }) // the loop submits and waits
+			brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+			if got != nil {
+				t.Fatalf("the Read completed early: %v", gotErr)
+			}
+			if err := h.SetTimeout(later); err != nil {
+				t.Fatal(err)
+			}
+			fired = false
+			l.AddTimer(150*time.Millisecond, func(*ringev.Timer) { fired = true })
+			brkRunUntil(t, l, 5*time.Second, "150 ms", func() bool { return fired || got != nil })
+			if got != nil {
+				t.Fatalf("SetTimeout(%v) after submission: the Read ended at the old 30 ms deadline with %v", later, gotErr)
+			}
+			unix.Write(w, []byte("ok"))
+			brkRunUntil(t, l, 5*time.Second, "the Read", func() bool { return got != nil })
+			if gotErr != nil {
+				t.Fatalf("the Read: %v, want the data", gotErr)
+			}
+		})
+	}
+}
+
+// A deadline shortened after the request went to the kernel ends it: a Read given 30 s in the
+// handler that made it and 20 ms after the loop submitted it ends with ETIME within 5 s.
+func TestBreakerSetTimeoutAfterSubmissionShortensTheDeadline(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, _ := brkPipe(t)
+		buf := make([]byte, 4)
+		done := false
+		var gotErr error
+		h, err := l.Read(r, buf, -1, func(c *ringev.Completion) { done, gotErr = true, c.Err }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.SetTimeout(30 * time.Second)
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		h.SetTimeout(20 * time.Millisecond)
+		brkRunUntil(t, l, 5*time.Second, "the Read's deadline", func() bool { return done })
+		if !errors.Is(gotErr, unix.ETIME) {
+			t.Fatalf("the Read ended with %v, want ETIME", gotErr)
+		}
+	})
+}

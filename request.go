@@ -193,6 +193,7 @@ type reqRec struct {
 	timedOut  bool // the deadline passed
 	opDone    bool // uring: the op's final CQE arrived
 	cqes      int8 // uring: final CQEs still to come (op, link timeout)
+	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
 	res       int32
 	cflags    uint32
 
@@ -240,6 +241,10 @@ type reqDriver interface {
 	cancel(r *reqRec)
 	// cancelFd cancels every request on fd, as cancel does each.
 	cancelFd(fd int32)
+	// retime moves the deadline of r that the backend enforces itself (uring: a LINK_TIMEOUT
+	// in the kernel) to after from now (<= 0: none) and reports true, or reports false when the
+	// backend enforces none for r (the loop's timer does).
+	retime(r *reqRec, after time.Duration) bool
 	// needWait reports whether the backend must enter its wait (not only look at the fds):
 	// requests to submit, or completions to collect.
 	needWait() bool
@@ -383,7 +388,7 @@ func (rq *requests) release(r *reqRec) {
 	r.state = stFree
 	r.buf, r.cb, r.group, r.keep = nil, nil, nil, nil
 	r.done, r.deadline, r.flags, r.res, r.cflags, r.cqes = 0, 0, 0, 0, 0, 0
-	r.counted, r.noFd, r.cancelReq, r.timedOut, r.opDone = false, false, false, false, false
+	r.counted, r.noFd, r.cancelReq, r.timedOut, r.opDone, r.link = false, false, false, false, false, false
 	rq.free = append(rq.free, r.idx)
 	rq.live--
 }
@@ -701,7 +706,11 @@ func (h Request) Cancel() error {
 // wrapping unix.ETIME (for a multishot request: its last completion). On the uring backend a
 // one-shot request whose deadline is set before the loop next waits (right after making it,
 // in the same handler) carries it as an IORING_OP_LINK_TIMEOUT SQE (Linux 5.5) linked to it;
-// otherwise, and on the other backends, a loop timer cancels it. A write or send that the
+// otherwise, and on the other backends, a loop timer cancels it. A later SetTimeout replaces
+// the deadline, also one the kernel holds as a LINK_TIMEOUT: the loop moves that with
+// IORING_TIMEOUT_UPDATE|IORING_LINK_TIMEOUT_UPDATE (Linux 5.15; a LINK_TIMEOUT cannot be
+// removed, so 0 moves it out of reach), at its next io_uring_enter (a deadline that had
+// passed by then has ended the request; on kernels before 5.15 the first deadline stays). A write or send that the
 // loop finishes in several steps keeps one deadline for all. On a stale handle it does
 // nothing. Errors: ErrNotOwner, ErrClosed.
 func (h Request) SetTimeout(d time.Duration) error {
@@ -725,14 +734,14 @@ func (h Request) SetTimeout(d time.Duration) error {
 	}
 	if d <= 0 {
 		r.deadline = 0
-		return nil
-	}
-	r.deadline = l.now() + int64(d)
-	if r.deadline == 0 {
+	} else if r.deadline = l.now() + int64(d); r.deadline == 0 {
 		r.deadline = 1
 	}
 	if rq.ring && r.state == stQueued && !multishot(r.op) {
-		return nil // a LINK_TIMEOUT at submission
+		return nil // a LINK_TIMEOUT at submission, if a deadline is left
+	}
+	if rq.drv.retime(r, d) || d <= 0 {
+		return nil // the LINK_TIMEOUT made at submission is moved (or made to never fire)
 	}
 	rq.armTimer(r)
 	return nil
