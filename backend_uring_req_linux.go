@@ -243,15 +243,18 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 	if !more {
 		d.inflight--
 	}
-	if d.dead {
-		return
-	}
 	idx, gen := uint32(ud), uint32(ud>>32)&genMask
 	if int(idx) >= len(d.rq.recs) {
 		return
 	}
 	r := d.rq.recs[idx]
 	if r.gen != gen || r.state != stInflight {
+		return
+	}
+	if d.dead { // Loop.Close: no callback runs; a connection accepted meanwhile is closed
+		if kind == reqKindOp {
+			closeAccepted(r.op, res)
+		}
 		return
 	}
 	if kind == reqKindLink {

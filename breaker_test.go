@@ -436,3 +436,307 @@ func TestBreakerSetTimeoutAfterSubmissionShortensTheDeadline(t *testing.T) {
 		}
 	})
 }
+
+// A handler of every kind (fd handler doing its I/O through the loop, timer, immediate, posted
+// function), in the default mode and with WithDispatchAll, that panics leaves the loop usable:
+// after the panic is recovered, an fd handler on another pipe, a timer and a posted function
+// still run, and Close returns nil.
+func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		for _, kind := range []string{"fd", "timer", "immediate", "post"} {
+			name := kind
+			if all {
+				name += "/dispatch-all"
+			}
+			t.Run(name, func(t *testing.T) {
+				brkEach(t, func(t *testing.T, backend string) {
+					var opts []ringev.Option
+					opts = append(opts, ringev.WithBackend(backend))
+					if all {
+						opts = append(opts, ringev.WithDispatchAll())
+					}
+					l, err := ringev.New(opts...)
+					if err != nil {
+						if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+							t.Skip(err)
+						}
+						t.Fatal(err)
+					}
+					defer func() {
+						if err := l.Close(); err != nil {
+							t.Errorf("Close: %v", err)
+						}
+					}()
+					r1, w1 := brkPipe(t)
+					r2, w2 := brkPipe(t)
+					unix.Write(w1, []byte("a"))
+					unix.Write(w2, []byte("b"))
+					boom := func() { panic("boom") }
+					var ev1 *ringev.FdEvent
+					switch kind {
+					case "fd":
+						ev1, err = l.AddFd(r1, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+							var b [1]byte
+							l.ReadNonblocking(r1, b[:])
+							ev.Close()
+							boom()
+						})
+						if err != nil {
+							t.Fatal(err)
+						}
+					case "timer":
+						l.AddTimer(0, func(*ringev.Timer) { boom() })
+					case "immediate":
+						l.AddImmediate(boom)
+					case "post":
+						l.Post(boom)
+					}
+					_ = ev1
+					panicked := false
+					for i := 0; i < 50 && !panicked; i++ {
+						func() {
+							defer func() { panicked = recover() != nil }()
+							l.Once()
+						}()
+					}
+					if !panicked {
+						t.Fatal("the handler did not run within 50 Onces")
+					}
+					fdRan, timerRan, postRan := false, false, false
+					ev2, err := l.AddFd(r2, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+						var b [1]byte
+						if n, err := l.ReadNonblocking(r2, b[:]); n == 1 && err == nil {
+							fdRan = true
+						}
+						ev.Close()
+					})
+					if err != nil {
+						t.Fatalf("AddFd after the panic: %v", err)
+					}
+					defer ev2.Close()
+					l.AddTimer(time.Millisecond, func(*ringev.Timer) { timerRan = true })
+					if err := l.Post(func() { postRan = true }); err != nil {
+						t.Fatal(err)
+					}
+					brkRunUntil(t, l, 5*time.Second, "handlers after a panic", func() bool { return fdRan && timerRan && postRan })
+				})
+			})
+		}
+	}
+}
+
+// An fd event left open on an fd that CloseFd closed does not keep a new file that takes the
+// number from being watched: AddFd on the new file's number (the old event still open) runs its
+// handler when the new pipe has data, and the old handler never runs.
+func TestBreakerAddFdAfterCloseFdOnNumberReused(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		oldRuns := 0
+		old, err := l.AddFd(r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { oldRuns++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := false
+		if _, err := l.CloseFd(r, func(*ringev.Completion) { closed = true }, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p[0])
+		defer unix.Close(p[1])
+		if p[0] != r {
+			if err := unix.Dup3(p[0], r, unix.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(p[0])
+			p[0] = r
+		}
+		_ = w
+		newRuns := 0
+		ev, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			newRuns++
+			var b [8]byte
+			l.ReadNonblocking(r, b[:])
+		})
+		if err != nil {
+			t.Fatalf("AddFd on the reused number: %v", err)
+		}
+		defer ev.Close()
+		unix.Write(p[1], []byte("x"))
+		brkRunUntil(t, l, 2*time.Second, "the new file's handler", func() bool { return newRuns > 0 })
+		if oldRuns != 0 {
+			t.Errorf("the handler of the fd event of the closed file ran %d times", oldRuns)
+		}
+		old.Close()
+		// the new event still works after the old one is closed
+		newRuns = 0
+		unix.Write(p[1], []byte("y"))
+		brkRunUntil(t, l, 2*time.Second, "the new file's handler after the old event closed", func() bool { return newRuns > 0 })
+	})
+}
+
+// An fd event and requests on the same socket both progress: a handler watching Read runs for
+// what the peer writes while a large Send request on the socket waits for room, and the Send
+// completes once the peer reads; then a Recv request and a handler watching Write share it.
+func TestBreakerFdEventAndRequestsShareOneFd(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, b := brkSocketpair(t)
+		readRuns := 0
+		ev, err := l.AddFd(a, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			var buf [64]byte
+			if n, _ := l.ReadNonblocking(a, buf[:]); n > 0 {
+				readRuns++
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := make([]byte, 4<<20)
+		sent := -1
+		if _, err := l.Send(a, big, 0, func(c *ringev.Completion) {
+			sent = c.N
+			if c.Err != nil {
+				t.Errorf("Send: %v", c.Err)
+			}
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		unix.Write(b, []byte("ping"))
+		brkRunUntil(t, l, 5*time.Second, "the Read handler while a Send waits", func() bool { return readRuns > 0 })
+		if sent >= 0 {
+			t.Fatalf("a 4 MiB Send to a peer that does not read completed (%d)", sent)
+		}
+		got := 0
+		errc := make(chan error, 1)
+		go func() {
+			buf := make([]byte, 64<<10)
+			deadline := time.Now().Add(10 * time.Second)
+			for got < len(big) && time.Now().Before(deadline) {
+				n, err := unix.Read(b, buf)
+				if err == unix.EAGAIN {
+					time.Sleep(50 * time.Microsecond)
+					continue
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				got += n
+			}
+			errc <- nil
+		}()
+		brkRunUntil(t, l, 10*time.Second, "the Send", func() bool { return sent >= 0 })
+		if err := <-errc; err != nil || got != len(big) || sent != len(big) {
+			t.Fatalf("Send N %d, peer read %d (%v), want %d", sent, got, err, len(big))
+		}
+		ev.Close()
+		writeRuns := 0
+		ev2, err := l.AddFd(a, ringev.Write, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			writeRuns++
+			ev.SetFlags(0)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ev2.Close()
+		rbuf := make([]byte, 16)
+		recvd := -1
+		if _, err := l.Recv(a, rbuf, 0, func(c *ringev.Completion) { recvd = c.N }, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "the Write handler while a Recv waits", func() bool { return writeRuns > 0 })
+		unix.Write(b, []byte("pong"))
+		brkRunUntil(t, l, 5*time.Second, "the Recv", func() bool { return recvd >= 0 })
+		if recvd != 4 || string(rbuf[:4]) != "pong" {
+			t.Fatalf("Recv got %d %q", recvd, rbuf[:max(recvd, 0)])
+		}
+	})
+}
+
+// brkFds counts the process's open fds.
+func brkFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Close with accepted connections whose callbacks have not run (AcceptMultishot with a backlog
+// of 20: a Once runs at most 8 of one multishot request's completions) leaks none of them: the
+// loop closes every fd it accepted and handed to no callback.
+func TestBreakerCloseLeaksNoAcceptedFd(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(ln)
+		if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(ln, 64); err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(ln)
+		var clients []int
+		defer func() {
+			for _, c := range clients {
+				unix.Close(c)
+			}
+		}()
+		for range 20 {
+			c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, c)
+			if err := unix.Connect(c, sa); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := brkFds(t)
+		l, err := ringev.New(ringev.WithBackend(backend))
+		if err != nil {
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+				t.Skip(err)
+			}
+			t.Fatal(err)
+		}
+		var got []int
+		if _, err := l.AcceptMultishot(ln, unix.SOCK_CLOEXEC, func(c *ringev.Completion) {
+			if c.Err == nil {
+				got = append(got, c.N)
+			}
+		}, 0); err != nil {
+			l.Close()
+			t.Fatal(err)
+		}
+		tm := l.AddTimer(5*time.Second, func(*ringev.Timer) {})
+		for i := 0; i < 100 && len(got) == 0; i++ {
+			if err := l.Once(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tm.Stop()
+		if len(got) == 0 {
+			t.Fatal("no connection accepted")
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		after := brkFds(t)
+		if after != before {
+			t.Fatalf("after Close and closing the %d fds handed to callbacks: %d fds open, %d before New: accepted fds leaked", len(got), after, before)
+		}
+	})
+}

@@ -655,12 +655,25 @@ func (rq *requests) deadlinePassed(t *Timer) {
 	}
 }
 
-// shutdown is Loop.Close's: every request is cancelled, no callback runs.
+// shutdown is Loop.Close's: every request is cancelled, no callback runs. A connection that an
+// Accept or AcceptMultishot accepted and no callback got is closed (it would leak).
 func (rq *requests) shutdown() {
 	rq.dead = true
 	rq.drv.shutdown()
+	for _, e := range rq.cq[rq.head:] {
+		if e.rec != nil && e.rec.gen == e.gen {
+			closeAccepted(e.rec.op, e.res)
+		}
+	}
 	clear(rq.cq)
 	rq.cq, rq.head = nil, 0
+}
+
+// closeAccepted closes res, the new fd of an accept op's completion that no callback will get.
+func closeAccepted(op Op, res int32) {
+	if (op == OpAccept || op == OpAcceptMultishot) && res >= 0 {
+		unix.Close(int(res))
+	}
 }
 
 // live returns the record a handle names while its request is pending, or nil.
