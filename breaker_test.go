@@ -740,3 +740,49 @@ func TestBreakerCloseLeaksNoAcceptedFd(t *testing.T) {
 		}
 	})
 }
+
+// Loop.Close right after CloseFd on an fd with a request in flight still closes the fd (the
+// CloseFd waited for the request, which Close cancels): it is not left open, and the peer of the
+// socket sees EOF.
+func TestBreakerLoopCloseFinishesPendingCloseFd(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := p[0], p[1]
+		defer unix.Close(b)
+		l, err := ringev.New(ringev.WithBackend(backend))
+		if err != nil {
+			unix.Close(a)
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+				t.Skip(err)
+			}
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		if _, err := l.Recv(a, buf, 0, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired }) // the Recv is in flight
+		if _, err := l.CloseFd(a, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0); err == nil {
+			unix.Close(a)
+			t.Fatal("Loop.Close left open the fd that CloseFd was closing")
+		}
+		var one [1]byte
+		unix.SetNonblock(b, false)
+		tv := unix.Timeval{Sec: 2}
+		unix.SetsockoptTimeval(b, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		if n, err := unix.Read(b, one[:]); n != 0 || err != nil {
+			t.Fatalf("the peer's read: %d, %v; want EOF", n, err)
+		}
+	})
+}

@@ -656,10 +656,17 @@ func (rq *requests) deadlinePassed(t *Timer) {
 }
 
 // shutdown is Loop.Close's: every request is cancelled, no callback runs. A connection that an
-// Accept or AcceptMultishot accepted and no callback got is closed (it would leak).
+// Accept or AcceptMultishot accepted and no callback got is closed (it would leak), and so is
+// every fd whose CloseFd was waiting for its requests to end.
 func (rq *requests) shutdown() {
 	rq.dead = true
 	rq.drv.shutdown()
+	for i := range rq.fds {
+		if c := rq.fds[i].closeRec; c != nil {
+			rq.fds[i].closeRec = nil
+			unix.Close(int(c.fd))
+		}
+	}
 	for _, e := range rq.cq[rq.head:] {
 		if e.rec != nil && e.rec.gen == e.gen {
 			closeAccepted(e.rec.op, e.res)
@@ -883,7 +890,8 @@ func (l *Loop) Fsync(fd int, datasync bool, cb Callback, token uint64) (Request,
 // CloseFd closes fd through the loop: it cancels every request on fd
 // (IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_FD|IORING_ASYNC_CANCEL_ALL, Linux 5.19, on
 // uring), disarms the fd events that watch it, and closes it with close(2) once the last of
-// those requests has completed (their callbacks get ECANCELED, or their result if it won), so
+// those requests has completed (their callbacks get ECANCELED, or their result if it won; a
+// Loop.Close meanwhile cancels them and closes the fd, without the callbacks), so
 // that the kernel holds no reference and a socket's peer sees EOF at once; a later file that
 // takes the fd number never gets an old request's completion. A multishot request on fd ends
 // with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
