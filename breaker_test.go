@@ -786,3 +786,58 @@ func TestBreakerLoopCloseFinishesPendingCloseFd(t *testing.T) {
 		}
 	})
 }
+
+// CloseFd on an fd whose fd event has auto-close set closes it once: the event's Close (and the
+// loop's Close) afterwards do not close the new file that took the number.
+func TestBreakerCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) {
+	for _, via := range []string{"event", "loop"} {
+		t.Run(via, func(t *testing.T) {
+			brkEach(t, func(t *testing.T, backend string) {
+				l, err := ringev.New(ringev.WithBackend(backend))
+				if err != nil {
+					if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+						t.Skip(err)
+					}
+					t.Fatal(err)
+				}
+				defer l.Close()
+				var p [2]int
+				if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+					t.Fatal(err)
+				}
+				r := p[0]
+				defer unix.Close(p[1])
+				ev, err := l.AddFd(r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.SetAutoClose(true)
+				closed := false
+				if _, err := l.CloseFd(r, func(*ringev.Completion) { closed = true }, 0); err != nil {
+					t.Fatal(err)
+				}
+				brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+				// a new file takes the number
+				nf, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if nf != r {
+					if err := unix.Dup3(nf, r, unix.O_CLOEXEC); err != nil {
+						t.Fatal(err)
+					}
+					unix.Close(nf)
+				}
+				defer unix.Close(r)
+				if via == "event" {
+					ev.Close()
+				} else if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); err != nil {
+					t.Fatalf("the %s's Close closed fd %d again, now another file's: %v", via, r, err)
+				}
+			})
+		})
+	}
+}

@@ -893,7 +893,9 @@ func (l *Loop) Fsync(fd int, datasync bool, cb Callback, token uint64) (Request,
 // those requests has completed (their callbacks get ECANCELED, or their result if it won; a
 // Loop.Close meanwhile cancels them and closes the fd, without the callbacks), so
 // that the kernel holds no reference and a socket's peer sees EOF at once; a later file that
-// takes the fd number never gets an old request's completion. A multishot request on fd ends
+// takes the fd number never gets an old request's completion. The fd events that watch fd
+// stay open, disarmed (flags 0), and lose their auto-close: closing them later, or the loop,
+// does not close the number again (by then another file's). A multishot request on fd ends
 // with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
 // fail with ErrFdClosing.
 func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
@@ -910,6 +912,9 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 		s.mark = 0
 		l.dropNews(s)
 		l.disarmSlot(s)
+		for _, ev := range s.events {
+			ev.autoClose = false // CloseFd closes the fd: an event's Close must not close the number again
+		}
 	}
 	h := Request{rec: r, gen: r.gen}
 	for _, g := range rq.groups {
