@@ -841,3 +841,76 @@ func TestBreakerCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) 
 		})
 	}
 }
+
+// Send and Write on a socket whose peer has closed end with EPIPE (or ECONNRESET) in the
+// callback; the process gets no SIGPIPE that kills it.
+func TestBreakerSendToClosedPeerEndsWithEPIPE(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, b := brkSocketpair(t)
+		unix.Close(b)
+		for _, op := range []string{"send", "write"} {
+			var got error
+			done := false
+			cb := func(c *ringev.Completion) { got, done = c.Err, true }
+			var err error
+			if op == "send" {
+				_, err = l.Send(a, []byte("x"), 0, cb, 0)
+			} else {
+				_, err = l.Write(a, []byte("x"), -1, cb, 0)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			brkRunUntil(t, l, 5*time.Second, op, func() bool { return done })
+			if !errors.Is(got, unix.EPIPE) && !errors.Is(got, unix.ECONNRESET) {
+				t.Errorf("%s to a closed peer: %v, want EPIPE", op, got)
+			}
+		}
+	})
+}
+
+// A request whose callback makes the next one, each completing at once (a write to a regular
+// file), starves neither fd handlers nor timers: both run within 2 s while the chain goes on.
+func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		buf := []byte("x")
+		chain := 0
+		stop := false
+		var next ringev.Callback
+		next = func(c *ringev.Completion) {
+			chain++
+			if !stop {
+				if _, err := l.Write(fd, buf, 0, next, 0); err != nil {
+					t.Errorf("Write: %v", err)
+				}
+			}
+		}
+		if _, err := l.Write(fd, buf, 0, next, 0); err != nil {
+			t.Fatal(err)
+		}
+		r, w := brkPipe(t)
+		unix.Write(w, []byte("x"))
+		fdRan, timerRan := false, false
+		ev, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { fdRan = true; ev.SetFlags(0) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ev.Close()
+		l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { timerRan = true })
+		brkRunUntil(t, l, 2*time.Second, "an fd handler and a timer beside a request chain", func() bool { return fdRan && timerRan })
+		stop = true
+		at := chain
+		brkRunUntil(t, l, 2*time.Second, "the chain's end", func() bool { return chain > at })
+		if chain < 2 {
+			t.Fatalf("the chain ran %d times", chain)
+		}
+	})
+}
