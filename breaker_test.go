@@ -2,8 +2,10 @@ package ringev_test
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -912,5 +914,112 @@ func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 		if chain < 2 {
 			t.Fatalf("the chain ran %d times", chain)
 		}
+	})
+}
+
+// Posts from 8 goroutines racing the owner's Close: each Post returns nil or ErrClosed, no
+// posted function runs after Close has returned, and nothing deadlocks.
+func TestBreakerPostRacingClose(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		for round := range 20 {
+			l, err := ringev.New(ringev.WithBackend(backend))
+			if err != nil {
+				if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			var closedAt atomic.Bool
+			var lateRuns atomic.Int64
+			start := make(chan struct{})
+			errc := make(chan error, 8)
+			for range 8 {
+				go func() {
+					<-start
+					for {
+						err := l.Post(func() {
+							if closedAt.Load() {
+								lateRuns.Add(1)
+							}
+						})
+						if err != nil {
+							if !errors.Is(err, ringev.ErrClosed) {
+								errc <- err
+								return
+							}
+							errc <- nil
+							return
+						}
+						l.Stop()
+					}
+				}()
+			}
+			close(start)
+			tm := l.AddTimer(time.Duration(round)*100*time.Microsecond, func(*ringev.Timer) {})
+			_ = tm
+			for range 50 {
+				l.Once()
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			closedAt.Store(true)
+			for range 8 {
+				select {
+				case err := <-errc:
+					if err != nil {
+						t.Fatalf("Post: %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("a poster did not see ErrClosed within 5 s")
+				}
+			}
+			if n := lateRuns.Load(); n > 0 {
+				t.Fatalf("%d posted functions ran after Close", n)
+			}
+		}
+	})
+}
+
+// A timer or request deadline of the largest time.Duration (a common "never") does not fire at
+// once (now + d must not overflow), and the loop sleeps meanwhile: a 50 ms timer beside it is
+// the only thing that runs, within a handful of Onces.
+func TestBreakerHugeDurationsDoNotOverflow(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		never := time.Duration(math.MaxInt64)
+		neverRan := false
+		l.AddTimer(never, func(*ringev.Timer) { neverRan = true })
+		r, _ := brkPipe(t)
+		var reqErr error
+		reqDone := false
+		h, err := l.Read(r, make([]byte, 1), -1, func(c *ringev.Completion) { reqDone, reqErr = true, c.Err }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SetTimeout(never); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(50*time.Millisecond, func(*ringev.Timer) { fired = true })
+		onces := 0
+		end := time.Now().Add(5 * time.Second)
+		for !fired && time.Now().Before(end) {
+			if err := l.Once(); err != nil {
+				t.Fatal(err)
+			}
+			onces++
+		}
+		if neverRan {
+			t.Error("a timer of math.MaxInt64 ns ran at once")
+		}
+		if reqDone {
+			t.Errorf("a Read with a deadline of math.MaxInt64 ns ended at once: %v", reqErr)
+		}
+		if onces > 10 {
+			t.Errorf("%d Onces in 50 ms: the loop spins instead of sleeping", onces)
+		}
+		h.Cancel()
+		brkRunUntil(t, l, 5*time.Second, "the cancelled Read", func() bool { return reqDone })
 	})
 }

@@ -754,7 +754,7 @@ func (h Request) SetTimeout(d time.Duration) error {
 	}
 	if d <= 0 {
 		r.deadline = 0
-	} else if r.deadline = l.now() + int64(d); r.deadline == 0 {
+	} else if r.deadline = l.deadlineIn(d); r.deadline == 0 {
 		r.deadline = 1
 	}
 	if rq.ring && r.state == stQueued && !multishot(r.op) {
