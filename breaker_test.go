@@ -1023,3 +1023,40 @@ func TestBreakerHugeDurationsDoNotOverflow(t *testing.T) {
 		brkRunUntil(t, l, 5*time.Second, "the cancelled Read", func() bool { return reqDone })
 	})
 }
+
+// Connect to a closed TCP port ends with ECONNREFUSED on every backend, and CloseFd after it
+// closes the socket.
+func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		// a port nobody listens on: bind one, do not listen
+		p, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p)
+		if err := unix.Bind(p, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(p)
+		s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got error
+		done := false
+		if _, err := l.Connect(s, sa, func(c *ringev.Completion) { got, done = c.Err, true }, 0); err != nil {
+			unix.Close(s)
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "Connect", func() bool { return done })
+		if !errors.Is(got, unix.ECONNREFUSED) {
+			t.Errorf("Connect to a closed port: %v, want ECONNREFUSED", got)
+		}
+		closed := false
+		if _, err := l.CloseFd(s, func(*ringev.Completion) { closed = true }, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+	})
+}
