@@ -1060,3 +1060,32 @@ func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
 	})
 }
+
+// AddFd on an fd whose CloseFd waits for a request in flight is refused with ErrFdClosing (the
+// fd is about to be closed under the event), on every backend (the readiness backends close it
+// at once, and AddFd then fails with EBADF).
+func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, _ := brkSocketpair(t)
+		if _, err := l.Recv(a, make([]byte, 4), 0, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		closed := false
+		if _, err := l.CloseFd(a, func(*ringev.Completion) { closed = true }, 0); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := l.AddFd(a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+		if err == nil {
+			ev.Close()
+			t.Fatal("AddFd on an fd that CloseFd is closing succeeded")
+		}
+		if !errors.Is(err, ringev.ErrFdClosing) && !errors.Is(err, unix.EBADF) {
+			t.Fatalf("AddFd: %v, want ErrFdClosing or EBADF", err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+	})
+}
