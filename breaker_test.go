@@ -1089,3 +1089,57 @@ func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
 		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
 	})
 }
+
+// CloseFd, and requests, on one of the loop's own fds (its epoll set, ring, wake-up eventfd)
+// are refused with EBADF, as AddFd refuses them: a wrong number must not close the loop's
+// insides. The loop still wakes for Post afterwards.
+func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		before := map[int]bool{}
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			var n int
+			fmtSscan(e.Name(), &n)
+			before[n] = true
+		}
+		l := brkLoop(t, backend)
+		ents, _ = os.ReadDir("/proc/self/fd")
+		var own []int
+		for _, e := range ents {
+			var n int
+			fmtSscan(e.Name(), &n)
+			if !before[n] {
+				own = append(own, n)
+			}
+		}
+		for _, fd := range own {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+				continue // the ReadDir's own fd
+			}
+			h, err := l.CloseFd(fd, func(*ringev.Completion) {}, 0)
+			if err == nil {
+				_ = h
+				if _, e := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); e != nil {
+					t.Errorf("CloseFd(%d), one of the loop's own fds, closed it", fd)
+				} else {
+					t.Errorf("CloseFd(%d), one of the loop's own fds, was accepted", fd)
+				}
+			}
+		}
+		ran := false
+		go l.Post(func() { ran = true })
+		brkRunUntil(t, l, 5*time.Second, "a Post after CloseFd on the loop's fds", func() bool { return ran })
+	})
+}
+
+func fmtSscan(s string, n *int) {
+	v := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			*n = -1
+			return
+		}
+		v = v*10 + int(c-'0')
+	}
+	*n = v
+}

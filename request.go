@@ -897,8 +897,12 @@ func (l *Loop) Fsync(fd int, datasync bool, cb Callback, token uint64) (Request,
 // stay open, disarmed (flags 0), and lose their auto-close: closing them later, or the loop,
 // does not close the number again (by then another file's). A multishot request on fd ends
 // with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
-// fail with ErrFdClosing.
+// fail with ErrFdClosing. One of the loop's own fds (its epoll set, io_uring instance or
+// eventfds) is refused with an error wrapping unix.EBADF.
 func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
+	if l.owned() && !l.closed && l.ownsFd(fd) {
+		return Request{}, fmt.Errorf("ringev: %v on fd %d: one of the loop's own fds: %w", OpClose, fd, unix.EBADF)
+	}
 	r, err := l.newReq(OpClose, fd, nil, false, cb, token)
 	if err != nil {
 		return Request{}, err
