@@ -1090,7 +1090,7 @@ func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
 	})
 }
 
-// CloseFd, and requests, on one of the loop's own fds (its epoll set, ring, wake-up eventfd)
+// CloseFd, and requests (Read), on one of the loop's own fds (its epoll set, ring, wake-up eventfd)
 // are refused with EBADF, as AddFd refuses them: a wrong number must not close the loop's
 // insides. The loop still wakes for Post afterwards.
 func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
@@ -1115,6 +1115,9 @@ func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
 		for _, fd := range own {
 			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
 				continue // the ReadDir's own fd
+			}
+			if _, err := l.Read(fd, make([]byte, 8), -1, func(*ringev.Completion) {}, 0); err == nil {
+				t.Errorf("Read(%d), one of the loop's own fds, was accepted", fd)
 			}
 			h, err := l.CloseFd(fd, func(*ringev.Completion) {}, 0)
 			if err == nil {

@@ -108,7 +108,8 @@ func (c *Completion) ReleaseBuffer() {
 // CloseFd, RecvMultishot, SubmitSQE) each return the request's handle, or an error, and
 // then submit nothing:
 // ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
-// ErrNilCallback for a nil cb, unix.EBADF for a negative fd, ErrEmptyBuffer for an empty
+// ErrNilCallback for a nil cb, unix.EBADF for a negative fd or one of the loop's own fds (its
+// epoll set, io_uring instance, eventfds), ErrEmptyBuffer for an empty
 // buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd. token is
 // handed back in Completion.Token.
 //
@@ -315,6 +316,10 @@ func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
 	}
 	if fd < 0 || fd > 1<<31-1 {
 		return fmt.Errorf("ringev: %v on fd %d: %w", op, fd, unix.EBADF)
+	}
+	if l.ownsFd(fd) {
+		// A read of the wake-up eventfd would eat a Post's wake-up; a close would break the loop.
+		return fmt.Errorf("ringev: %v on fd %d: one of the loop's own fds: %w", op, fd, unix.EBADF)
 	}
 	return nil
 }
@@ -897,12 +902,8 @@ func (l *Loop) Fsync(fd int, datasync bool, cb Callback, token uint64) (Request,
 // stay open, disarmed (flags 0), and lose their auto-close: closing them later, or the loop,
 // does not close the number again (by then another file's). A multishot request on fd ends
 // with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
-// fail with ErrFdClosing. One of the loop's own fds (its epoll set, io_uring instance or
-// eventfds) is refused with an error wrapping unix.EBADF.
+// fail with ErrFdClosing.
 func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
-	if l.owned() && !l.closed && l.ownsFd(fd) {
-		return Request{}, fmt.Errorf("ringev: %v on fd %d: one of the loop's own fds: %w", OpClose, fd, unix.EBADF)
-	}
 	r, err := l.newReq(OpClose, fd, nil, false, cb, token)
 	if err != nil {
 		return Request{}, err
@@ -972,6 +973,9 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 	}
 	rq := l.req
 	if fd >= 0 {
+		if l.ownsFd(fd) {
+			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: one of the loop's own fds: %w", fd, unix.EBADF)
+		}
 		if err := rq.checkFdOpen(fd); err != nil {
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, err)
 		}
