@@ -1090,7 +1090,7 @@ func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
 	})
 }
 
-// CloseFd, and requests (Read), on one of the loop's own fds (its epoll set, ring, wake-up eventfd)
+// CloseFd, requests (Read) and AddFd on one of the loop's own fds (its epoll set, ring, wake-up eventfd)
 // are refused with EBADF, as AddFd refuses them: a wrong number must not close the loop's
 // insides. The loop still wakes for Post afterwards.
 func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
@@ -1115,6 +1115,10 @@ func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
 		for _, fd := range own {
 			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
 				continue // the ReadDir's own fd
+			}
+			if ev, err := l.AddFd(fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {}); err == nil {
+				ev.Close()
+				t.Errorf("AddFd(%d), one of the loop's own fds, was accepted", fd)
 			}
 			if _, err := l.Read(fd, make([]byte, 8), -1, func(*ringev.Completion) {}, 0); err == nil {
 				t.Errorf("Read(%d), one of the loop's own fds, was accepted", fd)
