@@ -1150,3 +1150,41 @@ func fmtSscan(s string, n *int) {
 	}
 	*n = v
 }
+
+// Cancel and SetTimeout on CloseFd's own handle, while its fd has a request in flight, do not
+// keep the fd open nor run a callback twice: CloseFd's callback runs once and the fd is closed.
+func TestBreakerCancelOfCloseFdStillCloses(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := p[0]
+		defer unix.Close(p[1])
+		recvRuns, closeRuns := 0, 0
+		if _, err := l.Recv(a, make([]byte, 4), 0, func(*ringev.Completion) { recvRuns++ }, 0); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		h, err := l.CloseFd(a, func(*ringev.Completion) { closeRuns++ }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.SetTimeout(time.Millisecond)
+		h.Cancel()
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closeRuns > 0 && recvRuns > 0 })
+		fired = false
+		l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "20 ms", func() bool { return fired })
+		if closeRuns != 1 || recvRuns != 1 {
+			t.Fatalf("callbacks: CloseFd %d, Recv %d; want 1 each", closeRuns, recvRuns)
+		}
+		if _, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0); err == nil {
+			unix.Close(a)
+			t.Fatal("the fd is still open")
+		}
+	})
+}
