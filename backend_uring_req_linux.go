@@ -52,6 +52,7 @@ type ringCmd struct {
 	target uint64
 	fd     int32
 	byFd   bool
+	ts     *uring.Timespec // a LINK_TIMEOUT update (target: the link's user_data) to ts
 }
 
 // newRingReqs returns the uring backend's driver for l, or nil on another backend.
@@ -77,6 +78,23 @@ func (d *ringReqs) cancel(r *reqRec) {
 	case stInflight:
 		d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindOp)})
 	}
+}
+
+// retime moves r's LINK_TIMEOUT, if it is in the kernel, to after from now (<= 0: out of
+// reach, as a LINK_TIMEOUT cannot be removed): IORING_OP_TIMEOUT_REMOVE with
+// IORING_TIMEOUT_UPDATE|IORING_LINK_TIMEOUT_UPDATE (Linux 5.15) at the next enter. The
+// update's CQE is counted like a cancel's; its error (ENOENT: the link fired or was cancelled
+// meanwhile; EINVAL before 5.15) leaves the request as the kernel has it.
+func (d *ringReqs) retime(r *reqRec, after time.Duration) bool {
+	if !r.link || r.state != stInflight {
+		return false
+	}
+	if after <= 0 {
+		after = 1 << 62 // ~146 years
+	}
+	r.ts = uring.NewTimespec(after)
+	d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindLink), ts: &r.ts})
+	return true
 }
 
 func (d *ringReqs) cancelFd(fd int32) {
@@ -152,7 +170,7 @@ func (d *ringReqs) flush() error {
 			r.ts = uring.NewTimespec(time.Duration(left))
 			t.PrepLinkTimeout(&r.ts, 0)
 			t.UserData = reqUserData(r, reqKindLink)
-			r.cqes = 2
+			r.cqes, r.link = 2, true
 			d.inflight++
 		}
 	}
@@ -168,7 +186,9 @@ func (d *ringReqs) flush() error {
 			d.cmds = d.cmds[:copy(d.cmds, d.cmds[j:])]
 			return err
 		}
-		if c.byFd {
+		if c.ts != nil {
+			s.PrepTimeoutUpdate(c.ts, c.target, uring.LinkTimeoutUpdate)
+		} else if c.byFd {
 			s.PrepCancelFd(int(c.fd), uring.AsyncCancelAll)
 		} else {
 			s.PrepCancel(c.target, 0)
@@ -223,9 +243,6 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 	if !more {
 		d.inflight--
 	}
-	if d.dead {
-		return
-	}
 	idx, gen := uint32(ud), uint32(ud>>32)&genMask
 	if int(idx) >= len(d.rq.recs) {
 		return
@@ -234,7 +251,14 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 	if r.gen != gen || r.state != stInflight {
 		return
 	}
+	if d.dead { // Loop.Close: no callback runs; a connection accepted meanwhile is closed
+		if kind == reqKindOp {
+			closeAccepted(r.op, res)
+		}
+		return
+	}
 	if kind == reqKindLink {
+		r.link = false
 		if res == -int32(unix.ETIME) {
 			r.timedOut = true
 		}

@@ -70,7 +70,9 @@ func (l *Loop) slot(fd int32) *fdSlot {
 // AddFd watches fd for flags (any of Read, Write, Error; 0 adds a disarmed event) and calls h
 // when some of them are ready. The loop does not own fd unless SetAutoClose(true) is called.
 // Errors: ErrClosed after Close; ErrNotOwner from another goroutine; one wrapping unix.EBADF
-// for a negative or closed fd (from fstat(2)); the backend's error
+// for a negative or closed fd (from fstat(2)) or one of the loop's own fds (its epoll set,
+// io_uring instance, eventfds); one wrapping ErrFdClosing while a CloseFd of fd
+// waits for its requests to end; the backend's error
 // (wrapping its errno, e.g. unix.EBADF or unix.EPERM from epoll_ctl) when the fd cannot be watched.
 func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 	if !l.owned() { // first: the closed flags belong to the owner (no data race)
@@ -89,6 +91,14 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, err)
+	}
+	if l.ownsFd(fd) {
+		// An event with auto-close would close it; one that reads it would eat wake-ups.
+		return nil, fmt.Errorf("ringev: AddFd: fd %d is one of the loop's own fds: %w", fd, unix.EBADF)
+	}
+	if rq := l.req; rq != nil && fd < len(rq.fds) && rq.fds[fd].closeRec != nil {
+		// A CloseFd closes it once its requests end: the event would watch a closed number.
+		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, ErrFdClosing)
 	}
 	s := l.slot(int32(fd))
 	if s.internal {

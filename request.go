@@ -108,7 +108,8 @@ func (c *Completion) ReleaseBuffer() {
 // CloseFd, RecvMultishot, SubmitSQE) each return the request's handle, or an error, and
 // then submit nothing:
 // ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
-// ErrNilCallback for a nil cb, unix.EBADF for a negative fd, ErrEmptyBuffer for an empty
+// ErrNilCallback for a nil cb, unix.EBADF for a negative fd or one of the loop's own fds (its
+// epoll set, io_uring instance, eventfds), ErrEmptyBuffer for an empty
 // buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd. token is
 // handed back in Completion.Token.
 //
@@ -193,6 +194,7 @@ type reqRec struct {
 	timedOut  bool // the deadline passed
 	opDone    bool // uring: the op's final CQE arrived
 	cqes      int8 // uring: final CQEs still to come (op, link timeout)
+	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
 	res       int32
 	cflags    uint32
 
@@ -240,6 +242,10 @@ type reqDriver interface {
 	cancel(r *reqRec)
 	// cancelFd cancels every request on fd, as cancel does each.
 	cancelFd(fd int32)
+	// retime moves the deadline of r that the backend enforces itself (uring: a LINK_TIMEOUT
+	// in the kernel) to after from now (<= 0: none) and reports true, or reports false when the
+	// backend enforces none for r (the loop's timer does).
+	retime(r *reqRec, after time.Duration) bool
 	// needWait reports whether the backend must enter its wait (not only look at the fds):
 	// requests to submit, or completions to collect.
 	needWait() bool
@@ -310,6 +316,10 @@ func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
 	}
 	if fd < 0 || fd > 1<<31-1 {
 		return fmt.Errorf("ringev: %v on fd %d: %w", op, fd, unix.EBADF)
+	}
+	if l.ownsFd(fd) {
+		// A read of the wake-up eventfd would eat a Post's wake-up; a close would break the loop.
+		return fmt.Errorf("ringev: %v on fd %d: one of the loop's own fds: %w", op, fd, unix.EBADF)
 	}
 	return nil
 }
@@ -383,7 +393,7 @@ func (rq *requests) release(r *reqRec) {
 	r.state = stFree
 	r.buf, r.cb, r.group, r.keep = nil, nil, nil, nil
 	r.done, r.deadline, r.flags, r.res, r.cflags, r.cqes = 0, 0, 0, 0, 0, 0
-	r.counted, r.noFd, r.cancelReq, r.timedOut, r.opDone = false, false, false, false, false
+	r.counted, r.noFd, r.cancelReq, r.timedOut, r.opDone, r.link = false, false, false, false, false, false
 	rq.free = append(rq.free, r.idx)
 	rq.live--
 }
@@ -650,12 +660,32 @@ func (rq *requests) deadlinePassed(t *Timer) {
 	}
 }
 
-// shutdown is Loop.Close's: every request is cancelled, no callback runs.
+// shutdown is Loop.Close's: every request is cancelled, no callback runs. A connection that an
+// Accept or AcceptMultishot accepted and no callback got is closed (it would leak), and so is
+// every fd whose CloseFd was waiting for its requests to end.
 func (rq *requests) shutdown() {
 	rq.dead = true
 	rq.drv.shutdown()
+	for i := range rq.fds {
+		if c := rq.fds[i].closeRec; c != nil {
+			rq.fds[i].closeRec = nil
+			unix.Close(int(c.fd))
+		}
+	}
+	for _, e := range rq.cq[rq.head:] {
+		if e.rec != nil && e.rec.gen == e.gen {
+			closeAccepted(e.rec.op, e.res)
+		}
+	}
 	clear(rq.cq)
 	rq.cq, rq.head = nil, 0
+}
+
+// closeAccepted closes res, the new fd of an accept op's completion that no callback will get.
+func closeAccepted(op Op, res int32) {
+	if (op == OpAccept || op == OpAcceptMultishot) && res >= 0 {
+		unix.Close(int(res))
+	}
 }
 
 // live returns the record a handle names while its request is pending, or nil.
@@ -701,7 +731,11 @@ func (h Request) Cancel() error {
 // wrapping unix.ETIME (for a multishot request: its last completion). On the uring backend a
 // one-shot request whose deadline is set before the loop next waits (right after making it,
 // in the same handler) carries it as an IORING_OP_LINK_TIMEOUT SQE (Linux 5.5) linked to it;
-// otherwise, and on the other backends, a loop timer cancels it. A write or send that the
+// otherwise, and on the other backends, a loop timer cancels it. A later SetTimeout replaces
+// the deadline, also one the kernel holds as a LINK_TIMEOUT: the loop moves that with
+// IORING_TIMEOUT_UPDATE|IORING_LINK_TIMEOUT_UPDATE (Linux 5.15; a LINK_TIMEOUT cannot be
+// removed, so 0 moves it out of reach), at its next io_uring_enter (a deadline that had
+// passed by then has ended the request; on kernels before 5.15 the first deadline stays). A write or send that the
 // loop finishes in several steps keeps one deadline for all. On a stale handle it does
 // nothing. Errors: ErrNotOwner, ErrClosed.
 func (h Request) SetTimeout(d time.Duration) error {
@@ -725,14 +759,14 @@ func (h Request) SetTimeout(d time.Duration) error {
 	}
 	if d <= 0 {
 		r.deadline = 0
-		return nil
-	}
-	r.deadline = l.now() + int64(d)
-	if r.deadline == 0 {
+	} else if r.deadline = l.deadlineIn(d); r.deadline == 0 {
 		r.deadline = 1
 	}
 	if rq.ring && r.state == stQueued && !multishot(r.op) {
-		return nil // a LINK_TIMEOUT at submission
+		return nil // a LINK_TIMEOUT at submission, if a deadline is left
+	}
+	if rq.drv.retime(r, d) || d <= 0 {
+		return nil // the LINK_TIMEOUT made at submission is moved (or made to never fire)
 	}
 	rq.armTimer(r)
 	return nil
@@ -861,9 +895,12 @@ func (l *Loop) Fsync(fd int, datasync bool, cb Callback, token uint64) (Request,
 // CloseFd closes fd through the loop: it cancels every request on fd
 // (IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_FD|IORING_ASYNC_CANCEL_ALL, Linux 5.19, on
 // uring), disarms the fd events that watch it, and closes it with close(2) once the last of
-// those requests has completed (their callbacks get ECANCELED, or their result if it won), so
+// those requests has completed (their callbacks get ECANCELED, or their result if it won; a
+// Loop.Close meanwhile cancels them and closes the fd, without the callbacks), so
 // that the kernel holds no reference and a socket's peer sees EOF at once; a later file that
-// takes the fd number never gets an old request's completion. A multishot request on fd ends
+// takes the fd number never gets an old request's completion. The fd events that watch fd
+// stay open, disarmed (flags 0), and lose their auto-close: closing them later, or the loop,
+// does not close the number again (by then another file's). A multishot request on fd ends
 // with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
 // fail with ErrFdClosing.
 func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
@@ -880,6 +917,9 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 		s.mark = 0
 		l.dropNews(s)
 		l.disarmSlot(s)
+		for _, ev := range s.events {
+			ev.autoClose = false // CloseFd closes the fd: an event's Close must not close the number again
+		}
 	}
 	h := Request{rec: r, gen: r.gen}
 	for _, g := range rq.groups {
@@ -933,6 +973,9 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 	}
 	rq := l.req
 	if fd >= 0 {
+		if l.ownsFd(fd) {
+			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: one of the loop's own fds: %w", fd, unix.EBADF)
+		}
 		if err := rq.checkFdOpen(fd); err != nil {
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, err)
 		}
@@ -1039,8 +1082,9 @@ func (g *BufferGroup) take(bid int, n int32, more bool) int32 {
 func (g *BufferGroup) Incremental() bool { return g.inc }
 
 // NewBufferGroup makes a group of n buffers (a power of two, at most 32768) of size bytes
-// each. Errors: ErrNotOwner, ErrClosed, one wrapping unix.EINVAL for a bad n or size, and on
-// uring the register error (naming IORING_REGISTER_PBUF_RING, 5.19, when the kernel lacks it).
+// each. Errors: ErrNotOwner, ErrClosed, one wrapping unix.EINVAL for a bad n or size, one
+// wrapping unix.ENOSPC when 65,536 groups are open (a group ID is 16 bits; the ID of a closed
+// group is given again only after every other free one), and on uring the register error (naming IORING_REGISTER_PBUF_RING, 5.19, when the kernel lacks it).
 func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 	if !l.owned() {
 		return nil, ErrNotOwner
@@ -1052,7 +1096,9 @@ func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 		return nil, fmt.Errorf("ringev: NewBufferGroup(%d, %d): want a power of two <= 32768 buffers of 1 byte to 1 GiB: %w", n, size, unix.EINVAL)
 	}
 	rq := l.reqs()
-	rq.bgid++
+	if !rq.nextGroupID() {
+		return nil, fmt.Errorf("ringev: NewBufferGroup: all 65536 buffer group IDs are held by open groups: %w", unix.ENOSPC)
+	}
 	g := &BufferGroup{l: l, bgid: rq.bgid, size: size, n: n, slab: make([]byte, n*size),
 		off: make([]int32, n), refs: make([]int32, n), out: make([]bool, n)}
 	if err := rq.drv.newGroup(g); err != nil {
@@ -1061,6 +1107,30 @@ func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 	rq.groups = append(rq.groups, g)
 	g.avail = n
 	return g, nil
+}
+
+// nextGroupID advances rq.bgid to the next buffer group ID that no open group holds: the IDs
+// are 16 bits, and a loop that makes and closes a group per connection wraps them while a
+// long-lived group still holds its ID (registering it again fails with EEXIST). It keeps
+// counting up rather than taking the lowest free ID, so that a closed group's ID comes back as
+// late as possible. It reports false when all 65,536 IDs are held.
+func (rq *requests) nextGroupID() bool {
+	if len(rq.groups) >= 1<<16 {
+		return false
+	}
+	for {
+		rq.bgid++
+		used := false
+		for _, g := range rq.groups {
+			if g.bgid == rq.bgid {
+				used = true
+				break
+			}
+		}
+		if !used {
+			return true
+		}
+	}
 }
 
 // buf returns the view of buffer bid holding n bytes.

@@ -9,6 +9,7 @@ package ringev
 
 import (
 	"errors"
+	"time"
 	"unsafe"
 
 	"github.com/ringev/ringev/internal/rawsys"
@@ -322,6 +323,9 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 	}
 	return false
 }
+
+// retime: the emulation's deadlines are the loop's timers.
+func (e *emulReqs) retime(*reqRec, time.Duration) bool { return false }
 
 func (e *emulReqs) cancel(r *reqRec) {
 	if q := r.qlist; q != nil {

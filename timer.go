@@ -1,6 +1,9 @@
 package ringev
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Timer is a one-shot timer on the loop's monotonic clock.
 type Timer struct {
@@ -13,7 +16,8 @@ type Timer struct {
 	Data any
 }
 
-// AddTimer runs h once, d from now (monotonic clock; d <= 0 means due at once). Timers run in
+// AddTimer runs h once, d from now (monotonic clock; d <= 0 means due at once; a d beyond the
+// clock's range, such as math.MaxInt64 for "never", saturates instead of wrapping). Timers run in
 // deadline order, ties in creation order; a due timer runs after timers already due and before
 // fd events. It returns nil (and adds nothing) for a nil h, after Close, and when called from a
 // goroutine other than the loop's owner.
@@ -21,7 +25,20 @@ func (l *Loop) AddTimer(d time.Duration, h func(t *Timer)) *Timer {
 	if !l.owned() || l.closed || h == nil {
 		return nil
 	}
-	return l.addTimer(l.now()+int64(d), h)
+	return l.addTimer(l.deadlineIn(d), h)
+}
+
+// deadlineIn is the loop time (ns since its epoch) d from now, saturated: a d near
+// math.MaxInt64 (a common "never") is the end of time, not a sum that wraps into the past.
+func (l *Loop) deadlineIn(d time.Duration) int64 {
+	now := l.now()
+	switch {
+	case d > 0 && int64(d) > math.MaxInt64-now:
+		return math.MaxInt64
+	case d < 0 && int64(d) < math.MinInt64+now:
+		return math.MinInt64
+	}
+	return now + int64(d)
 }
 
 // AddTimerAt runs h once at deadline (compared on the monotonic clock when deadline carries a

@@ -1,0 +1,1190 @@
+package ringev_test
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// Hostile inputs and racy uses of the loop and its requests (the breaker's tests). Each test
+// runs on every backend; every wait has a deadline.
+
+// brkLoop makes a loop on backend owned by the calling goroutine, closed at cleanup; a backend
+// that cannot be set up here skips the test (io_uring disabled or missing).
+func brkLoop(t *testing.T, backend string) *ringev.Loop {
+	t.Helper()
+	l, err := ringev.New(ringev.WithBackend(backend))
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+			t.Skipf("backend %s: %v", backend, err)
+		}
+		t.Fatalf("New(%s): %v", backend, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// brkEach runs fn on every backend.
+func brkEach(t *testing.T, fn func(t *testing.T, backend string)) {
+	for _, b := range ringev.Backends() {
+		t.Run(b, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+// brkRunUntil runs Once until cond holds, failing after d.
+func brkRunUntil(t *testing.T, l *ringev.Loop, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	tm := l.AddTimer(d, func(*ringev.Timer) {}) // bounds every wait
+	defer tm.Stop()
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		if err := l.Once(); err != nil && !errors.Is(err, ringev.ErrNothingToDo) {
+			t.Fatalf("%s: Once: %v", what, err)
+		}
+	}
+}
+
+// brkPipe is a non-blocking pipe closed at cleanup (unless the test closed an end itself).
+func brkPipe(t *testing.T) (r, w int) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+	return p[0], p[1]
+}
+
+// A completion callback that panics leaves the loop usable: once the panic is recovered, Once
+// is not refused as nested, the request's record is released (its fd has no request left, so a
+// CloseFd closes it at once) and new requests complete.
+func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		if _, err := unix.Write(w, []byte("ab")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1)
+		if _, err := l.Read(r, buf, -1, func(*ringev.Completion) { panic("boom") }, 0); err != nil {
+			t.Fatal(err)
+		}
+		panicked := false
+		end := time.Now().Add(5 * time.Second)
+		for !panicked && time.Now().Before(end) {
+			func() {
+				defer func() {
+					if recover() != nil {
+						panicked = true
+					}
+				}()
+				if err := l.Once(); err != nil {
+					t.Fatalf("Once: %v", err)
+				}
+			}()
+		}
+		if !panicked {
+			t.Fatal("the callback did not run within 5 s")
+		}
+		got := 0
+		buf2 := make([]byte, 1)
+		if _, err := l.Read(r, buf2, -1, func(c *ringev.Completion) {
+			if c.Err != nil || c.N != 1 || buf2[0] != 'b' {
+				t.Errorf("second Read: N %d err %v byte %q, want 1 <nil> 'b'", c.N, c.Err, buf2[0])
+			}
+			got++
+		}, 0); err != nil {
+			t.Fatalf("Read after the panic: %v", err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "the Read after a panicking callback", func() bool { return got > 0 })
+		closed := false
+		if _, err := l.CloseFd(r, func(c *ringev.Completion) { closed = c.Err == nil }, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+			t.Errorf("CloseFd with no request left did not close the fd at once (fcntl: %v): a record leaked by the panic still counts", err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd's callback", func() bool { return closed })
+	})
+}
+
+// More requests than the SQ (256) and CQ (1024) hold, made in one handler and all completing
+// at once (writes to a regular file), each get their callback exactly once.
+func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
+	const n = 3000
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		runs := make([]int, n)
+		done := 0
+		bufs := make([][]byte, n)
+		for i := range n {
+			bufs[i] = []byte{byte(i)}
+			if _, err := l.Write(fd, bufs[i], int64(i), func(c *ringev.Completion) {
+				if c.Err != nil || c.N != 1 {
+					t.Errorf("Write %d: N %d err %v", c.Token, c.N, c.Err)
+				}
+				runs[c.Token]++
+				done++
+			}, uint64(i)); err != nil {
+				t.Fatalf("Write %d: %v", i, err)
+			}
+		}
+		brkRunUntil(t, l, 10*time.Second, "3000 writes' callbacks", func() bool { return done >= n })
+		for i, k := range runs {
+			if k != 1 {
+				t.Fatalf("Write %d: callback ran %d times", i, k)
+			}
+		}
+		b, err := os.ReadFile(f.Name())
+		if err != nil || len(b) != n {
+			t.Fatalf("file has %d bytes (%v), want %d", len(b), err, n)
+		}
+		for i := range n {
+			if b[i] != byte(i) {
+				t.Fatalf("byte %d is %d, want %d", i, b[i], byte(i))
+			}
+		}
+	})
+}
+
+// A Cancel made while the operation can complete (data already in the pipe) gets exactly one
+// callback, with the result or ECANCELED, repeated many times.
+func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		for i := range 300 {
+			if i%2 == 0 {
+				if _, err := unix.Write(w, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runs := 0
+			buf := make([]byte, 1)
+			h, err := l.Read(r, buf, -1, func(c *ringev.Completion) {
+				runs++
+				if c.Err != nil && !errors.Is(c.Err, unix.ECANCELED) {
+					t.Errorf("round %d: err %v, want nil or ECANCELED", i, c.Err)
+				}
+			}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 1 { // let it reach the kernel (or the emulation) first
+				fired := false
+				l.AddTimer(0, func(*ringev.Timer) { fired = true })
+				brkRunUntil(t, l, 5*time.Second, "a zero timer", func() bool { return fired })
+			}
+			if i%2 == 1 {
+				if _, err := unix.Write(w, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := h.Cancel(); err != nil {
+				t.Fatal(err)
+			}
+			h.Cancel() // twice: no second callback
+			brkRunUntil(t, l, 5*time.Second, "the cancelled Read's callback", func() bool { return runs > 0 })
+			if h.Pending() {
+				t.Fatalf("round %d: Pending after the last callback", i)
+			}
+			// drain what the cancelled read left
+			var tmp [8]byte
+			unix.Read(r, tmp[:])
+			fired := false
+			l.AddTimer(2*time.Millisecond, func(*ringev.Timer) { fired = true })
+			brkRunUntil(t, l, 5*time.Second, "a short timer", func() bool { return fired })
+			if runs != 1 {
+				t.Fatalf("round %d: callback ran %d times", i, runs)
+			}
+		}
+	})
+}
+
+// brkSocketpair is a non-blocking stream socketpair closed at cleanup.
+func brkSocketpair(t *testing.T) (a, b int) {
+	t.Helper()
+	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+	return p[0], p[1]
+}
+
+// CloseFd on a socket with a multishot recv and a large send in flight, while the peer keeps
+// writing and does not read: every callback runs once (the recv's last with More unset, the
+// send's with ECANCELED or a count, CloseFd's with nil), and the peer then gets EPIPE.
+func TestBreakerCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, b := brkSocketpair(t)
+		g, err := l.NewBufferGroup(4, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		peerErr := make(chan error, 1)
+		go func() {
+			chunk := make([]byte, 512)
+			for {
+				select {
+				case <-stop:
+					peerErr <- nil
+					return
+				default:
+				}
+				_, err := unix.Write(b, chunk)
+				if err == unix.EAGAIN {
+					time.Sleep(100 * time.Microsecond)
+					continue
+				}
+				if err != nil {
+					peerErr <- err
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			<-peerErr
+		}()
+		recvLast, recvRuns, sendRuns, closeRuns := 0, 0, 0, 0
+		if _, err := l.RecvMultishot(a, g, 0, func(c *ringev.Completion) {
+			recvRuns++
+			if !c.More {
+				recvLast++
+			}
+			if recvRuns%3 == 0 {
+				c.ReleaseBuffer() // hold some, so the group runs dry now and then
+			}
+			c.ReleaseBuffer()
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		big := make([]byte, 8<<20)
+		if _, err := l.Send(a, big, 0, func(c *ringev.Completion) {
+			sendRuns++
+			if c.Err == nil {
+				t.Errorf("Send of 8 MiB to a peer that does not read: N %d, no error", c.N)
+			}
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		tm := l.AddTimer(50*time.Millisecond, func(*ringev.Timer) {})
+		brkRunUntil(t, l, 5*time.Second, "50 ms of receiving", func() bool { n++; return !tm.Stop() && n > 1 })
+		if _, err := l.CloseFd(a, func(c *ringev.Completion) {
+			closeRuns++
+			if c.Err != nil {
+				t.Errorf("CloseFd: %v", c.Err)
+			}
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "every callback after CloseFd", func() bool {
+			return recvLast > 0 && sendRuns > 0 && closeRuns > 0
+		})
+		if recvLast != 1 || sendRuns != 1 || closeRuns != 1 {
+			t.Fatalf("last callbacks: recv %d, send %d, close %d; want 1 each", recvLast, sendRuns, closeRuns)
+		}
+		select {
+		case err := <-peerErr:
+			if !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
+				t.Fatalf("peer's write: %v, want EPIPE", err)
+			}
+			peerErr <- nil // for the deferred receive
+		case <-time.After(5 * time.Second):
+			t.Fatal("the peer's writes did not fail within 5 s of CloseFd's callback: the socket is still open")
+		}
+	})
+}
+
+// A loop makes and closes more buffer groups than a group ID (16 bits) counts while one group
+// stays: every NewBufferGroup succeeds (an ID still in use is not given again).
+func TestBreakerBufferGroupIDsAreNotReusedWhileInUse(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		keep, err := l.NewBufferGroup(1, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer keep.Close()
+		for i := range 1<<16 + 2 {
+			g, err := l.NewBufferGroup(1, 64)
+			if err != nil {
+				t.Fatalf("NewBufferGroup #%d with one group kept: %v", i+2, err)
+			}
+			if err := g.Close(); err != nil {
+				t.Fatalf("Close #%d: %v", i+2, err)
+			}
+		}
+	})
+}
+
+// RecvMultishot on a pipe (not a socket) ends with one callback that carries an error, on
+// every backend.
+func TestBreakerRecvMultishotOnPipeEndsWithError(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		g, err := l.NewBufferGroup(2, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		unix.Write(w, []byte("x"))
+		last, runs := 0, 0
+		var lastErr error
+		h, err := l.RecvMultishot(r, g, 0, func(c *ringev.Completion) {
+			runs++
+			c.ReleaseBuffer()
+			if !c.More {
+				last++
+				lastErr = c.Err
+			}
+		}, 0)
+		if err != nil {
+			return // refused at once: fine
+		}
+		h.SetTimeout(2 * time.Second)
+		brkRunUntil(t, l, 5*time.Second, "RecvMultishot on a pipe", func() bool { return last > 0 })
+		if !errors.Is(lastErr, unix.ENOTSOCK) {
+			t.Errorf("RecvMultishot on a pipe ended with %v after %d callbacks, want ENOTSOCK", lastErr, runs)
+		}
+	})
+}
+
+// A deadline changed after the request went to the kernel is the one that counts: a Read given
+// 30 ms in the handler that made it (on uring: a LINK_TIMEOUT) and then, after the loop
+// submitted it, no deadline (SetTimeout(0)) or a longer one (1 s) is still waiting at 150 ms,
+// and completes with the data written then.
+func TestBreakerSetTimeoutAfterSubmissionReplacesTheDeadline(t *testing.T) {
+	for _, later := range []time.Duration{0, time.Second} {
+		brkEach(t, func(t *testing.T, backend string) {
+			l := brkLoop(t, backend)
+			r, w := brkPipe(t)
+			buf := make([]byte, 4)
+			var got *ringev.Completion
+			var gotErr error
+			h, err := l.Read(r, buf, -1, func(c *ringev.Completion) { got, gotErr = c, c.Err }, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.SetTimeout(30 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			fired := false
+			l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true }) // the loop submits and waits
+			brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+			if got != nil {
+				t.Fatalf("the Read completed early: %v", gotErr)
+			}
+			if err := h.SetTimeout(later); err != nil {
+				t.Fatal(err)
+			}
+			fired = false
+			l.AddTimer(150*time.Millisecond, func(*ringev.Timer) { fired = true })
+			brkRunUntil(t, l, 5*time.Second, "150 ms", func() bool { return fired || got != nil })
+			if got != nil {
+				t.Fatalf("SetTimeout(%v) after submission: the Read ended at the old 30 ms deadline with %v", later, gotErr)
+			}
+			unix.Write(w, []byte("ok"))
+			brkRunUntil(t, l, 5*time.Second, "the Read", func() bool { return got != nil })
+			if gotErr != nil {
+				t.Fatalf("the Read: %v, want the data", gotErr)
+			}
+		})
+	}
+}
+
+// A deadline shortened after the request went to the kernel ends it: a Read given 30 s in the
+// handler that made it and 20 ms after the loop submitted it ends with ETIME within 5 s.
+func TestBreakerSetTimeoutAfterSubmissionShortensTheDeadline(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, _ := brkPipe(t)
+		buf := make([]byte, 4)
+		done := false
+		var gotErr error
+		h, err := l.Read(r, buf, -1, func(c *ringev.Completion) { done, gotErr = true, c.Err }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.SetTimeout(30 * time.Second)
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		h.SetTimeout(20 * time.Millisecond)
+		brkRunUntil(t, l, 5*time.Second, "the Read's deadline", func() bool { return done })
+		if !errors.Is(gotErr, unix.ETIME) {
+			t.Fatalf("the Read ended with %v, want ETIME", gotErr)
+		}
+	})
+}
+
+// A handler of every kind (fd handler doing its I/O through the loop, timer, immediate, posted
+// function), in the default mode and with WithDispatchAll, that panics leaves the loop usable:
+// after the panic is recovered, an fd handler on another pipe, a timer and a posted function
+// still run, and Close returns nil.
+func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		for _, kind := range []string{"fd", "timer", "immediate", "post"} {
+			name := kind
+			if all {
+				name += "/dispatch-all"
+			}
+			t.Run(name, func(t *testing.T) {
+				brkEach(t, func(t *testing.T, backend string) {
+					var opts []ringev.Option
+					opts = append(opts, ringev.WithBackend(backend))
+					if all {
+						opts = append(opts, ringev.WithDispatchAll())
+					}
+					l, err := ringev.New(opts...)
+					if err != nil {
+						if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+							t.Skip(err)
+						}
+						t.Fatal(err)
+					}
+					defer func() {
+						if err := l.Close(); err != nil {
+							t.Errorf("Close: %v", err)
+						}
+					}()
+					r1, w1 := brkPipe(t)
+					r2, w2 := brkPipe(t)
+					unix.Write(w1, []byte("a"))
+					unix.Write(w2, []byte("b"))
+					boom := func() { panic("boom") }
+					var ev1 *ringev.FdEvent
+					switch kind {
+					case "fd":
+						ev1, err = l.AddFd(r1, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+							var b [1]byte
+							l.ReadNonblocking(r1, b[:])
+							ev.Close()
+							boom()
+						})
+						if err != nil {
+							t.Fatal(err)
+						}
+					case "timer":
+						l.AddTimer(0, func(*ringev.Timer) { boom() })
+					case "immediate":
+						l.AddImmediate(boom)
+					case "post":
+						l.Post(boom)
+					}
+					_ = ev1
+					panicked := false
+					for i := 0; i < 50 && !panicked; i++ {
+						func() {
+							defer func() { panicked = recover() != nil }()
+							l.Once()
+						}()
+					}
+					if !panicked {
+						t.Fatal("the handler did not run within 50 Onces")
+					}
+					fdRan, timerRan, postRan := false, false, false
+					ev2, err := l.AddFd(r2, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+						var b [1]byte
+						if n, err := l.ReadNonblocking(r2, b[:]); n == 1 && err == nil {
+							fdRan = true
+						}
+						ev.Close()
+					})
+					if err != nil {
+						t.Fatalf("AddFd after the panic: %v", err)
+					}
+					defer ev2.Close()
+					l.AddTimer(time.Millisecond, func(*ringev.Timer) { timerRan = true })
+					if err := l.Post(func() { postRan = true }); err != nil {
+						t.Fatal(err)
+					}
+					brkRunUntil(t, l, 5*time.Second, "handlers after a panic", func() bool { return fdRan && timerRan && postRan })
+				})
+			})
+		}
+	}
+}
+
+// An fd event left open on an fd that CloseFd closed does not keep a new file that takes the
+// number from being watched: AddFd on the new file's number (the old event still open) runs its
+// handler when the new pipe has data, and the old handler never runs.
+func TestBreakerAddFdAfterCloseFdOnNumberReused(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		r, w := brkPipe(t)
+		oldRuns := 0
+		old, err := l.AddFd(r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { oldRuns++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := false
+		if _, err := l.CloseFd(r, func(*ringev.Completion) { closed = true }, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p[0])
+		defer unix.Close(p[1])
+		if p[0] != r {
+			if err := unix.Dup3(p[0], r, unix.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(p[0])
+			p[0] = r
+		}
+		_ = w
+		newRuns := 0
+		ev, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			newRuns++
+			var b [8]byte
+			l.ReadNonblocking(r, b[:])
+		})
+		if err != nil {
+			t.Fatalf("AddFd on the reused number: %v", err)
+		}
+		defer ev.Close()
+		unix.Write(p[1], []byte("x"))
+		brkRunUntil(t, l, 2*time.Second, "the new file's handler", func() bool { return newRuns > 0 })
+		if oldRuns != 0 {
+			t.Errorf("the handler of the fd event of the closed file ran %d times", oldRuns)
+		}
+		old.Close()
+		// the new event still works after the old one is closed
+		newRuns = 0
+		unix.Write(p[1], []byte("y"))
+		brkRunUntil(t, l, 2*time.Second, "the new file's handler after the old event closed", func() bool { return newRuns > 0 })
+	})
+}
+
+// An fd event and requests on the same socket both progress: a handler watching Read runs for
+// what the peer writes while a large Send request on the socket waits for room, and the Send
+// completes once the peer reads; then a Recv request and a handler watching Write share it.
+func TestBreakerFdEventAndRequestsShareOneFd(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, b := brkSocketpair(t)
+		readRuns := 0
+		ev, err := l.AddFd(a, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			var buf [64]byte
+			if n, _ := l.ReadNonblocking(a, buf[:]); n > 0 {
+				readRuns++
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := make([]byte, 4<<20)
+		sent := -1
+		if _, err := l.Send(a, big, 0, func(c *ringev.Completion) {
+			sent = c.N
+			if c.Err != nil {
+				t.Errorf("Send: %v", c.Err)
+			}
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		unix.Write(b, []byte("ping"))
+		brkRunUntil(t, l, 5*time.Second, "the Read handler while a Send waits", func() bool { return readRuns > 0 })
+		if sent >= 0 {
+			t.Fatalf("a 4 MiB Send to a peer that does not read completed (%d)", sent)
+		}
+		got := 0
+		errc := make(chan error, 1)
+		go func() {
+			buf := make([]byte, 64<<10)
+			deadline := time.Now().Add(10 * time.Second)
+			for got < len(big) && time.Now().Before(deadline) {
+				n, err := unix.Read(b, buf)
+				if err == unix.EAGAIN {
+					time.Sleep(50 * time.Microsecond)
+					continue
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				got += n
+			}
+			errc <- nil
+		}()
+		brkRunUntil(t, l, 10*time.Second, "the Send", func() bool { return sent >= 0 })
+		if err := <-errc; err != nil || got != len(big) || sent != len(big) {
+			t.Fatalf("Send N %d, peer read %d (%v), want %d", sent, got, err, len(big))
+		}
+		ev.Close()
+		writeRuns := 0
+		ev2, err := l.AddFd(a, ringev.Write, func(ev *ringev.FdEvent, _ ringev.Flags) {
+			writeRuns++
+			ev.SetFlags(0)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ev2.Close()
+		rbuf := make([]byte, 16)
+		recvd := -1
+		if _, err := l.Recv(a, rbuf, 0, func(c *ringev.Completion) { recvd = c.N }, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "the Write handler while a Recv waits", func() bool { return writeRuns > 0 })
+		unix.Write(b, []byte("pong"))
+		brkRunUntil(t, l, 5*time.Second, "the Recv", func() bool { return recvd >= 0 })
+		if recvd != 4 || string(rbuf[:4]) != "pong" {
+			t.Fatalf("Recv got %d %q", recvd, rbuf[:max(recvd, 0)])
+		}
+	})
+}
+
+// brkFds counts the process's open fds.
+func brkFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Close with accepted connections whose callbacks have not run (AcceptMultishot with a backlog
+// of 20: a Once runs at most 8 of one multishot request's completions) leaks none of them: the
+// loop closes every fd it accepted and handed to no callback.
+func TestBreakerCloseLeaksNoAcceptedFd(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(ln)
+		if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(ln, 64); err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(ln)
+		var clients []int
+		defer func() {
+			for _, c := range clients {
+				unix.Close(c)
+			}
+		}()
+		for range 20 {
+			c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, c)
+			if err := unix.Connect(c, sa); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := brkFds(t)
+		l, err := ringev.New(ringev.WithBackend(backend))
+		if err != nil {
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+				t.Skip(err)
+			}
+			t.Fatal(err)
+		}
+		var got []int
+		if _, err := l.AcceptMultishot(ln, unix.SOCK_CLOEXEC, func(c *ringev.Completion) {
+			if c.Err == nil {
+				got = append(got, c.N)
+			}
+		}, 0); err != nil {
+			l.Close()
+			t.Fatal(err)
+		}
+		tm := l.AddTimer(5*time.Second, func(*ringev.Timer) {})
+		for i := 0; i < 100 && len(got) == 0; i++ {
+			if err := l.Once(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tm.Stop()
+		if len(got) == 0 {
+			t.Fatal("no connection accepted")
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		after := brkFds(t)
+		if after != before {
+			t.Fatalf("after Close and closing the %d fds handed to callbacks: %d fds open, %d before New: accepted fds leaked", len(got), after, before)
+		}
+	})
+}
+
+// Loop.Close right after CloseFd on an fd with a request in flight still closes the fd (the
+// CloseFd waited for the request, which Close cancels): it is not left open, and the peer of the
+// socket sees EOF.
+func TestBreakerLoopCloseFinishesPendingCloseFd(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := p[0], p[1]
+		defer unix.Close(b)
+		l, err := ringev.New(ringev.WithBackend(backend))
+		if err != nil {
+			unix.Close(a)
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+				t.Skip(err)
+			}
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		if _, err := l.Recv(a, buf, 0, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired }) // the Recv is in flight
+		if _, err := l.CloseFd(a, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0); err == nil {
+			unix.Close(a)
+			t.Fatal("Loop.Close left open the fd that CloseFd was closing")
+		}
+		var one [1]byte
+		unix.SetNonblock(b, false)
+		tv := unix.Timeval{Sec: 2}
+		unix.SetsockoptTimeval(b, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		if n, err := unix.Read(b, one[:]); n != 0 || err != nil {
+			t.Fatalf("the peer's read: %d, %v; want EOF", n, err)
+		}
+	})
+}
+
+// CloseFd on an fd whose fd event has auto-close set closes it once: the event's Close (and the
+// loop's Close) afterwards do not close the new file that took the number.
+func TestBreakerCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) {
+	for _, via := range []string{"event", "loop"} {
+		t.Run(via, func(t *testing.T) {
+			brkEach(t, func(t *testing.T, backend string) {
+				l, err := ringev.New(ringev.WithBackend(backend))
+				if err != nil {
+					if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+						t.Skip(err)
+					}
+					t.Fatal(err)
+				}
+				defer l.Close()
+				var p [2]int
+				if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+					t.Fatal(err)
+				}
+				r := p[0]
+				defer unix.Close(p[1])
+				ev, err := l.AddFd(r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.SetAutoClose(true)
+				closed := false
+				if _, err := l.CloseFd(r, func(*ringev.Completion) { closed = true }, 0); err != nil {
+					t.Fatal(err)
+				}
+				brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+				// a new file takes the number
+				nf, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if nf != r {
+					if err := unix.Dup3(nf, r, unix.O_CLOEXEC); err != nil {
+						t.Fatal(err)
+					}
+					unix.Close(nf)
+				}
+				defer unix.Close(r)
+				if via == "event" {
+					ev.Close()
+				} else if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); err != nil {
+					t.Fatalf("the %s's Close closed fd %d again, now another file's: %v", via, r, err)
+				}
+			})
+		})
+	}
+}
+
+// Send and Write on a socket whose peer has closed end with EPIPE (or ECONNRESET) in the
+// callback; the process gets no SIGPIPE that kills it.
+func TestBreakerSendToClosedPeerEndsWithEPIPE(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, b := brkSocketpair(t)
+		unix.Close(b)
+		for _, op := range []string{"send", "write"} {
+			var got error
+			done := false
+			cb := func(c *ringev.Completion) { got, done = c.Err, true }
+			var err error
+			if op == "send" {
+				_, err = l.Send(a, []byte("x"), 0, cb, 0)
+			} else {
+				_, err = l.Write(a, []byte("x"), -1, cb, 0)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			brkRunUntil(t, l, 5*time.Second, op, func() bool { return done })
+			if !errors.Is(got, unix.EPIPE) && !errors.Is(got, unix.ECONNRESET) {
+				t.Errorf("%s to a closed peer: %v, want EPIPE", op, got)
+			}
+		}
+	})
+}
+
+// A request whose callback makes the next one, each completing at once (a write to a regular
+// file), starves neither fd handlers nor timers: both run within 2 s while the chain goes on.
+func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		buf := []byte("x")
+		chain := 0
+		stop := false
+		var next ringev.Callback
+		next = func(c *ringev.Completion) {
+			chain++
+			if !stop {
+				if _, err := l.Write(fd, buf, 0, next, 0); err != nil {
+					t.Errorf("Write: %v", err)
+				}
+			}
+		}
+		if _, err := l.Write(fd, buf, 0, next, 0); err != nil {
+			t.Fatal(err)
+		}
+		r, w := brkPipe(t)
+		unix.Write(w, []byte("x"))
+		fdRan, timerRan := false, false
+		ev, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { fdRan = true; ev.SetFlags(0) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ev.Close()
+		l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { timerRan = true })
+		brkRunUntil(t, l, 2*time.Second, "an fd handler and a timer beside a request chain", func() bool { return fdRan && timerRan })
+		stop = true
+		at := chain
+		brkRunUntil(t, l, 2*time.Second, "the chain's end", func() bool { return chain > at })
+		if chain < 2 {
+			t.Fatalf("the chain ran %d times", chain)
+		}
+	})
+}
+
+// Posts from 8 goroutines racing the owner's Close: each Post returns nil or ErrClosed, no
+// posted function runs after Close has returned, and nothing deadlocks.
+func TestBreakerPostRacingClose(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		for round := range 20 {
+			l, err := ringev.New(ringev.WithBackend(backend))
+			if err != nil {
+				if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			var closedAt atomic.Bool
+			var lateRuns atomic.Int64
+			start := make(chan struct{})
+			errc := make(chan error, 8)
+			for range 8 {
+				go func() {
+					<-start
+					for {
+						err := l.Post(func() {
+							if closedAt.Load() {
+								lateRuns.Add(1)
+							}
+						})
+						if err != nil {
+							if !errors.Is(err, ringev.ErrClosed) {
+								errc <- err
+								return
+							}
+							errc <- nil
+							return
+						}
+						l.Stop()
+					}
+				}()
+			}
+			close(start)
+			tm := l.AddTimer(time.Duration(round)*100*time.Microsecond, func(*ringev.Timer) {})
+			_ = tm
+			for range 50 {
+				l.Once()
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			closedAt.Store(true)
+			for range 8 {
+				select {
+				case err := <-errc:
+					if err != nil {
+						t.Fatalf("Post: %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("a poster did not see ErrClosed within 5 s")
+				}
+			}
+			if n := lateRuns.Load(); n > 0 {
+				t.Fatalf("%d posted functions ran after Close", n)
+			}
+		}
+	})
+}
+
+// A timer or request deadline of the largest time.Duration (a common "never") does not fire at
+// once (now + d must not overflow), and the loop sleeps meanwhile: a 50 ms timer beside it is
+// the only thing that runs, within a handful of Onces.
+func TestBreakerHugeDurationsDoNotOverflow(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		never := time.Duration(math.MaxInt64)
+		neverRan := false
+		l.AddTimer(never, func(*ringev.Timer) { neverRan = true })
+		r, _ := brkPipe(t)
+		var reqErr error
+		reqDone := false
+		h, err := l.Read(r, make([]byte, 1), -1, func(c *ringev.Completion) { reqDone, reqErr = true, c.Err }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SetTimeout(never); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(50*time.Millisecond, func(*ringev.Timer) { fired = true })
+		onces := 0
+		end := time.Now().Add(5 * time.Second)
+		for !fired && time.Now().Before(end) {
+			if err := l.Once(); err != nil {
+				t.Fatal(err)
+			}
+			onces++
+		}
+		if neverRan {
+			t.Error("a timer of math.MaxInt64 ns ran at once")
+		}
+		if reqDone {
+			t.Errorf("a Read with a deadline of math.MaxInt64 ns ended at once: %v", reqErr)
+		}
+		if onces > 10 {
+			t.Errorf("%d Onces in 50 ms: the loop spins instead of sleeping", onces)
+		}
+		h.Cancel()
+		brkRunUntil(t, l, 5*time.Second, "the cancelled Read", func() bool { return reqDone })
+	})
+}
+
+// Connect to a closed TCP port ends with ECONNREFUSED on every backend, and CloseFd after it
+// closes the socket.
+func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		// a port nobody listens on: bind one, do not listen
+		p, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p)
+		if err := unix.Bind(p, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(p)
+		s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got error
+		done := false
+		if _, err := l.Connect(s, sa, func(c *ringev.Completion) { got, done = c.Err, true }, 0); err != nil {
+			unix.Close(s)
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "Connect", func() bool { return done })
+		if !errors.Is(got, unix.ECONNREFUSED) {
+			t.Errorf("Connect to a closed port: %v, want ECONNREFUSED", got)
+		}
+		closed := false
+		if _, err := l.CloseFd(s, func(*ringev.Completion) { closed = true }, 0); err != nil {
+			t.Fatal(err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+	})
+}
+
+// AddFd on an fd whose CloseFd waits for a request in flight is refused with ErrFdClosing (the
+// fd is about to be closed under the event), on every backend (the readiness backends close it
+// at once, and AddFd then fails with EBADF).
+func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		a, _ := brkSocketpair(t)
+		if _, err := l.Recv(a, make([]byte, 4), 0, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		closed := false
+		if _, err := l.CloseFd(a, func(*ringev.Completion) { closed = true }, 0); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := l.AddFd(a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+		if err == nil {
+			ev.Close()
+			t.Fatal("AddFd on an fd that CloseFd is closing succeeded")
+		}
+		if !errors.Is(err, ringev.ErrFdClosing) && !errors.Is(err, unix.EBADF) {
+			t.Fatalf("AddFd: %v, want ErrFdClosing or EBADF", err)
+		}
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+	})
+}
+
+// CloseFd, requests (Read) and AddFd on one of the loop's own fds (its epoll set, ring, wake-up eventfd)
+// are refused with EBADF, as AddFd refuses them: a wrong number must not close the loop's
+// insides. The loop still wakes for Post afterwards.
+func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		before := map[int]bool{}
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			var n int
+			fmtSscan(e.Name(), &n)
+			before[n] = true
+		}
+		l := brkLoop(t, backend)
+		ents, _ = os.ReadDir("/proc/self/fd")
+		var own []int
+		for _, e := range ents {
+			var n int
+			fmtSscan(e.Name(), &n)
+			if !before[n] {
+				own = append(own, n)
+			}
+		}
+		for _, fd := range own {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+				continue // the ReadDir's own fd
+			}
+			if ev, err := l.AddFd(fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {}); err == nil {
+				ev.Close()
+				t.Errorf("AddFd(%d), one of the loop's own fds, was accepted", fd)
+			}
+			if _, err := l.Read(fd, make([]byte, 8), -1, func(*ringev.Completion) {}, 0); err == nil {
+				t.Errorf("Read(%d), one of the loop's own fds, was accepted", fd)
+			}
+			h, err := l.CloseFd(fd, func(*ringev.Completion) {}, 0)
+			if err == nil {
+				_ = h
+				if _, e := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); e != nil {
+					t.Errorf("CloseFd(%d), one of the loop's own fds, closed it", fd)
+				} else {
+					t.Errorf("CloseFd(%d), one of the loop's own fds, was accepted", fd)
+				}
+			}
+		}
+		ran := false
+		go l.Post(func() { ran = true })
+		brkRunUntil(t, l, 5*time.Second, "a Post after CloseFd on the loop's fds", func() bool { return ran })
+	})
+}
+
+func fmtSscan(s string, n *int) {
+	v := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			*n = -1
+			return
+		}
+		v = v*10 + int(c-'0')
+	}
+	*n = v
+}
+
+// Cancel and SetTimeout on CloseFd's own handle, while its fd has a request in flight, do not
+// keep the fd open nor run a callback twice: CloseFd's callback runs once and the fd is closed.
+func TestBreakerCancelOfCloseFdStillCloses(t *testing.T) {
+	brkEach(t, func(t *testing.T, backend string) {
+		l := brkLoop(t, backend)
+		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := p[0]
+		defer unix.Close(p[1])
+		recvRuns, closeRuns := 0, 0
+		if _, err := l.Recv(a, make([]byte, 4), 0, func(*ringev.Completion) { recvRuns++ }, 0); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		h, err := l.CloseFd(a, func(*ringev.Completion) { closeRuns++ }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.SetTimeout(time.Millisecond)
+		h.Cancel()
+		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closeRuns > 0 && recvRuns > 0 })
+		fired = false
+		l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { fired = true })
+		brkRunUntil(t, l, 5*time.Second, "20 ms", func() bool { return fired })
+		if closeRuns != 1 || recvRuns != 1 {
+			t.Fatalf("callbacks: CloseFd %d, Recv %d; want 1 each", closeRuns, recvRuns)
+		}
+		if _, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0); err == nil {
+			unix.Close(a)
+			t.Fatal("the fd is still open")
+		}
+	})
+}
