@@ -172,7 +172,11 @@ func (b *uringBackend) look(buf []readyFd) (_ []readyFd, found, retry bool, _ er
 	if err != nil || retry {
 		return buf, false, retry, err
 	}
-	if found = len(buf) > n || b.reqs.rq.pending(); found {
+	// Besides what completed, the look may have left the blocking enter nothing to wait for:
+	// a request the driver queued again while reaping (the rest of a short send) is not in
+	// the SQ yet, and an EPOLL_WAIT that completed (with nothing, or ECANCELED) is not in
+	// flight. Either goes back to the core, whose next wait flushes and re-arms.
+	if found = len(buf) > n || b.reqs.rq.pending() || b.reqs.queued() || !b.inflight; found {
 		b.lookMiss = 0
 	}
 	return buf, found, false, nil

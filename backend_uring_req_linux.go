@@ -116,6 +116,9 @@ func (d *ringReqs) cancelFd(fd int32) {
 
 func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 || d.inflight > 0 }
 
+// queued reports whether records or cancels wait to be prepared as SQEs (flush).
+func (d *ringReqs) queued() bool { return len(d.queue) > 0 || len(d.cmds) > 0 }
+
 // sqes returns n consecutive free SQEs' first, submitting what is queued when the SQ has less
 // room.
 func (d *ringReqs) sqe(n uint32) (*uring.SQE, error) {
