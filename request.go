@@ -485,6 +485,9 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	if r.timedOut && (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) {
 		res = -int32(unix.ETIME)
 	}
+	if r.op == OpRecvMultishot && r.group.closed && res == -int32(unix.ENOBUFS) {
+		res = -int32(unix.ECANCELED) // BufferGroup.Close cancelled it; the kernel saw the group go first
+	}
 	rq.finish(r, res, flags)
 }
 
@@ -1181,14 +1184,22 @@ func (g *BufferGroup) unpark(r *reqRec) {
 	}
 }
 
-// Close releases the group. RecvMultishots using it must have ended (their last completion
-// ran); a parked one ends with ECANCELED. Errors: the unregister error on uring.
+// Close releases the group. A RecvMultishot still using it is cancelled: its last completion
+// is ECANCELED (or, when the operation won the race, its data), on every backend. Errors: the
+// unregister error on uring.
 func (g *BufferGroup) Close() error {
 	if g.closed || !g.l.owned() {
 		return nil
 	}
 	g.closed = true
 	rq := g.l.req
+	if !g.l.closed {
+		for _, r := range rq.recs {
+			if r.group == g && r.op == OpRecvMultishot && r.state != stFree && r.state != stDone {
+				Request{rec: r, gen: r.gen}.Cancel()
+			}
+		}
+	}
 	for i, x := range rq.groups {
 		if x == g {
 			rq.groups = append(rq.groups[:i], rq.groups[i+1:]...)

@@ -50,6 +50,7 @@ var requestCases = []struct {
 	{"MultishotRecvIsBoundedPerTurn", testReqMultishotBound},
 	{"MultishotRecvKeepsTheStreamInOrder", testReqMultishotOrder},
 	{"UnopenedLargeFdIsRefusedWithEBADF", testReqLargeFd},
+	{"BufferGroupCloseCancelsItsRecvMultishot", testReqGroupCloseCancels},
 	{"RunReturnsAfterTheLastCompletion", testReqRunReturns},
 	{"PlainCloseAfterTheLastCompletionIsFine", testReqPlainCloseAfter},
 	{"SendErrorAfterAPartCountsThePart", testReqSendErrorCount},
@@ -751,6 +752,30 @@ func testReqMultishotOrder(t *testing.T, backend string) {
 			i++
 		}
 		t.Fatalf("the stream arrived out of order from byte %d: got %q..., want %q...", i, got[i:min(i+16, len(got))], want[i:min(i+16, len(want))])
+	}
+}
+
+func testReqGroupCloseCancels(t *testing.T, backend string) {
+	// Closing a group that a RecvMultishot still uses cancels the recv, alike on every
+	// backend: no data completion after Close (the emulation went on receiving into the
+	// closed group's buffers), and one last completion, ECANCELED (uring ended with ENOBUFS).
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, backend)
+	g, err := l.NewBufferGroup(8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	must(t)(l.RecvMultishot(a, g, 0, rec.cb, 0))
+	onceWithin(t, l, time.Millisecond) // the recv waits in the kernel (or for readiness)
+	if err := g.Close(); err != nil {
+		t.Fatalf("BufferGroup.Close: %v", err)
+	}
+	testutil.Write(t, b, []byte("after close"))
+	until(t, l, func() bool { return rec.n() > 0 && !rec.last(t).More })
+	settle(t, l, 20*time.Millisecond, 50)
+	if len(rec.got) != 1 || !errors.Is(rec.got[0].Err, unix.ECANCELED) {
+		t.Fatalf("completions after the group closed: %+v; want one, ECANCELED", rec.got)
 	}
 }
 
