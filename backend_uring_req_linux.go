@@ -35,10 +35,11 @@ func reqUserData(r *reqRec, kind uint64) uint64 {
 type ringReqs struct {
 	b        *uringBackend
 	rq       *requests
-	queue    []queuedReq // records to prepare at the next wait
-	cmds     []ringCmd   // cancels to prepare at the next wait
-	inflight int         // SQEs in the kernel whose last CQE has not arrived
-	dead     bool        // shutdown: CQEs only count down inflight
+	queue    []queuedReq  // records to prepare at the next wait
+	cmds     []ringCmd    // cancels to prepare at the next wait
+	inflight int          // SQEs in the kernel whose last CQE has not arrived
+	probe    *uring.Probe // the kernel's opcodes, probed at the first check
+	dead     bool         // shutdown: CQEs only count down inflight
 }
 
 type queuedReq struct {
@@ -64,6 +65,53 @@ func newRingReqs(l *Loop, rq *requests) reqDriver {
 	d := &ringReqs{b: b, rq: rq}
 	b.reqs = d
 	return d
+}
+
+// ringOpNeeds is, per request op, the io_uring opcode it is made of and the release that added
+// what it needs; for a flag the probe cannot show (IORING_ACCEPT_MULTISHOT, IORING_RECV_MULTISHOT,
+// IORING_ASYNC_CANCEL_FD|ALL) the witness is an opcode of the same release (io_uring_register(2),
+// IORING_REGISTER_PROBE, 5.6, tells opcodes only).
+var ringOpNeeds = [...]struct {
+	code    uint8  // the opcode the op's SQE has
+	witness uint8  // an opcode of the release that added the op's flag, or 0
+	feature string // what the op needs, with its release, for the error
+}{
+	OpRead:            {uring.OpRead, 0, "IORING_OP_READ (Linux 5.6)"},
+	OpWrite:           {uring.OpWrite, 0, "IORING_OP_WRITE (Linux 5.6)"},
+	OpRecv:            {uring.OpRecv, 0, "IORING_OP_RECV (Linux 5.6)"},
+	OpSend:            {uring.OpSend, 0, "IORING_OP_SEND (Linux 5.6)"},
+	OpAccept:          {uring.OpAccept, 0, "IORING_OP_ACCEPT (Linux 5.5)"},
+	OpAcceptMultishot: {uring.OpAccept, uring.OpSocket, "IORING_ACCEPT_MULTISHOT (Linux 5.19)"},
+	OpConnect:         {uring.OpConnect, 0, "IORING_OP_CONNECT (Linux 5.5)"},
+	OpClose:           {uring.OpAsyncCancel, uring.OpSocket, "IORING_ASYNC_CANCEL_FD|IORING_ASYNC_CANCEL_ALL (Linux 5.19)"},
+	OpFsync:           {uring.OpFsync, 0, "IORING_OP_FSYNC (Linux 5.1)"},
+	OpRecvMultishot:   {uring.OpRecv, uring.OpSendZC, "IORING_RECV_MULTISHOT with provided buffer rings (Linux 6.0)"},
+}
+
+// check probes the kernel's opcodes once (IORING_REGISTER_PROBE) and returns an error naming
+// what op needs when the kernel lacks it (see ringOpNeeds).
+func (d *ringReqs) check(op Op) error {
+	if int(op) >= len(ringOpNeeds) || ringOpNeeds[op].code == 0 {
+		return nil // OpSQE: the caller's SQE, the kernel's answer
+	}
+	if d.probe == nil {
+		p, err := d.b.ring.Probe()
+		if err != nil {
+			return nil // no probe (before 5.6): the kernel's own answer will say
+		}
+		d.probe = p
+	}
+	return missingReqFeature(op, d.probe.OpSupported)
+}
+
+// missingReqFeature returns an error naming what op needs (wrapping unix.EOPNOTSUPP) when
+// supported, an opcode probe, lacks op's opcode or its witness; else nil.
+func missingReqFeature(op Op, supported func(uint8) bool) error {
+	n := ringOpNeeds[op]
+	if supported(n.code) && (n.witness == 0 || supported(n.witness)) {
+		return nil
+	}
+	return fmt.Errorf("needs %s, which this kernel lacks: %w", n.feature, unix.EOPNOTSUPP)
 }
 
 func (d *ringReqs) start(r *reqRec) {

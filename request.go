@@ -110,8 +110,11 @@ func (c *Completion) ReleaseBuffer() {
 // ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
 // ErrNilCallback for a nil cb, unix.EBADF for a negative fd or one of the loop's own fds (its
 // epoll set, io_uring instance, eventfds), ErrEmptyBuffer for an empty
-// buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd. token is
-// handed back in Completion.Token.
+// buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd, and on the uring
+// backend one wrapping unix.EOPNOTSUPP that names the kernel feature the op needs when this
+// kernel lacks it (probed once with IORING_REGISTER_PROBE: AcceptMultishot and CloseFd need
+// Linux 5.19, RecvMultishot 6.0, Read, Write, Recv and Send 5.6). token is handed back in
+// Completion.Token.
 //
 // Buffer ownership: a request's buffer belongs to the kernel from the call until the
 // request's last callback (cancelled and timed-out requests included: the buffer is the
@@ -246,6 +249,10 @@ type reqDriver interface {
 	// in the kernel) to after from now (<= 0: none) and reports true, or reports false when the
 	// backend enforces none for r (the loop's timer does).
 	retime(r *reqRec, after time.Duration) bool
+	// check returns nil when the backend can run op here, else an error that names the
+	// kernel feature op needs (wrapping unix.EOPNOTSUPP); the emulation runs every op but
+	// OpSQE (which SubmitSQE refuses itself).
+	check(op Op) error
 	// needWait reports whether the backend must enter its wait (not only look at the fds):
 	// requests to submit, or completions to collect.
 	needWait() bool
@@ -336,6 +343,9 @@ func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, toke
 		return nil, fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", op, fd, len(buf), maxRideLen, unix.EINVAL)
 	}
 	rq := l.reqs()
+	if err := rq.drv.check(op); err != nil {
+		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
+	}
 	if err := rq.checkFdOpen(fd); err != nil {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
 	}

@@ -327,6 +327,8 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 // retime: the emulation's deadlines are the loop's timers.
 func (e *emulReqs) retime(*reqRec, time.Duration) bool { return false }
 
+func (e *emulReqs) check(Op) error { return nil }
+
 func (e *emulReqs) cancel(r *reqRec) {
 	if q := r.qlist; q != nil {
 		q.remove(r)
