@@ -141,11 +141,7 @@ func closePairs(ps []pipePair) error {
 type busyRun struct {
 	loop     *ringev.Loop
 	syscalls bool
-	target   int64
-	events   int64
-	spurious int64
-	finished bool
-	stopped  bool
+	runCount
 }
 
 // onRead is tevent_pipe.c's brd for the pipe in ev.Data. Once the run has its events it
@@ -230,11 +226,7 @@ func runBusy(backend, shape string, opt Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if rerr := restore(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
+	defer keepFirst(&err, restore)
 	loop, err := ringev.New(loopOptions(backend, opt.Mode)...)
 	if err != nil {
 		return res, err
@@ -244,21 +236,9 @@ func runBusy(backend, shape string, opt Options) (res Result, err error) {
 		loop.Close()
 		return res, err
 	}
+	r := &runParts{loop: loop, pairs: ps}
+	defer keepFirst(&err, r.close)
 	s := &busyRun{loop: loop, syscalls: opt.Mode == PipesModeSyscall}
-	var fdes []*ringev.FdEvent
-	defer func() {
-		for _, e := range fdes {
-			if cerr := e.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("closing the fd event on fd %d: %w", e.Fd(), cerr)
-			}
-		}
-		if cerr := loop.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the loop: %w", cerr)
-		}
-		if cerr := closePairs(ps); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
 	for i := range ps {
 		p := &ps[i]
 		for _, w := range []struct {
@@ -266,44 +246,22 @@ func runBusy(backend, shape string, opt Options) (res Result, err error) {
 			f  ringev.Flags
 			h  ringev.FdHandler
 		}{{p.rfd, ringev.Read, s.onRead}, {p.wfd, ringev.Write, s.onWrite}} {
-			e, err := loop.AddFd(w.fd, w.f, w.h)
+			e, err := r.addFd(w.fd, w.f, w.h)
 			if err != nil {
-				return res, fmt.Errorf("AddFd(%d, %v): %w", w.fd, w.f, err)
+				return res, err
 			}
 			e.Data = p
-			fdes = append(fdes, e)
 		}
 	}
 	defer postStop(loop, opt.Stop, func() { s.finished, s.stopped = true, true })()
-	if warm := warmupEvents(opt.Events); warm > 0 {
-		s.target = warm
-		if err := s.turn(); err != nil {
-			return res, fmt.Errorf("warm-up: %w", err)
-		}
-		if s.stopped {
-			return res, ErrStopped
-		}
-		s.finished, s.events = false, 0
-	}
 	s.target = opt.Events
-	a0 := heapAllocs()
-	t0 := time.Now()
-	cpu0 := ownThreadCPU()
-	if err := s.turn(); err != nil {
+	if err := s.warmUp(opt.Events, s.turn); err != nil {
 		return res, err
 	}
-	cpu1 := ownThreadCPU()
-	el := time.Since(t0).Seconds()
+	a0 := heapAllocs()
+	res, err = s.timed(backend, opt.Mode, shape, s.turn)
 	lastRunAllocs = heapAllocs() - a0
-	if s.stopped {
-		return res, ErrStopped
-	}
-	res = newResult(backend, opt.Mode, shape, s.events, el)
-	if cpu0 >= 0 && cpu1 >= cpu0 && s.events > 0 {
-		res.CPUNsPerEvent = float64(cpu1-cpu0) / float64(s.events)
-	}
-	res.Spurious = s.spurious
-	return res, nil
+	return res, err
 }
 
 // runNetpollerBusy is fd_busy<N> through the Go runtime netpoller: per pipe, a writer goroutine
@@ -320,11 +278,7 @@ func runNetpollerBusy(shape string, opt Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if rerr := restore(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
+	defer keepFirst(&err, restore)
 	warm := warmupEvents(opt.Events)
 	end := warm + opt.Events
 	var (
