@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,17 +39,7 @@ func FdBusyShape(n int) string { return ShapeFdBusy + strconv.Itoa(n) }
 
 // parseFdBusy returns n for a shape named "fd_busy<n>" with 1 <= n <= MaxBusy (no sign, no
 // leading zero); ok is false for any other name.
-func parseFdBusy(shape string) (n int, ok bool) {
-	digits, found := strings.CutPrefix(shape, ShapeFdBusy)
-	if !found || digits == "" || digits[0] < '1' || digits[0] > '9' {
-		return 0, false
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil || n > MaxBusy {
-		return 0, false
-	}
-	return n, true
-}
+func parseFdBusy(shape string) (n int, ok bool) { return parseCounted(shape, ShapeFdBusy, MaxBusy) }
 
 // expandBusy appends to runs fd_busy<n> for every count of counts (DefaultBusy when empty),
 // without duplicates; a count outside [1, MaxBusy] is an error naming it.
