@@ -211,22 +211,12 @@ func runBusy(backend, shape string, opt Options) (res Result, err error) {
 	if !ok {
 		return res, fmt.Errorf("%w %q", ErrUnknownShape, shape)
 	}
-	restore, err := reserveFds(2 * n)
+	r, err := openRun(backend, opt.Mode, shape, n, 0)
 	if err != nil {
 		return res, err
 	}
-	defer keepFirst(&err, restore)
-	loop, err := ringev.New(loopOptions(backend, opt.Mode)...)
-	if err != nil {
-		return res, err
-	}
-	ps, err := openPairs(n)
-	if err != nil {
-		loop.Close()
-		return res, err
-	}
-	r := &runParts{loop: loop, pairs: ps}
 	defer keepFirst(&err, r.close)
+	loop, ps := r.loop, r.pairs
 	s := &busyRun{loop: loop, syscalls: opt.Mode == PipesModeSyscall}
 	for i := range ps {
 		p := &ps[i]

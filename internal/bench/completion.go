@@ -198,22 +198,12 @@ func runCompletion(backend, shape string, opt Options) (res Result, err error) {
 	} else if _, ok := extraPairs(shape); !ok && shape != ShapeContext {
 		return res, fmt.Errorf("%w %q", ErrUnknownShape, shape)
 	}
-	restore, err := reserveFds(2*npairs + nidle)
+	r, err := openRun(backend, opt.Mode, shape, npairs, nidle)
 	if err != nil {
 		return res, err
 	}
-	defer keepFirst(&err, restore)
-	loop, err := ringev.New(runLoopOptions(backend, opt.Mode, shape)...)
-	if err != nil {
-		return res, err
-	}
-	ps, err := openPairs(npairs)
-	if err != nil {
-		loop.Close()
-		return res, err
-	}
-	r := &runParts{loop: loop, pairs: ps}
 	defer keepFirst(&err, r.close)
+	loop, ps := r.loop, r.pairs
 	s := &reqRun{loop: loop, pairs: ps, inline: opt.Mode == PipesModeCompletionInline, signals: shape == ShapeContext,
 		pid: unix.Getpid(), tid: unix.Gettid(), held: make([]int, 0, npairs)}
 	s.readCb, s.writeCb = s.onRead, s.onWrite

@@ -85,14 +85,37 @@ func runLoopOptions(backend, mode, shape string) []ringev.Option {
 
 // runParts are what a loop run opened. close closes them in this order: the fd events, the
 // signals, the timer, the loop (which cancels the requests still pending), the pipes, the idle
-// pipes.
+// pipes; then it restores RLIMIT_NOFILE.
 type runParts struct {
-	loop  *ringev.Loop
-	fdes  []*ringev.FdEvent
-	sigs  []*ringev.Signal
-	timer *ringev.Timer
-	pairs []pipePair
-	idle  []int // fd_many's idle pipes
+	loop    *ringev.Loop
+	fdes    []*ringev.FdEvent
+	sigs    []*ringev.Signal
+	timer   *ringev.Timer
+	pairs   []pipePair
+	idle    []int        // fd_many's idle pipes
+	restore func() error // reserveFds's, or nil
+}
+
+// openRun makes sure that 2*npairs + extra more fds can be opened (reserveFds), makes the loop
+// of shape on backend in mode (runLoopOptions) and opens npairs pipes (openPairs). On error it
+// returns that of the step that failed, with nothing left open and RLIMIT_NOFILE restored.
+func openRun(backend, mode, shape string, npairs, extra int) (*runParts, error) {
+	restore, err := reserveFds(2*npairs + extra)
+	if err != nil {
+		return nil, err
+	}
+	loop, err := ringev.New(runLoopOptions(backend, mode, shape)...)
+	if err != nil {
+		restore()
+		return nil, err
+	}
+	ps, err := openPairs(npairs)
+	if err != nil {
+		loop.Close()
+		restore()
+		return nil, err
+	}
+	return &runParts{loop: loop, pairs: ps, restore: restore}, nil
 }
 
 // addFd adds an fd event to the loop; its error names fd and flags.
@@ -173,6 +196,9 @@ func (r *runParts) close() error {
 	keep(closePairs(r.pairs))
 	if err := closeFds(r.idle); err != nil {
 		keep(fmt.Errorf("closing an idle pipe: %w", err))
+	}
+	if r.restore != nil {
+		keep(r.restore())
 	}
 	return first
 }
