@@ -135,6 +135,16 @@ func dial(t *testing.T, srv *Server) net.Conn {
 	return c
 }
 
+// dialSend dials srv (as dial) and writes req; a failed write fails the test.
+func dialSend(t *testing.T, srv *Server, req string) net.Conn {
+	t.Helper()
+	c := dial(t, srv)
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return c
+}
+
 // readAll reads until EOF; it fails the test on any other error (a reset, the deadline).
 func readAll(t *testing.T, c net.Conn) string {
 	t.Helper()
@@ -189,10 +199,7 @@ func TestHalfClosedPeerGetsItsReplies(t *testing.T) {
 		} {
 			cfg.NewProtocol = tc.proto
 			srv := startServer(t, cfg)
-			c := dial(t, srv)
-			if _, err := c.Write([]byte(tc.req)); err != nil {
-				t.Fatalf("write: %v", err)
-			}
+			c := dialSend(t, srv, tc.req)
 			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 				t.Fatalf("shutdown(SHUT_WR): %v", err)
 			}
@@ -210,10 +217,7 @@ func TestRESPPipelinedOverTCP(t *testing.T) {
 	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
 		cfg.NewProtocol = respServer
 		srv := startServer(t, cfg)
-		c := dial(t, srv)
-		if _, err := c.Write([]byte(strings.Repeat("INCR n\r\n", 1000) + "QUIT\r\n")); err != nil {
-			t.Fatal(err)
-		}
+		c := dialSend(t, srv, strings.Repeat("INCR n\r\n", 1000)+"QUIT\r\n")
 		got := readAll(t, c)
 		var want strings.Builder
 		for i := 1; i <= 1000; i++ {
@@ -239,10 +243,7 @@ func TestMalformedRequestGetsErrorThenClose(t *testing.T) {
 		} {
 			cfg.NewProtocol = tc.proto
 			srv := startServer(t, cfg)
-			c := dial(t, srv)
-			if _, err := c.Write([]byte(tc.req)); err != nil {
-				t.Fatal(err)
-			}
+			c := dialSend(t, srv, tc.req)
 			if got := readAll(t, c); !strings.Contains(got, tc.want) {
 				t.Errorf("%q: got %q, want it to contain %q", tc.req, got, tc.want)
 			}
@@ -259,10 +260,7 @@ func TestLingeringCloseEndsAtItsTimeout(t *testing.T) {
 	forEachDriver(t, true, func(t *testing.T, cfg Config) {
 		cfg.NewProtocol = respServer
 		srv := startServer(t, cfg)
-		c := dial(t, srv)
-		if _, err := c.Write([]byte("PING\r\nQUIT\r\n")); err != nil {
-			t.Fatal(err)
-		}
+		c := dialSend(t, srv, "PING\r\nQUIT\r\n")
 		if got := readAll(t, c); got != "+PONG\r\n+OK\r\n" {
 			t.Fatalf("got %q", got)
 		}
