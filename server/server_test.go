@@ -107,15 +107,22 @@ func startServer(t *testing.T, cfg Config) *Server {
 func stopServer(t *testing.T, srv *Server) {
 	t.Helper()
 	srv.Shutdown()
+	waitServer(t, srv, "Shutdown")
+}
+
+// waitServer waits until srv.Wait returns, at most 10 s after what (Shutdown, Close) was asked;
+// an error from Wait fails the test.
+func waitServer(t *testing.T, srv *Server, what string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- srv.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("server ended with %v", err)
+			t.Errorf("Wait: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("server did not stop within 10 s of Shutdown (%d connections open)", srv.Conns())
+		t.Fatalf("Wait did not return within 10 s of %s (%d connections open)", what, srv.Conns())
 	}
 }
 
@@ -507,16 +514,7 @@ func testShutdown(t *testing.T, cfg Config) {
 	if got := readAll(t, idle); got != "" {
 		t.Errorf("the idle connection got %q", got)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Wait: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return within 10 s of Shutdown")
-	}
+	waitServer(t, srv, "Shutdown")
 	if _, err := net.DialTimeout("tcp", srv.Addr(), time.Second); err == nil {
 		t.Error("the server still accepts connections after Shutdown")
 	}
@@ -626,16 +624,7 @@ func TestCloseCutsADrainShort(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // let the buffers fill
 		srv.Shutdown()
 		srv.Close()
-		done := make(chan error, 1)
-		go func() { done <- srv.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Wait: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the loops did not end within 10 s of Close (%d connections open; ShutdownTimeout 1 min)", srv.Conns())
-		}
+		waitServer(t, srv, "Close (ShutdownTimeout 1 min)")
 		if n := srv.Conns(); n != 0 {
 			t.Errorf("%d connections open after Close, want 0", n)
 		}
