@@ -47,13 +47,9 @@ for m in $modes; do
     *) echo "compare.sh: MODES: unknown mode $m (known: default syscall ring fresh all)" >&2; exit 2 ;;
   esac
 done
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/ringev" ./cmd/ringev
-raw="$bin/raw"
-cpu=${CPU:-0}
-pin=()
-if [ "$cpu" != none ] && command -v taskset >/dev/null; then pin=(taskset -c "$cpu"); fi
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+build_ringev
 if [ -n "${SLOWSYS:-}" ]; then
   [ -x "$a/slowsys" ] || { echo "compare.sh: SLOWSYS: $a/slowsys is missing: run the anchors' run.sh once to build it" >&2; exit 2; }
   [[ $SLOWSYS =~ ^[0-9]+$ ]] || { echo "compare.sh: SLOWSYS=$SLOWSYS: want a number of BPF instructions, e.g. 3000" >&2; exit 2; }
@@ -73,11 +69,9 @@ shape_args() {
 backends=()
 auto=
 for b in uring epoll poll uring-poll go-netpoller; do
-  if "$bin/ringev" bench pipes --shape fd_speed1 --backend "$b" --events 20 >/dev/null 2>"$bin/probe"; then
+  if runs_backend compare.sh "$b" default; then
     backends+=("$b")
     if [ -z "$auto" ] && [[ $b =~ ^(uring|epoll|poll)$ ]]; then auto=$b; fi
-  else
-    echo "compare.sh: leaving out ringev $b: $(tail -1 "$bin/probe")" >&2
   fi
 done
 # A failing peer stops the script (set -e), with ringev's notes.

@@ -45,20 +45,12 @@ if [ $missing = 1 ]; then
   ANCHORS_BIN=$a ANCHORS_NOP=0 "$src/run.sh" 2000 >/dev/null
   for b in "${need[@]}"; do [ -x "$a/$b" ] || { echo "compare_busy.sh: $a/$b still missing after run.sh" >&2; exit 2; }; done
 fi
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/ringev" ./cmd/ringev
-raw="$bin/raw"
-cpu=${CPU:-0}
-pin=()
-if [ "$cpu" != none ] && command -v taskset >/dev/null; then pin=(taskset -c "$cpu"); fi
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+build_ringev
 backends=()
 for b in $backends_want; do
-  if "$bin/ringev" bench pipes --shape fd_speed1 --backend "$b" --mode completion --events 20 >/dev/null 2>"$bin/probe"; then
-    backends+=("$b")
-  else
-    echo "compare_busy.sh: leaving out ringev $b: $(tail -1 "$bin/probe")" >&2
-  fi
+  if runs_backend compare_busy.sh "$b" completion; then backends+=("$b"); fi
 done
 regimes=(plain)
 [ -n "$slow" ] && regimes+=("slowsys$slow")

@@ -39,9 +39,8 @@ type driver struct {
 	conns    map[*conn]struct{}
 	rbuf     []byte // every read of a connection without leftover input lands here
 	wbuf     []byte // replies to a connection without pending output are built here
-	tick     *ringev.Timer
 	draining bool
-	deadline *ringev.Timer // ends a drain that takes too long
+	timers
 	// acceptPaused: accept failed for lack of fds or memory; the listener is disarmed and a timer
 	// re-arms it.
 	acceptPaused bool
@@ -76,14 +75,7 @@ func newDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*driver
 	}
 	ev.SetAutoClose(true)
 	d.listener = ev
-	if t, ok := proto.(Ticker); ok {
-		var tick func(*ringev.Timer)
-		tick = func(*ringev.Timer) {
-			t.Tick(time.Now())
-			d.tick = loop.AddTimer(TickInterval, tick)
-		}
-		tick(nil)
-	}
+	d.startTick(loop, proto)
 	return d, nil
 }
 
@@ -347,11 +339,7 @@ func (d *driver) shutdown(timeout time.Duration) {
 		}
 		c.update()
 	}
-	d.deadline = d.loop.AddTimer(timeout, func(*ringev.Timer) {
-		for c := range d.conns {
-			c.close()
-		}
-	})
+	d.deadline = d.loop.AddTimer(timeout, func(*ringev.Timer) { d.closeAll() })
 	d.maybeDone()
 }
 
@@ -367,11 +355,6 @@ func (d *driver) maybeDone() {
 	if !d.draining || len(d.conns) > 0 {
 		return
 	}
-	if d.tick != nil {
-		d.tick.Stop()
-	}
-	if d.deadline != nil {
-		d.deadline.Stop()
-	}
+	d.stopTimers()
 	d.loop.Stop()
 }

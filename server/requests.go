@@ -81,10 +81,9 @@ type reqDriver struct {
 	conns   map[*rconn]struct{}
 	free    [][]byte // output and leftover-input buffers, len 0 (at most freeBufs)
 	rfree   [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
-	tick    *ringev.Timer
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
-	deadline            *ringev.Timer
+	timers
 }
 
 // rconn is one connection of the requests driver.
@@ -130,14 +129,7 @@ func newReqDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*req
 		unix.Close(lfd)
 		return nil, err
 	}
-	if t, ok := proto.(Ticker); ok {
-		var tick func(*ringev.Timer)
-		tick = func(*ringev.Timer) {
-			t.Tick(time.Now())
-			d.tick = loop.AddTimer(TickInterval, tick)
-		}
-		tick(nil)
-	}
+	d.startTick(loop, proto)
 	return d, nil
 }
 
@@ -485,11 +477,7 @@ func (d *reqDriver) shutdown(timeout time.Duration) {
 		}
 		d.maybeDone()
 	})
-	d.deadline = d.loop.AddTimer(timeout, func(*ringev.Timer) {
-		for c := range d.conns {
-			c.close()
-		}
-	})
+	d.deadline = d.loop.AddTimer(timeout, func(*ringev.Timer) { d.closeAll() })
 }
 
 // closeAll closes every connection now (Server.Close): CloseFd cancels their requests, and the
@@ -511,12 +499,7 @@ func (d *reqDriver) maybeDone() {
 	if !d.draining || !d.graceDone || len(d.conns) > 0 || !d.lclosed {
 		return
 	}
-	if d.tick != nil {
-		d.tick.Stop()
-	}
-	if d.deadline != nil {
-		d.deadline.Stop()
-	}
+	d.stopTimers()
 	if d.group != nil {
 		d.group.Close()
 	}

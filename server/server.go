@@ -295,3 +295,33 @@ func Listen(addr string) (fd int, bound string, err error) {
 	}
 	return fd, bound, nil
 }
+
+// timers are a driver's timers: its protocol's tick and its drain's deadline.
+type timers struct {
+	tick     *ringev.Timer // a Ticker's: calls Tick every TickInterval
+	deadline *ringev.Timer // ends a drain that takes too long
+}
+
+// startTick calls proto's Tick now and then every TickInterval, when proto is a Ticker.
+func (ts *timers) startTick(loop *ringev.Loop, proto Protocol) {
+	t, ok := proto.(Ticker)
+	if !ok {
+		return
+	}
+	var tick func(*ringev.Timer)
+	tick = func(*ringev.Timer) {
+		t.Tick(time.Now())
+		ts.tick = loop.AddTimer(TickInterval, tick)
+	}
+	tick(nil)
+}
+
+// stopTimers stops the tick and the deadline.
+func (ts *timers) stopTimers() {
+	if ts.tick != nil {
+		ts.tick.Stop()
+	}
+	if ts.deadline != nil {
+		ts.deadline.Stop()
+	}
+}

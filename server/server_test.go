@@ -107,15 +107,22 @@ func startServer(t *testing.T, cfg Config) *Server {
 func stopServer(t *testing.T, srv *Server) {
 	t.Helper()
 	srv.Shutdown()
+	waitServer(t, srv, "Shutdown")
+}
+
+// waitServer waits until srv.Wait returns, at most 10 s after what (Shutdown, Close) was asked;
+// an error from Wait fails the test.
+func waitServer(t *testing.T, srv *Server, what string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- srv.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("server ended with %v", err)
+			t.Errorf("Wait: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("server did not stop within 10 s of Shutdown (%d connections open)", srv.Conns())
+		t.Fatalf("Wait did not return within 10 s of %s (%d connections open)", what, srv.Conns())
 	}
 }
 
@@ -132,6 +139,16 @@ func dial(t *testing.T, srv *Server) net.Conn {
 	}
 	c.SetDeadline(time.Now().Add(ioTimeout))
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// dialSend dials srv (as dial) and writes req; a failed write fails the test.
+func dialSend(t *testing.T, srv *Server, req string) net.Conn {
+	t.Helper()
+	c := dial(t, srv)
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
 	return c
 }
 
@@ -189,10 +206,7 @@ func TestHalfClosedPeerGetsItsReplies(t *testing.T) {
 		} {
 			cfg.NewProtocol = tc.proto
 			srv := startServer(t, cfg)
-			c := dial(t, srv)
-			if _, err := c.Write([]byte(tc.req)); err != nil {
-				t.Fatalf("write: %v", err)
-			}
+			c := dialSend(t, srv, tc.req)
 			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 				t.Fatalf("shutdown(SHUT_WR): %v", err)
 			}
@@ -210,10 +224,7 @@ func TestRESPPipelinedOverTCP(t *testing.T) {
 	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
 		cfg.NewProtocol = respServer
 		srv := startServer(t, cfg)
-		c := dial(t, srv)
-		if _, err := c.Write([]byte(strings.Repeat("INCR n\r\n", 1000) + "QUIT\r\n")); err != nil {
-			t.Fatal(err)
-		}
+		c := dialSend(t, srv, strings.Repeat("INCR n\r\n", 1000)+"QUIT\r\n")
 		got := readAll(t, c)
 		var want strings.Builder
 		for i := 1; i <= 1000; i++ {
@@ -239,10 +250,7 @@ func TestMalformedRequestGetsErrorThenClose(t *testing.T) {
 		} {
 			cfg.NewProtocol = tc.proto
 			srv := startServer(t, cfg)
-			c := dial(t, srv)
-			if _, err := c.Write([]byte(tc.req)); err != nil {
-				t.Fatal(err)
-			}
+			c := dialSend(t, srv, tc.req)
 			if got := readAll(t, c); !strings.Contains(got, tc.want) {
 				t.Errorf("%q: got %q, want it to contain %q", tc.req, got, tc.want)
 			}
@@ -259,10 +267,7 @@ func TestLingeringCloseEndsAtItsTimeout(t *testing.T) {
 	forEachDriver(t, true, func(t *testing.T, cfg Config) {
 		cfg.NewProtocol = respServer
 		srv := startServer(t, cfg)
-		c := dial(t, srv)
-		if _, err := c.Write([]byte("PING\r\nQUIT\r\n")); err != nil {
-			t.Fatal(err)
-		}
+		c := dialSend(t, srv, "PING\r\nQUIT\r\n")
 		if got := readAll(t, c); got != "+PONG\r\n+OK\r\n" {
 			t.Fatalf("got %q", got)
 		}
@@ -509,16 +514,7 @@ func testShutdown(t *testing.T, cfg Config) {
 	if got := readAll(t, idle); got != "" {
 		t.Errorf("the idle connection got %q", got)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Wait: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return within 10 s of Shutdown")
-	}
+	waitServer(t, srv, "Shutdown")
 	if _, err := net.DialTimeout("tcp", srv.Addr(), time.Second); err == nil {
 		t.Error("the server still accepts connections after Shutdown")
 	}
@@ -628,16 +624,7 @@ func TestCloseCutsADrainShort(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // let the buffers fill
 		srv.Shutdown()
 		srv.Close()
-		done := make(chan error, 1)
-		go func() { done <- srv.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Wait: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the loops did not end within 10 s of Close (%d connections open; ShutdownTimeout 1 min)", srv.Conns())
-		}
+		waitServer(t, srv, "Close (ShutdownTimeout 1 min)")
 		if n := srv.Conns(); n != 0 {
 			t.Errorf("%d connections open after Close, want 0", n)
 		}

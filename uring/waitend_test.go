@@ -70,17 +70,7 @@ func TestTimeoutRequestEndsSubmitAndWait(t *testing.T) {
 			}
 			backstop := time.AfterFunc(2*time.Second, func() { unix.Write(wfd, []byte{1}) })
 			t.Cleanup(func() { backstop.Stop() })
-			stageTimeoutReq(t, getSQE(t, r), timeoutReqDelay, 1)
-			start := time.Now()
-			n, err := r.SubmitAndWait(2)
-			el := time.Since(start)
-			if n != 1 || err != nil {
-				t.Errorf("SubmitAndWait(2) = %d, %v; want 1, nil", n, err)
-			}
-			if el > timeoutReqBound {
-				t.Errorf("returned after %v: the completed TIMEOUT did not end the wait (only the backstop did)", el)
-			}
-			wantOnlyTimeoutCQE(t, drain(r))
+			wantTimeoutEndsWait(t, r, "SubmitAndWait(2)", timeoutReqBound, func() (int, error) { return r.SubmitAndWait(2) })
 		})
 	}
 }
@@ -92,17 +82,9 @@ func TestTimeoutRequestEndsSubmitAndWaitTimeout(t *testing.T) {
 	for _, k := range waitRingKinds {
 		t.Run(k.name, func(t *testing.T) {
 			r := newTestRing(t, k.opts...)
-			stageTimeoutReq(t, getSQE(t, r), timeoutReqDelay, 1)
-			start := time.Now()
-			n, err := r.SubmitAndWaitTimeout(2, 2*time.Second)
-			el := time.Since(start)
-			if n != 1 || err != nil {
-				t.Errorf("SubmitAndWaitTimeout(2, 2s) = %d, %v; want 1, nil", n, err)
-			}
-			if el > timeoutReqBound {
-				t.Errorf("returned after %v: the completed TIMEOUT did not end the wait", el)
-			}
-			wantOnlyTimeoutCQE(t, drain(r))
+			wantTimeoutEndsWait(t, r, "SubmitAndWaitTimeout(2, 2s)", timeoutReqBound, func() (int, error) {
+				return r.SubmitAndWaitTimeout(2, 2*time.Second)
+			})
 		})
 	}
 }
@@ -115,19 +97,30 @@ func TestTimeoutRequestEndsSubmitAndWaitMin(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			r := newTestRing(t, k.opts...)
 			requireFeature(t, r, FeatMinTimeout)
-			stageTimeoutReq(t, getSQE(t, r), timeoutReqDelay, 1)
-			start := time.Now()
-			n, err := r.SubmitAndWaitMin(2, 2*time.Second, 500*time.Millisecond)
-			el := time.Since(start)
-			if n != 1 || err != nil {
-				t.Errorf("SubmitAndWaitMin(2, 2s, 500ms) = %d, %v; want 1, nil", n, err)
-			}
-			if el > 400*time.Millisecond {
-				t.Errorf("returned after %v: the completed TIMEOUT did not end the wait (the kernel ends it at ~50 ms)", el)
-			}
-			wantOnlyTimeoutCQE(t, drain(r))
+			// The kernel ends the wait at ~50 ms, inside the minimum wait.
+			wantTimeoutEndsWait(t, r, "SubmitAndWaitMin(2, 2s, 500ms)", 400*time.Millisecond, func() (int, error) {
+				return r.SubmitAndWaitMin(2, 2*time.Second, 500*time.Millisecond)
+			})
 		})
 	}
+}
+
+// wantTimeoutEndsWait stages one TIMEOUT request (timeoutReqDelay, count 1) on r, then calls
+// wait (the call named call, which wants 2 CQEs): it must return 1 submitted and no error within
+// bound, with only the TIMEOUT's {1, -ETIME} in the CQ.
+func wantTimeoutEndsWait(t *testing.T, r *Ring, call string, bound time.Duration, wait func() (int, error)) {
+	t.Helper()
+	stageTimeoutReq(t, getSQE(t, r), timeoutReqDelay, 1)
+	start := time.Now()
+	n, err := wait()
+	el := time.Since(start)
+	if n != 1 || err != nil {
+		t.Errorf("%s = %d, %v; want 1, nil", call, n, err)
+	}
+	if el > bound {
+		t.Errorf("%s returned after %v, over %v: the completed TIMEOUT did not end the wait", call, el, bound)
+	}
+	wantOnlyTimeoutCQE(t, drain(r))
 }
 
 // signalThread sends SIGURG (the Go runtime's preemption signal, harmless)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -82,9 +81,7 @@ func benchNetUsage() string {
 // parseBenchNet parses the arguments of `ringev bench net`.
 func parseBenchNet(args []string) (benchNetOptions, error) {
 	o := benchNetOptions{rounds: 3, seconds: 5, requests: 200000, backends: []string{"uring", "epoll"}, apis: netAPIs}
-	fs := flag.NewFlagSet("ringev bench net", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := newFlagSet("ringev bench net")
 	count := func(dst *int) func(string) error {
 		return func(s string) error {
 			n, err := parseCount(s)
@@ -110,31 +107,10 @@ func parseBenchNet(args []string) (benchNetOptions, error) {
 		return err
 	})
 	fs.BoolVar(&o.syscalls, "syscalls", false, "count syscalls")
-	fs.Func("anchors", "anchors directory", func(s string) error {
-		if s == "" {
-			return errors.New("empty directory name")
-		}
-		o.anchors = s
-		return nil
-	})
+	fs.Func("anchors", "anchors directory", nonEmpty(&o.anchors, "directory"))
 	fs.BoolVar(&o.json, "json", false, "JSON")
-	fs.Func("png", "PNG chart file", func(s string) error {
-		if s == "" {
-			return errors.New("empty file name")
-		}
-		o.png = s
-		return nil
-	})
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{doubleDash(err.Error())}
-	}
-	if fs.NArg() > 0 {
-		return o, &usageError{fmt.Sprintf("unexpected argument %q: bench net takes only flags", fs.Arg(0))}
-	}
-	return o, nil
+	fs.Func("png", "PNG chart file", nonEmpty(&o.png, "file"))
+	return o, parseOnlyFlags(fs, args, "bench net")
 }
 
 // findNetSh returns the path of net.sh: in dir when given (--anchors), else in shared/anchors

@@ -272,9 +272,7 @@ func joinInts(ns []int) string {
 // and a *usageError naming the flag and the bad value for anything it rejects.
 func parsePipes(args []string) (pipesOptions, error) {
 	o := pipesOptions{events: bench.DefaultEvents}
-	fs := flag.NewFlagSet("ringev bench pipes", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, usage is printed by the caller
-	fs.Usage = func() {}
+	fs := newFlagSet("ringev bench pipes")
 	fs.Func("backend", "comma-separated backends", func(s string) error {
 		names, err := splitList(s, bench.Backends(), "backend")
 		o.backends = append(o.backends, names...)
@@ -319,21 +317,9 @@ func parsePipes(args []string) (pipesOptions, error) {
 		return nil
 	})
 	fs.BoolVar(&o.json, "json", false, "print JSON")
-	fs.Func("png", "PNG chart file", func(s string) error {
-		if s == "" {
-			return errors.New("empty file name")
-		}
-		o.png = s
-		return nil
-	})
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{doubleDash(err.Error())}
-	}
-	if fs.NArg() > 0 {
-		return o, &usageError{fmt.Sprintf("unexpected argument %q: bench pipes takes only flags", fs.Arg(0))}
+	fs.Func("png", "PNG chart file", nonEmpty(&o.png, "file"))
+	if err := parseOnlyFlags(fs, args, "bench pipes"); err != nil {
+		return o, err
 	}
 	if len(o.fds) > 0 && len(o.shapes) > 0 && !slices.Contains(o.shapes, bench.ShapeFdMany) {
 		return o, &usageError{fmt.Sprintf("--fds %s: only the %s shape uses it, and --shape does not select it",
@@ -372,6 +358,60 @@ func parseCount(s string) (int64, error) {
 		return 0, errors.New("must be > 0")
 	}
 	return n, nil
+}
+
+// newFlagSet is a flag set for a subcommand: errors are returned, usage is printed by the caller.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseFlags parses args into fs: flag.ErrHelp for -h/--help, a *usageError for anything else
+// it rejects.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{doubleDash(err.Error())}
+	}
+	return nil
+}
+
+// parseOnlyFlags is parseFlags for the subcommand cmd ("bench net"), which takes no arguments
+// but flags: one left over is a *usageError naming it.
+func parseOnlyFlags(fs *flag.FlagSet, args []string, cmd string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("unexpected argument %q: %s takes only flags", fs.Arg(0), cmd)}
+	}
+	return nil
+}
+
+// nonEmpty is a flag.Func that sets *dst to a value that is not empty ("empty <what> name").
+func nonEmpty(dst *string, what string) func(string) error {
+	return func(s string) error {
+		if s == "" {
+			return fmt.Errorf("empty %s name", what)
+		}
+		*dst = s
+		return nil
+	}
+}
+
+// oneOf is a flag.Func that sets *dst to one of known (`unknown <what> "x" (known: a, b)`).
+func oneOf(dst *string, what string, known ...string) func(string) error {
+	return func(s string) error {
+		if !slices.Contains(known, s) {
+			return fmt.Errorf("unknown %s %q (known: %s)", what, s, strings.Join(known, ", "))
+		}
+		*dst = s
+		return nil
+	}
 }
 
 // doubleDash rewrites the flag package's messages, which name a flag with one dash, to the two

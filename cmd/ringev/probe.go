@@ -26,9 +26,7 @@ flags:
 // runProbe is `ringev probe [--json]`: it returns the exit status (0, also
 // when io_uring is unusable, which the report says; 2 for a bad command line).
 func runProbe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ringev probe", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := newFlagSet("ringev probe")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -133,9 +133,7 @@ func intFlag(dst *int, min int) func(string) error {
 func parseRio(args []string) (rioOptions, error) {
 	o := rioOptions{cfg: bench.DefaultRioConfig(), stats: []string{"p99"}}
 	c := &o.cfg
-	fs := flag.NewFlagSet("ringev bench rio", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := newFlagSet("ringev bench rio")
 	fs.StringVar(&c.File, "file", "", "file")
 	fs.Func("size", "size", func(s string) (err error) { c.Size, err = parseSize(s); return err })
 	fs.Func("bs", "bs", func(s string) error {
@@ -181,14 +179,8 @@ func parseRio(args []string) (rioOptions, error) {
 	fs.StringVar(&statList, "stat", "", "stats")
 	fs.StringVar(&o.png, "png", "", "png")
 	fs.BoolVar(&o.json, "json", false, "json")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{doubleDash(err.Error())}
-	}
-	if fs.NArg() > 0 {
-		return o, &usageError{fmt.Sprintf("unexpected argument %q: bench rio takes only flags", fs.Arg(0))}
+	if err := parseOnlyFlags(fs, args, "bench rio"); err != nil {
+		return o, err
 	}
 	c.SQIdle = time.Duration(idleMs) * time.Millisecond
 	set := map[string]bool{}

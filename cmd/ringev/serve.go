@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -79,9 +78,7 @@ func parseServe(args []string) (serveOptions, error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.proto, args = args[0], args[1:]
 	}
-	fs := flag.NewFlagSet("ringev serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := newFlagSet("ringev serve")
 	fs.Func("addr", "where to listen", func(s string) error {
 		if err := checkAddr(s); err != nil {
 			return err
@@ -89,31 +86,9 @@ func parseServe(args []string) (serveOptions, error) {
 		o.addr = s
 		return nil
 	})
-	fs.Func("backend", "backend", func(s string) error {
-		if s != "auto" && !slices.Contains(ringev.Backends(), s) {
-			return fmt.Errorf("unknown backend %q (known: auto, %s)", s, strings.Join(ringev.Backends(), ", "))
-		}
-		o.backend = s
-		return nil
-	})
-	fs.Func("api", "I/O API", func(s string) error {
-		switch s {
-		case server.APIReadiness, server.APIRequests:
-		default:
-			return fmt.Errorf("unknown API %q (known: %s, %s)", s, server.APIRequests, server.APIReadiness)
-		}
-		o.api = s
-		return nil
-	})
-	fs.Func("recv", "the requests API's receives", func(s string) error {
-		switch s {
-		case server.RecvPerConn, server.RecvMultishot:
-		default:
-			return fmt.Errorf("unknown receive mode %q (known: %s, %s)", s, server.RecvPerConn, server.RecvMultishot)
-		}
-		o.recv = s
-		return nil
-	})
+	fs.Func("backend", "backend", oneOf(&o.backend, "backend", append([]string{"auto"}, ringev.Backends()...)...))
+	fs.Func("api", "I/O API", oneOf(&o.api, "API", server.APIRequests, server.APIReadiness))
+	fs.Func("recv", "the requests API's receives", oneOf(&o.recv, "receive mode", server.RecvPerConn, server.RecvMultishot))
 	fs.Func("loops", "number of loops", func(s string) error {
 		n, err := parseCount(s)
 		if err == nil && n > maxLoops {
@@ -122,11 +97,8 @@ func parseServe(args []string) (serveOptions, error) {
 		o.loops = int(n)
 		return err
 	})
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{doubleDash(err.Error())}
+	if err := parseFlags(fs, args); err != nil {
+		return o, err
 	}
 	if o.proto == "" && fs.NArg() > 0 { // the protocol after the flags
 		o.proto = fs.Arg(0)

@@ -75,12 +75,15 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	}
 }
 
-// testServeSIGTERM is TestServeStopsOnSIGTERM with one API.
-func testServeSIGTERM(t *testing.T, api []string) {
+// startServeEcho runs `ringev serve echo --addr 127.0.0.1:0 args...` in a goroutine and dials the
+// address it prints: the connection (closed when the test ends), the scanner of the rest of
+// its stderr (the caller reads it to the end) and the channel of its exit status.
+func startServeEcho(t *testing.T, args ...string) (net.Conn, *bufio.Scanner, <-chan int) {
+	t.Helper()
 	r, w := io.Pipe()
 	code := make(chan int, 1)
 	go func() {
-		code <- run(append([]string{"serve", "echo", "--addr", "127.0.0.1:0"}, api...), io.Discard, w)
+		code <- run(append([]string{"serve", "echo", "--addr", "127.0.0.1:0"}, args...), io.Discard, w)
 		w.Close()
 	}()
 	lines := bufio.NewScanner(r)
@@ -90,7 +93,6 @@ func testServeSIGTERM(t *testing.T, api []string) {
 			addr = m[1]
 		}
 	}
-	go io.Copy(io.Discard, r) // the rest of stderr
 	if addr == "" {
 		t.Fatal("ringev serve printed no address")
 	}
@@ -98,7 +100,17 @@ func testServeSIGTERM(t *testing.T, api []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c, lines, code
+}
+
+// testServeSIGTERM is TestServeStopsOnSIGTERM with one API.
+func testServeSIGTERM(t *testing.T, api []string) {
+	c, lines, code := startServeEcho(t, api...)
+	go func() { // the rest of stderr
+		for lines.Scan() {
+		}
+	}()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	c.Write([]byte("ping"))
 	got := make([]byte, 4)
@@ -119,27 +131,7 @@ func testServeSIGTERM(t *testing.T, api []string) {
 // TestServeSecondSignalClosesAtOnce: a second SIGTERM during the drain (a client that sends and
 // never reads holds it up to 5 s) closes the connections at once, says so, and exits 0.
 func TestServeSecondSignalClosesAtOnce(t *testing.T) {
-	r, w := io.Pipe()
-	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{"serve", "echo", "--addr", "127.0.0.1:0"}, io.Discard, w)
-		w.Close()
-	}()
-	lines := bufio.NewScanner(r)
-	var addr string
-	for addr == "" && lines.Scan() {
-		if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(lines.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		t.Fatal("ringev serve printed no address")
-	}
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, lines, code := startServeEcho(t)
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	go func() { // never reads: the echo's replies fill both socket buffers
 		chunk := make([]byte, 64<<10)

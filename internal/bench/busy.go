@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,17 +39,7 @@ func FdBusyShape(n int) string { return ShapeFdBusy + strconv.Itoa(n) }
 
 // parseFdBusy returns n for a shape named "fd_busy<n>" with 1 <= n <= MaxBusy (no sign, no
 // leading zero); ok is false for any other name.
-func parseFdBusy(shape string) (n int, ok bool) {
-	digits, found := strings.CutPrefix(shape, ShapeFdBusy)
-	if !found || digits == "" || digits[0] < '1' || digits[0] > '9' {
-		return 0, false
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil || n > MaxBusy {
-		return 0, false
-	}
-	return n, true
-}
+func parseFdBusy(shape string) (n int, ok bool) { return parseCounted(shape, ShapeFdBusy, MaxBusy) }
 
 // expandBusy appends to runs fd_busy<n> for every count of counts (DefaultBusy when empty),
 // without duplicates; a count outside [1, MaxBusy] is an error naming it.
@@ -141,11 +130,7 @@ func closePairs(ps []pipePair) error {
 type busyRun struct {
 	loop     *ringev.Loop
 	syscalls bool
-	target   int64
-	events   int64
-	spurious int64
-	finished bool
-	stopped  bool
+	runCount
 }
 
 // onRead is tevent_pipe.c's brd for the pipe in ev.Data. Once the run has its events it
@@ -226,39 +211,13 @@ func runBusy(backend, shape string, opt Options) (res Result, err error) {
 	if !ok {
 		return res, fmt.Errorf("%w %q", ErrUnknownShape, shape)
 	}
-	restore, err := reserveFds(2 * n)
+	r, err := openRun(backend, opt.Mode, shape, n, 0)
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if rerr := restore(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
-	loop, err := ringev.New(loopOptions(backend, opt.Mode)...)
-	if err != nil {
-		return res, err
-	}
-	ps, err := openPairs(n)
-	if err != nil {
-		loop.Close()
-		return res, err
-	}
+	defer keepFirst(&err, r.close)
+	loop, ps := r.loop, r.pairs
 	s := &busyRun{loop: loop, syscalls: opt.Mode == PipesModeSyscall}
-	var fdes []*ringev.FdEvent
-	defer func() {
-		for _, e := range fdes {
-			if cerr := e.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("closing the fd event on fd %d: %w", e.Fd(), cerr)
-			}
-		}
-		if cerr := loop.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the loop: %w", cerr)
-		}
-		if cerr := closePairs(ps); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
 	for i := range ps {
 		p := &ps[i]
 		for _, w := range []struct {
@@ -266,44 +225,22 @@ func runBusy(backend, shape string, opt Options) (res Result, err error) {
 			f  ringev.Flags
 			h  ringev.FdHandler
 		}{{p.rfd, ringev.Read, s.onRead}, {p.wfd, ringev.Write, s.onWrite}} {
-			e, err := loop.AddFd(w.fd, w.f, w.h)
+			e, err := r.addFd(w.fd, w.f, w.h)
 			if err != nil {
-				return res, fmt.Errorf("AddFd(%d, %v): %w", w.fd, w.f, err)
+				return res, err
 			}
 			e.Data = p
-			fdes = append(fdes, e)
 		}
 	}
 	defer postStop(loop, opt.Stop, func() { s.finished, s.stopped = true, true })()
-	if warm := warmupEvents(opt.Events); warm > 0 {
-		s.target = warm
-		if err := s.turn(); err != nil {
-			return res, fmt.Errorf("warm-up: %w", err)
-		}
-		if s.stopped {
-			return res, ErrStopped
-		}
-		s.finished, s.events = false, 0
-	}
 	s.target = opt.Events
-	a0 := heapAllocs()
-	t0 := time.Now()
-	cpu0 := ownThreadCPU()
-	if err := s.turn(); err != nil {
+	if err := s.warmUp(opt.Events, s.turn); err != nil {
 		return res, err
 	}
-	cpu1 := ownThreadCPU()
-	el := time.Since(t0).Seconds()
+	a0 := heapAllocs()
+	res, err = s.timed(backend, opt.Mode, shape, s.turn)
 	lastRunAllocs = heapAllocs() - a0
-	if s.stopped {
-		return res, ErrStopped
-	}
-	res = newResult(backend, opt.Mode, shape, s.events, el)
-	if cpu0 >= 0 && cpu1 >= cpu0 && s.events > 0 {
-		res.CPUNsPerEvent = float64(cpu1-cpu0) / float64(s.events)
-	}
-	res.Spurious = s.spurious
-	return res, nil
+	return res, err
 }
 
 // runNetpollerBusy is fd_busy<N> through the Go runtime netpoller: per pipe, a writer goroutine
@@ -320,11 +257,7 @@ func runNetpollerBusy(shape string, opt Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if rerr := restore(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
+	defer keepFirst(&err, restore)
 	warm := warmupEvents(opt.Events)
 	end := warm + opt.Events
 	var (

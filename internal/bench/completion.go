@@ -29,7 +29,6 @@ package bench
 import (
 	"fmt"
 	"runtime"
-	"time"
 
 	"github.com/ringev/ringev"
 	"golang.org/x/sys/unix"
@@ -66,15 +65,9 @@ type reqRun struct {
 	pid, tid int
 	readCb   ringev.Callback
 	writeCb  ringev.Callback
-	target   int64 // stop after this many read events (0: the context timer stops the run)
-	events   int64
-	spurious int64
-	raised   int64
-	counted  int64
-	finished bool
-	stopped  bool
-	err      error // the first failed request
-	held     []int // pipes whose read completed once the run was finished: resumed by resume
+	runCount
+	err  error // the first failed request
+	held []int // pipes whose read completed once the run was finished: resumed by resume
 }
 
 // fail records the first failure and ends the run.
@@ -198,141 +191,35 @@ var lastRunAllocs uint64
 func runCompletion(backend, shape string, opt Options) (res Result, err error) {
 	npairs := 1
 	nidle := 0
-	extra := 0
 	if n, ok := parseFdBusy(shape); ok {
 		npairs = n
 	} else if n, ok := parseFdMany(shape); ok {
 		nidle = n - 1
-	} else if shape != ShapeContext {
-		var ok bool
-		if extra, ok = extraPairs(shape); !ok {
-			return res, fmt.Errorf("%w %q", ErrUnknownShape, shape)
-		}
+	} else if _, ok := extraPairs(shape); !ok && shape != ShapeContext {
+		return res, fmt.Errorf("%w %q", ErrUnknownShape, shape)
 	}
-	restore, err := reserveFds(2*npairs + nidle)
+	r, err := openRun(backend, opt.Mode, shape, npairs, nidle)
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if rerr := restore(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
-	opts := []ringev.Option{ringev.WithBackend(backend)}
-	if shape == ShapeContext && runtime.GOARCH == "amd64" {
-		opts = append(opts, ringev.WithExactSignals()) // count every signal, as runLoop does
-	}
-	loop, err := ringev.New(opts...)
-	if err != nil {
-		return res, err
-	}
-	ps, err := openPairs(npairs)
-	if err != nil {
-		loop.Close()
-		return res, err
-	}
-	s := &reqRun{loop: loop, pairs: ps, inline: opt.Mode == PipesModeCompletionInline,
+	defer keepFirst(&err, r.close)
+	loop, ps := r.loop, r.pairs
+	s := &reqRun{loop: loop, pairs: ps, inline: opt.Mode == PipesModeCompletionInline, signals: shape == ShapeContext,
 		pid: unix.Getpid(), tid: unix.Gettid(), held: make([]int, 0, npairs)}
 	s.readCb, s.writeCb = s.onRead, s.onWrite
-	var fdes []*ringev.FdEvent
-	var sigs []*ringev.Signal
-	var timer *ringev.Timer
-	var idle []int
-	defer func() {
-		for _, e := range fdes {
-			if cerr := e.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("closing the fd event on fd %d: %w", e.Fd(), cerr)
-			}
-		}
-		for _, sg := range sigs {
-			sg.Close()
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if cerr := loop.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the loop: %w", cerr)
-		}
-		if cerr := closePairs(ps); cerr != nil && err == nil {
-			err = cerr
-		}
-		if cerr := closeFds(idle); cerr != nil && err == nil {
-			err = fmt.Errorf("closing an idle pipe: %w", cerr)
-		}
-	}()
-	onIdle := func(*ringev.FdEvent, ringev.Flags) { s.spurious++ }
-	addFd := func(fd int, f ringev.Flags) error {
-		e, err := loop.AddFd(fd, f, onIdle)
-		if err != nil {
-			return fmt.Errorf("AddFd(%d, %v): %w", fd, f, err)
-		}
-		fdes = append(fdes, e)
-		return nil
-	}
-	for range extra {
-		if err := addFd(ps[0].rfd, ringev.Write); err != nil {
-			return res, err
-		}
-		if err := addFd(ps[0].wfd, ringev.Read); err != nil {
-			return res, err
-		}
-	}
-	if nidle > 0 {
-		if idle, err = idlePipes(nidle); err != nil {
-			return res, err
-		}
-		for _, fd := range idle {
-			if err := addFd(fd, ringev.Read); err != nil {
-				return res, err
-			}
-		}
-	}
-	if shape == ShapeContext {
-		s.signals = true
-		timer = loop.AddTimer(opt.ContextDuration, func(*ringev.Timer) { s.finished = true })
-		for _, sig := range []unix.Signal{unix.SIGALRM, unix.SIGUSR1} {
-			sg, err := loop.AddSignal(sig, func(_ *ringev.Signal, count int) { s.counted += int64(count) })
-			if err != nil {
-				return res, fmt.Errorf("AddSignal(%v): %w", sig, err)
-			}
-			sigs = append(sigs, sg)
-		}
-	} else {
-		s.target = opt.Events
+	if err := r.addShape(&s.runCount, shape, ps[0].rfd, ps[0].wfd, opt.Events, opt.ContextDuration); err != nil {
+		return res, err
 	}
 	defer postStop(loop, opt.Stop, func() { s.finished, s.stopped = true, true })()
 	for i := range ps {
 		s.next(&ps[i])
 	}
-	if warm := warmupEvents(opt.Events); s.target > 0 && warm > 0 {
-		s.target = warm
-		if err := s.turn(); err != nil {
-			return res, fmt.Errorf("warm-up: %w", err)
-		}
-		if s.stopped {
-			return res, ErrStopped
-		}
-		s.finished, s.events, s.target = false, 0, opt.Events
-		s.resume()
-	}
-	a0 := heapAllocs()
-	t0 := time.Now()
-	cpu0 := ownThreadCPU()
-	if err := s.turn(); err != nil {
+	if err := s.warmUp(opt.Events, s.turn); err != nil {
 		return res, err
 	}
-	cpu1 := ownThreadCPU()
-	el := time.Since(t0).Seconds()
+	s.resume()
+	a0 := heapAllocs()
+	res, err = s.timed(backend, opt.Mode, shape, s.turn)
 	lastRunAllocs = heapAllocs() - a0
-	if s.stopped {
-		return res, ErrStopped
-	}
-	res = newResult(backend, opt.Mode, shape, s.events, el)
-	if cpu0 >= 0 && cpu1 >= cpu0 && s.events > 0 {
-		res.CPUNsPerEvent = float64(cpu1-cpu0) / float64(s.events)
-	}
-	res.Spurious = s.spurious
-	res.SignalsRaised = s.raised
-	res.SignalsCounted = s.counted
-	return res, nil
+	return res, err
 }

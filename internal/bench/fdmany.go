@@ -44,13 +44,17 @@ func FdManyShape(n int) string { return ShapeFdMany + strconv.Itoa(n) }
 
 // parseFdMany returns n for a shape named "fd_many<n>" with 1 <= n <= MaxFds (no sign, no
 // leading zero); ok is false for any other name.
-func parseFdMany(shape string) (n int, ok bool) {
-	digits, found := strings.CutPrefix(shape, ShapeFdMany)
+func parseFdMany(shape string) (n int, ok bool) { return parseCounted(shape, ShapeFdMany, MaxFds) }
+
+// parseCounted returns n for a shape named "<family><n>" with 1 <= n <= max (no sign, no
+// leading zero); ok is false for any other name.
+func parseCounted(shape, family string, max int) (n int, ok bool) {
+	digits, found := strings.CutPrefix(shape, family)
 	if !found || digits == "" || digits[0] < '1' || digits[0] > '9' {
 		return 0, false
 	}
 	n, err := strconv.Atoi(digits)
-	if err != nil || n > MaxFds {
+	if err != nil || n > max {
 		return 0, false
 	}
 	return n, true

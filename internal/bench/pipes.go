@@ -58,7 +58,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -299,14 +298,8 @@ type pipeRun struct {
 	syscalls bool // mode "syscall": the package functions instead of the loop's methods
 	rbuf     [1]byte
 	wbuf     [1]byte
-	signals  bool  // context shape: the read handler raises SIGUSR1 and SIGALRM first
-	target   int64 // fd_speed: stop after this many read events (0: the timer stops the run)
-	events   int64
-	spurious int64
-	raised   int64
-	counted  int64
-	finished bool
-	stopped  bool // Options.Stop ended the run
+	signals  bool // context shape: the read handler raises SIGUSR1 and SIGALRM first
+	runCount
 }
 
 // onRead is tevent_pipe.c's rd: raise the two signals (context only), read one byte. It raises
@@ -378,34 +371,18 @@ func (s *pipeRun) turn(loop *ringev.Loop) error {
 	return nil
 }
 
-// onIdle is tevent_pipe.c's idle: an fd event that must never be called.
-func (s *pipeRun) onIdle(*ringev.FdEvent, ringev.Flags) { s.spurious++ }
-
-// onSignal is tevent_pipe.c's cnt.
-func (s *pipeRun) onSignal(_ *ringev.Signal, count int) { s.counted += int64(count) }
-
 // runLoop measures one shape on a ringev backend. It must run in a goroutine of its own (New
 // locks it to its thread). Every fd event, signal, the loop and every pipe fd are closed, and
 // RLIMIT_NOFILE is restored, before it returns, also on error.
 func runLoop(backend, shape string, opt Options) (res Result, err error) {
-	nfds, many := parseFdMany(shape)
-	if many {
-		restore, err := reserveFds(nfds + 1) // the active pipe's two fds and nfds-1 idle ones
-		if err != nil {
-			return res, err
+	if nfds, many := parseFdMany(shape); many {
+		restore, rerr := reserveFds(nfds + 1) // the active pipe's two fds and nfds-1 idle ones
+		if rerr != nil {
+			return res, rerr
 		}
-		defer func() {
-			if rerr := restore(); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
+		defer keepFirst(&err, restore)
 	}
-	opts := loopOptions(backend, opt.Mode)
-	if shape == ShapeContext && runtime.GOARCH == "amd64" {
-		// Count every signal, as tevent does (os/signal merges back-to-back deliveries).
-		opts = append(opts, ringev.WithExactSignals())
-	}
-	loop, err := ringev.New(opts...)
+	loop, err := ringev.New(runLoopOptions(backend, opt.Mode, shape)...)
 	if err != nil {
 		return res, err
 	}
@@ -414,125 +391,33 @@ func runLoop(backend, shape string, opt Options) (res Result, err error) {
 		loop.Close()
 		return res, fmt.Errorf("pipe2: %w", err)
 	}
-	s := &pipeRun{loop: loop, syscalls: opt.Mode == PipesModeSyscall, rfd: p[0], wfd: p[1], pid: unix.Getpid(), tid: unix.Gettid()}
-	var fdes []*ringev.FdEvent
-	var sigs []*ringev.Signal
-	var timer *ringev.Timer
-	var idle []int // fd_many's idle pipes
-	defer func() {
-		for _, e := range fdes {
-			if cerr := e.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("closing the fd event on fd %d: %w", e.Fd(), cerr)
-			}
-		}
-		for _, sg := range sigs {
-			sg.Close()
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if cerr := loop.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the loop: %w", cerr)
-		}
-		for _, fd := range p {
-			if cerr := unix.Close(fd); cerr != nil && err == nil {
-				err = fmt.Errorf("closing pipe fd %d: %w", fd, cerr)
-			}
-		}
-		if cerr := closeFds(idle); cerr != nil && err == nil {
-			err = fmt.Errorf("closing an idle pipe: %w", cerr)
-		}
-	}()
-	addFd := func(fd int, f ringev.Flags, h ringev.FdHandler) error {
-		e, err := loop.AddFd(fd, f, h)
-		if err != nil {
-			return fmt.Errorf("AddFd(%d, %v): %w", fd, f, err)
-		}
-		fdes = append(fdes, e)
-		return nil
-	}
+	r := &runParts{loop: loop, pairs: []pipePair{{rfd: p[0], wfd: p[1]}}}
+	defer keepFirst(&err, r.close)
+	s := &pipeRun{loop: loop, syscalls: opt.Mode == PipesModeSyscall, rfd: p[0], wfd: p[1], pid: unix.Getpid(), tid: unix.Gettid(),
+		signals: shape == ShapeContext}
 	onRead, onWrite := s.handlers()
-	if err := addFd(s.rfd, ringev.Read, onRead); err != nil {
+	if _, err := r.addFd(s.rfd, ringev.Read, onRead); err != nil {
 		return res, err
 	}
-	if err := addFd(s.wfd, ringev.Write, onWrite); err != nil {
+	if _, err := r.addFd(s.wfd, ringev.Write, onWrite); err != nil {
 		return res, err
 	}
-	if shape == ShapeContext {
-		s.signals = true
-		timer = loop.AddTimer(opt.ContextDuration, func(*ringev.Timer) { s.finished = true })
-		for _, sig := range []unix.Signal{unix.SIGALRM, unix.SIGUSR1} {
-			sg, err := loop.AddSignal(sig, s.onSignal)
-			if err != nil {
-				return res, fmt.Errorf("AddSignal(%v): %w", sig, err)
-			}
-			sigs = append(sigs, sg)
-		}
-	} else if many {
-		s.target = opt.Events
-		if idle, err = idlePipes(nfds - 1); err != nil {
-			return res, err
-		}
-		for _, fd := range idle {
-			if err := addFd(fd, ringev.Read, s.onIdle); err != nil {
-				return res, err
-			}
-		}
-	} else {
-		extra, _ := extraPairs(shape)
-		s.target = opt.Events
-		for range extra {
-			if err := addFd(s.rfd, ringev.Write, s.onIdle); err != nil {
-				return res, err
-			}
-			if err := addFd(s.wfd, ringev.Read, s.onIdle); err != nil {
-				return res, err
-			}
-		}
-	}
-	if opt.Stop != nil {
-		// A stop is posted into the loop, which ends the run at its next turn.
-		done, exited := make(chan struct{}), make(chan struct{})
-		defer func() { close(done); <-exited }() // before the loop is closed: defers run last-in first-out
-		go func() {
-			defer close(exited)
-			select {
-			case <-opt.Stop:
-				loop.Post(func() { s.finished, s.stopped = true, true })
-			case <-done:
-			}
-		}()
-	}
-	if warm := warmupEvents(opt.Events); s.target > 0 && warm > 0 {
-		s.target = warm
-		if err := s.turn(loop); err != nil {
-			return res, fmt.Errorf("warm-up: %w", err)
-		}
-		if s.stopped {
-			return res, ErrStopped
-		}
-		s.finished, s.events, s.target = false, 0, opt.Events
-	}
-	t0 := time.Now()
-	cpu0 := ownThreadCPU()
-	if err := s.turn(loop); err != nil {
+	if err := r.addShape(&s.runCount, shape, s.rfd, s.wfd, opt.Events, opt.ContextDuration); err != nil {
 		return res, err
 	}
-	cpu1 := ownThreadCPU()
-	if s.stopped {
-		return res, ErrStopped
+	// A stop is posted into the loop, which ends the run at its next turn.
+	defer postStop(loop, opt.Stop, func() { s.finished, s.stopped = true, true })()
+	turn := func() error { return s.turn(loop) }
+	if err := s.warmUp(opt.Events, turn); err != nil {
+		return res, err
 	}
-	res = newResult(backend, opt.Mode, shape, s.events, time.Since(t0).Seconds())
-	if cpu0 >= 0 && cpu1 >= cpu0 && s.events > 0 {
-		res.CPUNsPerEvent = float64(cpu1-cpu0) / float64(s.events)
+	if res, err = s.timed(backend, opt.Mode, shape, turn); err != nil {
+		return res, err
 	}
 	res.IOPath, res.IOPathReason = loop.IOPath(), loop.IOPathReason()
 	if s.syscalls {
 		res.IOPath, res.IOPathReason = ringev.IOPathSyscall, "mode syscall: the handlers make their own read(2)/write(2)"
 	}
-	res.Spurious = s.spurious
-	res.SignalsRaised = s.raised
-	res.SignalsCounted = s.counted
 	return res, nil
 }
 
@@ -556,15 +441,11 @@ func runNetpoller(shape string, opt Options) (res Result, err error) {
 		return Result{}, fmt.Errorf("%s has no %s shape (no signals or timer in a goroutine ping-pong)", Netpoller, shape)
 	}
 	if nfds, many := parseFdMany(shape); many {
-		restore, err := reserveFds(nfds + 1)
-		if err != nil {
-			return res, err
+		restore, rerr := reserveFds(nfds + 1)
+		if rerr != nil {
+			return res, rerr
 		}
-		defer func() {
-			if rerr := restore(); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
+		defer keepFirst(&err, restore)
 		fds, err := idlePipes(nfds - 1)
 		if err != nil {
 			return res, err
