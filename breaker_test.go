@@ -9,69 +9,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringev/ringev"
 	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // Hostile inputs and racy uses of the loop and its requests (the breaker's tests). Each test
 // runs on every backend; every wait has a deadline.
 
-// brkLoop makes a loop on backend owned by the calling goroutine, closed at cleanup; a backend
-// that cannot be set up here skips the test (io_uring disabled or missing).
-func brkLoop(t *testing.T, backend string) *ringev.Loop {
-	t.Helper()
-	l, err := ringev.New(ringev.WithBackend(backend))
-	if err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-			t.Skipf("backend %s: %v", backend, err)
-		}
-		t.Fatalf("New(%s): %v", backend, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
-// brkEach runs fn on every backend.
-func brkEach(t *testing.T, fn func(t *testing.T, backend string)) {
-	for _, b := range ringev.Backends() {
-		t.Run(b, func(t *testing.T) { fn(t, b) })
-	}
-}
-
-// brkRunUntil runs Once until cond holds, failing after d.
-func brkRunUntil(t *testing.T, l *ringev.Loop, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	tm := l.AddTimer(d, func(*ringev.Timer) {}) // bounds every wait
-	defer tm.Stop()
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		if err := l.Once(); err != nil && !errors.Is(err, ringev.ErrNothingToDo) {
-			t.Fatalf("%s: Once: %v", what, err)
-		}
-	}
-}
-
-// brkPipe is a non-blocking pipe closed at cleanup (unless the test closed an end itself).
-func brkPipe(t *testing.T) (r, w int) {
-	t.Helper()
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
-	return p[0], p[1]
-}
-
 // A completion callback that panics leaves the loop usable: once the panic is recovered, Once
 // is not refused as nested, the request's record is released (its fd has no request left, so a
 // CloseFd closes it at once) and new requests complete.
 func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		r, w := brkPipe(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		rp, wp := ownedPipe(t)
+		r, w := rp.fd, wp.fd
 		if _, err := unix.Write(w, []byte("ab")); err != nil {
 			t.Fatal(err)
 		}
@@ -106,15 +60,16 @@ func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
 		}, 0); err != nil {
 			t.Fatalf("Read after the panic: %v", err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "the Read after a panicking callback", func() bool { return got > 0 })
+		untilFor(t, l, deadline, "the Read after a panicking callback", func() bool { return got > 0 })
 		closed := false
 		if _, err := l.CloseFd(r, func(c *ringev.Completion) { closed = c.Err == nil }, 0); err != nil {
 			t.Fatal(err)
 		}
+		rp.HandOver() // the loop closes it now
 		if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
 			t.Errorf("CloseFd with no request left did not close the fd at once (fcntl: %v): a record leaked by the panic still counts", err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "CloseFd's callback", func() bool { return closed })
+		untilFor(t, l, deadline, "CloseFd's callback", func() bool { return closed })
 	})
 }
 
@@ -122,8 +77,8 @@ func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
 // at once (writes to a regular file), each get their callback exactly once.
 func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 	const n = 3000
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
 		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +100,7 @@ func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 				t.Fatalf("Write %d: %v", i, err)
 			}
 		}
-		brkRunUntil(t, l, 10*time.Second, "3000 writes' callbacks", func() bool { return done >= n })
+		untilFor(t, l, 10*time.Second, "3000 writes' callbacks", func() bool { return done >= n })
 		for i, k := range runs {
 			if k != 1 {
 				t.Fatalf("Write %d: callback ran %d times", i, k)
@@ -166,9 +121,9 @@ func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 // A Cancel made while the operation can complete (data already in the pipe) gets exactly one
 // callback, with the result or ECANCELED, repeated many times.
 func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		r, w := brkPipe(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		r, w := testutil.Pipe(t)
 		for i := range 300 {
 			if i%2 == 0 {
 				if _, err := unix.Write(w, []byte("x")); err != nil {
@@ -189,7 +144,7 @@ func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
 			if i%3 == 1 { // let it reach the kernel (or the emulation) first
 				fired := false
 				l.AddTimer(0, func(*ringev.Timer) { fired = true })
-				brkRunUntil(t, l, 5*time.Second, "a zero timer", func() bool { return fired })
+				untilFor(t, l, deadline, "a zero timer", func() bool { return fired })
 			}
 			if i%2 == 1 {
 				if _, err := unix.Write(w, []byte("x")); err != nil {
@@ -200,7 +155,7 @@ func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.Cancel() // twice: no second callback
-			brkRunUntil(t, l, 5*time.Second, "the cancelled Read's callback", func() bool { return runs > 0 })
+			untilFor(t, l, deadline, "the cancelled Read's callback", func() bool { return runs > 0 })
 			if h.Pending() {
 				t.Fatalf("round %d: Pending after the last callback", i)
 			}
@@ -209,7 +164,7 @@ func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
 			unix.Read(r, tmp[:])
 			fired := false
 			l.AddTimer(2*time.Millisecond, func(*ringev.Timer) { fired = true })
-			brkRunUntil(t, l, 5*time.Second, "a short timer", func() bool { return fired })
+			untilFor(t, l, deadline, "a short timer", func() bool { return fired })
 			if runs != 1 {
 				t.Fatalf("round %d: callback ran %d times", i, runs)
 			}
@@ -217,24 +172,14 @@ func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
 	})
 }
 
-// brkSocketpair is a non-blocking stream socketpair closed at cleanup.
-func brkSocketpair(t *testing.T) (a, b int) {
-	t.Helper()
-	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
-	return p[0], p[1]
-}
-
 // CloseFd on a socket with a multishot recv and a large send in flight, while the peer keeps
 // writing and does not read: every callback runs once (the recv's last with More unset, the
 // send's with ECANCELED or a count, CloseFd's with nil), and the peer then gets EPIPE.
 func TestBreakerCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		a, b := brkSocketpair(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		ap, bp := ownedSocketpair(t)
+		a, b := ap.fd, bp.fd
 		g, err := l.NewBufferGroup(4, 256)
 		if err != nil {
 			t.Fatal(err)
@@ -289,7 +234,7 @@ func TestBreakerCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T)
 		}
 		n := 0
 		tm := l.AddTimer(50*time.Millisecond, func(*ringev.Timer) {})
-		brkRunUntil(t, l, 5*time.Second, "50 ms of receiving", func() bool { n++; return !tm.Stop() && n > 1 })
+		untilFor(t, l, deadline, "50 ms of receiving", func() bool { n++; return !tm.Stop() && n > 1 })
 		if _, err := l.CloseFd(a, func(c *ringev.Completion) {
 			closeRuns++
 			if c.Err != nil {
@@ -298,7 +243,8 @@ func TestBreakerCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T)
 		}, 0); err != nil {
 			t.Fatal(err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "every callback after CloseFd", func() bool {
+		ap.HandOver() // the loop closes it now
+		untilFor(t, l, deadline, "every callback after CloseFd", func() bool {
 			return recvLast > 0 && sendRuns > 0 && closeRuns > 0
 		})
 		if recvLast != 1 || sendRuns != 1 || closeRuns != 1 {
@@ -319,8 +265,8 @@ func TestBreakerCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T)
 // A loop makes and closes more buffer groups than a group ID (16 bits) counts while one group
 // stays: every NewBufferGroup succeeds (an ID still in use is not given again).
 func TestBreakerBufferGroupIDsAreNotReusedWhileInUse(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
 		keep, err := l.NewBufferGroup(1, 64)
 		if err != nil {
 			t.Fatal(err)
@@ -341,9 +287,9 @@ func TestBreakerBufferGroupIDsAreNotReusedWhileInUse(t *testing.T) {
 // RecvMultishot on a pipe (not a socket) ends with one callback that carries an error, on
 // every backend.
 func TestBreakerRecvMultishotOnPipeEndsWithError(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		r, w := brkPipe(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		r, w := testutil.Pipe(t)
 		g, err := l.NewBufferGroup(2, 64)
 		if err != nil {
 			t.Fatal(err)
@@ -364,7 +310,7 @@ func TestBreakerRecvMultishotOnPipeEndsWithError(t *testing.T) {
 			return // refused at once: fine
 		}
 		h.SetTimeout(2 * time.Second)
-		brkRunUntil(t, l, 5*time.Second, "RecvMultishot on a pipe", func() bool { return last > 0 })
+		untilFor(t, l, deadline, "RecvMultishot on a pipe", func() bool { return last > 0 })
 		if !errors.Is(lastErr, unix.ENOTSOCK) {
 			t.Errorf("RecvMultishot on a pipe ended with %v after %d callbacks, want ENOTSOCK", lastErr, runs)
 		}
@@ -377,9 +323,9 @@ func TestBreakerRecvMultishotOnPipeEndsWithError(t *testing.T) {
 // and completes with the data written then.
 func TestBreakerSetTimeoutAfterSubmissionReplacesTheDeadline(t *testing.T) {
 	for _, later := range []time.Duration{0, time.Second} {
-		brkEach(t, func(t *testing.T, backend string) {
-			l := brkLoop(t, backend)
-			r, w := brkPipe(t)
+		eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+			l := newLoop(t, backend)
+			r, w := testutil.Pipe(t)
 			buf := make([]byte, 4)
 			var got *ringev.Completion
 			var gotErr error
@@ -392,7 +338,7 @@ func TestBreakerSetTimeoutAfterSubmissionReplacesTheDeadline(t *testing.T) {
 			}
 			fired := false
 			l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true }) // the loop submits and waits
-			brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+			untilFor(t, l, deadline, "1 ms", func() bool { return fired })
 			if got != nil {
 				t.Fatalf("the Read completed early: %v", gotErr)
 			}
@@ -401,12 +347,12 @@ func TestBreakerSetTimeoutAfterSubmissionReplacesTheDeadline(t *testing.T) {
 			}
 			fired = false
 			l.AddTimer(150*time.Millisecond, func(*ringev.Timer) { fired = true })
-			brkRunUntil(t, l, 5*time.Second, "150 ms", func() bool { return fired || got != nil })
+			untilFor(t, l, deadline, "150 ms", func() bool { return fired || got != nil })
 			if got != nil {
 				t.Fatalf("SetTimeout(%v) after submission: the Read ended at the old 30 ms deadline with %v", later, gotErr)
 			}
 			unix.Write(w, []byte("ok"))
-			brkRunUntil(t, l, 5*time.Second, "the Read", func() bool { return got != nil })
+			untilFor(t, l, deadline, "the Read", func() bool { return got != nil })
 			if gotErr != nil {
 				t.Fatalf("the Read: %v, want the data", gotErr)
 			}
@@ -417,9 +363,9 @@ func TestBreakerSetTimeoutAfterSubmissionReplacesTheDeadline(t *testing.T) {
 // A deadline shortened after the request went to the kernel ends it: a Read given 30 s in the
 // handler that made it and 20 ms after the loop submitted it ends with ETIME within 5 s.
 func TestBreakerSetTimeoutAfterSubmissionShortensTheDeadline(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		r, _ := brkPipe(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		r, _ := testutil.Pipe(t)
 		buf := make([]byte, 4)
 		done := false
 		var gotErr error
@@ -430,9 +376,9 @@ func TestBreakerSetTimeoutAfterSubmissionShortensTheDeadline(t *testing.T) {
 		h.SetTimeout(30 * time.Second)
 		fired := false
 		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
-		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		untilFor(t, l, deadline, "1 ms", func() bool { return fired })
 		h.SetTimeout(20 * time.Millisecond)
-		brkRunUntil(t, l, 5*time.Second, "the Read's deadline", func() bool { return done })
+		untilFor(t, l, deadline, "the Read's deadline", func() bool { return done })
 		if !errors.Is(gotErr, unix.ETIME) {
 			t.Fatalf("the Read ended with %v, want ETIME", gotErr)
 		}
@@ -451,7 +397,7 @@ func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
 				name += "/dispatch-all"
 			}
 			t.Run(name, func(t *testing.T) {
-				brkEach(t, func(t *testing.T, backend string) {
+				eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 					var opts []ringev.Option
 					opts = append(opts, ringev.WithBackend(backend))
 					if all {
@@ -469,8 +415,8 @@ func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
 							t.Errorf("Close: %v", err)
 						}
 					}()
-					r1, w1 := brkPipe(t)
-					r2, w2 := brkPipe(t)
+					r1, w1 := testutil.Pipe(t)
+					r2, w2 := testutil.Pipe(t)
 					unix.Write(w1, []byte("a"))
 					unix.Write(w2, []byte("b"))
 					boom := func() { panic("boom") }
@@ -520,7 +466,7 @@ func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
 					if err := l.Post(func() { postRan = true }); err != nil {
 						t.Fatal(err)
 					}
-					brkRunUntil(t, l, 5*time.Second, "handlers after a panic", func() bool { return fdRan && timerRan && postRan })
+					untilFor(t, l, deadline, "handlers after a panic", func() bool { return fdRan && timerRan && postRan })
 				})
 			})
 		}
@@ -531,9 +477,10 @@ func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
 // number from being watched: AddFd on the new file's number (the old event still open) runs its
 // handler when the new pipe has data, and the old handler never runs.
 func TestBreakerAddFdAfterCloseFdOnNumberReused(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		r, w := brkPipe(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		rp, wp := ownedPipe(t)
+		r, w := rp.fd, wp.fd
 		oldRuns := 0
 		old, err := l.AddFd(r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { oldRuns++ })
 		if err != nil {
@@ -543,7 +490,8 @@ func TestBreakerAddFdAfterCloseFdOnNumberReused(t *testing.T) {
 		if _, err := l.CloseFd(r, func(*ringev.Completion) { closed = true }, 0); err != nil {
 			t.Fatal(err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+		rp.HandOver() // the loop closes it now
+		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 			t.Fatal(err)
@@ -569,7 +517,7 @@ func TestBreakerAddFdAfterCloseFdOnNumberReused(t *testing.T) {
 		}
 		defer ev.Close()
 		unix.Write(p[1], []byte("x"))
-		brkRunUntil(t, l, 2*time.Second, "the new file's handler", func() bool { return newRuns > 0 })
+		untilFor(t, l, 2*time.Second, "the new file's handler", func() bool { return newRuns > 0 })
 		if oldRuns != 0 {
 			t.Errorf("the handler of the fd event of the closed file ran %d times", oldRuns)
 		}
@@ -577,7 +525,7 @@ func TestBreakerAddFdAfterCloseFdOnNumberReused(t *testing.T) {
 		// the new event still works after the old one is closed
 		newRuns = 0
 		unix.Write(p[1], []byte("y"))
-		brkRunUntil(t, l, 2*time.Second, "the new file's handler after the old event closed", func() bool { return newRuns > 0 })
+		untilFor(t, l, 2*time.Second, "the new file's handler after the old event closed", func() bool { return newRuns > 0 })
 	})
 }
 
@@ -585,9 +533,9 @@ func TestBreakerAddFdAfterCloseFdOnNumberReused(t *testing.T) {
 // what the peer writes while a large Send request on the socket waits for room, and the Send
 // completes once the peer reads; then a Recv request and a handler watching Write share it.
 func TestBreakerFdEventAndRequestsShareOneFd(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		a, b := brkSocketpair(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		a, b := testutil.Socketpair(t)
 		readRuns := 0
 		ev, err := l.AddFd(a, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
 			var buf [64]byte
@@ -609,7 +557,7 @@ func TestBreakerFdEventAndRequestsShareOneFd(t *testing.T) {
 			t.Fatal(err)
 		}
 		unix.Write(b, []byte("ping"))
-		brkRunUntil(t, l, 5*time.Second, "the Read handler while a Send waits", func() bool { return readRuns > 0 })
+		untilFor(t, l, deadline, "the Read handler while a Send waits", func() bool { return readRuns > 0 })
 		if sent >= 0 {
 			t.Fatalf("a 4 MiB Send to a peer that does not read completed (%d)", sent)
 		}
@@ -632,7 +580,7 @@ func TestBreakerFdEventAndRequestsShareOneFd(t *testing.T) {
 			}
 			errc <- nil
 		}()
-		brkRunUntil(t, l, 10*time.Second, "the Send", func() bool { return sent >= 0 })
+		untilFor(t, l, 10*time.Second, "the Send", func() bool { return sent >= 0 })
 		if err := <-errc; err != nil || got != len(big) || sent != len(big) {
 			t.Fatalf("Send N %d, peer read %d (%v), want %d", sent, got, err, len(big))
 		}
@@ -651,30 +599,20 @@ func TestBreakerFdEventAndRequestsShareOneFd(t *testing.T) {
 		if _, err := l.Recv(a, rbuf, 0, func(c *ringev.Completion) { recvd = c.N }, 0); err != nil {
 			t.Fatal(err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "the Write handler while a Recv waits", func() bool { return writeRuns > 0 })
+		untilFor(t, l, deadline, "the Write handler while a Recv waits", func() bool { return writeRuns > 0 })
 		unix.Write(b, []byte("pong"))
-		brkRunUntil(t, l, 5*time.Second, "the Recv", func() bool { return recvd >= 0 })
+		untilFor(t, l, deadline, "the Recv", func() bool { return recvd >= 0 })
 		if recvd != 4 || string(rbuf[:4]) != "pong" {
 			t.Fatalf("Recv got %d %q", recvd, rbuf[:max(recvd, 0)])
 		}
 	})
 }
 
-// brkFds counts the process's open fds.
-func brkFds(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // Close with accepted connections whose callbacks have not run (AcceptMultishot with a backlog
 // of 20: a Once runs at most 8 of one multishot request's completions) leaks none of them: the
 // loop closes every fd it accepted and handed to no callback.
 func TestBreakerCloseLeaksNoAcceptedFd(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -703,7 +641,7 @@ func TestBreakerCloseLeaksNoAcceptedFd(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := brkFds(t)
+		before := len(openFds(t))
 		l, err := ringev.New(ringev.WithBackend(backend))
 		if err != nil {
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
@@ -736,7 +674,7 @@ func TestBreakerCloseLeaksNoAcceptedFd(t *testing.T) {
 		for _, fd := range got {
 			unix.Close(fd)
 		}
-		after := brkFds(t)
+		after := len(openFds(t))
 		if after != before {
 			t.Fatalf("after Close and closing the %d fds handed to callbacks: %d fds open, %d before New: accepted fds leaked", len(got), after, before)
 		}
@@ -747,7 +685,7 @@ func TestBreakerCloseLeaksNoAcceptedFd(t *testing.T) {
 // CloseFd waited for the request, which Close cancels): it is not left open, and the peer of the
 // socket sees EOF.
 func TestBreakerLoopCloseFinishesPendingCloseFd(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -768,7 +706,7 @@ func TestBreakerLoopCloseFinishesPendingCloseFd(t *testing.T) {
 		}
 		fired := false
 		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
-		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired }) // the Recv is in flight
+		untilFor(t, l, deadline, "1 ms", func() bool { return fired }) // the Recv is in flight
 		if _, err := l.CloseFd(a, func(*ringev.Completion) {}, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -794,7 +732,7 @@ func TestBreakerLoopCloseFinishesPendingCloseFd(t *testing.T) {
 func TestBreakerCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) {
 	for _, via := range []string{"event", "loop"} {
 		t.Run(via, func(t *testing.T) {
-			brkEach(t, func(t *testing.T, backend string) {
+			eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 				l, err := ringev.New(ringev.WithBackend(backend))
 				if err != nil {
 					if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
@@ -818,7 +756,7 @@ func TestBreakerCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) 
 				if _, err := l.CloseFd(r, func(*ringev.Completion) { closed = true }, 0); err != nil {
 					t.Fatal(err)
 				}
-				brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+				untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
 				// a new file takes the number
 				nf, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 				if err != nil {
@@ -847,10 +785,11 @@ func TestBreakerCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) 
 // Send and Write on a socket whose peer has closed end with EPIPE (or ECONNRESET) in the
 // callback; the process gets no SIGPIPE that kills it.
 func TestBreakerSendToClosedPeerEndsWithEPIPE(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		a, b := brkSocketpair(t)
-		unix.Close(b)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		ap, bp := ownedSocketpair(t)
+		a := ap.fd
+		bp.Close()
 		for _, op := range []string{"send", "write"} {
 			var got error
 			done := false
@@ -864,7 +803,7 @@ func TestBreakerSendToClosedPeerEndsWithEPIPE(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			brkRunUntil(t, l, 5*time.Second, op, func() bool { return done })
+			untilFor(t, l, deadline, op, func() bool { return done })
 			if !errors.Is(got, unix.EPIPE) && !errors.Is(got, unix.ECONNRESET) {
 				t.Errorf("%s to a closed peer: %v, want EPIPE", op, got)
 			}
@@ -875,8 +814,8 @@ func TestBreakerSendToClosedPeerEndsWithEPIPE(t *testing.T) {
 // A request whose callback makes the next one, each completing at once (a write to a regular
 // file), starves neither fd handlers nor timers: both run within 2 s while the chain goes on.
 func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
 		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 		if err != nil {
 			t.Fatal(err)
@@ -898,7 +837,7 @@ func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 		if _, err := l.Write(fd, buf, 0, next, 0); err != nil {
 			t.Fatal(err)
 		}
-		r, w := brkPipe(t)
+		r, w := testutil.Pipe(t)
 		unix.Write(w, []byte("x"))
 		fdRan, timerRan := false, false
 		ev, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { fdRan = true; ev.SetFlags(0) })
@@ -907,10 +846,10 @@ func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 		}
 		defer ev.Close()
 		l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { timerRan = true })
-		brkRunUntil(t, l, 2*time.Second, "an fd handler and a timer beside a request chain", func() bool { return fdRan && timerRan })
+		untilFor(t, l, 2*time.Second, "an fd handler and a timer beside a request chain", func() bool { return fdRan && timerRan })
 		stop = true
 		at := chain
-		brkRunUntil(t, l, 2*time.Second, "the chain's end", func() bool { return chain > at })
+		untilFor(t, l, 2*time.Second, "the chain's end", func() bool { return chain > at })
 		if chain < 2 {
 			t.Fatalf("the chain ran %d times", chain)
 		}
@@ -920,7 +859,7 @@ func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 // Posts from 8 goroutines racing the owner's Close: each Post returns nil or ErrClosed, no
 // posted function runs after Close has returned, and nothing deadlocks.
 func TestBreakerPostRacingClose(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for round := range 20 {
 			l, err := ringev.New(ringev.WithBackend(backend))
 			if err != nil {
@@ -985,12 +924,12 @@ func TestBreakerPostRacingClose(t *testing.T) {
 // once (now + d must not overflow), and the loop sleeps meanwhile: a 50 ms timer beside it is
 // the only thing that runs, within a handful of Onces.
 func TestBreakerHugeDurationsDoNotOverflow(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
 		never := time.Duration(math.MaxInt64)
 		neverRan := false
 		l.AddTimer(never, func(*ringev.Timer) { neverRan = true })
-		r, _ := brkPipe(t)
+		r, _ := testutil.Pipe(t)
 		var reqErr error
 		reqDone := false
 		h, err := l.Read(r, make([]byte, 1), -1, func(c *ringev.Completion) { reqDone, reqErr = true, c.Err }, 0)
@@ -1020,15 +959,15 @@ func TestBreakerHugeDurationsDoNotOverflow(t *testing.T) {
 			t.Errorf("%d Onces in 50 ms: the loop spins instead of sleeping", onces)
 		}
 		h.Cancel()
-		brkRunUntil(t, l, 5*time.Second, "the cancelled Read", func() bool { return reqDone })
+		untilFor(t, l, deadline, "the cancelled Read", func() bool { return reqDone })
 	})
 }
 
 // Connect to a closed TCP port ends with ECONNREFUSED on every backend, and CloseFd after it
 // closes the socket.
 func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
 		// a port nobody listens on: bind one, do not listen
 		p, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -1049,7 +988,7 @@ func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 			unix.Close(s)
 			t.Fatal(err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "Connect", func() bool { return done })
+		untilFor(t, l, deadline, "Connect", func() bool { return done })
 		if !errors.Is(got, unix.ECONNREFUSED) {
 			t.Errorf("Connect to a closed port: %v, want ECONNREFUSED", got)
 		}
@@ -1057,7 +996,7 @@ func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 		if _, err := l.CloseFd(s, func(*ringev.Completion) { closed = true }, 0); err != nil {
 			t.Fatal(err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
 	})
 }
 
@@ -1065,19 +1004,21 @@ func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 // fd is about to be closed under the event), on every backend (the readiness backends close it
 // at once, and AddFd then fails with EBADF).
 func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
-		a, _ := brkSocketpair(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		ap, _ := ownedSocketpair(t)
+		a := ap.fd
 		if _, err := l.Recv(a, make([]byte, 4), 0, func(*ringev.Completion) {}, 0); err != nil {
 			t.Fatal(err)
 		}
 		fired := false
 		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
-		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		untilFor(t, l, deadline, "1 ms", func() bool { return fired })
 		closed := false
 		if _, err := l.CloseFd(a, func(*ringev.Completion) { closed = true }, 0); err != nil {
 			t.Fatal(err)
 		}
+		ap.HandOver() // the loop closes it now
 		ev, err := l.AddFd(a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
 		if err == nil {
 			ev.Close()
@@ -1086,7 +1027,7 @@ func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
 		if !errors.Is(err, ringev.ErrFdClosing) && !errors.Is(err, unix.EBADF) {
 			t.Fatalf("AddFd: %v, want ErrFdClosing or EBADF", err)
 		}
-		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closed })
+		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
 	})
 }
 
@@ -1094,20 +1035,18 @@ func TestBreakerAddFdWhileCloseFdPendingIsRefused(t *testing.T) {
 // are refused with EBADF, as AddFd refuses them: a wrong number must not close the loop's
 // insides. The loop still wakes for Post afterwards.
 func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		before := map[int]bool{}
-		ents, _ := os.ReadDir("/proc/self/fd")
-		for _, e := range ents {
+		for _, name := range openFds(t) {
 			var n int
-			fmtSscan(e.Name(), &n)
+			fmtSscan(name, &n)
 			before[n] = true
 		}
-		l := brkLoop(t, backend)
-		ents, _ = os.ReadDir("/proc/self/fd")
+		l := newLoop(t, backend)
 		var own []int
-		for _, e := range ents {
+		for _, name := range openFds(t) {
 			var n int
-			fmtSscan(e.Name(), &n)
+			fmtSscan(name, &n)
 			if !before[n] {
 				own = append(own, n)
 			}
@@ -1134,8 +1073,12 @@ func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
 			}
 		}
 		ran := false
+		// a timer gives Once something to wait for (with nothing registered it returns
+		// ErrNothingToDo), so that the Post must wake the loop
+		tm := l.AddTimer(deadline, func(*ringev.Timer) {})
+		defer tm.Stop()
 		go l.Post(func() { ran = true })
-		brkRunUntil(t, l, 5*time.Second, "a Post after CloseFd on the loop's fds", func() bool { return ran })
+		untilFor(t, l, deadline, "a Post after CloseFd on the loop's fds", func() bool { return ran })
 	})
 }
 
@@ -1154,8 +1097,8 @@ func fmtSscan(s string, n *int) {
 // Cancel and SetTimeout on CloseFd's own handle, while its fd has a request in flight, do not
 // keep the fd open nor run a callback twice: CloseFd's callback runs once and the fd is closed.
 func TestBreakerCancelOfCloseFdStillCloses(t *testing.T) {
-	brkEach(t, func(t *testing.T, backend string) {
-		l := brkLoop(t, backend)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
 		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -1168,17 +1111,17 @@ func TestBreakerCancelOfCloseFdStillCloses(t *testing.T) {
 		}
 		fired := false
 		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
-		brkRunUntil(t, l, 5*time.Second, "1 ms", func() bool { return fired })
+		untilFor(t, l, deadline, "1 ms", func() bool { return fired })
 		h, err := l.CloseFd(a, func(*ringev.Completion) { closeRuns++ }, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.SetTimeout(time.Millisecond)
 		h.Cancel()
-		brkRunUntil(t, l, 5*time.Second, "CloseFd", func() bool { return closeRuns > 0 && recvRuns > 0 })
+		untilFor(t, l, deadline, "CloseFd", func() bool { return closeRuns > 0 && recvRuns > 0 })
 		fired = false
 		l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { fired = true })
-		brkRunUntil(t, l, 5*time.Second, "20 ms", func() bool { return fired })
+		untilFor(t, l, deadline, "20 ms", func() bool { return fired })
 		if closeRuns != 1 || recvRuns != 1 {
 			t.Fatalf("callbacks: CloseFd %d, Recv %d; want 1 each", closeRuns, recvRuns)
 		}

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -315,6 +317,24 @@ func fill(t testing.TB, fd int) int {
 	return total
 }
 
+// openFds lists the process's open fd numbers (/proc/self/fd, without the fd of the listing).
+func openFds(t *testing.T) []string {
+	t.Helper()
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot list open fds: %v", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		t.Fatalf("reading /proc/self/fd: %v", err)
+	}
+	self := strconv.Itoa(int(d.Fd()))
+	names = slices.DeleteFunc(names, func(n string) bool { return n == self })
+	slices.Sort(names)
+	return names
+}
+
 // isClosed reports whether fd is not open (fcntl F_GETFD fails with EBADF).
 func isClosed(fd int) bool {
 	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
@@ -515,6 +535,22 @@ func onceWithin(t testing.TB, l *ringev.Loop, d time.Duration) {
 func until(t testing.TB, l *ringev.Loop, cond func() bool) int {
 	t.Helper()
 	return testutil.OnceUntil(t, l, cond, deadline)
+}
+
+// untilFor is until with its own deadline d (a longer one where a wait needs it) and what it
+// waits for: it calls Once until cond holds, returns how many Once calls it made, and fails the
+// test naming what if Once returns an error or cond does not hold within d.
+func untilFor(t testing.TB, l *ringev.Loop, d time.Duration, what string, cond func() bool) int {
+	t.Helper()
+	ok := false
+	defer func() {
+		if !ok {
+			t.Logf("waiting for %s (within %v)", what, d)
+		}
+	}()
+	n := testutil.OnceUntil(t, l, cond, d)
+	ok = true
+	return n
 }
 
 // wantOne checks that exactly one completion arrived, with err nil and N n.

@@ -5,9 +5,7 @@ package ringev_test
 // open fds as before and no extra goroutines.
 
 import (
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -20,24 +18,6 @@ import (
 
 // leakCycles is the number of AddFd/Close cycles per backend.
 const leakCycles = 100_000
-
-// openFds lists the process's open fd numbers (/proc/self/fd, without the fd of the listing).
-func openFds(t *testing.T) []string {
-	t.Helper()
-	d, err := os.Open("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot list open fds: %v", err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		t.Fatalf("reading /proc/self/fd: %v", err)
-	}
-	self := strconv.Itoa(int(d.Fd()))
-	names = slices.DeleteFunc(names, func(n string) bool { return n == self })
-	slices.Sort(names)
-	return names
-}
 
 // TestLeakNoFdsOrGoroutinesAfterManyAddFdClose: 100,000 cycles of AddFd (READ, on a pipe) and
 // FdEvent.Close, every 1,000th with a byte written and one Once (the handler drains it), plus
