@@ -580,11 +580,7 @@ func must(t *testing.T) func(ringev.Request, error) ringev.Request {
 // listener returns a non-blocking TCP listener on 127.0.0.1 and its address.
 func listener(t *testing.T) (int, *unix.SockaddrInet4) {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
+	fd := tcpSocket(t)
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -599,6 +595,17 @@ func listener(t *testing.T) (int, *unix.SockaddrInet4) {
 }
 
 // dial connects a blocking client socket to sa (the listener's backlog completes it).
+// tcpSocket is a non-blocking, close-on-exec IPv4 TCP socket, closed at cleanup.
+func tcpSocket(t *testing.T) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
 func dial(t *testing.T, sa *unix.SockaddrInet4) int {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

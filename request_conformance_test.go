@@ -225,11 +225,7 @@ func testReqAcceptMultishot(t *testing.T, backend string) {
 
 func testReqConnect(t *testing.T, backend string) {
 	lfd, sa := listener(t)
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := tcpSocket(t)
 	l := newLoop(t, backend)
 	var rec recorder
 	must(t)(l.Connect(fd, sa, rec.cb, 0))
@@ -860,11 +856,7 @@ func testReqConnectRefused(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	sa := bound.(*unix.SockaddrInet4)
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := tcpSocket(t)
 	l := newLoop(t, backend)
 	var rec recorder
 	must(t)(l.Connect(fd, sa, rec.cb, 0))
