@@ -1,10 +1,11 @@
 package ringev_test
 
-// Fallback (issue 4 item 7): when io_uring cannot be set up, "auto" selects epoll and
-// BackendReason says why, and asking for "uring" by name returns an error that says why. Tested
-// for real: the test re-executes its own binary, and the child installs a seccomp filter (on every
-// thread, SECCOMP_FILTER_FLAG_TSYNC) that makes io_uring_setup(2) fail with a chosen errno before
-// it creates any loop.
+// Fallback (issue 4 item 7, issue 11 item 4): when io_uring cannot be set up, or set up but not
+// entered, "auto" selects epoll and BackendReason says why, and asking for "uring" by name returns
+// an error that says why. Tested for real: the test re-executes its own binary, and the child
+// installs a seccomp filter (on every thread, SECCOMP_FILTER_FLAG_TSYNC) that makes one system
+// call fail with a chosen errno before it creates any loop (deniedChild), and reports what New
+// did (runDenied reads it).
 
 import (
 	"errors"
@@ -23,12 +24,13 @@ import (
 	"github.com/ringev/ringev"
 )
 
-// fallbackChildEnv carries the errno the child's seccomp filter returns for io_uring_setup.
-const fallbackChildEnv = "RINGEV_TEST_FALLBACK_CHILD_ERRNO"
+// deniedChildEnv carries "NR:ERRNO" to the child: the system call its seccomp filter denies and
+// the errno it returns.
+const deniedChildEnv = "RINGEV_TEST_DENIED_CHILD"
 
-// denyIoUringSetup installs a seccomp filter on every thread of the process that makes
-// io_uring_setup(2) fail with errno and allows every other system call.
-func denyIoUringSetup(errno syscall.Errno) error {
+// denySyscall installs a seccomp filter on every thread of the process (TSYNC) that makes
+// system call nr fail with errno and allows every other call.
+func denySyscall(nr uint32, errno syscall.Errno) error {
 	var arch uint32
 	switch runtime.GOARCH {
 	case "amd64":
@@ -38,15 +40,12 @@ func denyIoUringSetup(errno syscall.Errno) error {
 	default:
 		return fmt.Errorf("no seccomp audit arch for GOARCH %s", runtime.GOARCH)
 	}
-	const (
-		offNr   = 0 // struct seccomp_data: int nr; __u32 arch; ...
-		offArch = 4
-	)
+	const offNr, offArch = 0, 4 // struct seccomp_data: int nr; __u32 arch; ...
 	prog := []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: offArch},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: arch}, // other arch: allow
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: arch}, // another arch: allow
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: offNr},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.SYS_IO_URING_SETUP},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: nr},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(errno)},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 	}
@@ -65,38 +64,95 @@ func denyIoUringSetup(errno syscall.Errno) error {
 	return nil
 }
 
+// runDenied runs test (the calling test's name) again in a child process that denies system call
+// nr with errno (deniedChild; the test must call deniedChildIfAsked first), and returns what the
+// child reported: "seccomp", "auto", "auto-reason", "<backend>-err" and "<backend>-wraps" for
+// uring and uring-poll, "<backend>" for epoll and poll ("ok" or the error). A child that cannot
+// install its filter skips the test, naming why.
+func runDenied(t *testing.T, test string, nr uint32, errno syscall.Errno) map[string]string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("seccomp is Linux only")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", deniedChildEnv, nr, int(errno)))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child failed: %v\n%s", err, out)
+	}
+	res := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "DENIED "); ok {
+			k, val, _ := strings.Cut(v, "=")
+			res[k] = val
+		}
+	}
+	if s := res["seccomp"]; s != "installed" {
+		if strings.HasPrefix(s, "unavailable") {
+			t.Skipf("the child cannot install a seccomp filter here: %s", s)
+		}
+		t.Fatalf("the child did not install its filter:\n%s", out)
+	}
+	return res
+}
+
+// deniedChildIfAsked is the child's side of runDenied: when the environment asks for it, it
+// denies the system call, creates loops, prints the results and reports true (the test returns).
+func deniedChildIfAsked() bool {
+	v := os.Getenv(deniedChildEnv)
+	if v == "" {
+		return false
+	}
+	nrs, es, _ := strings.Cut(v, ":")
+	nr, err1 := strconv.Atoi(nrs)
+	e, err2 := strconv.Atoi(es)
+	if err1 != nil || err2 != nil {
+		fmt.Printf("DENIED seccomp=bad %s=%q\n", deniedChildEnv, v)
+		return true
+	}
+	errno := syscall.Errno(e)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := denySyscall(uint32(nr), errno); err != nil {
+		fmt.Printf("DENIED seccomp=unavailable: %v\n", err)
+		return true
+	}
+	fmt.Println("DENIED seccomp=installed")
+	if l, err := ringev.New(); err != nil {
+		fmt.Printf("DENIED auto=error: %v\n", err)
+	} else {
+		fmt.Printf("DENIED auto=%s\nDENIED auto-reason=%s\n", l.Backend(), l.BackendReason())
+		l.Close()
+	}
+	for _, name := range []string{"uring", "uring-poll"} {
+		l, err := ringev.New(ringev.WithBackend(name))
+		if err == nil {
+			l.Close()
+		}
+		fmt.Printf("DENIED %s-err=%v\nDENIED %s-wraps=%v\n", name, err, name, errors.Is(err, errno))
+	}
+	for _, name := range []string{"epoll", "poll"} {
+		l, err := ringev.New(ringev.WithBackend(name))
+		if err != nil {
+			fmt.Printf("DENIED %s=%v\n", name, err)
+			continue
+		}
+		fmt.Printf("DENIED %s=ok\n", name)
+		l.Close()
+	}
+	return true
+}
+
 // TestFallbackWhenIoUringSetupDenied runs the child for EPERM and ENOSYS and checks: auto picks
 // epoll, BackendReason names the errno; WithBackend("uring") (and "uring-poll") fails with an
 // error wrapping that errno whose text names it; epoll and poll still work.
 func TestFallbackWhenIoUringSetupDenied(t *testing.T) {
-	if v := os.Getenv(fallbackChildEnv); v != "" {
-		fallbackChild(t, v)
+	if deniedChildIfAsked() {
 		return
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("seccomp is Linux only")
 	}
 	for _, errno := range []syscall.Errno{unix.EPERM, unix.ENOSYS} {
 		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestFallbackWhenIoUringSetupDenied$", "-test.count=1", "-test.v", "-test.timeout=60s")
-			cmd.Env = append(os.Environ(), fallbackChildEnv+"="+strconv.Itoa(int(errno)))
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("child failed: %v\n%s", err, out)
-			}
-			res := map[string]string{}
-			for _, line := range strings.Split(string(out), "\n") {
-				if k, v, ok := strings.Cut(strings.TrimSpace(line), "FALLBACK "); ok && k == "" {
-					key, val, _ := strings.Cut(v, "=")
-					res[key] = val
-				}
-			}
-			if s := res["seccomp"]; strings.HasPrefix(s, "unavailable") {
-				t.Skipf("the child cannot install a seccomp filter here: %s", s)
-			}
-			if res["seccomp"] != "installed" {
-				t.Fatalf("child did not install its filter:\n%s", out)
-			}
+			res := runDenied(t, "TestFallbackWhenIoUringSetupDenied", unix.SYS_IO_URING_SETUP, errno)
 			text := errno.Error() // "operation not permitted", "function not implemented"
 			if res["auto"] != "epoll" {
 				t.Errorf("auto chose %q with io_uring_setup denied (%s), want epoll", res["auto"], text)
@@ -122,44 +178,5 @@ func TestFallbackWhenIoUringSetupDenied(t *testing.T) {
 			}
 			t.Logf("child: auto=%s reason=%q uring-err=%q", res["auto"], res["auto-reason"], res["uring-err"])
 		})
-	}
-}
-
-// fallbackChild is the child's side: install the filter, create loops, print the results.
-func fallbackChild(t *testing.T, errnoStr string) {
-	n, err := strconv.Atoi(errnoStr)
-	if err != nil {
-		t.Fatalf("bad %s=%q", fallbackChildEnv, errnoStr)
-	}
-	errno := syscall.Errno(n)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := denyIoUringSetup(errno); err != nil {
-		fmt.Printf("FALLBACK seccomp=unavailable: %v\n", err)
-		return
-	}
-	fmt.Println("FALLBACK seccomp=installed")
-	l, err := ringev.New()
-	if err != nil {
-		fmt.Printf("FALLBACK auto=error: %v\n", err)
-	} else {
-		fmt.Printf("FALLBACK auto=%s\nFALLBACK auto-reason=%s\n", l.Backend(), l.BackendReason())
-		l.Close()
-	}
-	for _, name := range []string{"uring", "uring-poll"} {
-		l, err := ringev.New(ringev.WithBackend(name))
-		if err == nil {
-			l.Close()
-		}
-		fmt.Printf("FALLBACK %s-err=%v\nFALLBACK %s-wraps=%v\n", name, err, name, errors.Is(err, errno))
-	}
-	for _, name := range []string{"epoll", "poll"} {
-		l, err := ringev.New(ringev.WithBackend(name))
-		if err != nil {
-			fmt.Printf("FALLBACK %s=%v\n", name, err)
-			continue
-		}
-		fmt.Printf("FALLBACK %s=ok\n", name)
-		l.Close()
 	}
 }

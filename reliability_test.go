@@ -9,13 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -283,51 +280,13 @@ func TestRawCloseWhileBlockedReleasesFile(t *testing.T) {
 	}
 }
 
-// enterChildEnv switches the test binary, re-executed by TestAutoFallsBackWhenIoUringEnterDenied,
-// into the child that denies io_uring_enter to itself.
-const enterChildEnv = "RINGEV_TEST_REL_DENY_ENTER"
-
-// denySyscall installs a seccomp filter on every thread of the process (TSYNC) that makes
-// system call nr fail with errno and allows every other call.
-func denySyscall(nr uint32, errno unix.Errno) error {
-	var arch uint32
-	switch runtime.GOARCH {
-	case "amd64":
-		arch = unix.AUDIT_ARCH_X86_64
-	case "arm64":
-		arch = unix.AUDIT_ARCH_AARCH64
-	default:
-		return fmt.Errorf("no seccomp audit arch for GOARCH %s", runtime.GOARCH)
-	}
-	const offNr, offArch = 0, 4 // struct seccomp_data: int nr; __u32 arch; ...
-	prog := []unix.SockFilter{
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: offArch},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: arch}, // another arch: allow
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: offNr},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: nr},
-		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(errno)},
-		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
-	}
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(prog)
-	if e != 0 {
-		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC): %w", e)
-	}
-	return nil
-}
-
 // TestAutoFallsBackWhenIoUringEnterDenied (issue 11 item 4): io_uring_setup works but
 // io_uring_enter fails with EPERM (a seccomp filter that denies it alone, installed by a child
 // process: the test re-executes its own binary). "auto" must not accept a backend whose first
 // wait would fail: it chooses epoll, and BackendReason names io_uring_enter; WithBackend("uring")
 // and ("uring-poll") fail in New with an error that names io_uring_enter and wraps EPERM.
 func TestAutoFallsBackWhenIoUringEnterDenied(t *testing.T) {
-	if os.Getenv(enterChildEnv) != "" {
-		denyEnterChild()
+	if deniedChildIfAsked() {
 		return
 	}
 	if l, err := ringev.New(ringev.WithBackend("uring")); err != nil {
@@ -335,25 +294,7 @@ func TestAutoFallsBackWhenIoUringEnterDenied(t *testing.T) {
 	} else {
 		l.Close()
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAutoFallsBackWhenIoUringEnterDenied$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), enterChildEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child failed: %v\n%s", err, out)
-	}
-	res := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "RELENTER "); ok {
-			k, val, _ := strings.Cut(v, "=")
-			res[k] = val
-		}
-	}
-	if s := res["seccomp"]; s != "installed" {
-		if strings.HasPrefix(s, "unavailable") {
-			t.Skipf("the child cannot install a seccomp filter here: %s", s)
-		}
-		t.Fatalf("the child did not install its filter:\n%s", out)
-	}
+	res := runDenied(t, "TestAutoFallsBackWhenIoUringEnterDenied", unix.SYS_IO_URING_ENTER, unix.EPERM)
 	t.Logf("child: %v", res)
 	if res["auto"] != "epoll" {
 		t.Errorf("auto chose %q with io_uring_enter denied, want epoll", res["auto"])
@@ -371,36 +312,6 @@ func TestAutoFallsBackWhenIoUringEnterDenied(t *testing.T) {
 	}
 	if res["epoll"] != "ok" {
 		t.Errorf("New(WithBackend(\"epoll\")) in the child: %s", res["epoll"])
-	}
-}
-
-// denyEnterChild is the child's side: deny io_uring_enter, create loops, print the results.
-func denyEnterChild() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := denySyscall(unix.SYS_IO_URING_ENTER, unix.EPERM); err != nil {
-		fmt.Printf("RELENTER seccomp=unavailable: %v\n", err)
-		return
-	}
-	fmt.Println("RELENTER seccomp=installed")
-	if l, err := ringev.New(); err != nil {
-		fmt.Printf("RELENTER auto=error: %v\n", err)
-	} else {
-		fmt.Printf("RELENTER auto=%s\nRELENTER auto-reason=%s\n", l.Backend(), l.BackendReason())
-		l.Close()
-	}
-	for _, name := range []string{"uring", "uring-poll"} {
-		l, err := ringev.New(ringev.WithBackend(name))
-		if err == nil {
-			l.Close()
-		}
-		fmt.Printf("RELENTER %s-err=%v\nRELENTER %s-wraps=%v\n", name, err, name, errors.Is(err, unix.EPERM))
-	}
-	if l, err := ringev.New(ringev.WithBackend("epoll")); err != nil {
-		fmt.Printf("RELENTER epoll=%v\n", err)
-	} else {
-		fmt.Println("RELENTER epoll=ok")
-		l.Close()
 	}
 }
 
