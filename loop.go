@@ -205,6 +205,7 @@ type Loop struct {
 	after    uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set)
 	exactSig bool  // WithExactSignals
 	epfd     int   // the backend's epoll set, which the busy path reads directly; -1: none
+	beFd     int   // the backend's own fd beyond the epoll set (its io_uring instance); -1: none
 	others   int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
 	rare     bool  // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
 	stale    bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
@@ -293,6 +294,7 @@ func New(opts ...Option) (*Loop, error) {
 	l.cache = l.cacheBuf[:0]
 	l.slots = l.slotsBuf[:]
 	l.epfd = -1
+	l.beFd = backendFd(be)
 	if e, ok := be.(epollSetBackend); ok {
 		l.epfd = e.epollSet()
 	}

@@ -4,11 +4,11 @@ package ringev
 // the eventfds of its internal slots, or its backend's (an io_uring instance). CloseFd refuses
 // them, as AddFd refuses the internal slots: a wrong number must not close the loop's insides.
 func (l *Loop) ownsFd(fd int) bool {
-	if fd == l.wakeFd || l.epfd >= 0 && fd == l.epfd {
+	if fd < 0 {
+		return false
+	}
+	if fd == l.wakeFd || fd == l.epfd || fd == l.beFd {
 		return true
 	}
-	if uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && l.slots[fd].internal {
-		return true
-	}
-	return l.backendOwnsFd(fd)
+	return uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && l.slots[fd].internal
 }

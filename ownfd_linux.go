@@ -1,12 +1,17 @@
 package ringev
 
-// backendOwnsFd reports whether fd is the backend's io_uring instance.
-func (l *Loop) backendOwnsFd(fd int) bool {
-	switch b := l.be.(type) {
+// backendFd returns the fd of be's io_uring instance, or -1 for a backend without one; the
+// ring is made with the backend and lives as long as it.
+func backendFd(be backend) int {
+	switch b := be.(type) {
 	case *uringBackend:
-		return b.ring != nil && fd == b.ring.Fd()
+		if b.ring != nil {
+			return b.ring.Fd()
+		}
 	case *uringPollBackend:
-		return b.ring != nil && fd == b.ring.Fd()
+		if b.ring != nil {
+			return b.ring.Fd()
+		}
 	}
-	return false
+	return -1
 }

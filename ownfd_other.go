@@ -2,5 +2,5 @@
 
 package ringev
 
-// backendOwnsFd: only the Linux backends have fds of their own beyond the epoll set.
-func (l *Loop) backendOwnsFd(int) bool { return false }
+// backendFd: only the Linux backends have fds of their own beyond the epoll set.
+func backendFd(backend) int { return -1 }
