@@ -39,6 +39,7 @@ type ringReqs struct {
 	cmds     []ringCmd    // cancels to prepare at the next wait
 	inflight int          // SQEs in the kernel whose last CQE has not arrived
 	probe    *uring.Probe // the kernel's opcodes, probed at the first check
+	space    uint32       // free SQEs known to flush (see sqe)
 	dead     bool         // shutdown: CQEs only count down inflight
 }
 
@@ -167,25 +168,33 @@ func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 
 // queued reports whether records or cancels wait to be prepared as SQEs (flush).
 func (d *ringReqs) queued() bool { return len(d.queue) > 0 || len(d.cmds) > 0 }
 
-// sqes returns n consecutive free SQEs' first, submitting what is queued when the SQ has less
-// room.
+// sqe returns the first of n consecutive free SQEs, submitting what is queued when the SQ has
+// less room. d.space counts the SQEs known free: valid during one flush only (the backend's
+// own waits and looks take SQEs too), where every SQE taken is counted.
 func (d *ringReqs) sqe(n uint32) (*uring.SQE, error) {
 	ring := d.b.ring
-	if ring.SQSpaceLeft() < n {
-		if _, err := ring.Submit(); err != nil {
-			return nil, fmt.Errorf("ringev: uring backend: submitting a full SQ: %w", err)
+	if d.space < n {
+		if d.space = ring.SQSpaceLeft(); d.space < n {
+			if _, err := ring.Submit(); err != nil {
+				d.space = 0
+				return nil, fmt.Errorf("ringev: uring backend: submitting a full SQ: %w", err)
+			}
+			d.space = ring.SQSpaceLeft()
 		}
 	}
 	s := ring.GetSQE()
 	if s == nil {
+		d.space = 0
 		return nil, fmt.Errorf("ringev: uring backend: the SQ stays full: %w", unix.EBUSY)
 	}
+	d.space--
 	return s, nil
 }
 
 // flush prepares the queued records and cancels as SQEs; the backend's enter submits them.
 func (d *ringReqs) flush() error {
 	rq := d.rq
+	d.space = 0
 	i := 0
 	var err error
 	for ; i < len(d.queue); i++ {
@@ -218,6 +227,7 @@ func (d *ringReqs) flush() error {
 		if link {
 			s.Flags |= uring.SQEIOLink
 			t := d.b.ring.GetSQE() // sqe made room for two
+			d.space--
 			r.ts = uring.NewTimespec(time.Duration(left))
 			t.PrepLinkTimeout(&r.ts, 0)
 			t.UserData = reqUserData(r, reqKindLink)

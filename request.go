@@ -291,13 +291,22 @@ type requests struct {
 	turn     uint64
 	bgid     uint16
 	groups   []*BufferGroup
+	okOps    uint32 // bit op: drv.check(op) returned nil
 	dead     bool
 	onTmr    func(t *Timer)
 }
 
 // reqs returns the loop's request state, creating it.
 func (l *Loop) reqs() *requests {
-	if l.req == nil {
+	if l.req != nil {
+		return l.req
+	}
+	return l.newRequests()
+}
+
+// newRequests creates the loop's request state.
+func (l *Loop) newRequests() *requests {
+	{
 		rq := &requests{l: l}
 		rq.onTmr = rq.deadlinePassed
 		if d := newRingReqs(l, rq); d != nil {
@@ -332,7 +341,21 @@ func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
 }
 
 // newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf).
+// Its first branch is the steady state's (an fd the loop has seen, an op checked before): the
+// same checks as newReqChecked's, which gives each failure its error.
 func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
+	if rq := l.req; rq != nil && l.owned() && !l.closed && cb != nil &&
+		uint(fd) < uint(len(rq.fds)) && rq.okOps&(1<<op) != 0 && rq.fds[fd].closeRec == nil &&
+		(!needBuf || len(buf) > 0 && len(buf) <= maxRideLen) && !l.ownsFd(fd) {
+		r := rq.alloc()
+		r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
+		return r, nil
+	}
+	return l.newReqChecked(op, fd, buf, needBuf, cb, token)
+}
+
+// newReqChecked is newReq checking each condition in turn, for the error of the first that fails.
+func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
 	if err := l.checkReq(op, fd, cb); err != nil {
 		return nil, err
 	}
@@ -343,8 +366,11 @@ func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, toke
 		return nil, fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", op, fd, len(buf), maxRideLen, unix.EINVAL)
 	}
 	rq := l.reqs()
-	if err := rq.drv.check(op); err != nil {
-		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
+	if rq.okOps&(1<<op) == 0 {
+		if err := rq.drv.check(op); err != nil {
+			return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
+		}
+		rq.okOps |= 1 << op // the backend's answer does not change
 	}
 	if err := rq.checkFdOpen(fd); err != nil {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
@@ -433,9 +459,15 @@ func (rq *requests) complete(r *reqRec, res int32, flags uint32) {
 func (r *reqRec) entry(res int32, flags uint32) cqEntry {
 	e := cqEntry{rec: r, gen: r.gen, res: res, flags: flags}
 	if r.op == OpRecvMultishot && flags&uring.CQEFBuffer != 0 {
-		e.off = r.group.take(int(flags>>uring.CQEBufferShift), max(res, 0), flags&uring.CQEFBufMore != 0)
+		e.off = r.takeBuffer(res, flags)
 	}
 	return e
+}
+
+// takeBuffer takes the group buffer of a RecvMultishot's CQE (BufferGroup.take) and returns
+// the data's offset in it.
+func (r *reqRec) takeBuffer(res int32, flags uint32) int32 {
+	return r.group.take(int(flags>>uring.CQEBufferShift), max(res, 0), flags&uring.CQEFBufMore != 0)
 }
 
 // opDone is told the result of r's operation (its last CQE, or the emulation's last
@@ -516,7 +548,10 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 		r.res = 0
 	}
 	r.state = stDone
-	rq.cq = append(rq.cq, r.entry(res, flags&^uring.CQEFMore))
+	rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags &^ uring.CQEFMore})
+	if r.op == OpRecvMultishot && flags&uring.CQEFBuffer != 0 {
+		rq.cq[len(rq.cq)-1].off = r.takeBuffer(res, flags)
+	}
 	if r.counted {
 		f := &rq.fds[r.fd]
 		f.live--
@@ -566,15 +601,16 @@ func (l *Loop) runTurn() bool {
 		n = reqBatch
 	}
 	ran := false
+	// A taken entry is not cleared: its record stays in rq.recs anyway (records are recycled,
+	// never freed), so it keeps nothing else reachable.
 	for i := 0; i < n && !l.closed; i++ {
 		e := rq.cq[rq.head]
-		rq.cq[rq.head] = cqEntry{}
 		rq.head++
 		r := e.rec
 		if r.gen != e.gen {
 			continue
 		}
-		if r.op == OpRecvMultishot || r.op == OpAcceptMultishot || r.op == OpSQE {
+		if manyCQEs[r.op] {
 			if r.turnSeq != rq.turn {
 				r.turnSeq, r.turnRuns = rq.turn, 0
 			}
@@ -600,6 +636,10 @@ func (l *Loop) runTurn() bool {
 	return ran
 }
 
+// manyCQEs marks the ops whose request can have more than one completion (multishot ones, and
+// SubmitSQE's, which may be): at most reqPerTurn of theirs run in one batch.
+var manyCQEs = [256]bool{OpRecvMultishot: true, OpAcceptMultishot: true, OpSQE: true}
+
 // deferRequest puts e, the completion just taken from the queue, and every later queued
 // completion of e's request behind the other requests' completions, keeping their order: a
 // multishot request's callback must get its completions in the order the kernel posted them
@@ -623,17 +663,20 @@ func (rq *requests) deferRequest(e cqEntry) {
 
 // dispatchOne runs r's callback for e, and frees r after its last completion.
 func (rq *requests) dispatchOne(r *reqRec, e cqEntry) {
+	// Every field is written, each once (the record is the heap's: no zeroing pass first).
 	c := &rq.comp
-	*c = Completion{Request: Request{rec: r, gen: r.gen}, Op: r.op, Fd: int(r.fd), Token: r.token,
-		More: e.flags&uring.CQEFMore != 0, bid: -1}
+	c.Request = Request{rec: r, gen: r.gen}
+	c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&uring.CQEFMore != 0
+	c.group, c.bid = nil, -1
 	switch {
 	case r.res < 0 && !c.More:
 		c.N, c.Err = int(e.res), errnoErr(r.res) // Write, Send: the count before the error
 	case e.res < 0:
-		c.Err = errnoErr(e.res)
+		c.N, c.Err = 0, errnoErr(e.res)
 	default:
-		c.N = int(e.res)
+		c.N, c.Err = int(e.res), nil
 	}
+	c.Buf = nil
 	switch r.op {
 	case OpRead, OpRecv:
 		if c.Err == nil {
