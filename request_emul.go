@@ -68,13 +68,14 @@ type emulFd struct {
 	counted     bool     // ev counts in Loop.nfd (a request waits), so Run keeps running
 	rd, wr      reqList  // waiting for Read (read, recv, accept) and for Write (write, send, connect)
 	notPollable bool     // the backend refused to watch fd (a regular file): ops run at once
+	nonblock    bool     // fd was O_NONBLOCK and not a regular file or block device when first seen
 	h           FdHandler
 }
 
 func (e *emulReqs) fdOf(fd int32) *emulFd {
 	f := e.rq.fdState(fd)
 	if f.emul == nil {
-		f.emul = &emulFd{e: e, fd: fd}
+		f.emul = &emulFd{e: e, fd: fd, nonblock: nonblockStream(int(fd))}
 		f.emul.h = f.emul.handle
 	}
 	return f.emul
@@ -232,12 +233,29 @@ func (f *emulFd) handle(ev *FdEvent, flags Flags) {
 	}
 }
 
-// sys makes a read or write syscall (a4: the offset of pread64/pwrite64). On an fd the
-// backend watches (a pipe, socket, ...: non-blocking, as the docs require) it cannot block and
-// goes without the runtime's syscall bookkeeping (internal/rawsys), as Loop.ReadNonblocking
-// does; on a regular file, or before the fd is known to be watchable, through unix.Syscall6.
+// nonblockStream reports whether fd is O_NONBLOCK and neither a regular file nor a block
+// device (whose I/O waits for the disk whatever the flag): its read(2) and write(2) cannot block.
+// Two syscalls, once per fd number the emulation sees.
+func nonblockStream(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	if m := st.Mode & unix.S_IFMT; m == unix.S_IFREG || m == unix.S_IFBLK {
+		return false
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && fl&unix.O_NONBLOCK != 0
+}
+
+// sys makes a read or write syscall (a4: the offset of pread64/pwrite64). On an fd that cannot
+// block (one the backend watches, a pipe, socket, ...: non-blocking, as the docs require; or
+// one that was non-blocking when the emulation first saw it, such as a pipe's write end whose
+// writes always complete at once and so is never watched) it goes without the runtime's
+// syscall bookkeeping (internal/rawsys), as Loop.ReadNonblocking does; on a regular file, or
+// on an fd not known to be non-blocking, through unix.Syscall6.
 func (f *emulFd) sys(trap, a1, a2, a3, a4 uintptr) (uintptr, unix.Errno) {
-	if f.ev != nil && !f.notPollable {
+	if (f.ev != nil || f.nonblock) && !f.notPollable {
 		return rawsys.Syscall6(trap, a1, a2, a3, a4, 0, 0)
 	}
 	n, _, errno := unix.Syscall6(trap, a1, a2, a3, a4, 0, 0)
