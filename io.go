@@ -52,7 +52,7 @@ func WriteNonblocking(fd int, p []byte) (int, error) { return rawIO(unix.SYS_WRI
 func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
 	var n int
 	var err error
-	if l.owned() && l.ride != nil { // owned first: other goroutines must not read ride, which Close clears
+	if l.owned() && l.mayRide() { // owned first: other goroutines must not read ride, which Close clears
 		n, err = l.rideIO(OpRead, unix.SYS_READ, fd, p)
 	} else {
 		n, err = rawIO(unix.SYS_READ, fd, p)
@@ -72,7 +72,7 @@ func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
 func (l *Loop) WriteNonblocking(fd int, p []byte) (int, error) {
 	var n int
 	var err error
-	if l.owned() && l.ride != nil { // owned first: other goroutines must not read ride, which Close clears
+	if l.owned() && l.mayRide() { // owned first: other goroutines must not read ride, which Close clears
 		n, err = l.rideIO(OpWrite, unix.SYS_WRITE, fd, p)
 	} else {
 		n, err = rawIO(unix.SYS_WRITE, fd, p)

@@ -436,6 +436,17 @@ func (l *Loop) rideIO(op Op, trap uintptr, fd int, p []byte) (int, error) {
 	return int(res), nil
 }
 
+// mayRide reports whether a handler's I/O through the loop's methods may go through rideIO: the
+// backend can carry a look (ride != nil) and the I/O takes the ring path or ends a measuring
+// window. Otherwise, whatever rideIO's checks would find, the I/O is read(2) or write(2): the
+// callers make it without a call of rideIO, so that the path auto takes where syscalls are cheap
+// pays two loads and a compare for the ring it does not use (docs/design.md, "Where poll's lead
+// in fd_speed1 goes"). Only the owner may call it (Close clears ride).
+func (l *Loop) mayRide() bool {
+	b := l.ride
+	return b != nil && (b.ringIO || l.dispatch >= b.rideAt)
+}
+
 // takeLook copies what the backend's look found (b.events[:b.found]) into l.cache as news. Once
 // does not read the cache while a handler runs, and a ride happens only when the cache is used
 // up, so a WithDispatchAll batch has nothing left in it either.
