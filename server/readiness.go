@@ -15,8 +15,14 @@ import (
 // replies go to the loop's write buffer and are written at once. Only what is left over (part of
 // a request; output the socket did not take) is copied into buffers of the connection's own,
 // which are dropped when they empty. It asks for Write readiness only while it has output
-// pending, and it always asks for Error, so that a connection waiting to write still hears of a
-// reset (a handler that waits only for Write is not told of errors; see ringev.Flags).
+// pending, and it asks for Error, so that a connection waiting to write still hears of a reset
+// (a handler that waits only for Write is not told of errors; see ringev.Flags).
+//
+// The exception is a peer that has shut down its writing side (a half-close) while replies are
+// pending: the loop reports the half-close as Error, level-triggered, on every dispatch from then
+// on, so watching Error (or Read, at end of file) while the socket is full would wake the handler
+// in a loop. Such a connection waits for Write alone until its output is written, and a timer
+// (shutProbeInterval) tries the write now and then, which is how it hears of a reset.
 
 // readChunk is the size of one read, in bytes: the loop's read buffer, and the room a
 // connection's own input buffer is given before a read into it.
@@ -29,6 +35,10 @@ const acceptBatch = 64
 // lingerTimeout bounds a lingering close (see conn.linger): the time the peer has to close its
 // side after the server has sent its last reply and shut down its own.
 const lingerTimeout = time.Second
+
+// shutProbeInterval is how often a connection that waits for Write alone (its peer has shut down
+// its writing side, see conn.peerShut) tries to write: a reset fails the write and closes it.
+const shutProbeInterval = time.Second
 
 // driver serves one Protocol on one loop.
 type driver struct {
@@ -60,6 +70,12 @@ type conn struct {
 	closing   bool
 	lingering bool          // our side is shut down; reads are drained until the peer closes
 	linger    *ringev.Timer // ends the lingering close
+	// peerShut: the peer has shut down its writing side (a half-close) while output was
+	// pending: a read returned end of file, or Error came while the connection was not reading.
+	// While out is not empty it waits for Write alone (see update), and shutProbe tries the
+	// write every shutProbeInterval.
+	peerShut  bool
+	shutProbe *ringev.Timer
 	closed    bool
 }
 
@@ -129,16 +145,29 @@ func (d *driver) addConn(fd int) {
 // handle is every connection's fd handler.
 func (d *driver) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 	c := ev.Data.(*conn)
-	if flags&ringev.Error != 0 && (flags&ringev.Read == 0 || c.lingering || c.closing) {
-		// A reset or hang-up, or the peer closed while we linger or have nothing more to read.
+	switch {
+	case flags&ringev.Error != 0 && c.lingering:
+		// The peer closed (or reset) while we linger.
 		c.close()
 		return
+	case flags&ringev.Error != 0 && flags&ringev.Read == 0:
+		// Error on a connection that does not read (its output is full, or the protocol is
+		// done with it), so it has output pending: a reset or the peer's half-close. A reset
+		// socket is reported writable and its write fails (flush closes the connection); a
+		// half-close leaves the replies to be written, waiting for Write alone.
+		c.peerShut = true
+		if flags&ringev.Write != 0 {
+			c.flush()
+		}
+		c.update()
+		return
 	}
-	// Error with Read on a connection we still read: a reset (read returns the error and the
-	// connection closes) or the peer's half-close (POLLRDHUP), whose requests may have come
-	// with the FIN (`printf 'PING\r\n' | nc -N`): they are read and served like any others, the
-	// replies written, and the next read's EOF closes the connection. Closing at once would
-	// drop them and make the kernel answer the unread input with a reset.
+	// Error with Read: a reset (read returns the error and the connection closes) or the
+	// peer's half-close (POLLRDHUP), whose requests may have come with the FIN (`printf
+	// 'PING\r\n' | nc -N`): they are read and served like any others, the replies written, and
+	// the read that returns end of file closes the connection, or once its output is written
+	// (peerShut). Closing at once would drop them and make the kernel answer the unread input
+	// with a reset.
 	if flags&ringev.Write != 0 {
 		c.flush()
 	}
@@ -162,6 +191,11 @@ func (c *conn) read() {
 	n, err := d.loop.ReadNonblocking(c.ev.Fd(), buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
+		return
+	case err == nil && n == 0 && len(c.out) > 0 && !c.lingering:
+		// The peer shut down its side with replies still to write: write them first.
+		c.peerShut = true
+		c.update()
 		return
 	case err != nil || n == 0: // an error, or the peer closed its side
 		c.close()
@@ -280,9 +314,29 @@ func (c *conn) update() {
 	if c.lingering || !c.closing && !c.d.draining && len(c.out) < OutputLimit {
 		flags |= ringev.Read
 	}
+	if c.peerShut && len(c.out) > 0 {
+		// The half-close is Error (and Read, at end of file) on every dispatch: wait for
+		// Write alone, and probe for a reset, which does not wake a Write-alone handler.
+		flags = ringev.Write
+		if c.shutProbe == nil {
+			c.shutProbe = c.d.loop.AddTimer(shutProbeInterval, c.probeShut)
+		}
+	} else if c.shutProbe != nil {
+		c.shutProbe.Stop()
+		c.shutProbe = nil
+	}
 	if err := c.ev.SetFlags(flags); err != nil {
 		c.close()
 	}
+}
+
+// probeShut is shutProbe's handler: it tries the write (a reset fails it and closes the
+// connection; the loop may have cleared the Write flag on the reset, which update restores
+// while output is pending) and starts the next probe.
+func (c *conn) probeShut(*ringev.Timer) {
+	c.shutProbe = nil
+	c.flush()
+	c.update()
 }
 
 // startLinger begins a lingering close (nginx's lingering_close): the server's side is shut down,
@@ -309,6 +363,9 @@ func (c *conn) close() {
 	c.closed = true
 	if c.linger != nil {
 		c.linger.Stop()
+	}
+	if c.shutProbe != nil {
+		c.shutProbe.Stop()
 	}
 	c.ev.Close() // auto-close: closes the socket
 	c.in, c.out = nil, nil
