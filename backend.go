@@ -142,5 +142,8 @@ func pollBits(f Flags) uint32 {
 	if f&Error != 0 {
 		m |= unix.POLLERR | unix.POLLRDHUP
 	}
+	if f&hangup != 0 {
+		m |= unix.POLLERR
+	}
 	return m
 }

@@ -33,6 +33,7 @@ type uringFd struct {
 	gen      uint32 // generation of the current poll request (31 bits)
 	armed    bool   // a POLL_ADD with gen is in the SQ or in the kernel
 	queued   bool   // fd is in rearm
+	multi    bool   // arm a multishot poll: the one-shot one completed with none of interest's bits
 }
 
 // removeTag marks the user_data of POLL_REMOVE requests, whose completions are ignored.
@@ -107,17 +108,26 @@ func ringWaitError(err error) error {
 	return fmt.Errorf("ringev: uring backend: %w", err)
 }
 
+// remove prepares the removal of fd's armed poll.
+func (b *uringPollBackend) remove(fd int32, st *uringFd) error {
+	s, err := b.sqe()
+	if err != nil {
+		return err
+	}
+	s.PrepPollRemove(uringUserData(fd, st.gen))
+	s.SetUserData(removeTag)
+	return nil
+}
+
 func (b *uringPollBackend) setInterest(fd int32, _, old, new uint32) error {
 	st := b.state(fd)
 	if st.armed && new != st.interest {
-		s, err := b.sqe()
-		if err != nil {
+		if err := b.remove(fd, st); err != nil {
 			return err
 		}
-		s.PrepPollRemove(uringUserData(fd, st.gen))
-		s.SetUserData(removeTag)
 		st.armed = false
 		st.gen++
+		st.multi = false
 		if new == 0 {
 			// Submit the removal now: the pending poll holds a reference to the file, which
 			// must be gone before the caller closes the fd (auto-close).
@@ -145,7 +155,11 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 		if err != nil {
 			return buf, err
 		}
-		s.PrepPollAdd(int(fd), st.interest)
+		if st.multi {
+			s.PrepPollMultishot(int(fd), st.interest)
+		} else {
+			s.PrepPollAdd(int(fd), st.interest)
+		}
 		s.SetUserData(uringUserData(fd, st.gen))
 		st.armed = true
 	}
@@ -173,8 +187,30 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 		if !st.armed || st.gen&0x7fffffff != uint32(ud>>32) {
 			continue // a completion for a removed poll
 		}
+		if res >= 0 && uint32(res)&(st.interest|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) == 0 {
+			// None of what was asked: io_uring adds POLLRDHUP to every poll (IO_POLL_UNMASK in
+			// io_uring/poll.c), so a peer's half-close completes a poll for Write alone, and a
+			// one-shot poll re-armed would complete again at once, for ever. Wait with a
+			// multishot poll instead, which completes only on the next wake-up.
+			if c.Flags&uring.CQEFMore != 0 {
+				continue // the multishot poll stays armed
+			}
+			st.armed = false
+			st.gen++
+			st.multi = true
+			b.queue(fd, st)
+			continue
+		}
+		if c.Flags&uring.CQEFMore != 0 {
+			// A multishot poll reports readiness: back to one-shot polls (level-triggered), so
+			// this one goes (its later completions have an old generation).
+			if err := b.remove(fd, st); err != nil {
+				return buf, err
+			}
+		}
 		st.armed = false
 		st.gen++
+		st.multi = false
 		if res < 0 {
 			if res == -int32(unix.ECANCELED) {
 				b.queue(fd, st)

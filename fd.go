@@ -214,14 +214,16 @@ func (e *FdEvent) Flags() Flags { return e.flags }
 // SetFlags changes what the event waits for, with effect from the next wait. Setting 0 disarms
 // it without closing it. It returns the backend's error (wrapping its errno) if the fd can no
 // longer be watched, ErrClosed on a closed event and ErrNotOwner from another goroutine.
-func (e *FdEvent) SetFlags(f Flags) error {
+func (e *FdEvent) SetFlags(f Flags) error { return e.setFlags(f & (Read | Write | Error)) }
+
+// setFlags is SetFlags for the loop's own events, which may set hangup.
+func (e *FdEvent) setFlags(f Flags) error {
 	if !e.loop.owned() { // first: the closed flags belong to the owner (no data race)
 		return ErrNotOwner
 	}
 	if e.closed {
 		return ErrClosed
 	}
-	f &= Read | Write | Error
 	if f == e.flags {
 		return nil
 	}
@@ -296,7 +298,7 @@ func (l *Loop) errorFlags(s *fdSlot, revents uint32) {
 func (l *Loop) applyErrorRule(s *fdSlot) {
 	changed := false
 	for _, ev := range s.events {
-		if ev.flags&(Read|Error) == 0 && ev.flags&Write != 0 {
+		if ev.flags&(Read|Error|hangup) == 0 && ev.flags&Write != 0 {
 			ev.flags &^= Write
 			changed = true
 		}

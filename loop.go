@@ -85,6 +85,14 @@ const (
 	Error
 )
 
+// hangup is an internal flag of the loop's own fd events (the requests emulation's): the event
+// is told of an error or hang-up (POLLERR, POLLHUP) with hangup and Error, but does not ask for
+// POLLRDHUP, so a peer's half-close alone does not raise it, and tevent's rule (a Write-only
+// handler loses Write on an error) does not apply to it. A send waiting for room on a socket
+// whose peer shut down its writing side then sleeps until the peer reads or the socket fails.
+// FdEvent.SetFlags masks it off: users cannot set it.
+const hangup Flags = 1 << 3
+
 // String returns the flags as "READ|WRITE|ERROR" (or "0").
 func (f Flags) String() string {
 	if f == 0 {

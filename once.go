@@ -244,6 +244,9 @@ func (l *Loop) pickFd() (*FdEvent, Flags) {
 		if r.Events&(unix.POLLERR|unix.POLLHUP|unix.POLLRDHUP) != 0 {
 			l.errorFlags(s, r.Events)
 			ready |= Error | Read
+			if r.Events&(unix.POLLERR|unix.POLLHUP) != 0 {
+				ready |= hangup
+			}
 		}
 		for _, ev := range s.events {
 			if f := ready & ev.flags; f != 0 && (best == nil || ev.lastRun < best.lastRun) {

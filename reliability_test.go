@@ -571,3 +571,47 @@ func TestPeerCloseFlags(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteEventOnHalfClosedFullSocketWaitsAsleep: an fd event watching Write alone on a socket
+// whose send queue is full and whose peer has shut down its writing side is not run, and the
+// loop sleeps, until the peer reads; then it runs with Write. On uring-poll a one-shot
+// IORING_OP_POLL_ADD for POLLOUT completed at once with POLLRDHUP (io_uring adds it to every
+// poll) and was re-armed at once: the loop spun inside Once.
+func TestWriteEventOnHalfClosedFullSocketWaitsAsleep(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
+		a, peer := ownedSocketpair(t)
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := unix.Write(a.fd, chunk); err != nil {
+				break // EAGAIN: full
+			}
+		}
+		if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+			t.Fatalf("shutdown(SHUT_WR): %v", err)
+		}
+		l := newLoop(t, b)
+		var got ringev.Flags
+		calls := 0
+		addFd(t, l, a.fd, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
+			calls++
+			got = f
+			ev.SetFlags(0)
+		})
+		settle(t, l, 100*time.Millisecond, 1) // fails if the handler runs, or the loop spins
+		if calls != 0 {
+			t.Fatalf("the Write handler ran %d times before the peer read (flags %v)", calls, got)
+		}
+		buf := make([]byte, 256<<10)
+		until(t, l, func() bool {
+			for {
+				if n, err := unix.Read(peer.fd, buf); n <= 0 || err != nil {
+					break
+				}
+			}
+			return calls > 0
+		})
+		if got != ringev.Write {
+			t.Fatalf("the Write handler got %v once the peer read, want %v", got, ringev.Write)
+		}
+	})
+}

@@ -57,6 +57,7 @@ var requestCases = []struct {
 	{"ConnectRefusedGivesECONNREFUSED", testReqConnectRefused},
 	{"MultishotDeadlineEndsItWithETIME", testReqMultishotDeadline},
 	{"CloseFdCancelsAPendingSendWithItsCount", testReqCloseFdSend},
+	{"SendToAHalfClosedPeerWaitsAsleep", testReqSendHalfClosedPeer},
 }
 
 // TestRequestConformance runs the request suite on every backend. A backend that New cannot
@@ -915,4 +916,50 @@ func testReqCloseFdSend(t *testing.T, backend string) {
 	if got != c.N {
 		t.Fatalf("the peer read %d bytes before EOF; the completion says %d were sent", got, c.N)
 	}
+}
+
+// testReqSendHalfClosedPeer: a Send that waits for room on a socket whose peer has shut down its
+// writing side lets the loop sleep (the half-close raises POLLRDHUP on every look, which is no
+// reason to retry a send), also after a Recv on the same socket had the fd watched for Read and
+// Error, and completes once the peer reads. Before the emulation asked for Write and errors
+// only, it retried the send (EAGAIN) in every Once.
+func testReqSendHalfClosedPeer(t *testing.T, backend string) {
+	a, b := testutil.Socketpair(t)
+	chunk := make([]byte, 64<<10)
+	filled := 0
+	for {
+		n, err := unix.Write(a, chunk)
+		if err != nil {
+			break // EAGAIN: b's receive queue and a's send queue are full
+		}
+		filled += n
+	}
+	l := newLoop(t, backend)
+	var snd, rcv recorder
+	must(t)(l.Recv(a, make([]byte, 16), 0, rcv.cb, 1))
+	must(t)(l.Send(a, chunk, 0, snd.cb, 2))
+	if err := unix.Shutdown(b, unix.SHUT_WR); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return rcv.n() > 0 })
+	if c := rcv.last(t); c.Err != nil || c.N != 0 {
+		t.Fatalf("recv after the peer's half-close: N %d err %v, want end of file", c.N, c.Err)
+	}
+	settle(t, l, 100*time.Millisecond, 3) // fails if Once keeps running something, or spins
+	if snd.n() != 0 {
+		t.Fatalf("the send completed though the peer read nothing: %+v", snd.got)
+	}
+	buf := make([]byte, 256<<10)
+	read := 0
+	until(t, l, func() bool {
+		for {
+			n, err := unix.Read(b, buf)
+			if n <= 0 || err != nil {
+				break
+			}
+			read += n
+		}
+		return snd.n() > 0
+	})
+	wantOne(t, &snd, len(chunk))
 }

@@ -135,15 +135,23 @@ func errRes(err error) int32 {
 	return -int32(unix.EIO)
 }
 
-// arm makes f's fd event watch what its waiting requests need.
-func (e *emulReqs) arm(f *emulFd) {
+// want is what f's waiting requests need its fd event to watch.
+func (f *emulFd) want() Flags {
 	var want Flags
 	if f.rd.head != nil {
 		want |= Read | Error
 	}
 	if f.wr.head != nil {
-		want |= Write | Error
+		// Write, and an error or hang-up (a send must learn of a reset), but not the peer's
+		// half-close: it raises Error on every look while the send waits for room (hangup).
+		want |= Write | hangup
 	}
+	return want
+}
+
+// arm makes f's fd event watch what its waiting requests need.
+func (e *emulReqs) arm(f *emulFd) {
+	want := f.want()
 	l := e.l
 	if want == 0 {
 		if f.counted {
@@ -173,7 +181,7 @@ func (e *emulReqs) arm(f *emulFd) {
 		l.nfd++
 	}
 	if f.ev.flags&want != want {
-		if err := f.ev.SetFlags(f.ev.flags | want); err != nil {
+		if err := f.ev.setFlags(f.ev.flags | want); err != nil {
 			if errors.Is(err, unix.EPERM) {
 				// epoll refuses regular files: run what waits at once.
 				f.notPollable = true
@@ -216,17 +224,27 @@ func (f *emulFd) handle(ev *FdEvent, flags Flags) {
 		ev.SetFlags(0) // nothing waits: stop watching (lazily, see arm)
 		return
 	}
+	ran := false
 	if r := f.rd.head; r != nil && flags&(Read|Error) != 0 {
+		ran = true
 		f.rd.remove(r)
 		if e.perform(f, r) {
 			f.rd.pushFront(r)
 		}
 	}
-	if r := f.wr.head; r != nil && flags&(Write|Error) != 0 {
+	if r := f.wr.head; r != nil && flags&(Write|hangup) != 0 {
+		ran = true
 		f.wr.remove(r)
 		if e.perform(f, r) {
 			f.wr.pushFront(r)
 		}
+	}
+	if !ran {
+		// Called for what no waiting request needs: flags kept from an earlier request (arm
+		// keeps them, to spare an epoll_ctl per request), such as Read|Error, raised on every
+		// look by a half-close while only a send waits. Watch just what is needed now.
+		ev.setFlags(f.want())
+		return
 	}
 	if f.ev != nil {
 		e.arm(f)

@@ -320,7 +320,6 @@ func processCPU(t *testing.T) time.Duration {
 // readiness API and the requests API.
 func TestHalfClosedSlowReaderLeavesTheServerAsleep(t *testing.T) {
 	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
-		skipIfHalfClosedWaitSpins(t, cfg)
 		cfg.NewProtocol = respServer
 		srv := startServer(t, cfg)
 		req, want := bigReplies()
@@ -1012,96 +1011,5 @@ func skipIfMultishotReorders(t *testing.T, cfg Config) {
 	}
 	if cfg.API == APIRequests && cfg.Recv == RecvMultishot && multishotReorders(t, backend) {
 		t.Skipf("the loop's RecvMultishot on %s delivers a stream out of order when more than 32 completions are queued (requests API dispatch bug): the requests driver's multishot mode cannot serve a long stream there", backend)
-	}
-}
-
-// halfClosedWaitSpins reports whether the loop on backend stays awake while it waits to write to
-// a socket whose peer has shut down its writing side, as the driver of api waits: an fd event
-// watching Write alone (the readiness API), or a Send (the requests API). Two loop bugs make it
-// spin, found on branch srv with the readiness driver's half-close fix: the requests emulation
-// of the readiness backends watches Write|Error for a send (request_emul.go's arm), and the
-// half-close is reported as Error on every dispatch, so each turn retries the send (EAGAIN); and
-// uring-poll's POLL_ADD completes on POLLRDHUP whatever it asks for (io_uring adds EPOLLRDHUP to
-// every poll's events), so its one-shot poll for Write completes and is re-armed at once. The
-// probe fills one end of an AF_UNIX socket pair, half-closes the other, waits to write 64 KiB
-// more through the loop, and runs the loop for 200 ms: a loop that sleeps uses about 1 ms of CPU,
-// one that spins most of it (more than a tenth even on a busy machine).
-func halfClosedWaitSpins(t *testing.T, backend, api string) bool {
-	t.Helper()
-	type result struct {
-		cpu, wall time.Duration
-		err       error
-	}
-	res := make(chan result, 1)
-	go func() {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			res <- result{err: err}
-			return
-		}
-		defer unix.Close(fds[0])
-		defer unix.Close(fds[1])
-		chunk := make([]byte, 64<<10)
-		for {
-			if _, err := unix.Write(fds[0], chunk); err != nil {
-				break // EAGAIN: fds[1]'s receive queue is full
-			}
-		}
-		if err := unix.Shutdown(fds[1], unix.SHUT_WR); err != nil {
-			res <- result{err: err}
-			return
-		}
-		l, err := ringev.New(ringev.WithBackend(backend))
-		if err != nil {
-			res <- result{err: err}
-			return
-		}
-		defer l.Close()
-		if api == APIRequests {
-			_, err = l.Send(fds[0], chunk, 0, func(*ringev.Completion) {}, 0)
-		} else {
-			_, err = l.AddFd(fds[0], ringev.Write, func(*ringev.FdEvent, ringev.Flags) {})
-		}
-		if err != nil {
-			res <- result{err: err}
-			return
-		}
-		l.AddTimer(200*time.Millisecond, func(*ringev.Timer) { l.Stop() })
-		var ru0, ru1 unix.Rusage
-		unix.Getrusage(unix.RUSAGE_THREAD, &ru0) // New locked the goroutine to its thread
-		start := time.Now()
-		err = l.Run()
-		wall := time.Since(start)
-		unix.Getrusage(unix.RUSAGE_THREAD, &ru1)
-		cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-		res <- result{cpu: cpu, wall: wall, err: err}
-	}()
-	select {
-	case r := <-res:
-		if r.err != nil {
-			t.Fatalf("half-closed wait probe (%s API) on %s: %v", api, backend, r.err)
-		}
-		t.Logf("half-closed wait probe (%s API) on %s: the loop used %v of CPU in %v", api, backend, r.cpu, r.wall)
-		return r.cpu > r.wall/10 // asleep: about 1 ms; spinning, even on a busy machine: far more
-	case <-time.After(10 * time.Second):
-		t.Fatalf("half-closed wait probe (%s API) on %s: no end within 10 s", api, backend)
-	}
-	return false
-}
-
-// skipIfHalfClosedWaitSpins skips a test of a driver on a backend whose loop spins while that
-// driver waits to write to a half-closed peer (halfClosedWaitSpins): a bug of the loop, not of
-// the driver. The probe runs each time, so the test runs again once the loop is fixed.
-func skipIfHalfClosedWaitSpins(t *testing.T, cfg Config) {
-	t.Helper()
-	backend := cfg.Backend
-	if backend == "" {
-		backend = "auto"
-	}
-	if halfClosedWaitSpins(t, backend, cfg.API) {
-		if cfg.API == APIRequests {
-			t.Skipf("the loop's requests emulation on %s spins while a Send waits on a socket whose peer has shut down its writing side (it watches Write|Error, and the half-close is reported as Error on every dispatch): the requests driver cannot sleep there", backend)
-		}
-		t.Skipf("the loop on %s spins while an fd event watching Write alone waits on a socket whose peer has shut down its writing side (uring-poll's POLL_ADD completes on POLLRDHUP, which io_uring adds to every poll): the readiness driver cannot sleep there", backend)
 	}
 }
