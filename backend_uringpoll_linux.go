@@ -36,7 +36,8 @@ type uringFd struct {
 	multi    bool   // arm a multishot poll: the one-shot one completed with none of interest's bits
 }
 
-// removeTag marks the user_data of POLL_REMOVE requests, whose completions are ignored.
+// removeTag marks the user_data of POLL_REMOVE requests (with their target's below it), whose
+// completions are ignored but for EALREADY.
 const removeTag = 1 << 63
 
 func uringUserData(fd int32, gen uint32) uint64 {
@@ -110,12 +111,18 @@ func ringWaitError(err error) error {
 
 // remove prepares the removal of fd's armed poll.
 func (b *uringPollBackend) remove(fd int32, st *uringFd) error {
+	return b.removeUD(uringUserData(fd, st.gen))
+}
+
+// removeUD prepares the removal (IORING_OP_POLL_REMOVE) of the poll with user_data target; the
+// removal's own user_data is target with removeTag, so that an EALREADY can be retried.
+func (b *uringPollBackend) removeUD(target uint64) error {
 	s, err := b.sqe()
 	if err != nil {
 		return err
 	}
-	s.PrepPollRemove(uringUserData(fd, st.gen))
-	s.SetUserData(removeTag)
+	s.PrepPollRemove(target)
+	s.SetUserData(removeTag | target)
 	return nil
 }
 
@@ -177,6 +184,13 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 	for c, ok := b.ring.PopCQE(); ok; c, ok = b.ring.PopCQE() {
 		ud, res := c.UserData, c.Res
 		if ud&removeTag != 0 {
+			if res == -int32(unix.EALREADY) {
+				// The poll was being completed (a multishot poll's task work owned it) and
+				// stays armed: ask again.
+				if err := b.removeUD(ud &^ removeTag); err != nil {
+					return buf, err
+				}
+			}
 			continue
 		}
 		fd := int32(uint32(ud))
@@ -185,6 +199,13 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 		}
 		st := &b.st[fd]
 		if !st.armed || st.gen&0x7fffffff != uint32(ud>>32) {
+			if c.Flags&uring.CQEFMore != 0 {
+				// A removed multishot poll still armed (its removal lost a race): remove it
+				// again, or it would hold the file after a close.
+				if err := b.removeUD(ud); err != nil {
+					return buf, err
+				}
+			}
 			continue // a completion for a removed poll
 		}
 		if res >= 0 && uint32(res)&(st.interest|unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) == 0 {
