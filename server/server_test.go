@@ -229,6 +229,21 @@ func bigReplies() (req, want string) {
 	return req, want
 }
 
+// halfClosedBigReplies starts a RESP server with cfg, sends it bigReplies' requests on a new
+// connection and shuts down that connection's writing side; it returns the server, the
+// connection and the replies the client should read.
+func halfClosedBigReplies(t *testing.T, cfg Config) (*Server, net.Conn, string) {
+	t.Helper()
+	cfg.NewProtocol = respServer
+	srv := startServer(t, cfg)
+	req, want := bigReplies()
+	c := dialSend(t, srv, req)
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatalf("shutdown(SHUT_WR): %v", err)
+	}
+	return srv, c, want
+}
+
 // TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers: a client that sends requests whose
 // replies are far larger than the socket buffers and shuts down its writing side before it has
 // read them receives every reply byte and then EOF (the server waits for writability while the
@@ -239,13 +254,7 @@ func bigReplies() (req, want string) {
 func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
 		t.Run("resp", func(t *testing.T) {
-			cfg.NewProtocol = respServer
-			srv := startServer(t, cfg)
-			req, want := bigReplies()
-			c := dialSend(t, srv, req)
-			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-				t.Fatalf("shutdown(SHUT_WR): %v", err)
-			}
+			srv, c, want := halfClosedBigReplies(t, cfg)
 			time.Sleep(100 * time.Millisecond) // slow to read: the server's output fills first
 			if got := readAll(t, c); got != want {
 				t.Errorf("got %d bytes of replies, want %d", len(got), len(want))
@@ -285,13 +294,7 @@ func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 // every backend, with the readiness API and the requests API.
 func TestResetOfAHalfClosedPeerClosesItsConnection(t *testing.T) {
 	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = respServer
-		srv := startServer(t, cfg)
-		req, _ := bigReplies()
-		c := dialSend(t, srv, req)
-		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-			t.Fatalf("shutdown(SHUT_WR): %v", err)
-		}
+		srv, c, _ := halfClosedBigReplies(t, cfg)
 		time.Sleep(200 * time.Millisecond) // the server reads the requests and fills its output
 		if n := srv.Conns(); n != 1 {
 			t.Fatalf("%d connections open while the replies wait for the half-closed client, want 1", n)
@@ -320,13 +323,7 @@ func processCPU(t *testing.T) time.Duration {
 // readiness API and the requests API.
 func TestHalfClosedSlowReaderLeavesTheServerAsleep(t *testing.T) {
 	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = respServer
-		srv := startServer(t, cfg)
-		req, want := bigReplies()
-		c := dialSend(t, srv, req)
-		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-			t.Fatalf("shutdown(SHUT_WR): %v", err)
-		}
+		srv, c, want := halfClosedBigReplies(t, cfg)
 		quietest, wall := time.Duration(1<<62), time.Duration(0)
 		for range 4 { // the first windows may still see the requests served
 			cpu0, wall0 := processCPU(t), time.Now()
