@@ -13,7 +13,10 @@
 #      ANCHORS (the anchors directory; default shared/anchors beside the repository).
 # Needs perf, redis-server, redis-benchmark, wrk, taskset, python3, go; root (perf -p, tracepoints).
 set -u
-rounds=${1:-3}; out=${2:-$(mktemp -d)}; mkdir -p "$out"
+case "${1:-}" in -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+rounds=${1:-3}
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_per_request.sh: ROUNDS must be a positive integer, got '$rounds'" >&2; exit 2; }
+out=${2:-$(mktemp -d)}; mkdir -p "$out" || { echo "cpu_per_request.sh: cannot create OUTDIR '$out'" >&2; exit 2; }
 anchors=${ANCHORS:-}
 if [ -z "$anchors" ]; then # shared/anchors beside the repository, or beside the main worktree of a linked one
   for d in "$(pwd)/.." "$(git rev-parse --git-common-dir 2>/dev/null)/../.."; do
