@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // The breaker's tests of the uring-poll multishot wait (a Write event on a socket whose peer
@@ -364,5 +365,64 @@ func TestRecvAndSendOnHalfClosedThenResetSocket(t *testing.T) {
 		reset(t, peer)
 		until(t, l, func() bool { return snd.n() > 0 })
 		sendErr(t, &snd, "send after the peer half-closed, then reset")
+	})
+}
+
+// regularFileAt opens a new regular file holding data at fd number num (just freed; moved there
+// with dup3(2) if something else took it), owned by the test.
+func regularFileAt(t *testing.T, num int, data []byte) *ownedFd {
+	t.Helper()
+	fd, err := unix.Open(t.TempDir()+"/f", unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Pwrite(fd, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	f := own(t, fd)
+	if fd != num {
+		f = renumber(t, f, num)
+	}
+	return f
+}
+
+// TestRequestsOnFdNumberReusedByRegularFile: requests on a non-blocking pipe's read end complete;
+// the end is closed with a plain close(2) (no request left, which the docs allow) and a regular
+// file takes its number; a Read and a Write on the file then complete at once with its data,
+// and a Read on a pipe that takes the number next waits for its data and gets it.
+func TestRequestsOnFdNumberReusedByRegularFile(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := ownedPipe(t)
+		l := newLoop(t, backend)
+		var rd recorder
+		must(t)(l.Read(r.fd, make([]byte, 8), -1, rd.cb, 1))
+		onceWithin(t, l, time.Millisecond) // the read waits on the pipe
+		testutil.Write(t, w.fd, []byte("pipe"))
+		until(t, l, func() bool { return rd.n() > 0 })
+		wantOne(t, &rd, 4)
+		num := r.fd
+		r.Close()
+		f := regularFileAt(t, num, []byte("file data"))
+		var frd, fwr recorder
+		buf := make([]byte, 9)
+		must(t)(l.Read(f.fd, buf, 0, frd.cb, 2))
+		must(t)(l.Write(f.fd, []byte("FILE"), 0, fwr.cb, 3))
+		until(t, l, func() bool { return frd.n() > 0 && fwr.n() > 0 })
+		wantOne(t, &frd, 9)
+		wantOne(t, &fwr, 4)
+		if string(buf) != "file data" && string(buf) != "FILE data" {
+			t.Fatalf("read %q from the regular file", buf)
+		}
+		f.Close()
+		r2, w2, _ := pipeAt(t, num)
+		var rd2 recorder
+		must(t)(l.Read(r2.fd, make([]byte, 8), -1, rd2.cb, 4))
+		settle(t, l, 10*time.Millisecond, 3)
+		if rd2.n() != 0 {
+			t.Fatalf("a read on an empty pipe completed: N %d err %v", rd2.got[0].N, rd2.got[0].Err)
+		}
+		testutil.Write(t, w2.fd, []byte("again"))
+		until(t, l, func() bool { return rd2.n() > 0 })
+		wantOne(t, &rd2, 5)
 	})
 }
