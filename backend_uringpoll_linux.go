@@ -135,12 +135,14 @@ func (b *uringPollBackend) setInterest(fd int32, _, old, new uint32) error {
 		st.armed = false
 		st.gen++
 		st.multi = false
-		if new == 0 {
-			// Submit the removal now: the pending poll holds a reference to the file, which
-			// must be gone before the caller closes the fd (auto-close).
-			if _, err := b.ring.Submit(); err != nil {
-				return fmt.Errorf("ringev: uring-poll backend: submit: %w", err)
-			}
+	}
+	if new == 0 && b.ring.SQReady() > 0 {
+		// Submit the removals queued (this one, or one queued by an earlier change of
+		// interest, or a retried one, while no poll was armed): a pending poll holds a
+		// reference to the file, which must be gone before the caller closes the fd
+		// (auto-close).
+		if _, err := b.ring.Submit(); err != nil {
+			return fmt.Errorf("ringev: uring-poll backend: submit: %w", err)
 		}
 	}
 	st.interest = new

@@ -109,8 +109,12 @@ func (e *emulReqs) start(r *reqRec) {
 	}
 	f := e.fdOf(r.fd)
 	if f.notPollable {
-		e.perform(f, r) // a regular file: at once (a false "keep" cannot happen there)
-		return
+		if !e.perform(f, r) { // a regular file: at once
+			return
+		}
+		// EAGAIN: the number is no longer a regular file's (closed with close(2), which the
+		// docs allow once no request is left, and taken by a pipe or socket): wait for it.
+		f.notPollable, f.nonblock = false, nonblockStream(int(r.fd))
 	}
 	if writeSide(r.op) {
 		if f.wr.head == nil && r.op != OpConnect && !e.perform(f, r) {
@@ -175,6 +179,11 @@ func (e *emulReqs) arm(f *emulFd) {
 		}
 		l.nfd-- // counted below, while requests wait
 		f.ev = ev
+	} else if !f.counted && l.epfd >= 0 && f.ev.flags != 0 {
+		if err := e.reassert(f); err != nil {
+			e.failAll(f, err)
+			return
+		}
 	}
 	if !f.counted {
 		f.counted = true
@@ -199,6 +208,31 @@ func (e *emulReqs) arm(f *emulFd) {
 			e.failAll(f, err)
 		}
 	}
+}
+
+// reassert renews, on epoll, the registration that f's idle fd event kept (arm keeps it while
+// no request waits): the fd may have been closed with close(2) meanwhile, which the docs allow
+// once it has no request left, and its number taken by another file, which the epoll set does
+// not hold; a request would then wait for ever. EPOLL_CTL_MOD with the same events confirms the
+// registration (one syscall when an idle fd gets a request); on ENOENT (or EPERM: the number is
+// now a regular file's, which epoll refuses whether registered or not) the slot is left
+// unregistered and f's event without flags, so that arm adds the new file (with a new
+// generation, so that a stale event of the old file's registration, alive in a dup, is told
+// apart) or finds it not pollable (a regular file: EPERM). Errors wrap epoll_ctl's errno.
+func (e *emulReqs) reassert(f *emulFd) error {
+	l := e.l
+	s := f.ev.slot
+	if s.interest == 0 {
+		f.ev.flags = 0 // flags kept from a failed registration (a regular file): arm tries again
+		return nil
+	}
+	err := l.be.setInterest(s.fd, regGen(s), s.interest, s.interest)
+	if err == nil || !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	s.gen, s.interest = 0, 0
+	f.ev.flags = 0 // arm sets them again, adding the new file (or finding it not pollable)
+	return nil
 }
 
 // failAll ends every request waiting on f with err's errno.

@@ -1,0 +1,428 @@
+package ringev_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// The breaker's tests of the uring-poll multishot wait (a Write event on a socket whose peer
+// half-closed it waits with IORING_POLL_ADD_MULTI) and of the requests emulation's hangup
+// flag. Each runs on every backend; every wait has a deadline.
+
+// halfClosedFull returns a socketpair whose first end's send queue is full and whose peer has
+// shut down its writing side: a Write event on a waits (on uring-poll with a multishot poll).
+func halfClosedFull(t *testing.T) (a, peer *ownedFd) {
+	t.Helper()
+	a, peer = ownedSocketpair(t)
+	fill(t, a.fd)
+	if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+		t.Fatalf("shutdown(SHUT_WR): %v", err)
+	}
+	return a, peer
+}
+
+// TestCloseRightAfterSetFlagsReleasesFile: an fd event whose flags changed (its old poll's
+// removal queued, the new poll not yet armed) and that is then closed with auto-close before any
+// Once releases the file at once: the peer reads EOF within 100 ms. Once with a one-shot poll
+// armed (Read on an idle socket, changed to Error), once with a multishot one (Write on a
+// half-closed full socket, changed to Read|Write). On uring-poll the removal of the old poll
+// stayed in the SQ: Close submitted only when a poll was armed, so the file stayed pinned.
+func TestCloseRightAfterSetFlagsReleasesFile(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		for _, c := range []struct {
+			name     string
+			half     bool
+			from, to ringev.Flags
+		}{
+			{"OneShot", false, ringev.Read, ringev.Error},
+			{"Multishot", true, ringev.Write, ringev.Read | ringev.Write},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				var a, peer *ownedFd
+				if c.half {
+					a, peer = halfClosedFull(t)
+				} else {
+					a, peer = ownedSocketpair(t)
+				}
+				l := newLoop(t, backend)
+				ev := addFd(t, l, a.fd, c.from, never(t, "waiting event"))
+				settle(t, l, 20*time.Millisecond, 3) // the loop has waited on a
+				setFlags(t, ev, c.to)
+				ev.SetAutoClose(true)
+				a.HandOver()
+				if err := ev.Close(); err != nil {
+					t.Fatalf("FdEvent.Close: %v", err)
+				}
+				expectEOF(t, peer.fd, releaseWithin, "auto-close right after SetFlags")
+			})
+		}
+	})
+}
+
+// TestMultishotWaitCloseReleasesFile: a Write event that waits on a half-closed full socket (a
+// multishot poll on uring-poll), closed with auto-close by FdEvent.Close, by SetFlags(0) and a
+// plain close(2), or by Loop.Close, releases the file: the peer reads EOF within 100 ms.
+func TestMultishotWaitCloseReleasesFile(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		for _, how := range []string{"FdEventClose", "SetFlags0ThenClose", "LoopClose"} {
+			t.Run(how, func(t *testing.T) {
+				a, peer := halfClosedFull(t)
+				l := newLoop(t, backend)
+				ev := addFd(t, l, a.fd, ringev.Write, never(t, "Write on a full socket"))
+				settle(t, l, 20*time.Millisecond, 3)
+				switch how {
+				case "FdEventClose":
+					ev.SetAutoClose(true)
+					a.HandOver()
+					if err := ev.Close(); err != nil {
+						t.Fatal(err)
+					}
+				case "SetFlags0ThenClose":
+					setFlags(t, ev, 0)
+					a.Close()
+				case "LoopClose":
+					ev.SetAutoClose(true)
+					a.HandOver()
+					if err := l.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				expectEOF(t, peer.fd, releaseWithin, how+" of a multishot-waiting Write event")
+			})
+		}
+	})
+}
+
+// TestHalfClosedReadAndWriteEventsOnOneFd: on a half-closed full socket a Read event and a Write
+// event share the fd. The Read event runs (end of file) and disarms itself; then the loop
+// sleeps, with the Write event waiting, until the peer reads; then the Write event runs with
+// Write, once.
+func TestHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := halfClosedFull(t)
+		l := newLoop(t, backend)
+		var rd, wr int
+		var wgot ringev.Flags
+		addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			rd++
+			var b [16]byte
+			if n, err := unix.Read(ev.Fd(), b[:]); n != 0 || err != nil {
+				t.Errorf("read on the half-closed socket: %d, %v; want end of file", n, err)
+			}
+			ev.SetFlags(0)
+		})
+		addFd(t, l, a.fd, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
+			wr++
+			wgot = f
+			ev.SetFlags(0)
+		})
+		until(t, l, func() bool { return rd > 0 })
+		settle(t, l, 50*time.Millisecond, 3)
+		if rd != 1 || wr != 0 {
+			t.Fatalf("before the peer read: Read handler ran %d times (want 1), Write handler %d (want 0)", rd, wr)
+		}
+		buf := make([]byte, 256<<10)
+		until(t, l, func() bool {
+			for {
+				if n, err := unix.Read(peer.fd, buf); n <= 0 || err != nil {
+					break
+				}
+			}
+			return wr > 0
+		})
+		if wgot != ringev.Write {
+			t.Fatalf("the Write handler got %v, want %v", wgot, ringev.Write)
+		}
+		settle(t, l, 20*time.Millisecond, 3)
+		if rd != 1 || wr != 1 {
+			t.Fatalf("after: Read handler ran %d times, Write handler %d; want 1 and 1", rd, wr)
+		}
+	})
+}
+
+// TestManyHalfClosedWriteWaitersSleepThenRunOnce: 64 half-closed full sockets, each with a Write
+// event: the loop sleeps; once every peer has read, each Write handler runs once.
+func TestManyHalfClosedWriteWaitersSleepThenRunOnce(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		const n = 64
+		var as, peers []*ownedFd
+		for range n {
+			a, p := halfClosedFull(t)
+			as, peers = append(as, a), append(peers, p)
+		}
+		l := newLoop(t, backend)
+		runs := make([]int, n)
+		for i, a := range as {
+			addFd(t, l, a.fd, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
+				runs[i]++
+				ev.SetFlags(0)
+			})
+		}
+		settle(t, l, 50*time.Millisecond, 3)
+		for i := range runs {
+			if runs[i] != 0 {
+				t.Fatalf("fd %d's Write handler ran %d times before its peer read", as[i].fd, runs[i])
+			}
+		}
+		buf := make([]byte, 256<<10)
+		for _, p := range peers {
+			for {
+				if k, err := unix.Read(p.fd, buf); k <= 0 || err != nil {
+					break
+				}
+			}
+		}
+		until(t, l, func() bool {
+			for _, r := range runs {
+				if r == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		settle(t, l, 20*time.Millisecond, 3)
+		for i := range runs {
+			if runs[i] != 1 {
+				t.Fatalf("fd %d's Write handler ran %d times, want 1", as[i].fd, runs[i])
+			}
+		}
+	})
+}
+
+// tcpConn returns a connected pair of non-blocking TCP sockets on 127.0.0.1, closed at cleanup
+// unless handed over: the accepted end a (32 KiB SO_SNDBUF) and the dialled end peer (32 KiB
+// SO_RCVBUF).
+func tcpConn(t *testing.T) (a, peer *ownedFd) {
+	t.Helper()
+	lfd, sa := listener(t)
+	c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer = own(t, c)
+	// Fixed buffer sizes (no autotuning), so that a full send queue stays full until the peer
+	// reads.
+	if err := unix.SetsockoptInt(c, unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Connect(c, sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(c, true); err != nil {
+		t.Fatal(err)
+	}
+	var s int
+	await(t, "accept", func() bool {
+		s, _, err = unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		return err == nil
+	})
+	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10); err != nil {
+		t.Fatal(err)
+	}
+	return own(t, s), peer
+}
+
+// fillTCP fills a's send queue and its peer's receive queue: it writes until EAGAIN, again and
+// again, until a write made 10 ms after the last one finds no room (loopback moves data to the
+// peer's receive queue, whose window grows, after a write returns).
+func fillTCP(t *testing.T, a *ownedFd) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for fill(t, a.fd) > 0 {
+		if time.Now().After(end) {
+			t.Fatalf("fd %d does not fill up", a.fd)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// reset closes f with SO_LINGER 0: its TCP peer gets a reset (RST).
+func reset(t *testing.T, f *ownedFd) {
+	t.Helper()
+	if err := unix.SetsockoptLinger(f.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// sendErr fails the test unless c is one completion with an error (a send to a reset or closed
+// peer: ECONNRESET or EPIPE).
+func sendErr(t *testing.T, r *recorder, what string) {
+	t.Helper()
+	if r.n() != 1 {
+		t.Fatalf("%s: %d completions, want 1", what, r.n())
+	}
+	if c := r.got[0]; !errors.Is(c.Err, unix.ECONNRESET) && !errors.Is(c.Err, unix.EPIPE) {
+		t.Fatalf("%s: N %d err %v, want ECONNRESET or EPIPE", what, c.N, c.Err)
+	}
+}
+
+// TestSendWaitingForRoomEndsWithErrorOnPeerReset: a Send that waits for room (the peer reads
+// nothing) completes with ECONNRESET or EPIPE once the peer resets the connection: the
+// emulation's wait for Write and errors (hangup) learns of the reset.
+func TestSendWaitingForRoomEndsWithErrorOnPeerReset(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := tcpConn(t)
+		fillTCP(t, a)
+		l := newLoop(t, backend)
+		var snd recorder
+		must(t)(l.Send(a.fd, make([]byte, 64<<10), 0, snd.cb, 1))
+		settle(t, l, 20*time.Millisecond, 3)
+		if snd.n() != 0 {
+			t.Fatalf("the send completed before the peer read: N %d err %v", snd.got[0].N, snd.got[0].Err)
+		}
+		reset(t, peer)
+		until(t, l, func() bool { return snd.n() > 0 })
+		sendErr(t, &snd, "send to a reset peer")
+	})
+}
+
+// TestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses: a Write waiting for room in a full
+// pipe completes with EPIPE once the pipe's read end is closed (SIGPIPE is ignored for fds other
+// than 1 and 2 by the Go runtime).
+func TestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := ownedPipe(t)
+		fill(t, w.fd)
+		l := newLoop(t, backend)
+		var wr recorder
+		must(t)(l.Write(w.fd, make([]byte, 4096), -1, wr.cb, 1))
+		settle(t, l, 20*time.Millisecond, 3)
+		if wr.n() != 0 {
+			t.Fatalf("the write completed on a full pipe: N %d err %v", wr.got[0].N, wr.got[0].Err)
+		}
+		r.Close()
+		until(t, l, func() bool { return wr.n() > 0 })
+		if c := wr.got[0]; !errors.Is(c.Err, unix.EPIPE) {
+			t.Fatalf("write to a pipe without a reader: N %d err %v, want EPIPE", c.N, c.Err)
+		}
+	})
+}
+
+// TestSendBesideUserReadEventEndsOnHalfCloseThenReset: a user fd event watching Read|Error
+// and a Send waiting for room share a TCP socket. The peer half-closes (the user's handler reads
+// end of file and disarms itself), the loop sleeps, then the peer resets: the Send completes
+// with ECONNRESET or EPIPE, and the user's handler does not run again.
+func TestSendBesideUserReadEventEndsOnHalfCloseThenReset(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := tcpConn(t)
+		fillTCP(t, a)
+		l := newLoop(t, backend)
+		runs := 0
+		addFd(t, l, a.fd, ringev.Read|ringev.Error, func(ev *ringev.FdEvent, f ringev.Flags) {
+			runs++
+			var b [16]byte
+			if n, err := unix.Read(ev.Fd(), b[:]); n == 0 && err == nil {
+				ev.SetFlags(0)
+			}
+		})
+		var snd recorder
+		must(t)(l.Send(a.fd, make([]byte, 64<<10), 0, snd.cb, 1))
+		if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return runs > 0 })
+		settle(t, l, 50*time.Millisecond, 3)
+		if snd.n() != 0 {
+			t.Fatalf("the send completed though the peer read nothing: N %d err %v", snd.got[0].N, snd.got[0].Err)
+		}
+		reset(t, peer)
+		until(t, l, func() bool { return snd.n() > 0 })
+		sendErr(t, &snd, "send beside a user event, peer half-closed then reset")
+		settle(t, l, 20*time.Millisecond, 3)
+		if runs != 1 {
+			t.Fatalf("the user's handler ran %d times, want 1 (it disarmed itself at end of file)", runs)
+		}
+	})
+}
+
+// TestRecvAndSendOnHalfClosedThenResetSocket: a Recv and a Send waiting for room on one TCP
+// socket: the peer's half-close completes the Recv with end of file, the Send waits (the loop
+// sleeps), and the peer's reset then completes it with ECONNRESET or EPIPE.
+func TestRecvAndSendOnHalfClosedThenResetSocket(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := tcpConn(t)
+		fillTCP(t, a)
+		l := newLoop(t, backend)
+		var rcv, snd recorder
+		must(t)(l.Recv(a.fd, make([]byte, 16), 0, rcv.cb, 1))
+		must(t)(l.Send(a.fd, make([]byte, 64<<10), 0, snd.cb, 2))
+		if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return rcv.n() > 0 })
+		wantOne(t, &rcv, 0)
+		settle(t, l, 50*time.Millisecond, 3)
+		if snd.n() != 0 {
+			t.Fatalf("the send completed though the peer read nothing: N %d err %v", snd.got[0].N, snd.got[0].Err)
+		}
+		reset(t, peer)
+		until(t, l, func() bool { return snd.n() > 0 })
+		sendErr(t, &snd, "send after the peer half-closed, then reset")
+	})
+}
+
+// regularFileAt opens a new regular file holding data at fd number num (just freed; moved there
+// with dup3(2) if something else took it), owned by the test.
+func regularFileAt(t *testing.T, num int, data []byte) *ownedFd {
+	t.Helper()
+	fd, err := unix.Open(t.TempDir()+"/f", unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Pwrite(fd, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	f := own(t, fd)
+	if fd != num {
+		f = renumber(t, f, num)
+	}
+	return f
+}
+
+// TestRequestsOnFdNumberReusedByRegularFile: requests on a non-blocking pipe's read end complete;
+// the end is closed with a plain close(2) (no request left, which the docs allow) and a regular
+// file takes its number; a Read and a Write on the file then complete at once with its data,
+// and a Read on a pipe that takes the number next waits for its data and gets it.
+func TestRequestsOnFdNumberReusedByRegularFile(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := ownedPipe(t)
+		l := newLoop(t, backend)
+		var rd recorder
+		must(t)(l.Read(r.fd, make([]byte, 8), -1, rd.cb, 1))
+		onceWithin(t, l, time.Millisecond) // the read waits on the pipe
+		testutil.Write(t, w.fd, []byte("pipe"))
+		until(t, l, func() bool { return rd.n() > 0 })
+		wantOne(t, &rd, 4)
+		num := r.fd
+		r.Close()
+		f := regularFileAt(t, num, []byte("file data"))
+		var frd, fwr recorder
+		buf := make([]byte, 9)
+		must(t)(l.Read(f.fd, buf, 0, frd.cb, 2))
+		must(t)(l.Write(f.fd, []byte("FILE"), 0, fwr.cb, 3))
+		until(t, l, func() bool { return frd.n() > 0 && fwr.n() > 0 })
+		wantOne(t, &frd, 9)
+		wantOne(t, &fwr, 4)
+		if string(buf) != "file data" && string(buf) != "FILE data" {
+			t.Fatalf("read %q from the regular file", buf)
+		}
+		f.Close()
+		r2, w2, _ := pipeAt(t, num)
+		var rd2 recorder
+		must(t)(l.Read(r2.fd, make([]byte, 8), -1, rd2.cb, 4))
+		settle(t, l, 10*time.Millisecond, 3)
+		if rd2.n() != 0 {
+			t.Fatalf("a read on an empty pipe completed: N %d err %v", rd2.got[0].N, rd2.got[0].Err)
+		}
+		testutil.Write(t, w2.fd, []byte("again"))
+		until(t, l, func() bool { return rd2.n() > 0 })
+		wantOne(t, &rd2, 5)
+	})
+}
