@@ -426,3 +426,42 @@ func TestRequestsOnFdNumberReusedByRegularFile(t *testing.T) {
 		wantOne(t, &rd2, 5)
 	})
 }
+
+// TestRequestOnNumberReusedInsideAnotherFdsCallback: an fd number closed with close(2) (no
+// request left) and taken by a new pipe inside the callback of another fd's request, as a
+// server's accept callback gets a number a connection just gave up, gets its request there: the
+// emulation renews the idle fd's kept epoll registration for a request made outside the fd's
+// own callbacks.
+func TestRequestOnNumberReusedInsideAnotherFdsCallback(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r1, w1 := ownedPipe(t)
+		r2, w2 := ownedPipe(t)
+		l := newLoop(t, backend)
+		var first, other, reused recorder
+		must(t)(l.Read(r1.fd, make([]byte, 1), -1, first.cb, 1))
+		if _, err := unix.Write(w1.fd, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return first.n() > 0 }) // r1 idle now, its registration kept
+		num := r1.fd
+		var nr, nw *ownedFd
+		must(t)(l.Read(r2.fd, make([]byte, 1), -1, func(c *ringev.Completion) {
+			other.cb(c)
+			r1.Close()
+			nr, nw, _ = pipeAt(t, num)
+			if _, err := unix.Write(nw.fd, []byte("b")); err != nil {
+				t.Error(err)
+			}
+			if _, err := l.Read(nr.fd, make([]byte, 1), -1, reused.cb, 3); err != nil {
+				t.Error(err)
+			}
+		}, 2))
+		if _, err := unix.Write(w2.fd, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		untilFor(t, l, 2*time.Second, "the read on the reused number", func() bool { return reused.n() > 0 })
+		if c := reused.last(t); c.Err != nil || c.N != 1 || string(c.Buf) != "b" {
+			t.Fatalf("read on the reused number %d: N %d err %v buf %q, want the new pipe's byte", num, c.N, c.Err, c.Buf)
+		}
+	})
+}

@@ -132,7 +132,10 @@ func (c *Completion) ReleaseBuffer() {
 // kernel holds a reference, as for a pending IORING_OP_POLL_ADD: a socket's peer sees no EOF
 // until the request completes or is cancelled), and on the other backends leaves the request
 // waiting, for the file that takes the number next. Once an fd has no request left, a plain
-// close(2) is fine.
+// close(2) is fine, with one exception on the emulation: not inside a callback of that fd's own
+// request when a request on the same number (now another file's) follows in that callback. The
+// emulation keeps an idle fd's epoll registration, to spare an epoll_ctl per request, and renews
+// it (one EPOLL_CTL_MOD) when a request comes from anywhere but that fd's own callback.
 type Request struct {
 	rec *reqRec
 	gen uint32
@@ -292,6 +295,7 @@ type requests struct {
 	bgid     uint16
 	groups   []*BufferGroup
 	okOps    uint32 // bit op: drv.check(op) returned nil
+	cbFd     int32  // the fd of the request whose callback is running; -1: none
 	dead     bool
 	onTmr    func(t *Timer)
 }
@@ -307,7 +311,7 @@ func (l *Loop) reqs() *requests {
 // newRequests creates the loop's request state.
 func (l *Loop) newRequests() *requests {
 	{
-		rq := &requests{l: l}
+		rq := &requests{l: l, cbFd: -1}
 		rq.onTmr = rq.deadlinePassed
 		if d := newRingReqs(l, rq); d != nil {
 			rq.drv, rq.ring = d, true
@@ -694,7 +698,8 @@ func (rq *requests) dispatchOne(r *reqRec, e cqEntry) {
 	cb := r.cb
 	l := rq.l
 	l.inside = true
-	defer func() { l.inside = false }()
+	rq.cbFd = r.fd
+	defer func() { l.inside, rq.cbFd = false, -1 }()
 	if !c.More {
 		rq.release(r) // before the callback: it may make new requests with this record
 	}

@@ -179,7 +179,10 @@ func (e *emulReqs) arm(f *emulFd) {
 		}
 		l.nfd-- // counted below, while requests wait
 		f.ev = ev
-	} else if !f.counted && l.epfd >= 0 && f.ev.flags != 0 {
+	} else if !f.counted && l.epfd >= 0 && f.ev.flags != 0 && e.rq.cbFd != f.fd {
+		// Not from a callback of this fd's own request (the steady state: a completion's
+		// callback makes the fd's next request), so the number may have been closed with
+		// close(2) and taken by another file since its last request: renew the registration.
 		if err := e.reassert(f); err != nil {
 			e.failAll(f, err)
 			return
@@ -232,6 +235,7 @@ func (e *emulReqs) reassert(f *emulFd) error {
 	}
 	s.gen, s.interest = 0, 0
 	f.ev.flags = 0 // arm sets them again, adding the new file (or finding it not pollable)
+	f.nonblock = nonblockStream(int(f.fd)) // another file: it may block
 	return nil
 }
 
