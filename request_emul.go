@@ -235,7 +235,8 @@ func (e *emulReqs) reassert(f *emulFd) error {
 	}
 	s.gen, s.interest = 0, 0
 	f.ev.flags = 0 // arm sets them again, adding the new file (or finding it not pollable)
-	f.nonblock = nonblockStream(int(f.fd)) // another file: it may block
+	// Another file: it may block.
+	f.nonblock = nonblockStream(int(f.fd))
 	return nil
 }
 
