@@ -127,15 +127,7 @@ func TestHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
 		if rd != 1 || wr != 0 {
 			t.Fatalf("before the peer read: Read handler ran %d times (want 1), Write handler %d (want 0)", rd, wr)
 		}
-		buf := make([]byte, 256<<10)
-		until(t, l, func() bool {
-			for {
-				if n, err := unix.Read(peer.fd, buf); n <= 0 || err != nil {
-					break
-				}
-			}
-			return wr > 0
-		})
+		drainUntil(t, l, peer.fd, func() bool { return wr > 0 })
 		if wgot != ringev.Write {
 			t.Fatalf("the Write handler got %v, want %v", wgot, ringev.Write)
 		}

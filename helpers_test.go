@@ -486,6 +486,21 @@ func quiet(t testing.TB, l *ringev.Loop) {
 	}
 }
 
+// drainUntil runs l (as until does) while reading and dropping what the non-blocking fd has
+// (a peer that reads, so that a writer waiting for room gets it), until cond holds.
+func drainUntil(t testing.TB, l *ringev.Loop, fd int, cond func() bool) {
+	t.Helper()
+	buf := make([]byte, 256<<10)
+	until(t, l, func() bool {
+		for {
+			if n, err := unix.Read(fd, buf); n <= 0 || err != nil {
+				break
+			}
+		}
+		return cond()
+	})
+}
+
 // await polls cond (every 100 µs) until it holds, or fails the test at deadline.
 func await(t testing.TB, what string, cond func() bool) {
 	t.Helper()

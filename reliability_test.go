@@ -601,15 +601,7 @@ func TestWriteEventOnHalfClosedFullSocketWaitsAsleep(t *testing.T) {
 		if calls != 0 {
 			t.Fatalf("the Write handler ran %d times before the peer read (flags %v)", calls, got)
 		}
-		buf := make([]byte, 256<<10)
-		until(t, l, func() bool {
-			for {
-				if n, err := unix.Read(peer.fd, buf); n <= 0 || err != nil {
-					break
-				}
-			}
-			return calls > 0
-		})
+		drainUntil(t, l, peer.fd, func() bool { return calls > 0 })
 		if got != ringev.Write {
 			t.Fatalf("the Write handler got %v once the peer read, want %v", got, ringev.Write)
 		}
