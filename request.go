@@ -310,17 +310,15 @@ func (l *Loop) reqs() *requests {
 
 // newRequests creates the loop's request state.
 func (l *Loop) newRequests() *requests {
-	{
-		rq := &requests{l: l, cbFd: -1}
-		rq.onTmr = rq.deadlinePassed
-		if d := newRingReqs(l, rq); d != nil {
-			rq.drv, rq.ring = d, true
-		} else {
-			rq.drv = &emulReqs{l: l, rq: rq}
-		}
-		l.req = rq
+	rq := &requests{l: l, cbFd: -1}
+	rq.onTmr = rq.deadlinePassed
+	if d := newRingReqs(l, rq); d != nil {
+		rq.drv, rq.ring = d, true
+	} else {
+		rq.drv = &emulReqs{l: l, rq: rq}
 	}
-	return l.req
+	l.req = rq
+	return rq
 }
 
 // checkReq validates what every request call shares: owner, open loop, callback, fd.
@@ -552,6 +550,8 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 		r.res = 0
 	}
 	r.state = stDone
+	// entry's work, written out: entry is not inlined (append's cost), and this is every
+	// request's path (+13 instructions a request as a call, callgrind).
 	rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags &^ uring.CQEFMore})
 	if r.op == OpRecvMultishot && flags&uring.CQEFBuffer != 0 {
 		rq.cq[len(rq.cq)-1].off = r.takeBuffer(res, flags)
