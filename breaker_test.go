@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,11 +78,7 @@ func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 	const n = 3000
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
-		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		f := tempFile(t)
 		fd := int(f.Fd())
 		runs := make([]int, n)
 		done := 0
@@ -816,11 +811,7 @@ func TestBreakerSendToClosedPeerEndsWithEPIPE(t *testing.T) {
 func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
-		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		f := tempFile(t)
 		fd := int(f.Fd())
 		buf := []byte("x")
 		chain := 0

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -484,6 +485,18 @@ func quiet(t testing.TB, l *ringev.Loop) {
 	if errs := settle(t, l, quietFor, 1); len(errs) > 0 {
 		t.Fatalf("Once in a quiet period: %v", errs[0])
 	}
+}
+
+// tempFile creates an empty regular file in the test's temporary directory; it is closed at
+// cleanup (after a loop created before it is closed).
+func tempFile(t testing.TB) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // drainUntil runs l (as until does) while reading and dropping what the non-blocking fd has

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -104,11 +102,7 @@ func testReqWrite(t *testing.T, backend string) {
 }
 
 func testReqFileOffset(t *testing.T, backend string) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tempFile(t)
 	fd := int(f.Fd())
 	l := newLoop(t, backend)
 	var wr, rd recorder
@@ -240,11 +234,7 @@ func testReqConnect(t *testing.T, backend string) {
 }
 
 func testReqFsync(t *testing.T, backend string) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tempFile(t)
 	f.WriteString("x")
 	l := newLoop(t, backend)
 	var rec recorder
