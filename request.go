@@ -186,36 +186,42 @@ type reqRec struct {
 	op    Op
 	state uint8
 	fd    int32
-	flags int32 // msg flags, accept4 flags, fsync flags
 	buf   []byte
 	off   int64 // file offset; -1: the file position
-	done  int   // Write, Send: bytes written so far
 	cb    Callback
 	token uint64
 	group *BufferGroup
 
-	counted   bool // counted in requests.fds[fd].live
-	noFd      bool // SubmitSQE without an fd: not counted
-	cancelReq bool // Cancel (or CloseFd, or the deadline) asked
-	timedOut  bool // the deadline passed
-	opDone    bool // uring: the op's final CQE arrived
-	cqes      int8 // uring: final CQEs still to come (op, link timeout)
-	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
-	res       int32
-	cflags    uint32
+	reqVars // cleared by release in one struct store
 
-	deadline int64 // loop ns; 0: none
-	timer    Timer // the deadline's timer (emulation, multishot, or set after submission)
-	ts       uring.Timespec
-	sa       unix.RawSockaddrAny // Connect's address
-	salen    uint32
-	sqe      uring.SQE // SubmitSQE's SQE
-	keep     []byte    // SubmitSQE's memory kept alive
+	timer Timer // the deadline's timer (emulation, multishot, or set after submission)
+	ts    uring.Timespec
+	sa    unix.RawSockaddrAny // Connect's address
+	salen uint32
+	sqe   uring.SQE // SubmitSQE's SQE
+	keep  []byte    // SubmitSQE's memory kept alive
 
 	qnext, qprev *reqRec // emulation: the fd's queue
 	qlist        *reqList
 	turnSeq      uint64 // dispatch batch in which turnRuns counts
 	turnRuns     int
+}
+
+// reqVars is the part of a record that one use of it changes after newReq filled it in:
+// release clears it with one struct store (a few wide stores, not one per field).
+type reqVars struct {
+	done      int   // Write, Send: bytes written so far
+	deadline  int64 // loop ns; 0: none
+	flags     int32 // msg flags, accept4 flags, fsync flags
+	res       int32
+	cflags    uint32
+	cqes      int8 // uring: final CQEs still to come (op, link timeout)
+	counted   bool // counted in requests.fds[fd].live
+	noFd      bool // SubmitSQE without an fd: not counted
+	cancelReq bool // Cancel (or CloseFd, or the deadline) asked
+	timedOut  bool // the deadline passed
+	opDone    bool // uring: the op's final CQE arrived
+	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
 }
 
 // reqFd is the core's state for one fd number.
@@ -429,9 +435,11 @@ func (rq *requests) alloc() *reqRec {
 func (rq *requests) release(r *reqRec) {
 	r.gen = (r.gen + 1) & genMask
 	r.state = stFree
-	r.buf, r.cb, r.group, r.keep = nil, nil, nil, nil
-	r.done, r.deadline, r.flags, r.res, r.cflags, r.cqes = 0, 0, 0, 0, 0, 0
-	r.counted, r.noFd, r.cancelReq, r.timedOut, r.opDone, r.link = false, false, false, false, false, false
+	r.buf, r.cb = nil, nil
+	if r.op >= OpRecvMultishot { // the only ops that set them
+		r.group, r.keep = nil, nil
+	}
+	r.reqVars = reqVars{}
 	rq.free = append(rq.free, r.idx)
 	rq.live--
 }
@@ -605,6 +613,10 @@ func (l *Loop) runTurn() bool {
 		n = reqBatch
 	}
 	ran := false
+	// The callbacks run with the nesting guard set, once for the batch: endBatch resets it
+	// (and cbFd) also when a callback panics out of Once.
+	l.inside = true
+	defer rq.endBatch()
 	// A taken entry is not cleared: its record stays in rq.recs anyway (records are recycled,
 	// never freed), so it keeps nothing else reachable.
 	for i := 0; i < n && !l.closed; i++ {
@@ -671,23 +683,32 @@ func (rq *requests) dispatchOne(r *reqRec, e cqEntry) {
 	c := &rq.comp
 	c.Request = Request{rec: r, gen: r.gen}
 	c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&uring.CQEFMore != 0
-	c.group, c.bid = nil, -1
-	switch {
-	case r.res < 0 && !c.More:
-		c.N, c.Err = int(e.res), errnoErr(r.res) // Write, Send: the count before the error
-	case e.res < 0:
-		c.N, c.Err = 0, errnoErr(e.res)
-	default:
-		c.N, c.Err = int(e.res), nil
+	c.bid = -1
+	if c.group != nil {
+		c.group = nil
 	}
-	c.Buf = nil
+	c.N, c.Err = int(e.res), nil
+	switch {
+	case e.res >= 0 && (r.res >= 0 || c.More):
+		// a result, no error (r.res < 0: a Write's or Send's error after a part, below)
+	case r.res < 0 && !c.More:
+		c.Err = errnoErr(r.res) // Write, Send: N is the count before the error
+	default: // e.res < 0
+		c.N, c.Err = 0, errnoErr(e.res)
+	}
 	switch r.op {
 	case OpRead, OpRecv:
 		if c.Err == nil {
 			c.Buf = r.buf[:c.N]
+		} else {
+			c.Buf = nil
 		}
 	case OpWrite, OpSend:
 		c.Buf = r.buf
+	default:
+		c.Buf = nil
+	}
+	switch r.op {
 	case OpRecvMultishot:
 		if e.flags&uring.CQEFBuffer != 0 {
 			bid := int32(e.flags >> uring.CQEBufferShift)
@@ -696,15 +717,15 @@ func (rq *requests) dispatchOne(r *reqRec, e cqEntry) {
 		}
 	}
 	cb := r.cb
-	l := rq.l
-	l.inside = true
 	rq.cbFd = r.fd
-	defer func() { l.inside, rq.cbFd = false, -1 }()
 	if !c.More {
 		rq.release(r) // before the callback: it may make new requests with this record
 	}
 	cb(c)
 }
+
+// endBatch ends runTurn's batch of callbacks (deferred: a callback may panic).
+func (rq *requests) endBatch() { rq.l.inside, rq.cbFd = false, -1 }
 
 // deadlinePassed is a request's deadline timer.
 func (rq *requests) deadlinePassed(t *Timer) {
