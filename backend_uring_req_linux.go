@@ -318,6 +318,12 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		}
 		return
 	}
+	if kind == reqKindOp && !more && r.cqes == 1 && finishesAsIs(r, res) {
+		// The steady state: the op's only CQE, and opDone would change nothing.
+		r.cqes = 0
+		d.rq.finish(r, res, flags)
+		return
+	}
 	if kind == reqKindLink {
 		r.link = false
 		if res == -int32(unix.ETIME) {

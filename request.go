@@ -543,6 +543,19 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	rq.finish(r, res, flags)
 }
 
+// finishesAsIs reports whether opDone(r, res, flags), r's last result, would only pass res
+// to finish: r is a read or recv, or a write or send that res completes in one piece, with
+// no deadline that passed (opDone turns its ECANCELED into ETIME).
+func finishesAsIs(r *reqRec, res int32) bool {
+	switch r.op {
+	case OpRead, OpRecv:
+		return !r.timedOut
+	case OpWrite, OpSend:
+		return !r.timedOut && r.done == 0 && int(res) == len(r.buf)
+	}
+	return false
+}
+
 // dead reports whether r's deadline has passed.
 func (r *reqRec) dead() bool { return r.deadline != 0 && r.rq.l.now() >= r.deadline }
 
