@@ -84,7 +84,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			return buf, err
 		}
 		if timeout == 0 {
-			if _, err := b.ring.Submit(); err != nil {
+			if _, err := b.entering().Submit(); err != nil {
 				return buf, ringWaitError(err)
 			}
 			n := len(buf)
@@ -102,7 +102,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		return b.epollBackend.wait(0, buf)
 	}
 	if !b.inflight {
-		s, err := ringSQE(b.ring)
+		s, err := ringSQE(b.entering())
 		if err != nil {
 			return buf, err
 		}
@@ -143,7 +143,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		}
 	}
 	b.blocking++
-	_, err := b.ring.SubmitAndWaitTimeout(1, time.Duration(timeout))
+	_, err := b.entering().SubmitAndWaitTimeout(1, time.Duration(timeout))
 	if err := ringWaitError(err); err != nil {
 		return buf, err
 	}
@@ -164,7 +164,7 @@ const maxLookSkip = 64
 // that finds something makes the next wait look first again.
 // retry: as reap's.
 func (b *uringBackend) look(buf []readyFd) (_ []readyFd, found, retry bool, _ error) {
-	if _, err := b.ring.Submit(); err != nil {
+	if _, err := b.entering().Submit(); err != nil {
 		return buf, false, false, ringWaitError(err)
 	}
 	n := len(buf)
@@ -233,16 +233,26 @@ func (b *uringBackend) replaceSet() error {
 	if !b.inflight {
 		return nil
 	}
-	s, err := ringSQE(b.ring)
+	s, err := ringSQE(b.entering())
 	if err != nil {
 		return err
 	}
 	s.PrepCancel(uringEpollTag, 0) // IORING_OP_ASYNC_CANCEL (5.5) by user_data
 	s.SetUserData(0)
-	if _, err := b.ring.Submit(); err != nil {
+	if _, err := b.entering().Submit(); err != nil {
 		return fmt.Errorf("ringev: uring backend: cancelling the wait on the old epoll set: %w", err)
 	}
 	return nil
+}
+
+// entering returns b's ring for an io_uring_enter(2) that may submit its SQ (every enter
+// of the backend goes through it): the requests the driver prepared in the SQ are the
+// kernel's from then on (ringReqs.submitted).
+func (b *uringBackend) entering() *uring.Ring {
+	if b.reqs != nil {
+		b.reqs.submitted()
+	}
+	return b.ring
 }
 
 func (b *uringBackend) close() error {

@@ -35,6 +35,7 @@ func reqUserData(r *reqRec, kind uint64) uint64 {
 type ringReqs struct {
 	b        *uringBackend
 	rq       *requests
+	prepped  []preppedReq // requests prepared in the SQ by start, not submitted yet
 	queue    []queuedReq  // records to prepare at the next wait
 	cmds     []ringCmd    // cancels to prepare at the next wait
 	inflight int          // SQEs in the kernel whose last CQE has not arrived
@@ -46,6 +47,16 @@ type ringReqs struct {
 type queuedReq struct {
 	r   *reqRec
 	gen uint32
+}
+
+// preppedReq is a request that start prepared in the SQ at once: its SQE (s) and its
+// LINK_TIMEOUT's (lt, or nil) are the kernel's only from the next io_uring_enter(2) on, and
+// until then a cancel turns them into NOPs (the request never reaches the kernel) and a
+// deadline can still be linked to s while it is the SQ's last SQE.
+type preppedReq struct {
+	r     *reqRec
+	gen   uint32
+	s, lt *uring.SQE
 }
 
 // ringCmd is an IORING_OP_ASYNC_CANCEL to make: of one request (target), or of every request
@@ -115,9 +126,54 @@ func missingReqFeature(op Op, supported func(uint8) bool) error {
 	return fmt.Errorf("needs %s, which this kernel lacks: %w", n.feature, unix.EOPNOTSUPP)
 }
 
+// start prepares r's SQE in the SQ at once when it can (no deadline to link, nothing queued
+// before it, a free SQE: it never submits, so it never enters the ring), else queues r for
+// flush; either way the wait's io_uring_enter(2) submits it.
 func (d *ringReqs) start(r *reqRec) {
+	if r.deadline == 0 && len(d.queue) == 0 && !d.dead {
+		if s := d.b.ring.GetSQE(); s != nil {
+			prepReq(s, r)
+			s.UserData = reqUserData(r, reqKindOp)
+			r.state, r.cqes, r.opDone = stInflight, 1, false
+			d.inflight++
+			d.prepped = append(d.prepped, preppedReq{r: r, gen: r.gen, s: s})
+			return
+		}
+	}
 	r.state = stQueued
 	d.queue = append(d.queue, queuedReq{r, r.gen})
+}
+
+// submitted is called before every io_uring_enter(2) on the ring that may submit its SQ (the
+// backend's wait, its ride, a set's replacement, shutdown): the prepared requests are the
+// kernel's from then on. (Calling it early is safe: a cancel then goes to the kernel as an
+// IORING_OP_ASYNC_CANCEL behind the request, which the kernel takes in order.)
+func (d *ringReqs) submitted() { d.prepped = d.prepped[:0] }
+
+// unsubmitted returns r's entry in d.prepped while its SQE is not submitted, or nil.
+func (d *ringReqs) unsubmitted(r *reqRec) *preppedReq {
+	for i := len(d.prepped) - 1; i >= 0; i-- {
+		if p := &d.prepped[i]; p.r == r && p.gen == r.gen && p.s != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// unprep turns the SQEs of p, a request not submitted yet, into NOPs whose CQEs count as a
+// command's (the request never reaches the kernel) and finishes it with ECANCELED.
+func (d *ringReqs) unprep(p *preppedReq) {
+	p.s.PrepNop()
+	p.s.UserData = reqTag | reqKindCmd
+	if p.lt != nil {
+		p.lt.PrepNop()
+		p.lt.UserData = reqTag | reqKindCmd
+		p.r.link = false
+	}
+	r := p.r
+	p.s, p.lt = nil, nil
+	r.cqes = 0
+	d.rq.opDone(r, -int32(unix.ECANCELED), 0)
 }
 
 func (d *ringReqs) cancel(r *reqRec) {
@@ -125,8 +181,45 @@ func (d *ringReqs) cancel(r *reqRec) {
 	case stQueued: // not in the kernel: it never will be (flush skips it)
 		d.rq.opDone(r, -int32(unix.ECANCELED), 0)
 	case stInflight:
+		if p := d.unsubmitted(r); p != nil { // prepared, not submitted: it never will be
+			d.unprep(p)
+			return
+		}
 		d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindOp)})
 	}
+}
+
+// linkNow links a LINK_TIMEOUT of after (> 0) to r, a one-shot request prepared but not
+// submitted, whose SQE must be the SQ's last (the LINK_TIMEOUT must follow it directly). It
+// reports whether it did; when it did not, the loop's timer enforces the deadline.
+func (d *ringReqs) linkNow(r *reqRec, after time.Duration) bool {
+	p := d.unsubmitted(r)
+	if p == nil || p.lt != nil || multishot(r.op) {
+		return false
+	}
+	ring := d.b.ring
+	t := ring.GetSQE()
+	if t == nil {
+		return false
+	}
+	// t must be the SQE right after r's in the SQ's order (the array wraps after SQEntries).
+	const size = unsafe.Sizeof(uring.SQE{})
+	next := uintptr(unsafe.Pointer(p.s)) + size
+	first := uintptr(unsafe.Pointer(p.s)) - uintptr(ring.SQEntries()-1)*size
+	if at := uintptr(unsafe.Pointer(t)); at != next && at != first {
+		t.PrepNop() // another SQE came after r's: this one is a NOP, the timer takes the deadline
+		t.UserData = reqTag | reqKindCmd
+		d.inflight++
+		return false
+	}
+	p.s.Flags |= uring.SQEIOLink
+	r.ts = uring.NewTimespec(after)
+	t.PrepLinkTimeout(&r.ts, 0)
+	t.UserData = reqUserData(r, reqKindLink)
+	p.lt = t
+	r.cqes, r.link = 2, true
+	d.inflight++
+	return true
 }
 
 // retime moves r's LINK_TIMEOUT, if it is in the kernel, to after from now (<= 0: out of
@@ -135,11 +228,20 @@ func (d *ringReqs) cancel(r *reqRec) {
 // update's CQE is counted like a cancel's; its error (ENOENT: the link fired or was cancelled
 // meanwhile; EINVAL before 5.15) leaves the request as the kernel has it.
 func (d *ringReqs) retime(r *reqRec, after time.Duration) bool {
-	if !r.link || r.state != stInflight {
+	if r.state != stInflight {
 		return false
+	}
+	if !r.link {
+		// Prepared by start and not submitted yet: the deadline is linked to it now, as
+		// flush links it to a queued request.
+		return after > 0 && d.linkNow(r, after)
 	}
 	if after <= 0 {
 		after = 1 << 62 // ~146 years
+	}
+	if p := d.unsubmitted(r); p != nil && p.lt != nil {
+		r.ts = uring.NewTimespec(after) // the kernel reads it at submission
+		return true
 	}
 	r.ts = uring.NewTimespec(after)
 	d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindLink), ts: &r.ts})
@@ -147,6 +249,12 @@ func (d *ringReqs) retime(r *reqRec, after time.Duration) bool {
 }
 
 func (d *ringReqs) cancelFd(fd int32) {
+	for i := range d.prepped {
+		if p := &d.prepped[i]; p.s != nil && p.r.gen == p.gen && p.r.state == stInflight && p.r.fd == fd && !p.r.noFd {
+			p.r.cancelReq = true
+			d.unprep(p)
+		}
+	}
 	for _, q := range d.queue {
 		if r := q.r; r.gen == q.gen && r.state == stQueued && r.fd == fd && !r.noFd {
 			r.cancelReq = true
@@ -166,7 +274,7 @@ func (d *ringReqs) cancelFd(fd int32) {
 func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 || d.inflight > 0 }
 
 // queued reports whether records or cancels wait to be prepared as SQEs (flush).
-func (d *ringReqs) queued() bool { return len(d.queue) > 0 || len(d.cmds) > 0 }
+func (d *ringReqs) queued() bool { return len(d.prepped) > 0 || len(d.queue) > 0 || len(d.cmds) > 0 }
 
 // sqe returns the first of n consecutive free SQEs, submitting what is queued when the SQ has
 // less room. d.space counts the SQEs known free: valid during one flush only (the backend's
@@ -175,7 +283,7 @@ func (d *ringReqs) sqe(n uint32) (*uring.SQE, error) {
 	ring := d.b.ring
 	if d.space < n {
 		if d.space = ring.SQSpaceLeft(); d.space < n {
-			if _, err := ring.Submit(); err != nil {
+			if _, err := d.b.entering().Submit(); err != nil {
 				d.space = 0
 				return nil, fmt.Errorf("ringev: uring backend: submitting a full SQ: %w", err)
 			}
@@ -383,7 +491,7 @@ func (d *ringReqs) shutdown() {
 			d.inflight++
 			end := time.Now().Add(time.Second)
 			for d.inflight > 0 && time.Now().Before(end) {
-				ring.SubmitAndWaitTimeout(1, time.Until(end))
+				d.b.entering().SubmitAndWaitTimeout(1, time.Until(end))
 				n := ring.CQReady()
 				for i := uint32(0); i < n; i++ {
 					if c := ring.CQEAt(i); c.UserData&reqTag != 0 {

@@ -31,7 +31,7 @@ func (b *uringBackend) rideShared() *rideState {
 // finish is waited for in the kernel, with the runtime's syscall bookkeeping, until its CQE. A
 // full SQ gives -EOPNOTSUPP (read(2) or write(2) then).
 func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
-	r := b.ring
+	r := b.entering() // its enter submits the requests prepared before this I/O too
 	s := r.GetSQE()
 	if s == nil {
 		return -int32(unix.EOPNOTSUPP), nil
@@ -85,7 +85,7 @@ func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
 		if done {
 			return res, nil
 		}
-		if _, err := r.SubmitAndWait(1); err != nil {
+		if _, err := b.entering().SubmitAndWait(1); err != nil {
 			b.pinned = append(b.pinned, p) // the kernel still has p: keep it until the ring closes
 			return 0, err
 		}
@@ -155,7 +155,7 @@ func (b *uringBackend) calibrateRide() (sysNs, ringNs float64, err error) {
 
 // calRide is one read of buf from fd with a look at ep through the ring (calibrateRide).
 func (b *uringBackend) calRide(fd, ep int, buf []byte, events []unix.EpollEvent) error {
-	r := b.ring
+	r := b.entering()
 	s, e := r.GetSQE(), r.GetSQE()
 	if s == nil || e == nil {
 		return errors.New("the ring's SQ is full")
@@ -204,7 +204,7 @@ func (b *uringBackend) calRide(fd, ep int, buf []byte, events []unix.EpollEvent)
 			b.calPinned = append(b.calPinned, buf, events)
 			return errors.New("the ring's read and look did not complete within 100 ms")
 		}
-		if _, err := r.SubmitAndWaitTimeout(1, left); err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
+		if _, err := b.entering().SubmitAndWaitTimeout(1, left); err != nil && !errors.Is(err, unix.ETIME) && !errors.Is(err, unix.EINTR) {
 			b.calPinned = append(b.calPinned, buf, events)
 			return err
 		}

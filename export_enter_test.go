@@ -8,3 +8,14 @@ func BlockingEnters(l *Loop) uint64 {
 	}
 	return 0
 }
+
+// RequestLinked reports whether the request h names carries its deadline as an
+// IORING_OP_LINK_TIMEOUT (uring), not as a loop timer.
+func RequestLinked(h Request) bool {
+	r := h.live()
+	return r != nil && r.link
+}
+
+// TimersPending returns how many timers l holds (the loop's own, a request's deadline
+// timer included).
+func TimersPending(l *Loop) int { return len(l.timers) }
