@@ -35,7 +35,8 @@ func reqUserData(r *reqRec, kind uint64) uint64 {
 type ringReqs struct {
 	b        *uringBackend
 	rq       *requests
-	prepped  []preppedReq // requests prepared in the SQ by start, not submitted yet
+	epoch    uint64       // counts the enters that may submit the SQ (submitted)
+	fresh    bool         // start prepared a request since the last of them
 	queue    []queuedReq  // records to prepare at the next wait
 	cmds     []ringCmd    // cancels to prepare at the next wait
 	inflight int          // SQEs in the kernel whose last CQE has not arrived
@@ -47,16 +48,6 @@ type ringReqs struct {
 type queuedReq struct {
 	r   *reqRec
 	gen uint32
-}
-
-// preppedReq is a request that start prepared in the SQ at once: its SQE (s) and its
-// LINK_TIMEOUT's (lt, or nil) are the kernel's only from the next io_uring_enter(2) on, and
-// until then a cancel turns them into NOPs (the request never reaches the kernel) and a
-// deadline can still be linked to s while it is the SQ's last SQE.
-type preppedReq struct {
-	r     *reqRec
-	gen   uint32
-	s, lt *uring.SQE
 }
 
 // ringCmd is an IORING_OP_ASYNC_CANCEL to make: of one request (target), or of every request
@@ -135,8 +126,9 @@ func (d *ringReqs) start(r *reqRec) {
 			prepReq(s, r)
 			s.UserData = reqUserData(r, reqKindOp)
 			r.state, r.cqes, r.opDone = stInflight, 1, false
+			r.sqeAt, r.ltAt, r.epoch = s, nil, d.epoch
 			d.inflight++
-			d.prepped = append(d.prepped, preppedReq{r: r, gen: r.gen, s: s})
+			d.fresh = true
 			return
 		}
 	}
@@ -148,31 +140,31 @@ func (d *ringReqs) start(r *reqRec) {
 // backend's wait, its ride, a set's replacement, shutdown): the prepared requests are the
 // kernel's from then on. (Calling it early is safe: a cancel then goes to the kernel as an
 // IORING_OP_ASYNC_CANCEL behind the request, which the kernel takes in order.)
-func (d *ringReqs) submitted() { d.prepped = d.prepped[:0] }
+func (d *ringReqs) submitted() { d.epoch, d.fresh = d.epoch+1, false }
 
-// unsubmitted returns r's entry in d.prepped while its SQE is not submitted, or nil.
-func (d *ringReqs) unsubmitted(r *reqRec) *preppedReq {
-	for i := len(d.prepped) - 1; i >= 0; i-- {
-		if p := &d.prepped[i]; p.r == r && p.gen == r.gen && p.s != nil {
-			return p
-		}
-	}
-	return nil
+// unsubmitted reports whether r is a request that start prepared in the SQ and no enter has
+// submitted since: its SQE (r.sqeAt) and its LINK_TIMEOUT's (r.ltAt, or 0) are not the
+// kernel's yet; a cancel can turn them into NOPs (the request never reaches the kernel) and a
+// deadline can still be linked to the SQE while it is the SQ's last.
+func (d *ringReqs) unsubmitted(r *reqRec) bool {
+	return r.sqeAt != nil && r.epoch == d.epoch && r.state == stInflight
 }
 
-// unprep turns the SQEs of p, a request not submitted yet, into NOPs whose CQEs count as a
-// command's (the request never reaches the kernel) and finishes it with ECANCELED.
-func (d *ringReqs) unprep(p *preppedReq) {
-	p.s.PrepNop()
-	p.s.UserData = reqTag | reqKindCmd
-	if p.lt != nil {
-		p.lt.PrepNop()
-		p.lt.UserData = reqTag | reqKindCmd
-		p.r.link = false
+// nop makes s a NOP whose CQE counts as a command's.
+func nop(s *uring.SQE) {
+	s.PrepNop()
+	s.UserData = reqTag | reqKindCmd
+}
+
+// unprep turns the SQEs of r, an unsubmitted request, into NOPs (it never reaches the
+// kernel) and finishes it with ECANCELED.
+func (d *ringReqs) unprep(r *reqRec) {
+	nop(r.sqeAt)
+	if r.ltAt != nil {
+		nop(r.ltAt)
+		r.link = false
 	}
-	r := p.r
-	p.s, p.lt = nil, nil
-	r.cqes = 0
+	r.sqeAt, r.ltAt, r.cqes = nil, nil, 0
 	d.rq.opDone(r, -int32(unix.ECANCELED), 0)
 }
 
@@ -181,8 +173,8 @@ func (d *ringReqs) cancel(r *reqRec) {
 	case stQueued: // not in the kernel: it never will be (flush skips it)
 		d.rq.opDone(r, -int32(unix.ECANCELED), 0)
 	case stInflight:
-		if p := d.unsubmitted(r); p != nil { // prepared, not submitted: it never will be
-			d.unprep(p)
+		if d.unsubmitted(r) { // prepared, not submitted: it never will be
+			d.unprep(r)
 			return
 		}
 		d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindOp)})
@@ -193,8 +185,7 @@ func (d *ringReqs) cancel(r *reqRec) {
 // submitted, whose SQE must be the SQ's last (the LINK_TIMEOUT must follow it directly). It
 // reports whether it did; when it did not, the loop's timer enforces the deadline.
 func (d *ringReqs) linkNow(r *reqRec, after time.Duration) bool {
-	p := d.unsubmitted(r)
-	if p == nil || p.lt != nil || multishot(r.op) {
+	if !d.unsubmitted(r) || r.ltAt != nil || multishot(r.op) {
 		return false
 	}
 	ring := d.b.ring
@@ -204,19 +195,17 @@ func (d *ringReqs) linkNow(r *reqRec, after time.Duration) bool {
 	}
 	// t must be the SQE right after r's in the SQ's order (the array wraps after SQEntries).
 	const size = unsafe.Sizeof(uring.SQE{})
-	next := uintptr(unsafe.Pointer(p.s)) + size
-	first := uintptr(unsafe.Pointer(p.s)) - uintptr(ring.SQEntries()-1)*size
-	if at := uintptr(unsafe.Pointer(t)); at != next && at != first {
-		t.PrepNop() // another SQE came after r's: this one is a NOP, the timer takes the deadline
-		t.UserData = reqTag | reqKindCmd
+	at, prev := uintptr(unsafe.Pointer(t)), uintptr(unsafe.Pointer(r.sqeAt))
+	if at != prev+size && at != prev-uintptr(ring.SQEntries()-1)*size {
+		nop(t) // another SQE came after r's: the timer takes the deadline
 		d.inflight++
 		return false
 	}
-	p.s.Flags |= uring.SQEIOLink
+	r.sqeAt.Flags |= uring.SQEIOLink
 	r.ts = uring.NewTimespec(after)
 	t.PrepLinkTimeout(&r.ts, 0)
 	t.UserData = reqUserData(r, reqKindLink)
-	p.lt = t
+	r.ltAt = t
 	r.cqes, r.link = 2, true
 	d.inflight++
 	return true
@@ -239,7 +228,7 @@ func (d *ringReqs) retime(r *reqRec, after time.Duration) bool {
 	if after <= 0 {
 		after = 1 << 62 // ~146 years
 	}
-	if p := d.unsubmitted(r); p != nil && p.lt != nil {
+	if d.unsubmitted(r) && r.ltAt != nil {
 		r.ts = uring.NewTimespec(after) // the kernel reads it at submission
 		return true
 	}
@@ -249,12 +238,6 @@ func (d *ringReqs) retime(r *reqRec, after time.Duration) bool {
 }
 
 func (d *ringReqs) cancelFd(fd int32) {
-	for i := range d.prepped {
-		if p := &d.prepped[i]; p.s != nil && p.r.gen == p.gen && p.r.state == stInflight && p.r.fd == fd && !p.r.noFd {
-			p.r.cancelReq = true
-			d.unprep(p)
-		}
-	}
 	for _, q := range d.queue {
 		if r := q.r; r.gen == q.gen && r.state == stQueued && r.fd == fd && !r.noFd {
 			r.cancelReq = true
@@ -265,8 +248,13 @@ func (d *ringReqs) cancelFd(fd int32) {
 		for _, r := range d.rq.recs {
 			if r.state == stInflight && r.fd == fd && !r.noFd {
 				r.cancelReq = true
+				if d.unsubmitted(r) {
+					d.unprep(r) // it never reaches the kernel
+				}
 			}
 		}
+	}
+	if d.rq.fds[fd].live > 0 { // (a number closed meanwhile could be another file's by the flush)
 		d.cmds = append(d.cmds, ringCmd{fd: fd, byFd: true})
 	}
 }
@@ -274,7 +262,7 @@ func (d *ringReqs) cancelFd(fd int32) {
 func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 || d.inflight > 0 }
 
 // queued reports whether records or cancels wait to be prepared as SQEs (flush).
-func (d *ringReqs) queued() bool { return len(d.prepped) > 0 || len(d.queue) > 0 || len(d.cmds) > 0 }
+func (d *ringReqs) queued() bool { return d.fresh || len(d.queue) > 0 || len(d.cmds) > 0 }
 
 // sqe returns the first of n consecutive free SQEs, submitting what is queued when the SQ has
 // less room. d.space counts the SQEs known free: valid during one flush only (the backend's

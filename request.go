@@ -222,6 +222,12 @@ type reqVars struct {
 	timedOut  bool // the deadline passed
 	opDone    bool // uring: the op's final CQE arrived
 	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
+
+	// uring: the SQEs in which ringReqs.start prepared the request and its LINK_TIMEOUT (in
+	// the ring's mapped memory, not the Go heap), and the driver's epoch then (see
+	// ringReqs.unsubmitted).
+	sqeAt, ltAt *uring.SQE
+	epoch       uint64
 }
 
 // reqFd is the core's state for one fd number.
