@@ -414,10 +414,19 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		}
 		return
 	}
-	if kind == reqKindOp && !more && r.cqes == 1 && finishesAsIs(r, res) {
-		// The steady state: the op's only CQE, and opDone would change nothing.
-		r.cqes = 0
-		d.rq.finish(r, res, flags)
+	if kind == reqKindOp && !more && r.cqes == 1 && r.timer.index < 0 && finishesAsIs(r, res) {
+		// The steady state: the op's only CQE, and opDone would change nothing; finish's
+		// work for it (no timer to remove, no count before an error, no group buffer),
+		// written out: this is every request's path.
+		rq := d.rq
+		r.cqes, r.state, r.res = 0, stDone, 0
+		rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags &^ uring.CQEFMore})
+		if r.counted {
+			f := &rq.fds[r.fd]
+			if f.live--; f.live == 0 && f.closeRec != nil {
+				rq.closeNow(f)
+			}
+		}
 		return
 	}
 	if kind == reqKindLink {

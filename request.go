@@ -572,7 +572,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 	if (r.op == OpWrite || r.op == OpSend) && r.done > 0 && res < 0 {
 		r.res = res
-		res = int32(r.done) // with the error in r.res: see dispatchOne
+		res = int32(r.done) // with the error in r.res: see runTurn
 	} else {
 		r.res = 0
 	}
@@ -656,7 +656,50 @@ func (l *Loop) runTurn() bool {
 			r.turnRuns++
 		}
 		ran = true
-		rq.dispatchOne(r, e)
+		// r's callback for e, and r freed after its last completion: written out here (a
+		// call per completion costs). Every field of the Completion is written, each once
+		// (it is the heap's: no zeroing pass first).
+		c := &rq.comp
+		c.Request = Request{rec: r, gen: r.gen}
+		c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&uring.CQEFMore != 0
+		c.bid = -1
+		if c.group != nil {
+			c.group = nil
+		}
+		c.N, c.Err = int(e.res), nil
+		switch {
+		case e.res >= 0 && (r.res >= 0 || c.More):
+			// a result, no error (r.res < 0: a Write's or Send's error after a part, below)
+		case r.res < 0 && !c.More:
+			c.Err = errnoErr(r.res) // Write, Send: N is the count before the error
+		default: // e.res < 0
+			c.N, c.Err = 0, errnoErr(e.res)
+		}
+		switch r.op {
+		case OpRead, OpRecv:
+			if c.Err == nil {
+				c.Buf = r.buf[:c.N]
+			} else {
+				c.Buf = nil
+			}
+		case OpWrite, OpSend:
+			c.Buf = r.buf
+		case OpRecvMultishot:
+			c.Buf = nil
+			if e.flags&uring.CQEFBuffer != 0 {
+				bid := int32(e.flags >> uring.CQEBufferShift)
+				c.group, c.bid = r.group, bid
+				c.Buf = r.group.slab[int(bid)*r.group.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
+			}
+		default:
+			c.Buf = nil
+		}
+		cb := r.cb
+		rq.cbFd = r.fd
+		if !c.More {
+			rq.release(r) // before the callback: it may make new requests with this record
+		}
+		cb(c)
 	}
 	if l.closed {
 		return true
@@ -694,53 +737,6 @@ func (rq *requests) deferRequest(e cqEntry) {
 	rq.cq = append(rq.cq[:rq.head+k], mine...)
 	clear(mine)
 	rq.scratch = mine[:0]
-}
-
-// dispatchOne runs r's callback for e, and frees r after its last completion.
-func (rq *requests) dispatchOne(r *reqRec, e cqEntry) {
-	// Every field is written, each once (the record is the heap's: no zeroing pass first).
-	c := &rq.comp
-	c.Request = Request{rec: r, gen: r.gen}
-	c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&uring.CQEFMore != 0
-	c.bid = -1
-	if c.group != nil {
-		c.group = nil
-	}
-	c.N, c.Err = int(e.res), nil
-	switch {
-	case e.res >= 0 && (r.res >= 0 || c.More):
-		// a result, no error (r.res < 0: a Write's or Send's error after a part, below)
-	case r.res < 0 && !c.More:
-		c.Err = errnoErr(r.res) // Write, Send: N is the count before the error
-	default: // e.res < 0
-		c.N, c.Err = 0, errnoErr(e.res)
-	}
-	switch r.op {
-	case OpRead, OpRecv:
-		if c.Err == nil {
-			c.Buf = r.buf[:c.N]
-		} else {
-			c.Buf = nil
-		}
-	case OpWrite, OpSend:
-		c.Buf = r.buf
-	default:
-		c.Buf = nil
-	}
-	switch r.op {
-	case OpRecvMultishot:
-		if e.flags&uring.CQEFBuffer != 0 {
-			bid := int32(e.flags >> uring.CQEBufferShift)
-			c.group, c.bid = r.group, bid
-			c.Buf = r.group.slab[int(bid)*r.group.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
-		}
-	}
-	cb := r.cb
-	rq.cbFd = r.fd
-	if !c.More {
-		rq.release(r) // before the callback: it may make new requests with this record
-	}
-	cb(c)
 }
 
 // endBatch ends runTurn's batch of callbacks (deferred: a callback may panic).
