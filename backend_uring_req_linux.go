@@ -123,7 +123,11 @@ func missingReqFeature(op Op, supported func(uint8) bool) error {
 func (d *ringReqs) start(r *reqRec) {
 	if r.deadline == 0 && len(d.queue) == 0 && !d.dead {
 		if s := d.b.ring.GetSQE(); s != nil {
-			prepReq(s, r)
+			if r.op <= OpSend {
+				prepBytes(s, r) // prepReq's first case, without its call
+			} else {
+				prepReq(s, r)
+			}
 			s.UserData = reqUserData(r, reqKindOp)
 			r.state, r.cqes, r.opDone = stInflight, 1, false
 			r.sqeAt, r.ltAt, r.epoch = s, nil, d.epoch
@@ -357,22 +361,33 @@ func (d *ringReqs) flush() error {
 	return nil
 }
 
-// prepReq prepares r's operation in s.
-func prepReq(s *uring.SQE, r *reqRec) {
-	fd := int(r.fd)
-	off := ^uint64(0)
-	if r.off >= 0 {
-		off = uint64(r.off + int64(r.done))
+// bytesOpcode is the opcode of each op that moves bytes (OpRead to OpSend).
+var bytesOpcode = [...]uint8{OpRead: uring.OpRead, OpWrite: uring.OpWrite, OpRecv: uring.OpRecv, OpSend: uring.OpSend}
+
+// prepBytes prepares in s, a zeroed SQE, r's read, write, recv or send (what is left of it):
+// prepReq's work for them, as field stores (the Preps rewrite all of the SQE, through a call).
+func prepBytes(s *uring.SQE, r *reqRec) {
+	p := r.buf[r.done:] // done is 0 but for the rest of a short write or send
+	s.Opcode, s.Fd = bytesOpcode[r.op], r.fd
+	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), uint32(len(p))
+	switch {
+	case r.op >= OpRecv:
+		s.OpFlags = uint32(r.flags)
+	case r.off >= 0:
+		s.Off = uint64(r.off + int64(r.done))
+	default:
+		s.Off = ^uint64(0) // the file position
 	}
+}
+
+// prepReq prepares r's operation in s, a zeroed SQE (GetSQE's).
+func prepReq(s *uring.SQE, r *reqRec) {
+	if r.op <= OpSend {
+		prepBytes(s, r)
+		return
+	}
+	fd := int(r.fd)
 	switch r.op {
-	case OpRead:
-		s.PrepRead(fd, r.buf, off)
-	case OpWrite:
-		s.PrepWrite(fd, r.buf[r.done:], off)
-	case OpRecv:
-		s.PrepRecv(fd, r.buf, int(r.flags))
-	case OpSend:
-		s.PrepSend(fd, r.buf[r.done:], int(r.flags))
 	case OpAccept:
 		s.PrepAccept(fd, nil, nil, int(r.flags))
 	case OpAcceptMultishot:
@@ -420,7 +435,8 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		// written out: this is every request's path.
 		rq := d.rq
 		r.cqes, r.state, r.res = 0, stDone, 0
-		rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: flags &^ uring.CQEFMore})
+		e := rq.push()
+		e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^uring.CQEFMore, 0
 		if r.counted {
 			f := &rq.fds[r.fd]
 			if f.live--; f.live == 0 && f.closeRec != nil {
