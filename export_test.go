@@ -11,3 +11,7 @@ func SetUringFallback(on bool) (restore func()) {
 
 // Waits returns how many times l's Once asked the backend (or the epoll set) what is ready.
 func Waits(l *Loop) uint64 { return l.waits }
+
+// ExactSignalFd returns the process's exact-signal eventfd, or -1 before a WithExactSignals
+// loop has made it.
+func ExactSignalFd() int { return sigexactFd }

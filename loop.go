@@ -317,7 +317,7 @@ func New(opts ...Option) (*Loop, error) {
 		return nil, fmt.Errorf("ringev: eventfd: %w", err)
 	}
 	ws := l.slot(int32(l.wakeFd))
-	ws.internal = true
+	l.markInternal(ws)
 	if err := l.setInterest(ws, unix.POLLIN); err != nil {
 		unix.Close(l.wakeFd)
 		be.close()

@@ -12,3 +12,13 @@ func (l *Loop) ownsFd(fd int) bool {
 	}
 	return uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && l.slots[fd].internal
 }
+
+// markInternal makes s the slot of one of the loop's own fds (ownsFd). Every internal slot is
+// made through it: it tells the requests' fast check, which remembers per fd number that
+// ownsFd was false (reqFd.okSeq), to ask again.
+func (l *Loop) markInternal(s *fdSlot) {
+	s.internal = true
+	if l.req != nil {
+		l.req.ownSeq++
+	}
+}

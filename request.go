@@ -233,6 +233,7 @@ type reqVars struct {
 // reqFd is the core's state for one fd number.
 type reqFd struct {
 	live     int32   // records on this fd not yet finished
+	okSeq    uint32  // requests.ownSeq when the number was found not to be one of the loop's own fds
 	closeRec *reqRec // a CloseFd waiting for them
 	emul     *emulFd // the emulation's state (nil on uring)
 }
@@ -307,6 +308,7 @@ type requests struct {
 	bgid     uint16
 	groups   []*BufferGroup
 	okOps    uint32 // bit op: drv.check(op) returned nil
+	ownSeq   uint32 // from 1; counts the loop's own fds made since (see reqFd.okSeq, markInternal)
 	cbFd     int32  // the fd of the request whose callback is running; -1: none
 	dead     bool
 	onTmr    func(t *Timer)
@@ -322,7 +324,7 @@ func (l *Loop) reqs() *requests {
 
 // newRequests creates the loop's request state.
 func (l *Loop) newRequests() *requests {
-	rq := &requests{l: l, cbFd: -1}
+	rq := &requests{l: l, cbFd: -1, ownSeq: 1}
 	rq.onTmr = rq.deadlinePassed
 	if d := newRingReqs(l, rq); d != nil {
 		rq.drv, rq.ring = d, true
@@ -355,15 +357,23 @@ func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
 }
 
 // newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf).
-// Its first branch is the steady state's (an fd the loop has seen, an op checked before): the
-// same checks as newReqChecked's, which gives each failure its error.
+// Its first branch is the steady state's (an fd the loop has seen and found not to be one of
+// its own since it last made one, an op checked before): the same checks as newReqChecked's,
+// which gives each failure its error. The steady branch also counts the record on its fd,
+// which submit does for the others.
 func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
 	if rq := l.req; rq != nil && l.owned() && !l.closed && cb != nil &&
-		uint(fd) < uint(len(rq.fds)) && rq.okOps&(1<<op) != 0 && rq.fds[fd].closeRec == nil &&
-		(!needBuf || len(buf) > 0 && len(buf) <= maxRideLen) && !l.ownsFd(fd) {
-		r := rq.alloc()
-		r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
-		return r, nil
+		uint(fd) < uint(len(rq.fds)) && rq.okOps&(1<<op) != 0 &&
+		(!needBuf || len(buf) > 0 && len(buf) <= maxRideLen) {
+		if f := &rq.fds[fd]; f.closeRec == nil && f.okSeq == rq.ownSeq {
+			r := rq.alloc()
+			r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
+			if op != OpClose {
+				r.counted = true
+				f.live++
+			}
+			return r, nil
+		}
 	}
 	return l.newReqChecked(op, fd, buf, needBuf, cb, token)
 }
@@ -389,9 +399,11 @@ func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callbac
 	if err := rq.checkFdOpen(fd); err != nil {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
 	}
-	if f := rq.fdState(int32(fd)); f.closeRec != nil {
+	f := rq.fdState(int32(fd))
+	if f.closeRec != nil {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrFdClosing)
 	}
+	f.okSeq = rq.ownSeq // checkReq found it is not one of the loop's own fds
 	r := rq.alloc()
 	r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
 	return r, nil

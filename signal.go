@@ -75,7 +75,7 @@ func (l *Loop) startExact() (*signalState, error) {
 		return nil, ErrExactSignalsInUse
 	}
 	s := l.slot(int32(sigexactFd))
-	s.internal = true
+	l.markInternal(s)
 	if err := l.setInterest(s, unix.POLLIN); err != nil {
 		sigexactOwner.Store(nil)
 		return nil, fmt.Errorf("ringev: WithExactSignals: watching its eventfd: %w", err)
