@@ -367,7 +367,10 @@ var bytesOpcode = [...]uint8{OpRead: uring.OpRead, OpWrite: uring.OpWrite, OpRec
 // prepBytes prepares in s, a zeroed SQE, r's read, write, recv or send (what is left of it):
 // prepReq's work for them, as field stores (the Preps rewrite all of the SQE, through a call).
 func prepBytes(s *uring.SQE, r *reqRec) {
-	p := r.buf[r.done:] // done is 0 but for the rest of a short write or send
+	p := r.buf
+	if r.done != 0 {
+		p = p[r.done:] // the rest of a short write or send
+	}
 	s.Opcode, s.Fd = bytesOpcode[r.op], r.fd
 	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), uint32(len(p))
 	switch {

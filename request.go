@@ -465,15 +465,23 @@ func (rq *requests) release(r *reqRec) {
 // genMask bounds the generation to what user_data carries (uring: 29 bits).
 const genMask = 1<<29 - 1
 
-// submit hands a new record to the driver and returns its handle.
+// submit hands a new record to the driver and returns its handle (small enough to be inlined:
+// newReq's steady branch has counted the record already).
 func (rq *requests) submit(r *reqRec) Request {
-	if !r.counted && r.op != OpClose && !r.noFd {
-		r.counted = true
-		rq.fds[r.fd].live++
+	if !r.counted {
+		rq.count(r)
 	}
 	r.state = stQueued
 	rq.drv.start(r)
 	return Request{rec: r, gen: r.gen}
+}
+
+// count counts r on its fd (requests.fds[fd].live) unless it is a CloseFd or has no fd.
+func (rq *requests) count(r *reqRec) {
+	if r.op != OpClose && !r.noFd {
+		r.counted = true
+		rq.fds[r.fd].live++
+	}
 }
 
 // push appends an entry to the completion queue and returns it, for the caller to write
