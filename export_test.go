@@ -15,3 +15,6 @@ func Waits(l *Loop) uint64 { return l.waits }
 // ExactSignalFd returns the process's exact-signal eventfd, or -1 before a WithExactSignals
 // loop has made it.
 func ExactSignalFd() int { return sigexactFd }
+
+// OwnerStackKnown reports whether l checks its owner by the owner's stack bounds (see owned).
+func OwnerStackKnown(l *Loop) bool { return l.stack != &anyStack }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ringev/ringev/internal/rawsys"
 	"golang.org/x/sys/unix"
 )
 
@@ -204,7 +203,7 @@ func WithBackend(name string) Option {
 type Loop struct {
 	// The fields Once reads on every turn come first, with the first entries of the readiness
 	// buffer, so that a turn touches few memory pages (once.go).
-	owner    uintptr // the owner goroutine (see owned)
+	stack    *[2]uintptr // the owner goroutine: its stack bounds in its runtime g, or &anyStack (see owned)
 	closed   bool
 	inside   bool  // a handler is running (nesting guard)
 	running  bool  // Run is running: Once returns early on Stop
@@ -295,7 +294,7 @@ func New(opts ...Option) (*Loop, error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
-	l := &Loop{owner: rawsys.Getg(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, exactSig: o.exactSignals}
+	l := &Loop{stack: ownStack(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, exactSig: o.exactSignals}
 	if o.dispatchAll {
 		l.after = afterAll
 	}

@@ -6,10 +6,12 @@ package ringev_test
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
@@ -194,5 +196,60 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 		}
 		at = calls.Load()
 		await(t, "50 more rounds after Loop.Close", func() bool { return calls.Load() >= at+50 })
+	})
+}
+
+// TestOwnerCheckKnowsTheOwnersStack: where rawsys reads the runtime's g (amd64, arm64), New
+// finds the owner's stack bounds at the start of its g, so the owner check is on (it compares
+// the caller's stack with the owner's; without the bounds it would be off).
+func TestOwnerCheckKnowsTheOwnersStack(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("no assembly reads the runtime's g on " + runtime.GOARCH + ": the owner check is off there")
+	}
+	l := newLoop(t, "epoll")
+	if !ringev.OwnerStackKnown(l) {
+		t.Fatal("New did not find the owner's stack bounds in its runtime g: has runtime.g's first field (stack) moved?")
+	}
+}
+
+// growStack recurses n frames of 1 KiB each: a goroutine stack that small moves (the runtime
+// copies it to a larger one) on the way down.
+//
+//go:noinline
+func growStack(n int, at func()) byte {
+	var pad [1024]byte
+	pad[n%len(pad)] = byte(n)
+	if n == 0 {
+		at()
+		return pad[0]
+	}
+	return growStack(n-1, at) + pad[n%len(pad)]
+}
+
+// TestOwnerCheckFollowsTheOwnersStackWhenItMoves: after the owner's stack has grown and moved,
+// the owner's calls are still its own (a request is taken) and another goroutine's still get
+// ErrNotOwner.
+func TestOwnerCheckFollowsTheOwnersStackWhenItMoves(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, _ := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		var here byte
+		before := uintptr(unsafe.Pointer(&here))
+		var ownErr, foreignErr error
+		growStack(2000, func() {
+			_, ownErr = l.Read(r, make([]byte, 1), -1, func(*ringev.Completion) {}, 0)
+			onOtherGoroutine(t, func() {
+				_, foreignErr = l.Read(r, make([]byte, 1), -1, func(*ringev.Completion) {}, 0)
+			})
+		})
+		if uintptr(unsafe.Pointer(&here)) == before {
+			t.Fatal("the owner's stack did not move: the test shows nothing")
+		}
+		if ownErr != nil {
+			t.Fatalf("the owner's Read after its stack moved: %v", ownErr)
+		}
+		if !errors.Is(foreignErr, ringev.ErrNotOwner) {
+			t.Fatalf("another goroutine's Read: %v, want ErrNotOwner", foreignErr)
+		}
 	})
 }

@@ -46,3 +46,10 @@ TEXT ·Getg(SB),NOSPLIT,$0-8
 	MOVQ	(TLS), AX
 	MOVQ	AX, ret+0(FP)
 	RET
+
+// func GStack() *[2]uintptr: the calling goroutine's g pointer, whose first two words are its
+// stack bounds.
+TEXT ·GStack(SB),NOSPLIT,$0-8
+	MOVQ	(TLS), AX
+	MOVQ	AX, ret+0(FP)
+	RET
