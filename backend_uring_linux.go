@@ -190,13 +190,13 @@ func (b *uringBackend) reap(buf []readyFd) ([]readyFd, bool, error) {
 	got := false
 	var res int32
 	n := r.CQReady()
-	for i := uint32(0); i < n; i++ {
-		c := r.CQEAt(i)
-		switch {
-		case c.UserData&reqTag != 0:
-			b.reqs.cqe(c)
-		case c.UserData == uringEpollTag:
-			got, res = true, c.Res
+	if b.reqs != nil {
+		got, res = b.reqs.cqes(r, n)
+	} else {
+		for i := uint32(0); i < n; i++ {
+			if c := r.CQEAt(i); c.UserData == uringEpollTag {
+				got, res = true, c.Res
+			}
 		}
 	}
 	r.CQAdvance(n)

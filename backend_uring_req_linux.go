@@ -406,6 +406,42 @@ func prepReq(s *uring.SQE, r *reqRec) {
 	}
 }
 
+// cqes reads the ring's n ready CQEs in place (the backend's wait): a request's (user_data
+// with reqTag) is taken as cqe takes it, the steady one (cqe's first case) here, without a
+// call per CQE; got and res are those of the backend's EPOLL_WAIT CQE, if it came.
+func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
+	rq := d.rq
+	for i := uint32(0); i < n; i++ {
+		c := ring.CQEAt(i)
+		ud := c.UserData
+		if ud&reqTag == 0 {
+			if ud == uringEpollTag {
+				got, res = true, c.Res
+			}
+			continue
+		}
+		if idx := uint32(ud); ud&reqKindMask == reqKindOp && c.Flags&uring.CQEFMore == 0 && int(idx) < len(rq.recs) && !d.dead {
+			if r := rq.recs[idx]; r.gen == uint32(ud>>32)&genMask && r.state == stInflight && r.cqes == 1 &&
+				r.timer.index < 0 && finishesAsIs(r, c.Res) {
+				// finishSteady, written out (with the call to cqe it spares: -32 instructions a request, callgrind)
+				d.inflight--
+				r.cqes, r.state, r.res = 0, stDone, 0
+				e := rq.push()
+				e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, c.Res, c.Flags, 0
+				if r.counted {
+					f := &rq.fds[r.fd]
+					if f.live--; f.live == 0 && f.closeRec != nil {
+						rq.closeNow(f)
+					}
+				}
+				continue
+			}
+		}
+		d.cqe(c)
+	}
+	return got, res
+}
+
 // cqe takes a request's CQE (user_data with reqTag), read in place by the backend.
 func (d *ringReqs) cqe(c *uring.CQE) {
 	ud, res, flags := c.UserData, c.Res, c.Flags
@@ -433,19 +469,7 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		return
 	}
 	if kind == reqKindOp && !more && r.cqes == 1 && r.timer.index < 0 && finishesAsIs(r, res) {
-		// The steady state: the op's only CQE, and opDone would change nothing; finish's
-		// work for it (no timer to remove, no count before an error, no group buffer),
-		// written out: this is every request's path.
-		rq := d.rq
-		r.cqes, r.state, r.res = 0, stDone, 0
-		e := rq.push()
-		e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^uring.CQEFMore, 0
-		if r.counted {
-			f := &rq.fds[r.fd]
-			if f.live--; f.live == 0 && f.closeRec != nil {
-				rq.closeNow(f)
-			}
-		}
+		d.rq.finishSteady(r, res, flags)
 		return
 	}
 	if kind == reqKindLink {

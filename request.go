@@ -626,6 +626,21 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 }
 
+// finishSteady is finish for the steady CQE (ringReqs.cqe): r's only one, which opDone would
+// pass on unchanged (finishesAsIs), with no deadline timer to remove, no count before an error
+// and no group buffer.
+func (rq *requests) finishSteady(r *reqRec, res int32, flags uint32) {
+	r.cqes, r.state, r.res = 0, stDone, 0
+	e := rq.push()
+	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^uring.CQEFMore, 0
+	if r.counted {
+		f := &rq.fds[r.fd]
+		if f.live--; f.live == 0 && f.closeRec != nil {
+			rq.closeNow(f)
+		}
+	}
+}
+
 // closeNow closes the fd of a CloseFd whose fd has no request left.
 func (rq *requests) closeNow(f *reqFd) {
 	c := f.closeRec
