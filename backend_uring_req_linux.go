@@ -293,6 +293,9 @@ func (d *ringReqs) sqe(n uint32) (*uring.SQE, error) {
 
 // flush prepares the queued records and cancels as SQEs; the backend's enter submits them.
 func (d *ringReqs) flush() error {
+	if len(d.queue) == 0 && len(d.cmds) == 0 {
+		return nil // the steady state: start prepared every request already
+	}
 	rq := d.rq
 	d.space = 0
 	i := 0
@@ -525,6 +528,7 @@ func (d *ringReqs) shutdown() {
 	d.queue, d.cmds = nil, nil
 	ring := d.b.ring
 	if d.inflight > 0 && ring != nil {
+		d.space = 0 // not known outside a flush
 		if s, err := d.sqe(1); err == nil {
 			s.PrepCancel(0, uring.AsyncCancelAny|uring.AsyncCancelAll)
 			s.UserData = reqTag | reqKindCmd
