@@ -121,7 +121,10 @@ func (c *Completion) ReleaseBuffer() {
 // kernel's until its completion arrives). The loop keeps it reachable for the garbage
 // collector meanwhile; the caller must neither read nor write it, nor hand it to another
 // request, until then. On the uring backend every request made while a Once runs goes to the
-// kernel in the loop's next io_uring_enter(2), with its wait.
+// kernel in the loop's next io_uring_enter(2): its wait's, or that of a handler's I/O that
+// rides the ring (ReadNonblocking, WriteNonblocking) made after it. Its SQE is prepared in
+// the SQ when it is made (when requests wait in a queue ahead of it, the SQ is full or it has
+// a deadline: at the wait).
 //
 // On the epoll and poll backends the same calls are emulated with readiness and non-blocking
 // syscalls (the fd must be O_NONBLOCK, as for fd events; regular files are read, written and
@@ -875,9 +878,10 @@ func (h Request) Cancel() error {
 // SetTimeout gives the request a deadline d from now (d > 0; 0 removes it): when it passes
 // before the operation completes, the operation is cancelled and the callback gets an error
 // wrapping unix.ETIME (for a multishot request: its last completion). On the uring backend a
-// one-shot request whose deadline is set before the loop next waits (right after making it,
-// in the same handler) carries it as an IORING_OP_LINK_TIMEOUT SQE (Linux 5.5) linked to it;
-// otherwise, and on the other backends, a loop timer cancels it. A later SetTimeout replaces
+// one-shot request whose deadline is set right after making it (before another request is
+// made, and before the loop next enters the ring) carries it as an IORING_OP_LINK_TIMEOUT SQE
+// (Linux 5.5) linked to its SQE; otherwise, and on the other backends, a loop timer cancels
+// it. A later SetTimeout replaces
 // the deadline, also one the kernel holds as a LINK_TIMEOUT: the loop moves that with
 // IORING_TIMEOUT_UPDATE|IORING_LINK_TIMEOUT_UPDATE (Linux 5.15; a LINK_TIMEOUT cannot be
 // removed, so 0 moves it out of reach), at its next io_uring_enter (a deadline that had
@@ -1086,8 +1090,8 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 }
 
 // SubmitSQE submits sqe, prepared with package uring's Prep methods, as a request: the loop
-// copies it into its ring at its next wait, setting its user_data (the one given is
-// replaced), and runs cb with the CQE's Res as N (or its error), once per CQE of a multishot
+// copies it into its ring's SQ (at once, or at its next wait, as every request: see Request),
+// setting its user_data (the one given is replaced), and runs cb with the CQE's Res as N (or its error), once per CQE of a multishot
 // op (More set while the CQE has IORING_CQE_F_MORE). keep is held until the last CQE: memory
 // the SQE addresses must stay reachable that long (pass the buffer, or nil if the SQE
 // addresses nothing or the caller keeps it). sqe.Fd, when >= 0 and not a fixed file, is the
