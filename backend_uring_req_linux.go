@@ -1,11 +1,14 @@
 package ringev
 
 // The uring backend's side of requests: the reqDriver that turns records into SQEs on the
-// backend's ring and CQEs back into results. Records are prepared when the loop waits
-// (flush), so every request made while a Once runs goes to the kernel in the wait's own
-// io_uring_enter(2); a full SQ is submitted and refilled, never a refused request. CQEs are
-// read in place by the backend's wait (and by its ride), which hands this driver
-// those whose user_data has reqTag set.
+// backend's ring and CQEs back into results. A request's SQE is prepared in the SQ when it is
+// made (start), and one that cannot be (requests queued ahead of it, a full SQ, a deadline to
+// link) when the loop waits (flush); no enter is made for either, so every request made while
+// a Once runs goes to the kernel in the next io_uring_enter(2), the wait's (or a ride's); a
+// full SQ is submitted and refilled at the wait, never a refused request. Until that enter, a
+// prepared request is still the loop's: a cancel turns its SQE into a NOP, a deadline is
+// linked to it (see unsubmitted). CQEs are read in place by the backend's wait (cqes) and by
+// its ride (cqe), which hand this driver those whose user_data has reqTag set.
 
 import (
 	"fmt"
