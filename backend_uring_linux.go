@@ -37,6 +37,28 @@ type uringBackend struct {
 	// blocking again (look); lookMiss: the skip after the last look that found nothing.
 	lookSkip, lookMiss int
 	blocking           uint64 // waiting enters made by wait (tests read it)
+	// batchN, batchWait: WithBatchWait (0: off); a blocking wait with requests in the kernel
+	// waits up to batchWait for batchN completions (min_wait).
+	batchN    uint32
+	batchWait time.Duration
+}
+
+// maxBatchWait is the largest count WithBatchWait takes: the ring's CQ entries (openUring).
+const maxBatchWait = 1024
+
+// setBatchWait turns on WithBatchWait's batching wait on be if it is the uring backend (the
+// others have none): an error wrapping unix.EOPNOTSUPP that names IORING_FEAT_MIN_TIMEOUT
+// (Linux 6.12) when the kernel lacks it.
+func setBatchWait(be backend, n int, d time.Duration) error {
+	b, ok := be.(*uringBackend)
+	if !ok {
+		return nil
+	}
+	if b.ring.Features()&uring.FeatMinTimeout == 0 {
+		return fmt.Errorf("ringev: WithBatchWait needs IORING_FEAT_MIN_TIMEOUT (Linux 6.12), which this kernel lacks: %w", unix.EOPNOTSUPP)
+	}
+	b.batchN, b.batchWait = uint32(n), d
+	return nil
 }
 
 // uringEpollTag is the user_data of the EPOLL_WAIT (or fallback POLL_ADD) SQE; the I/O SQEs
@@ -143,7 +165,18 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		}
 	}
 	b.blocking++
-	_, err := b.entering().SubmitAndWaitTimeout(1, time.Duration(timeout))
+	var err error
+	if b.batchWait > 0 && b.reqs != nil && b.reqs.inflight > 0 {
+		// WithBatchWait: wait for batchN completions, for at most batchWait past which the
+		// first one ends the wait; never past the next timer (timeout).
+		mw := b.batchWait
+		if timeout >= 0 {
+			mw = min(mw, time.Duration(timeout))
+		}
+		_, err = b.entering().SubmitAndWaitMin(b.batchN, time.Duration(timeout), mw)
+	} else {
+		_, err = b.entering().SubmitAndWaitTimeout(1, time.Duration(timeout))
+	}
 	if err := ringWaitError(err); err != nil {
 		return buf, err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
 )
 
 // Tests against the real clients (and the real Redis), which .ci/run installs from Debian:
@@ -75,6 +80,40 @@ func TestRedisBenchmarkAgainstRESP(t *testing.T) {
 		}
 		waitConns(t, srv, 0)
 	})
+}
+
+// TestRedisBenchmarkAgainstRESPWithBatchWait: with the uring loop's batching wait
+// (ringev.WithBatchWait, the `serve --batch-wait` of cmd/ringev) every request of redis-benchmark
+// is answered, pipelined or not, with fewer connections than the batch waits for (each
+// completion then waits out the 1 ms), and the connections all close.
+func TestRedisBenchmarkAgainstRESPWithBatchWait(t *testing.T) {
+	rb := needProgram(t, "redis-benchmark", "redis-tools")
+	for _, recv := range []string{RecvPerConn, RecvMultishot} {
+		t.Run(recv, func(t *testing.T) {
+			cfg := Config{Addr: "127.0.0.1:0", Backend: "uring", API: APIRequests, Recv: recv, NewProtocol: respServer,
+				LoopOptions: []ringev.Option{ringev.WithBatchWait(16, time.Millisecond)}}
+			cfg.Logf = t.Logf
+			srv, err := Start(cfg)
+			if errors.Is(err, unix.EOPNOTSUPP) {
+				t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
+			}
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+				t.Skipf("io_uring is not available here: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { stopServer(t, srv) })
+			host, port, _ := net.SplitHostPort(srv.Addr())
+			for _, pipeline := range []string{"1", "16"} {
+				out := runClient(t, rb, "-h", host, "-p", port, "-t", "set,get", "-n", "2000", "-c", "4", "-P", pipeline, "-q")
+				if strings.Contains(out, "ERR") || !strings.Contains(out, "GET: ") {
+					t.Errorf("-P %s:\n%s", pipeline, out)
+				}
+			}
+			waitConns(t, srv, 0)
+		})
+	}
 }
 
 // TestRedisBenchmarkReconnecting: with -k 0, a new connection for every request (accept churn:

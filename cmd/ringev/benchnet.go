@@ -13,18 +13,21 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ringev/ringev/internal/bench"
 )
 
 const usageBenchNet = `usage: ringev bench net [--rounds N] [--seconds S] [--requests N] [--backend a,b]
-                       [--api a,b] [--slowsys N] [--syscalls] [--anchors DIR] [--json] [--png FILE]
+                       [--api a,b] [--slowsys N] [--syscalls] [--batch-wait D] [--anchors DIR]
+                       [--json] [--png FILE]
 
 Runs the anchors' net.sh: the network peers (redis-server 7, redcon, nginx with 1 worker, gnet
 with 1 loop, Go net/http), each pinned to CPU 0 and driven by its real client pinned to CPU 1
 (redis-benchmark -c 50 -P 1 and -P 16: PING_INLINE, PING_MBULK, SET, GET; wrk -t1 -c256,
 HTTP/1.1 plaintext at pipelining depth 1 and 16), with ringev's servers in the same rounds:
   ringev-B-A   ringev serve resp|http --backend B --api A (GOMAXPROCS=1)
+  ringev-uring-requests-bw   the same with --batch-wait D (with --batch-wait)
 for each backend B and API A (requests: completion I/O, in its default receive mode;
 readiness: fd events and non-blocking read/write). Prints one table: the medians of the rounds
 of requests/s, p50, p99, the server's CPU µs per request, the share of a core it used (below
@@ -46,6 +49,8 @@ flags:
                   after net.sh's (PING_INLINE -P 1/16, plaintext depth 1/16), strace attached
                   once the server is up; strace slows the server, which changes batching a
                   little, so take the counts as close, not exact
+  --batch-wait D  also run ringev-uring-requests-bw: uring, requests API, serve --batch-wait D
+                  (io_uring's min_wait: a sleeping loop waits up to D for 16 completions)
   --anchors DIR   the directory of net.sh (default: ../shared/anchors beside the repository,
                   found from the working directory)
   --json          print the report as JSON instead of the table
@@ -66,6 +71,7 @@ type benchNetOptions struct {
 	anchors                   string // "": find it
 	json                      bool
 	png                       string
+	batchWait                 string // --batch-wait: "" none
 }
 
 // netBackends are the backends --backend accepts: those of `ringev serve`.
@@ -105,6 +111,14 @@ func parseBenchNet(args []string) (benchNetOptions, error) {
 		names, err := splitList(s, netAPIs, "API")
 		o.apis = names
 		return err
+	})
+	fs.Func("batch-wait", "the batching wait of a ringev-uring-requests-bw server", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Microsecond || d > time.Second {
+			return errors.New("want a duration 1us..1s (e.g. 50us)")
+		}
+		o.batchWait = s
+		return nil
 	})
 	fs.BoolVar(&o.syscalls, "syscalls", false, "count syscalls")
 	fs.Func("anchors", "anchors directory", nonEmpty(&o.anchors, "directory"))
@@ -158,13 +172,17 @@ func anchorsBin() string {
 // its command, with %s for the protocol (resp, http) and {port}.
 type ringevServer struct{ name, cmd string }
 
-// ringevServerList returns ringev's servers: one per backend and API.
-func ringevServerList(exe string, backends, apis []string) []ringevServer {
+// ringevServerList returns ringev's servers: one per backend and API, and with batchWait (a
+// --batch-wait duration, "" for none) ringev-uring-requests-bw after ringev-uring-requests.
+func ringevServerList(exe string, backends, apis []string, batchWait string) []ringevServer {
 	var list []ringevServer
 	for _, b := range backends {
 		for _, api := range apis {
-			list = append(list, ringevServer{"ringev-" + b + "-" + api,
-				fmt.Sprintf("env GOMAXPROCS=1 %s serve %%s --addr 127.0.0.1:{port} --backend %s --api %s", exe, b, api)})
+			cmd := fmt.Sprintf("env GOMAXPROCS=1 %s serve %%s --addr 127.0.0.1:{port} --backend %s --api %s", exe, b, api)
+			list = append(list, ringevServer{"ringev-" + b + "-" + api, cmd})
+			if batchWait != "" && b == "uring" && api == "requests" {
+				list = append(list, ringevServer{"ringev-uring-requests-bw", cmd + " --batch-wait " + batchWait})
+			}
 		}
 	}
 	return list
@@ -172,9 +190,9 @@ func ringevServerList(exe string, backends, apis []string) []ringevServer {
 
 // ringevServers returns the RESP_SERVERS and HTTP_SERVERS entries for ringev's servers: one per
 // backend and API, "NAME=COMMAND" joined by ';'.
-func ringevServers(exe string, backends, apis []string) (resp, http string) {
+func ringevServers(exe string, backends, apis []string, batchWait string) (resp, http string) {
 	var r, h []string
-	for _, s := range ringevServerList(exe, backends, apis) {
+	for _, s := range ringevServerList(exe, backends, apis, batchWait) {
 		r = append(r, s.name+"="+fmt.Sprintf(s.cmd, "resp"))
 		h = append(h, s.name+"="+fmt.Sprintf(s.cmd, "http"))
 	}
@@ -217,7 +235,7 @@ func runBenchNet(args []string, stdout, stderr io.Writer) int {
 	if runErr == nil {
 		results = bench.SummarizeNet(samples)
 		if o.syscalls {
-			runErr = countSyscalls(ctx, exe, o.backends, o.apis, filepath.Dir(o.anchors), results, stderr)
+			runErr = countSyscalls(ctx, exe, o.backends, o.apis, o.batchWait, filepath.Dir(o.anchors), results, stderr)
 		}
 	}
 	if sig := caught(); sig != nil {
@@ -264,7 +282,7 @@ func runBenchNet(args []string, stdout, stderr io.Writer) int {
 // already stopped, under set -e), so its status alone decides nothing: the run has failed when a
 // server did not start, when one of ringev's servers has no measurement, or when there is none.
 func runNetSh(ctx context.Context, o benchNetOptions, exe, wrap string, progress io.Writer) ([]bench.NetSample, error) {
-	resp, http := ringevServers(exe, o.backends, o.apis)
+	resp, http := ringevServers(exe, o.backends, o.apis, o.batchWait)
 	cmd := exec.Command("bash", o.anchors, strconv.Itoa(o.rounds), strconv.Itoa(o.seconds))
 	cmd.Env = append(os.Environ(), "RESP_SERVERS="+resp, "HTTP_SERVERS="+http, "REDIS_N="+strconv.Itoa(o.requests),
 		"SERVER_WRAP="+wrap, "PATH="+os.Getenv("PATH")+string(os.PathListSeparator)+"/usr/local/go/bin")
@@ -317,7 +335,7 @@ func runNetSh(ctx context.Context, o benchNetOptions, exe, wrap string, progress
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	for _, rs := range ringevServerList("", o.backends, o.apis) {
+	for _, rs := range ringevServerList("", o.backends, o.apis, o.batchWait) {
 		name := rs.name
 		if !slices.ContainsFunc(samples, func(s bench.NetSample) bool { return s.Server == name }) && !slices.Contains(failed, name) {
 			failed = append(failed, name+" (no measurement)")
@@ -343,12 +361,12 @@ type syscallServer struct {
 // countSyscalls counts, with strace -c -f, the syscalls per request of ringev's servers and of
 // redis-server (and gnet when its binary is there) under the workloads of net.sh it can repeat,
 // and puts the figures into the matching results. anchors is net.sh's directory.
-func countSyscalls(ctx context.Context, exe string, backends, apis []string, anchors string, results []bench.NetResult, progress io.Writer) error {
+func countSyscalls(ctx context.Context, exe string, backends, apis []string, batchWait, anchors string, results []bench.NetResult, progress io.Writer) error {
 	if _, err := exec.LookPath("strace"); err != nil {
 		return errors.New("--syscalls needs strace (Debian package strace)")
 	}
 	var servers []syscallServer
-	for _, rs := range ringevServerList(exe, backends, apis) {
+	for _, rs := range ringevServerList(exe, backends, apis, batchWait) {
 		for _, proto := range []string{"resp", "http"} {
 			servers = append(servers, syscallServer{rs.name, fmt.Sprintf(rs.cmd, proto), proto == "http"})
 		}

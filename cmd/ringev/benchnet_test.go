@@ -51,7 +51,7 @@ func TestParseBenchNetBadInput(t *testing.T) {
 // TestRingevServersForNetSh: one RESP and one HTTP server per backend and API, in net.sh's
 // NAME=COMMAND form with {port}.
 func TestRingevServersForNetSh(t *testing.T) {
-	resp, http := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests", "readiness"})
+	resp, http := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests", "readiness"}, "")
 	want := "ringev-uring-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests;" +
 		"ringev-uring-readiness=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api readiness;" +
 		"ringev-epoll-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api requests;" +
@@ -117,5 +117,20 @@ ringev-epoll-requests PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 m
 	var stderr bytes.Buffer
 	if code := run([]string{"bench", "net", "--anchors", dir}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "ringev-epoll-readiness (no measurement)") {
 		t.Errorf("status %d\n%s", code, stderr.String())
+	}
+}
+
+// TestRingevServersWithBatchWait: --batch-wait adds ringev-uring-requests-bw, the uring requests
+// server with serve --batch-wait, right after ringev-uring-requests, and no other.
+func TestRingevServersWithBatchWait(t *testing.T) {
+	resp, _ := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests"}, "50us")
+	want := "ringev-uring-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests;" +
+		"ringev-uring-requests-bw=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests --batch-wait 50us;" +
+		"ringev-epoll-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api requests"
+	if resp != want {
+		t.Errorf("RESP_SERVERS %q\nwant %q", resp, want)
+	}
+	if _, err := parseBenchNet([]string{"--batch-wait", "forever"}); exitStatus(err) != 2 || !strings.Contains(err.Error(), "--batch-wait") {
+		t.Errorf("--batch-wait forever: %v, want a usage error naming the flag", err)
 	}
 }

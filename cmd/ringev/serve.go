@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/server"
@@ -18,6 +19,7 @@ import (
 
 const usageServe = `usage: ringev serve resp|http|echo [--addr HOST:PORT] [--backend B]
                                    [--api requests|readiness] [--recv per-conn|multishot] [--loops N]
+                                   [--batch-wait DURATION [--batch N]]
 
 Serves a protocol on ringev's loop until SIGINT or SIGTERM:
   resp   a small Redis (RESP2, inline commands, pipelining, an in-memory keyspace) with the
@@ -38,6 +40,11 @@ flags:
                     recv into the loop's provided buffers (an idle connection owns none)
   --loops N         N loops, each on its own OS thread with its own SO_REUSEPORT
                     listening socket, 1..%d (default 1)
+  --batch-wait D    the requests API on uring: a loop that sleeps with requests in the kernel
+                    waits up to D (e.g. 50us; at most 1s) for --batch completions before it
+                    wakes for fewer (io_uring's min_wait, Linux 6.12): fewer wake-ups and
+                    enters per request, up to D more latency (default off; ringev.WithBatchWait)
+  --batch N         completions a batching wait waits for, 1..1024 (default 16)
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
 writes the replies, closes them and exits 0 (connections still open after 5 s are closed; a
@@ -55,6 +62,9 @@ type serveOptions struct {
 	api     string
 	recv    string
 	loops   int
+	// batchWait, batch: --batch-wait (0: off) and --batch (ringev.WithBatchWait)
+	batchWait time.Duration
+	batch     int
 }
 
 // defaultAPI is --api's default: the library's (server.DefaultAPI, whose doc says why).
@@ -89,6 +99,25 @@ func parseServe(args []string) (serveOptions, error) {
 	fs.Func("backend", "backend", oneOf(&o.backend, "backend", append([]string{"auto"}, ringev.Backends()...)...))
 	fs.Func("api", "I/O API", oneOf(&o.api, "API", server.APIRequests, server.APIReadiness))
 	fs.Func("recv", "the requests API's receives", oneOf(&o.recv, "receive mode", server.RecvPerConn, server.RecvMultishot))
+	fs.Func("batch-wait", "the batching wait", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return errors.New("not a duration (e.g. 50us, 1ms)")
+		}
+		if d < time.Microsecond || d > time.Second {
+			return errors.New("must be 1us..1s")
+		}
+		o.batchWait = d
+		return nil
+	})
+	fs.Func("batch", "completions a batching wait waits for", func(s string) error {
+		n, err := parseCount(s)
+		if err == nil && n > 1024 {
+			err = errors.New("must be <= 1024")
+		}
+		o.batch = int(n)
+		return err
+	})
 	fs.Func("loops", "number of loops", func(s string) error {
 		n, err := parseCount(s)
 		if err == nil && n > maxLoops {
@@ -120,6 +149,22 @@ func parseServe(args []string) (serveOptions, error) {
 		fs.Visit(func(f *flag.Flag) { recvSet = recvSet || f.Name == "recv" })
 		if recvSet {
 			return o, &usageError{fmt.Sprintf("--recv %s: only the %s API has receive modes, and --api is %s", o.recv, server.APIRequests, o.api)}
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["batch"] && !set["batch-wait"] {
+		return o, &usageError{"--batch: give --batch-wait too (how long a batching wait may last)"}
+	}
+	if set["batch-wait"] {
+		if o.api != server.APIRequests {
+			return o, &usageError{fmt.Sprintf("--batch-wait: only the %s API batches completions, and --api is %s", server.APIRequests, o.api)}
+		}
+		if o.backend != "auto" && o.backend != "uring" {
+			return o, &usageError{fmt.Sprintf("--batch-wait: only the uring backend has a batching wait, and --backend is %s", o.backend)}
+		}
+		if !set["batch"] {
+			o.batch = 16
 		}
 	}
 	if o.addr == "" {
@@ -174,7 +219,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	var loopOpts []ringev.Option
+	if o.batchWait > 0 {
+		loopOpts = append(loopOpts, ringev.WithBatchWait(o.batch, o.batchWait))
+	}
 	srv, err := server.Start(server.Config{
+		LoopOptions: loopOpts,
 		Addr:        o.addr,
 		Backend:     o.backend,
 		API:         o.api,
@@ -190,6 +240,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	api := o.api + " API"
 	if o.api == server.APIRequests {
 		api += ", " + o.recv + " recv"
+	}
+	if o.batchWait > 0 {
+		api += fmt.Sprintf(", batching wait %v for %d", o.batchWait, o.batch)
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr(), srv.Backend(), o.loops, api)

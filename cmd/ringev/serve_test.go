@@ -24,6 +24,10 @@ func TestParseServeDefaults(t *testing.T) {
 	if err != nil || o != (serveOptions{proto: "http", addr: "0.0.0.0:9000", backend: "epoll", api: "readiness", recv: "per-conn", loops: 4}) {
 		t.Errorf("%+v, %v", o, err)
 	}
+	o, err = parseServe([]string{"resp", "--api", "requests", "--batch-wait", "50us"})
+	if err != nil || o.batchWait != 50*time.Microsecond || o.batch != 16 {
+		t.Errorf("--batch-wait 50us: %+v, %v (want a batch of 16 by default)", o, err)
+	}
 	o, err = parseServe([]string{"echo", "--api", "requests", "--recv", "multishot"})
 	if err != nil || o.api != "requests" || o.recv != "multishot" {
 		t.Errorf("--api requests --recv multishot: %+v, %v", o, err)
@@ -49,6 +53,12 @@ func TestParseServeBadInput(t *testing.T) {
 		{[]string{"echo", "--addr", "127.0.0.1:"}, []string{"--addr", "no port"}},
 		{[]string{"echo", "--addr", "127.0.0.1:nosuchservice"}, []string{"--addr", `port "nosuchservice"`}},
 		{[]string{"echo", "--api", "readiness", "--recv", "multishot"}, []string{"--recv multishot", "only the requests API", "--api is readiness"}},
+		{[]string{"resp", "--api", "requests", "--batch-wait", "soon"}, []string{"--batch-wait", "not a duration"}},
+		{[]string{"resp", "--api", "requests", "--batch-wait", "2s"}, []string{"--batch-wait", "1us..1s"}},
+		{[]string{"resp", "--api", "requests", "--batch-wait", "50us", "--batch", "2000"}, []string{"--batch", "<= 1024"}},
+		{[]string{"resp", "--api", "requests", "--batch", "8"}, []string{"--batch", "give --batch-wait too"}},
+		{[]string{"resp", "--api", "readiness", "--batch-wait", "50us"}, []string{"--batch-wait", "only the requests API", "--api is readiness"}},
+		{[]string{"resp", "--api", "requests", "--backend", "epoll", "--batch-wait", "50us"}, []string{"--batch-wait", "only the uring backend", "--backend is epoll"}},
 	} {
 		_, err := parseServe(tc.args)
 		if exitStatus(err) != 2 {

@@ -1,0 +1,119 @@
+package ringev_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+)
+
+// batchLoop is a uring loop with WithBatchWait(n, d), skipped where the kernel lacks
+// IORING_FEAT_MIN_TIMEOUT (Linux 6.12) or io_uring is off.
+func batchLoop(t *testing.T, n int, d time.Duration) *ringev.Loop {
+	t.Helper()
+	l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(n, d))
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
+	}
+	requireNew(t, "uring", err)
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Loop.Close: %v", err)
+		}
+	})
+	return l
+}
+
+// writeAfter writes one byte to each of fds after d, from another goroutine.
+func writeAfter(t *testing.T, d time.Duration, fds ...int) {
+	go func() {
+		time.Sleep(d)
+		for _, fd := range fds {
+			if _, err := unix.Write(fd, []byte{1}); err != nil {
+				t.Errorf("write: %v", err)
+			}
+		}
+	}()
+}
+
+func TestBatchWaitHoldsALoneCompletionUntilTheWaitEnds(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	l := batchLoop(t, 4, wait)
+	r, w := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	start := time.Now()
+	writeAfter(t, 20*time.Millisecond, w.fd)
+	untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
+	wantOne(t, &rec, 1)
+	// The byte arrives after ~20 ms; one completion of the 4 asked for: the wait lasts its
+	// whole min_wait (a wait ended early by a signal starts a new one).
+	if got := time.Since(start); got < wait*5/6 {
+		t.Fatalf("the read's callback ran %v after the wait began; the batching wait is %v", got, wait)
+	}
+}
+
+func TestBatchWaitEndsWhenTheCountIsReached(t *testing.T) {
+	const wait = 5 * time.Second
+	l := batchLoop(t, 2, wait)
+	r1, w1 := ownedPipe(t)
+	r2, w2 := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r1.fd, make([]byte, 8), -1, rec.cb, 1))
+	must(t)(l.Read(r2.fd, make([]byte, 8), -1, rec.cb, 2))
+	start := time.Now()
+	writeAfter(t, 20*time.Millisecond, w1.fd, w2.fd)
+	untilFor(t, l, 2*wait, "both reads' completions", func() bool { return rec.n() == 2 })
+	if got := time.Since(start); got >= wait/2 {
+		t.Fatalf("2 completions of 2 asked for took %v; the wait should end at the count, not at its %v", got, wait)
+	}
+}
+
+func TestBatchWaitNeverDelaysATimer(t *testing.T) {
+	const wait = 5 * time.Second
+	l := batchLoop(t, 4, wait)
+	r, _ := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1)) // never completes: a request in the kernel (Close cancels it)
+	fired := false
+	start := time.Now()
+	l.AddTimer(50*time.Millisecond, func(*ringev.Timer) { fired = true })
+	untilFor(t, l, 2*wait, "the timer", func() bool { return fired })
+	if got := time.Since(start); got >= wait/2 {
+		t.Fatalf("a 50 ms timer fired after %v with a %v batching wait", got, wait)
+	}
+}
+
+func TestBatchWaitRejectsACountOutOfRange(t *testing.T) {
+	for _, n := range []int{0, -1, 1025} {
+		l, err := ringev.New(ringev.WithBackend("epoll"), ringev.WithBatchWait(n, time.Millisecond))
+		if err == nil {
+			l.Close()
+			t.Fatalf("WithBatchWait(%d, 1ms): no error", n)
+		}
+		if !errors.Is(err, unix.EINVAL) {
+			t.Fatalf("WithBatchWait(%d, 1ms): %v, want one wrapping EINVAL", n, err)
+		}
+	}
+}
+
+func TestBatchWaitIsIgnoredByBackendsWithoutOne(t *testing.T) {
+	const wait = 5 * time.Second
+	for _, backend := range []string{"epoll", "poll"} {
+		t.Run(backend, func(t *testing.T) {
+			l := newLoop(t, backend, ringev.WithBatchWait(4, wait))
+			r, w := ownedPipe(t)
+			var rec recorder
+			must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+			start := time.Now()
+			writeAfter(t, 20*time.Millisecond, w.fd)
+			untilFor(t, l, 2*wait, "the read's completion", func() bool { return rec.n() == 1 })
+			if got := time.Since(start); got >= wait/2 {
+				t.Fatalf("the read's callback ran after %v: %s has no batching wait", got, backend)
+			}
+		})
+	}
+}
