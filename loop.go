@@ -211,6 +211,12 @@ func WithBackend(name string) Option {
 // are not batched). d is rounded down to µs, the kernel's unit; n is at least 1 and at most
 // 1024 (the ring's CQ entries); d <= 0 turns batching off (the default).
 //
+// Give the program a spare P (GOMAXPROCS at least the number of loops plus one): at GOMAXPROCS
+// 1 the runtime's monitor (sysmon) takes the P of a thread that stays in a syscall across its
+// tick (20 µs and up) when no other P is idle, and wakes another thread to hold it; the longer
+// sleeps of a batching wait meet that more often, which cost more than the batch saved in
+// measurements (docs/serve.md, "The batching wait"). The loop does not change GOMAXPROCS.
+//
 // Errors from New: one wrapping unix.EINVAL for n outside [1, 1024] with d > 0; on the uring
 // backend, one wrapping unix.EOPNOTSUPP that names IORING_FEAT_MIN_TIMEOUT when the kernel lacks
 // it. The other backends have no batching wait and ignore the option (their blocking wait

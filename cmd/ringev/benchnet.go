@@ -27,7 +27,7 @@ with 1 loop, Go net/http), each pinned to CPU 0 and driven by its real client pi
 (redis-benchmark -c 50 -P 1 and -P 16: PING_INLINE, PING_MBULK, SET, GET; wrk -t1 -c256,
 HTTP/1.1 plaintext at pipelining depth 1 and 16), with ringev's servers in the same rounds:
   ringev-B-A   ringev serve resp|http --backend B --api A (GOMAXPROCS=1)
-  ringev-uring-requests-bw   the same with --batch-wait D (with --batch-wait)
+  ringev-uring-requests-bw   the same with --batch-wait D and GOMAXPROCS=2 (with --batch-wait)
 for each backend B and API A (requests: completion I/O, in its default receive mode;
 readiness: fd events and non-blocking read/write). Prints one table: the medians of the rounds
 of requests/s, p50, p99, the server's CPU µs per request, the share of a core it used (below
@@ -50,7 +50,8 @@ flags:
                   once the server is up; strace slows the server, which changes batching a
                   little, so take the counts as close, not exact
   --batch-wait D  also run ringev-uring-requests-bw: uring, requests API, serve --batch-wait D
-                  (io_uring's min_wait: a sleeping loop waits up to D for 16 completions)
+                  (io_uring's min_wait: a sleeping loop waits up to D for 16 completions),
+                  GOMAXPROCS=2 (the spare P serve gives it; still pinned to one CPU)
   --anchors DIR   the directory of net.sh (default: ../shared/anchors beside the repository,
                   found from the working directory)
   --json          print the report as JSON instead of the table
@@ -181,7 +182,9 @@ func ringevServerList(exe string, backends, apis []string, batchWait string) []r
 			cmd := fmt.Sprintf("env GOMAXPROCS=1 %s serve %%s --addr 127.0.0.1:{port} --backend %s --api %s", exe, b, api)
 			list = append(list, ringevServer{"ringev-" + b + "-" + api, cmd})
 			if batchWait != "" && b == "uring" && api == "requests" {
-				list = append(list, ringevServer{"ringev-uring-requests-bw", cmd + " --batch-wait " + batchWait})
+				// GOMAXPROCS 2: the spare P that serve gives a batching loop by itself when the
+				// environment does not set GOMAXPROCS (serve's usage, docs/serve.md)
+				list = append(list, ringevServer{"ringev-uring-requests-bw", strings.Replace(cmd, "GOMAXPROCS=1", "GOMAXPROCS=2", 1) + " --batch-wait " + batchWait})
 			}
 		}
 	}

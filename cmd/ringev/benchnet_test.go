@@ -125,7 +125,7 @@ ringev-epoll-requests PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 m
 func TestRingevServersWithBatchWait(t *testing.T) {
 	resp, _ := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests"}, "50us")
 	want := "ringev-uring-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests;" +
-		"ringev-uring-requests-bw=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests --batch-wait 50us;" +
+		"ringev-uring-requests-bw=env GOMAXPROCS=2 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests --batch-wait 50us;" +
 		"ringev-epoll-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api requests"
 	if resp != want {
 		t.Errorf("RESP_SERVERS %q\nwant %q", resp, want)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,6 +45,10 @@ flags:
                     waits up to D (e.g. 50us; at most 1s) for --batch completions before it
                     wakes for fewer (io_uring's min_wait, Linux 6.12): fewer wake-ups and
                     enters per request, up to D more latency (default off; ringev.WithBatchWait)
+                    With it, unless GOMAXPROCS is set in the environment, the runtime gets
+                    a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the runtime's
+                    monitor takes the P of a loop that sleeps in the kernel across its tick
+                    and wakes a thread to hold it, which costs more than the batch saves
   --batch N         completions a batching wait waits for, 1..1024 (default 16)
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
@@ -222,6 +227,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var loopOpts []ringev.Option
 	if o.batchWait > 0 {
 		loopOpts = append(loopOpts, ringev.WithBatchWait(o.batch, o.batchWait))
+		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < o.loops+1 {
+			runtime.GOMAXPROCS(o.loops + 1) // a spare P: see --batch-wait in the usage
+		}
 	}
 	srv, err := server.Start(server.Config{
 		LoopOptions: loopOpts,
@@ -242,7 +250,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		api += ", " + o.recv + " recv"
 	}
 	if o.batchWait > 0 {
-		api += fmt.Sprintf(", batching wait %v for %d", o.batchWait, o.batch)
+		api += fmt.Sprintf(", batching wait %v for %d, GOMAXPROCS %d", o.batchWait, o.batch, runtime.GOMAXPROCS(0))
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr(), srv.Backend(), o.loops, api)
