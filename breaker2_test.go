@@ -1,0 +1,390 @@
+package ringev_test
+
+// Breaker tests for the uring request path as it changed on 2026-12-01: SQEs prepared at the
+// call (ringReqs.start), cancels and deadlines before the enter, the CQE path and dispatch,
+// the owner check by stack bounds, WithBatchWait, and the per-fd own-fd stamp.
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// TestRequestLinkTimeoutHoldsAtEverySQPosition: a Read whose deadline is set right after it is
+// made is linked to a LINK_TIMEOUT wherever its SQE falls in the SQ, the array's last entry
+// (where the LINK_TIMEOUT wraps to the first) included, and every one ends with ETIME while
+// the pipe keeps its bytes.
+func TestRequestLinkTimeoutHoldsAtEverySQPosition(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	var rec recorder
+	unlinked := 0
+	made := 0
+	// 1, 2 or 3 pairs per turn, plus the backend's own SQEs: the positions run through the SQ
+	// several times over 700 requests.
+	for turn := 0; made < 700; turn++ {
+		k := 1 + turn%3
+		for range k {
+			h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, uint64(made)))
+			if err := h.SetTimeout(time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			if !ringev.RequestLinked(h) {
+				unlinked++
+			}
+			made++
+		}
+		want := made
+		untilFor(t, l, deadline, "the reads' deadlines", func() bool { return rec.n() == want })
+	}
+	if unlinked != 0 {
+		t.Errorf("%d of %d deadlines set right after the Read were not linked", unlinked, made)
+	}
+	for i, c := range rec.got {
+		if !errors.Is(c.Err, unix.ETIME) {
+			t.Fatalf("read %d (token %d): N %d err %v, want ETIME", i, c.Token, c.N, c.Err)
+		}
+	}
+	testutil.Write(t, w, []byte("z"))
+	expectHeld(t, r, "z")
+}
+
+// TestRequestFullSQInOneHandlerWithDeadlines: 600 Reads made in one handler, each given a
+// deadline right after it (the SQ, 256 entries, fills: the later ones are queued and linked at
+// the wait, those whose LINK_TIMEOUT finds no room get the loop's timer), every third one
+// cancelled and every fifth one's deadline removed and set again: each ends once, the
+// cancelled ones with ECANCELED and the others with ETIME, and none reads the pipe.
+func TestRequestFullSQInOneHandlerWithDeadlines(t *testing.T) {
+	const n = 600
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	got := make([]int, n)
+	var errs [n]error
+	done := 0
+	ran := false
+	l.AddTimer(0, func(*ringev.Timer) {
+		ran = true
+		for i := range n {
+			h, err := l.Read(r, make([]byte, 1), -1, func(c *ringev.Completion) {
+				got[c.Token]++
+				errs[c.Token] = c.Err
+				done++
+			}, uint64(i))
+			if err != nil {
+				t.Errorf("Read %d: %v", i, err)
+				return
+			}
+			if err := h.SetTimeout(20 * time.Millisecond); err != nil {
+				t.Errorf("SetTimeout %d: %v", i, err)
+			}
+			if i%5 == 0 {
+				if err := h.SetTimeout(0); err != nil {
+					t.Errorf("SetTimeout(0) %d: %v", i, err)
+				}
+				if err := h.SetTimeout(30 * time.Millisecond); err != nil {
+					t.Errorf("SetTimeout again %d: %v", i, err)
+				}
+			}
+			if i%3 == 0 {
+				if err := h.Cancel(); err != nil {
+					t.Errorf("Cancel %d: %v", i, err)
+				}
+			}
+		}
+	})
+	untilFor(t, l, deadline, "600 reads' last completions", func() bool { return ran && done >= n })
+	quiet(t, l)
+	for i := range n {
+		want := unix.ETIME
+		if i%3 == 0 {
+			want = unix.ECANCELED
+		}
+		if got[i] != 1 || !errors.Is(errs[i], want) {
+			t.Fatalf("read %d: %d callbacks, err %v; want 1 with %v", i, got[i], errs[i], want)
+		}
+	}
+	testutil.Write(t, w, []byte("q"))
+	expectHeld(t, r, "q")
+}
+
+// TestRequestDeadlineNotLastThenAnotherThenCancel: A's deadline is set after B was made (A's
+// SQE is not the SQ's last: the loop's timer takes it), then C is made and A cancelled before
+// the enter: A ends once with ECANCELED, its timer is gone, and B and C get the two bytes
+// written later (A never read).
+func TestRequestDeadlineNotLastThenAnotherThenCancel(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	base := ringev.TimersPending(l)
+	var ra, rb, rc recorder
+	a := must(t)(l.Read(r, make([]byte, 1), -1, ra.cb, 0))
+	must(t)(l.Read(r, make([]byte, 1), -1, rb.cb, 0))
+	if err := a.SetTimeout(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ringev.RequestLinked(a) {
+		t.Fatal("A's deadline was linked although B's SQE follows A's")
+	}
+	if got := ringev.TimersPending(l); got != base+1 {
+		t.Fatalf("%d timers, want %d (A's deadline)", got, base+1)
+	}
+	must(t)(l.Read(r, make([]byte, 1), -1, rc.cb, 0))
+	if err := a.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ringev.TimersPending(l); got != base {
+		t.Errorf("%d timers after A's cancel, want %d: A's deadline timer stayed", got, base)
+	}
+	until(t, l, func() bool { return ra.n() > 0 })
+	testutil.Write(t, w, []byte("bc"))
+	until(t, l, func() bool { return rb.n() > 0 && rc.n() > 0 })
+	quiet(t, l)
+	if c := ra.last(t); ra.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("A: %d callbacks, last err %v; want one with ECANCELED", ra.n(), c.Err)
+	}
+	wantOne(t, &rb, 1)
+	wantOne(t, &rc, 1)
+}
+
+// TestRequestDeadlineNotLastFiresThroughTheTimer: as above without the cancel: A's deadline,
+// on the loop's timer, ends A with ETIME while B and C stay pending and then get the data.
+func TestRequestDeadlineNotLastFiresThroughTheTimer(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	var ra, rb, rc recorder
+	a := must(t)(l.Read(r, make([]byte, 1), -1, ra.cb, 0))
+	must(t)(l.Read(r, make([]byte, 1), -1, rb.cb, 0))
+	if err := a.SetTimeout(10 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(l.Read(r, make([]byte, 1), -1, rc.cb, 0))
+	until(t, l, func() bool { return ra.n() > 0 })
+	if c := ra.last(t); ra.n() != 1 || !errors.Is(c.Err, unix.ETIME) {
+		t.Fatalf("A: %d callbacks, last err %v; want one with ETIME", ra.n(), c.Err)
+	}
+	if rb.n()+rc.n() != 0 {
+		t.Fatalf("B or C ended with A's deadline: %+v %+v", rb.got, rc.got)
+	}
+	testutil.Write(t, w, []byte("bc"))
+	until(t, l, func() bool { return rb.n() > 0 && rc.n() > 0 })
+	wantOne(t, &rb, 1)
+	wantOne(t, &rc, 1)
+}
+
+// TestRequestSetTimeoutAfterCancelBeforeTheEnterArmsNothing: a Read cancelled before the enter
+// (its SQE a NOP) and then given a deadline ends once with ECANCELED; no timer is left behind
+// (the handle is stale by then).
+func TestRequestSetTimeoutAfterCancelBeforeTheEnterArmsNothing(t *testing.T) {
+	r, _ := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	base := ringev.TimersPending(l)
+	var rec recorder
+	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+	if err := h.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetTimeout(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got := ringev.TimersPending(l); got != base {
+		t.Errorf("%d timers, want %d: a deadline on a cancelled request armed a timer", got, base)
+	}
+	until(t, l, func() bool { return rec.n() > 0 })
+	quiet(t, l)
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("%d callbacks, last err %v; want one with ECANCELED", rec.n(), c.Err)
+	}
+}
+
+// TestRequestCancelAfterLinkedDeadlineBeforeTheEnter: a Read with a LINK_TIMEOUT linked to it
+// (deadline set right after it) and then cancelled before the enter: both SQEs become NOPs, the
+// Read ends once with ECANCELED (not ETIME), and a Read made next on the pipe gets the data.
+func TestRequestCancelAfterLinkedDeadlineBeforeTheEnter(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	var rec, next recorder
+	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+	if err := h.SetTimeout(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if !ringev.RequestLinked(h) {
+		t.Fatal("the deadline set right after the Read was not linked")
+	}
+	if err := h.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(l.Read(r, make([]byte, 1), -1, next.cb, 0))
+	testutil.Write(t, w, []byte("x"))
+	until(t, l, func() bool { return rec.n() > 0 && next.n() > 0 })
+	quiet(t, l)
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("%d callbacks, last err %v; want one with ECANCELED", rec.n(), c.Err)
+	}
+	wantOne(t, &next, 1)
+}
+
+// TestRequestCloseFdWithAPreparedReadThenTheNumberReused: CloseFd on a pipe with a Read
+// prepared but not submitted closes it at once (the Read's SQE a NOP); a new pipe takes the
+// number and a Read on it, made before the enter, gets the new pipe's byte, which the old
+// Read's SQE (had it gone to the kernel on the number) would have taken.
+func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
+	rp, wp := ownedPipe(t)
+	l := newLoop(t, "uring")
+	var old, cls, fresh recorder
+	num := rp.fd
+	must(t)(l.Read(num, make([]byte, 1), -1, old.cb, 0))
+	must(t)(l.CloseFd(num, cls.cb, 0))
+	rp.HandOver()
+	if !isClosed(num) {
+		t.Fatal("CloseFd with only an unsubmitted Read did not close the fd at once")
+	}
+	wp.Close()
+	r2, w2 := ownedPipe(t)
+	if r2.fd != num {
+		r2 = renumber(t, r2, num)
+	}
+	testutil.Write(t, w2.fd, []byte("n"))
+	buf := make([]byte, 1)
+	must(t)(l.Read(num, buf, -1, fresh.cb, 0))
+	until(t, l, func() bool { return old.n() > 0 && cls.n() > 0 && fresh.n() > 0 })
+	quiet(t, l)
+	if c := old.last(t); old.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("old Read: %d callbacks, last err %v; want one with ECANCELED", old.n(), c.Err)
+	}
+	if c := cls.last(t); cls.n() != 1 || c.Err != nil {
+		t.Fatalf("CloseFd: %d callbacks, last err %v", cls.n(), c.Err)
+	}
+	wantOne(t, &fresh, 1)
+	if buf[0] != 'n' {
+		t.Fatalf("the new Read got %q", buf)
+	}
+}
+
+// TestRequestPanicInABatchLeavesTheRestForTheNextOnce: two completions ready in one batch, the
+// first callback makes a Read and panics; recovered outside Once, the loop goes on: the second
+// callback runs exactly once on the next Once, the Read made before the panic completes, a
+// nested Once from a callback is still refused (the nesting guard works) and one from the owner
+// outside callbacks is not (it was reset).
+func TestRequestPanicInABatchLeavesTheRestForTheNextOnce(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r1, w1 := testutil.Pipe(t)
+		r2, w2 := testutil.Pipe(t)
+		r3, w3 := testutil.Pipe(t)
+		testutil.Write(t, w1, []byte("a"))
+		testutil.Write(t, w2, []byte("b"))
+		l := newLoop(t, backend)
+		var second, made recorder
+		firstRuns := 0
+		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
+			firstRuns++
+			if _, err := l.Read(r3, make([]byte, 1), -1, made.cb, 0); err != nil {
+				t.Errorf("Read in the panicking callback: %v", err)
+			}
+			panic("boom")
+		}, 0))
+		must(t)(l.Read(r2, make([]byte, 1), -1, second.cb, 0))
+		panicked := false
+		end := time.Now().Add(deadline)
+		for !panicked && time.Now().Before(end) {
+			func() {
+				defer func() { panicked = recover() != nil }()
+				if err := l.Once(); err != nil {
+					t.Fatalf("Once: %v", err)
+				}
+			}()
+		}
+		if !panicked {
+			t.Fatal("the panicking callback did not run")
+		}
+		testutil.Write(t, w3, []byte("c"))
+		var nested error
+		nestedRan := false
+		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
+			nestedRan = true
+			nested = l.Once()
+		}, 0))
+		testutil.Write(t, w1, []byte("d"))
+		until(t, l, func() bool { return second.n() > 0 && made.n() > 0 && nestedRan })
+		quiet(t, l)
+		if firstRuns != 1 {
+			t.Errorf("the panicking callback ran %d times", firstRuns)
+		}
+		wantOne(t, &second, 1)
+		wantOne(t, &made, 1)
+		if nested == nil {
+			t.Error("Once from a callback after the panic was allowed: the nesting guard is off")
+		}
+	})
+}
+
+// TestRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner: every request call, Cancel,
+// SetTimeout and Once from a goroutine that the owner started (while the owner's stack is deep
+// and after it shrank back) return ErrNotOwner and change nothing; the owner's own calls work
+// from deep in its stack and afterwards.
+func TestRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the owner check is off on " + runtime.GOARCH)
+	}
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		a, _ := testutil.Socketpair(t)
+		lfd, sa := listener(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+		cb := func(*ringev.Completion) { t.Error("a foreign call's request completed") }
+		buf := make([]byte, 1)
+		foreign := func(where string) {
+			calls := map[string]func() error{
+				"Read":  func() error { _, err := l.Read(r, buf, -1, cb, 0); return err },
+				"Write": func() error { _, err := l.Write(w, buf, -1, cb, 0); return err },
+				"Recv":  func() error { _, err := l.Recv(a, buf, 0, cb, 0); return err },
+				"Send":  func() error { _, err := l.Send(a, buf, 0, cb, 0); return err },
+				"Accept": func() error {
+					_, err := l.Accept(lfd, 0, cb, 0)
+					return err
+				},
+				"AcceptMultishot": func() error { _, err := l.AcceptMultishot(lfd, 0, cb, 0); return err },
+				"Connect":         func() error { _, err := l.Connect(a, sa, cb, 0); return err },
+				"Fsync":           func() error { _, err := l.Fsync(w, false, cb, 0); return err },
+				"CloseFd":         func() error { _, err := l.CloseFd(a, cb, 0); return err },
+				"Cancel":          h.Cancel,
+				"SetTimeout":      func() error { return h.SetTimeout(time.Nanosecond) },
+				"Once":            l.Once,
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for name, call := range calls {
+					if err := call(); !errors.Is(err, ringev.ErrNotOwner) {
+						t.Errorf("%s from a goroutine the owner started (%s): %v, want ErrNotOwner", name, where, err)
+					}
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(deadline):
+				t.Fatal("the foreign calls did not return")
+			}
+		}
+		var deepErr error
+		growStack(1500, func() {
+			foreign("owner deep in its stack")
+			_, deepErr = l.Write(w, []byte("y"), -1, func(*ringev.Completion) {}, 0)
+		})
+		if deepErr != nil {
+			t.Fatalf("the owner's Write from deep in its stack: %v", deepErr)
+		}
+		runtime.GC() // may shrink the owner's stack
+		runtime.GC()
+		foreign("after the owner's stack shrank")
+		until(t, l, func() bool { return rec.n() > 0 })
+		quiet(t, l)
+		wantOne(t, &rec, 1)
+	})
+}
