@@ -388,3 +388,66 @@ func TestRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner(t *testing.T) {
 		wantOne(t, &rec, 1)
 	})
 }
+
+// TestBatchWaitPostWakesTheLoopWithARequestInFlight: Post (documented to wake the loop) from
+// another goroutine during a batching wait (WithBatchWait(4, 3 s), a Read in the kernel that
+// never completes) runs its function well before the batching wait would end by itself.
+func TestBatchWaitPostWakesTheLoopWithARequestInFlight(t *testing.T) {
+	const wait = 3 * time.Second
+	l := batchLoop(t, 4, wait)
+	r, _ := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	// Let the Read reach the kernel and the loop settle into its blocking wait.
+	onceWithin(t, l, 5*time.Millisecond)
+	onceWithin(t, l, 5*time.Millisecond)
+	posted := false
+	start := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		if err := l.Post(func() { posted = true }); err != nil {
+			t.Errorf("Post: %v", err)
+		}
+	}()
+	untilFor(t, l, 2*wait, "the posted function", func() bool { return posted })
+	if got := time.Since(start); got >= wait/2 {
+		t.Fatalf("a Post made 50 ms into a %v batching wait ran after %v: the batching wait held the loop's wake-up", wait, got.Round(time.Millisecond))
+	}
+}
+
+// TestBatchWaitStopEndsRunWithARequestInFlight: Stop from another goroutine during Run's
+// batching wait (a Read in the kernel) makes Run return well before the batching wait ends.
+func TestBatchWaitStopEndsRunWithARequestInFlight(t *testing.T) {
+	const wait = 3 * time.Second
+	l := batchLoop(t, 4, wait)
+	r, _ := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	start := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		l.Stop()
+	}()
+	if err := testutil.Run(t, l, 2*wait); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := time.Since(start); got >= wait/2 {
+		t.Fatalf("a Stop made 50 ms into a %v batching wait ended Run after %v", wait, got.Round(time.Millisecond))
+	}
+}
+
+// TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait: WithBatchWait(1024, 100 ms) with
+// one Read in the kernel: its completion comes after the batching wait, not never, and the
+// loop does not spin meanwhile.
+func TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait(t *testing.T) {
+	l := batchLoop(t, 1024, 100*time.Millisecond)
+	r, w := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	writeAfter(t, 10*time.Millisecond, w.fd)
+	onces := untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
+	wantOne(t, &rec, 1)
+	if onces > 20 {
+		t.Errorf("%d Once calls for one completion: the batching wait spins", onces)
+	}
+}
