@@ -691,3 +691,28 @@ func TestRequestCloseBeforeTheEnterReadsNothing(t *testing.T) {
 		expectHeld(t, r, "ab")
 	})
 }
+
+// TestRequestRandomOpsWithBatchWait: TestRequestRandomOpsInCallbacksConserveBytes's 20,000
+// operations on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking
+// waits batch completions.
+func TestRequestRandomOpsWithBatchWait(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	fds0 := len(openFds(t))
+	func() {
+		l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(8, time.Millisecond))
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
+		}
+		requireNew(t, "uring", err)
+		defer l.Close()
+		g, err := l.NewBufferGroup(16, 64)
+		if err != nil {
+			t.Skipf("provided buffer rings: %v", err)
+		}
+		randomOpsInCallbacks(t, l, g, 20000, randSeed(t)+1)
+	}()
+	runtime.GC()
+	if got := len(openFds(t)); got != fds0 {
+		t.Fatalf("%d fds open after the test, %d before", got, fds0)
+	}
+}
