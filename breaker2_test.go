@@ -716,3 +716,48 @@ func TestRequestRandomOpsWithBatchWait(t *testing.T) {
 		t.Fatalf("%d fds open after the test, %d before", got, fds0)
 	}
 }
+
+// TestRequestRideSubmitsAPreparedReadThenDeadlineAndCancelStillWork: in one handler, a Read A
+// is made (its SQE prepared), a WriteNonblocking rides the ring (its enter submits A), then A
+// gets a deadline (no longer linkable: the loop's timer) and a Read B made after is cancelled
+// before the enter: A ends with ETIME, B with ECANCELED, each once, and the pipe keeps a byte
+// written after both ended.
+func TestRequestRideSubmitsAPreparedReadThenDeadlineAndCancelStillWork(t *testing.T) {
+	l := newLoop(t, "uring", ringev.WithIOPath(ringev.IOPathRing))
+	r, w := testutil.Pipe(t)
+	_, w2 := testutil.Pipe(t)
+	var ra, rb recorder
+	ran := false
+	l.AddTimer(0, func(*ringev.Timer) {
+		ran = true
+		a, err := l.Read(r, make([]byte, 1), -1, ra.cb, 0)
+		if err != nil {
+			t.Errorf("Read A: %v", err)
+			return
+		}
+		if n, err := l.WriteNonblocking(w2, []byte("x")); n != 1 || err != nil {
+			t.Errorf("WriteNonblocking: %d %v", n, err)
+		}
+		if err := a.SetTimeout(10 * time.Millisecond); err != nil {
+			t.Errorf("SetTimeout A: %v", err)
+		}
+		b, err := l.Read(r, make([]byte, 1), -1, rb.cb, 0)
+		if err != nil {
+			t.Errorf("Read B: %v", err)
+			return
+		}
+		if err := b.Cancel(); err != nil {
+			t.Errorf("Cancel B: %v", err)
+		}
+	})
+	until(t, l, func() bool { return ran && ra.n() > 0 && rb.n() > 0 })
+	quiet(t, l)
+	if c := ra.last(t); ra.n() != 1 || !errors.Is(c.Err, unix.ETIME) {
+		t.Fatalf("A: %d callbacks, last err %v; want one with ETIME", ra.n(), c.Err)
+	}
+	if c := rb.last(t); rb.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("B: %d callbacks, last err %v; want one with ECANCELED", rb.n(), c.Err)
+	}
+	testutil.Write(t, w, []byte("k"))
+	expectHeld(t, r, "k")
+}
