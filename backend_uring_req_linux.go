@@ -523,10 +523,23 @@ func (d *ringReqs) closeGroup(g *BufferGroup) error {
 	return err
 }
 
-// shutdown cancels every request in the kernel and waits (at most a second) for their CQEs,
+// shutdown cancels every request in the kernel (and makes those prepared but not submitted
+// NOPs) and waits (at most a second) for their CQEs,
 // so that no buffer of theirs is written after the loop closes; what is still in flight then
 // keeps its records (and buffers) reachable for the life of the process.
 func (d *ringReqs) shutdown() {
+	// A request prepared in the SQ and not submitted never reaches the kernel, as one queued
+	// never does: its SQEs become NOPs (counted in inflight as before), else the enter below
+	// would submit them ahead of the cancel, and a Read would take bytes no callback gets.
+	for _, r := range d.rq.recs {
+		if d.unsubmitted(r) {
+			nop(r.sqeAt)
+			if r.ltAt != nil {
+				nop(r.ltAt)
+			}
+			r.sqeAt, r.ltAt = nil, nil
+		}
+	}
 	d.dead = true
 	d.queue, d.cmds = nil, nil
 	ring := d.b.ring

@@ -1,0 +1,763 @@
+package ringev_test
+
+// Breaker tests for the uring request path as it changed on 2026-12-01: SQEs prepared at the
+// call (ringReqs.start), cancels and deadlines before the enter, the CQE path and dispatch,
+// the owner check by stack bounds, WithBatchWait, and the per-fd own-fd stamp.
+
+import (
+	"errors"
+	"math/rand"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"go.uber.org/goleak"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// TestRequestLinkTimeoutHoldsAtEverySQPosition: a Read whose deadline is set right after it is
+// made is linked to a LINK_TIMEOUT wherever its SQE falls in the SQ, the array's last entry
+// (where the LINK_TIMEOUT wraps to the first) included, and every one ends with ETIME while
+// the pipe keeps its bytes.
+func TestRequestLinkTimeoutHoldsAtEverySQPosition(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	var rec recorder
+	unlinked := 0
+	made := 0
+	// 1, 2 or 3 pairs per turn, plus the backend's own SQEs: the positions run through the SQ
+	// several times over 700 requests.
+	for turn := 0; made < 700; turn++ {
+		k := 1 + turn%3
+		for range k {
+			h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, uint64(made)))
+			if err := h.SetTimeout(time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			if !ringev.RequestLinked(h) {
+				unlinked++
+			}
+			made++
+		}
+		want := made
+		untilFor(t, l, deadline, "the reads' deadlines", func() bool { return rec.n() == want })
+	}
+	if unlinked != 0 {
+		t.Errorf("%d of %d deadlines set right after the Read were not linked", unlinked, made)
+	}
+	for i, c := range rec.got {
+		if !errors.Is(c.Err, unix.ETIME) {
+			t.Fatalf("read %d (token %d): N %d err %v, want ETIME", i, c.Token, c.N, c.Err)
+		}
+	}
+	testutil.Write(t, w, []byte("z"))
+	expectHeld(t, r, "z")
+}
+
+// TestRequestFullSQInOneHandlerWithDeadlines: 600 Reads made in one handler, each given a
+// deadline right after it (the SQ, 256 entries, fills: the later ones are queued and linked at
+// the wait, those whose LINK_TIMEOUT finds no room get the loop's timer), every third one
+// cancelled and every fifth one's deadline removed and set again: each ends once, the
+// cancelled ones with ECANCELED and the others with ETIME, and none reads the pipe.
+func TestRequestFullSQInOneHandlerWithDeadlines(t *testing.T) {
+	const n = 600
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	got := make([]int, n)
+	var errs [n]error
+	done := 0
+	ran := false
+	l.AddTimer(0, func(*ringev.Timer) {
+		ran = true
+		for i := range n {
+			h, err := l.Read(r, make([]byte, 1), -1, func(c *ringev.Completion) {
+				got[c.Token]++
+				errs[c.Token] = c.Err
+				done++
+			}, uint64(i))
+			if err != nil {
+				t.Errorf("Read %d: %v", i, err)
+				return
+			}
+			if err := h.SetTimeout(20 * time.Millisecond); err != nil {
+				t.Errorf("SetTimeout %d: %v", i, err)
+			}
+			if i%5 == 0 {
+				if err := h.SetTimeout(0); err != nil {
+					t.Errorf("SetTimeout(0) %d: %v", i, err)
+				}
+				if err := h.SetTimeout(30 * time.Millisecond); err != nil {
+					t.Errorf("SetTimeout again %d: %v", i, err)
+				}
+			}
+			if i%3 == 0 {
+				if err := h.Cancel(); err != nil {
+					t.Errorf("Cancel %d: %v", i, err)
+				}
+			}
+		}
+	})
+	untilFor(t, l, deadline, "600 reads' last completions", func() bool { return ran && done >= n })
+	quiet(t, l)
+	for i := range n {
+		want := unix.ETIME
+		if i%3 == 0 {
+			want = unix.ECANCELED
+		}
+		if got[i] != 1 || !errors.Is(errs[i], want) {
+			t.Fatalf("read %d: %d callbacks, err %v; want 1 with %v", i, got[i], errs[i], want)
+		}
+	}
+	testutil.Write(t, w, []byte("q"))
+	expectHeld(t, r, "q")
+}
+
+// TestRequestDeadlineNotLastThenAnotherThenCancel: A's deadline is set after B was made (A's
+// SQE is not the SQ's last: the loop's timer takes it), then C is made and A cancelled before
+// the enter: A ends once with ECANCELED, its timer is gone, and B and C get the two bytes
+// written later (A never read).
+func TestRequestDeadlineNotLastThenAnotherThenCancel(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	base := ringev.TimersPending(l)
+	var ra, rb, rc recorder
+	a := must(t)(l.Read(r, make([]byte, 1), -1, ra.cb, 0))
+	must(t)(l.Read(r, make([]byte, 1), -1, rb.cb, 0))
+	if err := a.SetTimeout(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ringev.RequestLinked(a) {
+		t.Fatal("A's deadline was linked although B's SQE follows A's")
+	}
+	if got := ringev.TimersPending(l); got != base+1 {
+		t.Fatalf("%d timers, want %d (A's deadline)", got, base+1)
+	}
+	must(t)(l.Read(r, make([]byte, 1), -1, rc.cb, 0))
+	if err := a.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ringev.TimersPending(l); got != base {
+		t.Errorf("%d timers after A's cancel, want %d: A's deadline timer stayed", got, base)
+	}
+	until(t, l, func() bool { return ra.n() > 0 })
+	testutil.Write(t, w, []byte("bc"))
+	until(t, l, func() bool { return rb.n() > 0 && rc.n() > 0 })
+	quiet(t, l)
+	if c := ra.last(t); ra.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("A: %d callbacks, last err %v; want one with ECANCELED", ra.n(), c.Err)
+	}
+	wantOne(t, &rb, 1)
+	wantOne(t, &rc, 1)
+}
+
+// TestRequestDeadlineNotLastFiresThroughTheTimer: as above without the cancel: A's deadline,
+// on the loop's timer, ends A with ETIME while B and C stay pending and then get the data.
+func TestRequestDeadlineNotLastFiresThroughTheTimer(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	var ra, rb, rc recorder
+	a := must(t)(l.Read(r, make([]byte, 1), -1, ra.cb, 0))
+	must(t)(l.Read(r, make([]byte, 1), -1, rb.cb, 0))
+	if err := a.SetTimeout(10 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(l.Read(r, make([]byte, 1), -1, rc.cb, 0))
+	until(t, l, func() bool { return ra.n() > 0 })
+	if c := ra.last(t); ra.n() != 1 || !errors.Is(c.Err, unix.ETIME) {
+		t.Fatalf("A: %d callbacks, last err %v; want one with ETIME", ra.n(), c.Err)
+	}
+	if rb.n()+rc.n() != 0 {
+		t.Fatalf("B or C ended with A's deadline: %+v %+v", rb.got, rc.got)
+	}
+	testutil.Write(t, w, []byte("bc"))
+	until(t, l, func() bool { return rb.n() > 0 && rc.n() > 0 })
+	wantOne(t, &rb, 1)
+	wantOne(t, &rc, 1)
+}
+
+// TestRequestSetTimeoutAfterCancelBeforeTheEnterArmsNothing: a Read cancelled before the enter
+// (its SQE a NOP) and then given a deadline ends once with ECANCELED; no timer is left behind
+// (the handle is stale by then).
+func TestRequestSetTimeoutAfterCancelBeforeTheEnterArmsNothing(t *testing.T) {
+	r, _ := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	base := ringev.TimersPending(l)
+	var rec recorder
+	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+	if err := h.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetTimeout(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got := ringev.TimersPending(l); got != base {
+		t.Errorf("%d timers, want %d: a deadline on a cancelled request armed a timer", got, base)
+	}
+	until(t, l, func() bool { return rec.n() > 0 })
+	quiet(t, l)
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("%d callbacks, last err %v; want one with ECANCELED", rec.n(), c.Err)
+	}
+}
+
+// TestRequestCancelAfterLinkedDeadlineBeforeTheEnter: a Read with a LINK_TIMEOUT linked to it
+// (deadline set right after it) and then cancelled before the enter: both SQEs become NOPs, the
+// Read ends once with ECANCELED (not ETIME), and a Read made next on the pipe gets the data.
+func TestRequestCancelAfterLinkedDeadlineBeforeTheEnter(t *testing.T) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	var rec, next recorder
+	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+	if err := h.SetTimeout(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if !ringev.RequestLinked(h) {
+		t.Fatal("the deadline set right after the Read was not linked")
+	}
+	if err := h.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(l.Read(r, make([]byte, 1), -1, next.cb, 0))
+	testutil.Write(t, w, []byte("x"))
+	until(t, l, func() bool { return rec.n() > 0 && next.n() > 0 })
+	quiet(t, l)
+	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("%d callbacks, last err %v; want one with ECANCELED", rec.n(), c.Err)
+	}
+	wantOne(t, &next, 1)
+}
+
+// TestRequestCloseFdWithAPreparedReadThenTheNumberReused: CloseFd on a pipe with a Read
+// prepared but not submitted closes it at once (the Read's SQE a NOP); a new pipe takes the
+// number and a Read on it, made before the enter, gets the new pipe's byte, which the old
+// Read's SQE (had it gone to the kernel on the number) would have taken.
+func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
+	rp, wp := ownedPipe(t)
+	l := newLoop(t, "uring")
+	var old, cls, fresh recorder
+	num := rp.fd
+	must(t)(l.Read(num, make([]byte, 1), -1, old.cb, 0))
+	must(t)(l.CloseFd(num, cls.cb, 0))
+	rp.HandOver()
+	if !isClosed(num) {
+		t.Fatal("CloseFd with only an unsubmitted Read did not close the fd at once")
+	}
+	wp.Close()
+	r2, w2 := ownedPipe(t)
+	if r2.fd != num {
+		renumber(t, r2, num) // the number is the new pipe's read end, closed at cleanup
+	}
+	testutil.Write(t, w2.fd, []byte("n"))
+	buf := make([]byte, 1)
+	must(t)(l.Read(num, buf, -1, fresh.cb, 0))
+	until(t, l, func() bool { return old.n() > 0 && cls.n() > 0 && fresh.n() > 0 })
+	quiet(t, l)
+	if c := old.last(t); old.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("old Read: %d callbacks, last err %v; want one with ECANCELED", old.n(), c.Err)
+	}
+	if c := cls.last(t); cls.n() != 1 || c.Err != nil {
+		t.Fatalf("CloseFd: %d callbacks, last err %v", cls.n(), c.Err)
+	}
+	wantOne(t, &fresh, 1)
+	if buf[0] != 'n' {
+		t.Fatalf("the new Read got %q", buf)
+	}
+}
+
+// TestRequestPanicInABatchLeavesTheRestForTheNextOnce: two completions ready in one batch, the
+// first callback makes a Read and panics; recovered outside Once, the loop goes on: the second
+// callback runs exactly once on the next Once, the Read made before the panic completes, a
+// nested Once from a callback is still refused (the nesting guard works) and one from the owner
+// outside callbacks is not (it was reset).
+func TestRequestPanicInABatchLeavesTheRestForTheNextOnce(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r1, w1 := testutil.Pipe(t)
+		r2, w2 := testutil.Pipe(t)
+		r3, w3 := testutil.Pipe(t)
+		testutil.Write(t, w1, []byte("a"))
+		testutil.Write(t, w2, []byte("b"))
+		l := newLoop(t, backend)
+		var second, made recorder
+		firstRuns := 0
+		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
+			firstRuns++
+			if _, err := l.Read(r3, make([]byte, 1), -1, made.cb, 0); err != nil {
+				t.Errorf("Read in the panicking callback: %v", err)
+			}
+			panic("boom")
+		}, 0))
+		must(t)(l.Read(r2, make([]byte, 1), -1, second.cb, 0))
+		panicked := false
+		end := time.Now().Add(deadline)
+		for !panicked && time.Now().Before(end) {
+			func() {
+				defer func() { panicked = recover() != nil }()
+				if err := l.Once(); err != nil {
+					t.Fatalf("Once: %v", err)
+				}
+			}()
+		}
+		if !panicked {
+			t.Fatal("the panicking callback did not run")
+		}
+		testutil.Write(t, w3, []byte("c"))
+		var nested error
+		nestedRan := false
+		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
+			nestedRan = true
+			nested = l.Once()
+		}, 0))
+		testutil.Write(t, w1, []byte("d"))
+		until(t, l, func() bool { return second.n() > 0 && made.n() > 0 && nestedRan })
+		quiet(t, l)
+		if firstRuns != 1 {
+			t.Errorf("the panicking callback ran %d times", firstRuns)
+		}
+		wantOne(t, &second, 1)
+		wantOne(t, &made, 1)
+		if nested == nil {
+			t.Error("Once from a callback after the panic was allowed: the nesting guard is off")
+		}
+	})
+}
+
+// TestRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner: every request call, Cancel,
+// SetTimeout and Once from a goroutine that the owner started (while the owner's stack is deep
+// and after it shrank back) return ErrNotOwner and change nothing; the owner's own calls work
+// from deep in its stack and afterwards.
+func TestRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the owner check is off on " + runtime.GOARCH)
+	}
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		a, _ := testutil.Socketpair(t)
+		lfd, sa := listener(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+		cb := func(*ringev.Completion) { t.Error("a foreign call's request completed") }
+		buf := make([]byte, 1)
+		foreign := func(where string) {
+			calls := map[string]func() error{
+				"Read":  func() error { _, err := l.Read(r, buf, -1, cb, 0); return err },
+				"Write": func() error { _, err := l.Write(w, buf, -1, cb, 0); return err },
+				"Recv":  func() error { _, err := l.Recv(a, buf, 0, cb, 0); return err },
+				"Send":  func() error { _, err := l.Send(a, buf, 0, cb, 0); return err },
+				"Accept": func() error {
+					_, err := l.Accept(lfd, 0, cb, 0)
+					return err
+				},
+				"AcceptMultishot": func() error { _, err := l.AcceptMultishot(lfd, 0, cb, 0); return err },
+				"Connect":         func() error { _, err := l.Connect(a, sa, cb, 0); return err },
+				"Fsync":           func() error { _, err := l.Fsync(w, false, cb, 0); return err },
+				"CloseFd":         func() error { _, err := l.CloseFd(a, cb, 0); return err },
+				"Cancel":          h.Cancel,
+				"SetTimeout":      func() error { return h.SetTimeout(time.Nanosecond) },
+				"Once":            l.Once,
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for name, call := range calls {
+					if err := call(); !errors.Is(err, ringev.ErrNotOwner) {
+						t.Errorf("%s from a goroutine the owner started (%s): %v, want ErrNotOwner", name, where, err)
+					}
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(deadline):
+				t.Fatal("the foreign calls did not return")
+			}
+		}
+		var deepErr error
+		growStack(1500, func() {
+			foreign("owner deep in its stack")
+			_, deepErr = l.Write(w, []byte("y"), -1, func(*ringev.Completion) {}, 0)
+		})
+		if deepErr != nil {
+			t.Fatalf("the owner's Write from deep in its stack: %v", deepErr)
+		}
+		runtime.GC() // may shrink the owner's stack
+		runtime.GC()
+		foreign("after the owner's stack shrank")
+		until(t, l, func() bool { return rec.n() > 0 })
+		quiet(t, l)
+		wantOne(t, &rec, 1)
+	})
+}
+
+// TestBatchWaitPostWakesTheLoopWithARequestInFlight: Post (documented to wake the loop) from
+// another goroutine during a batching wait (WithBatchWait(4, 3 s), a Read in the kernel that
+// never completes) runs its function well before the batching wait would end by itself.
+func TestBatchWaitPostWakesTheLoopWithARequestInFlight(t *testing.T) {
+	t.Skip("known break: a Post or Stop during a batching wait with requests in the kernel waits out the whole min_wait (3 s of 3 s): the wake-up eventfd's EPOLL_WAIT CQE is one CQE of the n the kernel waits for, and io_uring_enter(2)'s min_wait returns early only for n CQEs, a signal or a timeout CQE (cq_timeouts); WithBatchWait's doc does not say so and Post's and Stop's promise to wake the loop")
+	const wait = 3 * time.Second
+	l := batchLoop(t, 4, wait)
+	r, _ := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	// Let the Read reach the kernel and the loop settle into its blocking wait.
+	onceWithin(t, l, 5*time.Millisecond)
+	onceWithin(t, l, 5*time.Millisecond)
+	posted := false
+	start := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		if err := l.Post(func() { posted = true }); err != nil {
+			t.Errorf("Post: %v", err)
+		}
+	}()
+	untilFor(t, l, 2*wait, "the posted function", func() bool { return posted })
+	if got := time.Since(start); got >= wait/2 {
+		t.Fatalf("a Post made 50 ms into a %v batching wait ran after %v: the batching wait held the loop's wake-up", wait, got.Round(time.Millisecond))
+	}
+}
+
+// TestBatchWaitStopEndsRunWithARequestInFlight: Stop from another goroutine during Run's
+// batching wait (a Read in the kernel) makes Run return well before the batching wait ends.
+func TestBatchWaitStopEndsRunWithARequestInFlight(t *testing.T) {
+	t.Skip("known break: a Post or Stop during a batching wait with requests in the kernel waits out the whole min_wait (3 s of 3 s): the wake-up eventfd's EPOLL_WAIT CQE is one CQE of the n the kernel waits for, and io_uring_enter(2)'s min_wait returns early only for n CQEs, a signal or a timeout CQE (cq_timeouts); WithBatchWait's doc does not say so and Post's and Stop's promise to wake the loop")
+	const wait = 3 * time.Second
+	l := batchLoop(t, 4, wait)
+	r, _ := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	start := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		l.Stop()
+	}()
+	if err := testutil.Run(t, l, 2*wait); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := time.Since(start); got >= wait/2 {
+		t.Fatalf("a Stop made 50 ms into a %v batching wait ended Run after %v", wait, got.Round(time.Millisecond))
+	}
+}
+
+// TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait: WithBatchWait(1024, 100 ms) with
+// one Read in the kernel: its completion comes after the batching wait, not never, and the
+// loop does not spin meanwhile.
+func TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait(t *testing.T) {
+	l := batchLoop(t, 1024, 100*time.Millisecond)
+	r, w := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	writeAfter(t, 10*time.Millisecond, w.fd)
+	onces := untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
+	wantOne(t, &rec, 1)
+	if onces > 20 {
+		t.Errorf("%d Once calls for one completion: the batching wait spins", onces)
+	}
+}
+
+// TestRequestRandomOpsInCallbacksConserveBytes: 100,000 random operations on uring (fewer with
+// -short), half of them made inside callbacks (so many SQEs are prepared at the call and
+// cancelled, re-timed or closed before the enter): Sends on one end of socketpairs, Recvs and
+// RecvMultishots (provided buffers) on the other, Cancels, SetTimeouts right after the call,
+// later, removed and set again, and CloseFd with a fresh pair. Every request gets exactly one
+// last callback (More only on a multishot's earlier ones), and on every pair still open at the
+// end the bytes sent equal the bytes received plus those left in the socket: no SQE turned
+// into a NOP moved data, and no cancelled request lost what it read. No fd or goroutine leaks.
+func TestRequestRandomOpsInCallbacksConserveBytes(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	fds0 := len(openFds(t))
+	n := 100000
+	if testing.Short() {
+		n = 10000
+	}
+	func() {
+		l := newLoop(t, "uring")
+		defer l.Close()
+		g, err := l.NewBufferGroup(16, 64)
+		if err != nil {
+			t.Skipf("provided buffer rings: %v", err)
+		}
+		randomOpsInCallbacks(t, l, g, n, randSeed(t))
+	}()
+	runtime.GC()
+	if got := len(openFds(t)); got != fds0 {
+		t.Fatalf("%d fds open after the test, %d before", got, fds0)
+	}
+}
+
+func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	type pair struct {
+		a, b           int
+		sent, received int
+		closed         bool
+	}
+	newPair := func() *pair {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pair{a: fds[0], b: fds[1]}
+	}
+	socks := make([]*pair, 8)
+	for i := range socks {
+		socks[i] = newPair()
+	}
+	type state struct {
+		h     ringev.Request
+		p     *pair
+		send  bool
+		last  bool
+		calls int
+	}
+	var reqs []state
+	bad := 0
+	made := 0
+	closing := 0
+	payload := []byte("0123456789abcdef0123456789abcdef")
+	var step func(inCallback bool)
+	cb := func(c *ringev.Completion) {
+		s := &reqs[c.Token]
+		s.calls++
+		if s.last {
+			bad++
+			t.Errorf("request %d: a callback after its last", c.Token)
+		}
+		if c.More && c.Op != ringev.OpRecvMultishot {
+			bad++
+			t.Errorf("request %d (%v): More on a one-shot request", c.Token, c.Op)
+		}
+		if !c.More {
+			s.last = true
+		}
+		switch {
+		case s.send:
+			s.p.sent += c.N
+		case c.Err == nil && c.N > 0:
+			s.p.received += c.N
+		}
+		c.ReleaseBuffer()
+		if made < n && rng.Intn(2) == 0 {
+			for k := rng.Intn(4); k >= 0; k-- {
+				step(true)
+			}
+		}
+	}
+	onClose := func(c *ringev.Completion) {
+		closing--
+		if c.Err != nil {
+			t.Errorf("CloseFd: %v", c.Err)
+		}
+	}
+	bufs := make([][]byte, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, 1+i)
+	}
+	step = func(inCallback bool) {
+		if made >= n || bad > 0 {
+			return
+		}
+		i := rng.Intn(len(socks))
+		p := socks[i]
+		tok := uint64(len(reqs))
+		var h ringev.Request
+		var err error
+		send := false
+		switch k := rng.Intn(20); {
+		case k < 6:
+			h, err = l.Recv(p.b, bufs[rng.Intn(len(bufs))], 0, cb, tok)
+		case k < 7:
+			h, err = l.RecvMultishot(p.b, g, 0, cb, tok)
+		case k < 12:
+			h, err = l.Send(p.a, payload[:1+rng.Intn(len(payload))], 0, cb, tok)
+			send = true
+		case k < 15 && len(reqs) > 0:
+			reqs[len(reqs)-1-rng.Intn(min(len(reqs), 8))].h.Cancel()
+			return
+		case k < 18 && len(reqs) > 0:
+			h := reqs[len(reqs)-1-rng.Intn(min(len(reqs), 8))].h
+			switch rng.Intn(3) {
+			case 0:
+				h.SetTimeout(0)
+			default:
+				h.SetTimeout(time.Duration(rng.Intn(2000)) * time.Microsecond)
+			}
+			return
+		default:
+			if rng.Intn(8) == 0 {
+				closing += 2
+				if _, err := l.CloseFd(p.a, onClose, 0); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.CloseFd(p.b, onClose, 0); err != nil {
+					t.Fatal(err)
+				}
+				p.closed = true
+				socks[i] = newPair()
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("request %d: %v", tok, err)
+		}
+		reqs = append(reqs, state{h: h, p: p, send: send})
+		made++
+		if rng.Intn(3) == 0 {
+			h.SetTimeout(time.Duration(rng.Intn(3000)) * time.Microsecond)
+		}
+		_ = inCallback
+	}
+	for made < n && bad == 0 {
+		step(false)
+		if rng.Intn(4) == 0 {
+			for j := rng.Intn(3); j >= 0; j-- {
+				l.AddTimer(0, func(*ringev.Timer) {}) // so that no Once waits for long
+				testutil.Once(t, l, deadline)
+			}
+		}
+	}
+	// End: cancel every request still pending, then count what is left in the sockets.
+	for i := range reqs {
+		reqs[i].h.Cancel()
+	}
+	left := func() bool {
+		if closing > 0 {
+			return false
+		}
+		for i := range reqs {
+			if !reqs[i].last {
+				return false
+			}
+		}
+		return true
+	}
+	until(t, l, left)
+	for i, s := range reqs {
+		if s.calls == 0 || !s.last {
+			t.Fatalf("request %d: %d callbacks, last %v", i, s.calls, s.last)
+		}
+	}
+	buf := make([]byte, 1<<16)
+	for _, p := range socks {
+		rest := 0
+		for {
+			m, err := unix.Read(p.b, buf)
+			if m <= 0 || err != nil {
+				break
+			}
+			rest += m
+		}
+		if p.sent != p.received+rest {
+			t.Errorf("pair %d/%d: %d bytes sent, %d received + %d left in the socket", p.a, p.b, p.sent, p.received, rest)
+		}
+		unix.Close(p.a)
+		unix.Close(p.b)
+	}
+}
+
+// randSeed is RINGEV_SEED when set, else 7.
+func randSeed(t *testing.T) int64 {
+	if v := os.Getenv("RINGEV_SEED"); v != "" {
+		s, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("RINGEV_SEED: %v", err)
+		}
+		return s
+	}
+	return 7
+}
+
+// TestRequestCloseBeforeTheEnterReadsNothing: Loop.Close right after a Read is made (no Once
+// since) runs no callback and lets the Read take nothing: the pipe keeps its bytes, on every
+// backend (on uring the Read's SQE is prepared in the SQ at the call; before that change it
+// waited in a queue that Close dropped). Bytes a Read took at Close would be lost: no callback
+// gets them.
+func TestRequestCloseBeforeTheEnterReadsNothing(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, _ := pipeHolding(t, "ab")
+		l, err := ringev.New(ringev.WithBackend(backend))
+		requireNew(t, backend, err)
+		cb := func(*ringev.Completion) { t.Error("a callback ran after Close") }
+		if _, err := l.Read(r, make([]byte, 1), -1, cb, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		expectHeld(t, r, "ab")
+	})
+}
+
+// TestRequestRandomOpsWithBatchWait: TestRequestRandomOpsInCallbacksConserveBytes's 20,000
+// operations on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking
+// waits batch completions.
+func TestRequestRandomOpsWithBatchWait(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	fds0 := len(openFds(t))
+	func() {
+		l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(8, time.Millisecond))
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
+		}
+		requireNew(t, "uring", err)
+		defer l.Close()
+		g, err := l.NewBufferGroup(16, 64)
+		if err != nil {
+			t.Skipf("provided buffer rings: %v", err)
+		}
+		randomOpsInCallbacks(t, l, g, 20000, randSeed(t)+1)
+	}()
+	runtime.GC()
+	if got := len(openFds(t)); got != fds0 {
+		t.Fatalf("%d fds open after the test, %d before", got, fds0)
+	}
+}
+
+// TestRequestRideSubmitsAPreparedReadThenDeadlineAndCancelStillWork: in one handler, a Read A
+// is made (its SQE prepared), a WriteNonblocking rides the ring (its enter submits A), then A
+// gets a deadline (no longer linkable: the loop's timer) and a Read B made after is cancelled
+// before the enter: A ends with ETIME, B with ECANCELED, each once, and the pipe keeps a byte
+// written after both ended.
+func TestRequestRideSubmitsAPreparedReadThenDeadlineAndCancelStillWork(t *testing.T) {
+	l := newLoop(t, "uring", ringev.WithIOPath(ringev.IOPathRing))
+	r, w := testutil.Pipe(t)
+	_, w2 := testutil.Pipe(t)
+	var ra, rb recorder
+	ran := false
+	l.AddTimer(0, func(*ringev.Timer) {
+		ran = true
+		a, err := l.Read(r, make([]byte, 1), -1, ra.cb, 0)
+		if err != nil {
+			t.Errorf("Read A: %v", err)
+			return
+		}
+		if n, err := l.WriteNonblocking(w2, []byte("x")); n != 1 || err != nil {
+			t.Errorf("WriteNonblocking: %d %v", n, err)
+		}
+		if err := a.SetTimeout(10 * time.Millisecond); err != nil {
+			t.Errorf("SetTimeout A: %v", err)
+		}
+		b, err := l.Read(r, make([]byte, 1), -1, rb.cb, 0)
+		if err != nil {
+			t.Errorf("Read B: %v", err)
+			return
+		}
+		if err := b.Cancel(); err != nil {
+			t.Errorf("Cancel B: %v", err)
+		}
+	})
+	until(t, l, func() bool { return ran && ra.n() > 0 && rb.n() > 0 })
+	quiet(t, l)
+	if c := ra.last(t); ra.n() != 1 || !errors.Is(c.Err, unix.ETIME) {
+		t.Fatalf("A: %d callbacks, last err %v; want one with ETIME", ra.n(), c.Err)
+	}
+	if c := rb.last(t); rb.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+		t.Fatalf("B: %d callbacks, last err %v; want one with ECANCELED", rb.n(), c.Err)
+	}
+	testutil.Write(t, w, []byte("k"))
+	expectHeld(t, r, "k")
+}
