@@ -432,7 +432,8 @@ func (l *Loop) Close() error {
 
 // Stop makes Run return after the handler that is running (if any); a Stop while Run is not
 // running makes the next Run return at once. It is safe from any goroutine, including
-// handlers; it wakes a loop blocked in its wait. After Close it does nothing.
+// handlers; it wakes a loop blocked in its wait (in a batching wait, WithBatchWait, when that
+// wait ends: at most its d later). After Close it does nothing.
 func (l *Loop) Stop() {
 	l.postMu.Lock()
 	if !l.closed {
@@ -442,8 +443,9 @@ func (l *Loop) Stop() {
 	l.postMu.Unlock()
 }
 
-// Post queues f to run on the loop's goroutine and wakes the loop. It is the one call safe from
-// any goroutine. Functions posted from one goroutine run in the order posted; each Once runs
+// Post queues f to run on the loop's goroutine and wakes the loop (in a batching wait,
+// WithBatchWait, when that wait ends: at most its d later). It is the one call safe from any
+// goroutine. Functions posted from one goroutine run in the order posted; each Once runs
 // one of them. It returns ErrClosed after Close and ErrNilFunc for a nil f.
 func (l *Loop) Post(f func()) error {
 	if f == nil {
