@@ -100,14 +100,33 @@ func TestBatchWaitRejectsACountOutOfRange(t *testing.T) {
 	}
 }
 
-func TestBatchWaitRejectsAWaitOverOneSecond(t *testing.T) {
-	l, err := ringev.New(ringev.WithBackend("epoll"), ringev.WithBatchWait(16, time.Second+time.Microsecond))
-	if err == nil {
-		l.Close()
-		t.Fatal("WithBatchWait(16, 1.000001s): no error")
+func TestBatchWaitRejectsAWaitOutsideOneMicrosecondToOneSecond(t *testing.T) {
+	for _, d := range []time.Duration{time.Second + time.Microsecond, 999 * time.Nanosecond, time.Nanosecond} {
+		l, err := ringev.New(ringev.WithBackend("epoll"), ringev.WithBatchWait(16, d))
+		if err == nil {
+			l.Close()
+			t.Fatalf("WithBatchWait(16, %v): no error", d)
+		}
+		if !errors.Is(err, unix.EINVAL) {
+			t.Fatalf("WithBatchWait(16, %v): %v, want one wrapping EINVAL", d, err)
+		}
 	}
-	if !errors.Is(err, unix.EINVAL) {
-		t.Fatalf("WithBatchWait(16, 1.000001s): %v, want one wrapping EINVAL", err)
+}
+
+// TestBatchWaitOfOneMicrosecondEndsAtTheFirstCompletion: the shortest batching wait ends with a
+// lone completion soon after it (the binding's last microsecond of a min_wait must not become
+// min_wait_usec 0, which the kernel takes as no min_wait and waits for all n).
+func TestBatchWaitOfOneMicrosecondEndsAtTheFirstCompletion(t *testing.T) {
+	l := batchLoop(t, 16, time.Microsecond)
+	r, w := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	l.AddTimer(3*time.Second, func(*ringev.Timer) {}) // without the fix the read waits for it
+	start := time.Now()
+	writeAfter(t, 10*time.Millisecond, w.fd)
+	untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
+	if got := time.Since(start); got > 2*time.Second {
+		t.Fatalf("a lone completion under a 1 µs batching wait came after %v", got)
 	}
 }
 

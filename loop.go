@@ -211,7 +211,7 @@ func WithBackend(name string) Option {
 // kernel each is one completion of the batch, the loop's own wait on its epoll set). Only a
 // timer ends the wait on time (the wait never lasts past the next timer's time). A look without
 // blocking, and a loop with no request in the kernel, wait as without the option. d is rounded
-// down to µs, the kernel's unit, and is at most 1 s; n is at least 1 and at most 1024 (the
+// down to µs, the kernel's unit, and is from 1 µs to 1 s; n is at least 1 and at most 1024 (the
 // ring's CQ entries); d <= 0 turns batching off (the default).
 //
 // Give the program a spare P (GOMAXPROCS at least the number of loops plus one): at GOMAXPROCS
@@ -220,7 +220,8 @@ func WithBackend(name string) Option {
 // sleeps of a batching wait meet that more often, which cost more than the batch saved in
 // measurements (docs/serve.md, "The batching wait"). The loop does not change GOMAXPROCS.
 //
-// Errors from New: one wrapping unix.EINVAL for n outside [1, 1024] or d over 1 s (with d > 0); on the uring
+// Errors from New: one wrapping unix.EINVAL for n outside [1, 1024] or d outside [1 µs, 1 s]
+// (with d > 0); on the uring
 // backend, one wrapping unix.EOPNOTSUPP that names IORING_FEAT_MIN_TIMEOUT when the kernel lacks
 // it. The other backends have no batching wait and ignore the option (their blocking wait
 // returns at the first completion, as without it).
@@ -321,8 +322,8 @@ func New(opts ...Option) (*Loop, error) {
 	if o.batchWait > 0 && (o.batchN < 1 || o.batchN > maxBatchWait) {
 		return nil, fmt.Errorf("ringev: WithBatchWait(%d, %v): the count must be in [1, %d]: %w", o.batchN, o.batchWait, maxBatchWait, unix.EINVAL)
 	}
-	if o.batchWait > time.Second {
-		return nil, fmt.Errorf("ringev: WithBatchWait(%d, %v): the wait must be at most 1s (it delays Post, Stop and fd events): %w", o.batchN, o.batchWait, unix.EINVAL)
+	if o.batchWait > time.Second || o.batchWait > 0 && o.batchWait < time.Microsecond {
+		return nil, fmt.Errorf("ringev: WithBatchWait(%d, %v): the wait must be from 1µs (the kernel's unit) to 1s (it delays Post, Stop and fd events): %w", o.batchN, o.batchWait, unix.EINVAL)
 	}
 	runtime.LockOSThread()
 	be, name, reason, err := openBackend(o.backend)

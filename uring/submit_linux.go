@@ -239,10 +239,12 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			now := time.Now()
 			r.arg.MinWaitUsec = 0
 			if minWait > 0 {
-				if left := minDeadline.Sub(now); left > 0 {
+				if left := minDeadline.Sub(now); left >= time.Microsecond {
 					r.arg.MinWaitUsec = uint32(min(left/time.Microsecond, 1<<32-1))
 				} else {
-					// min_wait is over: any one CQE ends the wait.
+					// min_wait is over, or less than the kernel's unit is left (0 µs
+					// would mean none, and the wait would last for all n CQEs):
+					// any one CQE ends the wait.
 					minComplete = 1
 				}
 			}

@@ -90,6 +90,23 @@ func TestMinWaitReturnsWithOneCQEAfterMinWait(t *testing.T) {
 	}
 }
 
+// TestMinWaitBelowOneMicrosecondLeftEndsAtOneCQE: wanting 2 CQEs with one NOP and a min_wait
+// whose last part is below the kernel's unit (1.5 µs, 1 µs, 500 ns), the wait ends with the one
+// CQE at once, not at the 3 s timeout (min_wait_usec 0 with min_complete 2 would wait for both).
+func TestMinWaitBelowOneMicrosecondLeftEndsAtOneCQE(t *testing.T) {
+	r := newTestRing(t)
+	requireFeature(t, r, FeatMinTimeout)
+	for _, mw := range []time.Duration{1500 * time.Nanosecond, time.Microsecond, 500 * time.Nanosecond} {
+		getSQE(t, r).PrepNop()
+		start := time.Now()
+		n, err := r.SubmitAndWaitMin(2, 3*time.Second, mw)
+		if el := time.Since(start); n != 1 || err != nil || el > time.Second {
+			t.Errorf("min_wait %v: SubmitAndWaitMin = %d, %v after %v; want 1, nil at once", mw, n, err, el)
+		}
+		r.CQAdvance(r.CQReady())
+	}
+}
+
 // TestMinWaitWithoutFeatureNamesIt: without IORING_FEAT_MIN_TIMEOUT the error names it.
 func TestMinWaitWithoutFeatureNamesIt(t *testing.T) {
 	r := newTestRing(t)
