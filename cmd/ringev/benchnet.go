@@ -125,7 +125,13 @@ func parseBenchNet(args []string) (benchNetOptions, error) {
 	fs.Func("anchors", "anchors directory", nonEmpty(&o.anchors, "directory"))
 	fs.BoolVar(&o.json, "json", false, "JSON")
 	fs.Func("png", "PNG chart file", nonEmpty(&o.png, "file"))
-	return o, parseOnlyFlags(fs, args, "bench net")
+	if err := parseOnlyFlags(fs, args, "bench net"); err != nil {
+		return o, err
+	}
+	if o.batchWait != "" && (!slices.Contains(o.backends, "uring") || !slices.Contains(o.apis, "requests")) {
+		return o, &usageError{"--batch-wait adds a uring requests server (ringev-uring-requests-bw): --backend must list uring and --api requests"}
+	}
+	return o, nil
 }
 
 // findNetSh returns the path of net.sh: in dir when given (--anchors), else in shared/anchors

@@ -133,4 +133,7 @@ func TestRingevServersWithBatchWait(t *testing.T) {
 	if _, err := parseBenchNet([]string{"--batch-wait", "forever"}); exitStatus(err) != 2 || !strings.Contains(err.Error(), "--batch-wait") {
 		t.Errorf("--batch-wait forever: %v, want a usage error naming the flag", err)
 	}
+	if _, err := parseBenchNet([]string{"--batch-wait", "50us", "--backend", "epoll"}); exitStatus(err) != 2 || !strings.Contains(err.Error(), "--batch-wait") {
+		t.Errorf("--batch-wait 50us --backend epoll: %v, want a usage error naming the flag", err)
+	}
 }

@@ -44,7 +44,9 @@ flags:
   --batch-wait D    the requests API on uring: a loop that sleeps with requests in the kernel
                     waits up to D (e.g. 50us; at most 1s) for --batch completions before it
                     wakes for fewer (io_uring's min_wait, Linux 6.12): fewer wake-ups and
-                    enters per request, up to D more latency (default off; ringev.WithBatchWait)
+                    enters per request, up to D more latency for each completion waited
+                    for (a new connection's first reply waits for its accept and its recv:
+                    up to 2×D); also for SIGINT/SIGTERM (default off; ringev.WithBatchWait)
                     With it, unless GOMAXPROCS is set in the environment, the runtime gets
                     a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the runtime's
                     monitor takes the P of a loop that sleeps in the kernel across its tick
@@ -227,9 +229,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var loopOpts []ringev.Option
 	if o.batchWait > 0 {
 		loopOpts = append(loopOpts, ringev.WithBatchWait(o.batch, o.batchWait))
-		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < o.loops+1 {
-			runtime.GOMAXPROCS(o.loops + 1) // a spare P: see --batch-wait in the usage
-		}
 	}
 	srv, err := server.Start(server.Config{
 		LoopOptions: loopOpts,
@@ -249,8 +248,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if o.api == server.APIRequests {
 		api += ", " + o.recv + " recv"
 	}
-	if o.batchWait > 0 {
+	switch {
+	case o.batchWait > 0 && srv.Backend() == "uring":
+		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < o.loops+1 {
+			runtime.GOMAXPROCS(o.loops + 1) // a spare P: see --batch-wait in the usage
+		}
 		api += fmt.Sprintf(", batching wait %v for %d, GOMAXPROCS %d", o.batchWait, o.batch, runtime.GOMAXPROCS(0))
+	case o.batchWait > 0: // auto fell back: the other backends have no batching wait
+		api += fmt.Sprintf(", no batching wait: the %s backend has none", srv.Backend())
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr(), srv.Backend(), o.loops, api)
