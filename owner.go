@@ -20,12 +20,12 @@ var ErrNotOwner = errors.New("ringev: loop used from a goroutine that does not o
 // goroutine's read of them may race with that update, but a stack the owner left is freed,
 // and can become another goroutine's, only after the update, with the runtime's
 // synchronization between). It needs no call: a call costs every live register of the caller
-// spilled and reloaded around it, ~30 instructions on every request (callgrind). The
-// identity is the same as rawsys.Getg's: the g the owner runs on, which cannot be reused while
-// the owner lives (a loop must be closed by its owner).
+// spilled and reloaded around it, ~30 instructions on every request (callgrind; the check
+// called an assembly function that read the caller's g before). The identity is the g the
+// owner runs on, which cannot be reused while the owner lives (a loop must be closed by its
+// owner).
 //
-// Where rawsys has no assembly (rawsys.GStack is nil) the check is off, as it was with
-// rawsys.Getg there, and so it would be on a runtime whose g did not start with the stack
+// Where rawsys has no assembly (rawsys.GStack is nil) the check is off, and so it would be on a runtime whose g did not start with the stack
 // bounds (ownStack checks at New; TestOwnerCheckKnowsTheOwnersStack fails then). owned is
 // small enough to be inlined (a fallback call in it would not be).
 func (l *Loop) owned() bool {

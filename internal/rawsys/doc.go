@@ -1,5 +1,6 @@
 // Package rawsys holds the assembly of ringev's hot path, in one place so that it shares its
-// code pages: Getg, the calling goroutine's identity (the loop's ownership check), and the
+// code pages: GStack, where the runtime keeps the calling goroutine's stack bounds (the loop's
+// ownership check), and the
 // system calls that cannot block (a handler's ReadNonblocking and WriteNonblocking, a busy
 // loop's epoll_wait(2), an io_uring_enter that does not wait), which may therefore skip the Go
 // runtime's syscall bookkeeping, as unix.RawSyscall does.

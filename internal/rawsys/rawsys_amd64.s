@@ -41,12 +41,6 @@ ok6:
 	MOVQ	$0, errno+64(FP)
 	RET
 
-// func Getg() uintptr: the calling goroutine's g pointer, from TLS.
-TEXT ·Getg(SB),NOSPLIT,$0-8
-	MOVQ	(TLS), AX
-	MOVQ	AX, ret+0(FP)
-	RET
-
 // func GStack() *[2]uintptr: the calling goroutine's g pointer, whose first two words are its
 // stack bounds.
 TEXT ·GStack(SB),NOSPLIT,$0-8

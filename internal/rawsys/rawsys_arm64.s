@@ -46,12 +46,6 @@ ok6:
 	MOVD	ZR, errno+64(FP)
 	RET
 
-// func Getg() uintptr: the calling goroutine's g pointer (register g).
-TEXT ·Getg(SB),NOSPLIT,$0-8
-	MOVD	g, R0
-	MOVD	R0, ret+0(FP)
-	RET
-
 // func GStack() *[2]uintptr: the calling goroutine's g pointer, whose first two words are its
 // stack bounds.
 TEXT ·GStack(SB),NOSPLIT,$0-8

@@ -15,13 +15,9 @@ func Syscall(trap, a1, a2, a3 uintptr) (r1 uintptr, errno unix.Errno)
 //go:noescape
 func Syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1 uintptr, errno unix.Errno)
 
-// Getg returns the address of the calling goroutine's runtime g: an identity for the
-// goroutine, valid while it lives.
-func Getg() uintptr
-
 // GStack returns where the runtime keeps the calling goroutine's stack bounds, [lo, hi): the
 // first field of its runtime g (runtime2.go: "stack stack // offset known to runtime/cgo"),
-// at the address Getg returns. It is valid while the goroutine lives; the runtime rewrites
+// (the g's address, read from thread-local storage or the g register). It is valid while the goroutine lives; the runtime rewrites
 // it when the stack moves. Callers check that the bounds hold their own stack before relying
 // on them.
 func GStack() *[2]uintptr

@@ -23,8 +23,5 @@ func Syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
 	return r, e
 }
 
-// Getg is 0 where no assembly reads the g pointer: callers' ownership checks are off there.
-func Getg() uintptr { return 0 }
-
-// GStack is nil where no assembly reads the g pointer.
+// GStack is nil where no assembly reads the g pointer: callers' ownership checks are off there.
 func GStack() *[2]uintptr { return nil }
