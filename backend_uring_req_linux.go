@@ -163,15 +163,21 @@ func nop(s *uring.SQE) {
 	s.UserData = reqTag | reqKindCmd
 }
 
-// unprep turns the SQEs of r, an unsubmitted request, into NOPs (it never reaches the
-// kernel) and finishes it with ECANCELED.
-func (d *ringReqs) unprep(r *reqRec) {
+// nopPrepared turns the SQEs of r, an unsubmitted request, into NOPs: it never reaches the
+// kernel (their CQEs count down inflight as commands').
+func nopPrepared(r *reqRec) {
 	nop(r.sqeAt)
 	if r.ltAt != nil {
 		nop(r.ltAt)
 		r.link = false
 	}
-	r.sqeAt, r.ltAt, r.cqes = nil, nil, 0
+	r.sqeAt, r.ltAt = nil, nil
+}
+
+// unprep makes r, an unsubmitted request, NOPs (nopPrepared) and finishes it with ECANCELED.
+func (d *ringReqs) unprep(r *reqRec) {
+	nopPrepared(r)
+	r.cqes = 0
 	d.rq.opDone(r, -int32(unix.ECANCELED), 0)
 }
 
@@ -533,11 +539,7 @@ func (d *ringReqs) shutdown() {
 	// would submit them ahead of the cancel, and a Read would take bytes no callback gets.
 	for _, r := range d.rq.recs {
 		if d.unsubmitted(r) {
-			nop(r.sqeAt)
-			if r.ltAt != nil {
-				nop(r.ltAt)
-			}
-			r.sqeAt, r.ltAt = nil, nil
+			nopPrepared(r)
 		}
 	}
 	d.dead = true
