@@ -43,8 +43,12 @@ type uringBackend struct {
 	batchWait time.Duration
 }
 
-// maxBatchWait is the largest count WithBatchWait takes: the ring's CQ entries (openUring).
-const maxBatchWait = 1024
+// uringCQEntries is the CQ size of the backend's ring (openUring); maxBatchWait, the largest
+// count WithBatchWait takes, is that: the kernel caps min_complete there.
+const (
+	uringCQEntries = 1024
+	maxBatchWait   = uringCQEntries
+)
 
 // setBatchWait turns on WithBatchWait's batching wait on be if it is the uring backend (the
 // others have none): an error wrapping unix.EOPNOTSUPP that names IORING_FEAT_MIN_TIMEOUT
@@ -74,7 +78,7 @@ func openUring() (backend, error) {
 	// (an overflow loses nothing, IORING_FEAT_NODROP, but costs a flush; a full SQ costs an
 	// enter: bench pipes --mode completion, fd_busy256, made 0.031 io_uring_enter per event
 	// with 64 SQEs and 0.0078 with 256, strace -c).
-	r, err := uring.New(uring.WithEntries(256), uring.WithCQEntries(1024))
+	r, err := uring.New(uring.WithEntries(256), uring.WithCQEntries(uringCQEntries))
 	if err != nil {
 		return nil, err // the binding's error already starts with "uring:" and names the call
 	}
