@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/ringev/ringev/internal/bench"
 )
@@ -114,12 +113,9 @@ func parseBenchNet(args []string) (benchNetOptions, error) {
 		return err
 	})
 	fs.Func("batch-wait", "the batching wait of a ringev-uring-requests-bw server", func(s string) error {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < time.Microsecond || d > time.Second {
-			return errors.New("want a duration 1us..1s (e.g. 50us)")
-		}
+		_, err := parseBatchWait(s)
 		o.batchWait = s
-		return nil
+		return err
 	})
 	fs.BoolVar(&o.syscalls, "syscalls", false, "count syscalls")
 	fs.Func("anchors", "anchors directory", nonEmpty(&o.anchors, "directory"))

@@ -106,16 +106,9 @@ func parseServe(args []string) (serveOptions, error) {
 	fs.Func("backend", "backend", oneOf(&o.backend, "backend", append([]string{"auto"}, ringev.Backends()...)...))
 	fs.Func("api", "I/O API", oneOf(&o.api, "API", server.APIRequests, server.APIReadiness))
 	fs.Func("recv", "the requests API's receives", oneOf(&o.recv, "receive mode", server.RecvPerConn, server.RecvMultishot))
-	fs.Func("batch-wait", "the batching wait", func(s string) error {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return errors.New("not a duration (e.g. 50us, 1ms)")
-		}
-		if d < time.Microsecond || d > time.Second {
-			return errors.New("must be 1us..1s")
-		}
-		o.batchWait = d
-		return nil
+	fs.Func("batch-wait", "the batching wait", func(s string) (err error) {
+		o.batchWait, err = parseBatchWait(s)
+		return err
 	})
 	fs.Func("batch", "completions a batching wait waits for", func(s string) error {
 		n, err := parseCount(s)
@@ -151,15 +144,11 @@ func parseServe(args []string) (serveOptions, error) {
 	if fs.NArg() > 0 {
 		return o, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if o.api != server.APIRequests {
-		recvSet := false
-		fs.Visit(func(f *flag.Flag) { recvSet = recvSet || f.Name == "recv" })
-		if recvSet {
-			return o, &usageError{fmt.Sprintf("--recv %s: only the %s API has receive modes, and --api is %s", o.recv, server.APIRequests, o.api)}
-		}
-	}
-	set := map[string]bool{}
+	set := map[string]bool{} // the flags given
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.api != server.APIRequests && set["recv"] {
+		return o, &usageError{fmt.Sprintf("--recv %s: only the %s API has receive modes, and --api is %s", o.recv, server.APIRequests, o.api)}
+	}
 	if set["batch"] && !set["batch-wait"] {
 		return o, &usageError{"--batch: give --batch-wait too (how long a batching wait may last)"}
 	}
@@ -178,6 +167,19 @@ func parseServe(args []string) (serveOptions, error) {
 		o.addr = serveProtocols[o.proto]
 	}
 	return o, nil
+}
+
+// parseBatchWait parses a --batch-wait value (serve's, and bench net's for its -bw server): a
+// duration from 1µs (the kernel's unit) to 1s, as ringev.WithBatchWait takes.
+func parseBatchWait(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("not a duration (e.g. 50us, 1ms)")
+	}
+	if d < time.Microsecond || d > time.Second {
+		return 0, errors.New("must be 1us..1s")
+	}
+	return d, nil
 }
 
 // checkAddr checks an --addr value before anything listens: HOST:PORT (HOST may be empty: every
