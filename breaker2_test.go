@@ -452,7 +452,7 @@ func TestRequestRandomOpsInCallbacksConserveBytes(t *testing.T) {
 		defer l.Close()
 		g, err := l.NewBufferGroup(16, 64)
 		if err != nil {
-			t.Skipf("provided buffer rings: %v", err)
+			t.Fatalf("NewBufferGroup: %v", err)
 		}
 		randomOpsInCallbacks(t, l, g, n, randSeed(t))
 	}()
@@ -680,7 +680,7 @@ func TestRequestRandomOpsWithBatchWait(t *testing.T) {
 		defer l.Close()
 		g, err := l.NewBufferGroup(16, 64)
 		if err != nil {
-			t.Skipf("provided buffer rings: %v", err)
+			t.Fatalf("NewBufferGroup: %v", err)
 		}
 		randomOpsInCallbacks(t, l, g, 20000, randSeed(t)+1)
 	}()
