@@ -46,6 +46,8 @@ type ringReqs struct {
 	probe    *uring.Probe // the kernel's opcodes, probed at the first check
 	space    uint32       // free SQEs known to flush (see sqe)
 	dead     bool         // shutdown: CQEs only count down inflight
+	slots    uint32       // the registered-file table's size (0: none registered yet)
+	fdArg    [1]int32     // fixFile's argument to IORING_REGISTER_FILES_UPDATE
 }
 
 type queuedReq struct {
@@ -272,6 +274,49 @@ func (d *ringReqs) cancelFd(fd int32) {
 	}
 }
 
+// maxFileSlots bounds the registered-file table: the kernel keeps a pointer per slot.
+const maxFileSlots = 65536
+
+func (d *ringReqs) fixFile(fd int32, on, live bool) (bool, error) {
+	ring := d.b.ring
+	if !on {
+		// Every SQE that may carry the slot reaches the kernel first, which takes the file at
+		// the request's issue and keeps it to its completion.
+		if live && d.queued() {
+			if err := d.flush(); err != nil {
+				return true, err
+			}
+			if _, err := d.b.entering().Submit(); err != nil {
+				return true, fmt.Errorf("submitting the SQEs prepared before: %w", err)
+			}
+		}
+		d.fdArg[0] = -1
+		if _, err := ring.UpdateFiles(uint32(fd), d.fdArg[:]); err != nil {
+			return true, fmt.Errorf("emptying slot %d of the registered-file table (IORING_REGISTER_FILES_UPDATE, Linux 5.5): %w", fd, err)
+		}
+		return false, nil
+	}
+	if d.slots == 0 {
+		n := uint32(maxFileSlots)
+		var lim unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n) {
+			n = uint32(lim.Cur)
+		}
+		if err := ring.RegisterFilesSparse(n); err != nil {
+			return false, fmt.Errorf("a registered-file table of %d slots (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19): %w", n, err)
+		}
+		d.slots = n
+	}
+	if uint32(fd) >= d.slots {
+		return false, fmt.Errorf("the registered-file table has %d slots (min(RLIMIT_NOFILE, %d)): %w", d.slots, maxFileSlots, unix.ERANGE)
+	}
+	d.fdArg[0] = fd
+	if _, err := ring.UpdateFiles(uint32(fd), d.fdArg[:]); err != nil {
+		return false, fmt.Errorf("slot %d of the registered-file table (IORING_REGISTER_FILES_UPDATE, Linux 5.5): %w", fd, err)
+	}
+	return true, nil
+}
+
 func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 || d.inflight > 0 }
 
 // queued reports whether records or cancels wait to be prepared as SQEs (flush).
@@ -384,6 +429,9 @@ func prepBytes(s *uring.SQE, r *reqRec) {
 		p = p[r.done:] // the rest of a short write or send
 	}
 	s.Opcode, s.Fd = bytesOpcode[r.op], r.fd
+	if r.fixed {
+		s.Flags = uring.SQEFixedFile // slot fd holds fd's file (RegisterFile)
+	}
 	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), uint32(len(p))
 	switch {
 	case r.op >= OpRecv:
@@ -415,6 +463,10 @@ func prepReq(s *uring.SQE, r *reqRec) {
 		s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
 	case OpSQE:
 		*s = r.sqe
+		return
+	}
+	if r.fixed {
+		s.Flags |= uring.SQEFixedFile // slot fd holds fd's file (RegisterFile)
 	}
 }
 

@@ -18,3 +18,12 @@ func ExactSignalFd() int { return sigexactFd }
 
 // OwnerStackKnown reports whether l checks its owner by the owner's stack bounds (see owned).
 func OwnerStackKnown(l *Loop) bool { return l.stack != &anyStack }
+
+// SetRegisterEveryFd makes every loop register the fd of each request in the ring's file table
+// the first time it sees the number (as RegisterFile does), and returns a function that
+// restores the previous setting.
+func SetRegisterEveryFd(on bool) (restore func()) {
+	old := registerEveryFd
+	registerEveryFd = on
+	return func() { registerEveryFd = old }
+}

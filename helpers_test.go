@@ -51,6 +51,10 @@ const notCloseSafe = "uring-poll"
 // then epoll_wait. newLoop knows it.
 const uringFallback = "uring-fallback"
 
+// uringFixed names, for newLoop, the uring backend; TestRequestConformanceRegisteredFiles sets
+// SetRegisterEveryFd around its cases.
+const uringFixed = "uring-fixed"
+
 // oneByte is the byte the tests write to make an fd readable.
 var oneByte = []byte{'x'}
 
@@ -120,6 +124,9 @@ func newLoop(tb testing.TB, backend string, opts ...ringev.Option) *ringev.Loop 
 	if backend == uringFallback {
 		name = "uring"
 		defer ringev.SetUringFallback(true)()
+	}
+	if backend == uringFixed {
+		name = "uring"
 	}
 	l, err := ringev.New(append([]ringev.Option{ringev.WithBackend(name), ringev.WithIOPath(ringev.IOPathRing)}, opts...)...)
 	requireNew(tb, backend, err)

@@ -939,3 +939,15 @@ func testReqSendHalfClosedPeer(t *testing.T, backend string) {
 	drainUntil(t, l, b, func() bool { return snd.n() > 0 })
 	wantOne(t, &snd, len(chunk))
 }
+
+// TestRequestConformanceRegisteredFiles runs the request suite on uring with every request's fd
+// in the ring's registered-file table from its first request (as RegisterFile puts it; the
+// SQEs carry IOSQE_FIXED_FILE). A kernel without sparse file tables
+// (IORING_RSRC_REGISTER_SPARSE, 5.19) skips it.
+func TestRequestConformanceRegisteredFiles(t *testing.T) {
+	requireRegisteredFiles(t)
+	defer ringev.SetRegisterEveryFd(true)()
+	for _, c := range requestCases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, uringFixed) })
+	}
+}

@@ -448,3 +448,5 @@ func (e *emulReqs) provide(g *BufferGroup, bid int) { g.free = append(g.free, ui
 func (e *emulReqs) closeGroup(g *BufferGroup) error { return nil }
 
 func (e *emulReqs) shutdown() {}
+
+func (e *emulReqs) fixFile(fd int32, on, live bool) (bool, error) { return false, nil }

@@ -87,7 +87,19 @@ func guard(l *ringev.Loop, errp *error) func() {
 // TestRequestZeroAllocsPerRequest: a send and a recv made, completed and called back, in
 // steady state, allocate nothing on any backend.
 func TestRequestZeroAllocsPerRequest(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+	eachBackend(t, ringev.Backends(), testZeroAllocsPerRequest)
+}
+
+// TestRequestZeroAllocsWithRegisteredFiles: the same with the sockets in the ring's
+// registered-file table (RegisterFile).
+func TestRequestZeroAllocsWithRegisteredFiles(t *testing.T) {
+	requireRegisteredFiles(t)
+	defer ringev.SetRegisterEveryFd(true)()
+	testZeroAllocsPerRequest(t, uringFixed)
+}
+
+func testZeroAllocsPerRequest(t *testing.T, backend string) {
+	{
 		a, b := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		c := &echoConn{l: l, a: a, b: b, buf: make([]byte, 64), msg: []byte("ping")}
@@ -107,7 +119,7 @@ func TestRequestZeroAllocsPerRequest(t *testing.T) {
 		if allocs != 0 {
 			t.Fatalf("%.2f allocations per send+recv round, want 0", allocs)
 		}
-	})
+	}
 }
 
 // TestRequestZeroAllocsWithDeadline: a recv with a deadline (the everyday idle-connection

@@ -53,7 +53,8 @@ Run 'ringev bench BENCHMARK --help' (e.g. 'ringev bench rio --help') for its fla
 
 // usagePipes is the help text of `ringev bench pipes`; the verbs are filled by pipesUsage.
 const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--busy N,M]
-                         [--mode m,n] [--events N] [--json] [--png FILE]
+                         [--mode m,n] [--registered-files=false] [--events N]
+                         [--json] [--png FILE]
 
 Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
 tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
@@ -82,6 +83,10 @@ flags:
                   ` + "%s" + ` = the same, each write before its read, which completes at
                   once (on epoll and poll the loop emulates requests); shown as
                   backend/mode (uring/all); the netpoller runs once, in the default mode
+  --registered-files=false
+                  in the completion modes on uring, leave the pipes out of the ring's
+                  registered-file table (Loop.RegisterFile, IOSQE_FIXED_FILE), so that each
+                  request makes the kernel look its fd up (default: registered)
   --events N      read events per fd_speed, fd_many and fd_busy run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
   --png FILE      also draw events/sec per shape, backend and mode as a PNG bar chart
@@ -246,6 +251,7 @@ type pipesOptions struct {
 	fds      []int    // empty: bench.DefaultFds
 	busy     []int    // empty: bench.DefaultBusy
 	modes    []string // empty: the default mode
+	unreg    bool     // --registered-files=false
 	events   int64
 	json     bool
 	png      string // "": no chart
@@ -314,6 +320,14 @@ func parsePipes(args []string) (pipesOptions, error) {
 			return err
 		}
 		o.events = n
+		return nil
+	})
+	fs.BoolFunc("registered-files", "register the pipes in completion modes", func(s string) error {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false, not %q", s)
+		}
+		o.unreg = !v
 		return nil
 	})
 	fs.BoolVar(&o.json, "json", false, "print JSON")
@@ -461,7 +475,7 @@ func runPipes(args []string, stdout, stderr io.Writer) int {
 		Fds:      o.fds,
 		Busy:     o.busy,
 		Modes:    o.modes,
-		Options:  bench.Options{Events: o.events, Stop: stop},
+		Options:  bench.Options{Events: o.events, Stop: stop, UnregisteredFiles: o.unreg},
 		Notes:    stderr,
 	})
 	if sig := caught(); sig != nil {

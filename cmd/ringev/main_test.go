@@ -42,6 +42,20 @@ func TestParsePipesFlags(t *testing.T) {
 	}
 }
 
+// TestParsePipesRegisteredFiles: the completion modes register the pipes unless
+// --registered-files=false; a bare --registered-files keeps them registered.
+func TestParsePipesRegisteredFiles(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		unreg bool
+	}{{nil, false}, {[]string{"--registered-files"}, false}, {[]string{"--registered-files=false"}, true}, {[]string{"--registered-files=true"}, false}} {
+		o, err := parsePipes(tc.args)
+		if err != nil || o.unreg != tc.unreg {
+			t.Errorf("parsePipes(%q): unreg %v, err %v; want unreg %v", tc.args, o.unreg, err, tc.unreg)
+		}
+	}
+}
+
 // TestParsePipesBadInput: every bad command line is a usage error (exit status 2) whose message
 // names the flag and the bad value.
 func TestParsePipesBadInput(t *testing.T) {
@@ -58,6 +72,7 @@ func TestParsePipesBadInput(t *testing.T) {
 		{[]string{"--events", "99999999999999999999"}, []string{"--events", "out of range"}},
 		{[]string{"--events"}, []string{"--events", "needs an argument"}},
 		{[]string{"--json=maybe"}, []string{"--json", `"maybe"`}},
+		{[]string{"--registered-files=maybe"}, []string{"--registered-files", `"maybe"`, "true or false"}},
 		{[]string{"--frobnicate"}, []string{"--frobnicate", "not defined"}},
 		{[]string{"extra"}, []string{`"extra"`, "unexpected argument"}},
 		{[]string{"--json", "fd_speed1"}, []string{`"fd_speed1"`, "unexpected argument"}},

@@ -211,6 +211,15 @@ func runCompletion(backend, shape string, opt Options) (res Result, err error) {
 		return res, err
 	}
 	defer postStop(loop, opt.Stop, func() { s.finished, s.stopped = true, true })()
+	if !opt.UnregisteredFiles {
+		for _, p := range ps {
+			for _, fd := range [2]int{p.rfd, p.wfd} {
+				if err := loop.RegisterFile(fd); err != nil {
+					return res, fmt.Errorf("Loop.RegisterFile on pipe %d: %w", p.i, err)
+				}
+			}
+		}
+	}
 	for i := range ps {
 		s.next(&ps[i])
 	}

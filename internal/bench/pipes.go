@@ -184,6 +184,10 @@ type Options struct {
 	// closing what it opened and restoring RLIMIT_NOFILE) and makes Run skip the runs left.
 	// nil: never.
 	Stop <-chan struct{}
+	// UnregisteredFiles: in the completion modes, leave the pipes out of the ring's
+	// registered-file table (Loop.RegisterFile), so that every request makes the kernel look
+	// its fd up, as uring_proactor_pipe does. The zero value registers them (uring only).
+	UnregisteredFiles bool
 }
 
 func (o Options) withDefaults() Options {

@@ -1,0 +1,259 @@
+package ringev_test
+
+// Tests of Loop.RegisterFile and Loop.UnregisterFile: requests on an fd in the ring's
+// registered-file table (IOSQE_FIXED_FILE), and the table's hold on the file.
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// requireRegisteredFiles skips the test where the uring backend cannot make a registered-file
+// table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19), or cannot be created at all.
+func requireRegisteredFiles(t *testing.T) {
+	t.Helper()
+	r, _ := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	if err := l.RegisterFile(r); err != nil {
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+			t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
+		}
+		t.Fatalf("RegisterFile: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeErr writes one byte to the pipe's write end w and returns write(2)'s error: EPIPE once
+// no file holds the read end.
+func writeErr(w int) error {
+	_, err := unix.Write(w, oneByte)
+	return err
+}
+
+// TestRegisteredFileOutlivesARawClose: on uring the registered-file table holds the file, as
+// RegisterFile documents: after a close(2) of the registered read end a write still finds a
+// reader, and a Read on the closed number reads the old pipe through the table; UnregisterFile
+// then releases it (the write gets EPIPE).
+func TestRegisteredFileOutlivesARawClose(t *testing.T) {
+	requireRegisteredFiles(t)
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	if err := l.RegisterFile(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Close(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeErr(w); err != nil {
+		t.Fatalf("write after close(2) of the registered read end: %v; the table should hold the file", err)
+	}
+	var rec recorder
+	must(t)(l.Read(r, make([]byte, 4), -1, rec.cb, 0))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 1)
+	if err := l.UnregisterFile(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+		t.Fatalf("write after UnregisterFile of the closed read end: %v, want EPIPE (the file released)", err)
+	}
+}
+
+// TestCloseFdReleasesARegisteredFile: CloseFd on a registered fd with a Read in flight cancels
+// it, empties the fd's slot and closes it: the pipe's writer then gets EPIPE. On epoll and poll
+// RegisterFile does nothing and the same holds.
+func TestCloseFdReleasesARegisteredFile(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		if err := l.RegisterFile(r); err != nil {
+			if backend == "uring" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
+				t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
+			}
+			t.Fatal(err)
+		}
+		var rd, cls recorder
+		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
+		onceWithin(t, l, time.Millisecond)
+		must(t)(l.CloseFd(r, cls.cb, 0))
+		until(t, l, func() bool { return cls.n() > 0 && rd.n() > 0 })
+		wantOne(t, &cls, 0)
+		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+			t.Fatalf("write after CloseFd of the registered read end: %v, want EPIPE (the file released)", err)
+		}
+	})
+}
+
+// TestUnregisterFileThenCloseReleasesTheFile: after UnregisterFile, a close(2) of the fd
+// releases the file at once (the pipe's writer gets EPIPE), on every backend.
+func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		if err := l.RegisterFile(r); err != nil {
+			if backend == "uring" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
+				t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
+			}
+			t.Fatal(err)
+		}
+		if err := l.UnregisterFile(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Close(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+			t.Fatalf("write after UnregisterFile and close(2) of the read end: %v, want EPIPE", err)
+		}
+	})
+}
+
+// TestUnregisterFileSubmitsThePreparedRequestsFirst: a Read made on a registered fd and not yet
+// submitted when UnregisterFile empties the slot still reads its byte (UnregisterFile submits
+// it first, and the kernel keeps the registered file to its completion).
+func TestUnregisterFileSubmitsThePreparedRequestsFirst(t *testing.T) {
+	requireRegisteredFiles(t)
+	r, _ := pipeHolding(t, "ab")
+	l := newLoop(t, "uring")
+	if err := l.RegisterFile(r); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+	if err := l.UnregisterFile(r); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return rec.n() > 0 })
+	if c := wantOne(t, &rec, 1); string(rec.bufs[0]) != "a" {
+		t.Fatalf("read %q (%+v), want \"a\"", rec.bufs[0], c)
+	}
+}
+
+// TestUnregisterFileDuringALargeSendFinishesIt: a Send larger than the socket buffer on a
+// registered fd, unregistered while the send is in the kernel, is finished by the loop with
+// every byte (the rest goes out without the emptied slot).
+func TestUnregisterFileDuringALargeSendFinishesIt(t *testing.T) {
+	requireRegisteredFiles(t)
+	a, b := testutil.Socketpair(t)
+	if err := unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(t, "uring")
+	if err := l.RegisterFile(a); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	var snd recorder
+	must(t)(l.Send(a, big, 0, snd.cb, 0))
+	onceWithin(t, l, time.Millisecond) // the send is in the kernel, short of room
+	if err := l.UnregisterFile(a); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 0, len(big))
+	buf := make([]byte, 64<<10)
+	var onRecv ringev.Callback
+	var rcvErr error
+	onRecv = func(c *ringev.Completion) {
+		if c.Err != nil || c.N == 0 {
+			rcvErr = c.Err
+			return
+		}
+		got = append(got, c.Buf...)
+		if len(got) < len(big) {
+			must(t)(l.Recv(b, buf, 0, onRecv, 0))
+		}
+	}
+	must(t)(l.Recv(b, buf, 0, onRecv, 0))
+	until(t, l, func() bool { return snd.n() > 0 && len(got) == len(big) || rcvErr != nil })
+	wantOne(t, &snd, len(big))
+	if !bytes.Equal(got, big) {
+		t.Fatal("received bytes differ from those sent")
+	}
+}
+
+// TestRegisterFileRefusesBadInput: a negative fd and one that names no open file get EBADF;
+// another goroutine gets ErrNotOwner; a closed loop ErrClosed; an fd that CloseFd is closing
+// ErrFdClosing (on uring; the emulation has closed it already: EBADF).
+func TestRegisterFileRefusesBadInput(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, _ := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		for _, fd := range []int{-1, closedFdNumber(t)} {
+			if err := l.RegisterFile(fd); !errors.Is(err, unix.EBADF) {
+				t.Errorf("RegisterFile(%d): %v, want EBADF", fd, err)
+			}
+		}
+		if err := l.UnregisterFile(-1); !errors.Is(err, unix.EBADF) {
+			t.Errorf("UnregisterFile(-1): %v, want EBADF", err)
+		}
+		done := make(chan error)
+		go func() { done <- l.RegisterFile(r) }()
+		if err := <-done; !errors.Is(err, ringev.ErrNotOwner) {
+			t.Errorf("RegisterFile from another goroutine: %v, want ErrNotOwner", err)
+		}
+		var rd, cls recorder
+		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
+		onceWithin(t, l, time.Millisecond)
+		must(t)(l.CloseFd(r, cls.cb, 0))
+		// On uring the Read in the kernel keeps the close pending; the emulation cancels it
+		// at once and closes the fd, whose number then names no open file.
+		err := l.RegisterFile(r)
+		if want := ringev.ErrFdClosing; backend == "uring" && !errors.Is(err, want) || !errors.Is(err, unix.EBADF) {
+			t.Errorf("RegisterFile right after CloseFd: %v, want ErrFdClosing on uring, EBADF on all", err)
+		}
+		until(t, l, func() bool { return cls.n() > 0 })
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.RegisterFile(0); !errors.Is(err, ringev.ErrClosed) {
+			t.Errorf("RegisterFile on a closed loop: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// TestRegisterFileRefusesAnFdBeyondTheTable: on uring an fd at or above the table's size
+// (min(RLIMIT_NOFILE, 65536) slots when the first RegisterFile made it) gets ERANGE, and
+// requests on it still work, unregistered.
+func TestRegisterFileRefusesAnFdBeyondTheTable(t *testing.T) {
+	requireRegisteredFiles(t)
+	const slots, high = 1000, 1500
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur <= high {
+		t.Skipf("RLIMIT_NOFILE %d allows no fd number %d (err %v)", lim.Cur, high, err)
+	}
+	r0, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	small := lim
+	small.Cur = slots
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &small); err != nil {
+		t.Fatal(err)
+	}
+	err := l.RegisterFile(w) // makes the table, of 1000 slots
+	if rerr := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Dup3(r0, high, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(high) })
+	if err := l.RegisterFile(high); !errors.Is(err, unix.ERANGE) {
+		t.Fatalf("RegisterFile(%d) with a table of %d slots: %v, want ERANGE", high, slots, err)
+	}
+	var rec recorder
+	must(t)(l.Read(high, make([]byte, 4), -1, rec.cb, 0))
+	testutil.Write(t, w, []byte("x"))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 1)
+}
