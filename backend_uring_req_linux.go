@@ -109,7 +109,15 @@ func (d *ringReqs) check(op Op) error {
 		}
 		d.probe = p
 	}
-	return missingReqFeature(op, d.probe.OpSupported)
+	if err := missingReqFeature(op, d.probe.OpSupported); err != nil {
+		return err
+	}
+	if op == OpRecv {
+		// IORING_RECVSEND_POLL_FIRST came with 5.19 (witness: IORING_OP_SOCKET); before, a recv
+		// SQE's ioprio must be 0.
+		d.rq.pollFirst = d.probe.OpSupported(uring.OpSocket) && !d.rq.l.noPollFirst
+	}
+	return nil
 }
 
 // missingReqFeature returns an error naming what op needs (wrapping unix.EOPNOTSUPP) when
@@ -436,6 +444,9 @@ func prepBytes(s *uring.SQE, r *reqRec) {
 	switch {
 	case r.op >= OpRecv:
 		s.OpFlags = uint32(r.flags)
+		if r.pollFirst {
+			s.Ioprio = uring.RecvsendPollFirst // see requests.pollFirst
+		}
 	case r.off >= 0:
 		s.Off = uint64(r.off + int64(r.done))
 	default:
@@ -495,6 +506,9 @@ func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
 				e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, c.Res, c.Flags, 0
 				if r.counted {
 					f := &rq.fds[r.fd]
+					if r.op == OpRecv {
+						f.drained = c.Res >= 0 && int(c.Res) < len(r.buf)
+					}
 					if f.live--; f.live == 0 && f.closeRec != nil {
 						rq.closeNow(f)
 					}

@@ -27,3 +27,7 @@ func SetRegisterEveryFd(on bool) (restore func()) {
 	registerEveryFd = on
 	return func() { registerEveryFd = old }
 }
+
+// RequestPollFirst reports whether h's request was prepared with IORING_RECVSEND_POLL_FIRST
+// (valid until its callback runs).
+func RequestPollFirst(h Request) bool { return h.rec != nil && h.rec.gen == h.gen && h.rec.pollFirst }

@@ -136,6 +136,20 @@ type options struct {
 	ioPath       string        // WithIOPath
 	batchN       int           // WithBatchWait: completions to wait for
 	batchWait    time.Duration // WithBatchWait: at most this long (0: no batching wait)
+	noPollFirst  bool          // WithRecvPollFirst(false)
+}
+
+// WithRecvPollFirst(false) turns off, on the uring backend, the loop's use of
+// IORING_RECVSEND_POLL_FIRST (Linux 5.19, io_uring_prep_recv(3)). By default a Recv on an fd whose
+// previous Recv took less than its buffer (the socket was empty then, as it is after a request
+// and before its reply is answered) asks the kernel to wait for the socket to be readable before
+// the first attempt, sparing that attempt (a tcp_recvmsg that would find nothing: ~4-5 % of the
+// server's CPU per request with wrk against `ringev serve http`, see docs/serve.md). When data is
+// there after all, the kernel's poll finds it at once and the Recv completes as without the flag.
+// Kernels without it, and the epoll and poll backends (whose emulated reads wait for readiness
+// anyway), ignore the option.
+func WithRecvPollFirst(on bool) Option {
+	return func(o *options) { o.noPollFirst = !on }
 }
 
 // WithExactSignals makes AddSignal count every delivery, as tevent does, instead of going
@@ -234,19 +248,21 @@ func WithBatchWait(n int, d time.Duration) Option {
 type Loop struct {
 	// The fields Once reads on every turn come first, with the first entries of the readiness
 	// buffer, so that a turn touches few memory pages (once.go).
-	stack    *[2]uintptr // the owner goroutine: its stack bounds in its runtime g, or &anyStack (see owned)
-	closed   bool
-	inside   bool  // a handler is running (nesting guard)
-	running  bool  // Run is running: Once returns early on Stop
-	busy     bool  // the last wait found something: look without blocking first (see wait)
-	fresh    bool  // WithFreshReadiness: never use readiness from an earlier Once
-	after    uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set)
-	exactSig bool  // WithExactSignals
-	epfd     int   // the backend's epoll set, which the busy path reads directly; -1: none
-	beFd     int   // the backend's own fd beyond the epoll set (its io_uring instance); -1: none
-	others   int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
-	rare     bool  // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
-	stale    bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
+	stack  *[2]uintptr // the owner goroutine: its stack bounds in its runtime g, or &anyStack (see owned)
+	closed bool
+	inside bool // a handler is running (nesting guard)
+
+	noPollFirst bool  // WithRecvPollFirst(false)
+	running     bool  // Run is running: Once returns early on Stop
+	busy        bool  // the last wait found something: look without blocking first (see wait)
+	fresh       bool  // WithFreshReadiness: never use readiness from an earlier Once
+	after       uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set)
+	exactSig    bool  // WithExactSignals
+	epfd        int   // the backend's epoll set, which the busy path reads directly; -1: none
+	beFd        int   // the backend's own fd beyond the epoll set (its io_uring instance); -1: none
+	others      int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
+	rare        bool  // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
+	stale       bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
 	// rider is the backend if it can carry a handler's I/O with its next look (uring; nil on the
 	// others and after Close): Loop.ReadNonblocking and WriteNonblocking send the I/O through it
 	// (rideIO); ride is its rideState, which the hot path reads without a call.
@@ -338,7 +354,8 @@ func New(opts ...Option) (*Loop, error) {
 			return nil, err
 		}
 	}
-	l := &Loop{stack: ownStack(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, exactSig: o.exactSignals}
+	l := &Loop{stack: ownStack(), be: be, beName: name, beReason: reason, epoch: time.Now(), fresh: o.fresh, exactSig: o.exactSignals,
+		noPollFirst: o.noPollFirst}
 	if o.dispatchAll {
 		l.after = afterAll
 	}

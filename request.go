@@ -226,6 +226,7 @@ type reqVars struct {
 	opDone    bool // uring: the op's final CQE arrived
 	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
 	fixed     bool // uring: prepared with IOSQE_FIXED_FILE, slot fd (RegisterFile)
+	pollFirst bool // uring, Recv: prepared with IORING_RECVSEND_POLL_FIRST (see recvPollFirst)
 
 	// uring: the SQEs in which ringReqs.start prepared the request and its LINK_TIMEOUT (in
 	// the ring's mapped memory, not the Go heap), and the driver's epoch then (see
@@ -239,6 +240,7 @@ type reqFd struct {
 	live     int32   // records on this fd not yet finished
 	okSeq    uint32  // requests.ownSeq when the number was found not to be one of the loop's own fds
 	fixed    bool    // uring: the file is in the ring's registered-file table at slot fd (RegisterFile)
+	drained  bool    // the last Recv on fd took less than its buffer: the socket was empty then
 	closeRec *reqRec // a CloseFd waiting for them
 	emul     *emulFd // the emulation's state (nil on uring)
 }
@@ -321,7 +323,13 @@ type requests struct {
 	ownSeq   uint32 // from 1; counts the loop's own fds made since (see reqFd.okSeq, markInternal)
 	cbFd     int32  // the fd of the request whose callback is running; -1: none
 	dead     bool
-	onTmr    func(t *Timer)
+	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained) is
+	// prepared with IORING_RECVSEND_POLL_FIRST (uring with Linux 5.19; not
+	// WithRecvPollFirst(false)): the kernel waits for the socket to be readable before its
+	// first attempt instead of making one that finds nothing and then waiting. Set by the
+	// driver's check of OpRecv.
+	pollFirst bool
+	onTmr     func(t *Timer)
 }
 
 // reqs returns the loop's request state, creating it.
@@ -378,7 +386,7 @@ func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, toke
 		if f := &rq.fds[fd]; f.closeRec == nil && f.okSeq == rq.ownSeq {
 			r := rq.alloc()
 			r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
-			r.fixed = f.fixed
+			r.fixed, r.pollFirst = f.fixed, f.drained && rq.pollFirst
 			if op != OpClose {
 				r.counted = true
 				f.live++
@@ -424,7 +432,7 @@ func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callbac
 	}
 	r := rq.alloc()
 	r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
-	r.fixed = f.fixed
+	r.fixed, r.pollFirst = f.fixed, f.drained && rq.pollFirst
 	return r, nil
 }
 
@@ -638,6 +646,9 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 	if r.counted {
 		f := &rq.fds[r.fd]
+		if r.op == OpRecv {
+			f.drained = res >= 0 && int(res) < len(r.buf)
+		}
 		f.live--
 		if f.live == 0 && f.closeRec != nil {
 			rq.closeNow(f)
@@ -654,6 +665,9 @@ func (rq *requests) finishSteady(r *reqRec, res int32, flags uint32) {
 	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^uring.CQEFMore, 0
 	if r.counted {
 		f := &rq.fds[r.fd]
+		if r.op == OpRecv {
+			f.drained = res >= 0 && int(res) < len(r.buf)
+		}
 		if f.live--; f.live == 0 && f.closeRec != nil {
 			rq.closeNow(f)
 		}
