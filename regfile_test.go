@@ -117,6 +117,35 @@ func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
 	})
 }
 
+// TestRegisterFileOffUringDoesNothing: on every backend but uring (epoll, poll, uring-poll)
+// RegisterFile returns nil and holds no file: a close(2) of the registered read end alone
+// releases it (the pipe's writer gets EPIPE), and requests on the fd read as before.
+func TestRegisterFileOffUringDoesNothing(t *testing.T) {
+	var others []string
+	for _, b := range ringev.Backends() {
+		if b != "uring" {
+			others = append(others, b)
+		}
+	}
+	eachBackend(t, others, func(t *testing.T, backend string) {
+		r, w := pipeHolding(t, "a")
+		l := newLoop(t, backend)
+		if err := l.RegisterFile(r); err != nil {
+			t.Fatalf("RegisterFile on %s: %v, want nil", backend, err)
+		}
+		var rec recorder
+		must(t)(l.Read(r, make([]byte, 4), -1, rec.cb, 0))
+		until(t, l, func() bool { return rec.n() > 0 })
+		wantOne(t, &rec, 1)
+		if err := unix.Close(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+			t.Fatalf("write after close(2) of the read end registered on %s: %v, want EPIPE (no table holds the file)", backend, err)
+		}
+	})
+}
+
 // TestUnregisterFileSubmitsThePreparedRequestsFirst: a Read made on a registered fd and not yet
 // submitted when UnregisterFile empties the slot still reads its byte (UnregisterFile submits
 // it first, and the kernel keeps the registered file to its completion).
