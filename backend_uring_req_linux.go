@@ -277,6 +277,10 @@ func (d *ringReqs) cancelFd(fd int32) {
 // maxFileSlots bounds the registered-file table: the kernel keeps a pointer per slot.
 const maxFileSlots = 65536
 
+// registerFilesSparse makes the ring's registered-file table; tests replace it to play a kernel
+// without sparse tables (SetFileTableFault).
+var registerFilesSparse = (*uring.Ring).RegisterFilesSparse
+
 func (d *ringReqs) fixFile(fd int32, on, live bool) (bool, error) {
 	ring := d.b.ring
 	if !on {
@@ -302,8 +306,8 @@ func (d *ringReqs) fixFile(fd int32, on, live bool) (bool, error) {
 		if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n) {
 			n = uint32(lim.Cur)
 		}
-		if err := ring.RegisterFilesSparse(n); err != nil {
-			return false, fmt.Errorf("a registered-file table of %d slots (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19): %w", n, err)
+		if err := registerFilesSparse(ring, n); err != nil {
+			return false, fmt.Errorf("making a registered-file table of %d slots (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19): %w", n, err)
 		}
 		d.slots = n
 	}
@@ -312,7 +316,7 @@ func (d *ringReqs) fixFile(fd int32, on, live bool) (bool, error) {
 	}
 	d.fdArg[0] = fd
 	if _, err := ring.UpdateFiles(uint32(fd), d.fdArg[:]); err != nil {
-		return false, fmt.Errorf("slot %d of the registered-file table (IORING_REGISTER_FILES_UPDATE, Linux 5.5): %w", fd, err)
+		return false, fmt.Errorf("filling slot %d of the registered-file table (IORING_REGISTER_FILES_UPDATE, Linux 5.5): %w", fd, err)
 	}
 	return true, nil
 }

@@ -1,5 +1,7 @@
 package ringev
 
+import "github.com/ringev/ringev/uring"
+
 // SetUringFallback makes uring backends created from now on use the fallback for kernels
 // without IORING_OP_EPOLL_WAIT (POLL_ADD on the epoll fd, then epoll_wait), and returns a
 // function that restores the previous setting.
@@ -26,4 +28,13 @@ func SetRegisterEveryFd(on bool) (restore func()) {
 	old := registerEveryFd
 	registerEveryFd = on
 	return func() { registerEveryFd = old }
+}
+
+// SetFileTableFault makes the uring backend's first RegisterFile of a loop fail as a kernel
+// without sparse file tables (before 5.19) does: io_uring_register(IORING_REGISTER_FILES2)
+// returning err. It returns a function that restores the real call.
+func SetFileTableFault(err error) (restore func()) {
+	old := registerFilesSparse
+	registerFilesSparse = func(*uring.Ring, uint32) error { return err }
+	return func() { registerFilesSparse = old }
 }

@@ -6,6 +6,8 @@ package ringev_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/uring"
 )
 
 // requireRegisteredFiles skips the test where the uring backend cannot make a registered-file
@@ -144,6 +147,37 @@ func TestRegisterFileOffUringDoesNothing(t *testing.T) {
 			t.Fatalf("write after close(2) of the read end registered on %s: %v, want EPIPE (no table holds the file)", backend, err)
 		}
 	})
+}
+
+// TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature: where the kernel refuses a
+// sparse registered-file table (before Linux 5.19: IORING_REGISTER_FILES2 gives EINVAL, played
+// by SetFileTableFault), RegisterFile returns an error that wraps EINVAL and names
+// IORING_RSRC_REGISTER_SPARSE and its release; the fd stays unregistered (requests on it read,
+// and a close(2) releases it), and a later call tries again.
+func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
+	requireRegisteredFiles(t)
+	r, w := pipeHolding(t, "a")
+	l := newLoop(t, "uring")
+	restore := ringev.SetFileTableFault(fmt.Errorf("uring: io_uring_register(%s): %w", uring.RegisterOpName(uring.RegisterFiles2), unix.EINVAL))
+	err := l.RegisterFile(r)
+	restore()
+	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "IORING_RSRC_REGISTER_SPARSE, Linux 5.19") {
+		t.Fatalf("RegisterFile without sparse tables: %v; want an error wrapping EINVAL naming IORING_RSRC_REGISTER_SPARSE, Linux 5.19", err)
+	}
+	t.Logf("the error: %v", err)
+	var rec recorder
+	must(t)(l.Read(r, make([]byte, 4), -1, rec.cb, 0))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 1)
+	if err := l.RegisterFile(w); err != nil {
+		t.Fatalf("RegisterFile after the fault: %v (it should make the table now)", err)
+	}
+	if err := unix.Close(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+		t.Fatalf("write after close(2) of the read end whose RegisterFile failed: %v, want EPIPE (no table holds it)", err)
+	}
 }
 
 // TestUnregisterFileSubmitsThePreparedRequestsFirst: a Read made on a registered fd and not yet
