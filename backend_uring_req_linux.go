@@ -627,6 +627,41 @@ func (d *ringReqs) shutdown() {
 	for _, g := range d.rq.groups {
 		d.closeGroup(g)
 	}
+	if ring != nil {
+		d.emptyFileTable()
+	}
+}
+
+// emptyFileTable empties every slot of the registered-file table that RegisterFile filled, in
+// one IORING_REGISTER_FILES_UPDATE (Linux 5.5; RegisterFilesSkip for the slots between, 5.12),
+// so that Loop.Close releases those files before it returns: the kernel's teardown of the ring
+// after close(2) of its fd runs later, in a worker (~30 ms here). It does not wait for requests
+// still in the kernel, which hold the file until their CQE (an IORING_UNREGISTER_FILES could
+// wait for them before 6.13). Errors are ignored: the teardown releases the files anyway.
+func (d *ringReqs) emptyFileTable() {
+	if d.slots == 0 {
+		return
+	}
+	lo, hi := -1, -1
+	for i := range d.rq.fds {
+		if d.rq.fds[i].fixed {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+		}
+	}
+	if lo < 0 {
+		return
+	}
+	fds := make([]int32, hi-lo+1)
+	for i := range fds {
+		fds[i] = uring.RegisterFilesSkip
+		if f := &d.rq.fds[lo+i]; f.fixed {
+			fds[i], f.fixed = -1, false
+		}
+	}
+	d.b.ring.UpdateFiles(uint32(lo), fds)
 }
 
 // abandoned keeps the records of requests still in the kernel when their loop closed (see

@@ -180,6 +180,41 @@ func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 	}
 }
 
+// TestLoopCloseReleasesRegisteredFilesAtOnce: Loop.Close empties the registered-file table
+// before it returns (the kernel's own teardown of the ring comes later): a registered read end
+// closed with a plain close(2), and one with a Read still in the kernel, are released when
+// Close returns (their pipes' writers get EPIPE at once).
+func TestLoopCloseReleasesRegisteredFilesAtOnce(t *testing.T) {
+	requireRegisteredFiles(t)
+	r1, w1 := testutil.Pipe(t)
+	r2, w2 := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	for _, fd := range []int{r1, r2} {
+		if err := l.RegisterFile(fd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rec recorder
+	must(t)(l.Read(r2, make([]byte, 4), -1, rec.cb, 0))
+	onceWithin(t, l, time.Millisecond) // the Read waits in the kernel
+	for _, fd := range []int{r1, r2} {
+		if err := unix.Close(fd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeErr(w1); err != nil {
+		t.Fatalf("write after close(2) of a registered read end, before Loop.Close: %v; the table should hold the file", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []int{w1, w2} {
+		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+			t.Errorf("pipe %d: write right after Loop.Close: %v, want EPIPE (the registered read end released)", i+1, err)
+		}
+	}
+}
+
 // TestUnregisterFileSubmitsThePreparedRequestsFirst: a Read made on a registered fd and not yet
 // submitted when UnregisterFile empties the slot still reads its byte (UnregisterFile submits
 // it first, and the kernel keeps the registered file to its completion).

@@ -1123,9 +1123,10 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 // The table holds a reference to the file: close fd with CloseFd (which empties the slot once
 // fd's requests are done, then closes it), or call UnregisterFile before close(2). A close(2)
 // alone leaves the file open (a socket's peer sees no EOF, a pipe's writer no EPIPE) until
-// UnregisterFile(fd) or Loop.Close, and the requests made on fd afterwards still reach that old
-// file, even when a new file has taken the number. A second call for a registered fd does
-// nothing (it does not put a new file of that number in the slot).
+// UnregisterFile(fd) or Loop.Close (which empties the table before it returns), and the
+// requests made on fd afterwards still reach that old file, even when a new file has taken the
+// number. A second call for a registered fd does nothing (it does not put a new file of that
+// number in the slot).
 //
 // On the other backends (epoll, poll, uring-poll: their requests make their own syscalls) it
 // checks fd as below and does nothing else. Errors: ErrNotOwner, ErrClosed, ErrFdClosing while a
