@@ -325,7 +325,7 @@ func parsePipes(args []string) (pipesOptions, error) {
 	fs.BoolFunc("registered-files", "register the pipes in completion modes", func(s string) error {
 		v, err := strconv.ParseBool(s)
 		if err != nil {
-			return fmt.Errorf("want true or false, not %q", s)
+			return errors.New("want true or false")
 		}
 		o.unreg = !v
 		return nil
@@ -401,9 +401,39 @@ func parseOnlyFlags(fs *flag.FlagSet, args []string, cmd string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
+		if flag := boolFlagBefore(fs, args); flag != "" {
+			return &usageError{fmt.Sprintf("unexpected argument %q after --%s: a boolean flag takes its value after '=' (--%s=%s)",
+				fs.Arg(0), flag, flag, fs.Arg(0))}
+		}
 		return &usageError{fmt.Sprintf("unexpected argument %q: %s takes only flags", fs.Arg(0), cmd)}
 	}
 	return nil
+}
+
+// boolFlagBefore returns the name of the boolean flag given without a value (--json) right
+// before fs's first argument when that argument is a boolean value (--json false: the flag
+// package reads "false" as an argument), else "".
+func boolFlagBefore(fs *flag.FlagSet, args []string) string {
+	i := len(args) - fs.NArg() // fs.Args() is the tail of args
+	if i < 1 || i > len(args) {
+		return ""
+	}
+	if _, err := strconv.ParseBool(fs.Arg(0)); err != nil {
+		return ""
+	}
+	prev := args[i-1]
+	name := strings.TrimPrefix(strings.TrimPrefix(prev, "-"), "-")
+	if name == prev || name == "" || strings.Contains(name, "=") {
+		return ""
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return ""
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+		return ""
+	}
+	return name
 }
 
 // nonEmpty is a flag.Func that sets *dst to a value that is not empty ("empty <what> name").
