@@ -52,6 +52,15 @@ type Result struct {
 	// IOPathReason says why (ringev.Loop.IOPathReason): with the default ringev.IOPathAuto on
 	// uring it starts with "auto: " and gives the costs the loop measured. "" for Netpoller.
 	IOPathReason string `json:"io_path_reason,omitempty"`
+	// RegisteredFiles: the run's pipes were in the ring's registered-file table
+	// (ringev.Loop.RegisterFile: its requests carried IOSQE_FIXED_FILE). Set in the completion
+	// modes on the uring backend unless Options.UnregisteredFiles; false (and omitted from JSON)
+	// otherwise, and when RegisterFile failed (RegisterFileError).
+	RegisteredFiles bool `json:"registered_files,omitempty"`
+	// RegisterFileError is why a completion run on uring ran with its pipes unregistered though
+	// Options.UnregisteredFiles did not ask it (ringev.Loop.RegisterFile's error, e.g. from a
+	// kernel before 5.19, which has no sparse file table); "" (and omitted from JSON) otherwise.
+	RegisterFileError string `json:"register_file_error,omitempty"`
 	// RatioToEpoll is EventsPerSec divided by the epoll backend's EventsPerSec in the same
 	// shape, mode and run; 0 (and omitted from JSON) when there is no such epoll result.
 	RatioToEpoll float64 `json:"ratio_to_epoll,omitempty"`
