@@ -88,7 +88,8 @@ flags:
                   registered-file table (Loop.RegisterFile, IOSQE_FIXED_FILE), so that each
                   request makes the kernel look its fd up (default: registered; where the
                   kernel refuses the table, before Linux 5.19, the run goes on unregistered
-                  with a note on stderr; --json says registered_files: true when registered)
+                  with a note on stderr). A note under the table names the runs without
+                  registered pipes; in --json, registered_files is true for the others
   --events N      read events per fd_speed, fd_many and fd_busy run, N > 0 (default %d)
   --json          print a JSON array of results instead of a table
   --png FILE      also draw events/sec per shape, backend and mode as a PNG bar chart

@@ -110,7 +110,8 @@ func SetRatios(rs []Result) {
 // epoll result), right-aligned; then one note line per result with signals (the context shape:
 // raised vs counted) or with spurious handler calls, and one per result whose loop chose the
 // path of its handlers' I/O itself (IOPathReason starting "auto: "): "SHAPE LABEL: handler I/O:
-// REASON".
+// REASON", and one per completion run on uring whose pipes were not registered (RegisteredFiles
+// false): "SHAPE LABEL: pipes not in the registered-file table (WHY)".
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "shape\tbackend\tevents\tseconds\tevents/sec\tns/event\tratio to epoll\t\n")
@@ -140,6 +141,15 @@ func WriteTable(w io.Writer, rs []Result) error {
 		}
 		if strings.HasPrefix(r.IOPathReason, "auto: ") {
 			if _, err := fmt.Fprintf(w, "%s %s: handler I/O: %s\n", r.Shape, r.Label(), r.IOPathReason); err != nil {
+				return err
+			}
+		}
+		if r.Backend == ringBackend && isCompletionMode(r.Mode) && !r.RegisteredFiles {
+			why := "--registered-files=false"
+			if r.RegisterFileError != "" {
+				why = "Loop.RegisterFile failed: " + r.RegisterFileError
+			}
+			if _, err := fmt.Fprintf(w, "%s %s: pipes not in the registered-file table (%s)\n", r.Shape, r.Label(), why); err != nil {
 				return err
 			}
 		}
