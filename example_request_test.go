@@ -2,6 +2,7 @@ package ringev_test
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -127,4 +128,51 @@ func Example_requests() {
 	// Output:
 	// echo: hello, loop
 	// accept pending: false
+}
+
+// A pipe whose two ends are in the ring's registered-file table (on uring; the other backends
+// only check the fds), read and written with requests, then closed with CloseFd, which empties
+// each end's slot before its close(2): a plain close(2) would leave the file open.
+func ExampleLoop_RegisterFile() {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		fmt.Println("pipe:", err)
+		return
+	}
+	r, w := p[0], p[1]
+	loop, err := ringev.New()
+	if err != nil {
+		fmt.Println("ringev.New:", err)
+		return
+	}
+	defer loop.Close()
+	for _, fd := range p {
+		if err := loop.RegisterFile(fd); err != nil {
+			// A kernel before 5.19 refuses (the error names IORING_RSRC_REGISTER_SPARSE): the
+			// requests on fd work as before, unregistered.
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	var cb ringev.Callback
+	cb = func(c *ringev.Completion) {
+		switch {
+		case c.Err != nil:
+			fmt.Println(c.Op, "failed:", c.Err)
+		case c.Op == ringev.OpRead:
+			fmt.Printf("read %q\n", c.Buf)
+			loop.CloseFd(r, cb, 0)
+			loop.CloseFd(w, cb, 0)
+		case c.Op == ringev.OpClose:
+			fmt.Println("closed", map[int]string{r: "the read end", w: "the write end"}[c.Fd])
+		}
+	}
+	loop.Read(r, make([]byte, 16), -1, cb, 0)
+	loop.Write(w, []byte("hello"), -1, cb, 0)
+	if err := loop.Run(); err != nil { // until every request has had its completion
+		fmt.Println("run:", err)
+	}
+	// Output:
+	// read "hello"
+	// closed the read end
+	// closed the write end
 }

@@ -1,5 +1,7 @@
 package ringev
 
+import "github.com/ringev/ringev/uring"
+
 // SetUringFallback makes uring backends created from now on use the fallback for kernels
 // without IORING_OP_EPOLL_WAIT (POLL_ADD on the epoll fd, then epoll_wait), and returns a
 // function that restores the previous setting.
@@ -31,3 +33,12 @@ func SetRegisterEveryFd(on bool) (restore func()) {
 // RequestPollFirst reports whether h's request was prepared with IORING_RECVSEND_POLL_FIRST
 // (valid until its callback runs).
 func RequestPollFirst(h Request) bool { return h.rec != nil && h.rec.gen == h.gen && h.rec.pollFirst }
+
+// SetFileTableFault makes the uring backend's first RegisterFile of a loop fail as a kernel
+// without sparse file tables (before 5.19) does: io_uring_register(IORING_REGISTER_FILES2)
+// returning err. It returns a function that restores the real call.
+func SetFileTableFault(err error) (restore func()) {
+	old := registerFilesSparse
+	registerFilesSparse = func(*uring.Ring, uint32) error { return err }
+	return func() { registerFilesSparse = old }
+}

@@ -6,6 +6,8 @@ package ringev_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/uring"
 )
 
 // requireRegisteredFiles skips the test where the uring backend cannot make a registered-file
@@ -115,6 +118,101 @@ func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
 			t.Fatalf("write after UnregisterFile and close(2) of the read end: %v, want EPIPE", err)
 		}
 	})
+}
+
+// TestRegisterFileOffUringDoesNothing: on every backend but uring (epoll, poll, uring-poll)
+// RegisterFile returns nil and holds no file: a close(2) of the registered read end alone
+// releases it (the pipe's writer gets EPIPE), and requests on the fd read as before.
+func TestRegisterFileOffUringDoesNothing(t *testing.T) {
+	var others []string
+	for _, b := range ringev.Backends() {
+		if b != "uring" {
+			others = append(others, b)
+		}
+	}
+	eachBackend(t, others, func(t *testing.T, backend string) {
+		r, w := pipeHolding(t, "a")
+		l := newLoop(t, backend)
+		if err := l.RegisterFile(r); err != nil {
+			t.Fatalf("RegisterFile on %s: %v, want nil", backend, err)
+		}
+		var rec recorder
+		must(t)(l.Read(r, make([]byte, 4), -1, rec.cb, 0))
+		until(t, l, func() bool { return rec.n() > 0 })
+		wantOne(t, &rec, 1)
+		if err := unix.Close(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+			t.Fatalf("write after close(2) of the read end registered on %s: %v, want EPIPE (no table holds the file)", backend, err)
+		}
+	})
+}
+
+// TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature: where the kernel refuses a
+// sparse registered-file table (before Linux 5.19: IORING_REGISTER_FILES2 gives EINVAL, played
+// by SetFileTableFault), RegisterFile returns an error that wraps EINVAL and names
+// IORING_RSRC_REGISTER_SPARSE and its release; the fd stays unregistered (requests on it read,
+// and a close(2) releases it), and a later call tries again.
+func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
+	requireRegisteredFiles(t)
+	r, w := pipeHolding(t, "a")
+	l := newLoop(t, "uring")
+	restore := ringev.SetFileTableFault(fmt.Errorf("uring: io_uring_register(%s): %w", uring.RegisterOpName(uring.RegisterFiles2), unix.EINVAL))
+	err := l.RegisterFile(r)
+	restore()
+	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "IORING_RSRC_REGISTER_SPARSE, Linux 5.19") {
+		t.Fatalf("RegisterFile without sparse tables: %v; want an error wrapping EINVAL naming IORING_RSRC_REGISTER_SPARSE, Linux 5.19", err)
+	}
+	t.Logf("the error: %v", err)
+	var rec recorder
+	must(t)(l.Read(r, make([]byte, 4), -1, rec.cb, 0))
+	until(t, l, func() bool { return rec.n() > 0 })
+	wantOne(t, &rec, 1)
+	if err := l.RegisterFile(w); err != nil {
+		t.Fatalf("RegisterFile after the fault: %v (it should make the table now)", err)
+	}
+	if err := unix.Close(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+		t.Fatalf("write after close(2) of the read end whose RegisterFile failed: %v, want EPIPE (no table holds it)", err)
+	}
+}
+
+// TestLoopCloseReleasesRegisteredFilesAtOnce: Loop.Close empties the registered-file table
+// before it returns (the kernel's own teardown of the ring comes later): a registered read end
+// closed with a plain close(2), and one with a Read still in the kernel, are released when
+// Close returns (their pipes' writers get EPIPE at once).
+func TestLoopCloseReleasesRegisteredFilesAtOnce(t *testing.T) {
+	requireRegisteredFiles(t)
+	r1, w1 := testutil.Pipe(t)
+	r2, w2 := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	for _, fd := range []int{r1, r2} {
+		if err := l.RegisterFile(fd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rec recorder
+	must(t)(l.Read(r2, make([]byte, 4), -1, rec.cb, 0))
+	onceWithin(t, l, time.Millisecond) // the Read waits in the kernel
+	for _, fd := range []int{r1, r2} {
+		if err := unix.Close(fd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeErr(w1); err != nil {
+		t.Fatalf("write after close(2) of a registered read end, before Loop.Close: %v; the table should hold the file", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []int{w1, w2} {
+		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+			t.Errorf("pipe %d: write right after Loop.Close: %v, want EPIPE (the registered read end released)", i+1, err)
+		}
+	}
 }
 
 // TestUnregisterFileSubmitsThePreparedRequestsFirst: a Read made on a registered fd and not yet

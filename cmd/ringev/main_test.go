@@ -73,6 +73,10 @@ func TestParsePipesBadInput(t *testing.T) {
 		{[]string{"--events"}, []string{"--events", "needs an argument"}},
 		{[]string{"--json=maybe"}, []string{"--json", `"maybe"`}},
 		{[]string{"--registered-files=maybe"}, []string{"--registered-files", `"maybe"`, "true or false"}},
+		{[]string{"--registered-files", "false"}, []string{`"false"`, "--registered-files", "after '='", "--registered-files=false"}},
+		{[]string{"--json", "--registered-files", "0"}, []string{`"0"`, "after '='", "--registered-files=0"}},
+		{[]string{"--json", "true"}, []string{`"true"`, "after '='", "--json=true"}},
+		{[]string{"--events", "5", "false"}, []string{`"false"`, "unexpected argument", "takes only flags"}},
 		{[]string{"--frobnicate"}, []string{"--frobnicate", "not defined"}},
 		{[]string{"extra"}, []string{`"extra"`, "unexpected argument"}},
 		{[]string{"--json", "fd_speed1"}, []string{`"fd_speed1"`, "unexpected argument"}},
@@ -167,6 +171,10 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"bench", "nope"}, 2, "", `unknown benchmark "nope"`},
 		{[]string{"probe", "--help"}, 0, "usage: ringev probe", ""},
 		{[]string{"probe", "--nosuch"}, 2, "", "ringev probe: flag provided but not defined: --nosuch"},
+		// A boolean flag's value as a separate argument: a usage error saying to use '='.
+		{[]string{"probe", "--json", "false"}, 2, "", `unexpected argument "false" after --json: a boolean flag takes its value after '=' (--json=false)`},
+		{[]string{"bench", "pipes", "--registered-files", "false"}, 2, "",
+			`unexpected argument "false" after --registered-files: a boolean flag takes its value after '=' (--registered-files=false)`},
 		// A combination that measures nothing whatever the kernel: a usage error naming the flags
 		// (bench.Run's "nothing was measured" is TestRunNamesTheCombinationsItSkipped).
 		{[]string{"bench", "pipes", "--shape", "context", "--backend", "go-netpoller"}, 2, "",

@@ -37,6 +37,11 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
+		if flag := boolFlagBefore(fs, args); flag != "" {
+			fmt.Fprintf(stderr, "ringev probe: unexpected argument %q after --%s: a boolean flag takes its value after '=' (--%s=%s)\n\n%s",
+				fs.Arg(0), flag, flag, fs.Arg(0), usageProbe)
+			return 2
+		}
 		fmt.Fprintf(stderr, "ringev probe: unexpected argument %q\n\n%s", fs.Arg(0), usageProbe)
 		return 2
 	}

@@ -27,6 +27,7 @@ package bench
 // completion raises the two signals before it counts.
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -211,13 +212,10 @@ func runCompletion(backend, shape string, opt Options) (res Result, err error) {
 		return res, err
 	}
 	defer postStop(loop, opt.Stop, func() { s.finished, s.stopped = true, true })()
-	if !opt.UnregisteredFiles {
-		for _, p := range ps {
-			for _, fd := range [2]int{p.rfd, p.wfd} {
-				if err := loop.RegisterFile(fd); err != nil {
-					return res, fmt.Errorf("Loop.RegisterFile on pipe %d: %w", p.i, err)
-				}
-			}
+	registered, regErr := false, error(nil)
+	if !opt.UnregisteredFiles && backend == ringBackend {
+		if registered, regErr = registerPipes(loop, ps); regErr != nil && registered {
+			return res, regErr // registered and could not be undone
 		}
 	}
 	for i := range ps {
@@ -230,5 +228,41 @@ func runCompletion(backend, shape string, opt Options) (res Result, err error) {
 	a0 := heapAllocs()
 	res, err = s.timed(backend, opt.Mode, shape, s.turn)
 	lastRunAllocs = heapAllocs() - a0
+	res.RegisteredFiles = registered
+	if regErr != nil {
+		res.RegisterFileError = regErr.Error()
+	}
 	return res, err
+}
+
+// registerFile and unregisterFile are ringev.Loop.RegisterFile and UnregisterFile; tests
+// replace them to play a kernel that refuses RegisterFile and to see what is undone.
+var (
+	registerFile   = (*ringev.Loop).RegisterFile
+	unregisterFile = (*ringev.Loop).UnregisterFile
+)
+
+// registerPipes puts both ends of every pipe in loop's registered-file table and reports true.
+// When the loop refuses one (a kernel before 5.19 has no sparse table, for example) it empties
+// the slots it filled, so that the run goes on with every pipe unregistered, and reports false
+// with the refusal; true with an error only when a slot could not be emptied either.
+func registerPipes(loop *ringev.Loop, ps []pipePair) (bool, error) {
+	done := make([]int, 0, 2*len(ps)) // the fds registered so far
+	for _, p := range ps {
+		for _, fd := range [2]int{p.rfd, p.wfd} {
+			err := registerFile(loop, fd)
+			if err == nil {
+				done = append(done, fd)
+				continue
+			}
+			err = fmt.Errorf("Loop.RegisterFile on pipe %d: %w", p.i, err)
+			for _, fd := range done {
+				if uerr := unregisterFile(loop, fd); uerr != nil {
+					return true, errors.Join(err, fmt.Errorf("undoing it: Loop.UnregisterFile(%d): %w", fd, uerr))
+				}
+			}
+			return false, err
+		}
+	}
+	return true, nil
 }

@@ -186,7 +186,9 @@ type Options struct {
 	Stop <-chan struct{}
 	// UnregisteredFiles: in the completion modes, leave the pipes out of the ring's
 	// registered-file table (Loop.RegisterFile), so that every request makes the kernel look
-	// its fd up, as uring_proactor_pipe does. The zero value registers them (uring only).
+	// its fd up, as uring_proactor_pipe does. The zero value registers them (uring only); where
+	// the loop refuses that (a kernel before 5.19), the run goes on unregistered and says so
+	// (Result.RegisterFileError, and a line in Config.Notes).
 	UnregisteredFiles bool
 }
 
@@ -556,7 +558,9 @@ type Config struct {
 	// mode only. Options.Mode is ignored.
 	Modes []string
 	Options
-	// Notes receives one line per skipped backend or shape (with the reason); nil discards them.
+	// Notes receives one line per skipped backend or shape (with the reason), and one per
+	// completion run that could not register its pipes (Result.RegisterFileError); nil discards
+	// them.
 	Notes io.Writer
 }
 
@@ -664,6 +668,9 @@ func Run(cfg Config) ([]Result, error) {
 				if err != nil {
 					errs = append(errs, err)
 					continue
+				}
+				if r.RegisterFileError != "" {
+					fmt.Fprintf(notes, "%s %s ran with its pipes unregistered: %s\n", r.Label(), shape, r.RegisterFileError)
 				}
 				results = append(results, r)
 			}

@@ -52,6 +52,15 @@ type Result struct {
 	// IOPathReason says why (ringev.Loop.IOPathReason): with the default ringev.IOPathAuto on
 	// uring it starts with "auto: " and gives the costs the loop measured. "" for Netpoller.
 	IOPathReason string `json:"io_path_reason,omitempty"`
+	// RegisteredFiles: the run's pipes were in the ring's registered-file table
+	// (ringev.Loop.RegisterFile: its requests carried IOSQE_FIXED_FILE). Set in the completion
+	// modes on the uring backend unless Options.UnregisteredFiles; false (and omitted from JSON)
+	// otherwise, and when RegisterFile failed (RegisterFileError).
+	RegisteredFiles bool `json:"registered_files,omitempty"`
+	// RegisterFileError is why a completion run on uring ran with its pipes unregistered though
+	// Options.UnregisteredFiles did not ask it (ringev.Loop.RegisterFile's error, e.g. from a
+	// kernel before 5.19, which has no sparse file table); "" (and omitted from JSON) otherwise.
+	RegisterFileError string `json:"register_file_error,omitempty"`
 	// RatioToEpoll is EventsPerSec divided by the epoll backend's EventsPerSec in the same
 	// shape, mode and run; 0 (and omitted from JSON) when there is no such epoll result.
 	RatioToEpoll float64 `json:"ratio_to_epoll,omitempty"`
@@ -101,7 +110,8 @@ func SetRatios(rs []Result) {
 // epoll result), right-aligned; then one note line per result with signals (the context shape:
 // raised vs counted) or with spurious handler calls, and one per result whose loop chose the
 // path of its handlers' I/O itself (IOPathReason starting "auto: "): "SHAPE LABEL: handler I/O:
-// REASON".
+// REASON", and one per completion run on uring whose pipes were not registered (RegisteredFiles
+// false): "SHAPE LABEL: pipes not in the registered-file table (WHY)".
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "shape\tbackend\tevents\tseconds\tevents/sec\tns/event\tratio to epoll\t\n")
@@ -131,6 +141,15 @@ func WriteTable(w io.Writer, rs []Result) error {
 		}
 		if strings.HasPrefix(r.IOPathReason, "auto: ") {
 			if _, err := fmt.Fprintf(w, "%s %s: handler I/O: %s\n", r.Shape, r.Label(), r.IOPathReason); err != nil {
+				return err
+			}
+		}
+		if r.Backend == ringBackend && isCompletionMode(r.Mode) && !r.RegisteredFiles {
+			why := "--registered-files=false"
+			if r.RegisterFileError != "" {
+				why = "Loop.RegisterFile failed: " + r.RegisterFileError
+			}
+			if _, err := fmt.Fprintf(w, "%s %s: pipes not in the registered-file table (%s)\n", r.Shape, r.Label(), why); err != nil {
 				return err
 			}
 		}

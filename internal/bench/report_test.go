@@ -93,6 +93,55 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
+// TestWriteTableNotesUnregisteredCompletionRuns: a completion run on uring whose pipes were not
+// registered gets a note saying why (the flag, or RegisterFile's error); a registered one, and
+// completion runs on other backends, get none.
+func TestWriteTableNotesUnregisteredCompletionRuns(t *testing.T) {
+	rs := []Result{
+		newResult("uring", PipesModeCompletion, FdBusyShape(16), 1000, 0.001),
+		newResult("uring", PipesModeCompletionInline, FdBusyShape(16), 1000, 0.001),
+		newResult("uring", PipesModeCompletion, ShapeFdSpeed1, 1000, 0.001),
+		newResult("epoll", PipesModeCompletion, FdBusyShape(16), 1000, 0.001),
+	}
+	rs[0].RegisteredFiles = true
+	rs[2].RegisterFileError = "EINVAL"
+	var b strings.Builder
+	if err := WriteTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	want := []string{
+		"fd_busy16 uring/completion-inline: pipes not in the registered-file table (--registered-files=false)",
+		"fd_speed1 uring/completion: pipes not in the registered-file table (Loop.RegisterFile failed: EINVAL)",
+	}
+	if len(lines) != 1+len(rs)+len(want) || !slices.Equal(lines[1+len(rs):], want) {
+		t.Fatalf("table:\n%s\nwant its notes to be exactly:\n%s", b.String(), strings.Join(want, "\n"))
+	}
+}
+
+// TestWriteJSONRegisteredFiles: registered_files is in the JSON of a registered run, and
+// register_file_error where RegisterFile failed; neither otherwise.
+func TestWriteJSONRegisteredFiles(t *testing.T) {
+	rs := []Result{newResult("uring", PipesModeCompletion, ShapeFdSpeed1, 1000, 0.001),
+		newResult("uring", PipesModeCompletion, ShapeFdSpeed1, 1000, 0.001),
+		newResult("uring", PipesModeCompletion, ShapeFdSpeed1, 1000, 0.001)}
+	rs[0].RegisteredFiles = true
+	rs[1].RegisterFileError = "EINVAL"
+	var b strings.Builder
+	if err := WriteJSON(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got[0]["registered_files"] != true || got[0]["register_file_error"] != nil ||
+		got[1]["registered_files"] != nil || got[1]["register_file_error"] != "EINVAL" ||
+		got[2]["registered_files"] != nil || got[2]["register_file_error"] != nil {
+		t.Errorf("JSON %v", got)
+	}
+}
+
 // TestWriteJSON: an array of objects with exactly the documented keys; ratio_to_epoll only
 // where there is an epoll result, fds only for fd_many.
 func TestWriteJSON(t *testing.T) {
