@@ -585,7 +585,8 @@ func (d *ringReqs) closeGroup(g *BufferGroup) error {
 // shutdown cancels every request in the kernel (and makes those prepared but not submitted
 // NOPs) and waits (at most a second) for their CQEs,
 // so that no buffer of theirs is written after the loop closes; what is still in flight then
-// keeps its records (and buffers) reachable for the life of the process.
+// keeps its records (and buffers) reachable for the life of the process. Then it drops the
+// registered-file table, if one was made (RegisterFile).
 func (d *ringReqs) shutdown() {
 	// A request prepared in the SQ and not submitted never reaches the kernel, as one queued
 	// never does: its SQEs become NOPs (counted in inflight as before), else the enter below
@@ -619,6 +620,14 @@ func (d *ringReqs) shutdown() {
 	}
 	if d.inflight > 0 {
 		abandoned = append(abandoned, d.rq.recs)
+	}
+	if d.slots > 0 && ring != nil {
+		// The table goes now (IORING_UNREGISTER_FILES, 5.1), its references with it: the
+		// ring's own teardown, at its close, drops them later, in a kernel worker, so that a
+		// registered fd that the loop or the caller closes would stay open past Loop.Close (a
+		// socket's peer would read no EOF yet).
+		ring.UnregisterFiles()
+		d.slots = 0
 	}
 	for _, g := range d.rq.groups {
 		d.closeGroup(g)

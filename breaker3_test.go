@@ -69,3 +69,66 @@ func TestRegisteredFdAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T) {
 		t.Fatalf("the new socket's peer read %q (err %v), want \"new\": the Send went to the old socket", buf[:max(k, 0)], err)
 	}
 }
+
+// TestRegisteredFdWithCloseFdPendingAtLoopCloseIsReleasedAtOnce: Loop.Close while a CloseFd of
+// a registered fd waits for its Recv closes the fd, and the peer reads EOF as soon as Close
+// returns (as for an fd not registered: TestBreakerLoopCloseFinishesPendingCloseFd).
+func TestRegisteredFdWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.T) {
+	requireRegisteredFiles(t)
+	a, peer := ownedSocketpair(t)
+	l := newLoop(t, "uring")
+	if err := l.RegisterFile(a.fd); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(l.Recv(a.fd, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
+	onceWithin(t, l, time.Millisecond)
+	must(t)(l.CloseFd(a.fd, func(*ringev.Completion) {}, 0))
+	a.HandOver()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(a.fd) {
+		t.Fatal("Loop.Close left open the fd that CloseFd was closing")
+	}
+	expectEOF(t, peer.fd, 0, "Loop.Close with a CloseFd of a registered fd pending")
+}
+
+// TestRegisteredFdClosedAfterLoopCloseIsReleasedAtOnce: Loop.Close lets go of the
+// registered-file table: a close(2) of a registered fd after it releases the file at once (the
+// peer reads EOF), as for an fd never registered.
+func TestRegisteredFdClosedAfterLoopCloseIsReleasedAtOnce(t *testing.T) {
+	requireRegisteredFiles(t)
+	a, peer := ownedSocketpair(t)
+	l := newLoop(t, "uring")
+	if err := l.RegisterFile(a.fd); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(l.Recv(a.fd, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
+	onceWithin(t, l, time.Millisecond)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expectEOF(t, peer.fd, 0, "close(2) of a registered fd after Loop.Close")
+}
+
+// TestRegisteredFdAutoClosedByLoopCloseIsReleasedAtOnce: Loop.Close closes a registered fd whose
+// fd event has auto-close; the peer reads EOF as soon as Close returns.
+func TestRegisteredFdAutoClosedByLoopCloseIsReleasedAtOnce(t *testing.T) {
+	requireRegisteredFiles(t)
+	a, peer := ownedSocketpair(t)
+	l := newLoop(t, "uring")
+	if err := l.RegisterFile(a.fd); err != nil {
+		t.Fatal(err)
+	}
+	ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
+	ev.SetAutoClose(true)
+	a.HandOver()
+	settle(t, l, 10*time.Millisecond, 3)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expectEOF(t, peer.fd, 0, "Loop.Close auto-closing a registered fd")
+}
