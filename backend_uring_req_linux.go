@@ -621,11 +621,13 @@ func (d *ringReqs) shutdown() {
 	if d.inflight > 0 {
 		abandoned = append(abandoned, d.rq.recs)
 	}
-	if d.slots > 0 && ring != nil {
+	if d.slots > 0 && ring != nil && d.inflight == 0 {
 		// The table goes now (IORING_UNREGISTER_FILES, 5.1), its references with it: the
 		// ring's own teardown, at its close, drops them later, in a kernel worker, so that a
 		// registered fd that the loop or the caller closes would stay open past Loop.Close (a
-		// socket's peer would read no EOF yet).
+		// socket's peer would read no EOF yet). Not with requests left in the kernel: older
+		// kernels' unregister (io_rsrc_ref_quiesce, before the 6.13 rework) waits for every
+		// request that uses a registered file; the ring's teardown releases the table then.
 		ring.UnregisterFiles()
 		d.slots = 0
 	}
