@@ -9,6 +9,7 @@ import (
 	"errors"
 	"math/rand"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -853,5 +854,70 @@ func TestUnregisterFileDuringALargeWriteFinishesIt(t *testing.T) {
 	wantOne(t, &wr, len(big))
 	if string(got) != string(big) {
 		t.Fatal("the bytes read differ from those written")
+	}
+}
+
+// TestLoopCloseWithManyRegisteredFdsInFlightLeaksNothing: 64 registered sockets, each with a
+// Recv and a large Send in flight (some linked to deadlines), half of them with a CloseFd
+// waiting for those: Loop.Close closes the latter, and after a close(2) of the others every
+// peer reads EOF at once; no fd and no goroutine is left.
+func TestLoopCloseWithManyRegisteredFdsInFlightLeaksNothing(t *testing.T) {
+	requireRegisteredFiles(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	fds0 := len(openFds(t))
+	const n = 64
+	type pair struct{ a, b int }
+	ps := make([]pair, n)
+	for i := range ps {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = pair{fds[0], fds[1]}
+		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := ringev.New(ringev.WithBackend("uring"))
+	requireNew(t, "uring", err)
+	big := make([]byte, 256<<10)
+	nop := func(*ringev.Completion) {}
+	for i, p := range ps {
+		if err := l.RegisterFile(p.a); err != nil {
+			t.Fatal(err)
+		}
+		h := must(t)(l.Recv(p.a, make([]byte, 16), 0, nop, 0))
+		if i%3 == 0 {
+			if err := h.SetTimeout(time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(t)(l.Send(p.a, big, 0, nop, 0))
+	}
+	onceWithin(t, l, time.Millisecond)
+	for i, p := range ps {
+		if i%2 == 0 {
+			must(t)(l.CloseFd(p.a, nop, 0))
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if i%2 == 0 {
+			if !isClosed(p.a) {
+				t.Errorf("fd %d: Loop.Close left open the fd a CloseFd was closing", p.a)
+			}
+		} else if err := unix.Close(p.a); err != nil {
+			t.Errorf("close(%d): %v", p.a, err)
+		}
+	}
+	for i, p := range ps {
+		expectEOF(t, p.b, 0, "peer "+strconv.Itoa(i)+" after Loop.Close")
+		unix.Close(p.b)
+	}
+	runtime.GC()
+	if got := len(openFds(t)); got != fds0 {
+		t.Fatalf("%d fds open after the test, %d before", got, fds0)
 	}
 }
