@@ -921,3 +921,80 @@ func TestLoopCloseWithManyRegisteredFdsInFlightLeaksNothing(t *testing.T) {
 		t.Fatalf("%d fds open after the test, %d before", got, fds0)
 	}
 }
+
+// TestRegistrationFlipsDuringARecvMultishotKeepEveryByte: a RecvMultishot on a registered
+// socket into a group of 4 buffers of 16 bytes, its callback flipping the registration at every
+// completion and releasing the buffer only every other time (so the group runs dry and the
+// request is re-armed, with or without the slot): 4 KiB written in 64-byte pieces all arrive
+// in order; CloseFd then ends it with ECANCELED.
+func TestRegistrationFlipsDuringARecvMultishotKeepEveryByte(t *testing.T) {
+	a, b := testutil.Socketpair(t)
+	l := registered(t, a)
+	g, err := l.NewBufferGroup(4, 16)
+	if err != nil {
+		t.Fatalf("NewBufferGroup: %v", err)
+	}
+	reg := true
+	var got []byte
+	var held []int
+	last := false
+	var lastErr error
+	k, dry := 0, 0
+	cb := func(c *ringev.Completion) {
+		if !c.More { // CloseFd's: the fd is closed
+			last, lastErr = true, c.Err
+			return
+		}
+		var err error
+		if reg {
+			err = l.UnregisterFile(a)
+		} else {
+			err = l.RegisterFile(a)
+		}
+		if err != nil {
+			t.Errorf("flipping the registration (registered %v): %v", reg, err)
+		}
+		reg = !reg
+		switch {
+		case errors.Is(c.Err, unix.ENOBUFS):
+			dry++
+		case c.Err != nil:
+			t.Errorf("recv-multishot: %v", c.Err)
+		default:
+			got = append(got, c.Buf...)
+			if k++; k%2 == 0 {
+				c.ReleaseBuffer()
+			} else {
+				held = append(held, c.BufferID())
+			}
+		}
+	}
+	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
+	want := make([]byte, 4096)
+	for i := range want {
+		want[i] = byte(i * 13)
+	}
+	sent := 0
+	untilFor(t, l, deadline, "4 KiB", func() bool {
+		if sent < len(want) {
+			testutil.Write(t, b, want[sent:sent+64])
+			sent += 64
+		}
+		for _, id := range held {
+			g.Release(id)
+		}
+		held = held[:0]
+		return len(got) >= len(want) || last || t.Failed()
+	})
+	if string(got) != string(want) {
+		t.Fatalf("received %d bytes, not the %d written in order", len(got), len(want))
+	}
+	if dry == 0 {
+		t.Fatal("the group never ran dry: no re-arm was tested")
+	}
+	must(t)(l.CloseFd(a, func(*ringev.Completion) {}, 0))
+	until(t, l, func() bool { return last })
+	if !errors.Is(lastErr, unix.ECANCELED) {
+		t.Fatalf("the last completion: %v, want ECANCELED", lastErr)
+	}
+}
