@@ -61,10 +61,7 @@ func TestRegisteredFdAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T) {
 	if err := ev.Close(); err != nil {
 		t.Fatal(err)
 	}
-	n, newPeer := ownedSocketpair(t)
-	if n.fd != num {
-		n = renumber(t, n, num)
-	}
+	_, newPeer, _ := socketpairAt(t, num)
 	var snd recorder
 	must(t)(l.Send(num, []byte("new"), 0, snd.cb, 0))
 	until(t, l, func() bool { return snd.n() > 0 })
@@ -402,10 +399,7 @@ func TestCloseFdOfARegisteredFdInFlightThenTheNumberReusedAndRegistered(t *testi
 	until(t, l, func() bool { return cls.n() > 0 && rcv.n() > 0 && snd.n() > 0 })
 	wantOne(t, &cls, 0)
 	expectEOF(t, oldPeer.fd, releaseWithin, "CloseFd of the registered socket")
-	n, newPeer := ownedSocketpair(t)
-	if n.fd != num {
-		n = renumber(t, n, num)
-	}
+	_, newPeer, _ := socketpairAt(t, num)
 	if err := l.RegisterFile(num); err != nil {
 		t.Fatal(err)
 	}
