@@ -379,7 +379,10 @@ func (l *Loop) Backend() string { return l.beName }
 func (l *Loop) BackendReason() string { return l.beReason }
 
 // Close releases the loop: its backend, its wake-up eventfd and its signal subscriptions, and
-// closes the fds of fd events that have auto-close set. Handlers never run after Close. It
+// closes the fds of fd events that have auto-close set. On uring it drops the registered-file
+// table (RegisterFile) before it returns, once the requests in the kernel are cancelled, so
+// that a registered fd closed by then, or later, releases its file at once. Handlers never run
+// after Close. It
 // unlocks the goroutine from its OS thread. Calling Close again returns nil. Like every method
 // but Post and Stop it belongs to the owner goroutine: from another goroutine it returns
 // ErrNotOwner and closes nothing (to shut a loop down from elsewhere, Post a function that
