@@ -603,7 +603,8 @@ func (d *ringReqs) closeGroup(g *BufferGroup) error {
 // shutdown cancels every request in the kernel (and makes those prepared but not submitted
 // NOPs) and waits (at most a second) for their CQEs,
 // so that no buffer of theirs is written after the loop closes; what is still in flight then
-// keeps its records (and buffers) reachable for the life of the process.
+// keeps its records (and buffers) reachable for the life of the process. Then it drops the
+// registered-file table, if one was made (RegisterFile).
 func (d *ringReqs) shutdown() {
 	// A request prepared in the SQ and not submitted never reaches the kernel, as one queued
 	// never does: its SQEs become NOPs (counted in inflight as before), else the enter below

@@ -237,7 +237,8 @@ func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
 // Close stops the event: its handler never runs again, even if readiness for it was already
 // reported, and the event lets go of the handler and of Data (set to nil), so what they hold can
 // be garbage-collected while the caller keeps the closed event. With auto-close set, the fd is
-// closed too, and the other fd events on that fd (if any) are disarmed: their flags become 0.
+// closed too (a registered fd's slot in the ring's registered-file table emptied first: see
+// Loop.RegisterFile), and the other fd events on that fd (if any) are disarmed: their flags become 0.
 // Calling Close again returns nil. From a goroutine other than the loop's owner it returns
 // ErrNotOwner and changes nothing. The error is otherwise the backend's (when it could not stop
 // watching) or close(2)'s, wrapping the errno.
@@ -273,6 +274,9 @@ func (e *FdEvent) Close() error {
 		// name a closed fd: they are disarmed (flags 0), so they never see the file that
 		// takes the number next.
 		err := l.disarmSlot(s)
+		if uerr := l.unfixBeforeClose(int(e.fd)); uerr != nil && err == nil {
+			err = uerr
+		}
 		if cerr := unix.Close(int(e.fd)); cerr != nil && err == nil {
 			err = fmt.Errorf("ringev: close fd %d: %w", e.fd, cerr)
 		}

@@ -396,8 +396,11 @@ func (l *Loop) Backend() string { return l.beName }
 func (l *Loop) BackendReason() string { return l.beReason }
 
 // Close releases the loop: its backend, its wake-up eventfd and its signal subscriptions, and
-// closes the fds of fd events that have auto-close set. Handlers never run after Close. It
-// unlocks the goroutine from its OS thread. Calling Close again returns nil. Like every method
+// closes the fds of fd events that have auto-close set. On uring it empties the registered-file
+// table (RegisterFile; one IORING_REGISTER_FILES_UPDATE) before it returns, once the requests
+// in the kernel are cancelled, so that a registered fd closed by then, or later, releases its
+// file at once (a request still in the kernel holds its file to its CQE). Handlers never run
+// after Close. It unlocks the goroutine from its OS thread. Calling Close again returns nil. Like every method
 // but Post and Stop it belongs to the owner goroutine: from another goroutine it returns
 // ErrNotOwner and closes nothing (to shut a loop down from elsewhere, Post a function that
 // stops it, or call Stop, and Close after Run returns).

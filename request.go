@@ -1135,12 +1135,12 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 // Linux 5.19), so RegisterFile needs Linux 5.19. See io_uring_register(2).
 //
 // The table holds a reference to the file: close fd with CloseFd (which empties the slot once
-// fd's requests are done, then closes it), or call UnregisterFile before close(2). A close(2)
-// alone leaves the file open (a socket's peer sees no EOF, a pipe's writer no EPIPE) until
-// UnregisterFile(fd) or Loop.Close (which empties the table before it returns), and the
-// requests made on fd afterwards still reach that old file, even when a new file has taken the
-// number. A second call for a registered fd does nothing (it does not put a new file of that
-// number in the slot).
+// fd's requests are done, then closes it) or an fd event's auto-close (which empties it first),
+// or call UnregisterFile before close(2). A close(2) alone leaves the file open (a socket's peer
+// sees no EOF, a pipe's writer no EPIPE) until UnregisterFile(fd) or Loop.Close (which empties
+// the table before it returns), and the requests made on fd afterwards still reach that old
+// file, even when a new file has taken the number. A second call for a registered fd does
+// nothing (it does not put a new file of that number in the slot).
 //
 // On the other backends (epoll, poll, uring-poll: their requests make their own syscalls) it
 // checks fd as below and does nothing else. Errors: ErrNotOwner, ErrClosed, ErrFdClosing while a
@@ -1195,7 +1195,16 @@ func (l *Loop) fixFile(fd int, on bool) error {
 	} else if int(fd) >= len(rq.fds) || !rq.fds[fd].fixed {
 		return nil // not registered (a closed number too: UnregisterFile after a close(2))
 	}
-	f := rq.fdState(int32(fd))
+	if err := rq.setFixed(int32(fd), on); err != nil {
+		return fmt.Errorf("ringev: %s(%d): %w", what, fd, err)
+	}
+	return nil
+}
+
+// setFixed puts fd's file in the ring's registered-file table (on) or empties its slot: the
+// work of RegisterFile and UnregisterFile once their checks passed.
+func (rq *requests) setFixed(fd int32, on bool) error {
+	f := rq.fdState(fd)
 	if f.fixed == on {
 		return nil
 	}
@@ -1203,16 +1212,26 @@ func (l *Loop) fixFile(fd int, on bool) error {
 		// A continuation (the rest of a short write, a multishot re-armed) prepared later looks
 		// fd up again; those in the kernel keep the registered file.
 		for _, r := range rq.recs {
-			if r.fd == int32(fd) && r.counted {
+			if r.fd == fd && r.counted {
 				r.fixed = false
 			}
 		}
 	}
-	fixed, err := rq.drv.fixFile(int32(fd), on, f.live > 0)
-	if err != nil {
-		return fmt.Errorf("ringev: %s(%d): %w", what, fd, err)
-	}
+	fixed, err := rq.drv.fixFile(fd, on, f.live > 0)
 	f.fixed = fixed
+	return err
+}
+
+// unfixBeforeClose empties fd's slot in the ring's registered-file table, if fd is registered
+// (RegisterFile), before the loop closes fd itself (an fd event's auto-close): else the table
+// keeps the file open after the close (a socket's peer sees no EOF), and the requests made on a
+// file that takes the number next would reach the old one through the slot.
+func (l *Loop) unfixBeforeClose(fd int) error {
+	if rq := l.req; rq != nil && fd >= 0 && fd < len(rq.fds) && rq.fds[fd].fixed {
+		if err := rq.setFixed(int32(fd), false); err != nil {
+			return fmt.Errorf("ringev: close fd %d: emptying its registered-file slot: %w", fd, err)
+		}
+	}
 	return nil
 }
 
