@@ -463,6 +463,13 @@ func TestRequestRandomOpsInCallbacksConserveBytes(t *testing.T) {
 }
 
 func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed int64) {
+	randomOps(t, l, g, n, seed, false)
+}
+
+// randomOps is randomOpsInCallbacks; with reg, registration changes (RegisterFile,
+// UnregisterFile of either end of a pair) are among the ops, at least one is made, and the
+// pairs are unregistered before their close(2) at the end.
+func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed int64, reg bool) {
 	rng := rand.New(rand.NewSource(seed))
 	type pair struct {
 		a, b           int
@@ -488,9 +495,11 @@ func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n
 		calls int
 	}
 	var reqs []state
-	bad := 0
-	made := 0
-	closing := 0
+	bad, made, closing, flips := 0, 0, 0, 0
+	kinds := 20
+	if reg {
+		kinds = 24 // 20-21: a registration change; 22-23: as the default
+	}
 	payload := []byte("0123456789abcdef0123456789abcdef")
 	var step func(inCallback bool)
 	cb := func(c *ringev.Completion) {
@@ -540,7 +549,7 @@ func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n
 		var h ringev.Request
 		var err error
 		send := false
-		switch k := rng.Intn(20); {
+		switch k := rng.Intn(kinds); {
 		case k < 6:
 			h, err = l.Recv(p.b, bufs[rng.Intn(len(bufs))], 0, cb, tok)
 		case k < 7:
@@ -559,6 +568,22 @@ func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n
 			default:
 				h.SetTimeout(time.Duration(rng.Intn(2000)) * time.Microsecond)
 			}
+			return
+		case k >= 20 && k < 22:
+			fd := p.a
+			if rng.Intn(2) == 0 {
+				fd = p.b
+			}
+			if rng.Intn(2) == 0 {
+				err = l.RegisterFile(fd)
+			} else {
+				err = l.UnregisterFile(fd)
+			}
+			if err != nil {
+				bad++
+				t.Errorf("registration change of fd %d: %v", fd, err)
+			}
+			flips++
 			return
 		default:
 			if rng.Intn(8) == 0 {
@@ -627,8 +652,16 @@ func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n
 		if p.sent != p.received+rest {
 			t.Errorf("pair %d/%d: %d bytes sent, %d received + %d left in the socket", p.a, p.b, p.sent, p.received, rest)
 		}
+		for _, fd := range []int{p.a, p.b} {
+			if err := l.UnregisterFile(fd); err != nil {
+				t.Errorf("UnregisterFile(%d): %v", fd, err)
+			}
+		}
 		unix.Close(p.a)
 		unix.Close(p.b)
+	}
+	if reg && flips == 0 {
+		t.Fatal("no registration change was made")
 	}
 }
 

@@ -7,7 +7,6 @@ package ringev_test
 
 import (
 	"errors"
-	"math/rand"
 	"runtime"
 	"strconv"
 	"testing"
@@ -20,10 +19,10 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// TestRegisteredFdAutoClosedByItsFdEventIsReleased: an fd event with auto-close on a
-// registered socket closes it (FdEvent.Close): the loop closes the number itself, so it must
-// empty the slot too, else the table keeps the file and the peer never reads EOF.
-func TestRegisteredFdAutoClosedByItsFdEventIsReleased(t *testing.T) {
+// autoClosingRegistered returns a uring loop with a registered socket watched by an idle fd
+// event with auto-close (the loop owns the number), and the socket's peer.
+func autoClosingRegistered(t *testing.T) (*ringev.Loop, *ringev.FdEvent, *ownedFd) {
+	t.Helper()
 	requireRegisteredFiles(t)
 	a, peer := ownedSocketpair(t)
 	l := newLoop(t, "uring")
@@ -34,6 +33,14 @@ func TestRegisteredFdAutoClosedByItsFdEventIsReleased(t *testing.T) {
 	ev.SetAutoClose(true)
 	a.HandOver()
 	settle(t, l, 10*time.Millisecond, 3)
+	return l, ev, peer
+}
+
+// TestRegisteredFdAutoClosedByItsFdEventIsReleased: an fd event with auto-close on a
+// registered socket closes it (FdEvent.Close): the loop closes the number itself, so it must
+// empty the slot too, else the table keeps the file and the peer never reads EOF.
+func TestRegisteredFdAutoClosedByItsFdEventIsReleased(t *testing.T) {
+	_, ev, peer := autoClosingRegistered(t)
 	if err := ev.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -119,16 +126,7 @@ func TestRegisteredFdClosedAfterLoopCloseIsReleasedAtOnce(t *testing.T) {
 // TestRegisteredFdAutoClosedByLoopCloseIsReleasedAtOnce: Loop.Close closes a registered fd whose
 // fd event has auto-close; the peer reads EOF as soon as Close returns.
 func TestRegisteredFdAutoClosedByLoopCloseIsReleasedAtOnce(t *testing.T) {
-	requireRegisteredFiles(t)
-	a, peer := ownedSocketpair(t)
-	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a.fd); err != nil {
-		t.Fatal(err)
-	}
-	ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
-	ev.SetAutoClose(true)
-	a.HandOver()
-	settle(t, l, 10*time.Millisecond, 3)
+	l, _, peer := autoClosingRegistered(t)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -507,203 +505,13 @@ func TestRandomOpsWithRegistrationConserveBytes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewBufferGroup: %v", err)
 			}
-			randomOpsWithRegistration(t, l, g, n, randSeed(t))
+			randomOps(t, l, g, n, randSeed(t), true)
 		}()
 		runtime.GC()
 		if got := len(openFds(t)); got != fds0 {
 			t.Fatalf("%d fds open after the test, %d before", got, fds0)
 		}
 	})
-}
-
-func randomOpsWithRegistration(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed int64) {
-	rng := rand.New(rand.NewSource(seed))
-	type pair struct {
-		a, b           int
-		sent, received int
-	}
-	newPair := func() *pair {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &pair{a: fds[0], b: fds[1]}
-	}
-	socks := make([]*pair, 8)
-	for i := range socks {
-		socks[i] = newPair()
-	}
-	type state struct {
-		h     ringev.Request
-		p     *pair
-		send  bool
-		last  bool
-		calls int
-	}
-	var reqs []state
-	var old []*pair // closed pairs: their bytes are counted at the end too
-	bad, made, closing, flips := 0, 0, 0, 0
-	payload := []byte("0123456789abcdef0123456789abcdef")
-	var step func()
-	cb := func(c *ringev.Completion) {
-		s := &reqs[c.Token]
-		s.calls++
-		if s.last {
-			bad++
-			t.Errorf("request %d: a callback after its last", c.Token)
-		}
-		if !c.More {
-			s.last = true
-		}
-		switch {
-		case s.send:
-			s.p.sent += c.N
-		case c.Err == nil && c.N > 0:
-			s.p.received += c.N
-		}
-		c.ReleaseBuffer()
-		if made < n && rng.Intn(2) == 0 {
-			for k := rng.Intn(4); k >= 0; k-- {
-				step()
-			}
-		}
-	}
-	onClose := func(c *ringev.Completion) {
-		closing--
-		if c.Err != nil {
-			t.Errorf("CloseFd: %v", c.Err)
-		}
-	}
-	bufs := make([][]byte, 64)
-	for i := range bufs {
-		bufs[i] = make([]byte, 1+i)
-	}
-	step = func() {
-		if made >= n || bad > 0 {
-			return
-		}
-		i := rng.Intn(len(socks))
-		p := socks[i]
-		tok := uint64(len(reqs))
-		var h ringev.Request
-		var err error
-		send := false
-		switch k := rng.Intn(24); {
-		case k < 6:
-			h, err = l.Recv(p.b, bufs[rng.Intn(len(bufs))], 0, cb, tok)
-		case k < 7:
-			h, err = l.RecvMultishot(p.b, g, 0, cb, tok)
-		case k < 12:
-			h, err = l.Send(p.a, payload[:1+rng.Intn(len(payload))], 0, cb, tok)
-			send = true
-		case k < 15 && len(reqs) > 0:
-			reqs[len(reqs)-1-rng.Intn(min(len(reqs), 8))].h.Cancel()
-			return
-		case k < 18 && len(reqs) > 0:
-			h := reqs[len(reqs)-1-rng.Intn(min(len(reqs), 8))].h
-			if rng.Intn(3) == 0 {
-				h.SetTimeout(0)
-			} else {
-				h.SetTimeout(time.Duration(rng.Intn(2000)) * time.Microsecond)
-			}
-			return
-		case k < 22:
-			fd := p.a
-			if rng.Intn(2) == 0 {
-				fd = p.b
-			}
-			if rng.Intn(2) == 0 {
-				err = l.RegisterFile(fd)
-			} else {
-				err = l.UnregisterFile(fd)
-			}
-			if err != nil {
-				bad++
-				t.Errorf("registration change of fd %d: %v", fd, err)
-			}
-			flips++
-			return
-		default:
-			if rng.Intn(6) == 0 {
-				closing += 2
-				if _, err := l.CloseFd(p.a, onClose, 0); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := l.CloseFd(p.b, onClose, 0); err != nil {
-					t.Fatal(err)
-				}
-				old = append(old, p)
-				socks[i] = newPair()
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("request %d: %v", tok, err)
-		}
-		reqs = append(reqs, state{h: h, p: p, send: send})
-		made++
-		if rng.Intn(3) == 0 {
-			h.SetTimeout(time.Duration(rng.Intn(3000)) * time.Microsecond)
-		}
-	}
-	for made < n && bad == 0 {
-		step()
-		if rng.Intn(4) == 0 {
-			for j := rng.Intn(3); j >= 0; j-- {
-				l.AddTimer(0, func(*ringev.Timer) {}) // so that no Once waits for long
-				testutil.Once(t, l, deadline)
-			}
-		}
-	}
-	for i := range reqs {
-		reqs[i].h.Cancel()
-	}
-	until(t, l, func() bool {
-		if closing > 0 {
-			return false
-		}
-		for i := range reqs {
-			if !reqs[i].last {
-				return false
-			}
-		}
-		return true
-	})
-	for i, s := range reqs {
-		if s.calls == 0 || !s.last {
-			t.Fatalf("request %d: %d callbacks, last %v", i, s.calls, s.last)
-		}
-	}
-	for _, p := range old {
-		if p.sent < p.received {
-			t.Errorf("closed pair: %d bytes sent, %d received", p.sent, p.received)
-		}
-	}
-	buf := make([]byte, 1<<16)
-	for _, p := range socks {
-		rest := 0
-		for {
-			m, err := unix.Read(p.b, buf)
-			if m <= 0 || err != nil {
-				break
-			}
-			rest += m
-		}
-		if p.sent != p.received+rest {
-			t.Errorf("pair %d/%d: %d bytes sent, %d received + %d left in the socket", p.a, p.b, p.sent, p.received, rest)
-		}
-		if err := l.UnregisterFile(p.a); err != nil {
-			t.Errorf("UnregisterFile(%d): %v", p.a, err)
-		}
-		if err := l.UnregisterFile(p.b); err != nil {
-			t.Errorf("UnregisterFile(%d): %v", p.b, err)
-		}
-		unix.Close(p.a)
-		unix.Close(p.b)
-	}
-	if flips == 0 {
-		t.Fatal("no registration change was made")
-	}
 }
 
 // TestRegistrationErrors: on every backend, RegisterFile and UnregisterFile refuse, with the

@@ -35,6 +35,18 @@ func requireRegisteredFiles(t *testing.T) {
 	}
 }
 
+// registerOrSkip registers fd on l, skipping the test where uring cannot make a registered-file
+// table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19); any other error fails it.
+func registerOrSkip(t *testing.T, l *ringev.Loop, backend string, fd int) {
+	t.Helper()
+	if err := l.RegisterFile(fd); err != nil {
+		if backend == "uring" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
+			t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
+		}
+		t.Fatal(err)
+	}
+}
+
 // writeErr writes one byte to the pipe's write end w and returns write(2)'s error: EPIPE once
 // no file holds the read end.
 func writeErr(w int) error {
@@ -78,12 +90,7 @@ func TestCloseFdReleasesARegisteredFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
 		l := newLoop(t, backend)
-		if err := l.RegisterFile(r); err != nil {
-			if backend == "uring" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
-				t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
-			}
-			t.Fatal(err)
-		}
+		registerOrSkip(t, l, backend, r)
 		var rd, cls recorder
 		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
 		onceWithin(t, l, time.Millisecond)
@@ -102,12 +109,7 @@ func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
 		l := newLoop(t, backend)
-		if err := l.RegisterFile(r); err != nil {
-			if backend == "uring" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
-				t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
-			}
-			t.Fatal(err)
-		}
+		registerOrSkip(t, l, backend, r)
 		if err := l.UnregisterFile(r); err != nil {
 			t.Fatal(err)
 		}
