@@ -141,6 +141,7 @@ func (d *ringReqs) start(r *reqRec) {
 			} else {
 				prepReq(s, r)
 			}
+			d.fdBits(s, r)
 			s.UserData = reqUserData(r, reqKindOp)
 			r.state, r.cqes, r.opDone = stInflight, 1, false
 			r.sqeAt, r.ltAt, r.epoch = s, nil, d.epoch
@@ -390,6 +391,7 @@ func (d *ringReqs) flush() error {
 			break
 		}
 		prepReq(s, r)
+		d.fdBits(s, r)
 		s.UserData = reqUserData(r, reqKindOp)
 		r.state, r.cqes, r.opDone = stInflight, 1, false
 		d.inflight++
@@ -441,16 +443,10 @@ func prepBytes(s *uring.SQE, r *reqRec) {
 		p = p[r.done:] // the rest of a short write or send
 	}
 	s.Opcode, s.Fd = bytesOpcode[r.op], r.fd
-	if r.fixed {
-		s.Flags = uring.SQEFixedFile // slot fd holds fd's file (RegisterFile)
-	}
 	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), uint32(len(p))
 	switch {
 	case r.op >= OpRecv:
 		s.OpFlags = uint32(r.flags)
-		if r.pollFirst {
-			s.Ioprio = uring.RecvsendPollFirst // see requests.pollFirst
-		}
 	case r.off >= 0:
 		s.Off = uint64(r.off + int64(r.done))
 	default:
@@ -478,10 +474,24 @@ func prepReq(s *uring.SQE, r *reqRec) {
 		s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
 	case OpSQE:
 		*s = r.sqe
+	}
+}
+
+// fdBits adds to s, r's SQE just prepared, what r's fd state asks for: IOSQE_FIXED_FILE when
+// the fd is in the registered-file table at slot fd (RegisterFile), and on a Recv after one
+// that drained the socket IORING_RECVSEND_POLL_FIRST (see requests.pollFirst). It is read at
+// every preparation, so a continuation (the rest of a short write, a multishot re-armed)
+// follows an UnregisterFile made since. The caller's SQE (OpSQE) is left as given.
+func (d *ringReqs) fdBits(s *uring.SQE, r *reqRec) {
+	if r.op == OpSQE {
 		return
 	}
-	if r.fixed {
-		s.Flags |= uring.SQEFixedFile // slot fd holds fd's file (RegisterFile)
+	f := &d.rq.fds[r.fd]
+	if f.fixed {
+		s.Flags |= uring.SQEFixedFile
+	}
+	if r.op == OpRecv && f.drained && d.rq.pollFirst {
+		s.Ioprio = uring.RecvsendPollFirst
 	}
 }
 
@@ -510,9 +520,7 @@ func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
 				e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, c.Res, c.Flags, 0
 				if r.counted {
 					f := &rq.fds[r.fd]
-					if r.op == OpRecv {
-						f.drained = c.Res >= 0 && int(c.Res) < len(r.buf)
-					}
+					f.recvDone(r, c.Res)
 					if f.live--; f.live == 0 && f.closeRec != nil {
 						rq.closeNow(f)
 					}

@@ -30,9 +30,13 @@ func SetRegisterEveryFd(on bool) (restore func()) {
 	return func() { registerEveryFd = old }
 }
 
-// RequestPollFirst reports whether h's request was prepared with IORING_RECVSEND_POLL_FIRST
-// (valid until its callback runs).
-func RequestPollFirst(h Request) bool { return h.rec != nil && h.rec.gen == h.gen && h.rec.pollFirst }
+// RequestPollFirst reports whether h's request was prepared in the SQ with
+// IORING_RECVSEND_POLL_FIRST; valid right after the call that made it, while its SQE is not
+// submitted (false for a request not prepared at the call).
+func RequestPollFirst(h Request) bool {
+	r := h.rec
+	return r != nil && r.gen == h.gen && r.sqeAt != nil && r.sqeAt.Ioprio&uring.RecvsendPollFirst != 0
+}
 
 // SetFileTableFault makes the uring backend's first RegisterFile of a loop fail as a kernel
 // without sparse file tables (before 5.19) does: io_uring_register(IORING_REGISTER_FILES2)

@@ -225,8 +225,6 @@ type reqVars struct {
 	timedOut  bool // the deadline passed
 	opDone    bool // uring: the op's final CQE arrived
 	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
-	fixed     bool // uring: prepared with IOSQE_FIXED_FILE, slot fd (RegisterFile)
-	pollFirst bool // uring, Recv: prepared with IORING_RECVSEND_POLL_FIRST (see recvPollFirst)
 
 	// uring: the SQEs in which ringReqs.start prepared the request and its LINK_TIMEOUT (in
 	// the ring's mapped memory, not the Go heap), and the driver's epoch then (see
@@ -323,8 +321,8 @@ type requests struct {
 	ownSeq   uint32 // from 1; counts the loop's own fds made since (see reqFd.okSeq, markInternal)
 	cbFd     int32  // the fd of the request whose callback is running; -1: none
 	dead     bool
-	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained) is
-	// prepared with IORING_RECVSEND_POLL_FIRST (uring with Linux 5.19; not
+	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained, see
+	// recvDone) is prepared with IORING_RECVSEND_POLL_FIRST (uring with Linux 5.19; not
 	// WithRecvPollFirst(false)): the kernel waits for the socket to be readable before its
 	// first attempt instead of making one that finds nothing and then waiting. Set by the
 	// driver's check of OpRecv.
@@ -386,7 +384,6 @@ func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, toke
 		if f := &rq.fds[fd]; f.closeRec == nil && f.okSeq == rq.ownSeq {
 			r := rq.alloc()
 			r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
-			r.fixed, r.pollFirst = f.fixed, f.drained && rq.pollFirst
 			if op != OpClose {
 				r.counted = true
 				f.live++
@@ -432,7 +429,6 @@ func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callbac
 	}
 	r := rq.alloc()
 	r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
-	r.fixed, r.pollFirst = f.fixed, f.drained && rq.pollFirst
 	return r, nil
 }
 
@@ -646,9 +642,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 	if r.counted {
 		f := &rq.fds[r.fd]
-		if r.op == OpRecv {
-			f.drained = res >= 0 && int(res) < len(r.buf)
-		}
+		f.recvDone(r, res)
 		f.live--
 		if f.live == 0 && f.closeRec != nil {
 			rq.closeNow(f)
@@ -665,12 +659,18 @@ func (rq *requests) finishSteady(r *reqRec, res int32, flags uint32) {
 	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^uring.CQEFMore, 0
 	if r.counted {
 		f := &rq.fds[r.fd]
-		if r.op == OpRecv {
-			f.drained = res >= 0 && int(res) < len(r.buf)
-		}
+		f.recvDone(r, res)
 		if f.live--; f.live == 0 && f.closeRec != nil {
 			rq.closeNow(f)
 		}
+	}
+}
+
+// recvDone notes, for a Recv's last completion (res), whether it drained the socket: it took
+// less than its buffer (see requests.pollFirst).
+func (f *reqFd) recvDone(r *reqRec, res int32) {
+	if r.op == OpRecv {
+		f.drained = res >= 0 && int(res) < len(r.buf)
 	}
 }
 
@@ -679,11 +679,8 @@ func (rq *requests) closeNow(f *reqFd) {
 	c := f.closeRec
 	f.closeRec = nil
 	res := int32(0)
-	if f.fixed { // no request on fd is left to use the slot (live is 0)
-		f.fixed = false
-		if _, err := rq.drv.fixFile(c.fd, false, false); err != nil {
-			res = -int32(errnoOf(err))
-		}
+	if err := rq.setFixed(c.fd, false); err != nil { // no request on fd is left to use the slot
+		res = -int32(errnoOf(err))
 	}
 	if err := unix.Close(int(c.fd)); err != nil && res == 0 {
 		res = -int32(err.(unix.Errno))
@@ -1208,15 +1205,9 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 	if f.fixed == on {
 		return nil
 	}
-	if !on && f.live > 0 {
-		// A continuation (the rest of a short write, a multishot re-armed) prepared later looks
-		// fd up again; those in the kernel keep the registered file.
-		for _, r := range rq.recs {
-			if r.fd == fd && r.counted {
-				r.fixed = false
-			}
-		}
-	}
+	// The driver reads f.fixed when it prepares an SQE (ringReqs.fdBits): a continuation
+	// prepared after this (the rest of a short write, a multishot re-armed) follows it; the
+	// requests already in the kernel keep the registered file.
 	fixed, err := rq.drv.fixFile(fd, on, f.live > 0)
 	f.fixed = fixed
 	return err
