@@ -1,6 +1,10 @@
 package ringev
 
-import "github.com/ringev/ringev/uring"
+import (
+	"slices"
+
+	"github.com/ringev/ringev/uring"
+)
 
 // SetUringFallback makes uring backends created from now on use the fallback for kernels
 // without IORING_OP_EPOLL_WAIT (POLL_ADD on the epoll fd, then epoll_wait), and returns a
@@ -45,4 +49,13 @@ func SetFileTableFault(err error) (restore func()) {
 	old := registerFilesSparse
 	registerFilesSparse = func(*uring.Ring, uint32) error { return err }
 	return func() { registerFilesSparse = old }
+}
+
+// SetProbeHides makes every uring loop made afterwards take the given opcodes as missing from
+// the kernel's probe (a kernel without the features they witness), and returns a function that
+// restores the real probe.
+func SetProbeHides(codes ...uint8) (restore func()) {
+	old := probeHides
+	probeHides = func(c uint8) bool { return slices.Contains(codes, c) }
+	return func() { probeHides = old }
 }

@@ -372,6 +372,38 @@ func (l *Loop) checkReq(op Op, fd int, cb Callback) error {
 	return nil
 }
 
+// CheckOp reports whether requests of op can run on this loop: nil when they can (natively on
+// uring, emulated on epoll and poll), else the error a request of op would get, so that a
+// caller can choose another way before it has an fd to try (a server that falls back from
+// RecvMultishot to Recv on an older kernel). Errors: ErrNotOwner, ErrClosed, one wrapping
+// unix.EINVAL for an op no request call makes, and on uring one wrapping unix.EOPNOTSUPP that
+// names the kernel feature op needs (probed once with IORING_REGISTER_PROBE, as the request
+// calls do: AcceptMultishot and CloseFd need Linux 5.19, RecvMultishot 6.0, Read, Write, Recv
+// and Send 5.6). OpSQE is always nil here on uring (the kernel judges the caller's SQE) and
+// ErrNeedsUring elsewhere.
+func (l *Loop) CheckOp(op Op) error {
+	if !l.owned() {
+		return ErrNotOwner
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	if op == 0 || int(op) >= len(opNames) {
+		return fmt.Errorf("ringev: CheckOp: unknown op %d: %w", op, unix.EINVAL)
+	}
+	if op == OpSQE && l.beName != "uring" {
+		return fmt.Errorf("ringev: SubmitSQE on the %q backend: %w", l.beName, ErrNeedsUring)
+	}
+	rq := l.reqs()
+	if rq.okOps&(1<<op) == 0 {
+		if err := rq.drv.check(op); err != nil {
+			return fmt.Errorf("ringev: %v: %w", op, err)
+		}
+		rq.okOps |= 1 << op
+	}
+	return nil
+}
+
 // newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf).
 // Its first branch is the steady state's (an fd the loop has seen and found not to be one of
 // its own since it last made one, an op checked before): the same checks as newReqChecked's,

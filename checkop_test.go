@@ -1,0 +1,104 @@
+package ringev_test
+
+// Tests of Loop.CheckOp: whether requests of an op can run on a loop, asked before any fd.
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/uring"
+)
+
+// requestOps is every op a request call makes but SubmitSQE's.
+var requestOps = []ringev.Op{ringev.OpRead, ringev.OpWrite, ringev.OpRecv, ringev.OpSend, ringev.OpAccept,
+	ringev.OpAcceptMultishot, ringev.OpConnect, ringev.OpClose, ringev.OpFsync, ringev.OpRecvMultishot}
+
+func TestCheckOpOnTheEmulationTakesEveryOpButSQE(t *testing.T) {
+	for _, b := range ringev.Backends() {
+		if b == "uring" {
+			continue
+		}
+		t.Run(b, func(t *testing.T) {
+			l := newLoop(t, b)
+			for _, op := range requestOps {
+				if err := l.CheckOp(op); err != nil {
+					t.Errorf("CheckOp(%v) = %v, want nil", op, err)
+				}
+			}
+			if err := l.CheckOp(ringev.OpSQE); !errors.Is(err, ringev.ErrNeedsUring) {
+				t.Errorf("CheckOp(OpSQE) = %v, want ErrNeedsUring", err)
+			}
+		})
+	}
+}
+
+func TestCheckOpOnUringAgreesWithTheRequestCall(t *testing.T) {
+	a, _ := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	g, err := l.NewBufferGroup(8, 64)
+	if err != nil {
+		t.Skipf("IORING_REGISTER_PBUF_RING (Linux 5.19): %v", err)
+	}
+	checked := l.CheckOp(ringev.OpRecvMultishot)
+	_, made := l.RecvMultishot(a, g, 0, func(*ringev.Completion) {}, 0) // Close (cleanup) ends it
+	if (checked == nil) != (made == nil) {
+		t.Fatalf("CheckOp(OpRecvMultishot) = %v but RecvMultishot = %v", checked, made)
+	}
+}
+
+func TestCheckOpNamesAFeatureTheKernelLacks(t *testing.T) {
+	defer ringev.SetProbeHides(uring.OpSendZC)() // IORING_RECV_MULTISHOT's witness: a 6.0 kernel's opcode
+	a, _ := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	err := l.CheckOp(ringev.OpRecvMultishot)
+	if !errors.Is(err, unix.EOPNOTSUPP) || !strings.Contains(err.Error(), "IORING_RECV_MULTISHOT") {
+		t.Fatalf("CheckOp(OpRecvMultishot) with no 6.0 opcode = %v, want EOPNOTSUPP naming IORING_RECV_MULTISHOT", err)
+	}
+	if err := l.CheckOp(ringev.OpRecv); err != nil {
+		t.Errorf("CheckOp(OpRecv) = %v, want nil (only 6.0's opcodes are hidden)", err)
+	}
+	if g, gerr := l.NewBufferGroup(8, 64); gerr == nil {
+		if _, rerr := l.RecvMultishot(a, g, 0, func(*ringev.Completion) {}, 0); !errors.Is(rerr, unix.EOPNOTSUPP) {
+			t.Errorf("RecvMultishot after CheckOp refused it = %v, want EOPNOTSUPP", rerr)
+		}
+	}
+}
+
+func TestCheckOpRefusesAnUnknownOp(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
+		l := newLoop(t, b)
+		for _, op := range []ringev.Op{0, ringev.OpSQE + 1, 255} {
+			if err := l.CheckOp(op); !errors.Is(err, unix.EINVAL) {
+				t.Errorf("CheckOp(%v) = %v, want EINVAL", op, err)
+			}
+		}
+	})
+}
+
+func TestCheckOpFromAnotherGoroutineIsErrNotOwner(t *testing.T) {
+	l := newLoop(t, "epoll")
+	got := make(chan error, 1)
+	go func() { got <- l.CheckOp(ringev.OpRecv) }()
+	select {
+	case err := <-got:
+		if !errors.Is(err, ringev.ErrNotOwner) {
+			t.Fatalf("CheckOp from another goroutine = %v, want ErrNotOwner", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("CheckOp from another goroutine did not return within 5 s")
+	}
+}
+
+func TestCheckOpAfterCloseIsErrClosed(t *testing.T) {
+	l := newLoop(t, "epoll")
+	l.Close()
+	if err := l.CheckOp(ringev.OpRecv); !errors.Is(err, ringev.ErrClosed) {
+		t.Fatalf("CheckOp after Close = %v, want ErrClosed", err)
+	}
+}
