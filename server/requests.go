@@ -11,7 +11,8 @@ import (
 // The requests driver: one per loop, beside the readiness driver and serving the same Protocols.
 // It does its I/O with completion requests (ringev issue 12): a multishot accept on the
 // listening socket, per connection a multishot recv into the loop's provided buffers (or, with
-// Config.Recv == RecvPerConn, one recv at a time into a buffer of the connection's own), the
+// Config.Recv == RecvPerConn or where the kernel lacks the multishot recv, one recv at a time
+// into a buffer of the connection's own), the
 // replies sent with Send (one send in flight per connection, the loop finishing short sends;
 // output made meanwhile waits in a second buffer), and CloseFd to close. On the uring backend
 // these are SQEs, every one prepared in a turn going to the kernel in the loop's one
@@ -29,19 +30,20 @@ import (
 const (
 	// RecvMultishot: one multishot recv per connection into the loop's buffer group
 	// (IORING_RECV_MULTISHOT, Linux 6.0, into a provided buffer ring,
-	// IORING_REGISTER_PBUF_RING, 5.19). An idle connection owns no buffer. Not the default
-	// yet: see DefaultRecv.
+	// IORING_REGISTER_PBUF_RING, 5.19). An idle connection owns no buffer, and a busy one makes
+	// no SQE per recv. The default (see DefaultRecv).
 	RecvMultishot = "multishot"
 	// RecvPerConn: one recv at a time per connection, into a RecvBufferSize buffer the
-	// connection owns while the recv waits (always, for an idle connection). The default.
+	// connection owns while the recv waits (always, for an idle connection).
 	RecvPerConn = "per-conn"
-	// DefaultRecv is Config.Recv's default, RecvPerConn: the loop's RecvMultishot delivers a
-	// stream's bytes out of order on the uring backend when more than 32 completions are
-	// queued at once (its dispatch sends the ninth and later completions of one multishot
-	// request behind the batch; see docs/serve.md), which garbles any long stream. Once the
-	// loop keeps a multishot request's completions in order, RecvMultishot should be the
-	// default: it costs an idle connection no buffer and a busy one no SQE per recv.
-	DefaultRecv = RecvPerConn
+	// DefaultRecv is Config.Recv's default, RecvMultishot. With Config.Recv "" a loop whose
+	// kernel lacks the multishot recv or the provided buffer ring (Loop.CheckOp,
+	// NewBufferGroup) receives RecvPerConn instead and says so through Config.Logf; a Config.Recv
+	// of RecvMultishot named outright makes Start fail there with the error naming the feature.
+	// (Until 2026-12-01 the default was RecvPerConn: the loop's dispatch delivered a multishot
+	// request's completions out of order when more than 32 were queued, fixed in the loop since
+	// and tested there, MultishotRecvKeepsTheStreamInOrder.)
+	DefaultRecv = RecvMultishot
 )
 
 // Sizes of the requests driver's receive buffers.
@@ -75,12 +77,15 @@ type reqDriver struct {
 	lfd     int            // the listening socket; -1 once closed
 	accept  ringev.Request // the multishot accept
 	onAcc   ringev.Callback
-	onLst   ringev.Callback // the listener's CloseFd
-	lclosed bool            // the listener's CloseFd has completed (or there was none)
-	group   *ringev.BufferGroup
-	conns   map[*rconn]struct{}
-	free    [][]byte // output and leftover-input buffers, len 0 (at most freeBufs)
-	rfree   [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
+	onLst   ringev.Callback     // the listener's CloseFd
+	lclosed bool                // the listener's CloseFd has completed (or there was none)
+	group   *ringev.BufferGroup // RecvMultishot's buffers; nil in RecvPerConn mode
+	// recvMode is the receive mode this loop uses: Config.Recv, or RecvPerConn where the
+	// default RecvMultishot is unavailable
+	recvMode string
+	conns    map[*rconn]struct{}
+	free     [][]byte // output and leftover-input buffers, len 0 (at most freeBufs)
+	rfree    [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
 	timers
@@ -111,19 +116,31 @@ type rconn struct {
 	closed    bool // CloseFd asked
 }
 
+// recvMultishotCheck is loop.CheckOp(ringev.OpRecvMultishot); tests replace it to play a kernel
+// without the multishot recv.
+var recvMultishotCheck = func(loop *ringev.Loop) error { return loop.CheckOp(ringev.OpRecvMultishot) }
+
 // newReqDriver starts serving on loop with requests: a multishot accept on lfd (a non-blocking
 // listening socket, which it owns from now on and closes), and, for a Ticker, its timer. Errors:
 // the loop's, from AcceptMultishot or NewBufferGroup (naming the kernel feature missing).
 func newReqDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*reqDriver, error) {
 	d := &reqDriver{srv: srv, loop: loop, proto: proto, lfd: lfd, conns: map[*rconn]struct{}{}}
 	d.onAcc, d.onLst = d.accepted, d.listenerClosed
-	if srv.cfg.Recv == RecvMultishot {
-		g, err := loop.NewBufferGroup(RecvGroupBuffers, RecvBufferSize)
-		if err != nil {
+	d.recvMode = srv.cfg.Recv
+	if d.recvMode == RecvMultishot {
+		err := recvMultishotCheck(loop)
+		if err == nil {
+			d.group, err = loop.NewBufferGroup(RecvGroupBuffers, RecvBufferSize)
+		}
+		switch {
+		case err == nil:
+		case srv.recvAuto && errors.Is(err, unix.EOPNOTSUPP):
+			srv.logf("multishot recv unavailable, receiving %s instead: %v", RecvPerConn, err)
+			d.recvMode = RecvPerConn
+		default:
 			unix.Close(lfd)
 			return nil, err
 		}
-		d.group = g
 	}
 	if err := d.armAccept(); err != nil {
 		unix.Close(lfd)

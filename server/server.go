@@ -51,8 +51,9 @@ type Config struct {
 	Backend string
 	// API is APIRequests or APIReadiness; "" means DefaultAPI.
 	API string
-	// Recv is how the requests API receives: RecvPerConn ("" means it, see DefaultRecv) or
-	// RecvMultishot. Ignored by the readiness API.
+	// Recv is how the requests API receives: RecvMultishot, RecvPerConn, or "" for DefaultRecv
+	// (RecvMultishot, or RecvPerConn where the kernel lacks the multishot recv: see
+	// DefaultRecv; Server.Recv says which). Ignored by the readiness API.
 	Recv string
 	// Loops is the number of loops, each on its own OS thread; 0 means 1.
 	Loops int
@@ -71,16 +72,18 @@ type Config struct {
 
 // Server is a running server: Start's loops, each serving its own listening socket.
 type Server struct {
-	cfg     Config
-	addr    string
-	backend string
-	reason  string // the first loop's BackendReason
-	loops   []*ringev.Loop
-	drivers []connDriver
-	conns   atomic.Int64
-	done    sync.WaitGroup
-	errMu   sync.Mutex
-	err     error // the first loop's error
+	cfg      Config
+	recvAuto bool // Config.Recv was "": DefaultRecv, or RecvPerConn where it is unavailable
+	recv     string
+	addr     string
+	backend  string
+	reason   string // the first loop's BackendReason
+	loops    []*ringev.Loop
+	drivers  []connDriver
+	conns    atomic.Int64
+	done     sync.WaitGroup
+	errMu    sync.Mutex
+	err      error // the first loop's error
 }
 
 // Start opens the listening sockets and starts the loops; it returns once every loop is serving.
@@ -95,6 +98,7 @@ func Start(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("server: unknown API %q (known: %s, %s)", cfg.API, APIReadiness, APIRequests)
 	}
+	recvAuto := cfg.Recv == ""
 	switch cfg.Recv {
 	case "":
 		cfg.Recv = DefaultRecv
@@ -114,7 +118,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Backend == "" {
 		cfg.Backend = "auto"
 	}
-	s := &Server{cfg: cfg, loops: make([]*ringev.Loop, cfg.Loops), drivers: make([]connDriver, cfg.Loops)}
+	s := &Server{cfg: cfg, recvAuto: recvAuto, loops: make([]*ringev.Loop, cfg.Loops), drivers: make([]connDriver, cfg.Loops)}
 	fds := make([]int, 0, cfg.Loops)
 	addr := cfg.Addr
 	for range cfg.Loops {
@@ -145,6 +149,9 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.backend, s.reason = s.loops[0].Backend(), s.loops[0].BackendReason()
+	if d, ok := s.drivers[0].(*reqDriver); ok {
+		s.recv = d.recvMode
+	}
 	return s, nil
 }
 
@@ -192,6 +199,10 @@ func (s *Server) Backend() string { return s.backend }
 // Loop.BackendReason of the first loop: for example that io_uring_setup failed with EPERM
 // because of sysctl kernel.io_uring_disabled); "" when the backend was named.
 func (s *Server) BackendReason() string { return s.reason }
+
+// Recv is the receive mode of the requests API's first loop (RecvMultishot or RecvPerConn: see
+// Config.Recv); "" with the readiness API.
+func (s *Server) Recv() string { return s.recv }
 
 // Conns is the number of connections open, over every loop.
 func (s *Server) Conns() int { return int(s.conns.Load()) }

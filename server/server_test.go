@@ -178,7 +178,6 @@ func waitConns(t *testing.T, srv *Server, n int) {
 // driver.
 func TestEchoOverTCP(t *testing.T) {
 	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
-		skipIfMultishotReorders(t, cfg)
 		cfg.NewProtocol = echoServer
 		srv := startServer(t, cfg)
 		c := dial(t, srv)
@@ -196,7 +195,6 @@ func TestEchoOverTCP(t *testing.T) {
 // with POLLIN) reads every reply and then EOF, not a reset, on every backend, with each driver.
 func TestHalfClosedPeerGetsItsReplies(t *testing.T) {
 	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
-		skipIfMultishotReorders(t, cfg)
 		for _, tc := range []struct {
 			proto     func() Protocol
 			req, want string
@@ -508,7 +506,6 @@ func TestAcceptResumesAfterFdsRunOut(t *testing.T) {
 // reply arrives, in order; with each driver.
 func TestSlowReaderGetsEveryReply(t *testing.T) {
 	forEachDriver(t, true, func(t *testing.T, cfg Config) {
-		skipIfMultishotReorders(t, cfg)
 		cfg.NewProtocol = respServer
 		srv := startServer(t, cfg)
 		c := dial(t, srv)
@@ -621,7 +618,6 @@ func TestShutdownWritesPendingRepliesThenCloses(t *testing.T) {
 
 // testShutdown is TestShutdownWritesPendingRepliesThenCloses with one driver.
 func testShutdown(t *testing.T, cfg Config) {
-	skipIfMultishotReorders(t, cfg)
 	cfg.Addr, cfg.NewProtocol, cfg.Logf = "127.0.0.1:0", respServer, t.Logf
 	srv, err := Start(cfg)
 	if err != nil {
@@ -927,86 +923,4 @@ func TestServingAllocatesNothingPerRequest(t *testing.T) {
 			t.Logf("%d heap allocations for 20,000 requests", n)
 		}
 	})
-}
-
-// multishotReorders reports whether a RecvMultishot on backend delivers a stream's bytes out of
-// order when more completions are queued than a Once runs (the requests API's dispatch puts
-// the ninth and later completions of one multishot request behind the rest of the batch of 32,
-// while those beyond the batch stay ahead of them; found on branch req at 19c2d49). It sends
-// 200 numbered 64-byte records through a socket pair at once and checks their order.
-func multishotReorders(t *testing.T, backend string) bool {
-	t.Helper()
-	res := make(chan error, 1)
-	go func() {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			res <- err
-			return
-		}
-		defer unix.Close(fds[1])
-		l, err := ringev.New(ringev.WithBackend(backend))
-		if err != nil {
-			unix.Close(fds[0])
-			res <- err
-			return
-		}
-		defer l.Close()
-		g, err := l.NewBufferGroup(512, 64)
-		if err != nil {
-			unix.Close(fds[0])
-			res <- err
-			return
-		}
-		const total = 64 * 200
-		data := make([]byte, total)
-		for i := range data {
-			data[i] = byte(i / 64)
-		}
-		var got []byte
-		if _, err := l.RecvMultishot(fds[0], g, 0, func(c *ringev.Completion) {
-			got = append(got, c.Buf...)
-			c.ReleaseBuffer()
-			if len(got) >= total || !c.More {
-				l.CloseFd(fds[0], func(*ringev.Completion) { l.Stop() }, 0)
-			}
-		}, 0); err != nil {
-			unix.Close(fds[0])
-			res <- err
-			return
-		}
-		unix.Write(fds[1], data)
-		if err := l.Run(); err != nil {
-			res <- err
-			return
-		}
-		if !bytes.Equal(got, data) {
-			res <- errors.New("reordered")
-			return
-		}
-		res <- nil
-	}()
-	select {
-	case err := <-res:
-		if err != nil && err.Error() != "reordered" {
-			t.Fatalf("multishot order probe on %s: %v", backend, err)
-		}
-		return err != nil
-	case <-time.After(10 * time.Second):
-		t.Fatalf("multishot order probe on %s: no end within 10 s", backend)
-	}
-	return false
-}
-
-// skipIfMultishotReorders skips a test of the requests driver's RecvMultishot mode on a backend
-// whose multishot recv delivers bytes out of order (multishotReorders): a stream served from
-// it would be garbled. The probe runs each time, so the tests run again once the loop is fixed.
-func skipIfMultishotReorders(t *testing.T, cfg Config) {
-	t.Helper()
-	backend := cfg.Backend
-	if backend == "" {
-		backend = "auto"
-	}
-	if cfg.API == APIRequests && cfg.Recv == RecvMultishot && multishotReorders(t, backend) {
-		t.Skipf("the loop's RecvMultishot on %s delivers a stream out of order when more than 32 completions are queued (requests API dispatch bug): the requests driver's multishot mode cannot serve a long stream there", backend)
-	}
 }

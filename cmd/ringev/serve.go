@@ -19,7 +19,7 @@ import (
 )
 
 const usageServe = `usage: ringev serve resp|http|echo [--addr HOST:PORT] [--backend B]
-                                   [--api requests|readiness] [--recv per-conn|multishot] [--loops N]
+                                   [--api requests|readiness] [--recv multishot|per-conn] [--loops N]
                                    [--batch-wait DURATION [--batch N]]
 
 Serves a protocol on ringev's loop until SIGINT or SIGTERM:
@@ -36,9 +36,10 @@ flags:
                     requests: completion I/O (multishot accept, recv, send, close as
                       requests; SQEs on uring, emulated on epoll and poll)
                     readiness: fd events and the loop's non-blocking read/write
-  --recv M          the requests API's receives: per-conn (default): one recv at a time
-                    into a 4 KiB buffer of each connection's own; multishot: a multishot
-                    recv into the loop's provided buffers (an idle connection owns none)
+  --recv M          the requests API's receives: multishot (default): a multishot recv
+                    into the loop's provided buffers (an idle connection owns none; Linux
+                    6.0 on uring, else per-conn with a note unless --recv names it);
+                    per-conn: one recv at a time into a 4 KiB buffer of each connection's own
   --loops N         N loops, each on its own OS thread with its own SO_REUSEPORT
                     listening socket, 1..%d (default 1)
   --batch-wait D    the requests API on uring: a loop that sleeps with requests in the kernel
@@ -91,7 +92,7 @@ func serveUsage() string {
 // parseServe parses the arguments of `ringev serve`: flag.ErrHelp for -h/--help, a *usageError
 // naming the flag or argument for anything it rejects.
 func parseServe(args []string) (serveOptions, error) {
-	o := serveOptions{backend: "auto", api: defaultAPI, recv: server.DefaultRecv, loops: 1}
+	o := serveOptions{backend: "auto", api: defaultAPI, loops: 1} // recv "": server.DefaultRecv
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.proto, args = args[0], args[1:]
 	}
@@ -248,7 +249,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	api := o.api + " API"
 	if o.api == server.APIRequests {
-		api += ", " + o.recv + " recv"
+		api += ", " + srv.Recv() + " recv"
 	}
 	switch {
 	case o.batchWait > 0 && srv.Backend() == "uring":

@@ -16,12 +16,12 @@ import (
 func TestParseServeDefaults(t *testing.T) {
 	for _, args := range [][]string{{"resp"}, {"--loops", "1", "resp"}} {
 		o, err := parseServe(args)
-		if err != nil || o != (serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: defaultAPI, recv: "per-conn", loops: 1}) {
+		if err != nil || o != (serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: defaultAPI, loops: 1}) {
 			t.Errorf("%q: %+v, %v", args, o, err)
 		}
 	}
 	o, err := parseServe([]string{"http", "--addr", "0.0.0.0:9000", "--backend", "epoll", "--api", "readiness", "--loops", "4"})
-	if err != nil || o != (serveOptions{proto: "http", addr: "0.0.0.0:9000", backend: "epoll", api: "readiness", recv: "per-conn", loops: 4}) {
+	if err != nil || o != (serveOptions{proto: "http", addr: "0.0.0.0:9000", backend: "epoll", api: "readiness", loops: 4}) {
 		t.Errorf("%+v, %v", o, err)
 	}
 	o, err = parseServe([]string{"resp", "--api", "requests", "--batch-wait", "50us"})
