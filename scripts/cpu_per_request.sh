@@ -10,10 +10,13 @@
 #
 # usage: scripts/cpu_per_request.sh [ROUNDS] [OUTDIR]    (from the repository's root)
 # env: N (requests per redis-benchmark run, 200000), SECS (seconds per wrk run, 5),
-#      ANCHORS (the anchors directory; default shared/anchors beside the repository).
+#      ANCHORS (the anchors directory; default shared/anchors beside the repository),
+#      RESP_SERVERS / HTTP_SERVERS: more servers in the same rounds, "NAME=COMMAND" separated by
+#      ';', COMMAND with {port} and $bin for the built binaries (e.g. 'ringev-resp-epoll=$bin/ringev
+#      serve resp --addr 127.0.0.1:{port} --backend epoll --api readiness').
 # Needs perf, redis-server, redis-benchmark, wrk, taskset, python3, go; root (perf -p, tracepoints).
 set -u
-case "${1:-}" in -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 rounds=${1:-3}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_per_request.sh: ROUNDS must be a positive integer, got '$rounds'" >&2; exit 2; }
 out=${2:-$(mktemp -d)}; mkdir -p "$out" || { echo "cpu_per_request.sh: cannot create OUTDIR '$out'" >&2; exit 2; }
@@ -77,6 +80,8 @@ for r in $(seq "$rounds"); do
   resp ringev-resp "$bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests"
   http gnet "env GOMAXPROCS=1 $bin/netpeers gnet-http 127.0.0.1:{port}"
   http ringev-http "$bin/ringev serve http --addr 127.0.0.1:{port} --backend uring --api requests"
+  IFS=';' read -r -a x <<<"${RESP_SERVERS:-}"; for s in "${x[@]}"; do [ -n "$s" ] && resp "${s%%=*}" "${s#*=}"; done
+  IFS=';' read -r -a x <<<"${HTTP_SERVERS:-}"; for s in "${x[@]}"; do [ -n "$s" ] && http "${s%%=*}" "${s#*=}"; done
 done
 { floor; date -u +%FT%TZ; } >>"$out/run.txt"
 python3 "$(dirname "$0")/perf_groups.py" "$out"

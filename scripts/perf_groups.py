@@ -120,7 +120,8 @@ def main(out):
     print(open(f'{out}/run.txt').read())
     rows = collections.defaultdict(list)
     for r in rounds:
-        for s in SERVERS:
+        extra = sorted(os.path.basename(f)[:-4] for f in glob.glob(f'{r}/*.cpu'))
+        for s in SERVERS + [x for x in extra if x not in SERVERS]:
             if not os.path.exists(f'{r}/{s}.cpu'):
                 continue
             w = open(f'{r}/{s}.cpu').read().split()
