@@ -31,7 +31,8 @@ for each backend B and API A (requests: completion I/O, in its default receive m
 readiness: fd events and non-blocking read/write). Prints one table: the medians of the rounds
 of requests/s, p50, p99, the server's CPU µs per request, the share of a core it used (below
 %d %%: the client was the bottleneck), syscalls per request (--syscalls), then each ringev
-server's ratios to every other server of its workload.
+server's ratios to every other server of its workload, with the lowest and highest CPU ratio
+of a single round (the machine's noise; --json has every round's).
 
 flags:
   --rounds N      interleaved rounds, N > 0 (default 3)

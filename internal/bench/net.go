@@ -83,6 +83,9 @@ type NetResult struct {
 	P50Ms           float64 `json:"p50_ms"`
 	P99Ms           float64 `json:"p99_ms,omitempty"`
 	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
+	// RoundsCPU is the CPU µs per request of each round, in the order measured (0: none that
+	// round): the k-th sample of a server and workload is taken as round k.
+	RoundsCPU []float64 `json:"cpu_us_per_request_rounds,omitempty"`
 	// ServerCPUPercent is the share of one core the server used: RequestsPerSec ×
 	// CPUUsPerRequest / 10^4.
 	ServerCPUPercent float64 `json:"server_cpu_percent"`
@@ -111,6 +114,12 @@ type NetRatio struct {
 	CPU float64 `json:"cpu_per_request_ratio"`
 	// Rate is Server's requests/s ÷ Peer's.
 	Rate float64 `json:"requests_per_sec_ratio"`
+	// CPURounds is Server's CPU µs/request ÷ Peer's in each round where both were measured,
+	// in round order: the spread says how far one round's ratio strays from CPU on this
+	// machine (servers of a round run minutes apart at most, so a slow drift cancels out).
+	CPURounds []float64 `json:"cpu_ratio_rounds,omitempty"`
+	// CPUPaired is the median of CPURounds (0 when there are none).
+	CPUPaired float64 `json:"cpu_ratio_paired_median,omitempty"`
 }
 
 // SummarizeNet groups samples by workload and server (both in the order they first appear) and
@@ -152,6 +161,9 @@ func SummarizeNet(samples []NetSample) []NetResult {
 			P50Ms:           med(func(s NetSample) float64 { return s.P50Ms }),
 			P99Ms:           med(func(s NetSample) float64 { return s.P99Ms }),
 			CPUUsPerRequest: med(func(s NetSample) float64 { return s.CPUUs }),
+		}
+		for _, x := range g {
+			r.RoundsCPU = append(r.RoundsCPU, x.CPUUs)
 		}
 		r.ServerCPUPercent = r.RequestsPerSec * r.CPUUsPerRequest / 1e4
 		r.ClientBound = r.ServerCPUPercent < ClientBoundPercent
@@ -195,8 +207,15 @@ func NetRatios(rs []NetResult) []NetRatio {
 			if p.Workload != r.Workload || p.Server == r.Server || p.CPUUsPerRequest <= 0 || p.RequestsPerSec <= 0 {
 				continue
 			}
-			out = append(out, NetRatio{Workload: r.Workload, Server: r.Server, Peer: p.Server,
-				CPU: r.CPUUsPerRequest / p.CPUUsPerRequest, Rate: r.RequestsPerSec / p.RequestsPerSec})
+			q := NetRatio{Workload: r.Workload, Server: r.Server, Peer: p.Server,
+				CPU: r.CPUUsPerRequest / p.CPUUsPerRequest, Rate: r.RequestsPerSec / p.RequestsPerSec}
+			for k := 0; k < len(r.RoundsCPU) && k < len(p.RoundsCPU); k++ {
+				if r.RoundsCPU[k] > 0 && p.RoundsCPU[k] > 0 {
+					q.CPURounds = append(q.CPURounds, r.RoundsCPU[k]/p.RoundsCPU[k])
+				}
+			}
+			q.CPUPaired = median(q.CPURounds)
+			out = append(out, q)
 		}
 	}
 	return out
@@ -249,7 +268,8 @@ func writeNetRatios(w io.Writer, ratios []NetRatio) error {
 	if len(ratios) == 0 {
 		return nil
 	}
-	fmt.Fprint(w, "\nringev ÷ each other server, same workload: CPU µs/request ratio / requests/s ratio\n"+
+	fmt.Fprint(w, "\nringev ÷ each other server, same workload: CPU µs/request ratio / requests/s ratio (of the medians)\n"+
+		"[the lowest–highest CPU ratio of a single round, where there are 2 rounds or more: this machine's noise]\n"+
 		"(below 1 / above 1: ringev spends less CPU per request / serves more requests per second)\n")
 	for _, http := range []bool{false, true} {
 		type row struct{ workload, server string }
@@ -281,7 +301,9 @@ func writeNetRatios(w io.Writer, ratios []NetRatio) error {
 		for _, k := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t", k.workload, k.server)
 			for _, p := range peers {
-				if q, ok := cell[k][p]; ok {
+				if q, ok := cell[k][p]; ok && len(q.CPURounds) > 1 {
+					fmt.Fprintf(tw, "%.2f / %.2f [%.2f–%.2f]\t", q.CPU, q.Rate, slices.Min(q.CPURounds), slices.Max(q.CPURounds))
+				} else if ok {
 					fmt.Fprintf(tw, "%.2f / %.2f\t", q.CPU, q.Rate)
 				} else {
 					fmt.Fprint(tw, "-\t")

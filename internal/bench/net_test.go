@@ -94,6 +94,19 @@ func TestNetRatiosCompareRingevWithEachPeer(t *testing.T) {
 	}
 }
 
+// TestNetRatiosPairRounds: each round's CPU ratio pairs the k-th sample of each server (redis's
+// third round has no ringev sample to pair), and their median is CPUPaired.
+func TestNetRatiosPairRounds(t *testing.T) {
+	q := NetRatios(SummarizeNet(parseNetSh(t)))[0]
+	want := []float64{8.00 / 7.50, 8.50 / 9.50}
+	if len(q.CPURounds) != 2 || math.Abs(q.CPURounds[0]-want[0]) > 1e-9 || math.Abs(q.CPURounds[1]-want[1]) > 1e-9 {
+		t.Fatalf("CPURounds %v, want %v", q.CPURounds, want)
+	}
+	if math.Abs(q.CPUPaired-(want[0]+want[1])/2) > 1e-9 {
+		t.Errorf("CPUPaired %v, want the median of %v", q.CPUPaired, want)
+	}
+}
+
 // TestWriteNetTable: the table names every server, the ratios, the client's errors and the
 // client-bound note.
 func TestWriteNetTable(t *testing.T) {
@@ -103,7 +116,7 @@ func TestWriteNetTable(t *testing.T) {
 	if err := WriteNetTable(&b, rs, NetRatios(rs)); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"PING_INLINE-c50-P1", "ringev-uring-readiness", "2.07", "vs redis", "0.97 / 1.04",
+	for _, want := range []string{"PING_INLINE-c50-P1", "ringev-uring-readiness", "2.07", "vs redis", "0.97 / 1.04 [0.89–1.07]",
 		"vs nginx-1worker", "Non-2xx or 3xx responses: 12", "limit client", "1200.000"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
