@@ -41,6 +41,9 @@ type uringBackend struct {
 	// waits up to batchWait for batchN completions (min_wait).
 	batchN    uint32
 	batchWait time.Duration
+	// hides: probeHides when the loop was made (a test's kernel without some opcodes), for
+	// the life of the loop; nil in a program.
+	hides func(code uint8) bool
 }
 
 // uringCQEntries is the CQ size of the backend's ring (openUring); maxBatchWait, the largest
@@ -96,7 +99,7 @@ func openUring() (backend, error) {
 		return nil, fmt.Errorf("uring: %w", err)
 	}
 	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64),
-		rideState: rideState{fallback: uringForceFallback}, ioTag: uringEpollTag}
+		rideState: rideState{fallback: uringForceFallback}, ioTag: uringEpollTag, hides: probeHides}
 	b.epollSQE.PrepEpollWait(b.epfd, b.ringEvents, 0)
 	b.epollSQE.SetUserData(uringEpollTag)
 	return b, nil

@@ -110,7 +110,7 @@ func (d *ringReqs) check(op Op) error {
 		d.probe = p
 	}
 	supported := d.probe.OpSupported
-	if hide := probeHides; hide != nil {
+	if hide := d.b.hides; hide != nil {
 		supported = func(code uint8) bool { return !hide(code) && d.probe.OpSupported(code) }
 	}
 	if err := missingReqFeature(op, supported); err != nil {
@@ -119,13 +119,14 @@ func (d *ringReqs) check(op Op) error {
 	if op == OpRecv {
 		// IORING_RECVSEND_POLL_FIRST came with 5.19 (witness: IORING_OP_SOCKET); before, a recv
 		// SQE's ioprio must be 0.
-		d.rq.pollFirst = d.probe.OpSupported(uring.OpSocket) && !d.rq.l.noPollFirst
+		d.rq.pollFirst = supported(uring.OpSocket) && !d.rq.l.noPollFirst
 	}
 	return nil
 }
 
 // probeHides, set only by tests (export_test.go, before they make a loop), makes check take
 // the opcodes it reports as missing from the kernel: a kernel without a feature, on any kernel.
+// A uring loop takes it when it is made (uringBackend.hides) and keeps it for its life.
 var probeHides func(code uint8) bool
 
 // missingReqFeature returns an error naming what op needs (wrapping unix.EOPNOTSUPP) when
