@@ -187,7 +187,8 @@ func TestStartFailingOnOneOfFourLoopsLeavesNothingBehind(t *testing.T) {
 			recvCheckFailing(t, errOdd, func(call int64) bool { return call == 2 })
 			runtime.GC()
 			before, goroutines := fdCount(t), runtime.NumGoroutine()
-			srv, err := Start(Config{Addr: "127.0.0.1:0", Backend: backend, NewProtocol: echoServer, API: APIRequests, Loops: 4})
+			// Recv named: the default would fall back to per-conn on any error instead
+			srv, err := Start(Config{Addr: "127.0.0.1:0", Backend: backend, NewProtocol: echoServer, API: APIRequests, Recv: RecvMultishot, Loops: 4})
 			if err == nil {
 				stopServer(t, srv)
 				t.Fatal("Start succeeded with one loop's driver failing")

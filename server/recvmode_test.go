@@ -87,6 +87,17 @@ func TestDefaultRecvFallsBackToPerConnWithoutMultishot(t *testing.T) {
 	echoOnce(t, srv, "per connection instead")
 }
 
+func TestDefaultRecvFallsBackOnAnyErrorItMeets(t *testing.T) {
+	old := recvMultishotCheck
+	recvMultishotCheck = func(*ringev.Loop) error { return fmt.Errorf("a buffer ring refused: %w", unix.ENOMEM) }
+	t.Cleanup(func() { recvMultishotCheck = old })
+	srv := startServer(t, Config{NewProtocol: echoServer, API: APIRequests})
+	if srv.Recv() != RecvPerConn {
+		t.Fatalf("Recv() = %q after an ENOMEM on the default's way, want %q", srv.Recv(), RecvPerConn)
+	}
+	echoOnce(t, srv, "per connection after ENOMEM")
+}
+
 func TestNamedMultishotRecvFailsWithoutIt(t *testing.T) {
 	withoutRecvMultishot(t)
 	before := fdCount(t)

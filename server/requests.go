@@ -37,9 +37,10 @@ const (
 	// connection owns while the recv waits (always, for an idle connection).
 	RecvPerConn = "per-conn"
 	// DefaultRecv is Config.Recv's default, RecvMultishot. With Config.Recv "" a loop whose
-	// kernel lacks the multishot recv or the provided buffer ring (Loop.CheckOp,
-	// NewBufferGroup) receives RecvPerConn instead and says so through Config.Logf; a Config.Recv
-	// of RecvMultishot named outright makes Start fail there with the error naming the feature.
+	// kernel lacks the multishot recv (Loop.CheckOp) or refuses its provided buffer ring
+	// (NewBufferGroup: a kernel before 5.19, or an error such as ENOMEM) receives RecvPerConn
+	// instead and says so through Config.Logf; a Config.Recv of RecvMultishot named outright
+	// makes Start fail there with that error (naming the feature where one is missing).
 	// (Until 2026-12-01 the default was RecvPerConn: the loop's dispatch delivered a multishot
 	// request's completions out of order when more than 32 were queued, fixed in the loop since
 	// and tested there, MultishotRecvKeepsTheStreamInOrder.)
@@ -134,7 +135,9 @@ func newReqDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*req
 		}
 		switch {
 		case err == nil:
-		case srv.recvAuto && errors.Is(err, unix.EOPNOTSUPP):
+		case srv.recvAuto:
+			// the default, not asked for: any reason it cannot be had (a kernel without it,
+			// EOPNOTSUPP; a buffer ring the kernel refuses, ENOMEM) leaves the per-conn mode
 			srv.logf("multishot recv unavailable, receiving %s instead: %v", RecvPerConn, err)
 			d.recvMode = RecvPerConn
 		default:
