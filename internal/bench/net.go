@@ -84,7 +84,7 @@ type NetResult struct {
 	P99Ms           float64 `json:"p99_ms,omitempty"`
 	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
 	// RoundsCPU is the CPU µs per request of each round, in round order (0: none that round, as
-	// when the server did not start): SummarizeNet tells the rounds apart by the order of the
+	// when net.sh printed that run's line without its figures, or none): SummarizeNet tells the rounds apart by the order of the
 	// samples (a server and workload measured again starts the next round).
 	RoundsCPU []float64 `json:"cpu_us_per_request_rounds,omitempty"`
 	// ServerCPUPercent is the share of one core the server used: RequestsPerSec ×
@@ -131,8 +131,9 @@ func SummarizeNet(samples []NetSample) []NetResult {
 	groups := map[key][]NetSample{}
 	// The round of each sample: net.sh measures each server and workload once a round, in the
 	// same order every round, and marks no round's start; a key seen already in this round
-	// starts the next. So a server that did not start in a round (net.sh goes on without its
-	// lines) leaves its RoundsCPU a 0 there, and its later rounds still pair with the peers'.
+	// starts the next. So a run missing from a round (a failed client run whose line has no
+	// figures, a server that did not start) leaves a 0 in RoundsCPU there, and the later rounds
+	// still pair with the peers'.
 	rounds := map[key][]int{}
 	round, inRound := 0, map[key]bool{}
 	for _, s := range samples {

@@ -107,8 +107,9 @@ func TestNetRatiosPairRounds(t *testing.T) {
 	}
 }
 
-// TestNetRatiosPairTheRoundsAroundOneAServerMissed: a server that did not start in round 2 (net.sh
-// prints no line for it) has a 0 there, and its third round pairs with the peer's third.
+// TestNetRatiosPairTheRoundsAroundOneAServerMissed: a server with no measurement in round 2 (its
+// client run failed, or it did not start) has a 0 there, and its third round pairs with the
+// peer's third.
 func TestNetRatiosPairTheRoundsAroundOneAServerMissed(t *testing.T) {
 	var samples []NetSample
 	for _, line := range strings.Split(`redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
