@@ -89,7 +89,9 @@ type Server struct {
 // Start opens the listening sockets and starts the loops; it returns once every loop is serving.
 // Errors: one naming an unknown API or Recv mode; one naming the address when it cannot be listened on (wrapping the
 // errno, e.g. unix.EADDRINUSE); the backend's error from ringev.New (e.g. wrapping
-// ringev.ErrUnknownBackend). On error nothing is left running or open.
+// ringev.ErrUnknownBackend); with Recv RecvMultishot named (not "") on a kernel without the
+// multishot recv, the loop's error naming the feature (wrapping unix.EOPNOTSUPP). On error
+// nothing is left running or open.
 func Start(cfg Config) (*Server, error) {
 	switch cfg.API {
 	case "":

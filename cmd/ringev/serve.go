@@ -106,7 +106,7 @@ func parseServe(args []string) (serveOptions, error) {
 	})
 	fs.Func("backend", "backend", oneOf(&o.backend, "backend", append([]string{"auto"}, ringev.Backends()...)...))
 	fs.Func("api", "I/O API", oneOf(&o.api, "API", server.APIRequests, server.APIReadiness))
-	fs.Func("recv", "the requests API's receives", oneOf(&o.recv, "receive mode", server.RecvPerConn, server.RecvMultishot))
+	fs.Func("recv", "the requests API's receives", oneOf(&o.recv, "receive mode", server.RecvMultishot, server.RecvPerConn))
 	fs.Func("batch-wait", "the batching wait", func(s string) (err error) {
 		o.batchWait, err = parseBatchWait(s)
 		return err

@@ -42,7 +42,7 @@ func TestParseServeBadInput(t *testing.T) {
 	}{
 		{nil, []string{"which protocol"}},
 		{[]string{"ftp"}, []string{`unknown protocol "ftp"`, "resp, http, echo"}},
-		{[]string{"resp", "--recv", "telepathy"}, []string{"--recv", `unknown receive mode "telepathy"`, "per-conn, multishot"}},
+		{[]string{"resp", "--recv", "telepathy"}, []string{"--recv", `unknown receive mode "telepathy"`, "multishot, per-conn"}},
 		{[]string{"resp", "--api", "magic"}, []string{"--api", `unknown API "magic"`}},
 		{[]string{"resp", "--backend", "kqueue"}, []string{"--backend", `unknown backend "kqueue"`, "epoll"}},
 		{[]string{"resp", "--loops", "0"}, []string{"--loops", "must be > 0"}},

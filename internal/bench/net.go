@@ -83,8 +83,9 @@ type NetResult struct {
 	P50Ms           float64 `json:"p50_ms"`
 	P99Ms           float64 `json:"p99_ms,omitempty"`
 	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
-	// RoundsCPU is the CPU µs per request of each round, in the order measured (0: none that
-	// round): the k-th sample of a server and workload is taken as round k.
+	// RoundsCPU is the CPU µs per request of each round, in round order (0: none that round, as
+	// when net.sh printed that run's line without its figures, or none): SummarizeNet tells the rounds apart by the order of the
+	// samples (a server and workload measured again starts the next round).
 	RoundsCPU []float64 `json:"cpu_us_per_request_rounds,omitempty"`
 	// ServerCPUPercent is the share of one core the server used: RequestsPerSec ×
 	// CPUUsPerRequest / 10^4.
@@ -128,12 +129,25 @@ func SummarizeNet(samples []NetSample) []NetResult {
 	type key struct{ workload, server string }
 	var order []key
 	groups := map[key][]NetSample{}
+	// The round of each sample: net.sh measures each server and workload once a round, in the
+	// same order every round, and marks no round's start; a key seen already in this round
+	// starts the next. So a run missing from a round (a failed client run whose line has no
+	// figures, a server that did not start) leaves a 0 in RoundsCPU there, and the later rounds
+	// still pair with the peers'.
+	rounds := map[key][]int{}
+	round, inRound := 0, map[key]bool{}
 	for _, s := range samples {
 		k := key{s.Workload, s.Server}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
+		if inRound[k] {
+			round++
+			clear(inRound)
+		}
+		inRound[k] = true
 		groups[k] = append(groups[k], s)
+		rounds[k] = append(rounds[k], round)
 	}
 	var workloads []string
 	for _, k := range order {
@@ -162,8 +176,10 @@ func SummarizeNet(samples []NetSample) []NetResult {
 			P99Ms:           med(func(s NetSample) float64 { return s.P99Ms }),
 			CPUUsPerRequest: med(func(s NetSample) float64 { return s.CPUUs }),
 		}
-		for _, x := range g {
-			r.RoundsCPU = append(r.RoundsCPU, x.CPUUs)
+		rk := rounds[k]
+		r.RoundsCPU = make([]float64, rk[len(rk)-1]+1)
+		for i, x := range g {
+			r.RoundsCPU[rk[i]] = x.CPUUs
 		}
 		r.ServerCPUPercent = r.RequestsPerSec * r.CPUUsPerRequest / 1e4
 		r.ClientBound = r.ServerCPUPercent < ClientBoundPercent

@@ -107,6 +107,33 @@ func TestNetRatiosPairRounds(t *testing.T) {
 	}
 }
 
+// TestNetRatiosPairTheRoundsAroundOneAServerMissed: a server with no measurement in round 2 (its
+// client run failed, or it did not start) has a 0 there, and its third round pairs with the
+// peer's third.
+func TestNetRatiosPairTheRoundsAroundOneAServerMissed(t *testing.T) {
+	var samples []NetSample
+	for _, line := range strings.Split(`redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
+ringev-uring-requests PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 6.00 us/request)
+redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 9.00 us/request)
+redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 10.00 us/request)
+ringev-uring-requests PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 5.00 us/request)`, "\n") {
+		s, ok := ParseNetLine(line)
+		if !ok {
+			t.Fatalf("not a measurement: %q", line)
+		}
+		samples = append(samples, s)
+	}
+	rs := SummarizeNet(samples)
+	if got := rs[1].RoundsCPU; len(got) != 3 || got[0] != 6 || got[1] != 0 || got[2] != 5 {
+		t.Errorf("ringev's RoundsCPU %v, want [6 0 5]", got)
+	}
+	q := NetRatios(rs)[0]
+	want := []float64{6.0 / 8, 5.0 / 10}
+	if len(q.CPURounds) != 2 || math.Abs(q.CPURounds[0]-want[0]) > 1e-9 || math.Abs(q.CPURounds[1]-want[1]) > 1e-9 {
+		t.Errorf("CPURounds %v, want %v (rounds 1 and 3)", q.CPURounds, want)
+	}
+}
+
 // TestWriteNetTable: the table names every server, the ratios, the client's errors and the
 // client-bound note.
 func TestWriteNetTable(t *testing.T) {
