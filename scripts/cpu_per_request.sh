@@ -31,6 +31,8 @@ for c in perf redis-server redis-benchmark wrk taskset python3; do
   command -v $c >/dev/null || { echo "cpu_per_request.sh: $c missing" >&2; exit 2; }
 done
 [ -f "${anchors:-.}/net.sh" ] || { echo "cpu_per_request.sh: no shared/anchors/net.sh beside the repository; set ANCHORS" >&2; exit 2; }
+pid=
+stop() { [ -n "$pid" ] && { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; pid=; }
 bin=$(mktemp -d); trap 'stop; rm -rf "$bin"' EXIT
 go build -o "$bin/ringev" ./cmd/ringev || exit 2
 (cd "$anchors/netpeers" && GOFLAGS=-mod=mod go build -o "$bin/netpeers" .) || exit 2
@@ -46,7 +48,6 @@ start() { # NAME CMD (with {port}); sets pid once the server accepts
   for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.05; done
   echo "cpu_per_request.sh: $1 did not start" >&2; return 1
 }
-stop() { [ -n "$pid" ] && { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; pid=; }
 ticks() { sed 's/.*) //' /proc/$pid/stat | awk '{print $12, $13}'; } # utime stime, whole process
 # measure NAME CLIENT...: the client runs three times (CPU, perf stat, perf record)
 measure() {
