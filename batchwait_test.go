@@ -168,3 +168,46 @@ func TestBatchWaitIsIgnoredByBackendsWithoutOne(t *testing.T) {
 		})
 	}
 }
+
+// roundTrips makes rounds rounds of k pipe reads on l, each round's bytes written from another
+// goroutine after gap, and runs the loop until the round's k callbacks ran.
+func roundTrips(t *testing.T, l *ringev.Loop, rounds, k int, gap time.Duration) {
+	t.Helper()
+	rs, ws := make([]int, k), make([]int, k)
+	for i := range k {
+		r, w := ownedPipe(t)
+		rs[i], ws[i] = r.fd, w.fd
+	}
+	buf := make([]byte, 8*k)
+	for round := range rounds {
+		var rec recorder
+		for i := range k {
+			must(t)(l.Read(rs[i], buf[8*i:8*i+8], -1, rec.cb, uint64(i)))
+		}
+		writeAfter(t, gap, ws...)
+		untilFor(t, l, deadline, "a round's completions", func() bool { return rec.n() == k })
+		if round == rounds-1 {
+			return
+		}
+	}
+}
+
+func TestBatchWaitBacksOffWhenALoneRequestCannotFillIt(t *testing.T) {
+	l := batchLoop(t, 16, 2*time.Millisecond)
+	roundTrips(t, l, 64, 1, 200*time.Microsecond)
+	// One completion a wait, of 16 asked for: after each batching wait that gathers fewer than
+	// 3, the next 1, 3, 7, 15, 31 then 63 blocking waits go without the batch.
+	if n, all := ringev.BatchingWaits(l), ringev.BlockingEnters(l); n > 8 || all < 64 {
+		t.Fatalf("%d of %d blocking waits batched for 64 lone reads; want at most 8 (the back-off)", n, all)
+	}
+}
+
+func TestBatchWaitStaysOnWhileBatchesFill(t *testing.T) {
+	l := batchLoop(t, 4, time.Second)
+	roundTrips(t, l, 16, 4, time.Millisecond)
+	// Each round's 4 completions arrive together, filling the batch of 4: every blocking wait
+	// batches (a round whose bytes came before the loop slept made none).
+	if n, all := ringev.BatchingWaits(l), ringev.BlockingEnters(l); n != all || all < 8 {
+		t.Fatalf("%d of %d blocking waits batched for 16 rounds of 4 reads that fill the batch; want all (and 8 or more)", n, all)
+	}
+}

@@ -19,3 +19,12 @@ func RequestLinked(h Request) bool {
 // TimersPending returns how many timers l holds (the loop's own, a request's deadline
 // timer included).
 func TimersPending(l *Loop) int { return len(l.timers) }
+
+// BatchingWaits returns how many blocking waits of l's uring backend used WithBatchWait's
+// min_wait (0 on another backend).
+func BatchingWaits(l *Loop) uint64 {
+	if b, ok := l.be.(*uringBackend); ok {
+		return b.batched
+	}
+	return 0
+}
