@@ -47,7 +47,9 @@ flags:
                     wakes for fewer (io_uring's min_wait, Linux 6.12): fewer wake-ups and
                     enters per request, up to D more latency for each completion waited
                     for (a new connection's first reply waits for its accept and its recv:
-                    up to 2×D); also for SIGINT/SIGTERM (default off; ringev.WithBatchWait)
+                    up to 2×D); also for SIGINT/SIGTERM; a wait that gathers fewer than 3
+                    backs off for a while, so a light load is not delayed (default off;
+                    ringev.WithBatchWait)
                     With it, unless GOMAXPROCS is set in the environment, the runtime gets
                     a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the runtime's
                     monitor takes the P of a loop that sleeps in the kernel across its tick
