@@ -191,11 +191,17 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		// that were not coming (a lone client's request waits the whole min_wait): wait
 		// without it for the next 1, 3, 7, ... maxBatchSkip blocking waits, then try again.
 		// A load that batches (50 clients at -P 1: ~8 a wait) keeps it.
-		if err == nil && b.batchN > 2 && b.ring.CQReady() < batchFew {
-			b.batchMiss = min(2*b.batchMiss+1, maxBatchSkip)
-			b.batchSkip = b.batchMiss
-		} else {
-			b.batchMiss = 0
+		// A wait that the next timer ended with nothing ready (ETIME) delayed nothing and
+		// says nothing about the load: it leaves the back-off as it was (a reset there would
+		// undo it for a lone client on a loop with a timer firing between its requests). A
+		// batch of 2 backs off when it gathers 1; a batch of 1 never waits past a completion.
+		if err == nil {
+			if b.batchN > 1 && b.ring.CQReady() < min(batchFew, b.batchN) {
+				b.batchMiss = min(2*b.batchMiss+1, maxBatchSkip)
+				b.batchSkip = b.batchMiss
+			} else {
+				b.batchMiss = 0
+			}
 		}
 	} else {
 		if b.batchSkip > 0 && b.reqs != nil && b.reqs.inflight > 0 {

@@ -211,3 +211,34 @@ func TestBatchWaitStaysOnWhileBatchesFill(t *testing.T) {
 		t.Fatalf("%d of %d blocking waits batched for 16 rounds of 4 reads that fill the batch; want all (and 8 or more)", n, all)
 	}
 }
+
+// tick runs a timer on l every d until the test ends.
+func tick(l *ringev.Loop, d time.Duration) {
+	var again func(*ringev.Timer)
+	again = func(*ringev.Timer) { l.AddTimer(d, again) }
+	l.AddTimer(d, again)
+}
+
+// TestBatchWaitBackOffSurvivesTimerEndedWaits: a batching wait that a timer ends with nothing
+// ready (ETIME) does not reset the back-off, so a lone client on a loop with a timer that fires
+// several times between its requests is backed off as without the timer.
+func TestBatchWaitBackOffSurvivesTimerEndedWaits(t *testing.T) {
+	l := batchLoop(t, 16, 2*time.Millisecond)
+	tick(l, time.Millisecond)
+	roundTrips(t, l, 32, 1, 5*time.Millisecond)
+	// ~5 timer-ended waits per request. Without the back-off (the reset) about 3 in 4 blocking
+	// waits batch; with it, most of them go without.
+	if n, all := ringev.BatchingWaits(l), ringev.BlockingEnters(l); 2*n > all || all < 64 {
+		t.Fatalf("%d of %d blocking waits batched for 32 lone reads with a 1 ms timer; want fewer than half (the back-off)", n, all)
+	}
+}
+
+// TestBatchWaitOfTwoBacksOffWhenALoneRequestCannotFillIt: a batch of 2 that gathers 1 backs off
+// like a larger one (a lone request would wait the whole min_wait for a second).
+func TestBatchWaitOfTwoBacksOffWhenALoneRequestCannotFillIt(t *testing.T) {
+	l := batchLoop(t, 2, 2*time.Millisecond)
+	roundTrips(t, l, 64, 1, 200*time.Microsecond)
+	if n, all := ringev.BatchingWaits(l), ringev.BlockingEnters(l); n > 8 || all < 64 {
+		t.Fatalf("%d of %d blocking waits batched for 64 lone reads with a batch of 2; want at most 8 (the back-off)", n, all)
+	}
+}
