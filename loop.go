@@ -235,7 +235,7 @@ func WithBackend(name string) Option {
 // waits wait without it, then one tries again; one that gathers 3 or more resets the back-off.
 // So a lone client's request waits d at most once every 64 waits (redis-benchmark -c 1, plain:
 // p50 0.039 ms with `serve --batch-wait 50us`, 0.079 without the back-off, 0.039 with no
-// batch), while 50 clients at -P 1 keep ~90 % of the waits batched.
+// batch), while 50 clients at -P 1 keep 70-90 % of the waits batched.
 //
 // Give the program a spare P (GOMAXPROCS at least the number of loops plus one): at GOMAXPROCS
 // 1 the runtime's monitor (sysmon) takes the P of a thread that stays in a syscall across its
