@@ -43,7 +43,7 @@ type uringBackend struct {
 	batchWait time.Duration
 	// batchSkip: blocking waits left that wait without the batch after a batching wait that
 	// found fewer than batchFew completions (a load too light to batch); batchMiss: the skip
-	// after the last such miss (1, 2, 4, ... maxBatchSkip); batched: batching waits made.
+	// after the last such miss (1, 3, 7, ... maxBatchSkip); batched: batching waits made.
 	batchSkip, batchMiss int
 	batched              uint64
 	// hides: probeHides when the loop was made (a test's kernel without some opcodes), for

@@ -394,10 +394,18 @@ func (l *Loop) CheckOp(op Op) error {
 	if op == OpSQE && l.beName != "uring" {
 		return fmt.Errorf("ringev: SubmitSQE on the %q backend: %w", l.beName, ErrNeedsUring)
 	}
-	rq := l.reqs()
+	if err := l.reqs().opOK(op); err != nil {
+		return fmt.Errorf("ringev: %v: %w", op, err)
+	}
+	return nil
+}
+
+// opOK is the backend's check of op (drv.check), asked once: a nil answer is kept in okOps
+// (the backend's answer does not change).
+func (rq *requests) opOK(op Op) error {
 	if rq.okOps&(1<<op) == 0 {
 		if err := rq.drv.check(op); err != nil {
-			return fmt.Errorf("ringev: %v: %w", op, err)
+			return err
 		}
 		rq.okOps |= 1 << op
 	}
@@ -438,11 +446,8 @@ func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callbac
 		return nil, fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", op, fd, len(buf), maxRideLen, unix.EINVAL)
 	}
 	rq := l.reqs()
-	if rq.okOps&(1<<op) == 0 {
-		if err := rq.drv.check(op); err != nil {
-			return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
-		}
-		rq.okOps |= 1 << op // the backend's answer does not change
+	if err := rq.opOK(op); err != nil {
+		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
 	}
 	if err := rq.checkFdOpen(fd); err != nil {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
