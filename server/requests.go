@@ -78,15 +78,14 @@ type reqDriver struct {
 	lfd     int            // the listening socket; -1 once closed
 	accept  ringev.Request // the multishot accept
 	onAcc   ringev.Callback
-	onLst   ringev.Callback     // the listener's CloseFd
-	lclosed bool                // the listener's CloseFd has completed (or there was none)
-	group   *ringev.BufferGroup // RecvMultishot's buffers; nil in RecvPerConn mode
-	// recvMode is the receive mode this loop uses: Config.Recv, or RecvPerConn where the
-	// default RecvMultishot is unavailable
-	recvMode string
-	conns    map[*rconn]struct{}
-	free     [][]byte // output and leftover-input buffers, len 0 (at most freeBufs)
-	rfree    [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
+	onLst   ringev.Callback // the listener's CloseFd
+	lclosed bool            // the listener's CloseFd has completed (or there was none)
+	// group: RecvMultishot's buffers; nil in RecvPerConn mode (Config.Recv, or the default's
+	// fallback where the multishot recv is unavailable)
+	group *ringev.BufferGroup
+	conns map[*rconn]struct{}
+	free  [][]byte // output and leftover-input buffers, len 0 (at most freeBufs)
+	rfree [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
 	timers
@@ -123,12 +122,12 @@ var recvMultishotCheck = func(loop *ringev.Loop) error { return loop.CheckOp(rin
 
 // newReqDriver starts serving on loop with requests: a multishot accept on lfd (a non-blocking
 // listening socket, which it owns from now on and closes), and, for a Ticker, its timer. Errors:
-// the loop's, from AcceptMultishot or NewBufferGroup (naming the kernel feature missing).
+// the loop's, from CheckOp, NewBufferGroup (with Config.Recv RecvMultishot named) or
+// AcceptMultishot (naming the kernel feature missing).
 func newReqDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*reqDriver, error) {
 	d := &reqDriver{srv: srv, loop: loop, proto: proto, lfd: lfd, conns: map[*rconn]struct{}{}}
 	d.onAcc, d.onLst = d.accepted, d.listenerClosed
-	d.recvMode = srv.cfg.Recv
-	if d.recvMode == RecvMultishot {
+	if srv.cfg.Recv == RecvMultishot {
 		err := recvMultishotCheck(loop)
 		if err == nil {
 			d.group, err = loop.NewBufferGroup(RecvGroupBuffers, RecvBufferSize)
@@ -139,7 +138,6 @@ func newReqDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*req
 			// the default, not asked for: any reason it cannot be had (a kernel without it,
 			// EOPNOTSUPP; a buffer ring the kernel refuses, ENOMEM) leaves the per-conn mode
 			srv.logf("multishot recv unavailable, receiving %s instead: %v", RecvPerConn, err)
-			d.recvMode = RecvPerConn
 		default:
 			unix.Close(lfd)
 			return nil, err
@@ -151,6 +149,15 @@ func newReqDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*req
 	}
 	d.startTick(loop, proto)
 	return d, nil
+}
+
+// recvMode is the receive mode the driver uses: RecvMultishot with a buffer group, else
+// RecvPerConn.
+func (d *reqDriver) recvMode() string {
+	if d.group != nil {
+		return RecvMultishot
+	}
+	return RecvPerConn
 }
 
 // armAccept submits the multishot accept.

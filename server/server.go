@@ -90,7 +90,8 @@ type Server struct {
 // Errors: one naming an unknown API or Recv mode; one naming the address when it cannot be listened on (wrapping the
 // errno, e.g. unix.EADDRINUSE); the backend's error from ringev.New (e.g. wrapping
 // ringev.ErrUnknownBackend); with Recv RecvMultishot named (not "") on a kernel without the
-// multishot recv, the loop's error naming the feature (wrapping unix.EOPNOTSUPP). On error
+// multishot recv, the loop's error naming the feature (wrapping unix.EOPNOTSUPP), or the error
+// that made the provided buffer ring fail (e.g. ENOMEM). On error
 // nothing is left running or open.
 func Start(cfg Config) (*Server, error) {
 	switch cfg.API {
@@ -152,7 +153,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.backend, s.reason = s.loops[0].Backend(), s.loops[0].BackendReason()
 	if d, ok := s.drivers[0].(*reqDriver); ok {
-		s.recv = d.recvMode
+		s.recv = d.recvMode()
 	}
 	return s, nil
 }

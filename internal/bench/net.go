@@ -83,9 +83,9 @@ type NetResult struct {
 	P50Ms           float64 `json:"p50_ms"`
 	P99Ms           float64 `json:"p99_ms,omitempty"`
 	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
-	// RoundsCPU is the CPU µs per request of each round, in round order (0: none that round, as
-	// when net.sh printed that run's line without its figures, or none): SummarizeNet tells the rounds apart by the order of the
-	// samples (a server and workload measured again starts the next round).
+	// RoundsCPU is the CPU µs per request of each round, in round order; 0 for a round without
+	// it (a client run whose line had no figures). SummarizeNet tells the rounds apart by the
+	// order of the samples: a server and workload measured again starts the next round.
 	RoundsCPU []float64 `json:"cpu_us_per_request_rounds,omitempty"`
 	// ServerCPUPercent is the share of one core the server used: RequestsPerSec ×
 	// CPUUsPerRequest / 10^4.
