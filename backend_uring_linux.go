@@ -66,11 +66,44 @@ func setBatchWait(be backend, n int, d time.Duration) error {
 	if !ok {
 		return nil
 	}
-	if b.ring.Features()&uring.FeatMinTimeout == 0 {
-		return fmt.Errorf("ringev: WithBatchWait needs IORING_FEAT_MIN_TIMEOUT (Linux 6.12), which this kernel lacks: %w", unix.EOPNOTSUPP)
+	if err := minTimeoutFeature(b.ring); err != nil {
+		return err
 	}
 	b.batchN, b.batchWait = uint32(n), d
 	return nil
+}
+
+// featureHides, set only by tests (export_test.go), masks IORING_FEAT_* bits off what the
+// kernel reports to WithBatchWait and CheckBatchWait: a kernel without those features.
+var featureHides uint32
+
+// minTimeoutFeature returns nil if r's kernel has IORING_FEAT_MIN_TIMEOUT (Linux 6.12), else
+// the error WithBatchWait and CheckBatchWait give: it names the feature and wraps
+// unix.EOPNOTSUPP.
+func minTimeoutFeature(r *uring.Ring) error {
+	if r.Features()&^featureHides&uring.FeatMinTimeout == 0 {
+		return fmt.Errorf("ringev: WithBatchWait needs IORING_FEAT_MIN_TIMEOUT (Linux 6.12), which this kernel lacks: %w", unix.EOPNOTSUPP)
+	}
+	return nil
+}
+
+// CheckBatchWait tells, without making a loop, whether a loop on the uring backend can have
+// WithBatchWait's batching wait here: nil if it can; otherwise an error like the one
+// New(WithBackend("uring"), WithBatchWait(n, d)) would return: one wrapping unix.EOPNOTSUPP
+// that names IORING_FEAT_MIN_TIMEOUT (Linux 6.12) when the kernel lacks it, or io_uring_setup's
+// own error when io_uring cannot be used at all (wrapping unix.ENOSYS, or unix.EPERM when the
+// kernel.io_uring_disabled sysctl forbids it; see uring.New), which names this check's ring
+// of 2 entries where New's names its own. It sets up and closes a ring of
+// 2 SQ entries (one io_uring_setup(2) and close(2), a few µs); its answer does not change while
+// the program runs. A program that wants the batching wait only where the kernel has it (as
+// `ringev serve` does by default) asks this first.
+func CheckBatchWait() error {
+	r, err := uring.New(uring.WithEntries(2))
+	if err != nil {
+		return err // the binding's error starts with "uring:" and names the call
+	}
+	defer r.Close()
+	return minTimeoutFeature(r)
 }
 
 // uringEpollTag is the user_data of the EPOLL_WAIT (or fallback POLL_ADD) SQE; the I/O SQEs

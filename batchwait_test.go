@@ -2,12 +2,15 @@ package ringev_test
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/uring"
 )
 
 // batchLoop is a uring loop with WithBatchWait(n, d), skipped where the kernel lacks
@@ -237,5 +240,54 @@ func TestBatchWaitOfTwoBacksOffWhenALoneRequestCannotFillIt(t *testing.T) {
 	roundTrips(t, l, 64, 1, 200*time.Microsecond)
 	if n, all := ringev.BatchingWaits(l), ringev.BlockingEnters(l); n > 8 || all < 64 {
 		t.Fatalf("%d of %d blocking waits batched for 64 lone reads with a batch of 2; want at most 8 (the back-off)", n, all)
+	}
+}
+
+// TestCheckBatchWaitAgreesWithNew: CheckBatchWait says nil exactly when a uring loop with
+// WithBatchWait can be made, and otherwise an error wrapping the errno New's does; it leaves no
+// fd open.
+func TestCheckBatchWaitAgreesWithNew(t *testing.T) {
+	before := openFds(t)
+	checkErr := ringev.CheckBatchWait()
+	if after := openFds(t); !slices.Equal(before, after) {
+		t.Errorf("CheckBatchWait left fds: %v before, %v after", before, after)
+	}
+	l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(16, 50*time.Microsecond))
+	if err == nil {
+		l.Close()
+	}
+	switch {
+	case checkErr == nil && err != nil:
+		t.Fatalf("CheckBatchWait: nil, but New with WithBatchWait: %v", err)
+	case checkErr != nil && err == nil:
+		t.Fatalf("CheckBatchWait: %v, but New with WithBatchWait made a loop", checkErr)
+	case checkErr != nil:
+		for _, errno := range []error{unix.EOPNOTSUPP, unix.EPERM, unix.ENOSYS} {
+			if errors.Is(checkErr, errno) != errors.Is(err, errno) {
+				t.Errorf("CheckBatchWait: %q, New: %q; want both to wrap %v or neither", checkErr, err, errno)
+			}
+		}
+	}
+}
+
+// TestCheckBatchWaitNamesMinTimeoutWhenTheKernelLacksIt: on a kernel without
+// IORING_FEAT_MIN_TIMEOUT (played by hiding the bit) CheckBatchWait's error names the feature
+// and wraps EOPNOTSUPP, and New with WithBatchWait fails with it.
+func TestCheckBatchWaitNamesMinTimeoutWhenTheKernelLacksIt(t *testing.T) {
+	l, err := ringev.New(ringev.WithBackend("uring"))
+	requireNew(t, "uring", err)
+	l.Close()
+	defer ringev.SetFeatureHides(uring.FeatMinTimeout)()
+	err = ringev.CheckBatchWait()
+	if !errors.Is(err, unix.EOPNOTSUPP) || !strings.Contains(err.Error(), "IORING_FEAT_MIN_TIMEOUT") {
+		t.Fatalf("CheckBatchWait without the feature: %v, want EOPNOTSUPP naming IORING_FEAT_MIN_TIMEOUT", err)
+	}
+	l, newErr := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(16, 50*time.Microsecond))
+	if newErr == nil {
+		l.Close()
+		t.Fatal("New with WithBatchWait made a loop on a kernel without IORING_FEAT_MIN_TIMEOUT")
+	}
+	if newErr.Error() != err.Error() {
+		t.Errorf("New: %q, CheckBatchWait: %q; want the same error", newErr, err)
 	}
 }

@@ -59,3 +59,11 @@ func SetProbeHides(codes ...uint8) (restore func()) {
 	probeHides = func(c uint8) bool { return slices.Contains(codes, c) }
 	return func() { probeHides = old }
 }
+
+// SetFeatureHides makes WithBatchWait and CheckBatchWait take the given IORING_FEAT_* bits
+// (uring.Feat*) as missing from the kernel, and returns a function that restores them.
+func SetFeatureHides(mask uint32) (restore func()) {
+	old := featureHides
+	featureHides = mask
+	return func() { featureHides = old }
+}

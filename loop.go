@@ -246,8 +246,9 @@ func WithBackend(name string) Option {
 // Errors from New: one wrapping unix.EINVAL for n outside [1, 1024] or d outside [1 µs, 1 s]
 // (with d > 0); on the uring
 // backend, one wrapping unix.EOPNOTSUPP that names IORING_FEAT_MIN_TIMEOUT when the kernel lacks
-// it. The other backends have no batching wait and ignore the option (their blocking wait
-// returns at the first completion, as without it).
+// it (CheckBatchWait asks beforehand, without making a loop). The other backends have no
+// batching wait and ignore the option (their blocking wait returns at the first completion, as
+// without it).
 func WithBatchWait(n int, d time.Duration) Option {
 	return func(o *options) { o.batchN, o.batchWait = n, d }
 }
