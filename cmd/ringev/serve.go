@@ -48,13 +48,18 @@ flags:
                     enters per request, up to D more latency for each completion waited
                     for (a new connection's first reply waits for its accept and its recv:
                     up to 2×D); also for SIGINT/SIGTERM; a wait that gathers fewer than 3
-                    backs off for a while, so a light load is not delayed (default off;
-                    ringev.WithBatchWait)
-                    With it, unless GOMAXPROCS is set in the environment, the runtime gets
-                    a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the runtime's
-                    monitor takes the P of a loop that sleeps in the kernel across its tick
-                    and wakes a thread to hold it, which costs more than the batch saves
-  --batch N         completions a batching wait waits for, 1..1024 (default 16)
+                    backs off for a while, so a light load is not delayed; off: no batching
+                    wait (ringev.WithBatchWait)
+                    Default: %v for %d on uring where the kernel has min_wait
+                    (ringev.CheckBatchWait) and the environment's GOMAXPROCS, if set, leaves
+                    a spare P; otherwise off, and the first line says why
+                    With a batching wait, unless GOMAXPROCS is set in the environment, the
+                    runtime gets a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the
+                    runtime's monitor takes the P of a loop that sleeps in the kernel across
+                    its tick and wakes a thread to hold it, which costs more than the batch
+                    saves
+  --batch N         completions a batching wait waits for, 1..1024 (default %d; needs
+                    --batch-wait D)
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
 writes the replies, closes them and exits 0 (connections still open after 5 s are closed; a
@@ -75,6 +80,31 @@ type serveOptions struct {
 	// batchWait, batch: --batch-wait (0: off) and --batch (ringev.WithBatchWait)
 	batchWait time.Duration
 	batch     int
+	// batchAuto: no --batch-wait, the requests API, backend auto or uring: the batching wait is
+	// defaultBatchWait where the kernel and GOMAXPROCS allow it (autoBatchOff), decided at start
+	batchAuto bool
+}
+
+// defaultBatchWait and defaultBatch are serve's batching wait when --batch-wait is not given
+// (and --batch's default): 50 µs for 16 completions (docs/serve.md, "The batching wait").
+const (
+	defaultBatchWait = 50 * time.Microsecond
+	defaultBatch     = 16
+)
+
+// checkBatchWait is ringev.CheckBatchWait; tests play a kernel without min_wait with it.
+var checkBatchWait = ringev.CheckBatchWait
+
+// autoBatchOff tells why serve's default batching wait is off for loops loops, with env the
+// environment's GOMAXPROCS ("" unset) and check ringev.CheckBatchWait: "" when it is on.
+func autoBatchOff(loops int, env string, check func() error) string {
+	if n, err := strconv.Atoi(env); err == nil && n > 0 && n < loops+1 {
+		return fmt.Sprintf("GOMAXPROCS=%s in the environment leaves no spare P for %d loop(s); a batching wait needs GOMAXPROCS %d (see --batch-wait)", env, loops, loops+1)
+	}
+	if err := check(); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // defaultAPI is --api's default: the library's (server.DefaultAPI, whose doc says why).
@@ -88,7 +118,8 @@ func serveUsage() string {
 	if defaultAPI == server.APIRequests {
 		other = server.APIReadiness
 	}
-	return fmt.Sprintf(usageServe, strings.Join(ringev.Backends(), ", "), defaultAPI, other, maxLoops)
+	return fmt.Sprintf(usageServe, strings.Join(ringev.Backends(), ", "), defaultAPI, other, maxLoops,
+		defaultBatchWait, defaultBatch, defaultBatch)
 }
 
 // parseServe parses the arguments of `ringev serve`: flag.ErrHelp for -h/--help, a *usageError
@@ -155,7 +186,13 @@ func parseServe(args []string) (serveOptions, error) {
 	if set["batch"] && !set["batch-wait"] {
 		return o, &usageError{"--batch: give --batch-wait too (how long a batching wait may last)"}
 	}
-	if set["batch-wait"] {
+	if set["batch"] && o.batchWait == 0 {
+		return o, &usageError{"--batch: --batch-wait is off, so there is no batching wait to size"}
+	}
+	if !set["batch-wait"] && o.api == server.APIRequests && (o.backend == "auto" || o.backend == "uring") {
+		o.batchAuto = true
+	}
+	if o.batchWait > 0 {
 		if o.api != server.APIRequests {
 			return o, &usageError{fmt.Sprintf("--batch-wait: only the %s API batches completions, and --api is %s", server.APIRequests, o.api)}
 		}
@@ -163,7 +200,7 @@ func parseServe(args []string) (serveOptions, error) {
 			return o, &usageError{fmt.Sprintf("--batch-wait: only the uring backend has a batching wait, and --backend is %s", o.backend)}
 		}
 		if !set["batch"] {
-			o.batch = 16
+			o.batch = defaultBatch
 		}
 	}
 	if o.addr == "" {
@@ -172,12 +209,15 @@ func parseServe(args []string) (serveOptions, error) {
 	return o, nil
 }
 
-// parseBatchWait parses a --batch-wait value (serve's, and bench net's for its -bw server): a
+// parseBatchWait parses a --batch-wait value (serve's, and bench net's): "off" (0), or a
 // duration from 1µs (the kernel's unit) to 1s, as ringev.WithBatchWait takes.
 func parseBatchWait(s string) (time.Duration, error) {
+	if s == "off" {
+		return 0, nil
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, errors.New("not a duration (e.g. 50us, 1ms)")
+		return 0, errors.New("not a duration (e.g. 50us, 1ms) nor off")
 	}
 	if d < time.Microsecond || d > time.Second {
 		return 0, errors.New("must be 1us..1s")
@@ -231,6 +271,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	batchOff := "" // why the default batching wait is off
+	if o.batchAuto {
+		if batchOff = autoBatchOff(o.loops, os.Getenv("GOMAXPROCS"), checkBatchWait); batchOff == "" {
+			o.batchWait, o.batch = defaultBatchWait, defaultBatch
+		}
+	}
 	var loopOpts []ringev.Option
 	if o.batchWait > 0 {
 		loopOpts = append(loopOpts, ringev.WithBatchWait(o.batch, o.batchWait))
@@ -261,6 +307,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		api += fmt.Sprintf(", batching wait %v for %d, GOMAXPROCS %d", o.batchWait, o.batch, runtime.GOMAXPROCS(0))
 	case o.batchWait > 0: // auto fell back: the other backends have no batching wait
 		api += fmt.Sprintf(", no batching wait: the %s backend has none", srv.Backend())
+	case batchOff != "" && srv.Backend() == "uring":
+		api += ", no batching wait: " + batchOff
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr(), srv.Backend(), o.loops, api)

@@ -2,21 +2,29 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
 )
 
 // TestParseServeDefaults: each protocol has its default address, the default API, the requests
-// API's default receive mode, auto backend, one loop; the protocol may come after the flags.
+// API's default receive mode, auto backend, one loop, the default batching wait decided at start
+// (the requests API); the protocol may come after the flags.
 func TestParseServeDefaults(t *testing.T) {
 	for _, args := range [][]string{{"resp"}, {"--loops", "1", "resp"}} {
 		o, err := parseServe(args)
-		if err != nil || o != (serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: defaultAPI, loops: 1}) {
+		if err != nil || o != (serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: defaultAPI, loops: 1, batchAuto: defaultAPI == "requests"}) {
 			t.Errorf("%q: %+v, %v", args, o, err)
 		}
 	}
@@ -27,6 +35,10 @@ func TestParseServeDefaults(t *testing.T) {
 	o, err = parseServe([]string{"resp", "--api", "requests", "--batch-wait", "50us"})
 	if err != nil || o.batchWait != 50*time.Microsecond || o.batch != 16 {
 		t.Errorf("--batch-wait 50us: %+v, %v (want a batch of 16 by default)", o, err)
+	}
+	o, err = parseServe([]string{"resp", "--api", "requests", "--batch-wait", "off"})
+	if err != nil || o.batchWait != 0 || o.batchAuto {
+		t.Errorf("--batch-wait off: %+v, %v (want no batching wait, default or not)", o, err)
 	}
 	o, err = parseServe([]string{"echo", "--api", "requests", "--recv", "multishot"})
 	if err != nil || o.api != "requests" || o.recv != "multishot" {
@@ -57,6 +69,7 @@ func TestParseServeBadInput(t *testing.T) {
 		{[]string{"resp", "--api", "requests", "--batch-wait", "2s"}, []string{"--batch-wait", "1us..1s"}},
 		{[]string{"resp", "--api", "requests", "--batch-wait", "50us", "--batch", "2000"}, []string{"--batch", "<= 1024"}},
 		{[]string{"resp", "--api", "requests", "--batch", "8"}, []string{"--batch", "give --batch-wait too"}},
+		{[]string{"resp", "--batch-wait", "off", "--batch", "8"}, []string{"--batch", "--batch-wait is off"}},
 		{[]string{"resp", "--api", "readiness", "--batch-wait", "50us"}, []string{"--batch-wait", "only the requests API", "--api is readiness"}},
 		{[]string{"resp", "--api", "requests", "--backend", "epoll", "--batch-wait", "50us"}, []string{"--batch-wait", "only the uring backend", "--backend is epoll"}},
 	} {
@@ -89,6 +102,13 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 // address it prints: the connection (closed when the test ends), the scanner of the rest of
 // its stderr (the caller reads it to the end) and the channel of its exit status.
 func startServeEcho(t *testing.T, args ...string) (net.Conn, *bufio.Scanner, <-chan int) {
+	c, lines, code, _ := startServeEchoBanner(t, args...)
+	return c, lines, code
+}
+
+// startServeEchoBanner is startServeEcho that also returns serve's first line (the one with
+// the address).
+func startServeEchoBanner(t *testing.T, args ...string) (net.Conn, *bufio.Scanner, <-chan int, string) {
 	t.Helper()
 	r, w := io.Pipe()
 	code := make(chan int, 1)
@@ -97,10 +117,10 @@ func startServeEcho(t *testing.T, args ...string) (net.Conn, *bufio.Scanner, <-c
 		w.Close()
 	}()
 	lines := bufio.NewScanner(r)
-	var addr string
+	var addr, banner string
 	for addr == "" && lines.Scan() {
 		if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(lines.Text()); m != nil {
-			addr = m[1]
+			addr, banner = m[1], lines.Text()
 		}
 	}
 	if addr == "" {
@@ -111,12 +131,19 @@ func startServeEcho(t *testing.T, args ...string) (net.Conn, *bufio.Scanner, <-c
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, lines, code
+	return c, lines, code, banner
 }
 
 // testServeSIGTERM is TestServeStopsOnSIGTERM with one API.
 func testServeSIGTERM(t *testing.T, api []string) {
 	c, lines, code := startServeEcho(t, api...)
+	echoThenSIGTERM(t, c, lines, code)
+}
+
+// echoThenSIGTERM checks that c, a connection to a `ringev serve echo` started by
+// startServeEcho, echoes, then stops serve with SIGTERM and wants exit status 0 within 10 s.
+func echoThenSIGTERM(t *testing.T, c net.Conn, lines *bufio.Scanner, code <-chan int) {
+	t.Helper()
 	go func() { // the rest of stderr
 		for lines.Scan() {
 		}
@@ -174,5 +201,85 @@ func TestServeSecondSignalClosesAtOnce(t *testing.T) {
 	}
 	if out := <-said; !strings.Contains(out, "SIGTERM again: closing 1 connection(s) now") {
 		t.Errorf("stderr %q does not say the second SIGTERM closed the connection", out)
+	}
+}
+
+// serveBanner runs `ringev serve echo args...` with GOMAXPROCS=env in its environment ("":
+// unset), checks that it echoes and stops on SIGTERM, and returns its first line. The
+// process's GOMAXPROCS, which serve may raise, is restored after.
+func serveBanner(t *testing.T, env string, args ...string) string {
+	t.Helper()
+	t.Setenv("GOMAXPROCS", env)
+	if env == "" {
+		os.Unsetenv("GOMAXPROCS") // t.Setenv restores it at the end of the test
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	c, lines, code, banner := startServeEchoBanner(t, args...)
+	echoThenSIGTERM(t, c, lines, code)
+	return banner
+}
+
+// requireBatchWait skips the test where a uring loop cannot have the batching wait, naming
+// the reason (IORING_FEAT_MIN_TIMEOUT, Linux 6.12, or io_uring off).
+func requireBatchWait(t *testing.T) {
+	t.Helper()
+	if err := ringev.CheckBatchWait(); err != nil {
+		t.Skipf("no batching wait here (IORING_FEAT_MIN_TIMEOUT, Linux 6.12, or io_uring): %v", err)
+	}
+}
+
+// TestServeBatchesByDefaultWhereTheKernelHasMinWait: with no --batch-wait, the requests API on
+// uring batches (50µs for 16) and gives the runtime a spare P.
+func TestServeBatchesByDefaultWhereTheKernelHasMinWait(t *testing.T) {
+	requireBatchWait(t)
+	for _, args := range [][]string{nil, {"--backend", "uring"}} {
+		if b := serveBanner(t, "", args...); !strings.Contains(b, "backend uring") || !strings.Contains(b, "batching wait 50µs for 16, GOMAXPROCS 2") {
+			t.Errorf("serve echo %q: %q, want the batching wait of 50µs for 16 with GOMAXPROCS 2", args, b)
+		}
+	}
+}
+
+// TestServeDefaultBatchIsOffWithoutMinWait: on a kernel without IORING_FEAT_MIN_TIMEOUT (the
+// check played) serve serves without a batching wait and its first line names the feature.
+func TestServeDefaultBatchIsOffWithoutMinWait(t *testing.T) {
+	requireBatchWait(t)
+	old := checkBatchWait
+	checkBatchWait = func() error {
+		return fmt.Errorf("ringev: WithBatchWait needs IORING_FEAT_MIN_TIMEOUT (Linux 6.12), which this kernel lacks: %w", unix.EOPNOTSUPP)
+	}
+	defer func() { checkBatchWait = old }()
+	b := serveBanner(t, "", "--backend", "uring")
+	if !strings.Contains(b, "no batching wait: ") || !strings.Contains(b, "IORING_FEAT_MIN_TIMEOUT") {
+		t.Errorf("first line %q does not say there is no batching wait for lack of IORING_FEAT_MIN_TIMEOUT", b)
+	}
+}
+
+// TestServeDefaultBatchIsOffWhenGOMAXPROCSLeavesNoSpareP: GOMAXPROCS=1 in the environment with
+// one loop turns the default batching wait off, and the first line says why; 2 keeps it.
+func TestServeDefaultBatchIsOffWhenGOMAXPROCSLeavesNoSpareP(t *testing.T) {
+	requireBatchWait(t)
+	if b := serveBanner(t, "1", "--backend", "uring"); !strings.Contains(b, "no batching wait: GOMAXPROCS=1 in the environment leaves no spare P") {
+		t.Errorf("GOMAXPROCS=1: %q, want no batching wait for want of a spare P", b)
+	}
+	if b := serveBanner(t, "2", "--backend", "uring"); !strings.Contains(b, "batching wait 50µs for 16") {
+		t.Errorf("GOMAXPROCS=2: %q, want the batching wait", b)
+	}
+}
+
+// TestServeBatchWaitOffHasNoBatchingWait: --batch-wait off turns the default off, silently.
+func TestServeBatchWaitOffHasNoBatchingWait(t *testing.T) {
+	requireBatchWait(t)
+	if b := serveBanner(t, "", "--backend", "uring", "--batch-wait", "off"); strings.Contains(b, "batching wait") {
+		t.Errorf("--batch-wait off: %q, want no batching wait mentioned", b)
+	}
+}
+
+// TestServeReadinessAPIHasNoDefaultBatchingWait: the readiness API, and the requests API on
+// epoll, never batch and never mention it.
+func TestServeReadinessAPIHasNoDefaultBatchingWait(t *testing.T) {
+	for _, args := range [][]string{{"--api", "readiness"}, {"--backend", "epoll"}} {
+		if b := serveBanner(t, "", args...); strings.Contains(b, "batching wait") {
+			t.Errorf("serve echo %q: %q, want no batching wait mentioned", args, b)
+		}
 	}
 }
