@@ -18,15 +18,17 @@ import (
 )
 
 const usageBenchNet = `usage: ringev bench net [--rounds N] [--seconds S] [--requests N] [--backend a,b]
-                       [--api a,b] [--slowsys N] [--syscalls] [--batch-wait D] [--anchors DIR]
-                       [--json] [--png FILE]
+                       [--api a,b] [--slowsys N] [--syscalls] [--batch-wait D|off]
+                       [--unbatched] [--anchors DIR] [--json] [--png FILE]
 
 Runs the anchors' net.sh: the network peers (redis-server 7, redcon, nginx with 1 worker, gnet
 with 1 loop, Go net/http), each pinned to CPU 0 and driven by its real client pinned to CPU 1
 (redis-benchmark -c 50 -P 1 and -P 16: PING_INLINE, PING_MBULK, SET, GET; wrk -t1 -c256,
 HTTP/1.1 plaintext at pipelining depth 1 and 16), with ringev's servers in the same rounds:
-  ringev-B-A   ringev serve resp|http --backend B --api A (GOMAXPROCS=1)
-  ringev-uring-requests-bw   the same with --batch-wait D and GOMAXPROCS=2 (with --batch-wait)
+  ringev-B-A   ringev serve resp|http --backend B --api A (GOMAXPROCS=1), except
+  ringev-uring-requests   serve's defaults, GOMAXPROCS not set: the batching wait where the
+               kernel has it, with the spare P serve then gives the runtime (GOMAXPROCS 2)
+  ringev-uring-requests-nobw   the same with --batch-wait off and GOMAXPROCS=1 (--unbatched)
 for each backend B and API A (requests: completion I/O, in its default receive mode;
 readiness: fd events and non-blocking read/write). Prints one table: the medians of the rounds
 of requests/s, p50, p99, the server's CPU µs per request, the share of a core it used (below
@@ -49,9 +51,11 @@ flags:
                   after net.sh's (PING_INLINE -P 1/16, plaintext depth 1/16), strace attached
                   once the server is up; strace slows the server, which changes batching a
                   little, so take the counts as close, not exact
-  --batch-wait D  also run ringev-uring-requests-bw: uring, requests API, serve --batch-wait D
-                  (io_uring's min_wait: a sleeping loop waits up to D for 16 completions),
-                  GOMAXPROCS=2 (the spare P serve gives it; still pinned to one CPU)
+  --batch-wait D  ringev-uring-requests's serve --batch-wait: D (io_uring's min_wait: a
+                  sleeping loop waits up to D for 16 completions) or off (default: serve's
+                  own, 50us where the kernel has min_wait; still pinned to one CPU)
+  --unbatched     also run ringev-uring-requests-nobw: uring, requests API, serve
+                  --batch-wait off, GOMAXPROCS=1
   --anchors DIR   the directory of net.sh (default: ../shared/anchors beside the repository,
                   found from the working directory)
   --json          print the report as JSON instead of the table
@@ -72,7 +76,8 @@ type benchNetOptions struct {
 	anchors                   string // "": find it
 	json                      bool
 	png                       string
-	batchWait                 string // --batch-wait: "" none
+	batchWait                 string // --batch-wait: "" serve's default
+	unbatched                 bool   // --unbatched: also ringev-uring-requests-nobw
 }
 
 // netBackends are the backends --backend accepts: those of `ringev serve`.
@@ -113,11 +118,12 @@ func parseBenchNet(args []string) (benchNetOptions, error) {
 		o.apis = names
 		return err
 	})
-	fs.Func("batch-wait", "the batching wait of a ringev-uring-requests-bw server", func(s string) error {
+	fs.Func("batch-wait", "the batching wait of ringev-uring-requests", func(s string) error {
 		_, err := parseBatchWait(s)
 		o.batchWait = s
 		return err
 	})
+	fs.BoolVar(&o.unbatched, "unbatched", false, "also ringev-uring-requests-nobw")
 	fs.BoolVar(&o.syscalls, "syscalls", false, "count syscalls")
 	fs.Func("anchors", "anchors directory", nonEmpty(&o.anchors, "directory"))
 	fs.BoolVar(&o.json, "json", false, "JSON")
@@ -125,8 +131,12 @@ func parseBenchNet(args []string) (benchNetOptions, error) {
 	if err := parseOnlyFlags(fs, args, "bench net"); err != nil {
 		return o, err
 	}
-	if o.batchWait != "" && (!slices.Contains(o.backends, "uring") || !slices.Contains(o.apis, "requests")) {
-		return o, &usageError{"--batch-wait adds a uring requests server (ringev-uring-requests-bw): --backend must list uring and --api requests"}
+	if (o.batchWait != "" || o.unbatched) && (!slices.Contains(o.backends, "uring") || !slices.Contains(o.apis, "requests")) {
+		flag := "--batch-wait"
+		if o.unbatched {
+			flag = "--unbatched"
+		}
+		return o, &usageError{flag + " is for the uring requests server (ringev-uring-requests): --backend must list uring and --api requests"}
 	}
 	return o, nil
 }
@@ -176,18 +186,26 @@ func anchorsBin() string {
 // its command, with %s for the protocol (resp, http) and {port}.
 type ringevServer struct{ name, cmd string }
 
-// ringevServerList returns ringev's servers: one per backend and API, and with batchWait (a
-// --batch-wait duration, "" for none) ringev-uring-requests-bw after ringev-uring-requests.
-func ringevServerList(exe string, backends, apis []string, batchWait string) []ringevServer {
+// ringevServerList returns ringev's servers: one per backend and API, each with GOMAXPROCS=1
+// but ringev-uring-requests, which runs with serve's defaults and GOMAXPROCS unset (serve gives
+// a batching loop its spare P) and with --batch-wait batchWait unless that is ""; with
+// unbatched, ringev-uring-requests-nobw (--batch-wait off, GOMAXPROCS=1) after it.
+func ringevServerList(exe string, backends, apis []string, batchWait string, unbatched bool) []ringevServer {
 	var list []ringevServer
 	for _, b := range backends {
 		for _, api := range apis {
-			cmd := fmt.Sprintf("env GOMAXPROCS=1 %s serve %%s --addr 127.0.0.1:{port} --backend %s --api %s", exe, b, api)
-			list = append(list, ringevServer{"ringev-" + b + "-" + api, cmd})
-			if batchWait != "" && b == "uring" && api == "requests" {
-				// GOMAXPROCS 2: the spare P that serve gives a batching loop by itself when the
-				// environment does not set GOMAXPROCS (serve's usage, docs/serve.md)
-				list = append(list, ringevServer{"ringev-uring-requests-bw", strings.Replace(cmd, "GOMAXPROCS=1", "GOMAXPROCS=2", 1) + " --batch-wait " + batchWait})
+			cmd := fmt.Sprintf("%s serve %%s --addr 127.0.0.1:{port} --backend %s --api %s", exe, b, api)
+			if b != "uring" || api != "requests" {
+				list = append(list, ringevServer{"ringev-" + b + "-" + api, "env GOMAXPROCS=1 " + cmd})
+				continue
+			}
+			def := "env -u GOMAXPROCS " + cmd
+			if batchWait != "" {
+				def += " --batch-wait " + batchWait
+			}
+			list = append(list, ringevServer{"ringev-uring-requests", def})
+			if unbatched {
+				list = append(list, ringevServer{"ringev-uring-requests-nobw", "env GOMAXPROCS=1 " + cmd + " --batch-wait off"})
 			}
 		}
 	}
@@ -196,9 +214,9 @@ func ringevServerList(exe string, backends, apis []string, batchWait string) []r
 
 // ringevServers returns the RESP_SERVERS and HTTP_SERVERS entries for ringev's servers: one per
 // backend and API, "NAME=COMMAND" joined by ';'.
-func ringevServers(exe string, backends, apis []string, batchWait string) (resp, http string) {
+func ringevServers(exe string, backends, apis []string, batchWait string, unbatched bool) (resp, http string) {
 	var r, h []string
-	for _, s := range ringevServerList(exe, backends, apis, batchWait) {
+	for _, s := range ringevServerList(exe, backends, apis, batchWait, unbatched) {
 		r = append(r, s.name+"="+fmt.Sprintf(s.cmd, "resp"))
 		h = append(h, s.name+"="+fmt.Sprintf(s.cmd, "http"))
 	}
@@ -241,7 +259,7 @@ func runBenchNet(args []string, stdout, stderr io.Writer) int {
 	if runErr == nil {
 		results = bench.SummarizeNet(samples)
 		if o.syscalls {
-			runErr = countSyscalls(ctx, exe, o.backends, o.apis, o.batchWait, filepath.Dir(o.anchors), results, stderr)
+			runErr = countSyscalls(ctx, exe, o.backends, o.apis, o.batchWait, o.unbatched, filepath.Dir(o.anchors), results, stderr)
 		}
 	}
 	if sig := caught(); sig != nil {
@@ -288,7 +306,7 @@ func runBenchNet(args []string, stdout, stderr io.Writer) int {
 // already stopped, under set -e), so its status alone decides nothing: the run has failed when a
 // server did not start, when one of ringev's servers has no measurement, or when there is none.
 func runNetSh(ctx context.Context, o benchNetOptions, exe, wrap string, progress io.Writer) ([]bench.NetSample, error) {
-	resp, http := ringevServers(exe, o.backends, o.apis, o.batchWait)
+	resp, http := ringevServers(exe, o.backends, o.apis, o.batchWait, o.unbatched)
 	cmd := exec.Command("bash", o.anchors, strconv.Itoa(o.rounds), strconv.Itoa(o.seconds))
 	cmd.Env = append(os.Environ(), "RESP_SERVERS="+resp, "HTTP_SERVERS="+http, "REDIS_N="+strconv.Itoa(o.requests),
 		"SERVER_WRAP="+wrap, "PATH="+os.Getenv("PATH")+string(os.PathListSeparator)+"/usr/local/go/bin")
@@ -341,7 +359,7 @@ func runNetSh(ctx context.Context, o benchNetOptions, exe, wrap string, progress
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	for _, rs := range ringevServerList("", o.backends, o.apis, o.batchWait) {
+	for _, rs := range ringevServerList("", o.backends, o.apis, o.batchWait, o.unbatched) {
 		name := rs.name
 		if !slices.ContainsFunc(samples, func(s bench.NetSample) bool { return s.Server == name }) && !slices.Contains(failed, name) {
 			failed = append(failed, name+" (no measurement)")
@@ -367,12 +385,12 @@ type syscallServer struct {
 // countSyscalls counts, with strace -c -f, the syscalls per request of ringev's servers and of
 // redis-server (and gnet when its binary is there) under the workloads of net.sh it can repeat,
 // and puts the figures into the matching results. anchors is net.sh's directory.
-func countSyscalls(ctx context.Context, exe string, backends, apis []string, batchWait, anchors string, results []bench.NetResult, progress io.Writer) error {
+func countSyscalls(ctx context.Context, exe string, backends, apis []string, batchWait string, unbatched bool, anchors string, results []bench.NetResult, progress io.Writer) error {
 	if _, err := exec.LookPath("strace"); err != nil {
 		return errors.New("--syscalls needs strace (Debian package strace)")
 	}
 	var servers []syscallServer
-	for _, rs := range ringevServerList(exe, backends, apis, batchWait) {
+	for _, rs := range ringevServerList(exe, backends, apis, batchWait, unbatched) {
 		for _, proto := range []string{"resp", "http"} {
 			servers = append(servers, syscallServer{rs.name, fmt.Sprintf(rs.cmd, proto), proto == "http"})
 		}

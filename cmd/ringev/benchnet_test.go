@@ -49,10 +49,11 @@ func TestParseBenchNetBadInput(t *testing.T) {
 }
 
 // TestRingevServersForNetSh: one RESP and one HTTP server per backend and API, in net.sh's
-// NAME=COMMAND form with {port}.
+// NAME=COMMAND form with {port}; each with GOMAXPROCS=1 but the uring requests server, which
+// runs as serve's defaults make it (GOMAXPROCS unset: the batching wait with its spare P).
 func TestRingevServersForNetSh(t *testing.T) {
-	resp, http := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests", "readiness"}, "")
-	want := "ringev-uring-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests;" +
+	resp, http := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests", "readiness"}, "", false)
+	want := "ringev-uring-requests=env -u GOMAXPROCS /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests;" +
 		"ringev-uring-readiness=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api readiness;" +
 		"ringev-epoll-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api requests;" +
 		"ringev-epoll-readiness=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api readiness"
@@ -120,15 +121,23 @@ ringev-epoll-requests PING_INLINE-c50-P1: Got 95000.00 requests/sec (p50 0.271 m
 	}
 }
 
-// TestRingevServersWithBatchWait: --batch-wait adds ringev-uring-requests-bw, the uring requests
-// server with serve --batch-wait, right after ringev-uring-requests, and no other.
+// TestRingevServersWithBatchWait: --batch-wait D goes to ringev-uring-requests alone, and
+// --unbatched adds ringev-uring-requests-nobw (--batch-wait off, GOMAXPROCS=1) right after it,
+// and no other server.
 func TestRingevServersWithBatchWait(t *testing.T) {
-	resp, _ := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests"}, "50us")
-	want := "ringev-uring-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests;" +
-		"ringev-uring-requests-bw=env GOMAXPROCS=2 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests --batch-wait 50us;" +
+	resp, _ := ringevServers("/bin/ringev", []string{"uring", "epoll"}, []string{"requests"}, "20us", true)
+	want := "ringev-uring-requests=env -u GOMAXPROCS /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests --batch-wait 20us;" +
+		"ringev-uring-requests-nobw=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend uring --api requests --batch-wait off;" +
 		"ringev-epoll-requests=env GOMAXPROCS=1 /bin/ringev serve resp --addr 127.0.0.1:{port} --backend epoll --api requests"
 	if resp != want {
 		t.Errorf("RESP_SERVERS %q\nwant %q", resp, want)
+	}
+	o, err := parseBenchNet([]string{"--batch-wait", "off", "--unbatched"})
+	if err != nil || o.batchWait != "off" || !o.unbatched {
+		t.Errorf("--batch-wait off --unbatched: %+v, %v", o, err)
+	}
+	if _, err := parseBenchNet([]string{"--unbatched", "--api", "readiness"}); exitStatus(err) != 2 || !strings.Contains(err.Error(), "--unbatched") {
+		t.Errorf("--unbatched --api readiness: %v, want a usage error naming the flag", err)
 	}
 	if _, err := parseBenchNet([]string{"--batch-wait", "forever"}); exitStatus(err) != 2 || !strings.Contains(err.Error(), "--batch-wait") {
 		t.Errorf("--batch-wait forever: %v, want a usage error naming the flag", err)
