@@ -66,7 +66,10 @@ type Config struct {
 	// Logf, if not nil, is told of conditions the server handles by itself (accept failing for
 	// lack of fds, ...). It is called from the loops' goroutines.
 	Logf func(format string, args ...any)
-	// LoopOptions are added to each loop's options (after WithBackend).
+	// LoopOptions are added to each loop's options (after WithBackend). The server adds no
+	// batching wait by itself: `ringev serve` adds ringev.WithBatchWait(16, 50 µs) on uring
+	// where ringev.CheckBatchWait is nil and gives the runtime a spare P (GOMAXPROCS Loops+1),
+	// which the batching wait needs (its doc says why); a program does the same here.
 	LoopOptions []ringev.Option
 }
 
