@@ -837,7 +837,9 @@ func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 		}
 		defer ev.Close()
 		l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { timerRan = true })
-		untilFor(t, l, 2*time.Second, "an fd handler and a timer beside a request chain", func() bool { return fdRan && timerRan })
+		// The chain must have gone on (2 or more) by then too: on a busy machine the first write's
+		// completion (io-wq) can come after the 10 ms timer, and a chain of one starves nothing.
+		untilFor(t, l, 2*time.Second, "an fd handler and a timer beside a request chain", func() bool { return fdRan && timerRan && chain >= 2 })
 		stop = true
 		at := chain
 		untilFor(t, l, 2*time.Second, "the chain's end", func() bool { return chain > at })

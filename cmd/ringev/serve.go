@@ -53,16 +53,19 @@ flags:
                     Default: %v for %d on uring where the kernel has min_wait
                     (ringev.CheckBatchWait) and the environment's GOMAXPROCS, if set, leaves
                     a spare P; otherwise off, and the first line says why
-                    With a batching wait, unless GOMAXPROCS is set in the environment, the
+                    With a batching wait, unless GOMAXPROCS is set in the environment (to a
+                    value the runtime takes: a positive number), the
                     runtime gets a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the
                     runtime's monitor takes the P of a loop that sleeps in the kernel across
                     its tick and wakes a thread to hold it, which costs more than the batch
                     saves
-  --batch N         completions a batching wait waits for, 1..1024 (default %d; needs
-                    --batch-wait D)
+  --batch N         completions a batching wait waits for, 1..1024 (default %d; without
+                    --batch-wait it sizes the default batching wait)
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
-writes the replies, closes them and exits 0 (connections still open after 5 s are closed; a
+writes the replies, closes them and exits 0. The close lingers: the server shuts its side
+down and gives the client up to 1 s to close its own, so a client that keeps an idle
+connection open delays the exit by up to 1 s (connections still open after 5 s are closed; a
 second SIGINT or SIGTERM closes them at once).
 `
 
@@ -95,11 +98,31 @@ const (
 // checkBatchWait is ringev.CheckBatchWait; tests play a kernel without min_wait with it.
 var checkBatchWait = ringev.CheckBatchWait
 
+// envGOMAXPROCS is the environment's GOMAXPROCS as the Go runtime reads it: set when env is a
+// positive decimal number of digits alone that fits an int32; the runtime ignores any other
+// value ("", "abc", "0", "-1", " 2", "+2") and chooses GOMAXPROCS itself, and so does serve.
+func envGOMAXPROCS(env string) (n int, set bool) {
+	if env == "" || len(env) > 10 {
+		return 0, false
+	}
+	for _, c := range env {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(env, 10, 32)
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	return int(v), true
+}
+
 // autoBatchOff tells why serve's default batching wait is off for loops loops, with env the
-// environment's GOMAXPROCS ("" unset) and check ringev.CheckBatchWait: "" when it is on.
+// environment's GOMAXPROCS (envGOMAXPROCS: a value the runtime ignores counts as unset) and
+// check ringev.CheckBatchWait: "" when it is on.
 func autoBatchOff(loops int, env string, check func() error) string {
-	if n, err := strconv.Atoi(env); err == nil && n > 0 && n < loops+1 {
-		return fmt.Sprintf("GOMAXPROCS=%s in the environment leaves no spare P for %d loop(s); a batching wait needs GOMAXPROCS %d (see --batch-wait)", env, loops, loops+1)
+	if n, set := envGOMAXPROCS(env); set && n < loops+1 {
+		return fmt.Sprintf("GOMAXPROCS=%d in the environment leaves no spare P for %d loop(s); a batching wait needs GOMAXPROCS %d (see --batch-wait)", n, loops, loops+1)
 	}
 	if err := check(); err != nil {
 		return err.Error()
@@ -183,25 +206,27 @@ func parseServe(args []string) (serveOptions, error) {
 	if o.api != server.APIRequests && set["recv"] {
 		return o, &usageError{fmt.Sprintf("--recv %s: only the %s API has receive modes, and --api is %s", o.recv, server.APIRequests, o.api)}
 	}
-	if set["batch"] && !set["batch-wait"] {
-		return o, &usageError{"--batch: give --batch-wait too (how long a batching wait may last)"}
+	batchFlag := "" // the batching flag given that needs a batching wait, for the errors below
+	switch {
+	case o.batchWait > 0:
+		batchFlag = "--batch-wait"
+	case set["batch"]:
+		batchFlag = "--batch"
 	}
-	if set["batch"] && o.batchWait == 0 {
+	if batchFlag != "" && o.api != server.APIRequests {
+		return o, &usageError{fmt.Sprintf("%s: only the %s API batches completions, and --api is %s", batchFlag, server.APIRequests, o.api)}
+	}
+	if batchFlag != "" && o.backend != "auto" && o.backend != "uring" {
+		return o, &usageError{fmt.Sprintf("%s: only the uring backend has a batching wait, and --backend is %s", batchFlag, o.backend)}
+	}
+	if set["batch"] && set["batch-wait"] && o.batchWait == 0 {
 		return o, &usageError{"--batch: --batch-wait is off, so there is no batching wait to size"}
 	}
-	if !set["batch-wait"] && o.api == server.APIRequests && (o.backend == "auto" || o.backend == "uring") {
-		o.batchAuto = true
-	}
-	if o.batchWait > 0 {
-		if o.api != server.APIRequests {
-			return o, &usageError{fmt.Sprintf("--batch-wait: only the %s API batches completions, and --api is %s", server.APIRequests, o.api)}
-		}
-		if o.backend != "auto" && o.backend != "uring" {
-			return o, &usageError{fmt.Sprintf("--batch-wait: only the uring backend has a batching wait, and --backend is %s", o.backend)}
-		}
-		if !set["batch"] {
-			o.batch = defaultBatch
-		}
+	// Without --batch-wait the default batching wait applies where it can (autoBatchOff, at
+	// start); --batch alone sizes it.
+	o.batchAuto = !set["batch-wait"] && o.api == server.APIRequests && (o.backend == "auto" || o.backend == "uring")
+	if !set["batch"] && (o.batchAuto || o.batchWait > 0) {
+		o.batch = defaultBatch
 	}
 	if o.addr == "" {
 		o.addr = serveProtocols[o.proto]
@@ -221,6 +246,9 @@ func parseBatchWait(s string) (time.Duration, error) {
 	}
 	if d < time.Microsecond || d > time.Second {
 		return 0, errors.New("must be 1us..1s")
+	}
+	if d%time.Microsecond != 0 {
+		return 0, errors.New("must be whole microseconds (the kernel's min_wait is in µs)")
 	}
 	return d, nil
 }
@@ -274,7 +302,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	batchOff := "" // why the default batching wait is off
 	if o.batchAuto {
 		if batchOff = autoBatchOff(o.loops, os.Getenv("GOMAXPROCS"), checkBatchWait); batchOff == "" {
-			o.batchWait, o.batch = defaultBatchWait, defaultBatch
+			o.batchWait = defaultBatchWait // o.batch: --batch or defaultBatch
 		}
 	}
 	var loopOpts []ringev.Option
@@ -301,14 +329,23 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case o.batchWait > 0 && srv.Backend() == "uring":
-		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < o.loops+1 {
+		procs := "" // where GOMAXPROCS comes from, when serve did not leave it to the runtime
+		if _, set := envGOMAXPROCS(os.Getenv("GOMAXPROCS")); set {
+			procs = " (from the environment)"
+		} else if runtime.GOMAXPROCS(0) < o.loops+1 {
 			runtime.GOMAXPROCS(o.loops + 1) // a spare P: see --batch-wait in the usage
+			procs = fmt.Sprintf(" (a spare P for %d loop(s))", o.loops)
 		}
-		api += fmt.Sprintf(", batching wait %v for %d, GOMAXPROCS %d", o.batchWait, o.batch, runtime.GOMAXPROCS(0))
-	case o.batchWait > 0: // auto fell back: the other backends have no batching wait
+		if runtime.GOMAXPROCS(0) < o.loops+1 {
+			procs += ": no spare P, which costs more than the batch saves (see --batch-wait)"
+		}
+		api += fmt.Sprintf(", batching wait %v for %d, GOMAXPROCS %d%s", o.batchWait, o.batch, runtime.GOMAXPROCS(0), procs)
+	case srv.Backend() != "uring" && (o.batchWait > 0 || o.batchAuto): // auto fell back: the others have none
 		api += fmt.Sprintf(", no batching wait: the %s backend has none", srv.Backend())
 	case batchOff != "" && srv.Backend() == "uring":
 		api += ", no batching wait: " + batchOff
+	case o.api == server.APIRequests && srv.Backend() == "uring": // --batch-wait off
+		api += ", no batching wait (--batch-wait off)"
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr(), srv.Backend(), o.loops, api)

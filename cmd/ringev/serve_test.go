@@ -24,7 +24,11 @@ import (
 func TestParseServeDefaults(t *testing.T) {
 	for _, args := range [][]string{{"resp"}, {"--loops", "1", "resp"}} {
 		o, err := parseServe(args)
-		if err != nil || o != (serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: defaultAPI, loops: 1, batchAuto: defaultAPI == "requests"}) {
+		want := serveOptions{proto: "resp", addr: "127.0.0.1:6379", backend: "auto", api: defaultAPI, loops: 1, batchAuto: defaultAPI == "requests"}
+		if want.batchAuto {
+			want.batch = defaultBatch
+		}
+		if err != nil || o != want {
 			t.Errorf("%q: %+v, %v", args, o, err)
 		}
 	}
@@ -35,6 +39,10 @@ func TestParseServeDefaults(t *testing.T) {
 	o, err = parseServe([]string{"resp", "--api", "requests", "--batch-wait", "50us"})
 	if err != nil || o.batchWait != 50*time.Microsecond || o.batch != 16 {
 		t.Errorf("--batch-wait 50us: %+v, %v (want a batch of 16 by default)", o, err)
+	}
+	o, err = parseServe([]string{"resp", "--api", "requests", "--batch", "8"})
+	if err != nil || !o.batchAuto || o.batch != 8 {
+		t.Errorf("--batch 8 alone: %+v, %v (want the default batching wait, sized 8)", o, err)
 	}
 	o, err = parseServe([]string{"resp", "--api", "requests", "--batch-wait", "off"})
 	if err != nil || o.batchWait != 0 || o.batchAuto {
@@ -68,7 +76,9 @@ func TestParseServeBadInput(t *testing.T) {
 		{[]string{"resp", "--api", "requests", "--batch-wait", "soon"}, []string{"--batch-wait", "not a duration"}},
 		{[]string{"resp", "--api", "requests", "--batch-wait", "2s"}, []string{"--batch-wait", "1us..1s"}},
 		{[]string{"resp", "--api", "requests", "--batch-wait", "50us", "--batch", "2000"}, []string{"--batch", "<= 1024"}},
-		{[]string{"resp", "--api", "requests", "--batch", "8"}, []string{"--batch", "give --batch-wait too"}},
+		{[]string{"resp", "--api", "requests", "--batch-wait", "1500ns"}, []string{"--batch-wait", "whole microseconds"}},
+		{[]string{"resp", "--api", "readiness", "--batch", "8"}, []string{"--batch:", "only the requests API", "--api is readiness"}},
+		{[]string{"resp", "--api", "requests", "--backend", "poll", "--batch", "8"}, []string{"--batch:", "only the uring backend", "--backend is poll"}},
 		{[]string{"resp", "--batch-wait", "off", "--batch", "8"}, []string{"--batch", "--batch-wait is off"}},
 		{[]string{"resp", "--api", "readiness", "--batch-wait", "50us"}, []string{"--batch-wait", "only the requests API", "--api is readiness"}},
 		{[]string{"resp", "--api", "requests", "--backend", "epoll", "--batch-wait", "50us"}, []string{"--batch-wait", "only the uring backend", "--backend is epoll"}},
@@ -266,11 +276,52 @@ func TestServeDefaultBatchIsOffWhenGOMAXPROCSLeavesNoSpareP(t *testing.T) {
 	}
 }
 
-// TestServeBatchWaitOffHasNoBatchingWait: --batch-wait off turns the default off, silently.
+// TestServeBatchWaitOffHasNoBatchingWait: --batch-wait off turns the default off, and the
+// first line says so.
 func TestServeBatchWaitOffHasNoBatchingWait(t *testing.T) {
 	requireBatchWait(t)
-	if b := serveBanner(t, "", "--backend", "uring", "--batch-wait", "off"); strings.Contains(b, "batching wait") {
-		t.Errorf("--batch-wait off: %q, want no batching wait mentioned", b)
+	if b := serveBanner(t, "", "--backend", "uring", "--batch-wait", "off"); !strings.Contains(b, "no batching wait (--batch-wait off)") || strings.Contains(b, "µs for") {
+		t.Errorf("--batch-wait off: %q, want no batching wait, said", b)
+	}
+}
+
+// TestAutoBatchOffIgnoresAGOMAXPROCSTheRuntimeIgnores: a GOMAXPROCS the Go runtime does not
+// take (not a positive number of digits alone) counts as unset: it turns the default batching
+// wait off for no one; a positive one below loops+1 does.
+func TestAutoBatchOffIgnoresAGOMAXPROCSTheRuntimeIgnores(t *testing.T) {
+	ok := func() error { return nil }
+	for _, env := range []string{"", "abc", "0", "-1", " 2", "+1", "1 ", "99999999999999999999"} {
+		if why := autoBatchOff(2, env, ok); why != "" {
+			t.Errorf("GOMAXPROCS=%q with 2 loops: off (%s), want on: the runtime ignores it", env, why)
+		}
+	}
+	for _, c := range []struct {
+		env   string
+		loops int
+		off   bool
+	}{{"1", 1, true}, {"2", 1, false}, {"2", 2, true}, {"3", 2, false}} {
+		if why := autoBatchOff(c.loops, c.env, ok); (why != "") != c.off {
+			t.Errorf("GOMAXPROCS=%q with %d loop(s): %q, want off %v", c.env, c.loops, why, c.off)
+		}
+	}
+}
+
+// TestServeGivesASparePWhenTheEnvironmentsGOMAXPROCSIsIgnored: with GOMAXPROCS=abc (which the
+// runtime ignores) and 2 loops, serve raises GOMAXPROCS to 3 for the batching wait and says so.
+func TestServeGivesASparePWhenTheEnvironmentsGOMAXPROCSIsIgnored(t *testing.T) {
+	requireBatchWait(t)
+	if b := serveBanner(t, "abc", "--backend", "uring", "--loops", "2"); !strings.Contains(b, "batching wait 50µs for 16, GOMAXPROCS 3 (a spare P for 2 loop(s))") {
+		t.Errorf("GOMAXPROCS=abc --loops 2: %q, want GOMAXPROCS 3 for a spare P", b)
+	}
+}
+
+// TestServeWarnsWhenAnExplicitBatchWaitHasNoSpareP: --batch-wait with GOMAXPROCS=1 set in the
+// environment batches as asked, and the first line says there is no spare P.
+func TestServeWarnsWhenAnExplicitBatchWaitHasNoSpareP(t *testing.T) {
+	requireBatchWait(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as the runtime would start with GOMAXPROCS=1
+	if b := serveBanner(t, "1", "--backend", "uring", "--batch-wait", "50us"); !strings.Contains(b, "batching wait 50µs for 16, GOMAXPROCS 1 (from the environment): no spare P") {
+		t.Errorf("GOMAXPROCS=1 --batch-wait 50us: %q, want the batching wait and a note that there is no spare P", b)
 	}
 }
 
