@@ -98,18 +98,11 @@ const (
 // checkBatchWait is ringev.CheckBatchWait; tests play a kernel without min_wait with it.
 var checkBatchWait = ringev.CheckBatchWait
 
-// envGOMAXPROCS is the environment's GOMAXPROCS as the Go runtime reads it: set when env is a
-// positive decimal number of digits alone that fits an int32; the runtime ignores any other
-// value ("", "abc", "0", "-1", " 2", "+2") and chooses GOMAXPROCS itself, and so does serve.
+// envGOMAXPROCS is the environment's GOMAXPROCS as the Go runtime reads it (runtime/proc.go:
+// strconv.ParseInt(env, 10, 32), taken when above 0): set for "2" or "+2"; the runtime ignores
+// any other value ("", "abc", "0", "-1", " 2", one over int32) and chooses GOMAXPROCS itself,
+// and so does serve.
 func envGOMAXPROCS(env string) (n int, set bool) {
-	if env == "" || len(env) > 10 {
-		return 0, false
-	}
-	for _, c := range env {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
 	v, err := strconv.ParseInt(env, 10, 32)
 	if err != nil || v <= 0 {
 		return 0, false

@@ -290,7 +290,7 @@ func TestServeBatchWaitOffHasNoBatchingWait(t *testing.T) {
 // wait off for no one; a positive one below loops+1 does.
 func TestAutoBatchOffIgnoresAGOMAXPROCSTheRuntimeIgnores(t *testing.T) {
 	ok := func() error { return nil }
-	for _, env := range []string{"", "abc", "0", "-1", " 2", "+1", "1 ", "99999999999999999999"} {
+	for _, env := range []string{"", "abc", "0", "-1", " 2", "1 ", "2147483648", "99999999999999999999"} {
 		if why := autoBatchOff(2, env, ok); why != "" {
 			t.Errorf("GOMAXPROCS=%q with 2 loops: off (%s), want on: the runtime ignores it", env, why)
 		}
@@ -299,7 +299,7 @@ func TestAutoBatchOffIgnoresAGOMAXPROCSTheRuntimeIgnores(t *testing.T) {
 		env   string
 		loops int
 		off   bool
-	}{{"1", 1, true}, {"2", 1, false}, {"2", 2, true}, {"3", 2, false}} {
+	}{{"1", 1, true}, {"+1", 1, true}, {"2", 1, false}, {"2", 2, true}, {"3", 2, false}} {
 		if why := autoBatchOff(c.loops, c.env, ok); (why != "") != c.off {
 			t.Errorf("GOMAXPROCS=%q with %d loop(s): %q, want off %v", c.env, c.loops, why, c.off)
 		}
