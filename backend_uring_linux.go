@@ -92,12 +92,12 @@ func minTimeoutFeature(r *uring.Ring) error {
 // New(WithBackend("uring"), WithBatchWait(n, d)) would return: one wrapping unix.EOPNOTSUPP
 // that names IORING_FEAT_MIN_TIMEOUT (Linux 6.12) when the kernel lacks it, or io_uring_setup's
 // own error when io_uring cannot be used at all (wrapping unix.ENOSYS, or unix.EPERM when the
-// kernel.io_uring_disabled sysctl forbids it; see uring.New), which names this check's ring
-// of 2 entries where New's names its own. It sets up and closes a ring of
-// 2 SQ entries (one io_uring_setup(2) and close(2), a few µs); its answer depends on the kernel
-// and the sysctl alone, except when the ring cannot be set up for want of an fd or memory
-// (io_uring_setup's EMFILE, ENFILE or ENOMEM, wrapped), which may pass. A program that wants the batching wait only where the kernel has it (as
-// `ringev serve` does by default) asks this first.
+// kernel.io_uring_disabled sysctl forbids it; see uring.New), which names this check's ring of
+// 2 entries where New's names its own. It sets up and closes a ring of 2 SQ entries (one
+// io_uring_setup(2) and close(2), a few µs). Its answer depends on the kernel and the sysctl
+// alone, except when the ring cannot be set up for want of an fd or memory (io_uring_setup's
+// EMFILE, ENFILE or ENOMEM, wrapped), which may pass. A program that wants the batching wait
+// only where the kernel has it (as `ringev serve` does by default) asks this first.
 func CheckBatchWait() error {
 	r, err := uring.New(uring.WithEntries(2))
 	if err != nil {
