@@ -53,12 +53,11 @@ flags:
                     Default: %v for %d on uring where the kernel has min_wait
                     (ringev.CheckBatchWait) and the environment's GOMAXPROCS, if set, leaves
                     a spare P; otherwise off, and the first line says why
-                    With a batching wait, unless GOMAXPROCS is set in the environment (to a
-                    value the runtime takes: a positive number), the
-                    runtime gets a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the
-                    runtime's monitor takes the P of a loop that sleeps in the kernel across
-                    its tick and wakes a thread to hold it, which costs more than the batch
-                    saves
+                    With a batching wait, unless the environment sets GOMAXPROCS (to a
+                    positive number: the runtime ignores any other value), the runtime gets
+                    a spare P (GOMAXPROCS N+1 for N loops): at GOMAXPROCS 1 the runtime's
+                    monitor takes the P of a loop that sleeps in the kernel across its tick
+                    and wakes a thread to hold it, which costs more than the batch saves
   --batch N         completions a batching wait waits for, 1..1024 (default %d; without
                     --batch-wait it sizes the default batching wait)
 
