@@ -43,7 +43,7 @@ flags:
   --loops N         N loops, each on its own OS thread with its own SO_REUSEPORT
                     listening socket, 1..%d (default 1)
   --batch-wait D    the requests API on uring: a loop that sleeps with requests in the kernel
-                    waits up to D (e.g. 50us; at most 1s) for --batch completions before it
+                    waits up to D (whole µs, e.g. 50us; at most 1s) for --batch completions before it
                     wakes for fewer (io_uring's min_wait, Linux 6.12): fewer wake-ups and
                     enters per request, up to D more latency for each completion waited
                     for (a new connection's first reply waits for its accept and its recv:
