@@ -43,13 +43,13 @@ flags:
   --loops N         N loops, each on its own OS thread with its own SO_REUSEPORT
                     listening socket, 1..%d (default 1)
   --batch-wait D    the requests API on uring: a loop that sleeps with requests in the kernel
-                    waits up to D (whole µs, e.g. 50us; at most 1s) for --batch completions before it
-                    wakes for fewer (io_uring's min_wait, Linux 6.12): fewer wake-ups and
-                    enters per request, up to D more latency for each completion waited
-                    for (a new connection's first reply waits for its accept and its recv:
-                    up to 2×D); also for SIGINT/SIGTERM; a wait that gathers fewer than 3
-                    backs off for a while, so a light load is not delayed; off: no batching
-                    wait (ringev.WithBatchWait)
+                    waits up to D (whole µs, e.g. 50us; at most 1s) for --batch
+                    completions before it wakes for fewer (io_uring's min_wait, Linux 6.12):
+                    fewer wake-ups and enters per request, up to D more latency for each
+                    completion waited for (a new connection's first reply waits for its
+                    accept and its recv: up to 2×D); also for SIGINT/SIGTERM; a wait that
+                    gathers fewer than 3 backs off for a while, so a light load is not
+                    delayed; off: no batching wait (ringev.WithBatchWait)
                     Default: %v for %d on uring where the kernel has min_wait
                     (ringev.CheckBatchWait) and the environment's GOMAXPROCS, if set, leaves
                     a spare P; otherwise off, and the first line says why
