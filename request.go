@@ -82,6 +82,11 @@ type Completion struct {
 	Buf []byte
 	// More is set on every completion of a multishot request but its last.
 	More bool
+	// SockNonempty is set on a Recv or RecvMultishot completion when the socket still held
+	// data after it (IORING_CQE_F_SOCK_NONEMPTY, Linux 5.19; io_uring_prep_recv(3)): a
+	// RecvMultishot's next completion is coming at once, for instance the rest of a message
+	// that filled its group buffer. Only the uring backend sets it; elsewhere it is false.
+	SockNonempty bool
 
 	group *BufferGroup
 	bid   int32 // buffer ID in group, or -1
@@ -784,6 +789,7 @@ func (l *Loop) runTurn() bool {
 		c := &rq.comp
 		c.Request = Request{rec: r, gen: r.gen}
 		c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&uring.CQEFMore != 0
+		c.SockNonempty = e.flags&uring.CQEFSockNonempty != 0 && (r.op == OpRecv || r.op == OpRecvMultishot)
 		c.bid = -1
 		if c.group != nil {
 			c.group = nil

@@ -566,6 +566,42 @@ func TestRequestBufferGroupIncrementalConsumption(t *testing.T) {
 	}
 }
 
+// TestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore: on uring, a RecvMultishot
+// completion that leaves data in the socket (6,000 bytes into buffers of 4,096) has
+// SockNonempty set (IORING_CQE_F_SOCK_NONEMPTY); the one that takes the rest has it clear.
+func TestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore(t *testing.T) {
+	client, server := tcpPair(t)
+	l := newLoop(t, "uring")
+	if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
+		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
+	}
+	g, err := l.NewBufferGroup(4, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		n            int
+		sockNonempty bool
+	}
+	var seen []got
+	total := 0
+	cb := func(c *ringev.Completion) {
+		if c.Err != nil {
+			t.Errorf("completion: %v", c.Err)
+			return
+		}
+		seen = append(seen, got{c.N, c.SockNonempty})
+		total += c.N
+		c.ReleaseBuffer()
+	}
+	must(t)(l.RecvMultishot(server, g, 0, cb, 0))
+	testutil.Write(t, client, make([]byte, 6000))
+	untilFor(t, l, deadline, "6,000 bytes received", func() bool { return total >= 6000 })
+	if len(seen) < 2 || seen[0] != (got{4096, true}) || seen[len(seen)-1].sockNonempty {
+		t.Fatalf("completions %+v: want the first to fill its buffer with SockNonempty set, the last with it clear", seen)
+	}
+}
+
 // BenchmarkRequestSendRecv: one send and one recv request per op over a socketpair, made,
 // completed and called back, on every backend (ns/op, allocs/op).
 func BenchmarkRequestSendRecv(b *testing.B) {
