@@ -88,6 +88,7 @@ type reqDriver struct {
 	rfree [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
+	sends               int // Send requests made (the loop's goroutine only; tests read it after Wait)
 	timers
 }
 
@@ -108,6 +109,7 @@ type rconn struct {
 	recvLive  bool // a recv request is pending (its last completion has not run)
 	recvStop  bool // a Cancel was asked of the multishot recv (backpressure)
 	closing   bool // the protocol asked for the end: input is dropped, linger once out is sent
+	hold      bool // serve leaves a send to the next completion, which is coming (sendHold)
 	lingering bool // our side is shut down; input is dropped until the peer closes
 	// eof: the peer shut down its side (a recv returned 0); no recv is armed again, and the
 	// connection closes once the replies to what it sent are sent.
@@ -249,7 +251,12 @@ func (c *rconn) received(x *ringev.Completion) {
 	switch {
 	case x.Err == nil && x.N > 0:
 		if !c.closed && !c.closing && !c.lingering {
+			// The socket holds more (the rest of a message that filled its group buffer,
+			// say): the multishot recv's next completion comes at once, so its replies go
+			// in the same send as these (sendHold).
+			c.hold = x.More && x.SockNonempty
 			c.input(x.Buf)
+			c.hold = false
 		}
 		x.ReleaseBuffer() // the protocol keeps no reference; leftovers were copied
 	case x.Err == nil: // N 0: the peer closed its side
@@ -262,12 +269,16 @@ func (c *rconn) received(x *ringev.Completion) {
 		// cancel their sends.
 		c.eof = true
 	case errors.Is(x.Err, unix.ENOBUFS): // the group ran dry; the loop re-arms the recv
+		c.send() // what a completion before held back (sendHold)
 		return
 	case errors.Is(x.Err, unix.ECANCELED) && !c.closed:
 		// the multishot recv stopped for backpressure: update re-arms it when wanted
 	default: // ETIME (the linger's deadline), a reset, ECANCELED by CloseFd
 		c.close()
 		return
+	}
+	if x.Err != nil || x.N == 0 {
+		c.send() // what a completion with more to come held back
 	}
 	c.update()
 }
@@ -318,8 +329,14 @@ func (c *rconn) serve(data []byte) {
 		d.putBuf(c.pend)
 		c.pend = nil
 	}
-	c.send()
+	if !c.hold || len(c.pend) >= sendHold {
+		c.send()
+	}
 }
+
+// sendHold bounds the replies a connection holds back while its multishot recv has more to
+// deliver at once (Completion.SockNonempty), in bytes.
+const sendHold = 16 << 10
 
 // send sends the pending output if no send is in flight.
 func (c *rconn) send() {
@@ -327,6 +344,7 @@ func (c *rconn) send() {
 		return
 	}
 	c.out, c.pend = c.pend, nil
+	c.d.sends++
 	if _, err := c.d.loop.Send(c.fd, c.out, 0, c.cb, tokSend); err != nil {
 		c.d.srv.logf("send: %v", err)
 		c.d.putBuf(c.out)

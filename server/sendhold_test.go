@@ -1,0 +1,49 @@
+package server
+
+// The requests driver's send hold: replies to a message that the multishot recv delivers in two
+// completions (the first with Completion.SockNonempty) go out in one send.
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPipelineSplitAtABufferEndIsAnsweredInOneSend: with incremental buffer consumption
+// (IOU_PBUF_RING_INC, Linux 6.12) a pipeline that reaches past the end of the group buffer in
+// use arrives in two recv completions, the first with SockNonempty set; the driver holds the
+// first part's replies and sends them with the rest's: one send per pipeline, 100 for 100.
+func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
+	if !slices.Contains(usableBackends(t), "uring") {
+		t.Skip("io_uring cannot be used here (the uring backend)")
+	}
+	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Backend: "uring", API: APIRequests,
+		Recv: RecvMultishot, Logf: t.Logf})
+	if err != nil {
+		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
+	}
+	t.Cleanup(func() { stopServer(t, srv) })
+	d := srv.drivers[0].(*reqDriver)
+	if !d.group.Incremental() {
+		t.Skip("the group's buffers are not consumed incrementally (IOU_PBUF_RING_INC, Linux 6.12): no message is split at a buffer's end")
+	}
+	const pipelines, depth = 100, 16 // 100 × 96 bytes: past the ends of the first two 4 KiB buffers
+	req := strings.Repeat("PING\r\n", depth)
+	want := strings.Repeat("+PONG\r\n", depth)
+	c := dial(t, srv)
+	got := make([]byte, len(want))
+	for i := range pipelines {
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatalf("pipeline %d: write: %v", i, err)
+		}
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
+			t.Fatalf("pipeline %d: got %q, %v; want %d PONGs", i, got, err, depth)
+		}
+	}
+	c.Close()          // (an open one would make the shutdown linger for a second)
+	stopServer(t, srv) // the driver's counter is read once its loop has ended
+	if d.sends != pipelines {
+		t.Errorf("%d sends for %d pipelines of %d bytes (group buffers of %d bytes), want one each", d.sends, pipelines, len(req), RecvBufferSize)
+	}
+}
