@@ -47,3 +47,31 @@ func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
 		t.Errorf("%d sends for %d pipelines of %d bytes (group buffers of %d bytes), want one each", d.sends, pipelines, len(req), RecvBufferSize)
 	}
 }
+
+// TestQuitInAHeldCompletionIsAnswered: a QUIT in a recv completion that has SockNonempty set
+// (more of the pipeline follows it in the socket) is answered with +OK and the connection is
+// closed, as it is when no more follows: the replies held for the next completion are sent
+// even though, the connection closing, that completion's input is dropped.
+func TestQuitInAHeldCompletionIsAnswered(t *testing.T) {
+	if !slices.Contains(usableBackends(t), "uring") {
+		t.Skip("io_uring cannot be used here (the uring backend)")
+	}
+	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Backend: "uring", API: APIRequests,
+		Recv: RecvMultishot, Logf: t.Logf})
+	if err != nil {
+		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
+	}
+	t.Cleanup(func() { stopServer(t, srv) })
+	c := dial(t, srv)
+	defer c.Close()
+	// QUIT, then more than a group buffer of PINGs: the first completion (QUIT's) leaves data
+	// in the socket.
+	req := "QUIT\r\n" + strings.Repeat("PING\r\n", 2*RecvBufferSize/6)
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	got, err := io.ReadAll(c) // +OK, then the server's EOF (within ioTimeout, dial's deadline)
+	if err != nil || string(got) != "+OK\r\n" {
+		t.Fatalf("got %q, %v; want +OK and EOF", got, err)
+	}
+}
