@@ -329,7 +329,8 @@ func (c *rconn) serve(data []byte) {
 		d.putBuf(c.pend)
 		c.pend = nil
 	}
-	if !c.hold || len(c.pend) >= sendHold {
+	// A closing connection drops the next completion's input: nothing is held for it.
+	if !c.hold || c.closing || len(c.pend) >= sendHold {
 		c.send()
 	}
 }
