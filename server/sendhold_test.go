@@ -10,11 +10,10 @@ import (
 	"testing"
 )
 
-// TestPipelineSplitAtABufferEndIsAnsweredInOneSend: with incremental buffer consumption
-// (IOU_PBUF_RING_INC, Linux 6.12) a pipeline that reaches past the end of the group buffer in
-// use arrives in two recv completions, the first with SockNonempty set; the driver holds the
-// first part's replies and sends them with the rest's: one send per pipeline, 100 for 100.
-func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
+// startMultishotRESP starts a RESP server on one uring loop, requests API, multishot recv; the
+// test skips, naming the feature, where io_uring or the multishot recv is missing.
+func startMultishotRESP(t *testing.T) *Server {
+	t.Helper()
 	if !slices.Contains(usableBackends(t), "uring") {
 		t.Skip("io_uring cannot be used here (the uring backend)")
 	}
@@ -24,6 +23,15 @@ func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
 		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
 	}
 	t.Cleanup(func() { stopServer(t, srv) })
+	return srv
+}
+
+// TestPipelineSplitAtABufferEndIsAnsweredInOneSend: with incremental buffer consumption
+// (IOU_PBUF_RING_INC, Linux 6.12) a pipeline that reaches past the end of the group buffer in
+// use arrives in two recv completions, the first with SockNonempty set; the driver holds the
+// first part's replies and sends them with the rest's: one send per pipeline, 100 for 100.
+func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
+	srv := startMultishotRESP(t)
 	d := srv.drivers[0].(*reqDriver)
 	if !d.group.Incremental() {
 		t.Skip("the group's buffers are not consumed incrementally (IOU_PBUF_RING_INC, Linux 6.12): no message is split at a buffer's end")
@@ -53,15 +61,7 @@ func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
 // closed, as it is when no more follows: the replies held for the next completion are sent
 // even though, the connection closing, that completion's input is dropped.
 func TestQuitInAHeldCompletionIsAnswered(t *testing.T) {
-	if !slices.Contains(usableBackends(t), "uring") {
-		t.Skip("io_uring cannot be used here (the uring backend)")
-	}
-	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Backend: "uring", API: APIRequests,
-		Recv: RecvMultishot, Logf: t.Logf})
-	if err != nil {
-		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
-	}
-	t.Cleanup(func() { stopServer(t, srv) })
+	srv := startMultishotRESP(t)
 	c := dial(t, srv)
 	defer c.Close()
 	// QUIT, then more than a group buffer of PINGs: the first completion (QUIT's) leaves data
