@@ -89,6 +89,10 @@ type reqDriver struct {
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
 	sends               int // Send requests made (the loop's goroutine only; tests read it after Wait)
+	// held: connections holding replies for their next recv completion (sendHold); flushHeld,
+	// an immediate, sends them on the loop's next Once if that completion has not come by then.
+	held     []*rconn
+	flushImm *ringev.Immediate
 	timers
 }
 
@@ -110,6 +114,7 @@ type rconn struct {
 	recvStop  bool // a Cancel was asked of the multishot recv (backpressure)
 	closing   bool // the protocol asked for the end: input is dropped, linger once out is sent
 	hold      bool // serve leaves a send to the next completion, which is coming (sendHold)
+	held      bool // c is in d.held
 	lingering bool // our side is shut down; input is dropped until the peer closes
 	// eof: the peer shut down its side (a recv returned 0); no recv is armed again, and the
 	// connection closes once the replies to what it sent are sent.
@@ -332,7 +337,28 @@ func (c *rconn) serve(data []byte) {
 	// A closing connection drops the next completion's input: nothing is held for it.
 	if !c.hold || c.closing || len(c.pend) >= sendHold {
 		c.send()
+		return
 	}
+	// SockNonempty does not promise a completion: an urgent byte (MSG_OOB) counts as queued
+	// data, but the next recv skips it and waits. The loop's next Once sends what is held.
+	if len(c.pend) > 0 && c.out == nil && !c.held {
+		c.held = true
+		d.held = append(d.held, c)
+		if d.flushImm == nil {
+			d.flushImm = d.loop.AddImmediate(d.flushHeld)
+		}
+	}
+}
+
+// flushHeld sends the replies that connections hold for a recv completion that has not come.
+func (d *reqDriver) flushHeld() {
+	d.flushImm = nil
+	for i, c := range d.held {
+		c.held = false
+		c.send()
+		d.held[i] = nil
+	}
+	d.held = d.held[:0]
 }
 
 // sendHold bounds the replies a connection holds back while its multishot recv has more to

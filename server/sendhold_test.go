@@ -5,9 +5,13 @@ package server
 
 import (
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // startMultishotRESP starts a RESP server on one uring loop, requests API, multishot recv; the
@@ -73,5 +77,46 @@ func TestQuitInAHeldCompletionIsAnswered(t *testing.T) {
 	got, err := io.ReadAll(c) // +OK, then the server's EOF (within ioTimeout, dial's deadline)
 	if err != nil || string(got) != "+OK\r\n" {
 		t.Fatalf("got %q, %v; want +OK and EOF", got, err)
+	}
+}
+
+// TestPingFollowedByAnUrgentByteIsAnswered: a PING followed by one byte of TCP urgent data
+// (send(2) with MSG_OOB, SO_OOBINLINE off: telnet's Synch) arrives in a recv completion with
+// SockNonempty set, since the kernel counts the urgent byte as queued (tcp_inq); but the next
+// recv skips that byte and finds nothing, so no completion comes at once. The PONG is sent
+// all the same, not held until the client sends more.
+func TestPingFollowedByAnUrgentByteIsAnswered(t *testing.T) {
+	if !slices.Contains(usableBackends(t), "uring") {
+		t.Skip("io_uring cannot be used here (the uring backend)")
+	}
+	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Backend: "uring", API: APIRequests,
+		Recv: RecvMultishot, Logf: t.Logf})
+	if err != nil {
+		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
+	}
+	t.Cleanup(func() { stopServer(t, srv) })
+	for i := range 20 { // the PING and the urgent byte must arrive before the recv runs: try a few
+		c := dial(t, srv)
+		tc := c.(*net.TCPConn)
+		raw, err := tc.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		err = raw.Write(func(fd uintptr) bool {
+			if serr = unix.Sendto(int(fd), []byte("PING\r\n"), 0, nil); serr == nil {
+				serr = unix.Sendto(int(fd), []byte("!"), unix.MSG_OOB, nil)
+			}
+			return true
+		})
+		if err != nil || serr != nil {
+			t.Fatalf("write: %v, %v", err, serr)
+		}
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		got := make([]byte, len("+PONG\r\n"))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != "+PONG\r\n" {
+			t.Fatalf("connection %d: got %q, %v; want +PONG", i, got, err)
+		}
+		c.Close()
 	}
 }
