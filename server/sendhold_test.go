@@ -86,15 +86,7 @@ func TestQuitInAHeldCompletionIsAnswered(t *testing.T) {
 // recv skips that byte and finds nothing, so no completion comes at once. The PONG is sent
 // all the same, not held until the client sends more.
 func TestPingFollowedByAnUrgentByteIsAnswered(t *testing.T) {
-	if !slices.Contains(usableBackends(t), "uring") {
-		t.Skip("io_uring cannot be used here (the uring backend)")
-	}
-	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Backend: "uring", API: APIRequests,
-		Recv: RecvMultishot, Logf: t.Logf})
-	if err != nil {
-		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
-	}
-	t.Cleanup(func() { stopServer(t, srv) })
+	srv := startMultishotRESP(t)
 	for i := range 20 { // the PING and the urgent byte must arrive before the recv runs: try a few
 		c := dial(t, srv)
 		tc := c.(*net.TCPConn)
