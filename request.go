@@ -83,9 +83,11 @@ type Completion struct {
 	// More is set on every completion of a multishot request but its last.
 	More bool
 	// SockNonempty is set on a Recv or RecvMultishot completion when the socket still held
-	// data after it (IORING_CQE_F_SOCK_NONEMPTY, Linux 5.19; io_uring_prep_recv(3)): a
-	// RecvMultishot's next completion is coming at once, for instance the rest of a message
-	// that filled its group buffer. Only the uring backend sets it; elsewhere it is false.
+	// data after it (IORING_CQE_F_SOCK_NONEMPTY, Linux 5.19; io_uring_prep_recv(3)): as a
+	// rule a RecvMultishot's next completion is coming at once, for instance the rest of a
+	// message that filled its group buffer, but it is a hint, not a promise (TCP counts an
+	// urgent byte, MSG_OOB, as queued data that no recv returns). Only the uring backend sets
+	// it; elsewhere it is false.
 	SockNonempty bool
 
 	group *BufferGroup
