@@ -113,7 +113,7 @@ type rconn struct {
 	recvLive  bool // a recv request is pending (its last completion has not run)
 	recvStop  bool // a Cancel was asked of the multishot recv (backpressure)
 	closing   bool // the protocol asked for the end: input is dropped, linger once out is sent
-	hold      bool // serve leaves a send to the next completion, which is coming (sendHold)
+	hold      bool // serve leaves a send to the next completion, or the next Once (sendHold, flushHeld)
 	held      bool // c is in d.held
 	lingering bool // our side is shut down; input is dropped until the peer closes
 	// eof: the peer shut down its side (a recv returned 0); no recv is armed again, and the
