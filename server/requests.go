@@ -257,8 +257,9 @@ func (c *rconn) received(x *ringev.Completion) {
 	case x.Err == nil && x.N > 0:
 		if !c.closed && !c.closing && !c.lingering {
 			// The socket holds more (the rest of a message that filled its group buffer,
-			// say): the multishot recv's next completion comes at once, so its replies go
-			// in the same send as these (sendHold).
+			// say): the multishot recv's next completion comes, as a rule, in the same
+			// batch, so its replies go in the same send as these (sendHold; flushHeld
+			// sends them on the next Once if it does not).
 			c.hold = x.More && x.SockNonempty
 			c.input(x.Buf)
 			c.hold = false
