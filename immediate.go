@@ -19,14 +19,33 @@ func (l *Loop) AddImmediate(h func()) *Immediate {
 	if !l.owned() || l.closed || h == nil {
 		return nil
 	}
-	im := &Immediate{loop: l, handler: h, queued: true, prev: l.imm.tail}
-	if l.imm.tail != nil {
-		l.imm.tail.next = im
-	} else {
-		l.imm.head = im
-	}
-	l.imm.tail = im
+	im := &Immediate{loop: l, handler: h}
+	l.imm.push(im)
 	return im
+}
+
+// Schedule queues im again, after it ran or was cancelled, to run once on a coming Once as
+// AddImmediate queued it (tevent_schedule_immediate with an immediate made once): a handler
+// scheduled often keeps one Immediate instead of allocating one per AddImmediate. It returns
+// false, adding nothing, when im is still queued, after Close, and from a goroutine other than
+// the loop's owner.
+func (im *Immediate) Schedule() bool {
+	if im == nil || im.queued || !im.loop.owned() || im.loop.closed {
+		return false
+	}
+	im.loop.imm.push(im)
+	return true
+}
+
+// push appends im to the queue.
+func (q *immList) push(im *Immediate) {
+	im.queued, im.prev, im.next = true, q.tail, nil
+	if q.tail != nil {
+		q.tail.next = im
+	} else {
+		q.head = im
+	}
+	q.tail = im
 }
 
 // Cancel removes the immediate. It returns true if it had not run yet; false if it had, or when
