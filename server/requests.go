@@ -90,7 +90,8 @@ type reqDriver struct {
 	draining, graceDone bool
 	sends               int // Send requests made (the loop's goroutine only; tests read it after Wait)
 	// held: connections holding replies for their next recv completion (sendHold); flushHeld,
-	// an immediate, sends them on the loop's next Once if that completion has not come by then.
+	// an immediate made once and scheduled again, sends them on the loop's next Once if that
+	// completion has not come by then (as on ENOBUFS, EOF or an error in its place).
 	held     []*rconn
 	flushImm *ringev.Immediate
 	timers
@@ -275,16 +276,12 @@ func (c *rconn) received(x *ringev.Completion) {
 		// cancel their sends.
 		c.eof = true
 	case errors.Is(x.Err, unix.ENOBUFS): // the group ran dry; the loop re-arms the recv
-		c.send() // what a completion before held back (sendHold)
 		return
 	case errors.Is(x.Err, unix.ECANCELED) && !c.closed:
 		// the multishot recv stopped for backpressure: update re-arms it when wanted
 	default: // ETIME (the linger's deadline), a reset, ECANCELED by CloseFd
 		c.close()
 		return
-	}
-	if x.Err != nil || x.N == 0 {
-		c.send() // what a completion with more to come held back
 	}
 	c.update()
 }
@@ -347,13 +344,14 @@ func (c *rconn) serve(data []byte) {
 		d.held = append(d.held, c)
 		if d.flushImm == nil {
 			d.flushImm = d.loop.AddImmediate(d.flushHeld)
+		} else {
+			d.flushImm.Schedule() // false while queued: one flush serves every held connection
 		}
 	}
 }
 
 // flushHeld sends the replies that connections hold for a recv completion that has not come.
 func (d *reqDriver) flushHeld() {
-	d.flushImm = nil
 	for i, c := range d.held {
 		c.held = false
 		c.send()
