@@ -258,6 +258,7 @@ func runBenchNet(args []string, stdout, stderr io.Writer) int {
 	var results []bench.NetResult
 	if runErr == nil {
 		results = bench.SummarizeNet(samples)
+		bench.SetCPUResolution(results, o.requests, o.seconds)
 		if o.syscalls {
 			runErr = countSyscalls(ctx, exe, o.backends, o.apis, o.batchWait, o.unbatched, filepath.Dir(o.anchors), results, stderr)
 		}

@@ -100,6 +100,35 @@ type NetResult struct {
 	Syscalls           map[string]float64 `json:"syscalls,omitempty"`
 	// Errors are the errors the client reported in any round ("" for none).
 	Errors string `json:"errors,omitempty"`
+	// CPUResolutionUs is how far one round's CPU µs per request may be off from the measuring
+	// alone, µs (0: not known; SetCPUResolution sets it): net.sh reads the server's CPU time in
+	// clock ticks (1/UserHZ s) before and after the client's run, so the difference is off by
+	// up to one tick, spread over the run's requests, and it prints the figure to 0.01 µs, off by
+	// up to 0.005 more. The median of the rounds is no finer.
+	CPUResolutionUs float64 `json:"cpu_us_per_request_resolution,omitempty"`
+}
+
+// UserHZ is the clock tick of the CPU times in /proc/PID/stat, per second: USER_HZ, 100 on every
+// Linux architecture ringev runs on (getconf CLK_TCK); net.sh counts the servers' CPU in it.
+const UserHZ = 100
+
+// netPrintHalfStep is half the step of net.sh's printed CPU figure ("%.2f us/request"), µs.
+const netPrintHalfStep = 0.005
+
+// SetCPUResolution sets each result's CPUResolutionUs for a run of net.sh with requests per
+// redis-benchmark test (REDIS_N) and seconds per wrk run: a redis-benchmark workload spreads a
+// tick over requests, a wrk workload ("plaintext-...") over RequestsPerSec × seconds. A result
+// with no requests counted keeps 0.
+func SetCPUResolution(rs []NetResult, requests, seconds int) {
+	for i := range rs {
+		n := float64(requests)
+		if strings.HasPrefix(rs[i].Workload, "plaintext") {
+			n = rs[i].RequestsPerSec * float64(seconds)
+		}
+		if n > 0 {
+			rs[i].CPUResolutionUs = 1e6/UserHZ/n + netPrintHalfStep
+		}
+	}
 }
 
 // ClientBoundPercent is the share of a core below which a server is taken to have waited for its
@@ -121,6 +150,10 @@ type NetRatio struct {
 	CPURounds []float64 `json:"cpu_ratio_rounds,omitempty"`
 	// CPUPaired is the median of CPURounds (0 when there are none).
 	CPUPaired float64 `json:"cpu_ratio_paired_median,omitempty"`
+	// CPUResolution is how far CPU may be off from the measuring alone, as a fraction of it
+	// (0.05: ±5 %): the two figures' CPUResolutionUs over their values, added; 0 when either
+	// resolution is not known. Noise comes on top; CPURounds shows it.
+	CPUResolution float64 `json:"cpu_ratio_resolution,omitempty"`
 }
 
 // SummarizeNet groups samples by workload and server (both in the order they first appear) and
@@ -231,6 +264,9 @@ func NetRatios(rs []NetResult) []NetRatio {
 				}
 			}
 			q.CPUPaired = median(q.CPURounds)
+			if r.CPUResolutionUs > 0 && p.CPUResolutionUs > 0 {
+				q.CPUResolution = r.CPUResolutionUs/r.CPUUsPerRequest + p.CPUResolutionUs/p.CPUUsPerRequest
+			}
 			out = append(out, q)
 		}
 	}
@@ -261,6 +297,9 @@ func WriteNetTable(w io.Writer, rs []NetResult, ratios []NetRatio) error {
 		return err
 	}
 	if err := writeNetRatios(w, ratios); err != nil {
+		return err
+	}
+	if err := writeCoarseRatios(w, ratios); err != nil {
 		return err
 	}
 	for _, r := range rs {
@@ -328,6 +367,41 @@ func writeNetRatios(w io.Writer, ratios []NetRatio) error {
 			fmt.Fprint(tw, "\n")
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CoarseResolution is the CPUResolution from which WriteNetTable names a workload's ratios as
+// coarse: 0.03, ±3 %.
+const CoarseResolution = 0.03
+
+// writeCoarseRatios names the workloads where some CPU ratio's resolution is CoarseResolution or
+// worse, with the range of their ratios' resolutions, in the order the ratios come.
+func writeCoarseRatios(w io.Writer, ratios []NetRatio) error {
+	var workloads []string
+	lo, hi := map[string]float64{}, map[string]float64{}
+	for _, q := range ratios {
+		if q.CPUResolution <= 0 {
+			continue
+		}
+		if _, ok := lo[q.Workload]; !ok {
+			workloads = append(workloads, q.Workload)
+			lo[q.Workload], hi[q.Workload] = q.CPUResolution, q.CPUResolution
+		}
+		lo[q.Workload] = min(lo[q.Workload], q.CPUResolution)
+		hi[q.Workload] = max(hi[q.Workload], q.CPUResolution)
+	}
+	workloads = slices.DeleteFunc(workloads, func(wl string) bool { return hi[wl] < CoarseResolution })
+	if len(workloads) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\ncoarse: the servers' CPU is counted in clock ticks (1/%d s) over each client run and printed\n"+
+		"to 0.01 µs, so these workloads' CPU ratios are good to no better than (more requests per run,\n"+
+		"--requests or --seconds, make them finer):\n", UserHZ)
+	for _, wl := range workloads {
+		if _, err := fmt.Fprintf(w, "  %s: ±%.0f–%.0f %%\n", wl, 100*lo[wl], 100*hi[wl]); err != nil {
 			return err
 		}
 	}

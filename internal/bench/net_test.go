@@ -151,6 +151,67 @@ func TestWriteNetTable(t *testing.T) {
 	}
 }
 
+// TestSetCPUResolutionSpreadsATickOverTheRunsRequests: a redis-benchmark workload's resolution is
+// one tick over its requests, a wrk workload's one tick over requests/s × seconds, each plus net.sh's
+// half step of 0.005 µs.
+func TestSetCPUResolutionSpreadsATickOverTheRunsRequests(t *testing.T) {
+	rs := SummarizeNet(parseNetSh(t))
+	SetCPUResolution(rs, 200000, 5)
+	for _, r := range rs {
+		want := 1e6/UserHZ/200000 + 0.005
+		if strings.HasPrefix(r.Workload, "plaintext") {
+			want = 1e6/UserHZ/(r.RequestsPerSec*5) + 0.005
+		}
+		if r.RequestsPerSec == 0 && strings.HasPrefix(r.Workload, "plaintext") {
+			want = 0
+		}
+		if math.Abs(r.CPUResolutionUs-want) > 1e-12 {
+			t.Errorf("%s %s: resolution %v µs, want %v", r.Workload, r.Server, r.CPUResolutionUs, want)
+		}
+	}
+}
+
+// TestNetRatioResolutionAddsBothFiguresShares: a ratio's resolution is each figure's resolution
+// over its value, added.
+func TestNetRatioResolutionAddsBothFiguresShares(t *testing.T) {
+	rs := SummarizeNet(parseNetSh(t))
+	SetCPUResolution(rs, 200000, 5)
+	q := NetRatios(rs)[0] // ringev-uring-readiness (8.25) vs redis (8.5), PING_INLINE-c50-P1
+	want := rs[1].CPUResolutionUs/8.25 + rs[0].CPUResolutionUs/8.5
+	if q.Peer != "redis" || math.Abs(q.CPUResolution-want) > 1e-12 {
+		t.Errorf("%+v: resolution %v, want %v", q, q.CPUResolution, want)
+	}
+}
+
+// TestWriteNetTableNamesCoarseWorkloads: a pipelined workload whose CPU is a few ticks per run is
+// named with its ratios' resolution; a fine one is not.
+func TestWriteNetTableNamesCoarseWorkloads(t *testing.T) {
+	var samples []NetSample
+	for _, line := range strings.Split(`redis SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
+ringev-uring-requests SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 6.00 us/request)
+redis SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.57 us/request)
+ringev-uring-requests SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.53 us/request)`, "\n") {
+		s, ok := ParseNetLine(line)
+		if !ok {
+			t.Fatalf("not a measurement: %q", line)
+		}
+		samples = append(samples, s)
+	}
+	rs := SummarizeNet(samples)
+	SetCPUResolution(rs, 300000, 3)
+	var b bytes.Buffer
+	if err := WriteNetTable(&b, rs, NetRatios(rs)); err != nil {
+		t.Fatal(err)
+	}
+	// (0.0333+0.005)/0.53 + (0.0333+0.005)/0.57 = 14 %
+	if !strings.Contains(b.String(), "coarse") || !strings.Contains(b.String(), "  SET-c50-P16: ±14–14 %") {
+		t.Errorf("the table does not name SET-c50-P16 as coarse:\n%s", b.String())
+	}
+	if strings.Contains(b.String(), "  SET-c50-P1:") {
+		t.Errorf("the table names SET-c50-P1 (±1 %%) as coarse:\n%s", b.String())
+	}
+}
+
 // TestWriteNetJSONAndPNG: the JSON report round-trips; the chart is a PNG.
 func TestWriteNetJSONAndPNG(t *testing.T) {
 	rs := SummarizeNet(parseNetSh(t))
