@@ -152,7 +152,7 @@ type NetRatio struct {
 	CPUPaired float64 `json:"cpu_ratio_paired_median,omitempty"`
 	// CPUResolution is how far CPU may be off from the measuring alone, as a fraction of it
 	// (0.05: ±5 %): the two figures' CPUResolutionUs over their values, added; 0 when either
-	// resolution is not known. Noise comes on top; CPURounds shows it.
+	// resolution is not known or Server has no CPU figure. Noise comes on top; CPURounds shows it.
 	CPUResolution float64 `json:"cpu_ratio_resolution,omitempty"`
 }
 
@@ -264,7 +264,7 @@ func NetRatios(rs []NetResult) []NetRatio {
 				}
 			}
 			q.CPUPaired = median(q.CPURounds)
-			if r.CPUResolutionUs > 0 && p.CPUResolutionUs > 0 {
+			if r.CPUResolutionUs > 0 && p.CPUResolutionUs > 0 && r.CPUUsPerRequest > 0 {
 				q.CPUResolution = r.CPUResolutionUs/r.CPUUsPerRequest + p.CPUResolutionUs/p.CPUUsPerRequest
 			}
 			out = append(out, q)
@@ -398,8 +398,8 @@ func writeCoarseRatios(w io.Writer, ratios []NetRatio) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\ncoarse: the servers' CPU is counted in clock ticks (1/%d s) over each client run and printed\n"+
-		"to 0.01 µs, so these workloads' CPU ratios are good to no better than (more requests per run,\n"+
-		"--requests or --seconds, make them finer):\n", UserHZ)
+		"to 0.01 µs, so these workloads' CPU ratios may be off by this much from the counting alone\n"+
+		"(more requests per run, --requests or --seconds, make it less):\n", UserHZ)
 	for _, wl := range workloads {
 		if _, err := fmt.Fprintf(w, "  %s: ±%.0f–%.0f %%\n", wl, 100*lo[wl], 100*hi[wl]); err != nil {
 			return err
