@@ -36,6 +36,20 @@ func parseNetSh(t *testing.T) []NetSample {
 	return samples
 }
 
+// parseLines parses net.sh lines, every one a measurement.
+func parseLines(t *testing.T, text string) []NetSample {
+	t.Helper()
+	var samples []NetSample
+	for _, line := range strings.Split(text, "\n") {
+		s, ok := ParseNetLine(line)
+		if !ok {
+			t.Fatalf("not a measurement: %q", line)
+		}
+		samples = append(samples, s)
+	}
+	return samples
+}
+
 // TestParseNetLine: both line formats, wrk's latency units, its errors, and its 0.00us
 // percentile (not reported).
 func TestParseNetLine(t *testing.T) {
@@ -111,18 +125,11 @@ func TestNetRatiosPairRounds(t *testing.T) {
 // client run failed, or it did not start) has a 0 there, and its third round pairs with the
 // peer's third.
 func TestNetRatiosPairTheRoundsAroundOneAServerMissed(t *testing.T) {
-	var samples []NetSample
-	for _, line := range strings.Split(`redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
+	samples := parseLines(t, `redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
 ringev-uring-requests PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 6.00 us/request)
 redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 9.00 us/request)
 redis PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 10.00 us/request)
-ringev-uring-requests PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 5.00 us/request)`, "\n") {
-		s, ok := ParseNetLine(line)
-		if !ok {
-			t.Fatalf("not a measurement: %q", line)
-		}
-		samples = append(samples, s)
-	}
+ringev-uring-requests PING_INLINE-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 5.00 us/request)`)
 	rs := SummarizeNet(samples)
 	if got := rs[1].RoundsCPU; len(got) != 3 || got[0] != 6 || got[1] != 0 || got[2] != 5 {
 		t.Errorf("ringev's RoundsCPU %v, want [6 0 5]", got)
@@ -186,17 +193,10 @@ func TestNetRatioResolutionAddsBothFiguresShares(t *testing.T) {
 // TestWriteNetTableNamesCoarseWorkloads: a pipelined workload whose CPU is a few ticks per run is
 // named with its ratios' resolution; a fine one is not.
 func TestWriteNetTableNamesCoarseWorkloads(t *testing.T) {
-	var samples []NetSample
-	for _, line := range strings.Split(`redis SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
+	samples := parseLines(t, `redis SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
 ringev-uring-requests SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 6.00 us/request)
 redis SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.57 us/request)
-ringev-uring-requests SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.53 us/request)`, "\n") {
-		s, ok := ParseNetLine(line)
-		if !ok {
-			t.Fatalf("not a measurement: %q", line)
-		}
-		samples = append(samples, s)
-	}
+ringev-uring-requests SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.53 us/request)`)
 	rs := SummarizeNet(samples)
 	SetCPUResolution(rs, 300000, 3)
 	var b bytes.Buffer
