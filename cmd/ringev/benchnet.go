@@ -41,7 +41,7 @@ flags:
   --seconds S     seconds per wrk run, S > 0 (default 5)
   --requests N    requests per redis-benchmark test, N > 0 (default 200000)
                   (net.sh counts CPU in 1/100 s ticks: a -P 16 test's CPU per request is
-                  good to about ±10 %% at 200000 and ±3 %% at 1000000; the table names the
+                  good to about ±20 %% at 200000 and ±5 %% at 1000000; the table names the
                   workloads whose ratios are coarse)
   --backend a,b   ringev's backends (default uring,epoll; known: %s)
   --api a,b       ringev's APIs (default requests,readiness)

@@ -100,25 +100,31 @@ type NetResult struct {
 	Syscalls           map[string]float64 `json:"syscalls,omitempty"`
 	// Errors are the errors the client reported in any round ("" for none).
 	Errors string `json:"errors,omitempty"`
-	// CPUResolutionUs is how far one round's CPU µs per request may be off from the measuring
-	// alone, µs (0: not known; SetCPUResolution sets it): net.sh reads the server's CPU time in
-	// clock ticks (1/UserHZ s) before and after the client's run, so the difference is off by
-	// up to one tick, spread over the run's requests, and it prints the figure to 0.01 µs, off by
-	// up to 0.005 more. The median of the rounds is no finer.
+	// CPUResolutionUs is how far one round's CPU µs per request may be off from the counting
+	// alone, µs (0: not known; SetCPUResolution sets it): net.sh adds the server's utime and
+	// stime from /proc/PID/stat, each cut down to whole clock ticks (1/UserHZ s), before and
+	// after the client's run, so the difference is off by up to two ticks, spread over the
+	// run's requests; and it prints the figure to 0.01 µs, off by up to 0.005 more. The median of
+	// the rounds is no finer.
 	CPUResolutionUs float64 `json:"cpu_us_per_request_resolution,omitempty"`
 }
 
-// UserHZ is the clock tick of the CPU times in /proc/PID/stat, per second: USER_HZ, 100 on every
-// Linux architecture ringev runs on (getconf CLK_TCK); net.sh counts the servers' CPU in it.
+// UserHZ is the clock tick of the CPU times in /proc/PID/stat, ticks per second: USER_HZ, 100 on
+// every Linux architecture ringev runs on (net.sh reads it with getconf CLK_TCK).
 const UserHZ = 100
+
+// netTicksOff is how many clock ticks a difference of net.sh's utime+stime sums may be off:
+// utime and stime are each cut down to whole ticks, before and after.
+const netTicksOff = 2
 
 // netPrintHalfStep is half the step of net.sh's printed CPU figure ("%.2f us/request"), µs.
 const netPrintHalfStep = 0.005
 
 // SetCPUResolution sets each result's CPUResolutionUs for a run of net.sh with requests per
-// redis-benchmark test (REDIS_N) and seconds per wrk run: a redis-benchmark workload spreads a
-// tick over requests, a wrk workload ("plaintext-...") over RequestsPerSec × seconds. A result
-// with no requests counted keeps 0.
+// redis-benchmark test (REDIS_N) and seconds per wrk run: a redis-benchmark workload spreads
+// two ticks over requests, a wrk workload ("plaintext-...") over RequestsPerSec × seconds. It
+// leaves CPUResolutionUs as it was where there are no requests to spread them over (requests or
+// seconds ≤ 0, or a wrk workload without a rate).
 func SetCPUResolution(rs []NetResult, requests, seconds int) {
 	for i := range rs {
 		n := float64(requests)
@@ -126,7 +132,7 @@ func SetCPUResolution(rs []NetResult, requests, seconds int) {
 			n = rs[i].RequestsPerSec * float64(seconds)
 		}
 		if n > 0 {
-			rs[i].CPUResolutionUs = 1e6/UserHZ/n + netPrintHalfStep
+			rs[i].CPUResolutionUs = netTicksOff*1e6/UserHZ/n + netPrintHalfStep
 		}
 	}
 }
@@ -150,8 +156,9 @@ type NetRatio struct {
 	CPURounds []float64 `json:"cpu_ratio_rounds,omitempty"`
 	// CPUPaired is the median of CPURounds (0 when there are none).
 	CPUPaired float64 `json:"cpu_ratio_paired_median,omitempty"`
-	// CPUResolution is how far CPU may be off from the measuring alone, as a fraction of it
-	// (0.05: ±5 %): the two figures' CPUResolutionUs over their values, added; 0 when either
+	// CPUResolution is how far CPU (the ratio of the medians; CPURounds' ratios alike) may be
+	// off from the counting alone, as a fraction of it (0.05: ±5 %): the two figures'
+	// CPUResolutionUs over their values, added; 0 when either
 	// resolution is not known or Server has no CPU figure. Noise comes on top; CPURounds shows it.
 	CPUResolution float64 `json:"cpu_ratio_resolution,omitempty"`
 }
@@ -378,7 +385,7 @@ func writeNetRatios(w io.Writer, ratios []NetRatio) error {
 const CoarseResolution = 0.03
 
 // writeCoarseRatios names the workloads where some CPU ratio's resolution is CoarseResolution or
-// worse, with the range of their ratios' resolutions, in the order the ratios come.
+// more, with the range of their ratios' resolutions, in the order the ratios come.
 func writeCoarseRatios(w io.Writer, ratios []NetRatio) error {
 	var workloads []string
 	lo, hi := map[string]float64{}, map[string]float64{}
@@ -397,9 +404,11 @@ func writeCoarseRatios(w io.Writer, ratios []NetRatio) error {
 	if len(workloads) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\ncoarse: the servers' CPU is counted in clock ticks (1/%d s) over each client run and printed\n"+
+	if _, err := fmt.Fprintf(w, "\ncoarse: the servers' CPU is counted in clock ticks (1/%d s) over each client run and printed\n"+
 		"to 0.01 µs, so these workloads' CPU ratios may be off by this much from the counting alone\n"+
-		"(more requests per run, --requests or --seconds, make it less):\n", UserHZ)
+		"(more requests per run, --requests or --seconds, make it less):\n", UserHZ); err != nil {
+		return err
+	}
 	for _, wl := range workloads {
 		if _, err := fmt.Fprintf(w, "  %s: ±%.0f–%.0f %%\n", wl, 100*lo[wl], 100*hi[wl]); err != nil {
 			return err

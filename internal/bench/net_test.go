@@ -158,54 +158,56 @@ func TestWriteNetTable(t *testing.T) {
 	}
 }
 
-// TestSetCPUResolutionSpreadsATickOverTheRunsRequests: a redis-benchmark workload's resolution is
-// one tick over its requests, a wrk workload's one tick over requests/s × seconds, each plus net.sh's
-// half step of 0.005 µs.
-func TestSetCPUResolutionSpreadsATickOverTheRunsRequests(t *testing.T) {
-	rs := SummarizeNet(parseNetSh(t))
+// TestSetCPUResolutionSpreadsTwoTicksOverTheRunsRequests: a redis-benchmark workload's
+// resolution is two ticks (utime and stime each cut to 1/100 s) over its requests, a wrk
+// workload's two ticks over requests/s × seconds, each plus net.sh's half step of 0.005 µs.
+func TestSetCPUResolutionSpreadsTwoTicksOverTheRunsRequests(t *testing.T) {
+	rs := []NetResult{
+		{Server: "redis", Workload: "SET-c50-P16", RequestsPerSec: 1400000, CPUUsPerRequest: 0.57},
+		{Server: "gnet-1loop", Workload: "plaintext-c256-depth16", RequestsPerSec: 1000000, CPUUsPerRequest: 0.6},
+		{Server: "nethttp-gomaxprocs1", Workload: "plaintext-c256-depth1", CPUResolutionUs: 7}, // no rate
+	}
 	SetCPUResolution(rs, 200000, 5)
-	for _, r := range rs {
-		want := 1e6/UserHZ/200000 + 0.005
-		if strings.HasPrefix(r.Workload, "plaintext") {
-			want = 1e6/UserHZ/(r.RequestsPerSec*5) + 0.005
-		}
-		if r.RequestsPerSec == 0 && strings.HasPrefix(r.Workload, "plaintext") {
-			want = 0
-		}
-		if math.Abs(r.CPUResolutionUs-want) > 1e-12 {
-			t.Errorf("%s %s: resolution %v µs, want %v", r.Workload, r.Server, r.CPUResolutionUs, want)
+	for i, want := range []float64{0.02/0.2 + 0.005, 0.02/5 + 0.005, 7} { // 2×10 ms over 200000; over 5M
+		if math.Abs(rs[i].CPUResolutionUs-want) > 1e-12 {
+			t.Errorf("%s %s: resolution %v µs, want %v", rs[i].Workload, rs[i].Server, rs[i].CPUResolutionUs, want)
 		}
 	}
 }
 
-// TestNetRatioResolutionAddsBothFiguresShares: a ratio's resolution is each figure's resolution
-// over its value, added.
+// TestNetRatioResolutionAddsBothFiguresShares: a ratio's resolution is each figure's
+// resolution over its own value, added.
 func TestNetRatioResolutionAddsBothFiguresShares(t *testing.T) {
-	rs := SummarizeNet(parseNetSh(t))
-	SetCPUResolution(rs, 200000, 5)
-	q := NetRatios(rs)[0] // ringev-uring-readiness (8.25) vs redis (8.5), PING_INLINE-c50-P1
-	want := rs[1].CPUResolutionUs/8.25 + rs[0].CPUResolutionUs/8.5
-	if q.Peer != "redis" || math.Abs(q.CPUResolution-want) > 1e-12 {
-		t.Errorf("%+v: resolution %v, want %v", q, q.CPUResolution, want)
+	rs := []NetResult{
+		{Server: "redis", Workload: "SET-c50-P16", RequestsPerSec: 1, CPUUsPerRequest: 1.0, CPUResolutionUs: 0.05},
+		{Server: "ringev-uring-requests", Workload: "SET-c50-P16", RequestsPerSec: 1, CPUUsPerRequest: 0.5, CPUResolutionUs: 0.02},
+	}
+	q := NetRatios(rs)
+	if len(q) != 1 || q[0].Server != "ringev-uring-requests" || q[0].Peer != "redis" || q[0].Workload != "SET-c50-P16" {
+		t.Fatalf("ratios %+v, want ringev-uring-requests vs redis at SET-c50-P16", q)
+	}
+	if want := 0.02/0.5 + 0.05/1.0; math.Abs(q[0].CPUResolution-want) > 1e-12 { // 0.09; swapped 0.12
+		t.Errorf("resolution %v, want %v", q[0].CPUResolution, want)
 	}
 }
 
 // TestWriteNetTableNamesCoarseWorkloads: a pipelined workload whose CPU is a few ticks per run is
-// named with its ratios' resolution; a fine one is not.
+// named with the lowest and highest of its ratios' resolutions; a fine one is not.
 func TestWriteNetTableNamesCoarseWorkloads(t *testing.T) {
-	samples := parseLines(t, `redis SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
+	rs := SummarizeNet(parseLines(t, `redis SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 8.00 us/request)
 ringev-uring-requests SET-c50-P1: Got 90000 requests/sec (p50 0.3 ms, server CPU 6.00 us/request)
-redis SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.57 us/request)
-ringev-uring-requests SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.53 us/request)`)
-	rs := SummarizeNet(samples)
-	SetCPUResolution(rs, 300000, 3)
+redis SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.50 us/request)
+ringev-uring-requests SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.50 us/request)
+ringev-epoll-readiness SET-c50-P16: Got 1400000 requests/sec (p50 0.3 ms, server CPU 0.80 us/request)`))
+	SetCPUResolution(rs, 1000000, 3) // 0.025 µs a figure: 5 % of 0.50, 3.1 % of 0.80, 0.3 % of 8.00
 	var b bytes.Buffer
 	if err := WriteNetTable(&b, rs, NetRatios(rs)); err != nil {
 		t.Fatal(err)
 	}
-	// (0.0333+0.005)/0.53 + (0.0333+0.005)/0.57 = 14 %
-	if !strings.Contains(b.String(), "coarse") || !strings.Contains(b.String(), "  SET-c50-P16: ±14–14 %") {
-		t.Errorf("the table does not name SET-c50-P16 as coarse:\n%s", b.String())
+	// SET-c50-P16's ratios: uring requests vs redis 5+5 = 10 %; every ratio with epoll
+	// readiness in it 3.1+5 = 8.1 %
+	if !strings.Contains(b.String(), "coarse") || !strings.Contains(b.String(), "  SET-c50-P16: ±8–10 %") {
+		t.Errorf("the table does not name SET-c50-P16 as coarse, ±8–10 %%:\n%s", b.String())
 	}
 	if strings.Contains(b.String(), "  SET-c50-P1:") {
 		t.Errorf("the table names SET-c50-P1 (±1 %%) as coarse:\n%s", b.String())
