@@ -294,6 +294,8 @@ type Loop struct {
 	nfd          int         // live fd events (all flags)
 	dispatch     uint64      // fairness clock: incremented per fd handler run
 	waits        uint64      // calls of wait (tests: a handler's I/O through the ring spares them)
+	yieldAt      int64       // loop time (ns since epoch) after which a blocking wait first yields (see yieldBeforeBlock)
+	yields       uint64      // runtime.Gosched calls of yieldBeforeBlock (tests)
 	waitSeq      uint64      // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
 	cache        []readyFd   // what the last wait reported: cacheBuf, or a larger buffer
 	// cacheLeft bounds the usable cache entries from above: markReady sets it, each handler run
