@@ -107,7 +107,8 @@ func (l *Loop) Once() error {
 // announcement to posters, and on the hot path it is the only one. Before blocking, the loop
 // announces the wait, then looks once more for work posted meanwhile (and for a pending Stop or
 // signal): a poster that sees sleeping==true writes the eventfd; one that does not has set
-// posted before we read it here.
+// posted before we read it here. A wait that will block may first yield to the Go scheduler
+// (yieldBeforeBlock); a Post meanwhile finds sleeping==true and wakes the wait.
 func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	l.waits++
 	// A look that a handler's I/O sent through the ring and that found nothing is still in
