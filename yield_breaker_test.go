@@ -1,0 +1,561 @@
+package ringev_test
+
+// Breaking the loop's yield before a blocking wait (once.go, yieldBeforeBlock): a wait that will
+// block first gives the Go scheduler the loop's goroutine (runtime.Gosched) once every 5 ms, after
+// it has announced the wait (sleeping=true). Posts, Stops and signals that land during the yield
+// must still wake the wait; the goroutine must come back on its own thread (SINGLE_ISSUER);
+// nothing may leak.
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// yieldHammer is how long each hammer below runs per backend and GOMAXPROCS.
+const yieldHammer = 600 * time.Millisecond
+
+// wakeDeadline is how long a Post, Stop or signal may take to reach a loop before the test calls
+// its wake-up lost (the loops below otherwise block for ever, or wake every 100 µs).
+const wakeDeadline = 2 * time.Second
+
+// eachProcs runs fn with GOMAXPROCS 1 and 2 (subtests "procs1", "procs2"), restoring it after.
+func eachProcs(t *testing.T, fn func(t *testing.T)) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("procs%d", n), func(t *testing.T) {
+			old := runtime.GOMAXPROCS(n)
+			defer runtime.GOMAXPROCS(old)
+			fn(t)
+		})
+	}
+}
+
+// idleFd watches the read end of a fresh pipe (never written unless unblock is called), so that a
+// loop with nothing else to do blocks in its wait for ever instead of returning ErrNothingToDo.
+// unblock writes a byte: the handler drains it, so a loop whose wake-up was lost gets going again.
+func idleFd(t *testing.T, l *ringev.Loop, r, w int) (unblock func()) {
+	t.Helper()
+	if _, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) { testutil.Drain(t, ev.Fd()) }); err != nil {
+		t.Fatalf("AddFd: %v", err)
+	}
+	return func() { unix.Write(w, []byte{1}) }
+}
+
+// TestPostsAndStopsDuringTheYieldsReachTheLoop: a loop in Run with nothing but an idle fd (every
+// wait blocks for ever, and the first after 5 ms of loop time yields first), or with a 100 µs
+// timer re-armed for ever (it blocks and yields often), while four goroutines Post at random
+// moments, each waiting for its function to run, and a fifth calls Stop at random moments, each
+// waiting for Run to return: every Post runs and every Stop ends Run within 2 s, on every backend,
+// with GOMAXPROCS 1 and 2.
+func TestPostsAndStopsDuringTheYieldsReachTheLoop(t *testing.T) {
+	for _, withTimer := range []bool{false, true} {
+		name := "idle"
+		if withTimer {
+			name = "timer100us"
+		}
+		t.Run(name, func(t *testing.T) {
+			eachProcs(t, func(t *testing.T) {
+				eachBackend(t, withFallback(), func(t *testing.T, backend string) {
+					hammerPostStop(t, backend, withTimer)
+				})
+			})
+		})
+	}
+}
+
+func hammerPostStop(t *testing.T, backend string, withTimer bool) {
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, backend)
+	unblock := idleFd(t, l, r, w)
+	if withTimer {
+		var rearm func(*ringev.Timer)
+		rearm = func(*ringev.Timer) { l.AddTimer(100*time.Microsecond, rearm) }
+		l.AddTimer(100*time.Microsecond, rearm)
+	}
+	var (
+		done      atomic.Bool
+		wg        sync.WaitGroup
+		posts     atomic.Int64
+		ran       atomic.Int64
+		lost      atomic.Int64
+		maxLat    atomic.Int64
+		runEnds   = make(chan struct{}, 1)
+		stops     atomic.Int64
+		stopLost  atomic.Int64
+		stopMaxNs atomic.Int64
+	)
+	setMax := func(m *atomic.Int64, v int64) {
+		for {
+			old := m.Load()
+			if v <= old || m.CompareAndSwap(old, v) {
+				return
+			}
+		}
+	}
+	pause := func(rng *rand.Rand) {
+		switch rng.IntN(4) {
+		case 0: // at once
+		case 1:
+			runtime.Gosched()
+		default: // around the 5 ms yield interval
+			time.Sleep(time.Duration(rng.IntN(7000)) * time.Microsecond)
+		}
+	}
+	for p := 0; p < 4; p++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 1))
+			got := make(chan struct{}, 1)
+			for !done.Load() {
+				pause(rng)
+				start := time.Now()
+				if err := l.Post(func() { got <- struct{}{} }); err != nil {
+					t.Errorf("Post: %v", err)
+					return
+				}
+				posts.Add(1)
+				select {
+				case <-got:
+					ran.Add(1)
+					setMax(&maxLat, int64(time.Since(start)))
+				case <-time.After(wakeDeadline):
+					lost.Add(1)
+					t.Errorf("%s: a posted function did not run within %v: the wake-up was lost; goroutines:\n%s", backend, wakeDeadline, allStacks())
+					unblock()
+					select {
+					case <-got:
+					case <-time.After(wakeDeadline):
+						panic("the loop is stuck")
+					}
+					ran.Add(1)
+				}
+			}
+		}(uint64(p))
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(99, 2))
+		for !done.Load() {
+			pause(rng)
+			start := time.Now()
+			l.Stop()
+			stops.Add(1)
+			select {
+			case <-runEnds:
+				setMax(&stopMaxNs, int64(time.Since(start)))
+			case <-time.After(wakeDeadline):
+				stopLost.Add(1)
+				t.Errorf("%s: Run did not return within %v of Stop: the wake-up was lost; goroutines:\n%s", backend, wakeDeadline, allStacks())
+				unblock()
+				select {
+				case <-runEnds:
+				case <-time.After(wakeDeadline):
+					l.Stop()
+					t.Errorf("%s: Run did not return within %v of a byte on its fd after the Stop either; goroutines:\n%s", backend, wakeDeadline, allStacks())
+					select {
+					case <-runEnds:
+					case <-time.After(wakeDeadline):
+						panic("the loop is stuck")
+					}
+				}
+			}
+		}
+	}()
+	end := time.Now().Add(yieldHammer)
+	runs := 0
+	for {
+		if err := l.Run(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		runs++
+		if time.Now().After(end) {
+			done.Store(true)
+		}
+		select {
+		case runEnds <- struct{}{}:
+		default:
+			t.Fatalf("Run returned without a Stop waiting for it")
+		}
+		if done.Load() {
+			break
+		}
+	}
+	// The stopper has the last token (done was set before it) and ends; the posters finish their
+	// last round: keep the loop turning for them.
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	for stillGoing := true; stillGoing; {
+		select {
+		case <-finished:
+			stillGoing = false
+		default:
+			l.Post(func() {})
+			if err := l.Once(); err != nil {
+				t.Fatalf("Once: %v", err)
+			}
+		}
+	}
+	yields := ringev.Yields(l)
+	t.Logf("%d posts (%d ran; max latency %v), %d stops (%d Runs; max %v), %d yields, %d waits; lost: %d posts, %d stops",
+		posts.Load(), ran.Load(), time.Duration(maxLat.Load()), stops.Load(), runs, time.Duration(stopMaxNs.Load()),
+		yields, ringev.Waits(l), lost.Load(), stopLost.Load())
+	if yields == 0 {
+		t.Errorf("the loop never yielded: the hammer did not test the yield")
+	}
+}
+
+// TestAPostOrStopAloneDuringTheYieldsWakesTheLoop: one goroutine, alone, calls Post or Stop at
+// random moments around the 5 ms yield interval and waits for each to take effect (the posted
+// function to run, Run to return) before the next, while the loop in Run has nothing but an
+// idle fd: no other wake-up can cover for a lost one, so each must arrive within 2 s, on every
+// backend, with GOMAXPROCS 1 and 2.
+func TestAPostOrStopAloneDuringTheYieldsWakesTheLoop(t *testing.T) {
+	eachProcs(t, func(t *testing.T) {
+		eachBackend(t, withFallback(), func(t *testing.T, backend string) {
+			r, w := testutil.Pipe(t)
+			l := newLoop(t, backend)
+			unblock := idleFd(t, l, r, w)
+			runEnds := make(chan struct{}, 1)
+			got := make(chan struct{}, 1)
+			var last atomic.Bool // set before the sender's last Stop: Run's return ends the test
+			var posts, stops, lost int
+			var maxLat time.Duration
+			ownerDone := make(chan struct{})
+			senderDone := make(chan struct{})
+			go func() {
+				defer close(senderDone)
+				// awaitOrUnblock waits for c; a wake-up not there within wakeDeadline is lost:
+				// a byte on the idle fd gets the loop going again.
+				awaitOrUnblock := func(c chan struct{}, what string, start time.Time) {
+					select {
+					case <-c:
+						maxLat = max(maxLat, time.Since(start))
+					case <-time.After(wakeDeadline):
+						lost++
+						t.Errorf("%s: after %d posts and %d stops, a %s did not reach the loop within %v: the wake-up was lost",
+							backend, posts, stops, what, wakeDeadline)
+						unblock()
+						select {
+						case <-c:
+						case <-time.After(wakeDeadline):
+							panic("the loop is stuck")
+						}
+					}
+				}
+				rng := rand.New(rand.NewPCG(3, 4))
+				for end := time.Now().Add(yieldHammer); time.Now().Before(end); {
+					switch rng.IntN(3) {
+					case 0:
+						runtime.Gosched()
+					default:
+						time.Sleep(time.Duration(rng.IntN(7000)) * time.Microsecond)
+					}
+					start := time.Now()
+					if rng.IntN(4) == 0 {
+						stops++
+						l.Stop()
+						awaitOrUnblock(runEnds, "Stop", start)
+						continue
+					}
+					posts++
+					if err := l.Post(func() { got <- struct{}{} }); err != nil {
+						t.Errorf("Post: %v", err)
+						break
+					}
+					awaitOrUnblock(got, "Post", start)
+				}
+				time.Sleep(6 * time.Millisecond) // the last Stop after a yield, too
+				last.Store(true)
+				l.Stop()
+				awaitOrUnblock(ownerDone, "last Stop", time.Now())
+			}()
+			for {
+				if err := l.Run(); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if last.Load() {
+					break
+				}
+				runEnds <- struct{}{}
+			}
+			close(ownerDone)
+			<-senderDone
+			t.Logf("%d posts, %d stops, max latency %v, %d yields, %d waits, %d lost", posts, stops, maxLat, ringev.Yields(l), ringev.Waits(l), lost)
+			if ringev.Yields(l) == 0 {
+				t.Errorf("the loop never yielded")
+			}
+		})
+	})
+}
+
+// TestSignalsDuringTheYieldsAreEachDelivered: SIGUSR1 sent to the process 150 times, each after
+// the previous one's handler ran and a pause of up to 7 ms (so that many land while the loop
+// yields or is about to), reaches a loop in Run (idle fd only) every time within 2 s, with a
+// count of exactly one each, with and without WithExactSignals, on every backend, GOMAXPROCS 1
+// and 2.
+func TestSignalsDuringTheYieldsAreEachDelivered(t *testing.T) {
+	for _, exact := range []bool{false, true} {
+		name := "osSignal"
+		if exact {
+			name = "exact"
+		}
+		t.Run(name, func(t *testing.T) {
+			eachProcs(t, func(t *testing.T) {
+				eachBackend(t, withFallback(), func(t *testing.T, backend string) {
+					guard := sigGuard(t, unix.SIGUSR1)
+					_ = guard
+					r, w := testutil.Pipe(t)
+					var opts []ringev.Option
+					if exact {
+						opts = append(opts, ringev.WithExactSignals())
+					}
+					l := newLoop(t, backend, opts...)
+					unblock := idleFd(t, l, r, w)
+					var total atomic.Int64
+					var calls atomic.Int64
+					got := make(chan struct{}, 1)
+					if _, err := l.AddSignal(unix.SIGUSR1, func(s *ringev.Signal, count int) {
+						total.Add(int64(count))
+						calls.Add(1)
+						select {
+						case got <- struct{}{}:
+						default:
+						}
+					}); err != nil {
+						t.Fatalf("AddSignal: %v", err)
+					}
+					const n = 150
+					senderDone := make(chan struct{})
+					go func() {
+						defer close(senderDone)
+						defer l.Stop()
+						rng := rand.New(rand.NewPCG(7, 7))
+						for i := 0; i < n; i++ {
+							time.Sleep(time.Duration(rng.IntN(7000)) * time.Microsecond)
+							if err := unix.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+								t.Errorf("kill: %v", err)
+								return
+							}
+							select {
+							case <-got:
+							case <-time.After(wakeDeadline):
+								t.Errorf("%s: signal %d not handled within %v", backend, i, wakeDeadline)
+								unblock()
+								select {
+								case <-got:
+								case <-time.After(wakeDeadline):
+									t.Errorf("%s: signal %d still not handled after the fd woke the loop", backend, i)
+									return
+								}
+							}
+						}
+					}()
+					if err := testutil.Run(t, l, 60*time.Second); err != nil {
+						t.Fatalf("Run: %v", err)
+					}
+					<-senderDone
+					t.Logf("%d signals sent, %d handler runs, total count %d, %d yields", n, calls.Load(), total.Load(), ringev.Yields(l))
+					if total.Load() != n || calls.Load() != n {
+						t.Errorf("%d signals sent one at a time: %d handler runs with a total count of %d", n, calls.Load(), total.Load())
+					}
+					if ringev.Yields(l) == 0 {
+						t.Errorf("the loop never yielded")
+					}
+				})
+			})
+		})
+	}
+}
+
+// TestYieldsKeepTheLoopOnItsThread: a loop waiting on a 100 µs timer again and again for 200 ms
+// (~40 yields) runs every Once on the thread that created it (io_uring's SINGLE_ISSUER and
+// DEFER_TASKRUN need that; a Once on another thread fails with EEXIST), with GOMAXPROCS 1 and 2,
+// while other goroutines keep the scheduler busy.
+func TestYieldsKeepTheLoopOnItsThread(t *testing.T) {
+	eachProcs(t, func(t *testing.T) {
+		eachBackend(t, withFallback(), func(t *testing.T, backend string) {
+			l := newLoop(t, backend)
+			tid := unix.Gettid()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := 0; i < 4; i++ { // goroutines for the scheduler to run while the loop yields
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+							runtime.Gosched()
+						}
+					}
+				}()
+			}
+			defer func() { close(stop); wg.Wait() }()
+			var rearm func(*ringev.Timer)
+			rearm = func(*ringev.Timer) { l.AddTimer(100*time.Microsecond, rearm) }
+			l.AddTimer(100*time.Microsecond, rearm)
+			onces := 0
+			for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); onces++ {
+				if err := l.Once(); err != nil {
+					t.Fatalf("Once %d: %v", onces, err)
+				}
+				if got := unix.Gettid(); got != tid {
+					t.Fatalf("after Once %d (%d yields) the loop runs on thread %d, created on %d", onces, ringev.Yields(l), got, tid)
+				}
+			}
+			t.Logf("%d Onces, %d yields, thread %d throughout", onces, ringev.Yields(l), tid)
+			if ringev.Yields(l) < 10 {
+				t.Errorf("only %d yields in 200 ms", ringev.Yields(l))
+			}
+		})
+	})
+}
+
+// TestNestedOnceAndCloseInAHandlerAfterYieldsAreErrNested: after the loop has yielded, Once and
+// Close called from a handler return ErrNested and leave the loop working.
+func TestNestedOnceAndCloseInAHandlerAfterYieldsAreErrNested(t *testing.T) {
+	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		var rearm func(*ringev.Timer)
+		ticks := 0
+		rearm = func(*ringev.Timer) { ticks++; l.AddTimer(100*time.Microsecond, rearm) }
+		l.AddTimer(100*time.Microsecond, rearm)
+		untilFor(t, l, 10*time.Second, "a few yields", func() bool { return ringev.Yields(l) >= 3 })
+		var onceErr, closeErr error
+		ran := false
+		l.AddTimer(0, func(*ringev.Timer) { ran, onceErr, closeErr = true, l.Once(), l.Close() })
+		until(t, l, func() bool { return ran })
+		if !errors.Is(onceErr, ringev.ErrNested) || !errors.Is(closeErr, ringev.ErrNested) {
+			t.Errorf("in a handler: Once = %v, Close = %v; want ErrNested for both", onceErr, closeErr)
+		}
+		before := ticks
+		until(t, l, func() bool { return ticks > before+10 })
+	})
+}
+
+// TestLoopsMadeAndClosedConcurrentlyWhileOthersYieldLeakNothing: eight goroutines each make a loop
+// (backends in turn), run it on a 100 µs timer for 12 ms (past the 5 ms yield), and close it, 15
+// times, while two other loops block on idle fds (woken by Posts now and then): no error, and
+// afterwards the process has the fds and goroutines it had before.
+func TestLoopsMadeAndClosedConcurrentlyWhileOthersYieldLeakNothing(t *testing.T) {
+	eachProcs(t, func(t *testing.T) {
+		ignore := goleak.IgnoreCurrent()
+		before := openFds(t)
+		backends := withFallback()
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		stopIdle := make(chan struct{})
+		var idleWG sync.WaitGroup
+		for i := 0; i < 2; i++ {
+			idleWG.Add(1)
+			go func(b string) {
+				defer idleWG.Done()
+				var p [2]int
+				if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+					errs <- err
+					return
+				}
+				defer unix.Close(p[0])
+				defer unix.Close(p[1])
+				l, err := newLoopNamed(b)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := l.AddFd(p[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {}); err != nil {
+					errs <- err
+					return
+				}
+				go func() {
+					for {
+						select {
+						case <-stopIdle:
+							l.Stop()
+							return
+						case <-time.After(7 * time.Millisecond):
+							l.Post(func() {})
+						}
+					}
+				}()
+				if err := l.Run(); err != nil {
+					errs <- fmt.Errorf("idle loop %s: Run: %w", b, err)
+				}
+				if err := l.Close(); err != nil {
+					errs <- fmt.Errorf("idle loop %s: Close: %w", b, err)
+				}
+			}(backends[i%len(backends)])
+		}
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; i < 15; i++ {
+					b := backends[(g+i)%len(backends)]
+					l, err := newLoopNamed(b)
+					if err != nil {
+						errs <- err
+						return
+					}
+					var rearm func(*ringev.Timer)
+					rearm = func(*ringev.Timer) { l.AddTimer(100*time.Microsecond, rearm) }
+					l.AddTimer(100*time.Microsecond, rearm)
+					for end := time.Now().Add(12 * time.Millisecond); time.Now().Before(end); {
+						if err := l.Once(); err != nil {
+							errs <- fmt.Errorf("%s: Once: %w", b, err)
+							break
+						}
+					}
+					if err := l.Close(); err != nil {
+						errs <- fmt.Errorf("%s: Close: %w", b, err)
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		close(stopIdle)
+		idleWG.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if now := openFds(t); !slices.Equal(now, before) {
+			t.Errorf("open fds after: %v, before: %v", now, before)
+		}
+		goleak.VerifyNone(t, ignore)
+	})
+}
+
+// allStacks returns every goroutine's stack.
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// newLoopNamed makes a loop on backend b from the calling goroutine, without a test's cleanup
+// (the caller closes it on its own goroutine). uringFallback is plain uring here: the fallback
+// switch is a package variable that loops made concurrently would race on.
+func newLoopNamed(b string) (*ringev.Loop, error) {
+	name := b
+	if b == uringFallback {
+		name = "uring"
+	}
+	return ringev.New(ringev.WithBackend(name))
+}
