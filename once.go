@@ -9,6 +9,7 @@ package ringev
 import (
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"unsafe"
 
@@ -490,17 +491,43 @@ const yieldInterval = 5_000_000
 // scheduler runs, not in syscalls: a loop goroutine, locked to its thread, that goes from one
 // short wait to the next never returns to the scheduler, so after 10 ms the monitor finds it in
 // a syscall "too long", takes its P away and hands it off, and then, having done something, ticks
-// every 20 µs for the next millisecond. That repeats every 10 ms: at redis-benchmark -P 1 it
-// cost 0.6 µs per request (~7 % of the server's CPU), on every backend. A Gosched of the locked
+// every 20 µs for the next millisecond. That repeats every 10 ms: at redis-benchmark -P 1 the
+// monitor's thread took 0.45-0.77 µs per request, on every backend. A Gosched of the locked
 // goroutine costs two thread hand-offs, once every 5 ms.
+//
+// It yields only where that comes straight back (schedIdle): with GOMAXPROCS 1 the monitor takes
+// a P blocked in a syscall after 20 µs anyway, and with goroutines waiting for a P a Gosched puts
+// the loop behind them for their whole time slice (10-20 ms beside a CPU-bound goroutine).
 func (l *Loop) yieldBeforeBlock() {
 	now := l.now()
 	if now < l.yieldAt {
 		return
 	}
-	if l.yieldAt != 0 {
+	if l.yieldAt != 0 && l.sched.idle() {
 		runtime.Gosched()
 		l.yields++
 	}
 	l.yieldAt = now + yieldInterval
+}
+
+// schedSamples reads the Go scheduler's state for yieldBeforeBlock (runtime/metrics, Go 1.26).
+type schedSamples [3]metrics.Sample
+
+// idle reports whether the scheduler has a P to spare and no goroutine waiting for one: more
+// than one P, none of them holding a runnable goroutine, and fewer running goroutines than Ps.
+// One runtime/metrics read (the scheduler's lock, a walk over the Ps); no allocation.
+func (s *schedSamples) idle() bool {
+	if s[0].Name == "" {
+		s[0].Name = "/sched/gomaxprocs:threads"
+		s[1].Name = "/sched/goroutines/runnable:goroutines"
+		s[2].Name = "/sched/goroutines/running:goroutines"
+	}
+	metrics.Read(s[:])
+	for i := range s {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return false // a runtime without the metric: do not yield
+		}
+	}
+	procs, runnable, running := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
+	return procs > 1 && runnable == 0 && running < procs
 }

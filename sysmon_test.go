@@ -21,6 +21,9 @@ import (
 // sysmonRun is how long the test's loop goes from one short timer wait to the next.
 const sysmonRun = 300 * time.Millisecond
 
+// sysmonTries is how many runs of sysmonRun the test makes before it fails.
+const sysmonTries = 3
+
 // othersSwitches sums voluntary_ctxt_switches of every thread of this process but tid
 // (/proc/self/task/*/status). A thread that exits meanwhile is left out.
 func othersSwitches(t *testing.T, tid int) int {
@@ -53,7 +56,8 @@ func othersSwitches(t *testing.T, tid int) int {
 
 // TestShortBlockingWaitsLeaveTheRuntimeMonitorAsleep: a loop that waits on a 100 µs timer again
 // and again for 300 ms (every wait blocks in the backend's syscall) makes the process's other
-// threads (the runtime's monitor above all) switch far fewer times than it waits. Without the
+// threads (the runtime's monitor above all) switch far fewer times than it waits, in one of up to
+// three runs. Without the
 // loop's yields the monitor takes the loop's P every 10 ms and then ticks every 20 µs for a
 // millisecond: about as many switches as 100 µs waits.
 func TestShortBlockingWaitsLeaveTheRuntimeMonitorAsleep(t *testing.T) {
@@ -75,15 +79,24 @@ func TestShortBlockingWaitsLeaveTheRuntimeMonitorAsleep(t *testing.T) {
 			}
 		}
 		runFor(20 * time.Millisecond) // past the monitor's 10 ms time slice
-		before, w0 := othersSwitches(t, tid), waits
-		runFor(sysmonRun)
-		others, n := othersSwitches(t, tid)-before, waits-w0
-		t.Logf("%d timer waits, %d voluntary switches of the other threads", n, others)
-		if n < 200 {
-			t.Fatalf("only %d timer waits of 100 µs in %v", n, sysmonRun)
-		}
-		if others*4 > n {
-			t.Errorf("the other threads switched %d times in %d short waits of the loop (more than a quarter): the runtime's monitor keeps taking the loop's P", others, n)
+		// Up to sysmonTries runs: on a loaded machine the loop's thread may be kept off its CPU
+		// past the monitor's time slice now and then (the old behaviour for that run); without
+		// the yield every run fails.
+		for try := 1; ; try++ {
+			before, w0 := othersSwitches(t, tid), waits
+			runFor(sysmonRun)
+			others, n := othersSwitches(t, tid)-before, waits-w0
+			t.Logf("run %d: %d timer waits, %d voluntary switches of the other threads", try, n, others)
+			if n < 200 {
+				t.Fatalf("only %d timer waits of 100 µs in %v", n, sysmonRun)
+			}
+			if others*4 <= n {
+				return
+			}
+			if try == sysmonTries {
+				t.Errorf("in each of %d runs the other threads switched more than a quarter as often as the loop waited (last: %d times in %d short waits): the runtime's monitor keeps taking the loop's P", try, others, n)
+				return
+			}
 		}
 	})
 }
