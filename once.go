@@ -495,7 +495,7 @@ const yieldInterval = 5_000_000
 // monitor's thread took 0.45-0.77 µs per request, on every backend. A Gosched of the locked
 // goroutine costs two thread hand-offs, once every 5 ms.
 //
-// It yields only where that comes straight back (schedIdle): with GOMAXPROCS 1 the monitor takes
+// It yields only where that comes straight back (schedSamples.idle): with GOMAXPROCS 1 the monitor takes
 // a P blocked in a syscall after 20 µs anyway, and with goroutines waiting for a P a Gosched puts
 // the loop behind them for their whole time slice (10-20 ms beside a CPU-bound goroutine).
 func (l *Loop) yieldBeforeBlock() {
