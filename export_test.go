@@ -18,6 +18,10 @@ func SetUringFallback(on bool) (restore func()) {
 // Waits returns how many times l's Once asked the backend (or the epoll set) what is ready.
 func Waits(l *Loop) uint64 { return l.waits }
 
+// Yields returns how many times l's blocking waits yielded to the Go scheduler first
+// (yieldBeforeBlock).
+func Yields(l *Loop) uint64 { return l.yields }
+
 // ExactSignalFd returns the process's exact-signal eventfd, or -1 before a WithExactSignals
 // loop has made it.
 func ExactSignalFd() int { return sigexactFd }

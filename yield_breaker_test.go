@@ -331,8 +331,7 @@ func TestSignalsDuringTheYieldsAreEachDelivered(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			eachProcs(t, func(t *testing.T) {
 				eachBackend(t, withFallback(), func(t *testing.T, backend string) {
-					guard := sigGuard(t, unix.SIGUSR1)
-					_ = guard
+					sigGuard(t, unix.SIGUSR1)
 					r, w := testutil.Pipe(t)
 					var opts []ringev.Option
 					if exact {
