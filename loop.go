@@ -11,53 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The loop contract (tevent's, kept exactly; see DESIGN.md):
-//
-//  1. Once runs one handler: pending signals, then posted functions, then one immediate, then one
-//     expired timer; only when none of those is due does it ask the backend to wait for fds
-//     (until the next timer's deadline, once) and then it dispatches one fd handler. After
-//     FdStarvationLimit Onces that ran those others since the fds' last turn, the next one
-//     looks at the fds first (without blocking) and runs a ready fd handler if there is one,
-//     so a timer, immediate or posted function that re-queues itself cannot starve the fds.
-//  2. fd events are level-triggered: an unconsumed condition is reported again on the next Once.
-//  3. Fair: the fd handler that ran least recently among the ready ones runs first.
-//  4. Any number of handlers may watch one fd, each with its own mask.
-//  5. A closed fd event's handler never runs again. A plain close(2) behind the loop's back
-//     releases the file on every backend but uring-poll, on poll only once its wait returns: a
-//     ppoll(2) that sleeps holds a reference to every file it polls, so the peer of a socket
-//     closed meanwhile sees EOF when the loop wakes (a timer, Post, Stop, a ready fd, a signal),
-//     not before. Its handler no longer runs, except
-//     once from the readiness cache (see WithFreshReadiness) and, on poll and uring-poll, which
-//     watch by fd number, for a new file that took the number before the loop noticed.
-//     On the epoll-set backends (uring, epoll) a registration belongs to the open file, not to
-//     the number: while a dup keeps the file open (fork, an exec'd child, fd passing,
-//     net.Conn.File), close(2) leaves it registered, and the old file's readiness is reported
-//     for the number. A handler that reads or writes with Loop.ReadNonblocking or
-//     WriteNonblocking then runs once more: its I/O fails with EBADF, the loop disarms the
-//     fd's events (flags 0) and that Once returns an error wrapping unix.EBADF that names the
-//     fd, as poll's POLLNVAL does. A handler that makes its own read(2) cannot be told from
-//     one that leaves data unread (knowing would cost a syscall per event), so it keeps being
-//     called until its event is closed or changed, and reads whatever the number names. Either
-//     way no event of a registration the loop replaced or could not remove reaches a handler
-//     (each registration carries a generation in its event data), and the first such event
-//     makes the loop rebuild its epoll set, which removes the orphan: the loop sleeps again.
-//  6. A handler waiting only for Write is not called on error or hang-up; its Write flag is
-//     cleared instead. The others get Read and Error (those they watch), and Write too when the
-//     fd is also reported writable (see Flags). A half-close (POLLRDHUP, the peer's
-//     shutdown(SHUT_WR)) is reported as Error (and Read), as tevent does, but leaves Write
-//     alone. POLLNVAL disarms every handler of the fd and Once returns an error.
-//  7. Timers use the monotonic clock and run in deadline order, ties in creation order.
-//  8. Post (and Stop) are the only calls safe from any goroutine.
-//  9. Run returns when nothing is left to wait for, on Stop, or on error. Once from inside a
-//     handler returns ErrNested.
-// 10. Signals arrive through os/signal and are delivered as loop events with a count (or, with
-//     WithExactSignals, through the loop's own handler, counted exactly).
-// 11. Requests (request.go): a request's completions run where fd handlers run, after signals,
-//     posted functions, immediates and due timers. One Once runs either one fd handler or a
-//     batch of completions (at most 32, at most 8 of one multishot request, which then waits
-//     behind the others); when both are ready they take turns. Completions run in the order
-//     the loop learned them. On the readiness backends the emulation's own fd event, one per
-//     fd with requests waiting, takes an fd handler's turn to make the syscalls.
+// The loop contract is stated in doc.go, where go doc shows it.
 
 // Flags is a set of fd event conditions, as in tevent's TEVENT_FD_READ, TEVENT_FD_WRITE and
 // TEVENT_FD_ERROR.
