@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Deputy submission (DESIGN.md, "Deputy submission"; the second seed, Hao
-// Xu's 2021 RFC "submit sqes in the original context when waking up
-// sqthread", which the kernel never took).
+// Deputy submission (docs/design.md, "Deputy submission"): Hao Xu's RFC
+// "submit sqes in the original context when waking up sqthread", which the
+// kernel never took, done in user space.
 //
 // An SQPOLL ring whose SQ thread sleeps (IORING_SQ_NEED_WAKEUP) delays every
 // submission by the thread's wake-up. A Deputy pairs such a ring with a

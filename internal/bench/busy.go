@@ -1,12 +1,12 @@
 package bench
 
-// The fd_busy shape (issue 12): N pipes, all active, each with its own reader and writer, as
+// The fd_busy shape: N pipes, all active, each with its own reader and writer, as
 // tevent_pipe.c's `busy N` and epoll_busy.c (../../shared/anchors): on a ringev backend in a
 // readiness mode, a Read fd event on each pipe's read end whose handler reads one byte (an
 // event) and a Write fd event on its write end whose handler writes one byte; in a completion
 // mode (completion.go) each pipe's read and write are requests; on the netpoller, a reader and a
 // writer goroutine per pipe ping-ponging one byte. fd_busy1 is fd_speed1's pipe; fd_busy16 and
-// fd_busy256 are the issue's shapes, where one wait can find many handlers ready and one
+// fd_busy256 are the shapes compared with the C peers, where one wait can find many handlers ready and one
 // io_uring_enter(2) can carry many requests. A run counts read events over every pipe until
 // Options.Events.
 
@@ -67,7 +67,7 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// otherRunner returns the runner of the shapes and modes added for issue 12 (fd_busy<N> in any
+// otherRunner returns the runner of the fd_busy and completion shapes and modes (fd_busy<N> in any
 // mode and on the netpoller, any shape in a completion mode), or nil for those runLoop and
 // runNetpoller measure.
 func otherRunner(backend, shape, mode string) func(backend, shape string, opt Options) (Result, error) {

@@ -6,7 +6,7 @@ import (
 	"github.com/ringev/ringev"
 )
 
-// BenchmarkFdBusy runs the shapes of issue 12's bench (fd_speed1, fd_busy16, fd_busy256) in the
+// BenchmarkFdBusy runs the shapes compared with the C proactor (fd_speed1, fd_busy16, fd_busy256) in the
 // completion modes and the readiness modes default and syscall, on every backend, and fd_busy on
 // the Go netpoller, through RunPipes: ns/op is ns per read event after the run's untimed
 // warm-up. allocs/event counts the heap objects allocated during the timed part (every

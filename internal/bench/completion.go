@@ -1,6 +1,6 @@
 package bench
 
-// The completion modes of `ringev bench pipes` (issue 12): the handlers' I/O as requests
+// The completion modes of `ringev bench pipes`: the handlers' I/O as requests
 // (ringev.Loop.Read and Loop.Write, one Callback each for every pipe's reads and writes), as the
 // C proactor does (../../shared/anchors/uring_proactor_pipe.c). Each pipe has one read request
 // at a time; its completion counts the event and submits the pipe's next write and next read.
@@ -13,8 +13,8 @@ package bench
 //
 //   - completion (the C proactor's `armed`): the next read first, then the write. The read
 //     finds the pipe empty and waits in the kernel (on uring: armed in the pipe's poll); the
-//     write wakes it. This is a server's recv waiting for its client: the default, and the
-//     one the issue's targets compare with the better of the two C shapes.
+//     write wakes it. This is a server's recv waiting for its client, and the default.
+//     Its figures are compared with the better of the two C shapes.
 //   - completion-inline (the proactor's `inline`): the write first, then the read, which
 //     finds the byte at once (on uring both complete inside the enter that submits them, with
 //     no poll armed): I/O that completes at once, the best case of completion I/O.

@@ -354,7 +354,7 @@ func (s *pipeRun) onWrite(*ringev.FdEvent, ringev.Flags) {
 // handlers returns onRead and onWrite as closures, and turn is the measuring loop: the compiler
 // emits closures right after the function that makes them, so these sit on the same code page
 // as onRead and onWrite, where method values' wrappers (s.onRead) and runLoop's own loop land
-// elsewhere in the binary. Each code page touched between two syscalls costs about 10 ns here
+// elsewhere in the binary. Each code page touched between two syscalls costs time
 // (docs/design.md, "Where the time goes"). Not inlined, so that its closures are emitted here.
 //
 //go:noinline
