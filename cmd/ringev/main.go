@@ -39,6 +39,8 @@ commands:
   help CMD      the help of a command, e.g. 'ringev help bench rio'
 
 Run 'ringev COMMAND --help' (e.g. 'ringev bench pipes --help') for a command's flags.
+A bad flag gives a message naming it and exit status 2. SIGINT or SIGTERM stops a benchmark,
+restores what it changed and exits 130 or 143. How to read the benchmarks: docs/bench.md.
 `
 
 const usageBench = `usage: ringev bench <benchmark> [flags]
@@ -58,17 +60,26 @@ const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--f
 
 Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
 tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
-events/sec, ns/event and the ratio to epoll in the same shape and mode; with --json each
-result also gives io_path and io_path_reason: the path the handlers' I/O took and why.
+events/sec, ns/event and the ratio to epoll in the same shape and mode. Under the table, for
+the uring backend's default mode: the path its loop chose for the handlers' I/O, and why. With
+--json each result also gives io_path and io_path_reason (that path and why) and
+cpu_ns_per_event: the loop thread's CPU time per event, which a busy machine disturbs less
+than events/s.
 
 flags:
   --backend a,b   backends to measure (default: all of %s);
                   those the kernel rejects are skipped with a note on stderr
-  --shape s,t     shapes to run (default: all of %s);
-                  context lasts 2 s, %s has no context shape
+  --shape s,t     shapes to run (default: all of %s):
+                  context = one pipe's read and write events with signals and a timer,
+                  for 2 s (%s has no context shape); its rows also give the
+                  signals raised and counted, equal on amd64, where it counts them with
+                  WithExactSignals; fd_speed1, fd_speed2, fd_speed3 = one active pipe
+                  plus 0, 1 or 2 idle pairs; fd_many and fd_busy: see --fds and --busy
   --fds N,M       pipe counts of the fd_many shape, 1..%d, one run each, named fd_many<N>:
                   N pipes watched, one active (default %s); RLIMIT_NOFILE is raised
-                  up to its hard limit for the run and restored afterwards
+                  up to its hard limit for the run and restored afterwards; poll(2) scans
+                  every fd per wait, so poll runs the largest counts only when --backend
+                  names it
   --busy N,M      pipe counts of the fd_busy shape, 1..` + "%d" + `, one run each, named fd_busy<N>:
                   N pipes, every one active with its reader and writer (default ` + "%s" + `)
   --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness

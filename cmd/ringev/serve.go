@@ -31,7 +31,8 @@ Serves a protocol on ringev's loop until SIGINT or SIGTERM:
 
 flags:
   --addr HOST:PORT  where to listen (port 0: any free port, printed on stderr)
-  --backend B       the loops' backend: auto (default), %s
+  --backend B       the loops' backend: auto (default), %s;
+                    with auto, a fallback from uring is said on stderr with the reason
   --api A           %s (default) or %s:
                     requests: completion I/O (multishot accept, recv, send, close as
                       requests; SQEs on uring, emulated on epoll and poll)
