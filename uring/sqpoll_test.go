@@ -89,8 +89,7 @@ func TestSQPollThreadCPUAndAttachWQ(t *testing.T) {
 // receives SIGURG every 50 µs, the pipe written after 20 ms; 50 rounds. Every
 // call returns 1 submitted: the kernel answers each enter of an SQPOLL ring
 // with the to_submit it was given, and an SQE the SQ thread has not consumed
-// yet when an interrupted wait is resumed must not be counted again (issue 11,
-// item 3).
+// yet when an interrupted wait is resumed must not be counted again.
 func TestSQPollSubmitAndWaitCountsEachSQEOnce(t *testing.T) {
 	r := newTestRing(t, WithSQPoll(time.Millisecond), WithEntries(8))
 	rfd, wfd := newPipe(t)

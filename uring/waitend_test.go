@@ -12,8 +12,8 @@ import (
 
 // The kernel ends an io_uring_enter(2) wait when a TIMEOUT request completes
 // (io_should_wake: cq_timeouts changed), with fewer CQEs than asked for; the
-// binding's waits must end there too (issue 11, item 2b; the shapes of
-// liburing's test/timeout.c and test/defer-tw-timeout.c).
+// binding's waits must end there too (the shapes of liburing's
+// test/timeout.c and test/defer-tw-timeout.c).
 
 // waitRingKinds are the rings the wait tests run on: setup flags 0, and the
 // default ring New makes on its owner thread (SINGLE_ISSUER|DEFER_TASKRUN

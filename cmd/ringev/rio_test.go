@@ -154,7 +154,7 @@ func TestRunRioPNG(t *testing.T) {
 	}
 }
 
-// TestParseRioDefaults: the defaults of the issue (4k, iodepth 128, 10 s, O_DIRECT, read).
+// TestParseRioDefaults: the defaults are fio's job (4k, iodepth 128, 10 s, O_DIRECT, read).
 func TestParseRioDefaults(t *testing.T) {
 	o, err := parseRio(nil)
 	if err != nil {
