@@ -15,12 +15,12 @@ import (
 // An SQPOLL ring whose SQ thread sleeps (IORING_SQ_NEED_WAKEUP) delays every
 // submission by the thread's wake-up. A Deputy pairs such a ring with a
 // companion ring without SQPOLL. SQEs are prepared in the Deputy's own staging
-// array (GetSQE); Submit looks at NEED_WAKEUP once: when the SQ thread sleeps,
+// array (GetSQE). Submit looks at NEED_WAKEUP once. When the SQ thread sleeps,
 // up to N staged SQEs are copied to the companion ring and submitted at once
-// by io_uring_enter(2) in the caller's own context, the rest go to the SQPOLL
-// ring, and only then is the SQ thread woken, so that it does not contend with
-// the deputy's submission and is awake for what follows. When the thread is
-// awake every SQE goes to the SQPOLL ring.
+// by io_uring_enter(2), in the caller's own context; the rest go to the SQPOLL
+// ring. Only then is the SQ thread woken: it does not contend with the
+// deputy's submission, and is awake for what follows. When the thread is awake
+// every SQE goes to the SQPOLL ring.
 //
 // The caller sees one completion stream (PeekCQE / CQESeen, the companion
 // ring first) and waits on both rings at once (SubmitAndWaitTimeout: on the

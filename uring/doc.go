@@ -42,23 +42,22 @@
 // # Buffer-lifetime rule
 //
 // An SQE carries plain addresses (SQE.Addr and friends) that the garbage
-// collector does not see. Every buffer or structure whose address is put in an
-// SQE must stay reachable by the caller until the completion (CQE) of that
-// request has been reaped, cancellation included: a cancelled request still
-// owns its memory until its own CQE (usually -ECANCELED) arrives. Such memory
-// must also live off the goroutine stack, because a goroutine stack can move;
-// the Prep methods that take a Go slice force it to the heap.
+// collector does not see. So every buffer or structure whose address is put in
+// an SQE must stay reachable by the caller until that request's CQE has been
+// reaped. Cancellation does not change this: a cancelled request owns its
+// memory until its own CQE (usually -ECANCELED) arrives. Such memory must also
+// live off the goroutine stack, because a goroutine stack can move; the Prep
+// methods that take a Go slice force it to the heap.
 //
 // # Thread rule
 //
 // By default New tries IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN
 // first. With SINGLE_ISSUER (6.0) the kernel accepts submissions only from the
-// thread that created the ring (others get -EEXIST), and with DEFER_TASKRUN
-// (6.1) completion work runs only when that thread enters the kernel with
-// IORING_ENTER_GETEVENTS, which Submit, SubmitAndWait and SubmitAndWaitTimeout
-// all do. So the goroutine that owns a ring must call runtime.LockOSThread
-// before New and use the ring only from that goroutine, for the ring's whole
-// life. Close may be called from any thread (of a SINGLE_ISSUER ring too: it
+// thread that created the ring; others get -EEXIST. With DEFER_TASKRUN (6.1)
+// completion work runs only when that thread enters the kernel with
+// IORING_ENTER_GETEVENTS, as Submit, SubmitAndWait and SubmitAndWaitTimeout
+// do. So the goroutine that owns a ring must call runtime.LockOSThread before
+// New, and use the ring only from that goroutine, for the ring's whole life. Close may be called from any thread (of a SINGLE_ISSUER ring too: it
 // only unmaps and closes).
 //
 // # Memory ordering
