@@ -64,8 +64,9 @@
 //     immediates and due timers. One Once runs either one fd handler or a batch of
 //     completions: at most 32, and at most 8 of one multishot request. When both are ready
 //     they take turns. Completions run in the order the loop learned of them; the deferred
-//     completions of a multishot request keep their order. On epoll and poll the emulation's
-//     own fd event, one per fd with requests waiting, takes an fd handler's turn.
+//     completions of a multishot request keep their order. Where requests are emulated
+//     (epoll, poll, uring-poll), the emulation's own fd event, one per fd with requests
+//     waiting, takes an fd handler's turn.
 //
 // # Requests
 //
@@ -87,9 +88,10 @@
 // close(2) with a request in flight leaves the file open on uring: the kernel holds it.
 //
 // On uring, the requests made during one turn are SQEs. They reach the kernel in the loop's
-// one io_uring_enter, together with its wait. On epoll and poll the same API is emulated with
-// readiness and non-blocking syscalls. So code written with requests also runs where io_uring
-// is denied (Docker's default seccomp profile, the kernel.io_uring_disabled sysctl).
+// one io_uring_enter, together with its wait. On the other backends the same API is
+// emulated with readiness and non-blocking syscalls. So code written with requests also runs
+// where io_uring is denied (Docker's default seccomp profile, the kernel.io_uring_disabled
+// sysctl).
 // Loop.CheckOp tells beforehand whether an operation works here.
 //
 // A request allocates nothing when its callback is made once and reused. Make one Callback per
