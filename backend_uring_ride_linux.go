@@ -77,7 +77,7 @@ func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
 				b.found = max(c.Res, 0)
 			default:
 				if c.UserData&reqTag != 0 {
-					b.reqs.cqe(c) // a request's (request.go)
+					b.reqs.cqe(c) // a request's (backend_uring_req_linux.go)
 				}
 			}
 		}

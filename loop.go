@@ -239,7 +239,7 @@ type Loop struct {
 	// collects it); the busy path reads this instead of the backend's state.
 	lookInFlight bool
 	newsDrop     []*fdSlot // slots whose fd events changed after a full look (dropNews)
-	req          *requests // requests (request.go), made by the first one
+	req          *requests // requests (request_rec.go), made by the first one
 	sig          *signalState
 	posted       atomic.Bool // postQ is non-empty
 	stopReq      atomic.Bool

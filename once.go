@@ -20,7 +20,7 @@ import (
 // Once runs exactly one handler and returns: a signal handler, else a posted function, else an
 // immediate, else an expired timer, else it waits for the fds (at most until the next timer is
 // due, waiting once) and runs one fd handler, the least recently run among the ready ones, or
-// a batch of request completions (request.go; the loop contract's point 11); but after
+// a batch of request completions (request_dispatch.go; the loop contract's point 11); but after
 // FdStarvationLimit Onces that ran the others since the fds last had their turn, it first looks
 // at the fds without blocking and runs a ready fd handler if there is one. It
 // returns ErrNothingToDo when there is nothing to wait for, ErrNested inside a handler,
@@ -67,7 +67,7 @@ func (l *Loop) Once() error {
 			return ErrNothingToDo
 		}
 		if l.req != nil && l.req.pending() && l.runTurn() {
-			return nil // completions (request.go)
+			return nil // completions (request_dispatch.go)
 		}
 		// Readiness from the previous wait that no handler has used up yet comes first, or,
 		// newer, what the last handler's I/O found (rideIO).
