@@ -478,7 +478,11 @@ func prepReq(s *uring.SQE, r *reqRec) {
 	case OpConnect:
 		s.PrepConnect(fd, unsafe.Pointer(&r.sa), r.salen)
 	case OpFsync:
-		s.PrepFsync(fd, uint32(r.flags))
+		var fl uint32
+		if r.flags == fsyncData {
+			fl = uring.FsyncDatasync
+		}
+		s.PrepFsync(fd, fl)
 	case OpRecvMultishot:
 		s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
 	case OpSQE:
@@ -526,7 +530,7 @@ func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
 				d.inflight--
 				r.cqes, r.state, r.res = 0, stDone, 0
 				e := rq.push()
-				e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, c.Res, c.Flags, 0
+				e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, c.Res, steadyFlags(c.Flags), 0
 				if r.counted {
 					f := &rq.fds[r.fd]
 					f.recvDone(r, c.Res)
@@ -540,6 +544,32 @@ func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
 		d.cqe(c)
 	}
 	return got, res
+}
+
+// compFlags translates a CQE's flags (IORING_CQE_F_*) into the core's completion flags.
+func compFlags(f uint32) uint32 {
+	var c uint32
+	if f&uring.CQEFMore != 0 {
+		c |= compMore
+	}
+	if f&uring.CQEFSockNonempty != 0 {
+		c |= compSockNonempty
+	}
+	if f&uring.CQEFBuffer != 0 {
+		c |= compBuffer | f>>uring.CQEBufferShift<<compBufShift
+	}
+	if f&uring.CQEFBufMore != 0 {
+		c |= compBufMore
+	}
+	return c
+}
+
+// steadyFlags is compFlags for a steady CQE (a read, write, recv or send's only one): without
+// MORE and without a buffer, only SOCK_NONEMPTY can be set. compSockNonempty has that flag's
+// bit, so this is one AND; the division keeps it right for any lower bit (and fails to compile
+// for a higher one).
+func steadyFlags(f uint32) uint32 {
+	return f & uring.CQEFSockNonempty / (uring.CQEFSockNonempty / compSockNonempty)
 }
 
 // cqe takes a request's CQE (user_data with reqTag), read in place by the backend.
@@ -569,7 +599,7 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		return
 	}
 	if kind == reqKindOp && !more && r.cqes == 1 && r.timer.index < 0 && finishesAsIs(r, res) {
-		d.rq.finishSteady(r, res, flags)
+		d.rq.finishSteady(r, res, steadyFlags(flags))
 		return
 	}
 	if kind == reqKindLink {
@@ -578,10 +608,10 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 			r.timedOut = true
 		}
 	} else if more {
-		d.rq.complete(r, res, flags)
+		d.rq.complete(r, res, compFlags(flags))
 		return
 	} else {
-		r.res, r.cflags, r.opDone = res, flags, true
+		r.res, r.cflags, r.opDone = res, compFlags(flags), true
 	}
 	if r.cqes--; r.cqes == 0 && r.opDone {
 		d.rq.opDone(r, r.res, r.cflags)

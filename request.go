@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -332,7 +331,7 @@ func (l *Loop) Fsync(fd int, datasync bool, cb Callback, token uint64) (Request,
 		return Request{}, err
 	}
 	if datasync {
-		r.flags = int32(uring.FsyncDatasync)
+		r.flags = fsyncData
 	}
 	return l.req.submit(r), nil
 }

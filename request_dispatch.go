@@ -4,7 +4,6 @@ package ringev
 // operation (a short write's rest, a multishot re-armed), and the callbacks' turn in Once.
 
 import (
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,9 +28,19 @@ type cqEntry struct {
 	rec   *reqRec
 	gen   uint32
 	res   int32
-	flags uint32 // uring.CQEFMore, uring.CQEFBuffer | bid << CQEBufferShift
+	flags uint32 // completion flags: compMore, compBuffer | bid << compBufShift, ...
 	off   int32  // a group buffer's data offset in its buffer (incremental consumption)
 }
+
+// Completion flags (cqEntry.flags): ringev's own bits. A backend sets them from what it
+// learned; the uring backend translates a CQE's IORING_CQE_F_* flags (compFlags).
+const (
+	compMore         uint32 = 1 << 0 // more completions of the request follow (multishot)
+	compBufMore      uint32 = 1 << 1 // later completions share the buffer (incremental consumption)
+	compSockNonempty uint32 = 1 << 2 // the socket still held data after this receive
+	compBuffer       uint32 = 1 << 3 // a group buffer holds the data; its ID is flags >> compBufShift
+	compBufShift            = 16
+)
 
 // Dispatch bounds: one Once runs at most reqBatch completions, and at most reqPerTurn of one
 // multishot request (a flood on one socket cannot hold the others back: liburing #1043).
@@ -53,26 +62,27 @@ func (rq *requests) push() *cqEntry {
 	return &rq.cq[n]
 }
 
-// complete queues an intermediate completion of a multishot request (the CQE's res and
-// flags; CQEFMore is implied).
+// complete queues an intermediate completion of a multishot request (its result and
+// completion flags; compMore is implied).
 func (rq *requests) complete(r *reqRec, res int32, flags uint32) {
-	rq.cq = append(rq.cq, r.entry(res, flags|uring.CQEFMore))
+	rq.cq = append(rq.cq, r.entry(res, flags|compMore))
 }
 
-// entry is r's completion entry for a CQE's res and flags; a group buffer it carries is taken
-// (BufferGroup.take) in the order the CQEs arrive, which is the order the kernel used them.
+// entry is r's completion entry for a result and its completion flags; a group buffer it
+// carries is taken (BufferGroup.take) in the order the completions arrive, which is the order
+// the kernel used them.
 func (r *reqRec) entry(res int32, flags uint32) cqEntry {
 	e := cqEntry{rec: r, gen: r.gen, res: res, flags: flags}
-	if r.op == OpRecvMultishot && flags&uring.CQEFBuffer != 0 {
+	if r.op == OpRecvMultishot && flags&compBuffer != 0 {
 		e.off = r.takeBuffer(res, flags)
 	}
 	return e
 }
 
-// takeBuffer takes the group buffer of a RecvMultishot's CQE (BufferGroup.take) and returns
+// takeBuffer takes the group buffer of a RecvMultishot's completion (BufferGroup.take) and returns
 // the data's offset in it.
 func (r *reqRec) takeBuffer(res int32, flags uint32) int32 {
-	return r.group.take(int(flags>>uring.CQEBufferShift), max(res, 0), flags&uring.CQEFBufMore != 0)
+	return r.group.take(int(flags>>compBufShift), max(res, 0), flags&compBufMore != 0)
 }
 
 // opDone is told the result of r's operation (its last CQE, or the emulation's last
@@ -118,7 +128,7 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 		if res == -int32(unix.ENOBUFS) && !r.cancelReq && !r.group.closed {
 			// The group ran dry: the kernel's multishot ended, nothing is lost (the data
 			// stays in the socket). Tell the callback, and re-arm when a buffer comes back.
-			rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: uring.CQEFMore})
+			rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: compMore})
 			if r.group.avail > 0 {
 				r.state = stQueued
 				rq.drv.start(r)
@@ -166,8 +176,8 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	// entry's work, written out: entry is not inlined (append's cost), and this is every
 	// request's path (+13 instructions a request as a call, callgrind).
 	e := rq.push()
-	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^uring.CQEFMore, 0
-	if r.op == OpRecvMultishot && flags&uring.CQEFBuffer != 0 {
+	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^compMore, 0
+	if r.op == OpRecvMultishot && flags&compBuffer != 0 {
 		e.off = r.takeBuffer(res, flags)
 	}
 	if r.counted {
@@ -186,7 +196,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 func (rq *requests) finishSteady(r *reqRec, res int32, flags uint32) {
 	r.cqes, r.state, r.res = 0, stDone, 0
 	e := rq.push()
-	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^uring.CQEFMore, 0
+	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^compMore, 0
 	if r.counted {
 		f := &rq.fds[r.fd]
 		f.recvDone(r, res)
@@ -262,8 +272,8 @@ func (l *Loop) runTurn() bool {
 		// (it is the heap's: no zeroing pass first).
 		c := &rq.comp
 		c.Request = Request{rec: r, gen: r.gen}
-		c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&uring.CQEFMore != 0
-		c.SockNonempty = e.flags&uring.CQEFSockNonempty != 0 && (r.op == OpRecv || r.op == OpRecvMultishot)
+		c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&compMore != 0
+		c.SockNonempty = e.flags&compSockNonempty != 0 && (r.op == OpRecv || r.op == OpRecvMultishot)
 		c.bid = -1
 		if c.group != nil {
 			c.group = nil
@@ -288,8 +298,8 @@ func (l *Loop) runTurn() bool {
 			c.Buf = r.buf
 		case OpRecvMultishot:
 			c.Buf = nil
-			if e.flags&uring.CQEFBuffer != 0 {
-				bid := int32(e.flags >> uring.CQEBufferShift)
+			if e.flags&compBuffer != 0 {
+				bid := int32(e.flags >> compBufShift)
 				c.group, c.bid = r.group, bid
 				c.Buf = r.group.slab[int(bid)*r.group.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
 			}

@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/ringev/ringev/internal/rawsys"
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,7 +88,7 @@ func (e *emulReqs) start(r *reqRec) {
 	switch r.op {
 	case OpFsync:
 		var err error
-		if r.flags != 0 {
+		if r.flags == fsyncData {
 			err = unix.Fdatasync(int(r.fd))
 		} else {
 			err = unix.Fsync(int(r.fd))
@@ -382,7 +381,7 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 			return true
 		case errno == 0 && n > 0:
 			g.free = g.free[:len(g.free)-1]
-			rq.complete(r, int32(n), uring.CQEFBuffer|uint32(bid)<<uring.CQEBufferShift)
+			rq.complete(r, int32(n), compBuffer|uint32(bid)<<compBufShift)
 			return true
 		}
 	default:

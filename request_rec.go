@@ -19,6 +19,9 @@ const (
 	stDone           // its last completion is queued; the record is freed after the callback
 )
 
+// fsyncData is an Fsync record's flags for fdatasync(2).
+const fsyncData = 1
+
 // reqRec is one request's record, recycled through requests.free; gen tells its uses apart.
 type reqRec struct {
 	rq    *requests
@@ -53,7 +56,7 @@ type reqRec struct {
 type reqVars struct {
 	done      int   // Write, Send: bytes written so far
 	deadline  int64 // loop ns; 0: none
-	flags     int32 // msg flags, accept4 flags, fsync flags
+	flags     int32 // msg flags, accept4 flags, fsyncData
 	res       int32
 	cflags    uint32
 	cqes      int8 // uring: final CQEs still to come (op, link timeout)
