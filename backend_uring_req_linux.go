@@ -30,9 +30,52 @@ const (
 	reqKindMask uint64 = 3 << 61
 )
 
-func reqUserData(r *reqRec, kind uint64) uint64 {
+func reqUserData(r *ringRec, kind uint64) uint64 {
 	return reqTag | kind | uint64(r.gen)<<32 | uint64(r.idx)
 }
+
+// ringRec is a request's record on the uring backend: the core's record and the backend's
+// own state for the request. newRec makes every record of a uring loop, so ringOf may turn
+// the core's *reqRec back into its ringRec.
+type ringRec struct {
+	reqRec
+
+	cqes   int8 // final CQEs still to come (op, link timeout)
+	opDone bool // the op's final CQE arrived
+	link   bool // the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
+	// The op's final result and completion flags, kept while its LINK_TIMEOUT's CQE is to come.
+	opRes   int32
+	opFlags uint32
+
+	// The SQEs in which start prepared the request and its LINK_TIMEOUT (in the ring's mapped
+	// memory, not the Go heap), and the driver's epoch then (see unsubmitted).
+	sqeAt, ltAt *uring.SQE
+	epoch       uint64
+
+	ts  uring.Timespec // the LINK_TIMEOUT's (the kernel reads it at submission)
+	sqe uring.SQE      // SubmitSQE's SQE
+}
+
+// ringOf returns the ringRec whose first field r is: r is a uring loop's record.
+func ringOf(r *reqRec) *ringRec { return (*ringRec)(unsafe.Pointer(r)) }
+
+// ring reports whether rq's driver is the uring backend's (its records are ringRecs).
+func (rq *requests) ring() bool {
+	_, ok := rq.drv.(*ringReqs)
+	return ok
+}
+
+func (d *ringReqs) newRec() *reqRec { return &new(ringRec).reqRec }
+
+// ringGroup is a buffer group on the uring backend: the core's group and its provided buffer
+// ring.
+type ringGroup struct {
+	BufferGroup
+	ring *uring.BufRing
+}
+
+// ringGroupOf returns the ringGroup whose first field g is: g is a uring loop's group.
+func ringGroupOf(g *BufferGroup) *ringGroup { return (*ringGroup)(unsafe.Pointer(g)) }
 
 // ringReqs is the uring backend's reqDriver.
 type ringReqs struct {
@@ -48,10 +91,16 @@ type ringReqs struct {
 	dead     bool         // shutdown: CQEs only count down inflight
 	slots    uint32       // the registered-file table's size (0: none registered yet)
 	fdArg    [1]int32     // fixFile's argument to IORING_REGISTER_FILES_UPDATE
+	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained, see
+	// recvDone) is prepared with IORING_RECVSEND_POLL_FIRST (Linux 5.19; not
+	// WithRecvPollFirst(false)): the kernel waits for the socket to be readable before its
+	// first attempt instead of making one that finds nothing and then waiting. Set by the
+	// check of OpRecv.
+	pollFirst bool
 }
 
 type queuedReq struct {
-	r   *reqRec
+	r   *ringRec
 	gen uint32
 }
 
@@ -119,7 +168,7 @@ func (d *ringReqs) check(op Op) error {
 	if op == OpRecv {
 		// IORING_RECVSEND_POLL_FIRST came with 5.19 (witness: IORING_OP_SOCKET); before, a recv
 		// SQE's ioprio must be 0.
-		d.rq.pollFirst = supported(uring.OpSocket) && !d.rq.l.noPollFirst
+		d.pollFirst = supported(uring.OpSocket) && !d.rq.l.noPollFirst
 	}
 	return nil
 }
@@ -142,17 +191,18 @@ func missingReqFeature(op Op, supported func(uint8) bool) error {
 // start prepares r's SQE in the SQ at once when it can (no deadline to link, nothing queued
 // before it, a free SQE: it never submits, so it never enters the ring), else queues r for
 // flush; either way the wait's io_uring_enter(2) submits it.
-func (d *ringReqs) start(r *reqRec) {
+func (d *ringReqs) start(rec *reqRec) {
+	r := ringOf(rec)
 	if r.deadline == 0 && len(d.queue) == 0 && !d.dead {
 		if s := d.b.ring.GetSQE(); s != nil {
 			if r.op <= OpSend {
-				prepBytes(s, r) // prepReq's first case, without its call
+				prepBytes(s, rec) // prepReq's first case, without its call
 			} else {
 				prepReq(s, r)
 			}
 			d.fdBits(s, r)
 			s.UserData = reqUserData(r, reqKindOp)
-			r.state, r.cqes, r.opDone = stInflight, 1, false
+			r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
 			r.sqeAt, r.ltAt, r.epoch = s, nil, d.epoch
 			d.inflight++
 			d.fresh = true
@@ -173,7 +223,7 @@ func (d *ringReqs) submitted() { d.epoch, d.fresh = d.epoch+1, false }
 // submitted since: its SQE (r.sqeAt) and its LINK_TIMEOUT's (r.ltAt, or 0) are not the
 // kernel's yet; a cancel can turn them into NOPs (the request never reaches the kernel) and a
 // deadline can still be linked to the SQE while it is the SQ's last.
-func (d *ringReqs) unsubmitted(r *reqRec) bool {
+func (d *ringReqs) unsubmitted(r *ringRec) bool {
 	return r.sqeAt != nil && r.epoch == d.epoch && r.state == stInflight
 }
 
@@ -185,7 +235,7 @@ func nop(s *uring.SQE) {
 
 // nopPrepared turns the SQEs of r, an unsubmitted request, into NOPs: it never reaches the
 // kernel (their CQEs count down inflight as commands').
-func nopPrepared(r *reqRec) {
+func nopPrepared(r *ringRec) {
 	nop(r.sqeAt)
 	if r.ltAt != nil {
 		nop(r.ltAt)
@@ -195,16 +245,17 @@ func nopPrepared(r *reqRec) {
 }
 
 // unprep makes r, an unsubmitted request, NOPs (nopPrepared) and finishes it with ECANCELED.
-func (d *ringReqs) unprep(r *reqRec) {
+func (d *ringReqs) unprep(r *ringRec) {
 	nopPrepared(r)
 	r.cqes = 0
-	d.rq.opDone(r, -int32(unix.ECANCELED), 0)
+	d.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 }
 
-func (d *ringReqs) cancel(r *reqRec) {
+func (d *ringReqs) cancel(rec *reqRec) {
+	r := ringOf(rec)
 	switch r.state {
 	case stQueued: // not in the kernel: it never will be (flush skips it)
-		d.rq.opDone(r, -int32(unix.ECANCELED), 0)
+		d.rq.opDone(rec, -int32(unix.ECANCELED), 0)
 	case stInflight:
 		if d.unsubmitted(r) { // prepared, not submitted: it never will be
 			d.unprep(r)
@@ -217,7 +268,7 @@ func (d *ringReqs) cancel(r *reqRec) {
 // linkNow links a LINK_TIMEOUT of after (> 0) to r, a one-shot request prepared but not
 // submitted, whose SQE must be the SQ's last (the LINK_TIMEOUT must follow it directly). It
 // reports whether it did; when it did not, the loop's timer enforces the deadline.
-func (d *ringReqs) linkNow(r *reqRec, after time.Duration) bool {
+func (d *ringReqs) linkNow(r *ringRec, after time.Duration) bool {
 	if !d.unsubmitted(r) || r.ltAt != nil || multishot(r.op) {
 		return false
 	}
@@ -248,8 +299,13 @@ func (d *ringReqs) linkNow(r *reqRec, after time.Duration) bool {
 // reach, as a LINK_TIMEOUT cannot be removed): IORING_OP_TIMEOUT_REMOVE with
 // IORING_TIMEOUT_UPDATE|IORING_LINK_TIMEOUT_UPDATE (Linux 5.15) at the next enter. The
 // update's CQE is counted like a cancel's; its error (ENOENT: the link fired or was cancelled
-// meanwhile; EINVAL before 5.15) leaves the request as the kernel has it.
-func (d *ringReqs) retime(r *reqRec, after time.Duration) bool {
+// meanwhile; EINVAL before 5.15) leaves the request as the kernel has it. A one-shot request
+// still queued gets its deadline as a LINK_TIMEOUT when flush prepares it.
+func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
+	r := ringOf(rec)
+	if r.state == stQueued && !multishot(r.op) {
+		return true // flush links a LINK_TIMEOUT, if a deadline is left
+	}
 	if r.state != stInflight {
 		return false
 	}
@@ -274,12 +330,12 @@ func (d *ringReqs) cancelFd(fd int32) {
 	for _, q := range d.queue {
 		if r := q.r; r.gen == q.gen && r.state == stQueued && r.fd == fd && !r.noFd {
 			r.cancelReq = true
-			d.rq.opDone(r, -int32(unix.ECANCELED), 0)
+			d.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 		}
 	}
 	if d.rq.fds[fd].live > 0 {
-		for _, r := range d.rq.recs {
-			if r.state == stInflight && r.fd == fd && !r.noFd {
+		for _, rec := range d.rq.recs {
+			if r := ringOf(rec); r.state == stInflight && r.fd == fd && !r.noFd {
 				r.cancelReq = true
 				if d.unsubmitted(r) {
 					d.unprep(r) // it never reaches the kernel
@@ -387,7 +443,7 @@ func (d *ringReqs) flush() error {
 		if link {
 			if left = r.deadline - rq.l.now(); left <= 0 {
 				r.timedOut, r.cancelReq = true, true
-				rq.opDone(r, -int32(unix.ECANCELED), 0)
+				rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 				continue
 			}
 		}
@@ -402,7 +458,8 @@ func (d *ringReqs) flush() error {
 		prepReq(s, r)
 		d.fdBits(s, r)
 		s.UserData = reqUserData(r, reqKindOp)
-		r.state, r.cqes, r.opDone = stInflight, 1, false
+		r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
+		r.sqeAt, r.ltAt = nil, nil // not unsubmitted: the next enter is this flush's
 		d.inflight++
 		if link {
 			s.Flags |= uring.SQEIOLink
@@ -464,9 +521,9 @@ func prepBytes(s *uring.SQE, r *reqRec) {
 }
 
 // prepReq prepares r's operation in s, a zeroed SQE (GetSQE's).
-func prepReq(s *uring.SQE, r *reqRec) {
+func prepReq(s *uring.SQE, r *ringRec) {
 	if r.op <= OpSend {
-		prepBytes(s, r)
+		prepBytes(s, &r.reqRec)
 		return
 	}
 	fd := int(r.fd)
@@ -492,10 +549,10 @@ func prepReq(s *uring.SQE, r *reqRec) {
 
 // fdBits adds to s, r's SQE just prepared, what r's fd state asks for: IOSQE_FIXED_FILE when
 // the fd is in the registered-file table at slot fd (RegisterFile), and on a Recv after one
-// that drained the socket IORING_RECVSEND_POLL_FIRST (see requests.pollFirst). It is read at
+// that drained the socket IORING_RECVSEND_POLL_FIRST (see ringReqs.pollFirst). It is read at
 // every preparation, so a continuation (the rest of a short write, a multishot re-armed)
 // follows an UnregisterFile made since. The caller's SQE (OpSQE) is left as given.
-func (d *ringReqs) fdBits(s *uring.SQE, r *reqRec) {
+func (d *ringReqs) fdBits(s *uring.SQE, r *ringRec) {
 	if r.op == OpSQE {
 		return
 	}
@@ -503,7 +560,7 @@ func (d *ringReqs) fdBits(s *uring.SQE, r *reqRec) {
 	if f.fixed {
 		s.Flags |= uring.SQEFixedFile
 	}
-	if r.op == OpRecv && f.drained && d.rq.pollFirst {
+	if r.op == OpRecv && f.drained && d.pollFirst {
 		s.Ioprio = uring.RecvsendPollFirst
 	}
 }
@@ -523,17 +580,17 @@ func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
 			continue
 		}
 		if idx := uint32(ud); ud&reqKindMask == reqKindOp && c.Flags&uring.CQEFMore == 0 && int(idx) < len(rq.recs) && !d.dead {
-			if r := rq.recs[idx]; r.gen == uint32(ud>>32)&genMask && r.state == stInflight && r.cqes == 1 &&
-				r.timer.index < 0 && finishesAsIs(r, c.Res) {
-				// finishSteady, written out (keep the two alike): calling it here costs +34 instructions an
-				// event on fd_busy16 completion-inline (1,169 -> 1,203, callgrind, 2026-12-01)
+			if r := ringOf(rq.recs[idx]); r.gen == uint32(ud>>32)&genMask && r.state == stInflight && r.cqes == 1 &&
+				r.timer.index < 0 && finishesAsIs(&r.reqRec, c.Res) {
+				// finishSteady, written out (keep the two alike): a call here is paid on
+				// every request.
 				d.inflight--
 				r.cqes, r.state, r.res = 0, stDone, 0
 				e := rq.push()
-				e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, c.Res, steadyFlags(c.Flags), 0
+				e.rec, e.gen, e.res, e.flags, e.off = &r.reqRec, r.gen, c.Res, steadyFlags(c.Flags), 0
 				if r.counted {
 					f := &rq.fds[r.fd]
-					f.recvDone(r, c.Res)
+					f.recvDone(&r.reqRec, c.Res)
 					if f.live--; f.live == 0 && f.closeRec != nil {
 						rq.closeNow(f)
 					}
@@ -588,7 +645,7 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 	if int(idx) >= len(d.rq.recs) {
 		return
 	}
-	r := d.rq.recs[idx]
+	r := ringOf(d.rq.recs[idx])
 	if r.gen != gen || r.state != stInflight {
 		return
 	}
@@ -598,8 +655,9 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		}
 		return
 	}
-	if kind == reqKindOp && !more && r.cqes == 1 && r.timer.index < 0 && finishesAsIs(r, res) {
-		d.rq.finishSteady(r, res, steadyFlags(flags))
+	if kind == reqKindOp && !more && r.cqes == 1 && r.timer.index < 0 && finishesAsIs(&r.reqRec, res) {
+		r.cqes = 0
+		d.rq.finishSteady(&r.reqRec, res, steadyFlags(flags))
 		return
 	}
 	if kind == reqKindLink {
@@ -608,17 +666,20 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 			r.timedOut = true
 		}
 	} else if more {
-		d.rq.complete(r, res, compFlags(flags))
+		d.rq.complete(&r.reqRec, res, compFlags(flags))
 		return
 	} else {
-		r.res, r.cflags, r.opDone = res, compFlags(flags), true
+		r.opRes, r.opFlags, r.opDone = res, compFlags(flags), true
 	}
 	if r.cqes--; r.cqes == 0 && r.opDone {
-		d.rq.opDone(r, r.res, r.cflags)
+		d.rq.opDone(&r.reqRec, r.opRes, r.opFlags)
 	}
 }
 
-func (d *ringReqs) newGroup(g *BufferGroup) error {
+func (d *ringReqs) newGroup(bgid uint16, n, size int) (*BufferGroup, error) {
+	rg := new(ringGroup)
+	g := &rg.BufferGroup
+	d.rq.l.initGroup(g, bgid, n, size)
 	// Incremental consumption first (6.12): small messages then share a buffer.
 	br, err := d.b.ring.SetupBufRingFlags(uint32(g.n), g.bgid, uring.PbufRingInc)
 	g.inc = err == nil
@@ -626,24 +687,27 @@ func (d *ringReqs) newGroup(g *BufferGroup) error {
 		br, err = d.b.ring.SetupBufRing(uint32(g.n), g.bgid)
 	}
 	if err != nil {
-		return fmt.Errorf("ringev: NewBufferGroup: IORING_REGISTER_PBUF_RING (Linux 5.19): %w", err)
+		return nil, fmt.Errorf("ringev: NewBufferGroup: IORING_REGISTER_PBUF_RING (Linux 5.19): %w", err)
 	}
-	g.ring = br
+	rg.ring = br
 	for i := 0; i < g.n; i++ {
 		br.Add(g.buf(i, g.size), uint16(i), i)
 	}
 	br.Advance(g.n)
-	return nil
+	return g, nil
 }
 
-func (d *ringReqs) provide(g *BufferGroup, bid int) { g.ring.Provide(g.buf(bid, g.size), uint16(bid)) }
+func (d *ringReqs) provide(g *BufferGroup, bid int) {
+	ringGroupOf(g).ring.Provide(g.buf(bid, g.size), uint16(bid))
+}
 
 func (d *ringReqs) closeGroup(g *BufferGroup) error {
-	if g.ring == nil {
+	rg := ringGroupOf(g)
+	if rg.ring == nil {
 		return nil
 	}
-	err := g.ring.Close()
-	g.ring = nil
+	err := rg.ring.Close()
+	rg.ring = nil
 	return err
 }
 
@@ -656,8 +720,8 @@ func (d *ringReqs) shutdown() {
 	// A request prepared in the SQ and not submitted never reaches the kernel, as one queued
 	// never does: its SQEs become NOPs (counted in inflight as before), else the enter below
 	// would submit them ahead of the cancel, and a Read would take bytes no callback gets.
-	for _, r := range d.rq.recs {
-		if d.unsubmitted(r) {
+	for _, rec := range d.rq.recs {
+		if r := ringOf(rec); d.unsubmitted(r) {
 			nopPrepared(r)
 		}
 	}

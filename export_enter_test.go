@@ -13,7 +13,7 @@ func BlockingEnters(l *Loop) uint64 {
 // IORING_OP_LINK_TIMEOUT (uring), not as a loop timer.
 func RequestLinked(h Request) bool {
 	r := h.live()
-	return r != nil && r.link
+	return r != nil && r.rq.ring() && ringOf(r).link
 }
 
 // TimersPending returns how many timers l holds (the loop's own, a request's deadline

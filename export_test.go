@@ -43,7 +43,11 @@ func SetRegisterEveryFd(on bool) (restore func()) {
 // submitted (false for a request not prepared at the call).
 func RequestPollFirst(h Request) bool {
 	r := h.rec
-	return r != nil && r.gen == h.gen && r.sqeAt != nil && r.sqeAt.Ioprio&uring.RecvsendPollFirst != 0
+	if r == nil || r.gen != h.gen || !r.rq.ring() {
+		return false
+	}
+	at := ringOf(r).sqeAt
+	return at != nil && at.Ioprio&uring.RecvsendPollFirst != 0
 }
 
 // SetFileTableFault makes the uring backend's first RegisterFile of a loop fail as a kernel

@@ -64,11 +64,8 @@ func (h Request) SetTimeout(d time.Duration) error {
 	} else if r.deadline = l.deadlineIn(d); r.deadline == 0 {
 		r.deadline = 1
 	}
-	if rq.ring && r.state == stQueued && !multishot(r.op) {
-		return nil // a LINK_TIMEOUT at submission, if a deadline is left
-	}
 	if rq.drv.retime(r, d) || d <= 0 {
-		return nil // the LINK_TIMEOUT made at submission is moved (or made to never fire)
+		return nil // the backend holds the deadline (uring: a LINK_TIMEOUT), or none is left
 	}
 	rq.armTimer(r)
 	return nil

@@ -192,9 +192,9 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 
 // finishSteady is finish for the steady CQE (ringReqs.cqe): r's only one, which opDone would
 // pass on unchanged (finishesAsIs), with no deadline timer to remove, no count before an error
-// and no group buffer.
+// and no group buffer. The caller has done its own bookkeeping for r first.
 func (rq *requests) finishSteady(r *reqRec, res int32, flags uint32) {
-	r.cqes, r.state, r.res = 0, stDone, 0
+	r.state, r.res = stDone, 0
 	e := rq.push()
 	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^compMore, 0
 	if r.counted {
@@ -207,7 +207,7 @@ func (rq *requests) finishSteady(r *reqRec, res int32, flags uint32) {
 }
 
 // recvDone notes, for a Recv's last completion (res), whether it drained the socket: it took
-// less than its buffer (see requests.pollFirst).
+// less than its buffer (see ringReqs.pollFirst).
 func (f *reqFd) recvDone(r *reqRec, res int32) {
 	if r.op == OpRecv {
 		f.drained = res >= 0 && int(res) < len(r.buf)

@@ -12,6 +12,10 @@ import (
 // for the last one), during the backend's wait or, for the emulation, from its fd events. It
 // never sees a callback, and the core never sees an SQE.
 type reqDriver interface {
+	// newRec makes a record: a zero reqRec that is the first field of the backend's own
+	// record type, so that the backend reaches its state for the record from *reqRec at no
+	// cost. Every record of the loop is made here.
+	newRec() *reqRec
 	// start hands r (state stQueued) to the backend; it goes to the kernel at the loop's next
 	// wait at the latest.
 	start(r *reqRec)
@@ -21,8 +25,9 @@ type reqDriver interface {
 	// cancelFd cancels every request on fd, as cancel does each.
 	cancelFd(fd int32)
 	// retime moves the deadline of r that the backend enforces itself (uring: a LINK_TIMEOUT
-	// in the kernel) to after from now (<= 0: none) and reports true, or reports false when the
-	// backend enforces none for r (the loop's timer does).
+	// in the kernel, or one it makes when it submits r) to after from now (<= 0: none) and
+	// reports true, or reports false when the backend enforces none for r (the loop's timer
+	// does).
 	retime(r *reqRec, after time.Duration) bool
 	// check returns nil when the backend can run op here, else an error that names the
 	// kernel feature op needs (wrapping unix.EOPNOTSUPP); the emulation runs every op but
@@ -31,8 +36,10 @@ type reqDriver interface {
 	// needWait reports whether the backend must enter its wait (not only look at the fds):
 	// requests to submit, or completions to collect.
 	needWait() bool
-	// newGroup sets up the backend's side of a buffer group.
-	newGroup(g *BufferGroup) error
+	// newGroup makes a buffer group of n buffers of size bytes with ID bgid: a BufferGroup that
+	// is the first field of the backend's own group type (as newRec), filled in by
+	// Loop.initGroup, with the backend's side set up.
+	newGroup(bgid uint16, n, size int) (*BufferGroup, error)
 	// provide gives buffer bid of g back to the kernel's side.
 	provide(g *BufferGroup, bid int)
 	// closeGroup releases the backend's side of g.

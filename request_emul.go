@@ -18,14 +18,38 @@ import (
 
 // emulReqs is the readiness backends' reqDriver.
 type emulReqs struct {
-	l  *Loop
-	rq *requests
+	l   *Loop
+	rq  *requests
+	fds []*emulFd // by fd number; nil: the emulation has not seen it
 }
 
-// reqList is a FIFO of records linked through reqRec.qnext/qprev.
-type reqList struct{ head, tail *reqRec }
+// emulRec is a request's record in the emulation: the core's record and its place in its fd's
+// queue. newRec makes every record of an emulating loop, so emulOf may turn the core's *reqRec
+// back into its emulRec.
+type emulRec struct {
+	reqRec
+	qnext, qprev *emulRec // the fd's queue
+	qlist        *reqList
+}
 
-func (q *reqList) push(r *reqRec) {
+// emulOf returns the emulRec whose first field r is: r is an emulating loop's record.
+func emulOf(r *reqRec) *emulRec { return (*emulRec)(unsafe.Pointer(r)) }
+
+func (e *emulReqs) newRec() *reqRec { return &new(emulRec).reqRec }
+
+// emulGroup is a buffer group in the emulation: the core's group and its free list.
+type emulGroup struct {
+	BufferGroup
+	free []uint16 // free buffer IDs
+}
+
+// emulGroupOf returns the emulGroup whose first field g is: g is an emulating loop's group.
+func emulGroupOf(g *BufferGroup) *emulGroup { return (*emulGroup)(unsafe.Pointer(g)) }
+
+// reqList is a FIFO of records linked through emulRec.qnext/qprev.
+type reqList struct{ head, tail *emulRec }
+
+func (q *reqList) push(r *emulRec) {
 	r.qlist, r.qnext, r.qprev = q, nil, q.tail
 	if q.tail != nil {
 		q.tail.qnext = r
@@ -35,7 +59,7 @@ func (q *reqList) push(r *reqRec) {
 	q.tail = r
 }
 
-func (q *reqList) pushFront(r *reqRec) {
+func (q *reqList) pushFront(r *emulRec) {
 	r.qlist, r.qprev, r.qnext = q, nil, q.head
 	if q.head != nil {
 		q.head.qprev = r
@@ -45,7 +69,7 @@ func (q *reqList) pushFront(r *reqRec) {
 	q.head = r
 }
 
-func (q *reqList) remove(r *reqRec) {
+func (q *reqList) remove(r *emulRec) {
 	if r.qprev != nil {
 		r.qprev.qnext = r.qnext
 	} else {
@@ -71,19 +95,27 @@ type emulFd struct {
 	h           FdHandler
 }
 
+// fdOf returns the emulation's state for fd, making it (and growing the table) when new.
 func (e *emulReqs) fdOf(fd int32) *emulFd {
-	f := e.rq.fdState(fd)
-	if f.emul == nil {
-		f.emul = &emulFd{e: e, fd: fd, nonblock: nonblockStream(int(fd))}
-		f.emul.h = f.emul.handle
+	if int(fd) >= len(e.fds) {
+		fds := make([]*emulFd, 2*len(e.fds)+int(fd)+16)
+		copy(fds, e.fds)
+		e.fds = fds
 	}
-	return f.emul
+	f := e.fds[fd]
+	if f == nil {
+		f = &emulFd{e: e, fd: fd, nonblock: nonblockStream(int(fd))}
+		f.h = f.handle
+		e.fds[fd] = f
+	}
+	return f
 }
 
 // writeSide reports whether op waits for Write readiness.
 func writeSide(op Op) bool { return op == OpWrite || op == OpSend || op == OpConnect }
 
-func (e *emulReqs) start(r *reqRec) {
+func (e *emulReqs) start(rec *reqRec) {
+	r := emulOf(rec)
 	r.state = stInflight
 	switch r.op {
 	case OpFsync:
@@ -93,7 +125,7 @@ func (e *emulReqs) start(r *reqRec) {
 		} else {
 			err = unix.Fsync(int(r.fd))
 		}
-		e.rq.opDone(r, errRes(err), 0)
+		e.rq.opDone(rec, errRes(err), 0)
 		return
 	case OpConnect:
 		if r.done == 0 {
@@ -101,7 +133,7 @@ func (e *emulReqs) start(r *reqRec) {
 			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.fd), uintptr(unsafe.Pointer(&r.sa)), uintptr(r.salen))
 			if errno != unix.EINPROGRESS && errno != unix.EAGAIN && errno != unix.EALREADY {
 				r.done = 0
-				e.rq.opDone(r, -int32(errno), 0)
+				e.rq.opDone(rec, -int32(errno), 0)
 				return
 			}
 		}
@@ -245,7 +277,7 @@ func (e *emulReqs) failAll(f *emulFd, err error) {
 	for _, q := range []*reqList{&f.rd, &f.wr} {
 		for r := q.head; r != nil; r = q.head {
 			q.remove(r)
-			e.rq.opDone(r, res, 0)
+			e.rq.opDone(&r.reqRec, res, 0)
 		}
 	}
 	if f.counted {
@@ -320,7 +352,7 @@ func (f *emulFd) sys(trap, a1, a2, a3, a4 uintptr) (uintptr, unix.Errno) {
 
 // perform makes r's syscall. It reports true when r must wait for readiness again (EAGAIN,
 // or a multishot op that goes on); otherwise it told the core (complete or opDone).
-func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
+func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	rq := e.rq
 	fd := uintptr(r.fd)
 	var n uintptr
@@ -356,7 +388,7 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 	case OpAccept, OpAcceptMultishot:
 		n, _, errno = unix.Syscall6(unix.SYS_ACCEPT4, fd, 0, 0, uintptr(r.flags), 0, 0)
 		if errno == 0 && r.op == OpAcceptMultishot {
-			rq.complete(r, int32(n), 0)
+			rq.complete(&r.reqRec, int32(n), 0)
 			return true
 		}
 	case OpConnect:
@@ -368,9 +400,9 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 		}
 		r.done = 0
 	case OpRecvMultishot:
-		g := r.group
+		g := emulGroupOf(r.group)
 		if len(g.free) == 0 {
-			rq.opDone(r, -int32(unix.ENOBUFS), 0)
+			rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
 			return false
 		}
 		bid := g.free[len(g.free)-1]
@@ -381,7 +413,7 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 			return true
 		case errno == 0 && n > 0:
 			g.free = g.free[:len(g.free)-1]
-			rq.complete(r, int32(n), compBuffer|uint32(bid)<<compBufShift)
+			rq.complete(&r.reqRec, int32(n), compBuffer|uint32(bid)<<compBufShift)
 			return true
 		}
 	default:
@@ -391,9 +423,9 @@ func (e *emulReqs) perform(f *emulFd, r *reqRec) bool {
 		return true
 	}
 	if errno != 0 {
-		rq.opDone(r, -int32(errno), 0)
+		rq.opDone(&r.reqRec, -int32(errno), 0)
 	} else {
-		rq.opDone(r, int32(n), 0)
+		rq.opDone(&r.reqRec, int32(n), 0)
 	}
 	return false
 }
@@ -403,18 +435,18 @@ func (e *emulReqs) retime(*reqRec, time.Duration) bool { return false }
 
 func (e *emulReqs) check(Op) error { return nil }
 
-func (e *emulReqs) cancel(r *reqRec) {
-	if q := r.qlist; q != nil {
-		q.remove(r)
+func (e *emulReqs) cancel(rec *reqRec) {
+	if r := emulOf(rec); r.qlist != nil {
+		r.qlist.remove(r)
 	}
-	e.rq.opDone(r, -int32(unix.ECANCELED), 0)
+	e.rq.opDone(rec, -int32(unix.ECANCELED), 0)
 }
 
 func (e *emulReqs) cancelFd(fd int32) {
-	f := e.rq.fdState(fd).emul
-	if f == nil {
+	if int(fd) >= len(e.fds) || e.fds[fd] == nil {
 		return
 	}
+	f := e.fds[fd]
 	if f.ev != nil {
 		if !f.counted {
 			e.l.nfd++ // FdEvent.Close uncounts it
@@ -427,22 +459,27 @@ func (e *emulReqs) cancelFd(fd int32) {
 		for r := q.head; r != nil; r = q.head {
 			q.remove(r)
 			r.cancelReq = true
-			e.rq.opDone(r, -int32(unix.ECANCELED), 0)
+			e.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 		}
 	}
 }
 
 func (e *emulReqs) needWait() bool { return false }
 
-func (e *emulReqs) newGroup(g *BufferGroup) error {
-	g.free = make([]uint16, g.n)
-	for i := range g.free {
-		g.free[i] = uint16(g.n - 1 - i)
+func (e *emulReqs) newGroup(bgid uint16, n, size int) (*BufferGroup, error) {
+	eg := new(emulGroup)
+	e.l.initGroup(&eg.BufferGroup, bgid, n, size)
+	eg.free = make([]uint16, n)
+	for i := range eg.free {
+		eg.free[i] = uint16(n - 1 - i)
 	}
-	return nil
+	return &eg.BufferGroup, nil
 }
 
-func (e *emulReqs) provide(g *BufferGroup, bid int) { g.free = append(g.free, uint16(bid)) }
+func (e *emulReqs) provide(g *BufferGroup, bid int) {
+	eg := emulGroupOf(g)
+	eg.free = append(eg.free, uint16(bid))
+}
 
 func (e *emulReqs) closeGroup(g *BufferGroup) error { return nil }
 

@@ -6,7 +6,6 @@ package ringev
 import (
 	"fmt"
 
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,14 +18,15 @@ import (
 // buffer is held, a RecvMultishot gets ENOBUFS (More set: no data is lost, it stays in the
 // socket) and the loop re-arms it when a buffer is released. A group belongs to its loop's
 // goroutine.
+//
+// A backend makes each group inside a struct of its own that adds its side (reqDriver.newGroup:
+// ringGroup on uring, emulGroup in the emulation).
 type BufferGroup struct {
 	l      *Loop
 	bgid   uint16
 	size   int
 	n      int
 	slab   []byte
-	free   []uint16 // emulation: free buffer IDs
-	ring   *uring.BufRing
 	avail  int       // buffers the kernel (or the emulation) can pick
 	parked []*reqRec // RecvMultishots waiting for a buffer
 	closed bool
@@ -37,7 +37,7 @@ type BufferGroup struct {
 }
 
 // take records that a completion holds n bytes of buffer bid (more: the kernel goes on
-// filling it, CQEFBufMore) and returns where they start in it.
+// filling it, compBufMore) and returns where they start in it.
 func (g *BufferGroup) take(bid int, n int32, more bool) int32 {
 	if bid >= g.n {
 		return 0
@@ -76,14 +76,20 @@ func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 	if !rq.nextGroupID() {
 		return nil, fmt.Errorf("ringev: NewBufferGroup: all 65536 buffer group IDs are held by open groups: %w", unix.ENOSPC)
 	}
-	g := &BufferGroup{l: l, bgid: rq.bgid, size: size, n: n, slab: make([]byte, n*size),
-		off: make([]int32, n), refs: make([]int32, n), out: make([]bool, n)}
-	if err := rq.drv.newGroup(g); err != nil {
+	g, err := rq.drv.newGroup(rq.bgid, n, size)
+	if err != nil {
 		return nil, err
 	}
 	rq.groups = append(rq.groups, g)
 	g.avail = n
 	return g, nil
+}
+
+// initGroup fills in the core's part of g, a new group of n buffers of size bytes with ID
+// bgid: reqDriver.newGroup's first step.
+func (l *Loop) initGroup(g *BufferGroup, bgid uint16, n, size int) {
+	*g = BufferGroup{l: l, bgid: bgid, size: size, n: n, slab: make([]byte, n*size),
+		off: make([]int32, n), refs: make([]int32, n), out: make([]bool, n)}
 }
 
 // nextGroupID advances rq.bgid to the next buffer group ID that no open group holds: the IDs

@@ -2,11 +2,12 @@ package ringev
 
 // Request records and their pool: a record per request, recycled, with a generation that tells
 // its uses apart; the per-fd state; and the checks a request call makes before it takes one.
+// A record holds the core's fields only: a backend makes each record inside a struct of its
+// own that adds its state (reqDriver.newRec: ringRec on uring, emulRec in the emulation).
 
 import (
 	"fmt"
 
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,6 +24,8 @@ const (
 const fsyncData = 1
 
 // reqRec is one request's record, recycled through requests.free; gen tells its uses apart.
+// It is the first field of the backend's record (reqDriver.newRec), which the backend reaches
+// from it without a lookup.
 type reqRec struct {
 	rq    *requests
 	idx   uint32
@@ -38,17 +41,12 @@ type reqRec struct {
 
 	reqVars // cleared by release in one struct store
 
-	timer Timer // the deadline's timer (emulation, multishot, or set after submission)
-	ts    uring.Timespec
-	sa    unix.RawSockaddrAny // Connect's address
-	salen uint32
-	sqe   uring.SQE // SubmitSQE's SQE
-	keep  []byte    // SubmitSQE's memory kept alive
-
-	qnext, qprev *reqRec // emulation: the fd's queue
-	qlist        *reqList
-	turnSeq      uint64 // dispatch batch in which turnRuns counts
-	turnRuns     int
+	turnSeq  uint64 // dispatch batch in which turnRuns counts
+	turnRuns int
+	timer    Timer               // the deadline's timer (emulation, multishot, or set after submission)
+	sa       unix.RawSockaddrAny // Connect's address
+	salen    uint32
+	keep     []byte // memory the op addresses, kept reachable until the last completion (SubmitSQE's)
 }
 
 // reqVars is the part of a record that one use of it changes after newReq filled it in:
@@ -57,38 +55,27 @@ type reqVars struct {
 	done      int   // Write, Send: bytes written so far
 	deadline  int64 // loop ns; 0: none
 	flags     int32 // msg flags, accept4 flags, fsyncData
-	res       int32
-	cflags    uint32
-	cqes      int8 // uring: final CQEs still to come (op, link timeout)
-	counted   bool // counted in requests.fds[fd].live
-	noFd      bool // SubmitSQE without an fd: not counted
-	cancelReq bool // Cancel (or CloseFd, or the deadline) asked
-	timedOut  bool // the deadline passed
-	opDone    bool // uring: the op's final CQE arrived
-	link      bool // uring: the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
-
-	// uring: the SQEs in which ringReqs.start prepared the request and its LINK_TIMEOUT (in
-	// the ring's mapped memory, not the Go heap), and the driver's epoch then (see
-	// ringReqs.unsubmitted).
-	sqeAt, ltAt *uring.SQE
-	epoch       uint64
+	res       int32 // a Write's or Send's error after a part was written (see finish), else 0
+	counted   bool  // counted in requests.fds[fd].live
+	noFd      bool  // SubmitSQE without an fd: not counted
+	cancelReq bool  // Cancel (or CloseFd, or the deadline) asked
+	timedOut  bool  // the deadline passed
 }
 
 // reqFd is the core's state for one fd number.
 type reqFd struct {
 	live     int32   // records on this fd not yet finished
 	okSeq    uint32  // requests.ownSeq when the number was found not to be one of the loop's own fds
-	fixed    bool    // uring: the file is in the ring's registered-file table at slot fd (RegisterFile)
+	fixed    bool    // the file is in the backend's registered-file table at slot fd (RegisterFile)
 	drained  bool    // the last Recv on fd took less than its buffer: the socket was empty then
 	closeRec *reqRec // a CloseFd waiting for them
-	emul     *emulFd // the emulation's state (nil on uring)
+	_        [8]byte // a power-of-two size: indexing rq.fds is a shift, not a multiply
 }
 
 // requests is the loop's request state; created by the first request.
 type requests struct {
 	l        *Loop
 	drv      reqDriver
-	ring     bool // drv is the uring backend's
 	recs     []*reqRec
 	free     []uint32
 	live     int // records in use
@@ -106,13 +93,7 @@ type requests struct {
 	ownSeq   uint32 // from 1; counts the loop's own fds made since (see reqFd.okSeq, markInternal)
 	cbFd     int32  // the fd of the request whose callback is running; -1: none
 	dead     bool
-	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained, see
-	// recvDone) is prepared with IORING_RECVSEND_POLL_FIRST (uring with Linux 5.19; not
-	// WithRecvPollFirst(false)): the kernel waits for the socket to be readable before its
-	// first attempt instead of making one that finds nothing and then waiting. Set by the
-	// driver's check of OpRecv.
-	pollFirst bool
-	onTmr     func(t *Timer)
+	onTmr    func(t *Timer)
 }
 
 // reqs returns the loop's request state, creating it.
@@ -128,7 +109,7 @@ func (l *Loop) newRequests() *requests {
 	rq := &requests{l: l, cbFd: -1, ownSeq: 1}
 	rq.onTmr = rq.deadlinePassed
 	if d := newRingReqs(l, rq); d != nil {
-		rq.drv, rq.ring = d, true
+		rq.drv = d
 	} else {
 		rq.drv = &emulReqs{l: l, rq: rq}
 	}
@@ -171,15 +152,15 @@ func (rq *requests) opOK(op Op) error {
 
 // newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf).
 // Its first branch is the steady state's (an fd the loop has seen and found not to be one of
-// its own since it last made one, an op checked before): the same checks as newReqChecked's,
-// which gives each failure its error. The steady branch also counts the record on its fd,
+// its own since it last made one, an op checked before, a free record): the same checks as
+// newReqChecked's, which gives each failure its error. The steady branch also counts the record on its fd,
 // which submit does for the others.
 func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
 	if rq := l.req; rq != nil && l.owned() && !l.closed && cb != nil &&
 		uint(fd) < uint(len(rq.fds)) && rq.okOps&(1<<op) != 0 &&
-		(!needBuf || len(buf) > 0 && len(buf) <= maxRideLen) {
+		(!needBuf || len(buf) > 0 && len(buf) <= maxRideLen) && len(rq.free) > 0 {
 		if f := &rq.fds[fd]; f.closeRec == nil && f.okSeq == rq.ownSeq {
-			r := rq.alloc()
+			r := rq.pop()
 			r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
 			if op != OpClose {
 				r.counted = true
@@ -252,16 +233,28 @@ func (rq *requests) fdState(fd int32) *reqFd {
 
 // alloc takes a free record (or makes one).
 func (rq *requests) alloc() *reqRec {
-	var r *reqRec
-	if n := len(rq.free); n > 0 {
-		r = rq.recs[rq.free[n-1]]
-		rq.free = rq.free[:n-1]
-	} else {
-		r = &reqRec{rq: rq, idx: uint32(len(rq.recs)), timer: Timer{loop: rq.l, index: -1}}
-		r.timer.handler = rq.onTmr
-		r.timer.Data = r
-		rq.recs = append(rq.recs, r)
+	if len(rq.free) == 0 {
+		return rq.grow()
 	}
+	return rq.pop()
+}
+
+// pop takes a free record; one must be free.
+func (rq *requests) pop() *reqRec {
+	n := len(rq.free) - 1
+	r := rq.recs[rq.free[n]]
+	rq.free = rq.free[:n]
+	rq.live++
+	return r
+}
+
+// grow is alloc when no record is free: it makes one (reqDriver.newRec) and adds it to the pool.
+func (rq *requests) grow() *reqRec {
+	r := rq.drv.newRec()
+	r.rq, r.idx, r.timer = rq, uint32(len(rq.recs)), Timer{loop: rq.l, index: -1}
+	r.timer.handler = rq.onTmr
+	r.timer.Data = r
+	rq.recs = append(rq.recs, r)
 	rq.live++
 	return r
 }

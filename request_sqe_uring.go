@@ -31,7 +31,7 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 	if cb == nil {
 		return Request{}, fmt.Errorf("ringev: SubmitSQE: %w", ErrNilCallback)
 	}
-	if !l.reqs().ring {
+	if !l.reqs().ring() {
 		return Request{}, fmt.Errorf("ringev: SubmitSQE on the %q backend: %w", l.beName, ErrNeedsUring)
 	}
 	if sqe.Flags&(uring.SQEIOLink|uring.SQEIOHardlink|uring.SQECQESkipSuccess) != 0 {
@@ -54,7 +54,8 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 		}
 	}
 	r := rq.alloc()
-	r.op, r.cb, r.token, r.keep, r.sqe = OpSQE, cb, token, keep, *sqe
+	r.op, r.cb, r.token, r.keep = OpSQE, cb, token, keep
+	ringOf(r).sqe = *sqe
 	r.fd = int32(max(fd, 0))
 	r.noFd = fd < 0
 	return rq.submit(r), nil
