@@ -50,8 +50,7 @@ const (
 )
 
 // push appends an entry to the completion queue and returns it, for the caller to write
-// every field of: in place, where append builds the entry on the stack first and copies it
-// (-6 instructions a completion, callgrind).
+// every field of: in place, where append builds the entry on the stack first and copies it.
 func (rq *requests) push() *cqEntry {
 	n := len(rq.cq)
 	if n < cap(rq.cq) {
@@ -174,7 +173,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 	r.state = stDone
 	// entry's work, written out: entry is not inlined (append's cost), and this is every
-	// request's path (+13 instructions a request as a call, callgrind).
+	// request's path.
 	e := rq.push()
 	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^compMore, 0
 	if r.op == OpRecvMultishot && flags&compBuffer != 0 {

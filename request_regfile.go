@@ -10,9 +10,8 @@ import (
 
 // RegisterFile puts fd's file in the ring's registered-file table on the uring backend, at
 // slot fd, so that the requests on fd made from now on carry IOSQE_FIXED_FILE (Linux 5.1): the
-// kernel then neither looks fd up nor takes a reference on its file for every request
-// (fd_busy16 in completion-inline mode: 1.34M to 1.49M events/s, 2026-12-01; the loop thread's
-// CPU time per event ~770 to ~670 ns). Each call costs one io_uring_register(2)
+// kernel then neither looks fd up nor takes a reference on its file for every request. Each
+// call costs one io_uring_register(2)
 // (IORING_REGISTER_FILES_UPDATE, Linux 5.5); the first also makes the table, sparse, of
 // min(RLIMIT_NOFILE, 65536) slots (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE,
 // Linux 5.19), so RegisterFile needs Linux 5.19. See io_uring_register(2).
