@@ -49,6 +49,10 @@ type uringBackend struct {
 	// hides: probeHides when the loop was made (a test's kernel without some opcodes), for
 	// the life of the loop; nil in a program.
 	hides func(code uint8) bool
+	// woke: a reap found a wake-up CQE of another loop's PostTo (uringWakeTag); msg: this
+	// loop's side of PostTo (crossloop_uring_linux.go).
+	woke bool
+	msg  msgState
 }
 
 // uringCQEntries is the CQ size of the backend's ring (openUring); maxBatchWait, the largest
@@ -145,6 +149,7 @@ func openUring() (backend, error) {
 }
 
 func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
+	b.woke = false
 	if b.reqs != nil && b.reqs.needWait() {
 		// Requests queued or in the kernel: their SQEs go with this enter, and their CQEs
 		// come back only through the ring (with DEFER_TASKRUN, only when we enter it).
@@ -282,7 +287,8 @@ func (b *uringBackend) look(buf []readyFd) (_ []readyFd, found, retry bool, _ er
 	// a request the driver queued again while reaping (the rest of a short send) is not in
 	// the SQ yet, and an EPOLL_WAIT that completed (with nothing, or ECANCELED) is not in
 	// flight. Either goes back to the core, whose next wait flushes and re-arms.
-	if found = len(buf) > n || b.reqs.rq.pending() || b.reqs.queued() || !b.inflight; found {
+	// A wake-up from another loop's PostTo ends the wait: it comes once, not level-triggered.
+	if found = len(buf) > n || b.woke || b.reqs.rq.pending() || b.reqs.queued() || !b.inflight; found {
 		b.lookMiss = 0
 	}
 	return buf, found, false, nil
@@ -300,8 +306,12 @@ func (b *uringBackend) reap(buf []readyFd) ([]readyFd, bool, error) {
 		got, res = b.reqs.cqes(r, n)
 	} else {
 		for i := uint32(0); i < n; i++ {
-			if c := r.CQEAt(i); c.UserData == uringEpollTag {
+			switch c := r.CQEAt(i); c.UserData {
+			case uringEpollTag:
 				got, res = true, c.Res
+			case uringWakeTag:
+				b.woke = true
+				b.msg.got++
 			}
 		}
 	}

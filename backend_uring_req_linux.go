@@ -576,6 +576,9 @@ func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
 		if ud&reqTag == 0 {
 			if ud == uringEpollTag {
 				got, res = true, c.Res
+			} else if ud == uringWakeTag {
+				d.b.woke = true
+				d.b.msg.got++
 			}
 			continue
 		}
