@@ -1,22 +1,3 @@
-// Package server holds network servers written on ringev's loop: RESP (a small Redis), HTTP/1.1
-// plaintext (TechEmpower's rules) and echo. They exist to measure the loop against real clients
-// (redis-benchmark, wrk; see `ringev serve` and `ringev bench net`) and to show how a server is
-// written on it.
-//
-// A server has two halves that know nothing of each other:
-//
-//   - the protocol (resp.go, http.go, echo.go): a Protocol turns the bytes a connection received
-//     into the bytes of its replies (parse, then append to an output buffer). It makes no
-//     syscall and does not know how the bytes came or go;
-//   - the connection driver: it accepts connections, reads, hands the bytes to the Protocol,
-//     writes what it returned. Two drivers serve every Protocol unchanged (Config.API): the
-//     requests driver (requests.go, the default) does its I/O with the loop's completion
-//     requests (a multishot accept, a recv per connection, Send, CloseFd); the readiness
-//     driver (readiness.go) with fd events and the loop's non-blocking I/O
-//     (Loop.ReadNonblocking/WriteNonblocking).
-//
-// Start runs one driver per loop, on as many loops (OS threads) as asked, each with its own
-// SO_REUSEPORT listening socket.
 package server
 
 import "time"

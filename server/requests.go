@@ -84,7 +84,7 @@ type reqDriver struct {
 	// fallback where the multishot recv is unavailable)
 	group *ringev.BufferGroup
 	conns map[*rconn]struct{}
-	free  [][]byte // output and leftover-input buffers, len 0 (at most freeBufs)
+	bufs  bufPool  // output and leftover-input buffers
 	rfree [][]byte // RecvPerConn receive buffers (at most freeRecvBufs)
 	// draining: Shutdown was asked; graceDone: its grace has passed (idle connections linger).
 	draining, graceDone bool
@@ -210,17 +210,6 @@ func (d *reqDriver) addConn(fd int) {
 	c.update()
 }
 
-// getBuf returns an empty buffer from the free list (or a new one with room for 16 KiB).
-func (d *reqDriver) getBuf() []byte {
-	if n := len(d.free); n > 0 {
-		b := d.free[n-1]
-		d.free[n-1] = nil
-		d.free = d.free[:n-1]
-		return b
-	}
-	return make([]byte, 0, 4*RecvBufferSize)
-}
-
 // The free lists' bounds: what a loop keeps for reuse is at most freeBufs buffers of up to
 // freeBufCap bytes (16 MiB) and freeRecvBufs RecvPerConn buffers (4 MiB).
 const (
@@ -228,13 +217,6 @@ const (
 	freeBufCap   = 64 << 10
 	freeRecvBufs = 1024
 )
-
-// putBuf gives b back to the free list, unless it grew past freeBufCap or the list is full.
-func (d *reqDriver) putBuf(b []byte) {
-	if b != nil && cap(b) <= freeBufCap && len(d.free) < freeBufs {
-		d.free = append(d.free, b[:0])
-	}
-}
 
 // onIO is the connection's one callback, for each of its requests.
 func (c *rconn) onIO(x *ringev.Completion) {
@@ -303,7 +285,7 @@ func (c *rconn) serve(data []byte) {
 	d := c.d
 	for len(data) > 0 && len(c.pend) < OutputLimit && !c.closing {
 		if c.pend == nil {
-			c.pend = d.getBuf()
+			c.pend = d.bufs.get()
 		}
 		used, out, closeAfter := d.proto.Serve(data, c.pend)
 		c.pend, data = out, data[used:]
@@ -320,16 +302,16 @@ func (c *rconn) serve(data []byte) {
 		c.close()
 		return
 	case len(data) == 0:
-		d.putBuf(c.in)
+		d.bufs.put(c.in)
 		c.in = nil
 	default:
 		if c.in == nil {
-			c.in = d.getBuf()
+			c.in = d.bufs.get()
 		}
 		c.in = append(c.in[:0], data...) // data may be c.in's tail: append moves it to the start
 	}
 	if len(c.pend) == 0 {
-		d.putBuf(c.pend)
+		d.bufs.put(c.pend)
 		c.pend = nil
 	}
 	// A closing connection drops the next completion's input: nothing is held for it.
@@ -373,7 +355,7 @@ func (c *rconn) send() {
 	c.d.sends++
 	if _, err := c.d.loop.Send(c.fd, c.out, 0, c.cb, tokSend); err != nil {
 		c.d.srv.logf("send: %v", err)
-		c.d.putBuf(c.out)
+		c.d.bufs.put(c.out)
 		c.out = nil
 		c.close()
 	}
@@ -382,7 +364,7 @@ func (c *rconn) send() {
 // sent handles a send's completion: all of c.out was sent (the loop finishes short sends), or
 // an error (the peer reset, ECANCELED by CloseFd).
 func (c *rconn) sent(x *ringev.Completion) {
-	c.d.putBuf(c.out) // the kernel is done with it
+	c.d.bufs.put(c.out) // the kernel is done with it
 	c.out = nil
 	if x.Err != nil {
 		c.close()
@@ -467,7 +449,7 @@ func (c *rconn) armRecv() {
 func (c *rconn) startLinger() {
 	c.lingering, c.lingerEnd = true, time.Now().Add(lingerTimeout)
 	d := c.d
-	d.putBuf(c.in)
+	d.bufs.put(c.in)
 	c.in = nil
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		c.close()
@@ -490,8 +472,8 @@ func (c *rconn) close() {
 	}
 	c.closed = true
 	d := c.d
-	d.putBuf(c.in)
-	d.putBuf(c.pend)
+	d.bufs.put(c.in)
+	d.bufs.put(c.pend)
 	c.in, c.pend = nil, nil
 	if _, err := d.loop.CloseFd(c.fd, c.cb, tokClose); err != nil {
 		d.srv.logf("closing a connection: %v", err)

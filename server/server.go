@@ -3,8 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,20 +95,14 @@ type Server struct {
 // that made the provided buffer ring fail (e.g. ENOMEM). On error
 // nothing is left running or open.
 func Start(cfg Config) (*Server, error) {
-	switch cfg.API {
-	case "":
-		cfg.API = DefaultAPI
-	case APIReadiness, APIRequests:
-	default:
-		return nil, fmt.Errorf("server: unknown API %q (known: %s, %s)", cfg.API, APIReadiness, APIRequests)
+	api, err := checkAPI(cfg.API, cfg.Recv)
+	if err != nil {
+		return nil, err
 	}
+	cfg.API = api
 	recvAuto := cfg.Recv == ""
-	switch cfg.Recv {
-	case "":
+	if recvAuto {
 		cfg.Recv = DefaultRecv
-	case RecvMultishot, RecvPerConn:
-	default:
-		return nil, fmt.Errorf("server: unknown Recv mode %q (known: %s, %s)", cfg.Recv, RecvMultishot, RecvPerConn)
 	}
 	if cfg.NewProtocol == nil {
 		return nil, errors.New("server: Config.NewProtocol is nil")
@@ -128,7 +120,7 @@ func Start(cfg Config) (*Server, error) {
 	fds := make([]int, 0, cfg.Loops)
 	addr := cfg.Addr
 	for range cfg.Loops {
-		fd, bound, err := Listen(addr)
+		fd, bound, err := listenTCP(addr)
 		if err != nil {
 			for _, fd := range fds {
 				unix.Close(fd)
@@ -143,7 +135,6 @@ func Start(cfg Config) (*Server, error) {
 		s.done.Add(1)
 		go s.runLoop(i, fd, started)
 	}
-	var err error
 	for range cfg.Loops {
 		if e := <-started; e != nil && err == nil {
 			err = e
@@ -259,60 +250,6 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// Listen opens a non-blocking TCP listening socket on addr ("host:port", IPv4 or IPv6; port 0 for
-// any free port) with SO_REUSEADDR and SO_REUSEPORT, so that several loops can each listen on the
-// same port (the kernel spreads the connections among them), a backlog of 4096 (capped by
-// net.core.somaxconn), and close-on-exec. It returns the fd and the address bound. Errors name
-// the address and wrap the errno (unix.EADDRINUSE, unix.EACCES, ...).
-func Listen(addr string) (fd int, bound string, err error) {
-	ta, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		return -1, "", fmt.Errorf("server: address %q: %w", addr, err)
-	}
-	var sa unix.Sockaddr
-	family := unix.AF_INET
-	if ip4 := ta.IP.To4(); ip4 != nil || ta.IP == nil {
-		a := &unix.SockaddrInet4{Port: ta.Port}
-		copy(a.Addr[:], ip4)
-		sa = a
-	} else {
-		a := &unix.SockaddrInet6{Port: ta.Port}
-		copy(a.Addr[:], ta.IP.To16())
-		sa, family = a, unix.AF_INET6
-	}
-	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, "", fmt.Errorf("server: socket for %s: %w", addr, err)
-	}
-	fail := func(what string, err error) (int, string, error) {
-		unix.Close(fd)
-		return -1, "", fmt.Errorf("server: %s %s: %w", what, addr, err)
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-		return fail("SO_REUSEADDR on", err)
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-		return fail("SO_REUSEPORT on", err)
-	}
-	if err := unix.Bind(fd, sa); err != nil {
-		return fail("bind", err)
-	}
-	if err := unix.Listen(fd, 4096); err != nil {
-		return fail("listen on", err)
-	}
-	got, err := unix.Getsockname(fd)
-	if err != nil {
-		return fail("getsockname of", err)
-	}
-	switch a := got.(type) {
-	case *unix.SockaddrInet4:
-		bound = net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
-	case *unix.SockaddrInet6:
-		bound = net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
-	}
-	return fd, bound, nil
-}
-
 // timers are a driver's timers: its protocol's tick and its drain's deadline.
 type timers struct {
 	tick     *ringev.Timer // a Ticker's: calls Tick every TickInterval
@@ -341,4 +278,22 @@ func (ts *timers) stopTimers() {
 	if ts.deadline != nil {
 		ts.deadline.Stop()
 	}
+}
+
+// checkAPI returns the API api names ("" is DefaultAPI), or an error naming an unknown API or
+// Recv mode.
+func checkAPI(api, recv string) (string, error) {
+	switch api {
+	case "":
+		api = DefaultAPI
+	case APIReadiness, APIRequests:
+	default:
+		return "", fmt.Errorf("server: unknown API %q (known: %s, %s)", api, APIRequests, APIReadiness)
+	}
+	switch recv {
+	case "", RecvMultishot, RecvPerConn:
+	default:
+		return "", fmt.Errorf("server: unknown Recv mode %q (known: %s, %s)", recv, RecvMultishot, RecvPerConn)
+	}
+	return api, nil
 }

@@ -1,0 +1,613 @@
+package server
+
+import (
+	"io"
+	"math"
+	"net"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// Conn is one connection of an Engine. Its methods belong to its loop's goroutine (the
+// Handler's methods and functions given to Loop.Post run there), except Write, WriteString,
+// Close and Abort, which are safe from any goroutine: from another one they queue what they do
+// for the loop. A method that cannot be used from the caller's goroutine returns an error
+// wrapping ringev.ErrNotOwner; a closed connection's, one that is net.ErrClosed.
+//
+// A Conn is never reused for another connection: one kept after OnClose stays closed.
+type Conn struct {
+	l   *Loop
+	fd  int
+	ctx any
+
+	laddr, raddr net.Addr
+
+	// Input: in is what the handler left unconsumed (a free-list buffer), nil when empty.
+	// During OnData, view is the input it sees (in, or bytes received and not yet copied) and
+	// off what it has discarded of it.
+	in     []byte
+	view   []byte
+	off    int
+	inData bool
+
+	// Output: pend is what was written and not yet handed to the kernel (a free-list buffer);
+	// out, the buffer a send has in flight (the requests driver's).
+	pend []byte
+	out  []byte
+
+	// async is what other goroutines wrote, under l.mu, until the loop takes it (drain).
+	async []byte
+	// gone is set once the connection is closing or closed: Write, Close and Abort fail.
+	gone atomic.Bool
+
+	// State, on the loop's goroutine.
+	dirty     bool  // in l.dirty: the turn's end flushes it
+	closing   bool  // a graceful close: input is dropped, it lingers once the output is sent
+	lingering bool  // its writing side is shut down; input is dropped until the peer closes
+	closed    bool  // its socket is being closed (driver.closeFd)
+	opened    bool  // OnOpen ran (or is running)
+	done      bool  // finished: OnClose ran
+	eof       bool  // the peer shut down its side: it closes once the output is sent
+	paused    bool  // backpressure: not read until the output drains
+	reasonSet bool  // reason is set (the first one wins)
+	reason    error // what OnClose is told
+
+	// Timeouts: idle and reqTO (0: none); active, the loop time (ns) of the last bytes
+	// received or sent; reqStart, when the request under way started (0: none). One timer
+	// serves both, armed for the earlier deadline and re-armed when it fires early.
+	idle, reqTO      time.Duration
+	active, reqStart int64
+	timer            *ringev.Timer
+	timerAt          int64
+	timerFn          func(*ringev.Timer)
+
+	// The requests driver's state.
+	cb        ringev.Callback // c.onIO, made once
+	recv      ringev.Request
+	recvLive  bool // a recv request is pending
+	recvStop  bool // a Cancel was asked of the multishot recv
+	rbuf      []byte
+	lingerEnd time.Time
+
+	// The readiness driver's state.
+	ev        *ringev.FdEvent
+	wblocked  bool // the socket refused output: Write readiness is awaited
+	lingerT   *ringev.Timer
+	peerShut  bool
+	shutProbe *ringev.Timer
+}
+
+// Loop is the loop that serves the connection.
+func (c *Conn) Loop() *Loop { return c.l }
+
+// Fd is the connection's socket, for socket options (setsockopt(2)); do not read, write or
+// close it.
+func (c *Conn) Fd() int { return c.fd }
+
+// Context returns what SetContext stored (nil at first).
+func (c *Conn) Context() any { return c.ctx }
+
+// SetContext stores v with the connection: the handler's state for it.
+func (c *Conn) SetContext(v any) { c.ctx = v }
+
+// LocalAddr is the connection's local address (getsockname(2), asked once), a *net.TCPAddr or
+// *net.UnixAddr; nil from another goroutine than the loop's until the loop has asked, and when
+// the socket cannot tell.
+func (c *Conn) LocalAddr() net.Addr {
+	if c.laddr == nil && !c.closed && c.l.ev.Owned() {
+		if sa, err := unix.Getsockname(c.fd); err == nil {
+			c.laddr = sockaddrToNet(sa, unix.SOCK_STREAM)
+		}
+	}
+	return c.laddr
+}
+
+// RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr.
+func (c *Conn) RemoteAddr() net.Addr {
+	if c.raddr == nil && !c.closed && c.l.ev.Owned() {
+		if sa, err := unix.Getpeername(c.fd); err == nil {
+			c.raddr = sockaddrToNet(sa, unix.SOCK_STREAM)
+		}
+	}
+	return c.raddr
+}
+
+// input is the connection's unconsumed input.
+func (c *Conn) input() []byte {
+	if c.inData {
+		return c.view[c.off:]
+	}
+	return c.in
+}
+
+// Buffered is the number of input bytes received and not yet discarded (0 from another
+// goroutine).
+func (c *Conn) Buffered() int {
+	if !c.l.ev.Owned() {
+		return 0
+	}
+	return len(c.input())
+}
+
+// Peek returns the next n bytes of input without consuming them, or all of it for n <= 0.
+// With fewer than n bytes buffered it returns those and io.ErrShortBuffer. The bytes are valid
+// until OnData returns or the input is discarded; copy what must live longer.
+func (c *Conn) Peek(n int) ([]byte, error) {
+	if !c.l.ev.Owned() {
+		return nil, errNotOwner("Peek")
+	}
+	b := c.input()
+	if n <= 0 {
+		return b, nil
+	}
+	if n > len(b) {
+		return b, io.ErrShortBuffer
+	}
+	return b[:n], nil
+}
+
+// Next is Peek followed by Discard of what it returns.
+func (c *Conn) Next(n int) ([]byte, error) {
+	b, err := c.Peek(n)
+	if len(b) > 0 {
+		c.Discard(len(b))
+	}
+	return b, err
+}
+
+// Discard consumes the next n bytes of input (all of it if fewer are buffered) and returns how
+// many it consumed.
+func (c *Conn) Discard(n int) (int, error) {
+	if !c.l.ev.Owned() {
+		return 0, errNotOwner("Discard")
+	}
+	if c.inData {
+		n = max(0, min(n, len(c.view)-c.off))
+		c.off += n
+		return n, nil
+	}
+	n = max(0, min(n, len(c.in)))
+	c.in = c.in[:copy(c.in, c.in[n:])]
+	if len(c.in) == 0 {
+		c.l.bufs.put(c.in)
+		c.in, c.reqStart = nil, 0
+	}
+	return n, nil
+}
+
+// Write appends p to the connection's output, in order, and returns len(p). Nothing is sent
+// before the loop's turn ends: then every connection written to makes one send, however many
+// writes it got. On the loop's goroutine it copies p into the output and allocates nothing
+// once the connection's buffer has grown to its traffic; from another goroutine it copies p
+// into the connection's inbox, and the loop takes it on its next turn (woken through the ring
+// from another loop of the engine). Either way p may be reused at once. It returns 0 and
+// net.ErrClosed once the connection is closing or closed.
+func (c *Conn) Write(p []byte) (int, error) {
+	l := c.l
+	if !l.ev.Owned() || c.gone.Load() {
+		return c.writeElsewhere(p)
+	}
+	if c.pend == nil {
+		c.pend = l.bufs.get()
+	}
+	if n := len(c.pend); len(p) > 0 && n < cap(c.pend) && &p[0] == &c.pend[:n+1][n] && len(p) <= cap(c.pend)-n {
+		c.pend = c.pend[:n+len(p)] // p was appended to AvailableBuffer: it is in place
+	} else {
+		c.pend = append(c.pend, p...)
+	}
+	if !c.dirty {
+		l.markDirty(c)
+	}
+	return len(p), nil
+}
+
+// AvailableBuffer returns an empty buffer whose capacity is the free room of the connection's
+// output, as bufio.Writer's does: append to it and pass the result to Write at once, and the
+// bytes are written without a copy (a protocol's encoder appends its replies there). From
+// another goroutine, and on a closed connection, it returns nil (append then allocates, and
+// Write copies or fails as usual).
+func (c *Conn) AvailableBuffer() []byte {
+	if !c.l.ev.Owned() || c.gone.Load() {
+		return nil
+	}
+	if c.pend == nil {
+		c.pend = c.l.bufs.get()
+	}
+	return c.pend[len(c.pend):len(c.pend)]
+}
+
+// WriteString is Write of s (without a copy of s of its own).
+func (c *Conn) WriteString(s string) (int, error) {
+	return c.Write(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
+// writeElsewhere is Write from another goroutine, or on a closed connection.
+func (c *Conn) writeElsewhere(p []byte) (int, error) {
+	if c.l.ev.Owned() {
+		return 0, net.ErrClosed
+	}
+	return c.writeAsync(p)
+}
+
+// writeAsync is Write from another goroutine: p joins c.async and the loop is woken.
+func (c *Conn) writeAsync(p []byte) (int, error) {
+	l := c.l
+	l.mu.Lock()
+	if l.stopped || c.gone.Load() {
+		l.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	if len(p) == 0 {
+		l.mu.Unlock()
+		return 0, nil
+	}
+	if len(c.async) == 0 {
+		l.inW = append(l.inW, c)
+	}
+	c.async = append(c.async, p...)
+	l.wakeLocked()
+	return len(p), nil
+}
+
+// takeAsync moves what other goroutines wrote into the output (drain, under l.mu).
+func (c *Conn) takeAsync() {
+	if c.closing || c.closed {
+		c.async = c.async[:0]
+		return
+	}
+	if len(c.pend) == 0 {
+		c.pend, c.async = c.async, c.pend[:0]
+	} else {
+		c.pend = append(c.pend, c.async...)
+		c.async = c.async[:0]
+	}
+	if !c.dirty {
+		c.l.markDirty(c)
+	}
+}
+
+// Pending is the number of output bytes written and not yet sent (0 from another goroutine).
+func (c *Conn) Pending() int {
+	if !c.l.ev.Owned() {
+		return 0
+	}
+	return c.pending()
+}
+
+func (c *Conn) pending() int { return len(c.pend) + len(c.out) }
+
+// Close closes the connection gracefully: no more input is handed to OnData, the output
+// written before it is sent, then the connection's writing side is shut down and it lingers
+// until the peer closes (at most a second), so that the peer reads every byte and then EOF;
+// then OnClose (err nil). It returns net.ErrClosed if the connection is closing or closed
+// already. From another goroutine it is queued after the writes made before it. A peer that
+// does not read keeps the output from being sent: an idle timeout (WithIdleTimeout) ends that,
+// and Abort does at once.
+func (c *Conn) Close() error {
+	if !c.l.ev.Owned() {
+		return c.closeAsync(false)
+	}
+	if !c.gone.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	c.closeWith(nil, true)
+	return nil
+}
+
+// Abort closes the connection at once: output not yet sent is dropped and the peer gets a
+// reset (SO_LINGER 0); then OnClose (err nil). It returns net.ErrClosed if the connection is
+// closing or closed already.
+func (c *Conn) Abort() error {
+	if !c.l.ev.Owned() {
+		return c.closeAsync(true)
+	}
+	if !c.gone.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	c.abort(nil)
+	return nil
+}
+
+// closeAsync is Close or Abort from another goroutine: queued for the loop.
+func (c *Conn) closeAsync(abort bool) error {
+	l := c.l
+	l.mu.Lock()
+	if l.stopped || !c.gone.CompareAndSwap(false, true) {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	l.inC = append(l.inC, closeReq{c: c, abort: abort})
+	l.wakeLocked()
+	return nil
+}
+
+// setReason records why the connection closes, unless a reason was recorded already.
+func (c *Conn) setReason(err error) {
+	if !c.reasonSet {
+		c.reason, c.reasonSet = err, true
+	}
+}
+
+// closeWith starts a graceful close for reason; asked: Close (or a queued Close) set gone
+// already, else closeWith does unless the connection is closing already.
+func (c *Conn) closeWith(reason error, asked bool) {
+	if !asked && !c.gone.CompareAndSwap(false, true) {
+		return
+	}
+	if c.closing || c.closed {
+		return
+	}
+	c.setReason(reason)
+	c.closing, c.reqStart = true, 0
+	if !c.inData {
+		c.l.bufs.put(c.in)
+		c.in = nil
+	}
+	c.l.drv.update(c)
+	if !c.dirty {
+		c.l.markDirty(c) // the turn's end sends the output, then lingers
+	}
+}
+
+// abort closes the socket at once, with a reset, dropping the output not yet sent.
+func (c *Conn) abort(reason error) {
+	if c.closed {
+		return
+	}
+	c.setReason(reason)
+	unix.SetsockoptLinger(c.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	c.end(nil)
+}
+
+// end closes the socket (driver.closeFd), which finishes the connection once its I/O is done.
+func (c *Conn) end(reason error) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.gone.Store(true)
+	c.setReason(reason)
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	c.l.bufs.put(c.pend)
+	c.pend = nil
+	if !c.inData {
+		c.l.bufs.put(c.in)
+		c.in = nil
+	}
+	c.l.drv.closeFd(c)
+}
+
+// peerEOF is the peer's end of file: the replies to what came before it are still sent, then
+// the connection closes (io.EOF).
+func (c *Conn) peerEOF() {
+	c.eof = true
+	c.setReason(io.EOF)
+	if c.pending() == 0 {
+		c.end(nil)
+		return
+	}
+	c.l.drv.update(c)
+}
+
+// deliver hands bytes received (data, valid until it returns) to OnData, after the input left
+// over; input is dropped once the connection is closing.
+func (c *Conn) deliver(data []byte) {
+	if c.closing || c.lingering || c.closed {
+		return
+	}
+	if c.idle > 0 {
+		c.active = c.l.now()
+	}
+	if len(c.in) == 0 && !c.paused {
+		c.serve(data)
+		return
+	}
+	if c.in == nil {
+		c.in = c.l.bufs.get()
+	}
+	c.in = append(c.in, data...)
+	c.received()
+}
+
+// received serves c.in, which has grown (deliver, or the readiness driver's read into it).
+func (c *Conn) received() {
+	if !c.paused {
+		c.serve(c.in)
+		return
+	}
+	if len(c.in) > MaxInput {
+		c.l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(c.in))
+		c.abort(ErrInputTooLarge)
+	}
+}
+
+// serve calls OnData with data (c.in, or bytes received and not yet copied) as its input and
+// keeps what it leaves in c.in; the request deadline starts when a request is left unfinished.
+func (c *Conn) serve(data []byte) {
+	l := c.l
+	c.view, c.off, c.inData = data, 0, true
+	l.e.h.OnData(c)
+	c.inData = false
+	rest := c.view[c.off:]
+	consumed := c.off > 0
+	c.view = nil
+	switch {
+	case c.closing || c.closed || len(rest) == 0:
+		l.bufs.put(c.in)
+		c.in, c.reqStart = nil, 0
+		return
+	case len(rest) > MaxInput:
+		l.bufs.put(c.in)
+		c.in = nil
+		l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(rest))
+		c.abort(ErrInputTooLarge)
+		return
+	}
+	if c.in == nil {
+		c.in = l.bufs.get()
+	}
+	c.in = append(c.in[:0], rest...) // rest may be c.in's tail: append moves it to the start
+	if c.reqTO > 0 && (consumed || c.reqStart == 0) {
+		c.reqStart = l.now()
+		c.armTimer(c.reqStart + int64(c.reqTO))
+	}
+}
+
+// sentSome follows output the kernel took: the end of backpressure, and what afterOutput does.
+func (c *Conn) sentSome() {
+	if c.idle > 0 {
+		c.active = c.l.now()
+	}
+	if c.paused {
+		c.maybeResume()
+	}
+	c.afterOutput()
+}
+
+// maybeResume ends backpressure once the output has drained to half the write limit: reading
+// resumes, the handler is told, and the input that waited is served.
+func (c *Conn) maybeResume() {
+	if c.pending() > c.l.limit/2 {
+		return
+	}
+	c.paused = false
+	c.l.drv.update(c)
+	if bp := c.l.e.onBP; bp != nil {
+		bp.OnBackpressure(c, false)
+	}
+	if len(c.in) > 0 && !c.closing && !c.closed {
+		c.serve(c.in) // the input that waited
+	}
+}
+
+// afterOutput follows the output's state: a connection with nothing left to send closes (at
+// end of file) or starts its lingering close (closing); one past the write limit pauses. The
+// common case, none of these, costs a few loads (it is inlined).
+func (c *Conn) afterOutput() {
+	if c.eof || c.closing || c.paused || len(c.pend)+len(c.out) > c.l.limit {
+		c.outputChanged()
+	}
+}
+
+// outputChanged is afterOutput's work when there is some.
+func (c *Conn) outputChanged() {
+	if c.closed {
+		return
+	}
+	p := c.pending()
+	switch {
+	case c.eof && p == 0:
+		c.end(nil)
+		return
+	case c.closing && p == 0 && !c.lingering:
+		c.l.drv.linger(c)
+		return
+	}
+	if !c.paused && !c.closing && p > c.l.limit {
+		c.paused = true
+		c.l.drv.update(c)
+		if bp := c.l.e.onBP; bp != nil {
+			bp.OnBackpressure(c, true)
+		}
+	}
+}
+
+// SetIdleTimeout sets the connection's idle timeout (see WithIdleTimeout) from now; 0 removes
+// it. Errors: ringev.ErrNotOwner (wrapped) from another goroutine, net.ErrClosed.
+func (c *Conn) SetIdleTimeout(d time.Duration) error {
+	if err := c.usable("SetIdleTimeout"); err != nil {
+		return err
+	}
+	c.idle = max(d, 0)
+	if d > 0 {
+		c.active = c.l.now()
+		c.armTimer(c.active + int64(d))
+	}
+	return nil
+}
+
+// SetRequestTimeout sets the connection's request timeout (see WithRequestTimeout); 0 removes
+// it. A request under way keeps its start. Errors as SetIdleTimeout's.
+func (c *Conn) SetRequestTimeout(d time.Duration) error {
+	if err := c.usable("SetRequestTimeout"); err != nil {
+		return err
+	}
+	c.reqTO = max(d, 0)
+	if d > 0 && c.reqStart > 0 {
+		c.armTimer(c.reqStart + int64(d))
+	}
+	return nil
+}
+
+// usable returns the error of method what, which belongs to the loop's goroutine, called from
+// another or on a closed connection; else nil.
+func (c *Conn) usable(what string) error {
+	if !c.l.ev.Owned() {
+		return errNotOwner(what)
+	}
+	if c.closed {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// armTimer makes the connection's timer fire at loop time at (ns) or before.
+func (c *Conn) armTimer(at int64) {
+	if c.closed {
+		return
+	}
+	if c.timer != nil {
+		if c.timerAt <= at {
+			return // it fires first, and is re-armed then
+		}
+		c.timer.Stop()
+	}
+	if c.timerFn == nil {
+		c.timerFn = c.onTimer
+	}
+	c.timerAt = at
+	c.timer = c.l.ev.AddTimer(time.Duration(at-c.l.now()), c.timerFn)
+}
+
+// onTimer checks the deadlines: one that has passed closes the connection (gracefully when
+// nothing waits to be sent, else at once: the peer does not take its output), else the timer
+// is re-armed for the earlier one.
+func (c *Conn) onTimer(*ringev.Timer) {
+	c.timer = nil
+	if c.closed || c.lingering {
+		return
+	}
+	now := c.l.now()
+	next := int64(math.MaxInt64)
+	var reason error
+	if c.reqTO > 0 && c.reqStart > 0 {
+		if at := c.reqStart + int64(c.reqTO); now >= at {
+			reason = ErrRequestTimeout
+		} else {
+			next = at
+		}
+	}
+	if c.idle > 0 && reason == nil {
+		if at := c.active + int64(c.idle); now >= at {
+			reason = ErrIdleTimeout
+		} else {
+			next = min(next, at)
+		}
+	}
+	switch {
+	case reason != nil && (c.closing || c.pending() > 0):
+		c.gone.Store(true)
+		c.abort(reason)
+	case reason != nil:
+		c.closeWith(reason, false)
+	case next != math.MaxInt64:
+		c.armTimer(next)
+	}
+}

@@ -1,0 +1,278 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// The connections' readiness driver (APIReadiness): fd events on the listening socket and on
+// each connection, read(2) and write(2) through the loop's non-blocking I/O
+// (Loop.ReadNonblocking and WriteNonblocking, which ride the ring on uring).
+//
+// A connection owns no buffer while it is idle: a read lands in the loop's read buffer, and
+// only what OnData leaves is copied into a buffer of its own. A turn's output is written at the
+// turn's end; Write readiness is asked for only after the socket refused some (wblocked).
+// Error is always asked for, so that a connection waiting to write still hears of a reset.
+//
+// The exception is a peer that shut down its writing side (a half-close) while output is
+// pending: the loop reports the half-close as Error on every dispatch from then on, so a
+// connection that waited for Error (or Read, at end of file) while its socket is full would be
+// woken in a loop. It waits for Write alone until its output is written, and a timer
+// (shutProbeInterval) tries the write now and then, which is how it hears of a reset.
+type connRdy struct {
+	l            *Loop
+	lev          *ringev.FdEvent // the listening socket's; nil once closed
+	rbuf         []byte          // every read of a connection without leftover input lands here
+	acceptPaused bool            // accept failed for lack of fds or memory; a timer re-arms it
+}
+
+func newConnRdy(l *Loop) *connRdy { return &connRdy{l: l, rbuf: make([]byte, readChunk)} }
+
+func (d *connRdy) start(lfd int) error {
+	if lfd < 0 {
+		return nil
+	}
+	ev, err := d.l.ev.AddFd(lfd, ringev.Read, d.accept)
+	if err != nil {
+		unix.Close(lfd)
+		return err
+	}
+	ev.SetAutoClose(true)
+	d.lev = ev
+	return nil
+}
+
+// accept takes up to acceptBatch connections waiting on the listening socket, so that a flood
+// of connections does not starve the open ones.
+func (d *connRdy) accept(ev *ringev.FdEvent, _ ringev.Flags) {
+	for range acceptBatch {
+		fd, _, err := unix.Accept4(ev.Fd(), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		switch {
+		case err == nil:
+			d.l.accepted(fd)
+		case acceptAgain(err):
+			continue
+		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
+			// The connection stays in the backlog; retrying at once would spin.
+			d.l.e.logf("accept: %v; pausing accept for 100 ms", err)
+			d.acceptPaused = true
+			ev.SetFlags(0)
+			d.l.ev.AddTimer(100*time.Millisecond, func(*ringev.Timer) {
+				d.acceptPaused = false
+				if d.lev != nil {
+					d.lev.SetFlags(ringev.Read)
+				}
+			})
+			return
+		case errors.Is(err, unix.EAGAIN):
+			return
+		default:
+			d.l.e.logf("accept: %v", err)
+			return
+		}
+	}
+}
+
+func (d *connRdy) add(c *Conn) {
+	unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) // fails harmlessly on a unix socket
+	ev, err := d.l.ev.AddFd(c.fd, ringev.Read|ringev.Error, d.handle)
+	if err != nil {
+		d.l.e.logf("watching a connection: %v", err)
+		c.closed = true
+		c.gone.Store(true)
+		c.setReason(err)
+		unix.Close(c.fd)
+		d.l.finishLater(c)
+		return
+	}
+	ev.SetAutoClose(true)
+	ev.Data = c
+	c.ev = ev
+}
+
+// handle is every connection's fd handler.
+func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
+	c := ev.Data.(*Conn)
+	switch {
+	case flags&ringev.Error != 0 && c.lingering:
+		c.end(nil) // the peer closed (or reset) while we linger
+		return
+	case flags&ringev.Error != 0 && flags&ringev.Read == 0:
+		// Error on a connection that does not read (paused, closing, or at end of file), so
+		// with output pending: a reset or the peer's half-close. A reset socket is reported
+		// writable and its write fails (closing the connection); a half-close leaves the
+		// output to be written, waiting for Write alone.
+		c.peerShut = true
+		d.write(c)
+		d.update(c)
+		return
+	}
+	// Error with Read: a reset (the read returns the error) or the peer's half-close
+	// (POLLRDHUP), whose requests may have come with the FIN: they are read and served, the
+	// replies written, and the read that returns end of file closes the connection once they
+	// are sent (peerEOF).
+	if flags&ringev.Write != 0 {
+		d.write(c)
+	}
+	if flags&ringev.Read != 0 && !c.closed {
+		d.read(c)
+	}
+}
+
+// read reads once and hands what arrived to the connection.
+func (d *connRdy) read(c *Conn) {
+	buf := d.rbuf
+	into := len(c.in) > 0 && !c.lingering
+	if into { // read after the leftover, in the connection's own buffer
+		if cap(c.in)-len(c.in) < readChunk {
+			grown := make([]byte, len(c.in), 2*cap(c.in)+readChunk)
+			copy(grown, c.in)
+			d.l.bufs.put(c.in)
+			c.in = grown
+		}
+		buf = c.in[len(c.in):cap(c.in)]
+	}
+	n, err := d.l.ev.ReadNonblocking(c.fd, buf)
+	switch {
+	case errors.Is(err, unix.EAGAIN):
+		return
+	case err != nil:
+		c.end(err)
+		return
+	case n == 0:
+		if c.lingering {
+			c.end(nil)
+			return
+		}
+		c.peerEOF()
+		return
+	case c.lingering || c.closing:
+		return // dropped
+	}
+	if into {
+		c.in = c.in[:len(c.in)+n]
+		if c.idle > 0 {
+			c.active = c.l.now()
+		}
+		c.received()
+		return
+	}
+	c.deliver(buf[:n])
+}
+
+// write writes the pending output; what the socket does not take waits for Write readiness.
+func (d *connRdy) write(c *Conn) {
+	if len(c.pend) == 0 || c.closed {
+		return
+	}
+	n, err := d.l.ev.WriteNonblocking(c.fd, c.pend)
+	switch {
+	case errors.Is(err, unix.EAGAIN):
+		n = 0
+	case err != nil:
+		c.end(err)
+		return
+	}
+	d.l.sends++
+	if n == len(c.pend) {
+		d.l.bufs.put(c.pend)
+		c.pend, c.wblocked = nil, false
+	} else {
+		c.pend = c.pend[:copy(c.pend, c.pend[n:])]
+		c.wblocked = true
+	}
+	if n > 0 {
+		c.sentSome()
+	}
+	d.update(c)
+}
+
+func (d *connRdy) send(c *Conn) {
+	if !c.wblocked {
+		d.write(c)
+	}
+}
+
+// update sets the connection's fd event flags from its state.
+func (d *connRdy) update(c *Conn) {
+	if c.closed || c.ev == nil {
+		return
+	}
+	flags := ringev.Error
+	if c.wblocked && len(c.pend) > 0 {
+		flags |= ringev.Write
+	}
+	if c.lingering || !c.paused && !c.closing && !c.eof {
+		flags |= ringev.Read
+	}
+	if (c.peerShut || c.eof) && len(c.pend) > 0 && !c.lingering {
+		// The half-close is Error (and Read, at end of file) on every dispatch: wait for
+		// Write alone, and probe for a reset, which does not wake a Write-alone handler.
+		flags = ringev.Write
+		if c.shutProbe == nil {
+			c.shutProbe = d.l.ev.AddTimer(shutProbeInterval, c.probeShut)
+		}
+	} else if c.shutProbe != nil {
+		c.shutProbe.Stop()
+		c.shutProbe = nil
+	}
+	if c.ev.Flags() != flags {
+		if err := c.ev.SetFlags(flags); err != nil {
+			c.end(err)
+		}
+	}
+}
+
+// probeShut is shutProbe's handler: it tries the write (a reset fails it and closes the
+// connection) and starts the next probe.
+func (c *Conn) probeShut(*ringev.Timer) {
+	c.shutProbe = nil
+	d := c.l.drv.(*connRdy)
+	c.wblocked = false
+	d.write(c)
+	d.update(c)
+}
+
+// linger begins the lingering close (see connReqs.linger): the writing side is shut down and
+// what the peer still sends is read and dropped until it closes, or lingerTimeout.
+func (d *connRdy) linger(c *Conn) {
+	c.lingering = true
+	if !c.inData {
+		d.l.bufs.put(c.in)
+		c.in = nil
+	}
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+		c.end(nil)
+		return
+	}
+	c.lingerT = d.l.ev.AddTimer(lingerTimeout, func(*ringev.Timer) { c.end(nil) })
+	d.update(c)
+}
+
+func (d *connRdy) closeFd(c *Conn) {
+	if c.lingerT != nil {
+		c.lingerT.Stop()
+	}
+	if c.shutProbe != nil {
+		c.shutProbe.Stop()
+	}
+	c.ev.Close() // auto-close: closes the socket
+	d.l.finishLater(c)
+}
+
+// stopAccept takes what is in the backlog and closes the listening socket.
+func (d *connRdy) stopAccept() {
+	if d.lev == nil {
+		return
+	}
+	acceptBacklog(d.l, d.lev.Fd())
+	d.lev.Close()
+	d.lev = nil
+}
+
+func (d *connRdy) idle() bool { return true }
+
+func (d *connRdy) release() {}

@@ -1,0 +1,296 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// The connections' requests driver (APIRequests, the default): a multishot accept on the
+// listening socket; per connection a multishot recv into the loop's buffer group (or, with
+// RecvPerConn or where the kernel lacks the multishot recv, one recv at a time into a buffer of
+// the connection's own); the output of a turn sent with one Send (the loop finishes short
+// sends; output written meanwhile waits for the turn after its completion); CloseFd to close.
+// On the uring backend these are SQEs that go to the kernel together in the loop's one
+// io_uring_enter(2) per turn; on epoll and poll the loop emulates them with readiness and
+// non-blocking syscalls.
+//
+// No allocation per request in steady state: each connection's requests share one Callback
+// (a method value made when it opens) and are told apart by their token; output buffers and
+// leftover input come from the loop's free list. With the multishot recv an idle connection
+// owns no buffer: the kernel picks one of the group's when bytes arrive, OnData sees them
+// there, and the buffer goes back when it returns (what OnData leaves is copied).
+type connReqs struct {
+	l       *Loop
+	lfd     int // the listening socket; -1 once closed (or none)
+	onAcc   ringev.Callback
+	onLst   ringev.Callback
+	lclosed bool // the listener's CloseFd has completed (or there was none)
+	group   *ringev.BufferGroup
+	rfree   [][]byte // RecvPerConn receive buffers
+}
+
+// newConnReqs makes loop l's requests driver with its receive mode (WithRecv): the buffer
+// group for RecvMultishot, or, when RecvMultishot was not named and the kernel lacks it,
+// RecvPerConn (said through WithLogf). Errors: with RecvMultishot named, the loop's from
+// CheckOp (naming the feature, wrapping unix.EOPNOTSUPP) or NewBufferGroup.
+func newConnReqs(l *Loop) (*connReqs, error) {
+	d := &connReqs{l: l, lfd: -1, lclosed: true}
+	d.onAcc, d.onLst = d.accepted, d.listenerClosed
+	if mode := l.e.o.recv; mode != RecvPerConn {
+		err := recvMultishotCheck(l.ev)
+		if err == nil {
+			d.group, err = l.ev.NewBufferGroup(RecvGroupBuffers, RecvBufferSize)
+		}
+		switch {
+		case err == nil:
+		case mode == "":
+			l.e.logf("multishot recv unavailable, receiving %s instead: %v", RecvPerConn, err)
+		default:
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// recvMode is RecvMultishot with a buffer group, else RecvPerConn.
+func (d *connReqs) recvMode() string {
+	if d.group != nil {
+		return RecvMultishot
+	}
+	return RecvPerConn
+}
+
+func (d *connReqs) start(lfd int) error {
+	if lfd < 0 {
+		return nil
+	}
+	d.lfd, d.lclosed = lfd, false
+	if err := d.armAccept(); err != nil {
+		unix.Close(lfd)
+		d.lfd, d.lclosed = -1, true
+		return err
+	}
+	return nil
+}
+
+// armAccept submits the multishot accept.
+func (d *connReqs) armAccept() error {
+	_, err := d.l.ev.AcceptMultishot(d.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, d.onAcc, 0)
+	return err
+}
+
+// accepted is the multishot accept's callback: once per connection, and once more when it
+// ends (ECANCELED when the listener is closed; EMFILE and the like when fds or memory ran out:
+// re-armed after 100 ms, the connections waiting in the backlog meanwhile).
+func (d *connReqs) accepted(x *ringev.Completion) {
+	if x.Err == nil {
+		d.l.accepted(x.N)
+		return
+	}
+	if x.More || d.lfd < 0 || d.l.draining {
+		return
+	}
+	d.l.e.logf("accept: %v; pausing accept for 100 ms", x.Err)
+	d.l.ev.AddTimer(100*time.Millisecond, func(*ringev.Timer) {
+		if d.lfd >= 0 && !d.l.draining {
+			if err := d.armAccept(); err != nil {
+				d.l.e.logf("accept: %v", err)
+			}
+		}
+	})
+}
+
+func (d *connReqs) add(c *Conn) {
+	unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) // fails harmlessly on a unix socket
+	c.cb = c.onIO
+	d.update(c)
+}
+
+// onIO is the connection's one callback, for each of its requests.
+func (c *Conn) onIO(x *ringev.Completion) {
+	switch x.Token {
+	case tokRecv:
+		c.reqReceived(x)
+	case tokSend:
+		c.reqSent(x)
+	case tokClose:
+		c.reqClosed()
+	}
+}
+
+// reqReceived handles a recv completion: bytes (dropped while closing or lingering), the
+// peer's end of file, an error, or the end of a multishot recv cancelled for backpressure.
+func (c *Conn) reqReceived(x *ringev.Completion) {
+	if !x.More {
+		c.recvLive, c.recvStop = false, false
+	}
+	switch {
+	case x.Err == nil && x.N > 0:
+		c.deliver(x.Buf)
+		x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
+	case x.Err == nil: // N 0: the peer closed its side
+		if c.lingering || c.closed {
+			c.end(nil)
+			return
+		}
+		c.peerEOF() // the replies to what came before the FIN are still sent
+		return
+	case errors.Is(x.Err, unix.ENOBUFS): // the group ran dry; the loop re-arms the recv
+		return
+	case errors.Is(x.Err, unix.ECANCELED) && !c.closed:
+		// the multishot recv was stopped for backpressure: update re-arms it when wanted
+	default: // ETIME (the linger's deadline), a reset, ECANCELED by CloseFd
+		c.end(x.Err)
+		return
+	}
+	c.l.drv.update(c)
+}
+
+// reqSent handles a send's completion: all of c.out was sent (the loop finishes short sends),
+// or an error (a reset, ECANCELED by CloseFd).
+func (c *Conn) reqSent(x *ringev.Completion) {
+	c.l.bufs.put(c.out) // the kernel is done with it
+	c.out = nil
+	if x.Err != nil {
+		c.end(x.Err)
+		return
+	}
+	if !c.closed {
+		if len(c.pend) > 0 && !c.dirty {
+			c.l.markDirty(c) // what was written meanwhile goes at this turn's end
+		}
+		c.sentSome()
+	}
+}
+
+// reqClosed is CloseFd's completion: every request of the connection has ended.
+func (c *Conn) reqClosed() {
+	d := c.l.drv.(*connReqs)
+	if c.rbuf != nil && !c.recvLive && len(d.rfree) < freeRecvBufs {
+		d.rfree = append(d.rfree, c.rbuf)
+	}
+	c.rbuf = nil
+	c.l.finished(c)
+}
+
+// update keeps a recv pending while input is wanted (not while paused, not at end of file),
+// and cancels the multishot recv when it is not.
+func (d *connReqs) update(c *Conn) {
+	if c.closed || c.eof {
+		return
+	}
+	want := c.lingering || !c.paused
+	switch {
+	case want && !c.recvLive:
+		d.armRecv(c)
+	case !want && c.recvLive && !c.recvStop && d.group != nil:
+		c.recvStop = true
+		c.recv.Cancel()
+	}
+}
+
+// armRecv submits the connection's recv: a multishot one into the group, or one into its own
+// buffer; while lingering, with the time left as its deadline.
+func (d *connReqs) armRecv(c *Conn) {
+	var err error
+	if d.group != nil {
+		c.recv, err = d.l.ev.RecvMultishot(c.fd, d.group, 0, c.cb, tokRecv)
+	} else {
+		if c.rbuf == nil {
+			if n := len(d.rfree); n > 0 {
+				c.rbuf, d.rfree = d.rfree[n-1], d.rfree[:n-1]
+			} else {
+				c.rbuf = make([]byte, RecvBufferSize)
+			}
+		}
+		c.recv, err = d.l.ev.Recv(c.fd, c.rbuf, 0, c.cb, tokRecv)
+	}
+	if err != nil {
+		d.l.e.logf("recv: %v", err)
+		c.end(err)
+		return
+	}
+	c.recvLive, c.recvStop = true, false
+	if c.lingering {
+		left := time.Until(c.lingerEnd)
+		if left <= 0 {
+			c.end(nil)
+			return
+		}
+		c.recv.SetTimeout(left)
+	}
+}
+
+func (d *connReqs) send(c *Conn) {
+	if c.out != nil || len(c.pend) == 0 || c.closed {
+		return
+	}
+	c.out, c.pend = c.pend, nil
+	d.l.sends++
+	if _, err := d.l.ev.Send(c.fd, c.out, 0, c.cb, tokSend); err != nil {
+		d.l.e.logf("send: %v", err)
+		d.l.bufs.put(c.out)
+		c.out = nil
+		c.end(err)
+	}
+}
+
+// linger begins the lingering close (nginx's lingering_close): the writing side is shut down,
+// so the peer reads every byte and then EOF, while what it still sends is received and dropped
+// until it closes or lingerTimeout passes (the recv's deadline). Closing at once would make the
+// kernel answer unread input with a reset, which can destroy the last bytes before the peer has
+// read them.
+func (d *connReqs) linger(c *Conn) {
+	c.lingering, c.lingerEnd = true, time.Now().Add(lingerTimeout)
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+		c.end(nil)
+		return
+	}
+	if c.recvLive {
+		if !c.recvStop {
+			c.recv.SetTimeout(lingerTimeout) // a multishot recv goes on, with a deadline
+		}
+		return // a cancelled one is re-armed, with the deadline, by update
+	}
+	d.armRecv(c)
+}
+
+func (d *connReqs) closeFd(c *Conn) {
+	if _, err := d.l.ev.CloseFd(c.fd, c.cb, tokClose); err != nil {
+		d.l.e.logf("closing a connection: %v", err)
+		unix.Close(c.fd)
+		c.reqClosed()
+	}
+}
+
+// stopAccept takes the connections already in the backlog, then closes the listener (which
+// ends the multishot accept).
+func (d *connReqs) stopAccept() {
+	if d.lfd < 0 {
+		return
+	}
+	acceptBacklog(d.l, d.lfd)
+	if _, err := d.l.ev.CloseFd(d.lfd, d.onLst, 0); err != nil {
+		unix.Close(d.lfd)
+		d.lclosed = true
+	}
+	d.lfd = -1
+}
+
+// listenerClosed is the listening socket's CloseFd completion.
+func (d *connReqs) listenerClosed(*ringev.Completion) {
+	d.lclosed = true
+	d.l.maybeDone()
+}
+
+func (d *connReqs) idle() bool { return d.lclosed }
+
+func (d *connReqs) release() {
+	if d.group != nil {
+		d.group.Close()
+		d.group = nil
+	}
+}

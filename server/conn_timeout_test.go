@@ -1,0 +1,109 @@
+package server
+
+// Tests of a connection's timeouts: the idle timeout closes a connection on which nothing
+// happens, and the request timeout closes one whose request is not complete in time, however
+// many of its bytes trickle in; neither touches a connection that keeps up.
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestConnIdleTimeoutClosesAnIdleConnection: a connection that sends nothing is closed at the
+// idle timeout (the peer reads EOF; OnClose's err is ErrIdleTimeout), while one that sends a line
+// every tenth of the timeout stays open past it.
+func TestConnIdleTimeoutClosesAnIdleConnection(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const idle = 250 * time.Millisecond
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithIdleTimeout(idle))...)
+		busy := dialEngine(t, e)
+		bc := r.next(t)
+		start := time.Now()
+		quiet := dialEngine(t, e)
+		r.next(t)
+		for time.Since(start) < 3*idle {
+			busy.Write([]byte("x\n"))
+			if got := readN(t, busy, 2); got != "x\n" {
+				t.Fatalf("echo %q", got)
+			}
+			time.Sleep(idle / 10) // the pace of a client that keeps up, not a wait for a condition
+		}
+		if got := readToEOF(t, quiet); got != "" {
+			t.Fatalf("the idle connection got %q", got)
+		}
+		quiet.Close()
+		c, err := r.closedWith(t)
+		if c == bc || !errors.Is(err, ErrIdleTimeout) {
+			t.Fatalf("closed: the busy one %v, err %v; want the idle one, ErrIdleTimeout", c == bc, err)
+		}
+		if took := time.Since(start); took < idle {
+			t.Errorf("closed after %v, before the idle timeout %v", took, idle)
+		}
+	})
+}
+
+// TestConnRequestTimeoutIsNotResetPerByte: a request whose bytes trickle in (one every tenth
+// of the timeout, never a whole line) is cut off at the request timeout of its first byte
+// (OnClose's err ErrRequestTimeout), while a client that sends whole lines at the same pace is
+// served past it.
+func TestConnRequestTimeoutIsNotResetPerByte(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const timeout = 250 * time.Millisecond
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithRequestTimeout(timeout))...)
+		good := dialEngine(t, e)
+		gc := r.next(t)
+		slow := dialEngine(t, e)
+		r.next(t)
+		start := time.Now()
+		sent := 0
+		for time.Since(start) < 3*timeout {
+			if _, err := slow.Write([]byte("s")); err == nil {
+				sent++
+			}
+			good.Write([]byte("g\n"))
+			if got := readN(t, good, 2); got != "g\n" {
+				t.Fatalf("echo %q", got)
+			}
+			time.Sleep(timeout / 10)
+		}
+		c, err := r.closedWith(t)
+		if c == gc || !errors.Is(err, ErrRequestTimeout) {
+			t.Fatalf("closed: the good one %v, err %v; want the slow one, ErrRequestTimeout", c == gc, err)
+		}
+		if sent < 5 {
+			t.Errorf("the slow client sent %d bytes before the end; the test wants it to trickle", sent)
+		}
+	})
+}
+
+// TestConnSetTimeoutsPerConnection: SetIdleTimeout on one connection closes it alone.
+func TestConnSetTimeoutsPerConnection(t *testing.T) {
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.greet = "hi\n"
+		e := startEngine(t, r, s.opts()...)
+		other := dialEngine(t, e)
+		r.next(t)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		onLoop(t, sc.Loop(), func() {
+			if err := sc.SetIdleTimeout(50 * time.Millisecond); err != nil {
+				t.Errorf("SetIdleTimeout: %v", err)
+			}
+		})
+		if got := readToEOF(t, c); got != "hi\n" {
+			t.Fatalf("got %q", got)
+		}
+		c.Close()
+		if got, err := r.closedWith(t); got != sc || !errors.Is(err, ErrIdleTimeout) {
+			t.Fatalf("closed %v with %v", got == sc, err)
+		}
+		other.Write([]byte("still\n"))
+		if got := readN(t, other, 9); got != "hi\nstill\n" {
+			t.Fatalf("the other connection: %q", got)
+		}
+	})
+}

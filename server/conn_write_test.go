@@ -1,0 +1,139 @@
+package server
+
+// Tests of Conn.Write's cost: however many writes a turn makes to a connection, it makes one
+// send at the turn's end (a broadcast to N connections is N sends), also across loops, and a
+// write on the loop allocates nothing once the buffers have grown.
+
+import (
+	"net"
+	"strings"
+	"testing"
+)
+
+// broadcaster is a recorder whose "go" line writes 100 lines to every other connection.
+func broadcaster() *recorder {
+	r := newRecorder()
+	r.line = func(c *Conn, line string) {
+		r.mu.Lock()
+		conns := append([]*Conn(nil), r.conns...)
+		r.mu.Unlock()
+		for _, o := range conns {
+			if o == c {
+				continue
+			}
+			for range 100 {
+				if _, err := o.WriteString("m\n"); err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+	return r
+}
+
+// sendsMade sums the sends the engine's loops have made.
+func sendsMade(t *testing.T, e *Engine) uint64 {
+	var n uint64
+	for _, l := range e.Loops() {
+		onLoop(t, l, func() { n += l.sends })
+	}
+	return n
+}
+
+// TestConnWritesCoalesce: 100 writes to each of 4 connections in one OnData make 4 sends.
+func TestConnWritesCoalesce(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := broadcaster()
+		e := startEngine(t, r, s.opts()...)
+		var cs []net.Conn
+		for range 5 {
+			cs = append(cs, dialEngine(t, e))
+			r.next(t)
+		}
+		before := sendsMade(t, e)
+		cs[0].Write([]byte("go\n"))
+		for i, c := range cs[1:] {
+			if got := readN(t, c, 200); got != strings.Repeat("m\n", 100) {
+				t.Fatalf("client %d got %q", i+1, got)
+			}
+		}
+		if n := sendsMade(t, e) - before; n != 4 {
+			t.Errorf("%d sends for 100 writes to each of 4 connections, want 4", n)
+		}
+	})
+}
+
+// TestConnWritesCoalesceAcrossLoops: writes from one loop's handler to connections of another
+// loop reach them in order; on uring, where the other loop is woken through the ring after the
+// handler's turn, they make one send per connection.
+func TestConnWritesCoalesceAcrossLoops(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := broadcaster()
+		e := startEngine(t, r, append(s.opts(), WithLoops(2), WithBalance(BalanceRoundRobin))...)
+		var cs []net.Conn
+		loops := map[int]int{}
+		for range 5 {
+			cs = append(cs, dialEngine(t, e))
+			loops[r.next(t).Loop().Index()]++
+		}
+		if loops[0] != 3 || loops[1] != 2 {
+			t.Fatalf("connections per loop %v, want 3 and 2 (round-robin)", loops)
+		}
+		before := sendsMade(t, e)
+		cs[0].Write([]byte("go\n"))
+		for i, c := range cs[1:] {
+			if got := readN(t, c, 200); got != strings.Repeat("m\n", 100) {
+				t.Fatalf("client %d got %q", i+1, got)
+			}
+		}
+		if n := sendsMade(t, e) - before; s.backend == "uring" && n != 4 {
+			t.Errorf("%d sends for 100 writes to each of 4 connections on two loops, want 4", n)
+		}
+	})
+}
+
+// TestConnWriteOnTheLoopDoesNotAllocate: Write and WriteString on the loop allocate nothing
+// once the connection's output buffer has grown.
+func TestConnWriteOnTheLoopDoesNotAllocate(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		allocs := make(chan float64, 1)
+		r.line = func(c *Conn, line string) {
+			msg := []byte("0123456789abcdef\n")
+			allocs <- testing.AllocsPerRun(200, func() {
+				c.Write(msg)
+				c.WriteString("0123456789abcdef\n")
+			})
+		}
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		c.Write([]byte("go\n"))
+		if n := <-allocs; n != 0 {
+			t.Errorf("%v allocations per Write and WriteString on the loop, want 0", n)
+		}
+		readN(t, c, 201*34)
+	})
+}
+
+// TestConnAvailableBufferWritesInPlace: bytes appended to AvailableBuffer and given to Write
+// reach the peer, written without a copy (the output buffer is the one AvailableBuffer showed).
+func TestConnAvailableBufferWritesInPlace(t *testing.T) {
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			b := append(c.AvailableBuffer(), "in place: "...)
+			b = append(b, line...)
+			b = append(b, '\n')
+			c.Write(b)
+			if &c.pend[0] != &b[0] {
+				t.Error("Write copied bytes appended to AvailableBuffer")
+			}
+		}
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		c.Write([]byte("x\n"))
+		if got := readN(t, c, 12); got != "in place: x\n" {
+			t.Fatalf("got %q", got)
+		}
+	})
+}

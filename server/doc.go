@@ -1,0 +1,53 @@
+// Package server is what a Go network service is written against on ringev's loop: an Engine
+// of loops, each on its own OS thread, serving connections (Conn) with a Handler, in the style
+// of gnet's EventHandler and net/http.
+//
+//	type echo struct{}
+//
+//	func (echo) OnData(c *server.Conn) {
+//		b, _ := c.Next(-1) // every byte received
+//		c.Write(b)         // buffered: sent at the end of the loop's turn
+//	}
+//
+//	err := server.Serve(ctx, "tcp", ":7000", echo{}) // until ctx is done, then a graceful shutdown
+//
+// # Handlers and connections
+//
+// A Handler's OnData is called on the connection's loop when bytes arrive; Conn.Peek,
+// Conn.Next and Conn.Discard read them, and what it leaves comes again with the next bytes.
+// Optional parts: OpenHandler (a greeting, the Conn.Context), CloseHandler (with why the
+// connection closed: io.EOF, ErrIdleTimeout, ErrRequestTimeout, ErrShutdown, a reset, ...),
+// TickHandler (a per-loop clock), BackpressureHandler.
+//
+// Conn.Write buffers: whatever number of writes a loop turn makes to a connection, including a
+// broadcast from other connections' handlers, goes out in one send at the turn's end (one
+// io_uring_enter(2) for all of them on uring). Close sends what was written, then closes with a
+// linger (the peer reads it all, then EOF); Abort resets at once. Write, Close, Abort and
+// Loop.Post are safe from any goroutine: they queue for the connection's loop, which another
+// loop of the engine wakes through the ring (IORING_OP_MSG_RING). Each of them, and every
+// method that belongs to the loop's goroutine, either works or returns an error.
+//
+// Connections are cut off by an idle timeout (WithIdleTimeout) and a request timeout that
+// starts with a request's first byte and is not moved by the bytes that follow
+// (WithRequestTimeout). A connection whose pending output passes the write limit is no longer
+// read until it drains (WithWriteLimit, BackpressureHandler).
+//
+// # Engines
+//
+// Listen (and Serve) serve TCP (IPv4 and IPv6) and Unix stream sockets; ListenPacket serves UDP
+// with a PacketHandler. WithLoops sets the number of loops (by default one per CPU the process
+// may use); WithBalance spreads the connections by SO_REUSEPORT (the default) or by one acceptor
+// that hands them to the loops in turn or to the least loaded one. Two drivers do the I/O and
+// serve every handler the same way (WithAPI): completion requests (APIRequests, the default,
+// on every backend: SQEs on uring, emulated with readiness on epoll and poll) and fd events
+// (APIReadiness). Cancelling Listen's context, or Engine.Shutdown, shuts the engine down
+// gracefully: accepting stops, what arrived is served, output is sent, connections close.
+//
+// # Protocols
+//
+// The package also holds ringev's RESP (a small Redis), HTTP/1.1 plaintext and echo servers,
+// which `ringev serve` and `ringev bench net` run against real clients. They are Protocols:
+// a Protocol turns the bytes a connection received into its replies (parse, then append to an
+// output buffer), and Start runs it on loops of its own with the same two drivers
+// (Config.API): the requests driver (requests.go) and the readiness driver (readiness.go).
+package server

@@ -1,0 +1,328 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Engine is a running server: its loops, each on its own OS thread, serving one listening
+// address with a Handler (Listen) or one datagram address with a PacketHandler (ListenPacket).
+type Engine struct {
+	network string
+	addr    net.Addr
+	o       options
+	h       Handler
+	ph      PacketHandler
+	// The handler's optional parts, found once.
+	onOpen  OpenHandler
+	onClose CloseHandler
+	onTick  TickHandler
+	onBP    BackpressureHandler
+
+	loops   []*Loop
+	backend string
+	reason  string
+	recv    string
+
+	done     chan struct{} // closed when every loop has ended
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	err      error // the first loop's error
+	stopping bool  // shutdown was asked
+}
+
+// ErrFromLoop is returned by Engine.Shutdown when it is called on one of the engine's own
+// loops (from a handler): it would wait for itself. Post the call to another goroutine.
+var ErrFromLoop = errors.New("server: Engine.Shutdown called from one of its loops")
+
+// Listen starts serving h on a listening socket for network ("tcp", "tcp4", "tcp6" or "unix")
+// and addr ("host:port", port 0 for any free one; a path for "unix"), and returns once every
+// loop is serving. The engine shuts down gracefully when ctx is done (see Shutdown; bounded by
+// WithDrainTimeout), or when Shutdown or Close is called; Wait waits for the end.
+//
+// Errors: one naming an unknown network, API, receive mode or balancing; one naming the address
+// when it cannot be listened on (wrapping the errno, e.g. unix.EADDRINUSE); the loops' errors
+// from ringev.New (e.g. wrapping ringev.ErrUnknownBackend), and with WithRecv(RecvMultishot)
+// on a kernel without the multishot recv, one naming the feature (wrapping unix.EOPNOTSUPP).
+// On error nothing is left running or open.
+func Listen(ctx context.Context, network, addr string, h Handler, opts ...Option) (*Engine, error) {
+	if h == nil {
+		return nil, errors.New("server: Listen with a nil Handler")
+	}
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix":
+	default:
+		return nil, fmt.Errorf("server: Listen: unknown stream network %q (known: tcp, tcp4, tcp6, unix; ListenPacket serves udp)", network)
+	}
+	e := &Engine{network: network, h: h}
+	e.onOpen, _ = h.(OpenHandler)
+	e.onClose, _ = h.(CloseHandler)
+	e.onTick, _ = h.(TickHandler)
+	e.onBP, _ = h.(BackpressureHandler)
+	return e.start(ctx, addr, opts)
+}
+
+// ListenPacket starts serving h on a datagram socket for network ("udp", "udp4" or "udp6") and
+// addr, on each loop (SO_REUSEPORT: the kernel spreads the senders over the loops' sockets), and
+// returns once every loop is serving. On the uring backend with the requests API the datagrams
+// are received and sent with IORING_OP_RECVMSG and IORING_OP_SENDMSG requests (Linux 5.3),
+// several in flight and every send of a turn in one io_uring_enter(2); elsewhere with fd events
+// and recvfrom(2)/sendto(2). Shutdown sends what was queued and closes. Errors as Listen's.
+func ListenPacket(ctx context.Context, network, addr string, h PacketHandler, opts ...Option) (*Engine, error) {
+	if h == nil {
+		return nil, errors.New("server: ListenPacket with a nil PacketHandler")
+	}
+	switch network {
+	case "udp", "udp4", "udp6":
+	default:
+		return nil, fmt.Errorf("server: ListenPacket: unknown datagram network %q (known: udp, udp4, udp6)", network)
+	}
+	e := &Engine{network: network, ph: h}
+	if t, ok := h.(TickHandler); ok {
+		e.onTick = t
+	}
+	return e.start(ctx, addr, opts)
+}
+
+// Serve is Listen followed by Wait: it serves h until ctx is done and the graceful shutdown
+// that follows has ended. It returns nil then, or Listen's error, or the first loop's error.
+func Serve(ctx context.Context, network, addr string, h Handler, opts ...Option) error {
+	e, err := Listen(ctx, network, addr, h, opts...)
+	if err != nil {
+		return err
+	}
+	return e.Wait()
+}
+
+// start opens the sockets and the loops.
+func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine, error) {
+	o, err := resolve(e.network, opts)
+	if err != nil {
+		return nil, err
+	}
+	if e.ph != nil {
+		o.balance = BalanceReusePort
+	}
+	e.o = o
+	e.done = make(chan struct{})
+	// The sockets: one per loop with SO_REUSEPORT, else one for the first loop.
+	n := o.loops
+	lfds := make([]int, n)
+	for i := range lfds {
+		lfds[i] = -1
+	}
+	closeAll := func() {
+		for _, fd := range lfds {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+		if e.network == "unix" && e.addr != nil {
+			os.Remove(addr)
+		}
+	}
+	bind := addr
+	for i := range n {
+		if i > 0 && o.balance != BalanceReusePort {
+			break
+		}
+		fd, bound, err := listenSocket(e.network, bind, o.balance == BalanceReusePort)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		lfds[i] = fd
+		if i == 0 {
+			e.addr, bind = bound, bound.String() // the others bind to the port the first one got
+		}
+	}
+	e.loops = make([]*Loop, n)
+	for i := range e.loops {
+		e.loops[i] = newLoop(e, i)
+	}
+	// Every ringev loop is made before any starts serving: a loop that hands a connection to
+	// another, or wakes it, finds it made.
+	made, start, started := make(chan error, n), make(chan bool, n), make(chan error, n)
+	for i, l := range e.loops {
+		e.wg.Add(1)
+		go l.run(lfds[i], made, start, started)
+	}
+	ok := 0
+	for range n {
+		if e2 := <-made; e2 != nil {
+			err = cmp.Or(err, e2)
+		} else {
+			ok++
+		}
+	}
+	for range ok {
+		start <- err == nil
+	}
+	if err == nil {
+		for range n {
+			if e2 := <-started; e2 != nil && err == nil {
+				err = e2
+			}
+		}
+	}
+	go func() {
+		e.wg.Wait()
+		if e.network == "unix" {
+			os.Remove(e.addr.String())
+		}
+		close(e.done)
+	}()
+	if err != nil {
+		e.Close()
+		<-e.done
+		return nil, err
+	}
+	first := e.loops[0]
+	e.backend, e.reason, e.recv = first.ev.Backend(), first.ev.BackendReason(), first.recvMode
+	go func() {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), e.o.drain)
+			defer cancel()
+			e.Shutdown(sctx)
+		case <-e.done:
+		}
+	}()
+	return e, nil
+}
+
+// Addr is the address the engine serves, with the port it got (a *net.TCPAddr,
+// *net.UnixAddr or *net.UDPAddr).
+func (e *Engine) Addr() net.Addr { return e.addr }
+
+// Backend is the name of the loops' backend ("uring", "epoll", "poll").
+func (e *Engine) Backend() string { return e.backend }
+
+// BackendReason says why "auto" chose the backend (ringev's Loop.BackendReason of the first
+// loop); "" when it was named.
+func (e *Engine) BackendReason() string { return e.reason }
+
+// Recv is the requests driver's receive mode on the first loop (RecvMultishot or RecvPerConn);
+// "" with the readiness API and for datagrams.
+func (e *Engine) Recv() string { return e.recv }
+
+// Loops returns the engine's loops, in order (the first accepts for BalanceRoundRobin and
+// BalanceLeastConns).
+func (e *Engine) Loops() []*Loop { return e.loops }
+
+// Conns is the number of connections open, over every loop (for BalanceLeastConns, those
+// handed to a loop and not yet opened there included). Safe from any goroutine.
+func (e *Engine) Conns() int {
+	n := 0
+	for _, l := range e.loops {
+		n += int(l.load.Load())
+	}
+	return n
+}
+
+// Shutdown stops the engine gracefully: every loop stops accepting (taking the connections
+// already in the backlog), lets what the connections have sent be served for a moment (10 ms),
+// then closes each connection once what was written to it is sent (OnClose's err is
+// ErrShutdown), with a lingering close (the peer reads every reply, then EOF). It waits until
+// every loop has ended and returns nil, or the first loop's error; when ctx is done first, it
+// closes what is left at once (Close) and returns ctx.Err(). Safe from any goroutine but the
+// engine's loops (ErrFromLoop), and more than once.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	for _, l := range e.loops {
+		if l.ev != nil && l.ev.Owned() {
+			return ErrFromLoop
+		}
+	}
+	e.post(func(l *Loop) func() { return l.shutdownFn })
+	select {
+	case <-e.done:
+		return e.Wait()
+	case <-ctx.Done():
+		e.Close()
+		<-e.done
+		return ctx.Err()
+	}
+}
+
+// Close stops the engine at once: it stops accepting and closes every connection, output not
+// yet sent included (OnClose's err is ErrShutdown; a peer may see a reset). It returns at once
+// (Wait waits), from any goroutine (a handler included), more than once, and after Shutdown to
+// cut its drain short.
+func (e *Engine) Close() error {
+	e.post(func(l *Loop) func() { return l.closeFn })
+	return nil
+}
+
+// post queues, on every loop, the function fn returns for it (ErrClosed: that loop has ended).
+func (e *Engine) post(fn func(l *Loop) func()) {
+	e.mu.Lock()
+	e.stopping = true
+	e.mu.Unlock()
+	for _, l := range e.loops {
+		l.Post(fn(l))
+	}
+}
+
+// Wait waits until every loop has ended and returns the first loop's error (nil after a
+// shutdown that went well).
+func (e *Engine) Wait() error {
+	<-e.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// Done returns a channel that is closed when every loop has ended.
+func (e *Engine) Done() <-chan struct{} { return e.done }
+
+// loopErr records loop i's error (the first one wins).
+func (e *Engine) loopErr(i int, err error) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = fmt.Errorf("server: loop %d: %w", i, err)
+	}
+	e.mu.Unlock()
+}
+
+// logf reports through WithLogf.
+func (e *Engine) logf(format string, args ...any) {
+	if e.o.logf != nil {
+		e.o.logf(format, args...)
+	}
+}
+
+// current returns the engine's loop the caller runs on, or nil.
+func (e *Engine) current() *Loop {
+	for _, l := range e.loops {
+		if l.ev != nil && l.ev.Owned() {
+			return l
+		}
+	}
+	return nil
+}
+
+// pick returns the loop a connection accepted by the first loop goes to (BalanceRoundRobin,
+// BalanceLeastConns), and counts it there.
+func (e *Engine) pick(acceptor *Loop) *Loop {
+	var to *Loop
+	if e.o.balance == BalanceLeastConns {
+		to = e.loops[0]
+		for _, l := range e.loops[1:] {
+			if l.load.Load() < to.load.Load() {
+				to = l
+			}
+		}
+	} else {
+		to = e.loops[acceptor.rr%len(e.loops)]
+		acceptor.rr++
+	}
+	to.load.Add(1)
+	return to
+}

@@ -1,0 +1,336 @@
+package server
+
+// Helpers of the connection layer's tests (Engine, Conn, Loop, PacketConn): the backend and
+// driver matrix, engines that end with the test and leave nothing behind, clients with
+// deadlines, and a handler that records what it is told.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// waitFor bounds every wait of these tests.
+const waitFor = 10 * time.Second
+
+// layerBackends are the backends the layer's tests run on.
+var layerBackends = []string{"uring", "epoll", "poll"}
+
+// requireBackend skips the test when backend cannot be used here: only uring, and only where
+// io_uring is switched off or missing (EPERM, ENOSYS), naming that; any other error fails.
+func requireBackend(t *testing.T, backend string) {
+	t.Helper()
+	errc := make(chan error)
+	go func() { // New locks its goroutine to its thread: a goroutine of its own
+		l, err := ringev.New(ringev.WithBackend(backend))
+		if err == nil {
+			l.Close()
+		}
+		errc <- err
+	}()
+	err := <-errc
+	switch {
+	case err == nil:
+	case backend == "uring" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)):
+		t.Skipf("io_uring is switched off or missing here (the uring backend): %v", err)
+	default:
+		t.Fatalf("backend %s: %v", backend, err)
+	}
+}
+
+// setup is one cell of the matrix: a backend, a driver and the requests driver's receive mode.
+type setup struct {
+	backend, api, recv string
+}
+
+func (s setup) name() string {
+	if s.recv != "" {
+		return s.backend + "/" + s.api + "-" + s.recv
+	}
+	return s.backend + "/" + s.api
+}
+
+func (s setup) opts() []Option {
+	return []Option{WithBackend(s.backend), WithAPI(s.api), WithRecv(s.recv)}
+}
+
+// layerDrivers are the drivers of the matrix: the requests driver in its default receive
+// mode (multishot) and with a recv per connection, and the readiness driver.
+var layerDrivers = []setup{{api: APIRequests}, {api: APIRequests, recv: RecvPerConn}, {api: APIReadiness}}
+
+// eachSetup runs test once per backend and driver, as subtests "backend/api[-recv]". Each
+// subtest checks that no goroutine and no fd is left behind when it ends.
+func eachSetup(t *testing.T, test func(t *testing.T, s setup)) {
+	for _, b := range layerBackends {
+		for _, d := range layerDrivers {
+			s := setup{b, d.api, d.recv}
+			t.Run(s.name(), func(t *testing.T) {
+				requireBackend(t, b)
+				noLeaks(t)
+				test(t, s)
+			})
+		}
+	}
+}
+
+// eachBackendRequests runs test once per backend with the requests driver alone (what only
+// the default driver does differently), as eachSetup does.
+func eachBackendRequests(t *testing.T, test func(t *testing.T, s setup)) {
+	for _, b := range layerBackends {
+		s := setup{backend: b, api: APIRequests}
+		t.Run(b, func(t *testing.T) {
+			requireBackend(t, b)
+			noLeaks(t)
+			test(t, s)
+		})
+	}
+}
+
+var warmOnce sync.Once
+
+// noLeaks makes the test fail, when it has ended and its cleanups have run, if a goroutine or
+// an fd opened during it is still there.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	warmOnce.Do(func() {
+		// The runtime's netpoller opens its fds at the first net.Dial of the process.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err == nil {
+			if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+				c.Close()
+			}
+			l.Close()
+		}
+	})
+	ignore := goleak.IgnoreCurrent()
+	before := openFdSet(t)
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, ignore)
+		var left []string
+		deadline := time.Now().Add(waitFor)
+		for {
+			left = left[:0]
+			for fd, what := range openFdSet(t) {
+				if _, ok := before[fd]; !ok {
+					left = append(left, fd+" -> "+what)
+				}
+			}
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond) // a client's close on another goroutine
+		}
+		if len(left) > 0 {
+			slices.Sort(left)
+			t.Errorf("fds left open: %v", left)
+		}
+	})
+}
+
+// openFdSet lists the process's open fds and what each names.
+func openFdSet(t *testing.T) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("listing fds: %v", err)
+	}
+	m := make(map[string]string, len(ents))
+	for _, e := range ents {
+		what, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		m[e.Name()] = what
+	}
+	return m
+}
+
+// startEngine serves h on 127.0.0.1 (any port) with one loop and opts after it; cleanup cancels
+// the engine's context and waits for its end (failing the test on an error).
+func startEngine(t *testing.T, h Handler, opts ...Option) *Engine {
+	t.Helper()
+	return startEngineOn(t, "tcp", "127.0.0.1:0", h, opts...)
+}
+
+// startEngineOn is startEngine on network and addr.
+func startEngineOn(t *testing.T, network, addr string, h Handler, opts ...Option) *Engine {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := Listen(ctx, network, addr, h, append([]Option{WithLoops(1), WithLogf(t.Logf)}, opts...)...)
+	if err != nil {
+		cancel()
+		t.Fatalf("Listen: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		waitEngine(t, e, "the cancellation of its context")
+	})
+	return e
+}
+
+// waitEngine waits for e's end, at most waitFor after what; an error from Wait fails the test.
+func waitEngine(t *testing.T, e *Engine, what string) {
+	t.Helper()
+	select {
+	case <-e.Done():
+	case <-time.After(waitFor):
+		t.Fatalf("the engine did not end within %v of %s (%d connections open)", waitFor, what, e.Conns())
+	}
+	if err := e.Wait(); err != nil {
+		t.Errorf("Wait: %v", err)
+	}
+}
+
+// dialEngine connects to e with deadlines on every read and write; cleanup closes it.
+func dialEngine(t *testing.T, e *Engine) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout(e.Addr().Network(), e.Addr().String(), waitFor)
+	if err != nil {
+		t.Fatalf("dial %s: %v", e.Addr(), err)
+	}
+	c.SetDeadline(time.Now().Add(waitFor))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readN reads exactly n bytes from c; an error fails the test.
+func readN(t *testing.T, c net.Conn, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if got, err := io.ReadFull(c, b); err != nil {
+		t.Fatalf("reading %d bytes: %v (after %d: %.100q)", n, err, got, b[:got])
+	}
+	return string(b)
+}
+
+// readToEOF reads until EOF; any other error (a reset, the deadline) fails the test.
+func readToEOF(t *testing.T, c net.Conn) string {
+	t.Helper()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading until EOF: %v (after %d bytes: %.100q)", err, len(b), b)
+	}
+	return string(b)
+}
+
+// eventually polls cond until it holds, failing the test after waitFor.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v", what, waitFor)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// onLoop runs f on l's goroutine and waits for it.
+func onLoop(t *testing.T, l *Loop, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	if err := l.Post(func() { f(); close(done) }); err != nil {
+		t.Fatalf("Loop.Post: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatalf("a posted function did not run within %v", waitFor)
+	}
+}
+
+// recorder is a Handler that records the events of its connections and serves lines: each
+// complete line received is passed to line (if set), else sent back.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+	conns  []*Conn
+	closed map[*Conn]error
+	opened chan *Conn
+	ended  chan *Conn
+	line   func(c *Conn, line string)
+	greet  string
+}
+
+func newRecorder() *recorder {
+	return &recorder{closed: map[*Conn]error{}, opened: make(chan *Conn, 1000), ended: make(chan *Conn, 1000)}
+}
+
+func (r *recorder) OnOpen(c *Conn) {
+	r.mu.Lock()
+	r.events = append(r.events, "open")
+	r.conns = append(r.conns, c)
+	r.mu.Unlock()
+	if r.greet != "" {
+		c.WriteString(r.greet)
+	}
+	r.opened <- c
+}
+
+func (r *recorder) OnData(c *Conn) {
+	for {
+		b, _ := c.Peek(-1)
+		i := slices.Index(b, '\n')
+		if i < 0 {
+			return
+		}
+		line := string(b[:i])
+		c.Discard(i + 1)
+		r.mu.Lock()
+		r.events = append(r.events, "data "+line)
+		r.mu.Unlock()
+		if r.line != nil {
+			r.line(c, line)
+		} else {
+			c.WriteString(line + "\n")
+		}
+	}
+}
+
+func (r *recorder) OnClose(c *Conn, err error) {
+	r.mu.Lock()
+	r.events = append(r.events, "close")
+	r.closed[c] = err
+	r.mu.Unlock()
+	r.ended <- c
+}
+
+// next waits for a connection to open.
+func (r *recorder) next(t *testing.T) *Conn {
+	t.Helper()
+	select {
+	case c := <-r.opened:
+		return c
+	case <-time.After(waitFor):
+		t.Fatalf("no connection opened within %v", waitFor)
+		return nil
+	}
+}
+
+// closedWith waits for a connection to close and returns its reason.
+func (r *recorder) closedWith(t *testing.T) (*Conn, error) {
+	t.Helper()
+	select {
+	case c := <-r.ended:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return c, r.closed[c]
+	case <-time.After(waitFor):
+		t.Fatalf("no connection closed within %v", waitFor)
+		return nil, nil
+	}
+}
+
+// log returns the events so far.
+func (r *recorder) log() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Handler serves the connections of an Engine. Its methods run on the connection's loop, one at
+// a time per loop, so what a Handler keeps per connection (Conn.Context) needs no lock; what it
+// shares between loops does.
+//
+// OnData is called when bytes have arrived: they are the connection's input (Conn.Peek,
+// Conn.Next, Conn.Discard). What OnData leaves there is given again, with the bytes that
+// follow, on the next call. Replies go with Conn.Write, which buffers: every write a loop turn
+// makes to a connection goes out in one send at the turn's end.
+//
+// A Handler may also implement OpenHandler, CloseHandler, TickHandler and
+// BackpressureHandler.
+type Handler interface {
+	OnData(c *Conn)
+}
+
+// OpenHandler is a Handler told of each new connection, before its first OnData: the place to
+// set its Context and write a greeting.
+type OpenHandler interface {
+	OnOpen(c *Conn)
+}
+
+// CloseHandler is a Handler told when a connection has closed, and why: err is nil after
+// Conn.Close or Conn.Abort, io.EOF when the peer closed, ErrIdleTimeout, ErrRequestTimeout,
+// ErrShutdown, ErrInputTooLarge, or the socket's error (wrapping the errno, e.g.
+// unix.ECONNRESET). The socket is closed by then: writes fail with net.ErrClosed. Called once per
+// connection that OnOpen was called for.
+type CloseHandler interface {
+	OnClose(c *Conn, err error)
+}
+
+// TickHandler is a Handler called on each loop when the loop starts, and again after the delay
+// each call returns; a delay <= 0 ends that loop's ticks. It suits per-loop work on a clock:
+// a cached Date header, a sweep of stale sessions.
+type TickHandler interface {
+	OnTick(l *Loop) (next time.Duration)
+}
+
+// BackpressureHandler is a Handler told when a connection's pending output (Conn.Pending)
+// passes the write limit (WithWriteLimit) at a turn's end: paused is true, and the connection
+// is no longer read, so OnData is not called for it. Once the output has drained to half the
+// limit, paused is false, reading resumes, and OnData is called if input is buffered. Writes
+// are never refused for it: a handler that writes to a connection its peer does not read (a
+// broadcast to a stalled client) watches Pending, or this, and closes it.
+type BackpressureHandler interface {
+	OnBackpressure(c *Conn, paused bool)
+}
+
+// PacketHandler serves the datagrams of an Engine made by ListenPacket: OnPacket is called on
+// the socket's loop for each datagram, with the sender's address. data is valid until OnPacket
+// returns. Replies go with PacketConn.WriteTo, which queues: every datagram a loop turn queues
+// is sent at the turn's end.
+type PacketHandler interface {
+	OnPacket(pc *PacketConn, from netip.AddrPort, data []byte)
+}
+
+// Reasons a connection closed, given to CloseHandler.OnClose.
+var (
+	// ErrIdleTimeout: nothing was received or sent for the idle timeout (WithIdleTimeout).
+	ErrIdleTimeout = errors.New("server: connection idle past its idle timeout")
+	// ErrRequestTimeout: a request was not complete within the request timeout of its first
+	// byte (WithRequestTimeout).
+	ErrRequestTimeout = errors.New("server: request not complete within its request timeout")
+	// ErrShutdown: the engine shut down (its context was cancelled, Engine.Shutdown,
+	// Engine.Close).
+	ErrShutdown = errors.New("server: engine shut down")
+	// ErrInputTooLarge: the handler left more than MaxInput bytes of input unconsumed.
+	ErrInputTooLarge = errors.New("server: unconsumed input past MaxInput")
+)

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// listenTCP opens a non-blocking TCP listening socket on addr for the Protocol servers (Start):
+// listenSocket for "tcp", with SO_REUSEPORT, and the address bound as "host:port".
+func listenTCP(addr string) (fd int, bound string, err error) {
+	fd, a, err := listenSocket("tcp", addr, true)
+	if err != nil {
+		return -1, "", err
+	}
+	return fd, a.String(), nil
+}
+
+// listenSocket opens a non-blocking, close-on-exec socket for network on addr: a listening
+// stream socket for "tcp", "tcp4", "tcp6" (backlog 4096, capped by net.core.somaxconn) and
+// "unix" (a path), or a bound datagram socket for "udp", "udp4", "udp6". TCP and UDP sockets get
+// SO_REUSEADDR, and SO_REUSEPORT with reuseport, so that several loops can each have one on the
+// same port. It returns the fd and the address bound (with the port a port 0 got). Errors name
+// the network and address and wrap the errno (unix.EADDRINUSE, unix.EACCES, ...).
+func listenSocket(network, addr string, reuseport bool) (fd int, bound net.Addr, err error) {
+	var sa unix.Sockaddr
+	family, typ := unix.AF_INET, unix.SOCK_STREAM
+	switch network {
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
+		var ip net.IP
+		var port int
+		var zone string
+		if network[0] == 't' {
+			a, err := net.ResolveTCPAddr(network, addr)
+			if err != nil {
+				return -1, nil, fmt.Errorf("server: %s address %q: %w", network, addr, err)
+			}
+			ip, port, zone = a.IP, a.Port, a.Zone
+		} else {
+			a, err := net.ResolveUDPAddr(network, addr)
+			if err != nil {
+				return -1, nil, fmt.Errorf("server: %s address %q: %w", network, addr, err)
+			}
+			ip, port, zone = a.IP, a.Port, a.Zone
+			typ = unix.SOCK_DGRAM
+		}
+		if ip4 := ip.To4(); network[len(network)-1] != '6' && (ip4 != nil || ip == nil) {
+			a := &unix.SockaddrInet4{Port: port}
+			copy(a.Addr[:], ip4)
+			sa = a
+		} else {
+			a := &unix.SockaddrInet6{Port: port}
+			copy(a.Addr[:], ip.To16())
+			if zone != "" {
+				if ifi, err := net.InterfaceByName(zone); err == nil {
+					a.ZoneId = uint32(ifi.Index)
+				}
+			}
+			sa, family = a, unix.AF_INET6
+		}
+	case "unix":
+		if addr == "" {
+			return -1, nil, fmt.Errorf("server: unix socket with an empty path")
+		}
+		sa, family = &unix.SockaddrUnix{Name: addr}, unix.AF_UNIX
+	default:
+		return -1, nil, fmt.Errorf("server: unknown network %q (known: tcp, tcp4, tcp6, unix, udp, udp4, udp6)", network)
+	}
+	fd, err = unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, fmt.Errorf("server: socket for %s %s: %w", network, addr, err)
+	}
+	fail := func(what string, err error) (int, net.Addr, error) {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("server: %s %s %s: %w", what, network, addr, err)
+	}
+	if family != unix.AF_UNIX {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return fail("SO_REUSEADDR on", err)
+		}
+		if reuseport {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+				return fail("SO_REUSEPORT on", err)
+			}
+		}
+		if family == unix.AF_INET6 && network[len(network)-1] == '6' {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+				return fail("IPV6_V6ONLY on", err)
+			}
+		}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail("bind", err)
+	}
+	if typ == unix.SOCK_STREAM {
+		if err := unix.Listen(fd, 4096); err != nil {
+			if family == unix.AF_UNIX {
+				os.Remove(addr)
+			}
+			return fail("listen on", err)
+		}
+	}
+	got, err := unix.Getsockname(fd)
+	if err != nil {
+		return fail("getsockname of", err)
+	}
+	return fd, sockaddrToNet(got, typ), nil
+}
+
+// sockaddrToNet converts sa (of a socket of type typ) to a *net.TCPAddr, *net.UDPAddr or
+// *net.UnixAddr; nil for another family.
+func sockaddrToNet(sa unix.Sockaddr, typ int) net.Addr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		ip := net.IPv4(a.Addr[0], a.Addr[1], a.Addr[2], a.Addr[3])
+		if typ == unix.SOCK_DGRAM {
+			return &net.UDPAddr{IP: ip, Port: a.Port}
+		}
+		return &net.TCPAddr{IP: ip, Port: a.Port}
+	case *unix.SockaddrInet6:
+		ip := make(net.IP, net.IPv6len)
+		copy(ip, a.Addr[:])
+		zone := ""
+		if a.ZoneId != 0 {
+			if ifi, err := net.InterfaceByIndex(int(a.ZoneId)); err == nil {
+				zone = ifi.Name
+			}
+		}
+		if typ == unix.SOCK_DGRAM {
+			return &net.UDPAddr{IP: ip, Port: a.Port, Zone: zone}
+		}
+		return &net.TCPAddr{IP: ip, Port: a.Port, Zone: zone}
+	case *unix.SockaddrUnix:
+		return &net.UnixAddr{Name: a.Name, Net: "unix"}
+	}
+	return nil
+}
+
+// usableCPUs is the number of CPUs the process may run on (its affinity mask), at least 1.
+func usableCPUs() int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil && set.Count() > 0 {
+		return set.Count()
+	}
+	return max(1, runtime.NumCPU())
+}
+
+// acceptAgain tells accept4's errors that leave the listening socket usable at once (the next
+// connection may be accepted) from the others.
+func acceptAgain(err error) bool {
+	return errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED)
+}
+
+// acceptBacklog accepts every connection waiting on listening socket lfd, for l (a shutdown
+// serves them before it closes the listener).
+func acceptBacklog(l *Loop, lfd int) {
+	for {
+		fd, _, err := unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err != nil {
+			if acceptAgain(err) {
+				continue
+			}
+			return
+		}
+		l.accepted(fd)
+	}
+}

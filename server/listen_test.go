@@ -1,0 +1,114 @@
+package server
+
+// Tests of the networks Listen serves (TCP over IPv4 and IPv6, Unix stream sockets) and of the
+// errors that name what cannot be listened on.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestListenUnixSocket: an engine on a Unix stream socket serves a net.Dial("unix") client
+// with two loops (round-robin: SO_REUSEPORT cannot share a Unix socket), and removes the
+// socket's file when it ends.
+func TestListenUnixSocket(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		path := filepath.Join(t.TempDir(), "s.sock")
+		r := newRecorder()
+		ctx, cancel := context.WithCancel(context.Background())
+		e, err := Listen(ctx, "unix", path, r, append(s.opts(), WithLoops(2), WithLogf(t.Logf))...)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		loops := map[int]bool{}
+		for range 2 {
+			c := dialEngine(t, e)
+			loops[r.next(t).Loop().Index()] = true
+			c.Write([]byte("unix\n"))
+			if got := readN(t, c, 5); got != "unix\n" {
+				t.Fatalf("reply %q", got)
+			}
+			c.Close()
+		}
+		if len(loops) != 2 {
+			t.Errorf("connections served by loops %v, want both", loops)
+		}
+		cancel()
+		waitEngine(t, e, "the cancellation of its context")
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the socket file is still there: %v", err)
+		}
+	})
+}
+
+// TestListenTCP6: an engine on [::1] serves an IPv6 client.
+func TestListenTCP6(t *testing.T) {
+	if l, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		l.Close()
+	}
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngineOn(t, "tcp6", "[::1]:0", r, s.opts()...)
+		if a, ok := e.Addr().(*net.TCPAddr); !ok || a.IP.To4() != nil {
+			t.Fatalf("Addr %v, want an IPv6 address", e.Addr())
+		}
+		c := dialEngine(t, e)
+		c.Write([]byte("six\n"))
+		if got := readN(t, c, 4); got != "six\n" {
+			t.Fatalf("reply %q", got)
+		}
+	})
+}
+
+// TestListenErrors: Listen names what it cannot do, and leaves nothing open.
+func TestListenErrors(t *testing.T) {
+	noLeaks(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, network, addr string
+		opts                []Option
+		is                  error
+	}{
+		{"unknown network", "sctp", "127.0.0.1:0", nil, nil},
+		{"udp for Listen", "udp", "127.0.0.1:0", nil, nil},
+		{"unknown API", "tcp", "127.0.0.1:0", []Option{WithAPI("carrier-pigeon")}, nil},
+		{"unknown balancing", "tcp", "127.0.0.1:0", []Option{WithBalance("random")}, nil},
+		{"unknown receive mode", "tcp", "127.0.0.1:0", []Option{WithRecv("telepathy")}, nil},
+		{"unknown backend", "tcp", "127.0.0.1:0", []Option{WithBackend("kqueue")}, nil},
+		{"address in use", "tcp", busy.Addr().String(), []Option{WithBalance(BalanceRoundRobin)}, unix.EADDRINUSE},
+		{"bad port", "tcp", "127.0.0.1:no-such-port", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := Listen(ctx, tc.network, tc.addr, newRecorder(), append(tc.opts, WithLoops(2))...)
+			if err == nil {
+				e.Close()
+				e.Wait()
+				t.Fatal("Listen succeeded")
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v, want one wrapping %v", err, tc.is)
+			}
+			t.Log(err)
+		})
+	}
+	if _, err := Listen(ctx, "tcp", "127.0.0.1:0", nil); err == nil {
+		t.Error("Listen with a nil Handler succeeded")
+	}
+	if _, err := ListenPacket(ctx, "tcp", "127.0.0.1:0", &udpEcho{}); err == nil {
+		t.Error("ListenPacket on tcp succeeded")
+	}
+}

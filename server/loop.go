@@ -1,0 +1,510 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// Loop is one of an Engine's loops: a ringev.Loop on its own OS thread, the connections it
+// serves, and an inbox through which other goroutines reach them.
+type Loop struct {
+	e   *Engine
+	idx int
+	ev  *ringev.Loop // nil until the loop runs
+	drv ioDriver
+	pc  *PacketConn // ListenPacket's socket, or nil
+
+	recvMode string // the requests driver's (RecvMultishot, RecvPerConn), else ""
+	limit    int    // WithWriteLimit's
+	load     atomic.Int64
+	rr       int // BalanceRoundRobin: the next loop (the first loop's goroutine only)
+
+	// The inbox: what other goroutines queue for this loop, under mu. woken: a drain is
+	// posted and has not taken the inbox yet; stopped: the loop has ended, nothing is taken.
+	mu      sync.Mutex
+	woken   bool
+	stopped bool
+	inW     []*Conn // connections with bytes in Conn.async
+	inC     []closeReq
+	inFd    []int
+	inF     []func()
+	// the drain's copies (the loop's goroutine), swapped with the above
+	tkW     []*Conn
+	tkC     []closeReq
+	tkFd    []int
+	tkF     []func()
+	drainFn func() // l.drain, made once
+
+	// The loop's goroutine only.
+	conns       map[*Conn]struct{}
+	dirty       []*Conn // connections with output to hand to the kernel at the turn's end
+	spare       []*Conn
+	flushImm    *ringev.Immediate
+	flushFn     func()
+	flushQueued bool // flushImm is queued
+	bufs        bufPool
+	epoch       time.Time
+	draining    bool
+	graceDone   bool
+	ended       []*Conn // connections whose socket is closed, for the turn's end (finished)
+	tick        *ringev.Timer
+	shutdownFn  func()
+	closeFn     func()
+	// turns counts the flushes (ends of turns that had output); sends, the sends made (tests).
+	turns, sends uint64
+	// ringWakes and postWakes count the inbox's wake-ups from another loop (PostTo) and from
+	// elsewhere (Post) (tests).
+	ringWakes, postWakes atomic.Uint64
+}
+
+// closeReq is a Conn.Close or Conn.Abort from another goroutine.
+type closeReq struct {
+	c     *Conn
+	abort bool
+}
+
+// ioDriver is what a Loop asks of its I/O driver (conn_requests.go, conn_readiness.go).
+type ioDriver interface {
+	// start begins accepting on lfd (a listening socket the driver owns from now on), or
+	// nothing for lfd < 0. Errors: the loop's, naming what the kernel lacks.
+	start(lfd int) error
+	// add starts serving a new connection (reading it).
+	add(c *Conn)
+	// update makes the connection's reading follow its state (paused, lingering, closing).
+	update(c *Conn)
+	// send hands c.pend to the kernel unless a send is under way.
+	send(c *Conn)
+	// linger shuts down the connection's writing side and reads until the peer closes or
+	// lingerTimeout passes, then ends it.
+	linger(c *Conn)
+	// closeFd closes the connection's socket, cancelling its I/O, and then calls
+	// Loop.finished.
+	closeFd(c *Conn)
+	// stopAccept stops accepting, after taking the connections in the backlog.
+	stopAccept()
+	// idle reports whether the driver has nothing left in the kernel (its listener closed).
+	idle() bool
+	// release frees what the driver holds for the loop (a buffer group).
+	release()
+}
+
+// newLoop makes the engine's loop idx (not yet running).
+func newLoop(e *Engine, idx int) *Loop {
+	l := &Loop{e: e, idx: idx, conns: map[*Conn]struct{}{}, limit: e.o.writeLimit}
+	l.drainFn, l.flushFn = l.drain, l.flush
+	l.shutdownFn, l.closeFn = l.shutdown, l.closeAll
+	return l
+}
+
+// run is the loop's goroutine: it makes the ringev loop (which locks the goroutine to its OS
+// thread) and reports to made; once go is closed (every loop is made) it starts the driver on
+// lfd, reports to started, and runs until the loop is done. A closed abort instead of go: the
+// engine failed to start.
+func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<- error) {
+	e := l.e
+	defer e.wg.Done()
+	opts := append([]ringev.Option{ringev.WithBackend(e.o.backend), ringev.WithDispatchAll()}, e.o.loopOptions...)
+	ev, err := ringev.New(opts...)
+	if err != nil {
+		if lfd >= 0 {
+			unix.Close(lfd)
+		}
+		l.stop()
+		made <- err
+		return
+	}
+	l.epoch = time.Now()
+	l.ev = ev
+	made <- nil
+	if !<-start {
+		if lfd >= 0 {
+			unix.Close(lfd)
+		}
+		l.stop()
+		ev.Close()
+		return
+	}
+	if e.ph != nil {
+		err = l.startPacket(lfd)
+	} else {
+		err = l.startStream(lfd)
+	}
+	if err != nil {
+		l.stop()
+		ev.Close()
+		started <- err
+		return
+	}
+	started <- nil
+	if e.onTick != nil {
+		l.ticked(nil)
+	}
+	// A loop with nothing to wait for yet (no listener: it is handed connections) must not
+	// end: a timer that never fires keeps it until maybeDone stops it.
+	ev.AddTimer(math.MaxInt64, func(*ringev.Timer) {})
+	if err := ev.Run(); err != nil {
+		e.loopErr(l.idx, err)
+	}
+	l.stop()
+	if err := ev.Close(); err != nil {
+		e.loopErr(l.idx, err)
+	}
+}
+
+// startStream makes the connection driver and starts it on lfd.
+func (l *Loop) startStream(lfd int) error {
+	if l.e.o.api == APIReadiness {
+		l.drv = newConnRdy(l)
+	} else {
+		d, err := newConnReqs(l)
+		if err != nil {
+			if lfd >= 0 {
+				unix.Close(lfd)
+			}
+			return err
+		}
+		l.drv, l.recvMode = d, d.recvMode()
+	}
+	return l.drv.start(lfd)
+}
+
+// stop ends the inbox: what is queued now is taken here (handed-off sockets closed, posted
+// functions run, writes dropped) and every later call fails with net.ErrClosed or ErrClosed.
+func (l *Loop) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	fds, fns := l.inFd, l.inF
+	l.inFd, l.inF, l.inW, l.inC = nil, nil, nil, nil
+	l.mu.Unlock()
+	for _, fd := range fds {
+		unix.Close(fd)
+		l.load.Add(-1)
+	}
+	for _, f := range fns {
+		f()
+	}
+}
+
+// Index is the loop's position in Engine.Loops.
+func (l *Loop) Index() int { return l.idx }
+
+// Engine is the engine the loop belongs to.
+func (l *Loop) Engine() *Engine { return l.e }
+
+// Conns is the number of connections open on the loop. Safe from any goroutine.
+func (l *Loop) Conns() int { return int(l.load.Load()) }
+
+// EventLoop is the ringev loop underneath, for what the connection layer does not cover
+// (timers, requests, fd events of one's own). Its methods but Post, PostTo and Stop belong to
+// the loop's goroutine: call them from a handler or a function given to Post.
+func (l *Loop) EventLoop() *ringev.Loop { return l.ev }
+
+// Post queues f to run on the loop's goroutine, after what was queued before it from the same
+// goroutine (writes included: Conn.Write then Post runs f after the bytes are in the
+// connection's output). It is safe from any goroutine; from another loop of the engine it wakes
+// this one through the ring (ringev.Loop.PostTo: IORING_OP_MSG_RING on uring). It returns
+// ringev.ErrClosed once the loop has ended (f will not run) and ringev.ErrNilFunc for a nil f.
+func (l *Loop) Post(f func()) error {
+	if f == nil {
+		return ringev.ErrNilFunc
+	}
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return ringev.ErrClosed
+	}
+	l.inF = append(l.inF, f)
+	l.wakeLocked()
+	return nil
+}
+
+// wakeLocked makes sure a drain of the inbox is queued on the loop, and unlocks l.mu. The
+// caller holds l.mu, and l is running.
+func (l *Loop) wakeLocked() {
+	if l.woken {
+		l.mu.Unlock()
+		return
+	}
+	l.woken = true
+	l.mu.Unlock()
+	var err error
+	if from := l.e.current(); from != nil && from != l && !l.e.o.noMsgRing {
+		l.ringWakes.Add(1)
+		err = from.ev.PostTo(l.ev, l.drainFn)
+	} else {
+		l.postWakes.Add(1)
+		err = l.ev.Post(l.drainFn)
+	}
+	if err != nil {
+		// The ringev loop has closed: l.stop has taken (or is taking) the inbox.
+		l.e.logf("loop %d: waking it: %v", l.idx, err)
+	}
+}
+
+// drain takes the inbox on the loop's goroutine: bytes written to connections from other
+// goroutines join their output, then the closes, the sockets handed over, the functions.
+func (l *Loop) drain() {
+	l.mu.Lock()
+	l.woken = false
+	l.tkW, l.inW = l.inW, l.tkW[:0]
+	l.tkC, l.inC = l.inC, l.tkC[:0]
+	l.tkFd, l.inFd = l.inFd, l.tkFd[:0]
+	l.tkF, l.inF = l.inF, l.tkF[:0]
+	for i, c := range l.tkW {
+		c.takeAsync()
+		l.tkW[i] = nil
+	}
+	l.mu.Unlock()
+	for i, r := range l.tkC {
+		l.tkC[i] = closeReq{}
+		if r.abort {
+			r.c.abort(nil)
+		} else {
+			r.c.closeWith(nil, true)
+		}
+	}
+	for _, fd := range l.tkFd {
+		l.addConn(fd, true)
+	}
+	for i, f := range l.tkF {
+		l.tkF[i] = nil
+		f()
+	}
+}
+
+// handOff queues an accepted socket for l (from the first loop's goroutine, src), counted in
+// l.load already.
+func (l *Loop) handOff(fd int) {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		unix.Close(fd)
+		l.load.Add(-1)
+		return
+	}
+	l.inFd = append(l.inFd, fd)
+	l.wakeLocked()
+}
+
+// accepted is what a driver calls with a socket its listener accepted: the connection is
+// served here (BalanceReusePort) or handed to the loop the balancing picks.
+func (l *Loop) accepted(fd int) {
+	if l.e.o.balance == BalanceReusePort || len(l.e.loops) == 1 {
+		l.addConn(fd, false)
+		return
+	}
+	to := l.e.pick(l)
+	if to == l {
+		l.addConn(fd, true)
+		return
+	}
+	to.handOff(fd)
+}
+
+// addConn starts serving socket fd; counted: it is in l.load already (a hand-off).
+func (l *Loop) addConn(fd int, counted bool) {
+	if !counted {
+		l.load.Add(1)
+	}
+	c := &Conn{l: l, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request}
+	l.conns[c] = struct{}{}
+	if c.idle > 0 {
+		c.active = l.now()
+		c.armTimer(c.active + int64(c.idle))
+	}
+	l.drv.add(c)
+	if c.closed {
+		return
+	}
+	c.opened = true
+	if l.e.onOpen != nil {
+		l.e.onOpen.OnOpen(c)
+	}
+	if l.draining && l.graceDone {
+		c.closeWith(ErrShutdown, false)
+	}
+}
+
+// finished is the end of a connection whose socket is closed: OnClose, and its buffers go back.
+func (l *Loop) finished(c *Conn) {
+	if c.done {
+		return
+	}
+	c.done = true
+	delete(l.conns, c)
+	l.load.Add(-1)
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	if l.e.onClose != nil && c.opened {
+		l.e.onClose.OnClose(c, c.reason)
+	}
+	c.inData = false
+	if !c.inData {
+		l.bufs.put(c.in)
+		c.in = nil
+	}
+	l.bufs.put(c.pend)
+	c.pend = nil
+	l.maybeDone()
+}
+
+// finishLater is finished at the turn's end, for a driver whose close is immediate: OnClose
+// never runs inside another handler call.
+func (l *Loop) finishLater(c *Conn) {
+	l.ended = append(l.ended, c)
+	l.schedule()
+}
+
+// markDirty puts c on the list the turn's end flushes.
+func (l *Loop) markDirty(c *Conn) {
+	c.dirty = true
+	l.dirty = append(l.dirty, c)
+	if !l.flushQueued {
+		l.schedule()
+	}
+}
+
+// schedule queues the turn's end (flush) if it is not queued.
+func (l *Loop) schedule() {
+	if l.flushQueued {
+		return
+	}
+	l.flushQueued = true
+	if l.flushImm == nil {
+		l.flushImm = l.ev.AddImmediate(l.flushFn)
+	} else {
+		l.flushImm.Schedule()
+	}
+}
+
+// flush is the turn's end: each connection with output makes one send, closing ones with
+// nothing left to send start their lingering close, and those past the write limit pause.
+func (l *Loop) flush() {
+	l.flushQueued = false
+	l.turns++
+	list := l.dirty
+	l.dirty, l.spare = l.spare[:0], nil
+	for i, c := range list {
+		list[i] = nil
+		c.dirty = false
+		if !c.closed {
+			if len(c.pend) > 0 {
+				l.drv.send(c)
+			}
+			c.afterOutput()
+		}
+	}
+	l.spare = list[:0]
+	if l.pc != nil && l.pc.dirty {
+		l.pc.flush()
+	}
+	for len(l.ended) > 0 {
+		c := l.ended[0]
+		l.ended = l.ended[1:]
+		l.finished(c)
+	}
+}
+
+// bufPool is a loop's free list of output and leftover-input buffers (len 0), so that a busy
+// connection allocates none per request and an idle one holds none.
+type bufPool struct{ free [][]byte }
+
+// get returns an empty buffer from the free list (or a new one with room for 16 KiB).
+func (p *bufPool) get() []byte {
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		return b
+	}
+	return make([]byte, 0, 4*RecvBufferSize)
+}
+
+// put gives b back to the free list, unless it grew past freeBufCap or the list is full.
+func (p *bufPool) put(b []byte) {
+	if b != nil && cap(b) <= freeBufCap && len(p.free) < freeBufs {
+		p.free = append(p.free, b[:0])
+	}
+}
+
+// now is the loop's clock: ns since the loop started (monotonic).
+func (l *Loop) now() int64 { return int64(time.Since(l.epoch)) }
+
+// ticked calls the TickHandler and sets the timer for its next call.
+func (l *Loop) ticked(*ringev.Timer) {
+	l.tick = nil
+	if next := l.e.onTick.OnTick(l); next > 0 && !l.draining {
+		l.tick = l.ev.AddTimer(next, l.ticked)
+	}
+}
+
+// shutdown stops accepting and drains the loop's connections (Engine.Shutdown); the loop stops
+// once none is left.
+func (l *Loop) shutdown() {
+	if l.draining {
+		return
+	}
+	l.draining = true
+	if l.tick != nil {
+		l.tick.Stop()
+		l.tick = nil
+	}
+	if l.pc != nil {
+		l.pc.shutdown()
+		l.graceDone = true
+		l.maybeDone()
+		return
+	}
+	l.drv.stopAccept()
+	l.ev.AddTimer(drainGrace, func(*ringev.Timer) {
+		l.graceDone = true
+		for c := range l.conns {
+			c.closeWith(ErrShutdown, false)
+		}
+		l.maybeDone()
+	})
+}
+
+// closeAll closes every connection at once (Engine.Close), after stopping accepting.
+func (l *Loop) closeAll() {
+	l.shutdown()
+	l.graceDone = true
+	for c := range l.conns {
+		c.abort(ErrShutdown)
+	}
+	if l.pc != nil {
+		l.pc.closeNow()
+	}
+	l.maybeDone()
+}
+
+// maybeDone stops the loop once a drain has closed every connection and the listener.
+func (l *Loop) maybeDone() {
+	if !l.draining || !l.graceDone || len(l.conns) > 0 {
+		return
+	}
+	if l.pc != nil && !l.pc.idle() {
+		return
+	}
+	if l.drv != nil && !l.drv.idle() {
+		return
+	}
+	if l.drv != nil {
+		l.drv.release()
+	}
+	l.ev.Stop()
+}
+
+// errNotOwner is the error of a Conn method that belongs to its loop's goroutine, called from
+// another.
+func errNotOwner(what string) error {
+	return fmt.Errorf("server: Conn.%s from a goroutine other than its loop's: %w", what, ringev.ErrNotOwner)
+}

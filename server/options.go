@@ -1,0 +1,147 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ringev/ringev"
+)
+
+// Option configures Listen, Serve and ListenPacket.
+type Option func(*options)
+
+// options is what the Options set; the zero value is the defaults.
+type options struct {
+	loops       int
+	backend     string
+	api         string
+	recv        string
+	balance     string
+	idle        time.Duration
+	request     time.Duration
+	writeLimit  int
+	drain       time.Duration
+	logf        func(format string, args ...any)
+	loopOptions []ringev.Option
+	// noMsgRing makes the loops hand off and wake each other with Post alone (tests).
+	noMsgRing bool
+}
+
+// The balancing modes of WithBalance: how the connections of a listening address are spread
+// over the loops.
+const (
+	// BalanceReusePort: each loop listens on the address with its own socket (SO_REUSEPORT) and
+	// the kernel spreads the connections by a hash of their addresses. The default. A Unix
+	// socket cannot be shared so: there it is BalanceRoundRobin.
+	BalanceReusePort = "reuseport"
+	// BalanceRoundRobin: the first loop accepts every connection and hands them to the loops
+	// in turn (itself included).
+	BalanceRoundRobin = "round-robin"
+	// BalanceLeastConns: the first loop accepts every connection and hands each to the loop
+	// with the fewest connections open.
+	BalanceLeastConns = "least-conns"
+)
+
+// DefaultDrainTimeout bounds the graceful shutdown that follows the cancellation of Listen's
+// context (WithDrainTimeout).
+const DefaultDrainTimeout = 5 * time.Second
+
+// DefaultWriteLimit is the pending output of a connection, in bytes, past which it is no longer
+// read (WithWriteLimit): 256 KiB.
+const DefaultWriteLimit = 256 << 10
+
+// WithLoops sets the number of loops, each on its own OS thread; 0 (the default) means one per
+// CPU the process may run on (its affinity mask, sched_getaffinity(2)).
+func WithLoops(n int) Option { return func(o *options) { o.loops = n } }
+
+// WithBackend chooses the loops' backend by name (ringev.WithBackend): "auto" (the default),
+// "uring", "epoll", "poll".
+func WithBackend(name string) Option { return func(o *options) { o.backend = name } }
+
+// WithAPI chooses the driver that does the connections' I/O: APIRequests (the default:
+// completion requests, on every backend) or APIReadiness (fd events and non-blocking
+// read(2)/write(2)). Both serve every Handler the same way.
+func WithAPI(name string) Option { return func(o *options) { o.api = name } }
+
+// WithRecv chooses how the requests driver receives: RecvMultishot or RecvPerConn; "" (the
+// default) is DefaultRecv, or RecvPerConn where the kernel lacks the multishot recv.
+func WithRecv(mode string) Option { return func(o *options) { o.recv = mode } }
+
+// WithBalance chooses how connections are spread over the loops: BalanceReusePort (the
+// default), BalanceRoundRobin or BalanceLeastConns.
+func WithBalance(mode string) Option { return func(o *options) { o.balance = mode } }
+
+// WithIdleTimeout closes a connection on which nothing was received or sent for d (OnClose's
+// err is ErrIdleTimeout); 0, the default, never. Conn.SetIdleTimeout changes it for one
+// connection.
+func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idle = d } }
+
+// WithRequestTimeout closes a connection whose request is not complete within d of its first
+// byte (OnClose's err is ErrRequestTimeout); 0, the default, never. A request starts when bytes
+// arrive while none are buffered, or remain after OnData consumed some; it ends when OnData
+// leaves nothing buffered. Bytes arriving meanwhile do not move the deadline, so a client
+// that sends a byte now and then (slowloris) is cut off. Conn.SetRequestTimeout changes it
+// for one connection.
+func WithRequestTimeout(d time.Duration) Option { return func(o *options) { o.request = d } }
+
+// WithWriteLimit sets the pending output, in bytes, past which a connection is no longer read
+// until it drains to half of it (BackpressureHandler is told); 0 means DefaultWriteLimit.
+func WithWriteLimit(bytes int) Option { return func(o *options) { o.writeLimit = bytes } }
+
+// WithDrainTimeout bounds the graceful shutdown that the cancellation of Listen's context
+// starts: connections still open after d are closed at once. 0 means DefaultDrainTimeout.
+// Engine.Shutdown is bounded by its own context instead.
+func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drain = d } }
+
+// WithLogf gives a function that is told of what the engine handles by itself (accept failing
+// for lack of fds, a receive mode unavailable, ...). It is called from the loops' goroutines.
+func WithLogf(f func(format string, args ...any)) Option { return func(o *options) { o.logf = f } }
+
+// WithLoopOptions adds options to every loop's ringev.New (after the backend and
+// ringev.WithDispatchAll, which the engine sets so that one turn serves every ready
+// connection and their writes go out together).
+func WithLoopOptions(opts ...ringev.Option) Option {
+	return func(o *options) { o.loopOptions = append(o.loopOptions, opts...) }
+}
+
+// resolve applies opts over the defaults and checks the names; network is Listen's.
+func resolve(network string, opts []Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.loops < 0 {
+		return o, fmt.Errorf("server: %d loops", o.loops)
+	}
+	if o.loops == 0 {
+		o.loops = usableCPUs()
+	}
+	if o.backend == "" {
+		o.backend = "auto"
+	}
+	api, err := checkAPI(o.api, o.recv)
+	if err != nil {
+		return o, err
+	}
+	o.api = api
+	switch o.balance {
+	case "":
+		o.balance = BalanceReusePort
+	case BalanceReusePort, BalanceRoundRobin, BalanceLeastConns:
+	default:
+		return o, fmt.Errorf("server: unknown balancing %q (known: %s, %s, %s)", o.balance, BalanceReusePort, BalanceRoundRobin, BalanceLeastConns)
+	}
+	if network == "unix" && o.balance == BalanceReusePort {
+		o.balance = BalanceRoundRobin
+	}
+	if o.idle < 0 || o.request < 0 || o.writeLimit < 0 || o.drain < 0 {
+		return o, fmt.Errorf("server: negative timeout or limit")
+	}
+	if o.writeLimit == 0 {
+		o.writeLimit = DefaultWriteLimit
+	}
+	if o.drain == 0 {
+		o.drain = DefaultDrainTimeout
+	}
+	return o, nil
+}
