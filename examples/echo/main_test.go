@@ -1,0 +1,62 @@
+package main
+
+// TestEchoServesANetDialClient: the example's handler, served on each backend, sends back what
+// a net.Dial client writes.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev/server"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+func TestEchoServesANetDialClient(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, backend := range []string{"uring", "epoll", "poll"} {
+		t.Run(backend, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", echo{}, server.WithBackend(backend), server.WithLoops(1))
+			if err != nil {
+				cancel()
+				if backend == "uring" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)) {
+					t.Skipf("io_uring is switched off or missing here: %v", err)
+				}
+				t.Fatal(err)
+			}
+			c, err := net.Dial("tcp", e.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			msg := []byte("hello, ringev\n")
+			for range 3 {
+				if _, err := c.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]byte, len(msg))
+				if _, err := io.ReadFull(c, got); err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(msg) {
+					t.Fatalf("echoed %q, want %q", got, msg)
+				}
+			}
+			c.Close()
+			cancel()
+			select {
+			case <-e.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server did not shut down within 10 s of its context's cancellation")
+			}
+			if err := e.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
