@@ -31,11 +31,10 @@ type Engine struct {
 	reason  string
 	recv    string
 
-	done     chan struct{} // closed when every loop has ended
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	err      error // the first loop's error
-	stopping bool  // shutdown was asked
+	done chan struct{} // closed when every loop has ended
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	err  error // the first loop's error
 }
 
 // ErrFromLoop is returned by Engine.Shutdown when it is called on one of the engine's own
@@ -262,9 +261,6 @@ func (e *Engine) Close() error {
 
 // post queues, on every loop, the function fn returns for it (ErrClosed: that loop has ended).
 func (e *Engine) post(fn func(l *Loop) func()) {
-	e.mu.Lock()
-	e.stopping = true
-	e.mu.Unlock()
 	for _, l := range e.loops {
 		l.Post(fn(l))
 	}

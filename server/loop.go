@@ -406,10 +406,12 @@ func (l *Loop) flush() {
 	if l.pc != nil && l.pc.dirty {
 		l.pc.flush()
 	}
-	for len(l.ended) > 0 {
-		c := l.ended[0]
-		l.ended = l.ended[1:]
-		l.finished(c)
+	if len(l.ended) > 0 {
+		ended := l.ended
+		l.ended = nil // OnClose may end others: they wait for the next flush
+		for _, c := range ended {
+			l.finished(c)
+		}
 	}
 }
 

@@ -294,14 +294,18 @@ func (pc *PacketConn) flush() {
 		pc.sfree = append(pc.sfree, s)
 	}
 	pc.queue = pc.queue[:copy(pc.queue, pc.queue[sent:])]
-	if pc.ev != nil {
-		f := ringev.Read
-		if pc.wblocked {
-			f |= ringev.Write
-		}
+	if f := ringev.Read | writeFlag(pc.wblocked); pc.ev != nil && pc.ev.Flags() != f {
 		pc.ev.SetFlags(f)
 	}
 	pc.maybeClose()
+}
+
+// writeFlag is ringev.Write when on, else 0.
+func writeFlag(on bool) ringev.Flags {
+	if on {
+		return ringev.Write
+	}
+	return 0
 }
 
 // shutdown stops receiving: what is queued is sent, then the socket closes.
