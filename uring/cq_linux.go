@@ -1,6 +1,10 @@
 package uring
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
 
 // See sq_linux.go for the ordering model. The kernel produces CQEs and
 // publishes them by storing the CQ tail (store-release); we consume them and
@@ -61,6 +65,9 @@ func (r *Ring) CQAdvance(n uint32) {
 	if r.cqes == nil || n == 0 {
 		return
 	}
+	if len(r.timeouts) != 0 {
+		r.timeoutsDone(n)
+	}
 	// Store-release of the CQ head: our reads of the consumed CQEs complete
 	// before the kernel can see the slots as free and overwrite them.
 	atomic.StoreUint32(r.cqHead, atomic.LoadUint32(r.cqHead)+n)
@@ -102,3 +109,44 @@ func (c CQE) BufferID() (uint16, bool) {
 // More reports IORING_CQE_F_MORE (5.13): the multishot request that posted
 // this CQE stays armed and will post more.
 func (c CQE) More() bool { return c.Flags&CQEFMore != 0 }
+
+// timeoutsDone forgets each TIMEOUT request in flight whose last CQE (no
+// IORING_CQE_F_MORE) is among the n oldest CQEs, which CQAdvance consumes.
+func (r *Ring) timeoutsDone(n uint32) {
+	for i := range n {
+		c := r.CQEAt(i)
+		if c.Flags&CQEFMore != 0 {
+			continue
+		}
+		for j, ud := range r.timeouts {
+			if ud == c.UserData {
+				last := len(r.timeouts) - 1
+				r.timeouts[j] = r.timeouts[last]
+				r.timeouts = r.timeouts[:last]
+				break
+			}
+		}
+	}
+}
+
+// timeoutEnded reports whether a CQE among the unconsumed ones from the
+// from-th on ends a TIMEOUT request in flight the way io_should_wake counts
+// it: fired (-ETIME) or satisfied by its count (0); a removed or cancelled
+// one (-ECANCELED) does not end a wait.
+func (r *Ring) timeoutEnded(from uint32) bool {
+	if len(r.timeouts) == 0 {
+		return false
+	}
+	for i, ready := from, r.CQReady(); i < ready; i++ {
+		c := r.CQEAt(i)
+		if c.Res != 0 && c.Res != -int32(unix.ETIME) {
+			continue
+		}
+		for _, ud := range r.timeouts {
+			if ud == c.UserData {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -29,7 +29,8 @@
 //   - submit_linux.go: Submit, SubmitAndWait, SubmitAndWaitTimeout (one
 //     EXT_ARG timespec, EINTR resumed with the remaining time, ETIME reported
 //     even when SQEs were submitted, a completed TIMEOUT request ends the
-//     wait as it ends the kernel's), SubmitAndWaitMin (min_wait, 6.12),
+//     wait as it ends the kernel's, a signal never does), SubmitAndWaitMin
+//     (min_wait, 6.12),
 //     WakeupSQThread.
 //   - prep.go: one Prep method per opcode, in kernel order.
 //   - register_linux.go: every io_uring_register(2) call, through doRegister.

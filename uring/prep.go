@@ -140,8 +140,12 @@ func (s *SQE) PrepPollUpdate(oldUserData, newUserData uint64, mask, flags uint32
 // TimeoutBoottime or TimeoutRealtime), or with Res 0 as soon as count other
 // CQEs have been posted (count 0: time only). With TimeoutMultishot (6.4) it
 // fires count times (0: until removed), each CQE but the last with
-// CQEFMore. The kernel reads ts at submission.
+// CQEFMore. The kernel reads ts at submission. The ring notes the request
+// when it submits it, so that its end ends a wait (see Ring.SubmitAndWait).
 func (s *SQE) PrepTimeout(ts *Timespec, count uint32, flags uint32) {
+	if !timeoutPrepared.Load() {
+		timeoutPrepared.Store(true)
+	}
 	s.prepRW(OpTimeout, -1, addr(ts), 1, uint64(count))
 	s.OpFlags = flags
 }

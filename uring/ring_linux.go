@@ -54,7 +54,12 @@ type Ring struct {
 	regIndex   int // registered ring index, -1 for none
 
 	sqWakeups uint64 // IORING_ENTER_SQ_WAKEUP calls made (tests)
-	eintrs    uint64 // waits interrupted by a signal and resumed (tests)
+	eintrs    uint64 // waits a signal ended early, resumed (tests)
+
+	// timeouts holds the user_data of each TIMEOUT request in flight: flushSQ adds
+	// the ones it publishes, CQAdvance drops each whose last CQE is consumed. Only
+	// these end a wait early (see timeoutEnded).
+	timeouts []uint64
 
 	// Memory the kernel keeps addresses of: registered buffers and their
 	// iovecs, kept reachable until UnregisterBuffers or Close.

@@ -91,3 +91,26 @@ func (r *Ring) SQSpaceLeft() uint32 {
 	}
 	return uint32(len(r.sqes)) - r.SQReady()
 }
+
+// timeoutPrepared is set by the first PrepTimeout in the process. Until then
+// no opcode is read at submission: a process without TIMEOUT requests pays
+// nothing per SQE for telling a TIMEOUT's end from a signal's.
+var timeoutPrepared atomic.Bool
+
+// noteTimeoutsToFlush notes each TIMEOUT request among the SQEs the next
+// flushSQ publishes as in flight (r.timeouts), once PrepTimeout has been
+// called (see timeoutPrepared).
+func (r *Ring) noteTimeoutsToFlush() {
+	if timeoutPrepared.Load() {
+		r.noteTimeouts()
+	}
+}
+
+// noteTimeouts is noteTimeoutsToFlush once PrepTimeout has been called.
+func (r *Ring) noteTimeouts() {
+	for i := r.sqFlushed; i != r.sqeTail; i++ {
+		if sqe := &r.sqes[i&r.sqMask]; sqe.Opcode == OpTimeout {
+			r.timeouts = append(r.timeouts, sqe.UserData)
+		}
+	}
+}

@@ -117,6 +117,7 @@ func (r *Ring) Submit() (int, error) {
 	flushed := false
 	submitted := 0 // with SQPOLL: the SQEs this call published
 	for {
+		r.noteTimeoutsToFlush()
 		toSubmit, published := r.flushSQ()
 		if sqpoll {
 			submitted += int(published)
@@ -153,58 +154,53 @@ func (r *Ring) Submit() (int, error) {
 	}
 }
 
-// SubmitAndWait submits like Submit and then waits, without a timeout, until
-// at least n CQEs are ready (n is capped at the CQ size, as the kernel does),
-// or until the kernel ends the wait with fewer: when a TIMEOUT request
-// (IORING_OP_TIMEOUT, the usual deadline of an io_uring wait) completes, as
-// io_uring_enter(2) does, or when a signal arrives after new CQEs were posted
-// (the kernel reports both as success; see CQReady for what is there). It
-// returns the number of SQEs submitted, each counted once (with SQPOLL: the
-// SQEs this call published, as Submit counts them, however often an
-// interrupted wait is resumed). EINTR, and a wait cut short with no
-// new CQE (a signal hidden behind the submitted count), are retried. Errors
-// wrap the io_uring_enter errno (see Submit; unix.EBADR when the kernel had
-// to drop completions). No allocation.
+// SubmitAndWait submits like Submit, then waits without a timeout until at
+// least n CQEs are ready (n is capped at the CQ size, as the kernel does).
+// It ends early, with fewer CQEs and no error, only when a TIMEOUT request
+// (IORING_OP_TIMEOUT, io_uring_enter(2)) that the ring has in flight fires or
+// meets its count, as the kernel's own wait does. A signal never ends it:
+// the kernel reports a signal as success once the CQ holds a CQE, so the
+// binding tells the two apart by the TIMEOUT requests it published. Give a
+// TIMEOUT request a user_data that no other request in flight has.
+//
+// It returns the number of SQEs submitted, each counted once (with SQPOLL:
+// the SQEs this call published, as Submit counts them). CQReady and PeekCQE
+// show the completions. Errors wrap the io_uring_enter errno (see Submit;
+// unix.EBADR when the kernel had to drop completions). No allocation, except
+// when more TIMEOUT requests are in flight than ever before.
 func (r *Ring) SubmitAndWait(n uint32) (int, error) {
 	return r.wait(n, -1, 0)
 }
 
-// SubmitAndWaitTimeout submits pending SQEs and waits for at least n CQEs or
-// until timeout has elapsed, with ONE timespec for the whole wait passed via
-// IORING_ENTER_EXT_ARG (IORING_FEAT_EXT_ARG, 5.11): a wait interrupted by a
-// signal (EINTR) is retried with the remaining time, never with the full
-// timeout again, so the wait never lasts twice the timeout (the bug liburing
-// fixed in 2.3). Like SubmitAndWait, it also ends without an error, with
-// fewer than n CQEs, when the kernel ends the wait: a TIMEOUT request
-// completed, or a signal arrived after new CQEs were posted.
+// SubmitAndWaitTimeout is SubmitAndWait with a deadline: it waits until at
+// least n CQEs are ready, a TIMEOUT request in flight ends the wait, or
+// timeout has elapsed. The whole wait uses one timespec, passed with
+// IORING_ENTER_EXT_ARG (IORING_FEAT_EXT_ARG, 5.11). A signal never ends the
+// wait and never restarts the timeout: the wait resumes with the time left,
+// so it never lasts twice the timeout (the bug liburing fixed in 2.3).
 //
-// It returns the number of SQEs submitted; the completions are what CQReady
-// and PeekCQE show. When fewer than n CQEs are ready at the deadline the
-// error wraps unix.ETIME, even if SQEs were submitted in the same call (the
-// kernel then returns only the submitted count: liburing issue 684); both
-// results are valid together. timeout < 0 waits without a timeout
-// (SubmitAndWait); timeout 0 only polls. n is capped at the CQ size. Without
-// IORING_FEAT_EXT_ARG it fails with an error naming the feature and wrapping
-// unix.EOPNOTSUPP. Other errors wrap the io_uring_enter errno (see Submit).
-// No allocation.
+// It returns the number of SQEs submitted. When fewer than n CQEs are ready
+// at the deadline the error wraps unix.ETIME, even if the call submitted SQEs
+// (the kernel then returns only the submitted count: liburing issue 684); the
+// count is valid with the error. timeout < 0 waits without a deadline;
+// timeout 0 only polls. Without IORING_FEAT_EXT_ARG it fails with an error
+// naming the feature and wrapping unix.EOPNOTSUPP. Other errors wrap the
+// io_uring_enter errno (see Submit). No allocation (see SubmitAndWait).
 func (r *Ring) SubmitAndWaitTimeout(n uint32, timeout time.Duration) (int, error) {
 	return r.wait(n, timeout, 0)
 }
 
 // SubmitAndWaitMin is SubmitAndWaitTimeout with a minimum wait
-// (struct io_uring_getevents_arg.min_wait_usec, IORING_FEAT_MIN_TIMEOUT, 6.12):
-// the wait ends when n CQEs are ready, or once minWait has passed with at
-// least one CQE ready, or at the timeout (an error wrapping unix.ETIME when
-// no CQE at all is ready, or fewer than n and minWait is not reached). When
-// minWait is longer than timeout, the wait lasts minWait, not timeout: it
-// ends after the minimum wait (with the CQEs ready then, no error if there is
-// at least one, else unix.ETIME), as the kernel's wait and liburing's
-// io_uring_submit_and_wait_min_timeout do. Like SubmitAndWait it also ends,
-// without an error, when the kernel ends the wait (a TIMEOUT request
-// completed, within minWait too).
-// minWait is rounded down to microseconds, the kernel's unit; timeout < 0
-// means no overall timeout. Without the feature it fails with an error
-// naming IORING_FEAT_MIN_TIMEOUT and wrapping unix.EOPNOTSUPP. No allocation.
+// (io_uring_getevents_arg.min_wait_usec, IORING_FEAT_MIN_TIMEOUT, 6.12). The
+// wait ends when n CQEs are ready, or once minWait has passed with at least
+// one CQE ready, or at the timeout. At the timeout the error wraps unix.ETIME
+// when no CQE is ready, or fewer than n before minWait. When minWait is longer
+// than timeout, the wait lasts minWait, as the kernel's wait and liburing's
+// io_uring_submit_and_wait_min_timeout do. A TIMEOUT request in flight ends
+// it early, within minWait too; a signal never does. minWait is rounded down
+// to microseconds, the kernel's unit; timeout < 0 means no overall timeout.
+// Without the feature it fails with an error naming IORING_FEAT_MIN_TIMEOUT
+// and wrapping unix.EOPNOTSUPP. No allocation (see SubmitAndWait).
 func (r *Ring) SubmitAndWaitMin(n uint32, timeout, minWait time.Duration) (int, error) {
 	if r.features&FeatMinTimeout == 0 && r.open {
 		return 0, errNoMinTimeout
@@ -231,6 +227,7 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 	sqpoll := r.setupFlags&SetupSQPoll != 0
 	submitted := 0 // SQEs consumed by the kernel; with SQPOLL, published by this call
 	minComplete := n
+	readyAtStart := r.CQReady()
 	for {
 		var arg unsafe.Pointer
 		var argSize uintptr
@@ -258,6 +255,7 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			arg, argSize = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 			flags |= EnterExtArg
 		}
+		r.noteTimeoutsToFlush()
 		toSubmit, published := r.flushSQ()
 		if sqpoll {
 			// The SQ thread takes what is published; the kernel's
@@ -267,7 +265,6 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			submitted += int(published)
 		}
 		flags |= r.wakeupFlag(toSubmit)
-		readyBefore := r.CQReady()
 		ret, errno := r.enter(toSubmit, minComplete, flags, arg, argSize)
 		ready := r.CQReady()
 		done := ready >= want || (minWait > 0 && ready > 0 && !time.Now().Before(minDeadline))
@@ -284,9 +281,13 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			if timeout >= 0 && !time.Now().Before(deadline) {
 				return submitted, errTimeout
 			}
-			if r.kernelEndedWait(toSubmit, ret, readyBefore, ready) {
+			// The kernel ended its wait early: for a TIMEOUT request,
+			// or for a signal (reported as success when the CQ is not
+			// empty, and hidden behind a submitted count).
+			if r.timeoutEnded(readyAtStart) {
 				return submitted, nil
 			}
+			r.eintrs++
 		case unix.EINTR:
 			// Retried with the remaining time.
 			r.eintrs++
@@ -302,27 +303,6 @@ func (r *Ring) wait(n uint32, timeout, minWait time.Duration) (int, error) {
 			return submitted, enterError(errno)
 		}
 	}
-}
-
-// kernelEndedWait reports whether an io_uring_enter(2) with GETEVENTS that
-// returned without error, before the deadline and with fewer CQEs than asked
-// for, ended its wait on purpose, so that the binding's wait must end too.
-// toSubmit and ret are the enter's to_submit and result, readyBefore and
-// ready the CQ's fill before and after it.
-//
-// The kernel ends a wait early, without an error, when a TIMEOUT request
-// completes (io_should_wake: the ring's timeout count changed), and also when
-// a signal or the wait's timeout arrives while the CQ is not empty (the wait
-// then reports 0 instead of -EINTR or -ETIME); a submission in the same call
-// hides every wait result behind the submitted count. A TIMEOUT request's
-// CQE is posted before the wait returns, so an end that brought no new CQE
-// is a signal (EINTR, to be retried with the remaining time); one that
-// brought new CQEs is taken as the kernel's end (the two cannot be told
-// apart then). A partial submission (ret < toSubmit, without SQPOLL) returns
-// before waiting at all.
-func (r *Ring) kernelEndedWait(toSubmit uint32, ret int, readyBefore, ready uint32) bool {
-	waited := r.setupFlags&SetupSQPoll != 0 || ret >= int(toSubmit)
-	return waited && ready > readyBefore
 }
 
 // WakeupSQThread wakes the ring's SQPOLL thread with IORING_ENTER_SQ_WAKEUP
