@@ -84,13 +84,6 @@ type deputyCancel struct {
 	res      [2]int32
 }
 
-// deputyTimeout is one IORING_OP_TIMEOUT request in flight: its ring and
-// user_data.
-type deputyTimeout struct {
-	ring     *Ring
-	userData uint64
-}
-
 // Deputy is an SQPOLL ring with deputy submission. It is not safe for
 // concurrent use and follows the Ring's thread rule: create it and use it
 // from one goroutine locked to its OS thread (runtime.LockOSThread).
@@ -111,14 +104,9 @@ type Deputy struct {
 	cancels    []deputyCancel
 	freeCancel []uint32
 
-	// TIMEOUT requests in flight, by ring and user_data, so that a wait
-	// on both rings ends when one completes (see timeoutEndsWait).
-	timeouts []deputyTimeout
-
 	// The CQE PeekCQE returned: from which ring, or the merged one.
 	from      *Ring
-	fromFinal bool   // that CQE ends its request (no IORING_CQE_F_MORE)
-	fromUD    uint64 // its user_data
+	fromFinal bool // that CQE ends its request (no IORING_CQE_F_MORE)
 	merged    CQE
 	hasMerged bool
 
@@ -207,7 +195,6 @@ func (d *Deputy) Close() error {
 		return nil
 	}
 	d.open = false
-	d.timeouts = nil
 	var errs []error
 	if d.ring.open {
 		if err := d.ring.UnregisterEventfd(); err != nil && !errors.Is(err, unix.ENXIO) {
@@ -319,9 +306,6 @@ func (d *Deputy) Submit() (int, error) {
 			}
 			for x := i; x < j; x++ {
 				*home.GetSQE() = d.staged[x]
-				if d.staged[x].Opcode == OpTimeout {
-					d.timeouts = append(d.timeouts, deputyTimeout{home, d.staged[x].UserData})
-				}
 			}
 			if home == d.comp {
 				toComp += j - i
@@ -435,7 +419,7 @@ func (d *Deputy) PeekCQE() *CQE {
 			}
 		}
 		if cqe.UserData&DeputyTagMask != DeputyTag {
-			d.from, d.fromFinal, d.fromUD = r, cqe.Flags&CQEFMore == 0, cqe.UserData
+			d.from, d.fromFinal = r, cqe.Flags&CQEFMore == 0
 			return cqe
 		}
 		// One half of a duplicated cancel.
@@ -478,47 +462,9 @@ func (d *Deputy) CQESeen() {
 	}
 	if d.fromFinal {
 		d.inflightDone(d.from)
-		if len(d.timeouts) > 0 {
-			d.timeoutDone(d.from, d.fromUD)
-		}
 	}
 	d.from.CQESeen()
 	d.from = nil
-}
-
-// timeoutDone forgets the in-flight TIMEOUT request (r, ud), if there is one.
-func (d *Deputy) timeoutDone(r *Ring, ud uint64) {
-	for i, t := range d.timeouts {
-		if t.ring == r && t.userData == ud {
-			last := len(d.timeouts) - 1
-			d.timeouts[i] = d.timeouts[last]
-			d.timeouts = d.timeouts[:last]
-			return
-		}
-	}
-}
-
-// timeoutEndsWait reports whether one of the CQEs r posted after the first
-// `from` of its CQ is a TIMEOUT request's completion that the kernel would
-// end a wait on: fired (-ETIME) or satisfied by its count (0), as
-// io_should_wake counts them (a TIMEOUT_REMOVE or cancel, -ECANCELED, does
-// not end a wait).
-func (d *Deputy) timeoutEndsWait(r *Ring, from uint32) bool {
-	if len(d.timeouts) == 0 {
-		return false
-	}
-	for i, ready := from, r.CQReady(); i < ready; i++ {
-		cqe := r.CQEAt(i)
-		if cqe.Res != 0 && cqe.Res != -int32(unix.ETIME) {
-			continue
-		}
-		for _, t := range d.timeouts {
-			if t.ring == r && t.userData == cqe.UserData {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // ready is the number of CQEs in both rings' CQs (each half of a duplicated
@@ -540,11 +486,9 @@ func (d *Deputy) ready() uint32 {
 //
 // Like Ring.SubmitAndWait, the wait also ends without an error, with fewer
 // than n CQEs, when a TIMEOUT request (IORING_OP_TIMEOUT) submitted through
-// the Deputy completes (fired, or satisfied by its count), on either ring;
-// on the eventfd wait the Deputy recognises its CQE by ring and user_data,
-// so give a TIMEOUT request a user_data of its own. On a single ring, a
-// signal arriving after new CQEs were posted ends it too (see
-// Ring.SubmitAndWait).
+// the Deputy completes (fired, or satisfied by its count), on either ring.
+// Each ring recognises its TIMEOUT requests' CQEs by user_data, so give a
+// TIMEOUT request a user_data of its own. A signal never ends the wait.
 //
 // It returns the number of staged SQEs submitted. At the deadline the error
 // wraps unix.ETIME; other errors wrap the errno of io_uring_enter(2),
@@ -576,7 +520,7 @@ func (d *Deputy) SubmitAndWaitTimeout(n uint32, timeout time.Duration) (int, err
 			if err := d.waitEventfd(remaining); err != nil {
 				return submitted, err
 			}
-			if d.timeoutEndsWait(d.comp, fromComp) || d.timeoutEndsWait(d.ring, fromRing) {
+			if d.comp.timeoutEnded(fromComp) || d.ring.timeoutEnded(fromRing) {
 				return submitted, nil
 			}
 			continue
