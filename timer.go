@@ -2,6 +2,7 @@ package ringev
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,19 +11,33 @@ type Timer struct {
 	loop     *Loop
 	deadline int64  // ns since the loop's epoch (monotonic)
 	seq      uint64 // creation order, for ties
-	index    int    // position in the heap; -1 when not queued
+	index    int    // position in the heap; -1 when not queued (the owner's)
 	handler  func(t *Timer)
+	// handle: made by AddTimer or AddTimerAt, so Stop may come from any goroutine and state
+	// decides between it and the run. The loop's own timers (request deadlines) have neither.
+	handle bool
+	state  atomic.Uint32 // timerPending, then timerDone once stopped or run
 	// Data is free for the caller's use.
 	Data any
 }
 
+// A Timer handle's state: pending until Stop or its run, whichever comes first, makes it done.
+const (
+	timerPending = iota
+	timerDone
+)
+
 // AddTimer runs h once, d from now (monotonic clock; d <= 0 means due at once; a d beyond the
 // clock's range, such as math.MaxInt64 for "never", saturates instead of wrapping). Timers run in
-// deadline order, ties in creation order; a due timer runs after timers already due and before
-// fd events. It returns nil (and adds nothing) for a nil h, after Close, and when called from a
-// goroutine other than the loop's owner.
+// deadline order, ties in the order the loop added them; a due timer runs after timers already
+// due and before fd events. It is safe from any goroutine: from one that does not own the loop
+// it queues the timer to the loop, as Post does, and returns its handle at once (d counts from
+// the call). It returns nil, adding nothing, for a nil h and after Close.
 func (l *Loop) AddTimer(d time.Duration, h func(t *Timer)) *Timer {
-	if !l.owned() || l.closed || h == nil {
+	if !l.owned() {
+		return l.addTimerFrom(l.deadlineIn(d), h)
+	}
+	if l.closed || h == nil {
 		return nil
 	}
 	return l.addTimer(l.deadlineIn(d), h)
@@ -42,10 +57,13 @@ func (l *Loop) deadlineIn(d time.Duration) int64 {
 }
 
 // AddTimerAt runs h once at deadline (compared on the monotonic clock when deadline carries a
-// monotonic reading, as time.Now() values do). It returns nil (and adds nothing) for a nil h,
-// after Close, and from a goroutine other than the loop's owner.
+// monotonic reading, as time.Now() values do). It is safe from any goroutine, as AddTimer is.
+// It returns nil, adding nothing, for a nil h and after Close.
 func (l *Loop) AddTimerAt(deadline time.Time, h func(t *Timer)) *Timer {
-	if !l.owned() || l.closed || h == nil {
+	if !l.owned() {
+		return l.addTimerFrom(int64(deadline.Sub(l.epoch)), h)
+	}
+	if l.closed || h == nil {
 		return nil
 	}
 	return l.addTimer(int64(deadline.Sub(l.epoch)), h)
@@ -53,28 +71,67 @@ func (l *Loop) AddTimerAt(deadline time.Time, h func(t *Timer)) *Timer {
 
 func (l *Loop) addTimer(deadline int64, h func(t *Timer)) *Timer {
 	l.timerSeq++
-	t := &Timer{loop: l, deadline: deadline, seq: l.timerSeq, handler: h}
+	t := &Timer{loop: l, deadline: deadline, seq: l.timerSeq, handler: h, handle: true}
 	l.timers.push(t)
 	return t
 }
 
-// Stop cancels the timer. It returns true if the timer had not run yet, false if it had already
-// run or been stopped, or when called from a goroutine other than the loop's owner.
+// addTimerFrom is AddTimer from a goroutine that does not own the loop: the loop adds the timer
+// when it runs the posted insertion, unless Stop came first. nil for a nil h or a closed loop.
+func (l *Loop) addTimerFrom(deadline int64, h func(t *Timer)) *Timer {
+	if h == nil {
+		return nil
+	}
+	t := &Timer{loop: l, deadline: deadline, index: -1, handler: h, handle: true}
+	if l.Post(func() { l.insertTimer(t) }) != nil {
+		return nil
+	}
+	return t
+}
+
+// insertTimer puts t, made by another goroutine, in the heap, unless it was stopped meanwhile.
+func (l *Loop) insertTimer(t *Timer) {
+	if t.state.Load() == timerPending && t.index < 0 {
+		l.timerSeq++
+		t.seq = l.timerSeq
+		l.timers.push(t)
+	}
+}
+
+// Stop cancels the timer. It returns true if the timer had not run yet (its handler will not
+// run), false if it had already run or been stopped. It is safe from any goroutine: from one
+// that does not own the loop the timer's removal from the loop's queue is posted to the loop,
+// but the handler does not run after Stop returned true. Stop does not wait for a handler that
+// is running.
 func (t *Timer) Stop() bool {
-	if t == nil || t.index < 0 || !t.loop.owned() {
+	if t == nil || !t.state.CompareAndSwap(timerPending, timerDone) {
 		return false
 	}
-	t.loop.timers.remove(t.index)
+	l := t.loop
+	if l.owned() {
+		if t.index >= 0 {
+			l.timers.remove(t.index)
+		}
+		return true
+	}
+	l.Post(func() { // ErrClosed: a closed loop runs no timer
+		if t.index >= 0 {
+			l.timers.remove(t.index)
+		}
+	})
 	return true
 }
 
-// Deadline returns when the timer is due.
+// Deadline returns when the timer is due. It is safe from any goroutine.
 func (t *Timer) Deadline() time.Time { return t.loop.epoch.Add(time.Duration(t.deadline)) }
 
 // runTimer pops the first timer (the caller checked it is due) and runs it.
 func (l *Loop) runTimer() {
 	t := l.timers[0]
 	l.timers.remove(0)
+	if t.handle && !t.state.CompareAndSwap(timerPending, timerDone) {
+		return // stopped from another goroutine; the posted removal finds it gone
+	}
 	l.call(func() { t.handler(t) })
 }
 
