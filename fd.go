@@ -205,10 +205,11 @@ func (l *Loop) setInterest(s *fdSlot, want uint32) error {
 	return err
 }
 
-// Fd returns the watched fd.
+// Fd returns the watched fd. It is safe from any goroutine.
 func (e *FdEvent) Fd() int { return int(e.fd) }
 
-// Flags returns the flags the event currently waits for.
+// Flags returns the flags the event currently waits for. The loop changes them (see Close and
+// the loop contract, item 6), so read them on the loop's goroutine, or through Post.
 func (e *FdEvent) Flags() Flags { return e.flags }
 
 // SetFlags changes what the event waits for, with effect from the next wait. Setting 0 disarms
@@ -231,8 +232,17 @@ func (e *FdEvent) setFlags(f Flags) error {
 	return e.loop.updateInterest(e.slot)
 }
 
-// SetAutoClose makes Close (of the event, or of the loop) also close the fd.
-func (e *FdEvent) SetAutoClose(on bool) { e.autoClose = on }
+// SetAutoClose makes Close (of the event, or of the loop) also close the fd. It is safe from
+// any goroutine: from one that does not own the loop the change is posted to the loop, as Post
+// does, and takes effect before any function posted after it runs. After the loop's Close it
+// does nothing.
+func (e *FdEvent) SetAutoClose(on bool) {
+	if l := e.loop; !l.owned() {
+		l.Post(func() { e.autoClose = on }) // ErrClosed: the loop has closed every event
+		return
+	}
+	e.autoClose = on
+}
 
 // Close stops the event: its handler never runs again, even if readiness for it was already
 // reported, and the event lets go of the handler and of Data (set to nil), so what they hold can

@@ -97,8 +97,8 @@ type Completion struct {
 func (c *Completion) BufferID() int { return int(c.bid) }
 
 // ReleaseBuffer gives the buffer-group buffer this completion holds back to its group (the
-// same as c's BufferGroup.Release(c.BufferID())); Buf must not be used after it. It does
-// nothing for a completion without one.
+// same as c's BufferGroup.Release(c.BufferID()), so safe from any goroutine); Buf must not be
+// used after it. It does nothing for a completion without one.
 func (c *Completion) ReleaseBuffer() {
 	if c.group != nil && c.bid >= 0 {
 		c.group.Release(int(c.bid))
@@ -229,7 +229,8 @@ func (h Request) Cancel() error {
 	return nil
 }
 
-// Pending reports whether the request's last completion has not run yet.
+// Pending reports whether the request's last completion has not run yet. The loop changes the
+// answer as it runs, so ask on the loop's goroutine (in a callback, or through Post).
 func (h Request) Pending() bool { return h.rec != nil && h.rec.gen == h.gen && h.rec.state != stFree }
 
 // Read reads into buf from fd at offset off (-1: the file position, as read(2); else as

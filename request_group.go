@@ -132,9 +132,15 @@ func (g *BufferGroup) Size() int { return g.size }
 // back to the kernel once no completion holds it and the kernel is done with it (with
 // incremental consumption, several completions share a buffer), and the RecvMultishots that
 // ran dry are re-armed. Release each completion's buffer once; releasing a buffer no
-// completion holds, an out-of-range id, and calls from other goroutines are ignored.
+// completion holds, an out-of-range id, and a release after the group's or the loop's Close
+// are ignored. It is safe from any goroutine: from one that does not own the loop the release
+// is posted to the loop, as Post does.
 func (g *BufferGroup) Release(id int) {
-	if g.closed || id < 0 || id >= g.n || !g.l.owned() || g.l.closed || g.refs[id] == 0 {
+	if !g.l.owned() {
+		g.l.Post(func() { g.Release(id) }) // ErrClosed: the loop has let go of its groups
+		return
+	}
+	if g.closed || id < 0 || id >= g.n || g.l.closed || g.refs[id] == 0 {
 		return
 	}
 	if g.refs[id]--; g.refs[id] > 0 || !g.out[id] {
@@ -165,10 +171,14 @@ func (g *BufferGroup) unpark(r *reqRec) {
 }
 
 // Close releases the group. A RecvMultishot still using it is cancelled: its last completion
-// is ECANCELED (or, when the operation won the race, its data), on every backend. Errors: the
-// unregister error on uring.
+// is ECANCELED (or, when the operation won the race, its data), on every backend. Calling it
+// again returns nil. Errors: ErrNotOwner from a goroutine other than the loop's (the group
+// stays open), the unregister error on uring.
 func (g *BufferGroup) Close() error {
-	if g.closed || !g.l.owned() {
+	if !g.l.owned() {
+		return ErrNotOwner
+	}
+	if g.closed {
 		return nil
 	}
 	g.closed = true
@@ -205,7 +215,7 @@ func (g *BufferGroup) Close() error {
 // Its last completion (More unset) is N 0 at end of file, or an error (ECANCELED after
 // Cancel or CloseFd, ETIME at its deadline).
 func (l *Loop) RecvMultishot(fd int, g *BufferGroup, flags int, cb Callback, token uint64) (Request, error) {
-	if g == nil || g.closed || g.l != l {
+	if g == nil || g.l != l || !l.owned() || g.closed { // owned first: g.closed is the owner's
 		if err := l.checkReq(OpRecvMultishot, fd, cb); err != nil {
 			return Request{}, err
 		}

@@ -20,7 +20,7 @@ type Signal struct {
 	oneShot bool         // closed after its handler ran once (AddSignalOnce)
 	count   atomic.Int64 // deliveries not yet handed to the handler
 	seen    uint64       // WithExactSignals: sigexactCounts[sig] already added to count
-	closed  bool
+	closed  atomic.Bool  // set by Close, from any goroutine; runSignal skips a closed handler
 }
 
 // signalState is the loop's os/signal subscription: one channel, one goroutine that counts
@@ -167,13 +167,23 @@ func (l *Loop) addSignal(sig syscall.Signal, h func(s *Signal, count int), oneSh
 	return s, nil
 }
 
-// Close removes the handler; deliveries not yet handed to it are dropped. Idempotent; a no-op
-// from a goroutine other than the loop's owner.
+// Close removes the handler; deliveries not yet handed to it are dropped, and no run begins
+// after Close has returned (Close does not wait for a run the loop has begun). Idempotent. It
+// is safe from any goroutine: from one that does not own the loop the removal is posted to the
+// loop, as Post does.
 func (s *Signal) Close() {
-	if !s.loop.owned() || s.closed {
+	if !s.closed.CompareAndSwap(false, true) {
 		return
 	}
-	s.closed = true
+	if l := s.loop; !l.owned() {
+		l.Post(s.remove) // ErrClosed: the loop's Close ended every subscription
+		return
+	}
+	s.remove()
+}
+
+// remove takes the closed handler out of the loop's subscription (on the loop's goroutine).
+func (s *Signal) remove() {
 	st := s.loop.sig
 	if st == nil {
 		return
@@ -267,13 +277,16 @@ func (l *Loop) runSignal() bool {
 		k := (st.next + i) % n
 		s := st.handlers[k]
 		c := s.count.Swap(0)
-		if c == 0 {
+		if c == 0 || s.closed.Load() {
 			continue
 		}
 		st.next = k + 1
 		st.pending.Store(true) // others may still have counts; the next Once looks again
 		if s.oneShot {
-			s.Close()
+			if !s.closed.CompareAndSwap(false, true) {
+				continue // closed from another goroutine meanwhile
+			}
+			s.remove()
 		}
 		l.call(func() { s.handler(s, int(c)) })
 		return true
