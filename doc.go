@@ -54,8 +54,9 @@
 //     disarms every handler of the fd, and Once returns an error.
 //  7. Timers use the monotonic clock. They run in deadline order, ties in creation order. A
 //     timer that falls due runs after the timers already due and before fd events.
-//  8. Post and Stop are safe from any goroutine. Every other method belongs to the loop's
-//     owner (see Ownership).
+//  8. Post and Stop are safe from any goroutine. Any other call from another goroutine either
+//     works, queuing its work to the loop as Post does, or returns an error wrapping
+//     ErrNotOwner. It is never a silent no-op (see Ownership).
 //  9. Run returns when nothing is left to wait for, on Stop, or on an error. Once called from
 //     inside a handler returns ErrNested.
 //  10. Signals arrive through os/signal and are delivered as loop events with a count. With
@@ -103,9 +104,14 @@
 //
 // A Loop belongs to the goroutine that called New. New locks that goroutine to its OS thread
 // until Close: io_uring's SINGLE_ISSUER and DEFER_TASKRUN bind a ring to the thread that made
-// it. Post and Stop may be called from any goroutine. A call of another method from another
-// goroutine changes nothing: it returns ErrNotOwner or, where the method returns no error,
-// nil or false.
+// it. From any goroutine, these work: Post and Stop; AddTimer, AddTimerAt and AddImmediate,
+// which queue the handler to the loop and return its handle at once; Timer.Stop, and
+// Immediate.Schedule and Cancel, whose result is exact; FdEvent.SetAutoClose, Signal.Close,
+// BufferGroup.Release and Completion.ReleaseBuffer, queued to the loop; ReadNonblocking and
+// WriteNonblocking, which are then plain read(2) and write(2); and the getters of what never
+// changes (Backend, FdEvent.Fd, Timer.Deadline, BufferGroup.Len). Every other method returns
+// an error wrapping ErrNotOwner and changes nothing. Getters of what the loop changes
+// (FdEvent.Flags, Request.Pending, IOPath) belong on the loop's goroutine: ask through Post.
 //
 // # Backends
 //

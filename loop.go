@@ -207,8 +207,9 @@ func WithBatchWait(n int, d time.Duration) Option {
 	return func(o *options) { o.batchN, o.batchWait = n, d }
 }
 
-// Loop is an event loop. It belongs to the goroutine that called New: every method other than
-// Post and Stop must be called from that goroutine.
+// Loop is an event loop. It belongs to the goroutine that called New. From any other goroutine
+// a method either works, queuing its work to the loop as Post does, or returns an error
+// wrapping ErrNotOwner and changes nothing (see the package documentation, "Ownership").
 type Loop struct {
 	// The fields Once reads on every turn come first, with the first entries of the readiness
 	// buffer, so that a turn touches few memory pages (once.go).
@@ -367,10 +368,9 @@ func (l *Loop) BackendReason() string { return l.beReason }
 // table (RegisterFile; one IORING_REGISTER_FILES_UPDATE) before it returns, once the requests
 // in the kernel are cancelled, so that a registered fd closed by then, or later, releases its
 // file at once (a request still in the kernel holds its file to its CQE). Handlers never run
-// after Close. It unlocks the goroutine from its OS thread. Calling Close again returns nil. Like every method
-// but Post and Stop it belongs to the owner goroutine: from another goroutine it returns
-// ErrNotOwner and closes nothing (to shut a loop down from elsewhere, Post a function that
-// stops it, or call Stop, and Close after Run returns).
+// after Close. It unlocks the goroutine from its OS thread. Calling Close again returns nil. It
+// belongs to the owner goroutine: from another goroutine it returns ErrNotOwner and closes
+// nothing (to shut a loop down from elsewhere, call Stop, and Close after Run returns).
 func (l *Loop) Close() error {
 	if !l.owned() { // first: the closed flag belongs to the owner (no data race)
 		return ErrNotOwner

@@ -7,9 +7,9 @@ import (
 	"github.com/ringev/ringev/internal/rawsys"
 )
 
-// ErrNotOwner is returned by a Loop's methods (other than Post and Stop) when they are called
-// from a goroutine other than the one that called New. The loop is left untouched.
-var ErrNotOwner = errors.New("ringev: loop used from a goroutine that does not own it (only Post and Stop are safe from other goroutines)")
+// ErrNotOwner is returned by the methods that only the loop's owner, the goroutine that called
+// New, may call, when another goroutine calls them. The loop is left untouched.
+var ErrNotOwner = errors.New("ringev: loop used from a goroutine that does not own it (queue the call with Post)")
 
 // owned reports whether the caller is the loop's owner goroutine.
 //

@@ -63,8 +63,8 @@ func WithIOPath(path string) Option {
 // takes now when the handler has used up the loop's readiness: IOPathRing or IOPathSyscall
 // (never IOPathAuto). With IOPathAuto it can change while the loop runs; IOPathReason says why
 // it is what it is. Before the ring's first wait has completed, the ring path's I/O is
-// read(2)/write(2) whatever IOPath says (no look has been made to ride with). Like every
-// method but Post and Stop it belongs to the owner goroutine.
+// read(2)/write(2) whatever IOPath says (no look has been made to ride with). The loop changes
+// it as it runs, so read it on the loop's goroutine, or through Post.
 func (l *Loop) IOPath() string {
 	if l.rideUsable() && l.ride.ringIO {
 		return IOPathRing
@@ -81,6 +81,7 @@ func (l *Loop) IOPath() string {
 // and switches so far. For example: "auto: syscall: 1990 ns per fd handler run through the
 // ring, 1650 ns with read(2)/write(2) (the loop thread's CPU time, last probe); at start 1560 ns
 // per read and look through the ring, 1270 ns as read(2)+epoll_wait(2); 14 probes, 1 switches".
+// Read it on the loop's goroutine, or through Post, as IOPath.
 func (l *Loop) IOPathReason() string {
 	b := l.ride
 	switch {

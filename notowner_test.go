@@ -1,0 +1,654 @@
+package ringev_test
+
+// Calls from a goroutine that does not own the loop: each exported method either works
+// (queued to the loop, as Post is) or returns an error wrapping ErrNotOwner; none is a silent
+// no-op.
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// keepAlive gives l a timer far in the future, so that Once blocks (and a Post wakes it)
+// instead of returning ErrNothingToDo.
+func keepAlive(t *testing.T, l *ringev.Loop) {
+	t.Helper()
+	tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
+	if tm == nil {
+		t.Fatal("AddTimer returned nil")
+	}
+	t.Cleanup(func() { tm.Stop() })
+}
+
+// onLoopInHandler reports whether the caller runs inside a handler of l on its owner
+// goroutine: Once then returns ErrNested (from any other goroutine, ErrNotOwner).
+func onLoopInHandler(l *ringev.Loop) bool { return errors.Is(l.Once(), ringev.ErrNested) }
+
+// TestNotOwnerAddTimerRunsOnTheLoop: AddTimer from another goroutine returns a handle at once,
+// whose Deadline counts from the call, and its handler runs on the loop's goroutine.
+func TestNotOwnerAddTimerRunsOnTheLoop(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		keepAlive(t, l)
+		const d = 5 * time.Millisecond
+		var ran, onLoop atomic.Bool
+		var tm *ringev.Timer
+		var before, after time.Time
+		onOtherGoroutine(t, func() {
+			before = time.Now()
+			tm = l.AddTimer(d, func(*ringev.Timer) { onLoop.Store(onLoopInHandler(l)); ran.Store(true) })
+			after = time.Now()
+		})
+		if tm == nil {
+			t.Fatal("AddTimer from another goroutine returned nil")
+		}
+		if dl := tm.Deadline(); dl.Before(before.Add(d)) || dl.After(after.Add(d)) {
+			t.Errorf("Deadline %v, want %v from the call (%v to %v)", dl, d, before.Add(d), after.Add(d))
+		}
+		until(t, l, ran.Load)
+		if !onLoop.Load() {
+			t.Error("the timer's handler did not run inside a handler on the loop's goroutine")
+		}
+	})
+}
+
+// TestNotOwnerAddTimerAtRunsOnTheLoop: AddTimerAt from another goroutine returns a handle at
+// once, with the deadline given, and its handler runs on the loop's goroutine.
+func TestNotOwnerAddTimerAtRunsOnTheLoop(t *testing.T) {
+	l := newLoop(t, "epoll")
+	keepAlive(t, l)
+	at := time.Now().Add(5 * time.Millisecond)
+	var ran, onLoop atomic.Bool
+	var tm *ringev.Timer
+	onOtherGoroutine(t, func() {
+		tm = l.AddTimerAt(at, func(*ringev.Timer) { onLoop.Store(onLoopInHandler(l)); ran.Store(true) })
+	})
+	if tm == nil {
+		t.Fatal("AddTimerAt from another goroutine returned nil")
+	}
+	if !tm.Deadline().Equal(at) {
+		t.Errorf("Deadline %v, want %v", tm.Deadline(), at)
+	}
+	until(t, l, ran.Load)
+	if !onLoop.Load() {
+		t.Error("the timer's handler did not run inside a handler on the loop's goroutine")
+	}
+}
+
+// TestNotOwnerAddImmediateRunsOnTheLoop: AddImmediate from another goroutine returns a handle
+// at once, and its handler runs on the loop's goroutine, waking a loop blocked in its wait.
+func TestNotOwnerAddImmediateRunsOnTheLoop(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		keepAlive(t, l)
+		var ran, onLoop atomic.Bool
+		var im *ringev.Immediate
+		onOtherGoroutine(t, func() {
+			im = l.AddImmediate(func() { onLoop.Store(onLoopInHandler(l)); ran.Store(true) })
+		})
+		if im == nil {
+			t.Fatal("AddImmediate from another goroutine returned nil")
+		}
+		until(t, l, ran.Load)
+		if !onLoop.Load() {
+			t.Error("the immediate's handler did not run inside a handler on the loop's goroutine")
+		}
+	})
+}
+
+// TestNotOwnerAddsAfterCloseReturnNil: after Close, AddTimer, AddTimerAt and AddImmediate from
+// another goroutine return nil, as on the owner.
+func TestNotOwnerAddsAfterCloseReturnNil(t *testing.T) {
+	l := newLoop(t, "epoll")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	onOtherGoroutine(t, func() {
+		if l.AddTimer(0, func(*ringev.Timer) {}) != nil {
+			t.Error("AddTimer after Close returned a timer")
+		}
+		if l.AddTimerAt(time.Now(), func(*ringev.Timer) {}) != nil {
+			t.Error("AddTimerAt after Close returned a timer")
+		}
+		if l.AddImmediate(func() {}) != nil {
+			t.Error("AddImmediate after Close returned an immediate")
+		}
+	})
+}
+
+// TestNotOwnerTimerStopPreventsTheRun: Stop from another goroutine, on a timer the owner added
+// and on one another goroutine added, returns true, then false; neither handler runs, while a
+// later timer does.
+func TestNotOwnerTimerStopPreventsTheRun(t *testing.T) {
+	l := newLoop(t, "epoll")
+	keepAlive(t, l)
+	var ranStopped atomic.Int32
+	own := l.AddTimer(time.Millisecond, func(*ringev.Timer) { ranStopped.Add(1) })
+	onOtherGoroutine(t, func() {
+		foreign := l.AddTimer(time.Millisecond, func(*ringev.Timer) { ranStopped.Add(1) })
+		for _, tm := range []*ringev.Timer{own, foreign} {
+			if !tm.Stop() {
+				t.Error("Stop from another goroutine of a timer that has not run returned false")
+			}
+			if tm.Stop() {
+				t.Error("a second Stop returned true")
+			}
+		}
+	})
+	var later atomic.Bool
+	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) { later.Store(true) })
+	until(t, l, later.Load)
+	if n := ranStopped.Load(); n != 0 {
+		t.Fatalf("%d stopped timers ran", n)
+	}
+}
+
+// TestNotOwnerTimerStopIsExactAgainstTheRun: 200 timers due at once, stopped from another
+// goroutine while the loop runs them: each either ran or was stopped (Stop returned true),
+// never both and never neither; a Stop after the run returns false.
+func TestNotOwnerTimerStopIsExactAgainstTheRun(t *testing.T) {
+	const n = 200
+	l := newLoop(t, "epoll")
+	keepAlive(t, l)
+	var ran, stopped [n]atomic.Bool
+	timers := make([]*ringev.Timer, n)
+	for i := range timers {
+		timers[i] = l.AddTimer(0, func(*ringev.Timer) { ran[i].Store(true) })
+	}
+	var done atomic.Bool
+	go func() {
+		defer done.Store(true)
+		for i := n - 1; i >= 0; i-- { // from the end: the loop runs them from the start
+			stopped[i].Store(timers[i].Stop())
+		}
+	}()
+	until(t, l, func() bool {
+		if !done.Load() {
+			return false
+		}
+		for i := range n {
+			if !ran[i].Load() && !stopped[i].Load() {
+				return false
+			}
+		}
+		return true
+	})
+	runs := 0
+	for i := range n {
+		if ran[i].Load() && stopped[i].Load() {
+			t.Errorf("timer %d ran although Stop returned true", i)
+		}
+		if ran[i].Load() {
+			runs++
+		}
+	}
+	t.Logf("%d of %d timers ran before their Stop", runs, n)
+}
+
+// TestNotOwnerImmediateCancelIsExactAgainstTheRun: 200 immediates, cancelled from another
+// goroutine while the loop runs them: each either ran or was cancelled (Cancel returned true),
+// never both and never neither.
+func TestNotOwnerImmediateCancelIsExactAgainstTheRun(t *testing.T) {
+	const n = 200
+	l := newLoop(t, "epoll")
+	keepAlive(t, l)
+	var ran, cancelled [n]atomic.Bool
+	ims := make([]*ringev.Immediate, n)
+	for i := range ims {
+		ims[i] = l.AddImmediate(func() { ran[i].Store(true) })
+	}
+	var done atomic.Bool
+	go func() {
+		defer done.Store(true)
+		for i := n - 1; i >= 0; i-- {
+			cancelled[i].Store(ims[i].Cancel())
+		}
+	}()
+	until(t, l, func() bool {
+		if !done.Load() {
+			return false
+		}
+		for i := range n {
+			if !ran[i].Load() && !cancelled[i].Load() {
+				return false
+			}
+		}
+		return true
+	})
+	runs := 0
+	for i := range n {
+		if ran[i].Load() && cancelled[i].Load() {
+			t.Errorf("immediate %d ran although Cancel returned true", i)
+		}
+		if ran[i].Load() {
+			runs++
+		}
+	}
+	t.Logf("%d of %d immediates ran before their Cancel", runs, n)
+}
+
+// TestNotOwnerImmediateScheduleRunsItAgain: after an immediate ran, Schedule from another
+// goroutine returns true and the immediate runs once more; a second Schedule while it is
+// queued returns false and adds no run.
+func TestNotOwnerImmediateScheduleRunsItAgain(t *testing.T) {
+	l := newLoop(t, "epoll")
+	keepAlive(t, l)
+	var runs atomic.Int32
+	im := l.AddImmediate(func() { runs.Add(1) })
+	until(t, l, func() bool { return runs.Load() == 1 })
+	onOtherGoroutine(t, func() {
+		if !im.Schedule() {
+			t.Error("Schedule from another goroutine of an immediate that ran returned false")
+		}
+		if im.Schedule() {
+			t.Error("a second Schedule while queued returned true")
+		}
+	})
+	until(t, l, func() bool { return runs.Load() == 2 })
+	var later atomic.Bool
+	l.AddImmediate(func() { later.Store(true) }) // runs after anything queued before it
+	until(t, l, later.Load)
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the immediate ran %d times, want 2", n)
+	}
+}
+
+// TestNotOwnerImmediateCancelPreventsTheRun: Cancel from another goroutine, on an immediate
+// the owner added and on one another goroutine added, returns true, then false; neither runs.
+func TestNotOwnerImmediateCancelPreventsTheRun(t *testing.T) {
+	l := newLoop(t, "epoll")
+	keepAlive(t, l)
+	var ranCancelled atomic.Int32
+	own := l.AddImmediate(func() { ranCancelled.Add(1) })
+	onOtherGoroutine(t, func() {
+		foreign := l.AddImmediate(func() { ranCancelled.Add(1) })
+		for _, im := range []*ringev.Immediate{own, foreign} {
+			if !im.Cancel() {
+				t.Error("Cancel from another goroutine of an immediate that has not run returned false")
+			}
+			if im.Cancel() {
+				t.Error("a second Cancel returned true")
+			}
+		}
+	})
+	var later atomic.Bool
+	if err := l.Post(func() { l.AddImmediate(func() { later.Store(true) }) }); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, later.Load)
+	if n := ranCancelled.Load(); n != 0 {
+		t.Fatalf("%d cancelled immediates ran", n)
+	}
+}
+
+// TestNotOwnerFdEventSetAutoCloseClosesTheFd: SetAutoClose(true) from another goroutine takes
+// effect before a function that goroutine posts next: the owner's FdEvent.Close then closes
+// the fd.
+func TestNotOwnerFdEventSetAutoCloseClosesTheFd(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := ownedSocketpair(t)
+		l := newLoop(t, backend)
+		keepAlive(t, l)
+		ev := addFd(t, l, a.fd, ringev.Read, never(t, "fd event"))
+		var set atomic.Bool
+		onOtherGoroutine(t, func() {
+			ev.SetAutoClose(true)
+			if err := l.Post(func() { set.Store(true) }); err != nil {
+				t.Error(err)
+			}
+		})
+		until(t, l, set.Load)
+		a.HandOver()
+		if err := ev.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !isClosed(a.fd) {
+			t.Fatal("FdEvent.Close after SetAutoClose(true) from another goroutine left the fd open")
+		}
+	})
+}
+
+// TestNotOwnerSignalCloseStopsItsHandler: a Signal closed from another goroutine never runs
+// again: a delivery after Close reaches a second handler of the same signal, not it.
+func TestNotOwnerSignalCloseStopsItsHandler(t *testing.T) {
+	guard := sigGuard(t, syscall.SIGUSR2)
+	l := newLoop(t, "epoll")
+	var closedRan, otherRan atomic.Int32
+	closed, err := l.AddSignal(syscall.SIGUSR2, func(*ringev.Signal, int) { closedRan.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := l.AddSignal(syscall.SIGUSR2, func(*ringev.Signal, int) { otherRan.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	onOtherGoroutine(t, closed.Close)
+	raise(t, guard, syscall.SIGUSR2)
+	until(t, l, func() bool { return otherRan.Load() > 0 })
+	if n := closedRan.Load(); n != 0 {
+		t.Fatalf("the handler closed from another goroutine ran %d times", n)
+	}
+}
+
+// bufferGroupDry makes a RecvMultishot on a socketpair into a group of 2 buffers of 16 bytes,
+// sends it 100 bytes and runs l until the group is dry (ENOBUFS). It returns the group, the
+// held completions and a function that runs l until more bytes arrive.
+func bufferGroupDry(t *testing.T, l *ringev.Loop, a, b int) (g *ringev.BufferGroup, held []ringev.Completion, more func()) {
+	t.Helper()
+	g, err := l.NewBufferGroup(2, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recv []byte
+	enobufs := false
+	cb := func(c *ringev.Completion) {
+		switch {
+		case errors.Is(c.Err, unix.ENOBUFS):
+			enobufs = true
+		case c.Err != nil:
+			t.Errorf("completion %+v", c)
+		default:
+			recv = append(recv, c.Buf...)
+			held = append(held, *c) // kept: the group runs dry
+		}
+	}
+	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
+	testutil.Write(t, b, bytes.Repeat([]byte("0123456789"), 10))
+	until(t, l, func() bool { return enobufs })
+	n := len(recv)
+	return g, held, func() { until(t, l, func() bool { return len(recv) > n }) }
+}
+
+// TestNotOwnerBufferGroupReleaseRearmsTheRecv: BufferGroup.Release from another goroutine gives
+// the buffers back: the RecvMultishot that ran dry gets the bytes that waited.
+func TestNotOwnerBufferGroupReleaseRearmsTheRecv(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		g, held, more := bufferGroupDry(t, l, a, b)
+		onOtherGoroutine(t, func() {
+			for _, c := range held {
+				g.Release(c.BufferID())
+			}
+		})
+		more()
+	})
+}
+
+// TestNotOwnerCompletionReleaseBufferRearmsTheRecv: Completion.ReleaseBuffer from another
+// goroutine gives the buffer back: the RecvMultishot that ran dry gets the bytes that waited.
+func TestNotOwnerCompletionReleaseBufferRearmsTheRecv(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		_, held, more := bufferGroupDry(t, l, a, b)
+		onOtherGoroutine(t, func() {
+			for i := range held {
+				held[i].ReleaseBuffer()
+			}
+		})
+		more()
+	})
+}
+
+// TestNotOwnerCallsReturnErrNotOwner: every method that only the owner may call returns an
+// error wrapping ErrNotOwner from another goroutine and changes nothing: the owner's fd event,
+// request and buffer group work afterwards.
+func TestNotOwnerCallsReturnErrNotOwner(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, peer := testutil.Socketpair(t)
+		x, _ := testutil.Socketpair(t)
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		var evRuns atomic.Int32
+		ev := addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			testutil.Drain(t, ev.Fd())
+			evRuns.Add(1)
+		})
+		var rec recorder
+		req := must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 0))
+		g, err := l.NewBufferGroup(2, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb := func(*ringev.Completion) { t.Error("a request made from another goroutine completed") }
+		buf := make([]byte, 8)
+		var nop uring.SQE
+		nop.PrepNop()
+		calls := []struct {
+			name string
+			call func() error
+		}{
+			{"Once", l.Once},
+			{"Run", l.Run},
+			{"Close", l.Close},
+			{"AddFd", func() error { _, err := l.AddFd(x, ringev.Read, never(t, "foreign fd event")); return err }},
+			{"FdEvent.SetFlags", func() error { return ev.SetFlags(ringev.Write) }},
+			{"FdEvent.Close", ev.Close},
+			{"AddSignal", func() error { _, err := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {}); return err }},
+			{"AddSignalOnce", func() error {
+				_, err := l.AddSignalOnce(syscall.SIGUSR1, func(*ringev.Signal, int) {})
+				return err
+			}},
+			{"CheckOp", func() error { return l.CheckOp(ringev.OpRead) }},
+			{"Read", func() error { _, err := l.Read(x, buf, -1, cb, 0); return err }},
+			{"Write", func() error { _, err := l.Write(x, buf, -1, cb, 0); return err }},
+			{"Recv", func() error { _, err := l.Recv(x, buf, 0, cb, 0); return err }},
+			{"Send", func() error { _, err := l.Send(x, buf, 0, cb, 0); return err }},
+			{"Accept", func() error { _, err := l.Accept(x, 0, cb, 0); return err }},
+			{"AcceptMultishot", func() error { _, err := l.AcceptMultishot(x, 0, cb, 0); return err }},
+			{"Connect", func() error {
+				_, err := l.Connect(x, &unix.SockaddrInet4{Port: 1, Addr: [4]byte{127, 0, 0, 1}}, cb, 0)
+				return err
+			}},
+			{"Fsync", func() error { _, err := l.Fsync(x, false, cb, 0); return err }},
+			{"CloseFd", func() error { _, err := l.CloseFd(x, cb, 0); return err }},
+			{"RecvMultishot", func() error { _, err := l.RecvMultishot(x, g, 0, cb, 0); return err }},
+			{"SubmitSQE", func() error { _, err := l.SubmitSQE(&nop, nil, cb, 0); return err }},
+			{"RegisterFile", func() error { return l.RegisterFile(x) }},
+			{"UnregisterFile", func() error { return l.UnregisterFile(x) }},
+			{"NewBufferGroup", func() error { _, err := l.NewBufferGroup(2, 16); return err }},
+			{"BufferGroup.Close", g.Close},
+			{"Request.Cancel", req.Cancel},
+			{"Request.SetTimeout", func() error { return req.SetTimeout(time.Nanosecond) }},
+		}
+		onOtherGoroutine(t, func() {
+			for _, c := range calls {
+				if err := c.call(); !errors.Is(err, ringev.ErrNotOwner) {
+					t.Errorf("%s from another goroutine: %v, want ErrNotOwner", c.name, err)
+				}
+			}
+		})
+		// Nothing changed: the fd event reads, the request completes, the group serves.
+		testutil.Write(t, peer, []byte("x"))
+		testutil.Write(t, w, []byte("y"))
+		until(t, l, func() bool { return evRuns.Load() > 0 && rec.n() > 0 })
+		if c := rec.last(t); c.Err != nil || c.N != 1 {
+			t.Errorf("the owner's Read after the foreign Cancel and SetTimeout: %+v", c)
+		}
+		if f := ev.Flags(); f != ringev.Read {
+			t.Errorf("event flags %v after a foreign SetFlags, want READ", f)
+		}
+		if _, err := l.RecvMultishot(x, g, 0, func(*ringev.Completion) {}, 0); err != nil {
+			t.Errorf("RecvMultishot into the group after a foreign BufferGroup.Close: %v", err)
+		}
+	})
+}
+
+// TestNotOwnerNonblockingIOWorks: Loop.WriteNonblocking and ReadNonblocking from another
+// goroutine, while the loop runs, are write(2) and read(2): the bytes go through.
+func TestNotOwnerNonblockingIOWorks(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		keepAlive(t, l)
+		var got atomic.Value
+		go func() {
+			defer l.Stop()
+			if n, err := l.WriteNonblocking(w, []byte("ab")); n != 2 || err != nil {
+				t.Errorf("WriteNonblocking from another goroutine = %d, %v", n, err)
+				return
+			}
+			buf := make([]byte, 4)
+			n, err := l.ReadNonblocking(r, buf)
+			if err != nil {
+				t.Errorf("ReadNonblocking from another goroutine: %v", err)
+			}
+			got.Store(string(buf[:n]))
+		}()
+		if err := testutil.Run(t, l, deadline); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := got.Load().(string); s != "ab" {
+			t.Fatalf("read %q from another goroutine, want %q", s, "ab")
+		}
+	})
+}
+
+// TestNotOwnerGettersOfFixedStateWork: Backend, BackendReason, FdEvent.Fd, Timer.Deadline,
+// BufferGroup.Len, Size and Incremental, and Completion.BufferID, read from another goroutine
+// while the loop runs, give what the owner reads (no data race under -race).
+func TestNotOwnerGettersOfFixedStateWork(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		keepAlive(t, l)
+		ev := addFd(t, l, a, 0, never(t, "disarmed event"))
+		tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
+		defer tm.Stop()
+		g, err := l.NewBufferGroup(2, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c ringev.Completion
+		must(t)(l.RecvMultishot(a, g, 0, func(got *ringev.Completion) { c = *got }, 0))
+		testutil.Write(t, b, []byte("x"))
+		until(t, l, func() bool { return c.BufferID() >= 0 && c.N == 1 })
+		want := []any{l.Backend(), l.BackendReason(), ev.Fd(), tm.Deadline(), g.Len(), g.Size(), g.Incremental(), c.BufferID()}
+		var rounds atomic.Int32
+		go func() {
+			defer l.Stop()
+			for range 100 {
+				got := []any{l.Backend(), l.BackendReason(), ev.Fd(), tm.Deadline(), g.Len(), g.Size(), g.Incremental(), c.BufferID()}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Errorf("getter %d from another goroutine: %v, want %v", i, got[i], want[i])
+					}
+				}
+				l.Post(func() {}) // keep the loop turning meanwhile
+				rounds.Add(1)
+			}
+		}()
+		if err := testutil.Run(t, l, deadline); err != nil {
+			t.Fatal(err)
+		}
+		await(t, "100 rounds of getters", func() bool { return rounds.Load() == 100 })
+		c.ReleaseBuffer()
+	})
+}
+
+// TestNotOwnerGettersOfLoopStateThroughPost: FdEvent.Flags, Request.Pending, IOPath and
+// IOPathReason read what the loop changes; from another goroutine they are read through Post,
+// and give what the owner reads.
+func TestNotOwnerGettersOfLoopStateThroughPost(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		r, _ := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		keepAlive(t, l)
+		ev := addFd(t, l, a, ringev.Write, func(*ringev.FdEvent, ringev.Flags) {})
+		req := must(t)(l.Read(r, make([]byte, 1), -1, func(*ringev.Completion) {}, 0))
+		want := []any{ev.Flags(), req.Pending(), l.IOPath(), l.IOPathReason()}
+		var got []any
+		var done atomic.Bool
+		go func() {
+			if err := l.Post(func() {
+				got = []any{ev.Flags(), req.Pending(), l.IOPath(), l.IOPathReason()}
+				done.Store(true)
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+		until(t, l, done.Load)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("getter %d through Post: %v, want %v", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// TestNotOwnerCallsWhileOwnerClosesDoNotRace: AddTimer, AddTimerAt, AddImmediate, Timer.Stop,
+// Immediate.Schedule and Cancel, FdEvent.SetAutoClose, Signal.Close and BufferGroup.Release,
+// called over and over from another goroutine while the owner runs the loop and then closes
+// it, read nothing the owner writes (no data race under -race); after Close the additions
+// return nil.
+func TestNotOwnerCallsWhileOwnerClosesDoNotRace(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := ownedSocketpair(t)
+		l := newLoop(t, backend)
+		keepAlive(t, l)
+		ev := addFd(t, l, a.fd, ringev.Read, never(t, "fd event"))
+		sig, err := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := l.NewBufferGroup(2, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		im := l.AddImmediate(func() {})
+		var calls atomic.Int64
+		var afterClose atomic.Bool
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		t.Cleanup(func() { close(stop); wg.Wait() })
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				closed := afterClose.Load()
+				tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
+				at := l.AddTimerAt(time.Now().Add(time.Hour), func(*ringev.Timer) {})
+				im2 := l.AddImmediate(func() {})
+				if closed && (tm != nil || at != nil || im2 != nil) {
+					t.Error("an addition from another goroutine after Close returned a handle")
+					return
+				}
+				tm.Stop()
+				at.Stop()
+				im.Schedule()
+				im.Cancel()
+				ev.SetAutoClose(false)
+				g.Release(0)
+				if calls.Load() == 20 {
+					sig.Close()
+				}
+				calls.Add(1)
+			}
+		}()
+		until(t, l, func() bool { return calls.Load() >= 50 })
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		afterClose.Store(true)
+		at := calls.Load()
+		await(t, "50 more rounds after Loop.Close", func() bool { return calls.Load() >= at+50 })
+	})
+}
