@@ -160,7 +160,8 @@ func (r *Ring) Submit() (int, error) {
 // (IORING_OP_TIMEOUT, io_uring_enter(2)) that the ring has in flight fires or
 // meets its count, as the kernel's own wait does. A signal never ends it:
 // the kernel reports a signal as success once the CQ holds a CQE, so the
-// binding tells the two apart by the TIMEOUT requests it published. Give a
+// binding tells the two apart by the TIMEOUT requests it published. It knows
+// them by opcode once PrepTimeout has been called in the process. Give a
 // TIMEOUT request a user_data that no other request in flight has.
 //
 // It returns the number of SQEs submitted, each counted once (with SQPOLL:
