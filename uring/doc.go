@@ -3,7 +3,8 @@
 // and mmap, submission- and completion-queue access with the memory ordering
 // the kernel expects, operation preparation, and submit/wait.
 //
-// It knows nothing about event loops; package ringev builds on it.
+// It knows nothing about event loops; package ringev builds on it. It exists
+// on Linux only: elsewhere the package is empty.
 //
 // # Using a ring
 //

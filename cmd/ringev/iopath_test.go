@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Tests of how `ringev bench pipes` shows the path of the handlers' I/O (--mode ring, the

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command ringev holds ringev's measuring tools.
 //
 //	ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--busy N,M] [--mode m,n]

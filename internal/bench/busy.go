@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // The fd_busy shape: N pipes, all active, each with its own reader and writer, as

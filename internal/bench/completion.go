@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // The completion modes of `ringev bench pipes`: the handlers' I/O as requests

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // The fd_many shape: fd_speed1's active pipe plus N-1 idle pipes, each watched by a Read handler

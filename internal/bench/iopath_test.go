@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // Tests of the path of the handlers' I/O in bench pipes: mode ring, Result.IOPath and

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package bench holds ringev's measuring tools. This file is `ringev bench pipes`: the shapes of
 // tevent's own pipe benchmark (see ../../shared/anchors/tevent_pipe.c), run on every ringev
 // backend through Loop.Once, the way tevent_loop_once drives tevent, plus the Go runtime

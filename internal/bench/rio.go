@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // `ringev bench rio`: fio-style random-read latency over ringev's io_uring

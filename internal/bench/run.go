@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // The scaffolding that runLoop (readiness modes), runBusy (fd_busy in a readiness mode) and

@@ -7,8 +7,9 @@
 // On amd64 and arm64 each call is one assembly frame (rawsys_amd64.s, rawsys_arm64.s), where
 // unix.RawSyscall takes four (x/sys, syscall, its ABI wrapper, internal/runtime/syscall). That
 // makes every call cheaper (`go test -bench . ./internal/rawsys`; the figures are in
-// docs/design.md, "Where the time goes"). Elsewhere they are unix.RawSyscall and
-// unix.RawSyscall6 (rawsys_other.go).
+// docs/design.md, "Where the time goes"). On other Linux architectures they are
+// unix.RawSyscall and unix.RawSyscall6 (rawsys_other.go). Off Linux the package has GStack
+// only, and it returns nil.
 //
 // As with syscall.Syscall, convert a pointer argument to uintptr in the call expression
 // itself: what it points to then stays alive and in place for the call.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package testutil holds helpers shared by ringev's tests: nonblocking pipes and socketpairs that
 // close themselves when the test ends, guarded calls into a loop so that no test can hang, and
 // kernel-version skips.
