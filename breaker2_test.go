@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Breaker tests for the uring request path as it changed on 2026-12-01: SQEs prepared at the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Breaker tests for registered files (Loop.RegisterFile, UnregisterFile: the ring's

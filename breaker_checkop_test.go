@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // The breaker's tests of Loop.CheckOp and of the probe seam (SetProbeHides) it is tested with.

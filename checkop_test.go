@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of Loop.CheckOp: whether requests of an op can run on a loop, asked before any fd.

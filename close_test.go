@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Close safety (DESIGN.md point 5, issue 4 item 1), on every backend: closing an fd event;

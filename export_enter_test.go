@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev
 
 // BlockingEnters returns how many waiting io_uring_enter(2) calls l's uring backend made in its

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev
 
 // SetRideWindow makes l's measuring windows (ride.go) runs fd handler runs long instead of

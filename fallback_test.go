@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Fallback (issue 4 item 7, issue 11 item 4): when io_uring cannot be set up, or set up but not

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // The helpers of the root package's tests, in one family: every behaviour file (conformance,

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Adversarial tests of the hot path rewritten in 3c40e1a/e959feb (once.go, internal/rawsys):

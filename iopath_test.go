@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of WithIOPath, Loop.IOPath and IOPathReason, and of the loop measuring and switching the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Leaks (issue 4 item 8): after 100,000 AddFd/Close cycles on every backend (with a few Once calls

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of Loop.ReadNonblocking and Loop.WriteNonblocking (io.go; once.go: rideIO, reapRide,

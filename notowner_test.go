@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Calls from a goroutine that does not own the loop: each exported method either works

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Ownership and nesting (DESIGN.md points 8 and 9, issue 4 item 6): a loop belongs to the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of IORING_RECVSEND_POLL_FIRST on a Recv after one that drained the socket

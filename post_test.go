@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Post (DESIGN.md point 8, issue 4 item 5): the one call safe from any goroutine. It queues a

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of Loop.RegisterFile and Loop.UnregisterFile: requests on an fd in the ring's

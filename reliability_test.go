@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Reliability (issue 11): the shapes of public bug reports against event loops, each a whole

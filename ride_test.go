@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev
 
 // Tests of the decision of ride.go: rideDecider and calibratedPath, driven with given costs

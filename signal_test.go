@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Signals (DESIGN.md point 10, issue 4 item 4): delivered through os/signal as loop events with

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // The Go runtime's monitor (sysmon) and a loop that keeps blocking in short waits (once.go,

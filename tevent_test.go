@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // The shapes of tevent's own testsuite (lib/tevent/testsuite.c), on every backend, named after

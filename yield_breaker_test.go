@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Breaking the loop's yield before a blocking wait (once.go, yieldBeforeBlock): a wait that will

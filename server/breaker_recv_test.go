@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // The breaker's tests of the requests driver's receive modes: long streams through the default

@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of the requests driver's receive mode by default (Config.Recv ""): multishot where the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // The requests driver's send hold: replies to a message that the multishot recv delivers in two
