@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 import (
@@ -52,13 +54,6 @@ type epollSetBackend interface {
 	// cancelled. The core then adds its fds again (rebuildEpollSet).
 	replaceSet() error
 }
-
-// readyFd is one fd a backend reports ready (Fd), with the poll(2) bits it found (Events:
-// POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL, which have epoll's values) and, from the
-// epoll-set backends, the generation of the registration that reported it (Pad; 0 from the
-// others). It is epoll(7)'s struct epoll_event, so the epoll-based backends' non-blocking
-// epoll_wait(2) writes the loop's buffer directly.
-type readyFd = unix.EpollEvent
 
 // backendInfo names a backend and opens it.
 type backendInfo struct {
@@ -134,13 +129,13 @@ func openBackend(name string) (backend, string, string, error) {
 func pollBits(f Flags) uint32 {
 	var m uint32
 	if f&Read != 0 {
-		m |= unix.POLLIN | unix.POLLRDHUP
+		m |= unix.POLLIN | pollRdHup
 	}
 	if f&Write != 0 {
 		m |= unix.POLLOUT
 	}
 	if f&Error != 0 {
-		m |= unix.POLLERR | unix.POLLRDHUP
+		m |= unix.POLLERR | pollRdHup
 	}
 	if f&hangup != 0 {
 		m |= unix.POLLERR

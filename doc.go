@@ -120,6 +120,12 @@
 // did. "uring" keeps the fds in an epoll set and blocks in the ring, so close(2) releases a
 // file whoever closes it. "uring-poll" is used only when named: it is not close-safe (item 5).
 //
+// Every backend is Linux's: poll is ppoll(2) with an eventfd wake-up and POLLRDHUP. On macOS
+// and the BSDs the package builds, so code written against it compiles, and New fails with an
+// error that names the system and wraps errors.ErrUnsupported; SubmitSQE,
+// which takes package uring's SQE, exists on Linux only. On Windows the package is empty: its
+// API uses golang.org/x/sys/unix.
+//
 // # Options
 //
 // WithFreshReadiness runs every fd handler on readiness from a wait in the same Once.

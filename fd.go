@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 import (
@@ -132,10 +134,10 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 // for files that share one inode (eventfd, timerfd, signalfd, epoll: anonymous inodes), as a
 // kernel registration that is gone (the epoll-based backends ask epoll_ctl).
 func (l *Loop) checkIdentity(s *fdSlot, st *unix.Stat_t) {
-	if len(s.events) > 0 && (st.Dev != s.dev || st.Ino != s.ino || !l.be.stillWatched(s.fd, s.gen, s.interest)) {
+	if len(s.events) > 0 && (uint64(st.Dev) != s.dev || st.Ino != s.ino || !l.be.stillWatched(s.fd, s.gen, s.interest)) {
 		l.disarmSlot(s) // the old registration may be gone already: its error says nothing
 	}
-	s.dev, s.ino = st.Dev, st.Ino
+	s.dev, s.ino = uint64(st.Dev), st.Ino
 }
 
 // updateInterest recomputes the union of the slot's flags and tells the backend if it changed.
@@ -404,7 +406,7 @@ func (l *Loop) badFd(fd int) {
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
 		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil || st.Dev == s.dev && st.Ino == s.ino {
+		if unix.Fstat(fd, &st) != nil || uint64(st.Dev) == s.dev && st.Ino == s.ino {
 			return
 		}
 	}

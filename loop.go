@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 import (
@@ -293,7 +295,12 @@ type Loop struct {
 // WithIOPath name; the backend's error when a backend named explicitly cannot be set up (its
 // text says why: io_uring_disabled sysctl, EPERM, ENOSYS, ...); for "auto", an error only when
 // no backend works. A failed calibration is no error: IOPathReason says why there is none.
+// Off Linux it fails, whatever the options, with an error that names the platform and wraps
+// errors.ErrUnsupported: every backend is Linux's.
 func New(opts ...Option) (*Loop, error) {
+	if err := platformErr(); err != nil {
+		return nil, err
+	}
 	o := options{backend: "auto", ioPath: IOPathAuto}
 	for _, fn := range opts {
 		fn(&o)
@@ -338,7 +345,7 @@ func New(opts ...Option) (*Loop, error) {
 		l.rider, l.ride = rd, rd.rideShared()
 		setupIOPath(rd, o.ioPath, o.fresh)
 	}
-	l.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	l.wakeFd, err = newEventfd()
 	if err != nil {
 		be.close()
 		runtime.UnlockOSThread()

@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // This file is the loop's hot path, kept together so that it shares as few code pages as
@@ -247,7 +249,7 @@ func (l *Loop) pickFd() (*FdEvent, Flags) {
 			continue
 		}
 		ready := pollFlags(r.Events)
-		if r.Events&(unix.POLLERR|unix.POLLHUP|unix.POLLRDHUP) != 0 {
+		if r.Events&(unix.POLLERR|unix.POLLHUP|pollRdHup) != 0 {
 			l.errorFlags(s, r.Events)
 			ready |= Error | Read
 			if r.Events&(unix.POLLERR|unix.POLLHUP) != 0 {
@@ -294,7 +296,7 @@ func rawIO(trap uintptr, fd int, p []byte) (int, error) {
 // with no signal mask is epoll_wait, which arm64 lacks.) EINTR returns buf unchanged.
 func epollLook(epfd int, buf []readyFd) ([]readyFd, error) {
 	buf, free := epollRoom(buf)
-	r, e := rawsys.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(free))), uintptr(len(free)), 0, 0, 0)
+	r, e := rawsys.Syscall6(sysEpollPwait, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(free))), uintptr(len(free)), 0, 0, 0)
 	if e != 0 {
 		return buf, epollError(e)
 	}

@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // ownsFd reports whether fd is one of the loop's own fds: its wake-up eventfd, its epoll set,

@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Requests: completion I/O beside fd events. A request is one operation (read, write, recv,

@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // CloseFd: cancel an fd's requests, then close it once the last has completed.

@@ -1,13 +1,11 @@
+//go:build unix
+
 package ringev
 
 // Request deadlines: Request.SetTimeout and the loop timer that enforces a deadline the
 // backend does not hold itself.
 
-import (
-	"time"
-
-	"golang.org/x/sys/unix"
-)
+import "time"
 
 // dead reports whether r's deadline has passed.
 func (r *reqRec) dead() bool { return r.deadline != 0 && r.rq.l.now() >= r.deadline }
@@ -23,7 +21,7 @@ func (rq *requests) deadlinePassed(t *Timer) {
 	case stParked:
 		r.timedOut = true
 		r.group.unpark(r)
-		rq.finish(r, -int32(unix.ETIME), 0)
+		rq.finish(r, -int32(eTime), 0)
 	}
 }
 

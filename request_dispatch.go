@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Completion dispatch: the queue of completions a backend reports, the last steps of an
@@ -139,7 +141,7 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 		}
 	}
 	if r.timedOut && (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) {
-		res = -int32(unix.ETIME)
+		res = -int32(eTime)
 	}
 	if r.op == OpRecvMultishot && r.group.closed && res == -int32(unix.ENOBUFS) {
 		res = -int32(unix.ECANCELED) // BufferGroup.Close cancelled it; the kernel saw the group go first

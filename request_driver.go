@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // What a backend does for requests: the reqDriver contract.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // The requests' emulation on the readiness backends (epoll, poll, uring-poll), as libuv and
@@ -121,7 +123,7 @@ func (e *emulReqs) start(rec *reqRec) {
 	case OpFsync:
 		var err error
 		if r.flags == fsyncData {
-			err = unix.Fdatasync(int(r.fd))
+			err = fdatasync(int(r.fd))
 		} else {
 			err = unix.Fsync(int(r.fd))
 		}
@@ -363,7 +365,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		if r.off < 0 {
 			n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 		} else {
-			n, errno = f.sys(unix.SYS_PREAD64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off))
+			n, errno = f.sys(sysPread, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off))
 		}
 	case OpWrite, OpSend:
 		// The emulation finishes a short write itself (the core's continuation would queue
@@ -376,7 +378,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 			case r.off < 0:
 				n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 			default:
-				n, errno = f.sys(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off+int64(r.done)))
+				n, errno = f.sys(sysPwrite, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off+int64(r.done)))
 			}
 			if errno != 0 || n == 0 || int(n) == len(p) {
 				break
@@ -386,7 +388,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	case OpRecv:
 		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 	case OpAccept, OpAcceptMultishot:
-		n, _, errno = unix.Syscall6(unix.SYS_ACCEPT4, fd, 0, 0, uintptr(r.flags), 0, 0)
+		n, _, errno = unix.Syscall6(sysAccept4, fd, 0, 0, uintptr(r.flags), 0, 0)
 		if errno == 0 && r.op == OpAcceptMultishot {
 			rq.complete(&r.reqRec, int32(n), 0)
 			return true

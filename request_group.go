@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Buffer groups: buffers a RecvMultishot receives into, the kernel (or the emulation) picking

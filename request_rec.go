@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Request records and their pool: a record per request, recycled, with a generation that tells

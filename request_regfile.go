@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Registered files: an fd's file in the ring's registered-file table (IOSQE_FIXED_FILE).

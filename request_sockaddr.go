@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Socket addresses as the kernel reads them, for Connect.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev
 
 // SubmitSQE: a request made of an SQE prepared with package uring (the uring backend only).

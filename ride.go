@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // This file decides, on the uring backend, whether a handler's I/O through Loop.ReadNonblocking
@@ -415,7 +417,7 @@ func (l *Loop) rideWindowEnd() {
 // CLOCK_THREAD_CPUTIME_ID, which counts no time the thread sleeps or waits to run), written
 // into ts; false if the clock failed. The loop's goroutine is locked to its thread (New).
 func threadCPU(ts *unix.Timespec) (int64, bool) {
-	_, e := rawsys.Syscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(ts)), 0)
+	_, e := rawsys.Syscall(sysClockGettime, clockThreadCPU, uintptr(unsafe.Pointer(ts)), 0)
 	if e != 0 {
 		return 0, false
 	}

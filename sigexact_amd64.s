@@ -1,3 +1,5 @@
+//go:build linux
+
 #include "textflag.h"
 
 // sigexactHandler is the signal handler of WithExactSignals, called by the kernel with the C

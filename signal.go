@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 import (
@@ -63,7 +65,7 @@ func (l *Loop) startExact() (*signalState, error) {
 		return nil, err
 	}
 	sigexactOnce.Do(func() {
-		sigexactFd, sigexactErr = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		sigexactFd, sigexactErr = newEventfd()
 		if sigexactErr != nil {
 			sigexactErr = fmt.Errorf("ringev: WithExactSignals: eventfd: %w", sigexactErr)
 		}

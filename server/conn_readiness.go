@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 import (
@@ -49,7 +51,7 @@ func (d *connRdy) start(lfd int) error {
 // of connections does not starve the open ones.
 func (d *connRdy) accept(ev *ringev.FdEvent, _ ringev.Flags) {
 	for range acceptBatch {
-		fd, _, err := unix.Accept4(ev.Fd(), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, err := accept4(ev.Fd())
 		switch {
 		case err == nil:
 			d.l.accepted(fd)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 import (
@@ -78,7 +80,7 @@ func (d *connReqs) start(lfd int) error {
 
 // armAccept submits the multishot accept.
 func (d *connReqs) armAccept() error {
-	_, err := d.l.ev.AcceptMultishot(d.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, d.onAcc, 0)
+	_, err := d.l.ev.AcceptMultishot(d.lfd, sockFlags, d.onAcc, 0)
 	return err
 }
 

@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 // Echo is the echo protocol: every byte received is sent back, in order. It keeps no state.

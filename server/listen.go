@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 import (
@@ -70,7 +72,7 @@ func listenSocket(network, addr string, reuseport bool) (fd int, bound net.Addr,
 	default:
 		return -1, nil, fmt.Errorf("server: unknown network %q (known: tcp, tcp4, tcp6, unix, udp, udp4, udp6)", network)
 	}
-	fd, err = unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, err = unix.Socket(family, typ|sockFlags, 0)
 	if err != nil {
 		return -1, nil, fmt.Errorf("server: socket for %s %s: %w", network, addr, err)
 	}
@@ -159,7 +161,7 @@ func acceptAgain(err error) bool {
 // serves them before it closes the listener).
 func acceptBacklog(l *Loop, lfd int) {
 	for {
-		fd, _, err := unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, err := accept4(lfd)
 		if err != nil {
 			if acceptAgain(err) {
 				continue

@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 import (
@@ -98,7 +100,7 @@ func newDriver(srv *Server, loop *ringev.Loop, lfd int, proto Protocol) (*driver
 // accept takes the connections waiting on the listening socket.
 func (d *driver) accept(ev *ringev.FdEvent, _ ringev.Flags) {
 	for range acceptBatch {
-		fd, _, err := unix.Accept4(ev.Fd(), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, err := accept4(ev.Fd())
 		switch {
 		case err == nil:
 			d.addConn(fd)

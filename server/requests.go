@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 import (
@@ -170,7 +172,7 @@ func (d *reqDriver) recvMode() string {
 
 // armAccept submits the multishot accept.
 func (d *reqDriver) armAccept() error {
-	r, err := d.loop.AcceptMultishot(d.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, d.onAcc, 0)
+	r, err := d.loop.AcceptMultishot(d.lfd, sockFlags, d.onAcc, 0)
 	d.accept = r
 	return err
 }
@@ -506,7 +508,7 @@ func (d *reqDriver) shutdown(timeout time.Duration) {
 	d.draining = true
 	if d.lfd >= 0 {
 		for { // the backlog, at once (the multishot accept may be taking some too)
-			fd, _, err := unix.Accept4(d.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			fd, err := accept4(d.lfd)
 			if err != nil {
 				if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
 					continue

@@ -8,8 +8,8 @@
 // unix.RawSyscall takes four (x/sys, syscall, its ABI wrapper, internal/runtime/syscall). That
 // makes every call cheaper (`go test -bench . ./internal/rawsys`; the figures are in
 // docs/design.md, "Where the time goes"). On other Linux architectures they are
-// unix.RawSyscall and unix.RawSyscall6 (rawsys_other.go). Off Linux the package has GStack
-// only, and it returns nil.
+// unix.RawSyscall and unix.RawSyscall6 (rawsys_other.go). Off Linux they fail with ENOSYS
+// and GStack returns nil (rawsys_nolinux.go).
 //
 // As with syscall.Syscall, convert a pointer argument to uintptr in the call expression
 // itself: what it points to then stays alive and in place for the call.
