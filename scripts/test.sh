@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The test command: formatting, vet, staticcheck, every test under the race detector, then the
+# The test command: formatting, vet (also for darwin, freebsd and windows), staticcheck, every test under the race detector, then the
 # RESP and HTTP parsers' fuzz tests for a few seconds each (FUZZTIME, default 5s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bad=$(gofmt -l . | grep -v '^vendor/' || true)
 if [ -n "$bad" ]; then echo "gofmt: not formatted:"; echo "$bad"; exit 1; fi
 go vet ./...
+# Every GOOS builds: off Linux New fails, but the packages compile (vet type-checks the tests).
+for os in darwin freebsd windows; do GOOS=$os go vet ./...; done
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go test -race -count=1 -timeout 10m ./...
 # The parsers' fuzz tests, a few seconds each (go test -fuzz takes one target at a time).
