@@ -108,8 +108,8 @@
 // which queue the handler to the loop and return its handle at once; Timer.Stop, and
 // Immediate.Schedule and Cancel, whose result is exact; FdEvent.SetAutoClose, Signal.Close,
 // BufferGroup.Release and Completion.ReleaseBuffer, queued to the loop; ReadNonblocking and
-// WriteNonblocking, which are then plain read(2) and write(2); and the getters of what never
-// changes (Backend, FdEvent.Fd, Timer.Deadline, BufferGroup.Len). Every other method returns
+// WriteNonblocking, which are then plain read(2) and write(2); Owned; and the getters of what
+// never changes (Backend, FdEvent.Fd, Timer.Deadline, BufferGroup.Len). Every other method returns
 // an error wrapping ErrNotOwner and changes nothing. Getters of what the loop changes
 // (FdEvent.Flags, Request.Pending, IOPath) belong on the loop's goroutine: ask through Post.
 //

@@ -464,6 +464,7 @@ func TestNotOwnerCallsReturnErrNotOwner(t *testing.T) {
 			{"BufferGroup.Close", g.Close},
 			{"Request.Cancel", req.Cancel},
 			{"Request.SetTimeout", func() error { return req.SetTimeout(time.Nanosecond) }},
+			{"PostTo", func() error { return l.PostTo(l, func() {}) }},
 		}
 		onOtherGoroutine(t, func() {
 			for _, c := range calls {
@@ -484,6 +485,19 @@ func TestNotOwnerCallsReturnErrNotOwner(t *testing.T) {
 		}
 		if _, err := l.RecvMultishot(x, g, 0, func(*ringev.Completion) {}, 0); err != nil {
 			t.Errorf("RecvMultishot into the group after a foreign BufferGroup.Close: %v", err)
+		}
+	})
+}
+
+// TestNotOwnerOwnedIsFalse: Owned from another goroutine returns false, on the owner true.
+func TestNotOwnerOwnedIsFalse(t *testing.T) {
+	l := newLoop(t, "epoll")
+	if !l.Owned() {
+		t.Fatal("Owned on the owner goroutine returned false")
+	}
+	onOtherGoroutine(t, func() {
+		if l.Owned() {
+			t.Error("Owned from another goroutine returned true")
 		}
 	})
 }
