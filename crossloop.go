@@ -1,9 +1,11 @@
+//go:build unix
+
 package ringev
 
 import "golang.org/x/sys/unix"
 
 // Owned reports whether the caller runs on the loop's owner goroutine, the one that called New:
-// where every method but Post, PostTo's dst side and Stop must be called. It is safe from any
+// where the methods that return ErrNotOwner elsewhere must be called. It is safe from any
 // goroutine and costs a few instructions (no call into the runtime).
 func (l *Loop) Owned() bool { return l.owned() }
 

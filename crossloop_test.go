@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of Loop.PostTo and Loop.Owned: a function posted from one loop to another runs there,

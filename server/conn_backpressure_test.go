@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of backpressure: a connection whose pending output passes the write limit is no longer

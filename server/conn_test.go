@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of Conn: the handler's view of a connection (open, data, close and its reason), its

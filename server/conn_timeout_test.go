@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of a connection's timeouts: the idle timeout closes a connection on which nothing

@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of Conn.Write's cost: however many writes a turn makes to a connection, it makes one

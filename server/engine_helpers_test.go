@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Helpers of the connection layer's tests (Engine, Conn, Loop, PacketConn): the backend and

@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of an engine's loops: each balancing mode spreads the connections over them, a

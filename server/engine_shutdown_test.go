@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of an engine's end: the cancellation of Listen's context and Shutdown drain it

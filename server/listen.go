@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -140,15 +139,6 @@ func sockaddrToNet(sa unix.Sockaddr, typ int) net.Addr {
 		return &net.UnixAddr{Name: a.Name, Net: "unix"}
 	}
 	return nil
-}
-
-// usableCPUs is the number of CPUs the process may run on (its affinity mask), at least 1.
-func usableCPUs() int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err == nil && set.Count() > 0 {
-		return set.Count()
-	}
-	return max(1, runtime.NumCPU())
 }
 
 // acceptAgain tells accept4's errors that leave the listening socket usable at once (the next

@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of the networks Listen serves (TCP over IPv4 and IPv6, Unix stream sockets) and of the

@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -163,9 +162,7 @@ func (pc *PacketConn) armRecv(s *pktSlot) error {
 	s.iov = unix.Iovec{Base: &s.buf[0]}
 	s.iov.SetLen(len(s.buf))
 	s.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&s.sa)), Namelen: unix.SizeofSockaddrAny, Iov: &s.iov, Iovlen: 1}
-	var sqe uring.SQE
-	sqe.PrepRecvmsg(pc.fd, &s.msg, 0)
-	if _, err := pc.l.ev.SubmitSQE(&sqe, s.buf, pc.cb, uint64(s.idx)); err != nil {
+	if err := submitMsg(pc.l.ev, pc.fd, &s.msg, s.buf, pc.cb, uint64(s.idx), false); err != nil {
 		return err
 	}
 	pc.recvs++
@@ -254,9 +251,7 @@ func (pc *PacketConn) flush() {
 				s.iov.Base = &s.buf[0]
 			}
 			s.iov.SetLen(len(s.buf))
-			var sqe uring.SQE
-			sqe.PrepSendmsg(pc.fd, &s.msg, 0)
-			if _, err := pc.l.ev.SubmitSQE(&sqe, s.buf, pc.cb, sendTok|uint64(s.idx)); err != nil {
+			if err := submitMsg(pc.l.ev, pc.fd, &s.msg, s.buf, pc.cb, sendTok|uint64(s.idx), true); err != nil {
 				pc.l.e.logf("sendmsg: %v", err)
 				pc.held--
 				pc.sfree = append(pc.sfree, s)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 // Tests of ListenPacket: a UDP engine hands each datagram to OnPacket with its sender's address

@@ -1,13 +1,44 @@
 package server
 
-import "golang.org/x/sys/unix"
+import (
+	"runtime"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// The Linux calls the shared files make; sys_other.go has the same names elsewhere (macOS, the
+// BSDs), where ringev.New fails first.
 
 // sockFlags makes an accepted or new socket non-blocking and close-on-exec in the same call
-// (SOCK_NONBLOCK|SOCK_CLOEXEC); sys_other.go has the same names off Linux.
+// (SOCK_NONBLOCK|SOCK_CLOEXEC).
 const sockFlags = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
 
 // accept4 is accept4(2) with sockFlags.
 func accept4(fd int) (int, error) {
 	nfd, _, err := unix.Accept4(fd, sockFlags)
 	return nfd, err
+}
+
+// usableCPUs is the number of CPUs the process may run on (its affinity mask), at least 1.
+func usableCPUs() int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil && set.Count() > 0 {
+		return set.Count()
+	}
+	return max(1, runtime.NumCPU())
+}
+
+// submitMsg submits IORING_OP_SENDMSG (send) or RECVMSG of msg on fd through l's ring
+// (Loop.SubmitSQE: the uring backend only), keeping keep until the last completion.
+func submitMsg(l *ringev.Loop, fd int, msg *unix.Msghdr, keep []byte, cb ringev.Callback, token uint64, send bool) error {
+	var sqe uring.SQE
+	if send {
+		sqe.PrepSendmsg(fd, msg, 0)
+	} else {
+		sqe.PrepRecvmsg(fd, msg, 0)
+	}
+	_, err := l.SubmitSQE(&sqe, keep, cb, token)
+	return err
 }

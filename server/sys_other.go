@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/ringev/ringev"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,4 +16,10 @@ const sockFlags = 0
 
 func accept4(int) (int, error) {
 	return -1, fmt.Errorf("server: accept4(2) on %s: %w", runtime.GOOS, unix.ENOSYS)
+}
+
+func usableCPUs() int { return max(1, runtime.NumCPU()) }
+
+func submitMsg(*ringev.Loop, int, *unix.Msghdr, []byte, ringev.Callback, uint64, bool) error {
+	return fmt.Errorf("server: io_uring on %s: %w", runtime.GOOS, unix.ENOSYS)
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package uring
 
 // Tests of the message ops: a datagram sent with SENDMSG to a UDP socket is received by

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command echo is a TCP echo server on ringev: each byte a client sends comes back.
 package main
 

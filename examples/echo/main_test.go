@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // TestEchoServesANetDialClient: the example's handler, served on each backend, sends back what
