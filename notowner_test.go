@@ -128,50 +128,77 @@ func TestNotOwnerAddsAfterCloseReturnNil(t *testing.T) {
 	})
 }
 
+// stopsBeforeTheRun makes a handler on the owner and one from another goroutine with add (each
+// adds to ran when it runs, and add returns the call that stops it); from another goroutine each
+// stop returns true, then false. Then the loop runs until later (made by the caller's
+// then, from the owner, after the stops) has run: neither stopped handler ran.
+func stopsBeforeTheRun(t *testing.T, l *ringev.Loop, what string, add func(ran *atomic.Int32) (stop func() bool), then func(later *atomic.Bool)) {
+	t.Helper()
+	var ran atomic.Int32
+	own := add(&ran)
+	onOtherGoroutine(t, func() {
+		for _, stop := range []func() bool{own, add(&ran)} {
+			if !stop() {
+				t.Errorf("stopping, from another goroutine, a %s that has not run returned false", what)
+			}
+			if stop() {
+				t.Errorf("stopping a %s a second time returned true", what)
+			}
+		}
+	})
+	var later atomic.Bool
+	then(&later)
+	until(t, l, later.Load)
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d stopped %ss ran", n, what)
+	}
+}
+
 // TestNotOwnerTimerStopPreventsTheRun: Stop from another goroutine, on a timer the owner added
 // and on one another goroutine added, returns true, then false; neither handler runs, while a
 // later timer does.
 func TestNotOwnerTimerStopPreventsTheRun(t *testing.T) {
 	l := newLoop(t, "epoll")
 	keepAlive(t, l)
-	var ranStopped atomic.Int32
-	own := l.AddTimer(time.Millisecond, func(*ringev.Timer) { ranStopped.Add(1) })
-	onOtherGoroutine(t, func() {
-		foreign := l.AddTimer(time.Millisecond, func(*ringev.Timer) { ranStopped.Add(1) })
-		for _, tm := range []*ringev.Timer{own, foreign} {
-			if !tm.Stop() {
-				t.Error("Stop from another goroutine of a timer that has not run returned false")
-			}
-			if tm.Stop() {
-				t.Error("a second Stop returned true")
-			}
-		}
+	stopsBeforeTheRun(t, l, "timer", func(ran *atomic.Int32) func() bool {
+		return l.AddTimer(time.Millisecond, func(*ringev.Timer) { ran.Add(1) }).Stop
+	}, func(later *atomic.Bool) {
+		l.AddTimer(5*time.Millisecond, func(*ringev.Timer) { later.Store(true) })
 	})
-	var later atomic.Bool
-	l.AddTimer(5*time.Millisecond, func(*ringev.Timer) { later.Store(true) })
-	until(t, l, later.Load)
-	if n := ranStopped.Load(); n != 0 {
-		t.Fatalf("%d stopped timers ran", n)
-	}
 }
 
-// TestNotOwnerTimerStopIsExactAgainstTheRun: 200 timers due at once, stopped from another
-// goroutine while the loop runs them: each either ran or was stopped (Stop returned true),
-// never both and never neither; a Stop after the run returns false.
-func TestNotOwnerTimerStopIsExactAgainstTheRun(t *testing.T) {
-	const n = 200
+// TestNotOwnerImmediateCancelPreventsTheRun: Cancel from another goroutine, on an immediate
+// the owner added and on one another goroutine added, returns true, then false; neither runs,
+// while one added after them (once the foreign one is in the queue) does.
+func TestNotOwnerImmediateCancelPreventsTheRun(t *testing.T) {
 	l := newLoop(t, "epoll")
 	keepAlive(t, l)
-	var ran, stopped [n]atomic.Bool
-	timers := make([]*ringev.Timer, n)
-	for i := range timers {
-		timers[i] = l.AddTimer(0, func(*ringev.Timer) { ran[i].Store(true) })
+	stopsBeforeTheRun(t, l, "immediate", func(ran *atomic.Int32) func() bool {
+		return l.AddImmediate(func() { ran.Add(1) }).Cancel
+	}, func(later *atomic.Bool) {
+		if err := l.Post(func() { l.AddImmediate(func() { later.Store(true) }) }); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// exactAgainstTheRun makes n handlers on l with add (each sets its ran flag when it runs, and
+// add returns the call that stops it), stops them from another goroutine, last first, while
+// the loop runs them, and checks that each either ran or was stopped (the stop returned true),
+// never both and never neither.
+func exactAgainstTheRun(t *testing.T, l *ringev.Loop, n int, what string, add func(ran *atomic.Bool) (stop func() bool)) {
+	t.Helper()
+	ran, stopped := make([]atomic.Bool, n), make([]atomic.Bool, n)
+	stops := make([]func() bool, n)
+	for i := range n {
+		stops[i] = add(&ran[i])
 	}
 	var done atomic.Bool
 	go func() {
+		defer l.Post(func() {}) // wakes the loop to see done
 		defer done.Store(true)
 		for i := n - 1; i >= 0; i-- { // from the end: the loop runs them from the start
-			stopped[i].Store(timers[i].Stop())
+			stopped[i].Store(stops[i]())
 		}
 	}()
 	until(t, l, func() bool {
@@ -188,55 +215,35 @@ func TestNotOwnerTimerStopIsExactAgainstTheRun(t *testing.T) {
 	runs := 0
 	for i := range n {
 		if ran[i].Load() && stopped[i].Load() {
-			t.Errorf("timer %d ran although Stop returned true", i)
+			t.Errorf("%s %d ran although its stop returned true", what, i)
 		}
 		if ran[i].Load() {
 			runs++
 		}
 	}
-	t.Logf("%d of %d timers ran before their Stop", runs, n)
+	t.Logf("%d of %d %ss ran before their stop", runs, n, what)
+}
+
+// TestNotOwnerTimerStopIsExactAgainstTheRun: 200 timers due at once, stopped from another
+// goroutine while the loop runs them: each either ran or was stopped (Stop returned true),
+// never both and never neither.
+func TestNotOwnerTimerStopIsExactAgainstTheRun(t *testing.T) {
+	l := newLoop(t, "epoll")
+	keepAlive(t, l)
+	exactAgainstTheRun(t, l, 200, "timer", func(ran *atomic.Bool) func() bool {
+		return l.AddTimer(0, func(*ringev.Timer) { ran.Store(true) }).Stop
+	})
 }
 
 // TestNotOwnerImmediateCancelIsExactAgainstTheRun: 200 immediates, cancelled from another
 // goroutine while the loop runs them: each either ran or was cancelled (Cancel returned true),
 // never both and never neither.
 func TestNotOwnerImmediateCancelIsExactAgainstTheRun(t *testing.T) {
-	const n = 200
 	l := newLoop(t, "epoll")
 	keepAlive(t, l)
-	var ran, cancelled [n]atomic.Bool
-	ims := make([]*ringev.Immediate, n)
-	for i := range ims {
-		ims[i] = l.AddImmediate(func() { ran[i].Store(true) })
-	}
-	var done atomic.Bool
-	go func() {
-		defer done.Store(true)
-		for i := n - 1; i >= 0; i-- {
-			cancelled[i].Store(ims[i].Cancel())
-		}
-	}()
-	until(t, l, func() bool {
-		if !done.Load() {
-			return false
-		}
-		for i := range n {
-			if !ran[i].Load() && !cancelled[i].Load() {
-				return false
-			}
-		}
-		return true
+	exactAgainstTheRun(t, l, 200, "immediate", func(ran *atomic.Bool) func() bool {
+		return l.AddImmediate(func() { ran.Store(true) }).Cancel
 	})
-	runs := 0
-	for i := range n {
-		if ran[i].Load() && cancelled[i].Load() {
-			t.Errorf("immediate %d ran although Cancel returned true", i)
-		}
-		if ran[i].Load() {
-			runs++
-		}
-	}
-	t.Logf("%d of %d immediates ran before their Cancel", runs, n)
 }
 
 // TestNotOwnerImmediateScheduleRunsItAgain: after an immediate ran, Schedule from another
@@ -262,34 +269,6 @@ func TestNotOwnerImmediateScheduleRunsItAgain(t *testing.T) {
 	until(t, l, later.Load)
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("the immediate ran %d times, want 2", n)
-	}
-}
-
-// TestNotOwnerImmediateCancelPreventsTheRun: Cancel from another goroutine, on an immediate
-// the owner added and on one another goroutine added, returns true, then false; neither runs.
-func TestNotOwnerImmediateCancelPreventsTheRun(t *testing.T) {
-	l := newLoop(t, "epoll")
-	keepAlive(t, l)
-	var ranCancelled atomic.Int32
-	own := l.AddImmediate(func() { ranCancelled.Add(1) })
-	onOtherGoroutine(t, func() {
-		foreign := l.AddImmediate(func() { ranCancelled.Add(1) })
-		for _, im := range []*ringev.Immediate{own, foreign} {
-			if !im.Cancel() {
-				t.Error("Cancel from another goroutine of an immediate that has not run returned false")
-			}
-			if im.Cancel() {
-				t.Error("a second Cancel returned true")
-			}
-		}
-	})
-	var later atomic.Bool
-	if err := l.Post(func() { l.AddImmediate(func() { later.Store(true) }) }); err != nil {
-		t.Fatal(err)
-	}
-	until(t, l, later.Load)
-	if n := ranCancelled.Load(); n != 0 {
-		t.Fatalf("%d cancelled immediates ran", n)
 	}
 }
 
