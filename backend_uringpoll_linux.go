@@ -183,6 +183,25 @@ func (b *uringPollBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error)
 	if err := ringWaitError(err); err != nil {
 		return buf, err
 	}
+	for {
+		n := len(buf)
+		if buf, err = b.reap(buf); err != nil || len(buf)-n < taskWorkBatch {
+			return buf, err
+		}
+		// A full batch: with DEFER_TASKRUN one enter runs at most taskWorkBatch polls'
+		// completion work, and more fds may be ready; the loop's fairness needs them all.
+		if _, err := b.ring.Submit(); err != nil {
+			return buf, ringWaitError(err)
+		}
+	}
+}
+
+// taskWorkBatch is the most deferred completions one io_uring_enter(2) runs with GETEVENTS and
+// a min_complete below it (IO_LOCAL_TW_DEFAULT_MAX in io_uring/tw.h, DEFER_TASKRUN).
+const taskWorkBatch = 20
+
+// reap appends to buf the fds the ring's CQEs report ready.
+func (b *uringPollBackend) reap(buf []readyFd) ([]readyFd, error) {
 	for c, ok := b.ring.PopCQE(); ok; c, ok = b.ring.PopCQE() {
 		ud, res := c.UserData, c.Res
 		if ud&removeTag != 0 {

@@ -77,3 +77,7 @@ func SetFeatureHides(mask uint32) (restore func()) {
 	featureHides = mask
 	return func() { featureHides = old }
 }
+
+// PickVisits returns how many entries of l's fd dispatch order its picks have looked at (or
+// sorted), and how many fd handlers l has run.
+func PickVisits(l *Loop) (visits, runs uint64) { return l.visits, l.dispatch }

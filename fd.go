@@ -41,6 +41,7 @@ type fdSlot struct {
 	evStored int
 	dev, ino uint64 // identity of the file when the last event was added (see checkIdentity)
 	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable
+	ready    Flags  // what the last wait that reported the fd found it ready for (markReady)
 	// gen is the generation of the slot's epoll registration (epoll-set backends; 0 on the
 	// others), stored in the event's data: an event whose generation differs comes from a
 	// registration the loop replaced or could not remove (see setInterest), and is stale. The
@@ -297,7 +298,7 @@ func (e *FdEvent) Close() error {
 	return l.updateInterest(s)
 }
 
-// errorFlags is pickFd's rare branch for an fd reported with an error, hang-up or half-close
+// errorFlags is markReady's rare branch for an fd reported with an error, hang-up or half-close
 // (revents: POLLERR, POLLHUP, POLLRDHUP): an error or hang-up applies tevent's rule to the
 // slot's events (applyErrorRule); a half-close alone does not, since the fd is still writable.
 //

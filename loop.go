@@ -259,10 +259,23 @@ type Loop struct {
 	// cacheLeft bounds the usable cache entries from above: markReady sets it, each handler run
 	// uses one up; 0 means none, so Once waits without looking at the cache.
 	cacheLeft int
-	slotsBuf  [32]*fdSlot // the first slots array, inside the loop for the same reason
-	timers    timerHeap
-	imm       immList
-	cacheBuf  [64]readyFd
+	// The round's dispatch order (once.go): order holds the fd events the last markReady found
+	// ready, least recently run first (but for order[pos:unsorted], see pickUnsorted);
+	// order[:pos] are used up. ran holds the fd events run since, in the order they ran, and
+	// roundAt is the dispatch clock at that markReady. visits counts the order entries picks
+	// looked at (tests: a pick's cost does not grow with the number of ready fds).
+	order    []*FdEvent
+	pos      int
+	unsorted int
+	scanned  bool // the round's first pick searched order[pos:unsorted] without sorting it
+	ran      []*FdEvent
+	roundAt  uint64
+	visits   uint64
+
+	slotsBuf [32]*fdSlot // the first slots array, inside the loop as the readiness buffer is
+	timers   timerHeap
+	imm      immList
+	cacheBuf [64]readyFd
 
 	genLast uint32 // the last registration generation given out (fdSlot.gen)
 	// pendErr is an error for the Once that is running to return after its handler: a watched
@@ -415,6 +428,7 @@ func (l *Loop) Close() error {
 		l.req.shutdown() // before the backend closes: the kernel may still hold buffers
 	}
 	l.slots = nil
+	l.order, l.ran = nil, nil
 	l.ride, l.rider = nil, nil
 	if l.sig != nil {
 		l.sig.stop()

@@ -9,6 +9,7 @@ package ringev
 // more page.
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -126,6 +127,9 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 		} else {
 			ready, err = l.be.wait(0, l.cache[:0])
 		}
+		if len(ready) == cap(ready) && err == nil {
+			ready, err = l.fillCache(ready)
+		}
 		if err != nil || len(ready) > 0 {
 			return ready, err
 		}
@@ -141,6 +145,9 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 		l.yieldBeforeBlock()
 	}
 	ready, err := l.be.wait(timeout, l.cache[:0])
+	if len(ready) == cap(ready) && err == nil {
+		ready, err = l.fillCache(ready)
+	}
 	l.lookInFlight = false // collected, or (a timeout) the next busy look just costs a syscall
 	l.sleeping.Store(false)
 	l.busy = len(ready) > 0
@@ -149,12 +156,25 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 
 // markReady processes what a wait returned: it drains the wake-up eventfd, disarms fds the
 // kernel reports invalid, drops stale events, and marks every other reported slot usable for
-// dispatch; cacheLeft counts them. The rare cases go out of line (offGen, invalidFd, then
-// markRare), so that the loop keeps its registers.
+// dispatch (cacheLeft counts them), with the flags it is ready for (fdSlot.ready). It then
+// makes the round's dispatch order (Loop.order): the fd events those flags concern, least
+// recently run first. Those that ran since the last markReady come last, in the order they ran
+// (Loop.ran): each ran after every other event did. The others, which ran before, or never, are
+// put first in the order the wait reported them; pickFd sorts them by their last run only if
+// more than one is picked (usually there are none: a busy fd's events ran in the last round).
+// The work is one visit per reported fd and per fd event that ran, whatever the number of
+// watched fds. The rare cases go out of line (offGen, invalidFd, errorReady, then markRare),
+// so that the loop keeps its registers.
 func (l *Loop) markReady() error {
 	l.waitSeq++
 	seq := l.waitSeq
+	round := l.roundAt
+	order := l.order[:0]
 	left := 0
+	// inOrder: the events that did not run since the last markReady came in the order of their
+	// last runs (a busy loop's usually do: the kernel reports fds in the order it reported them
+	// before, and the loop ran them in that order).
+	inOrder, last := true, uint64(0)
 	for i := range l.cache {
 		r := &l.cache[i]
 		if uint(r.Fd) >= uint(len(l.slots)) {
@@ -167,16 +187,85 @@ func (l *Loop) markReady() error {
 			l.offGen(s) // one of the loop's own eventfds, or a stale event: never dispatched
 		case r.Events&unix.POLLNVAL != 0:
 			l.invalidFd(s)
+		case s.mark == seq: // reported twice by one wait: once is enough
 		default:
 			s.mark = seq
 			left++
+			ready := pollFlags(r.Events)
+			if r.Events&(unix.POLLERR|unix.POLLHUP|pollRdHup) != 0 {
+				ready = l.errorReady(s, r.Events)
+			}
+			s.ready = ready
+			for _, ev := range s.events {
+				if ev.flags&ready != 0 && ev.lastRun <= round {
+					if ev.lastRun < last {
+						inOrder = false
+					}
+					last = ev.lastRun
+					order = append(order, ev)
+				}
+			}
 		}
 	}
 	l.cacheLeft = left
+	l.unsorted = 0
+	if !inOrder {
+		l.unsorted = len(order)
+	}
+	for _, ev := range l.ran {
+		if s := ev.slot; s.mark == seq && ev.flags&s.ready != 0 && !ev.closed {
+			order = append(order, ev)
+		}
+	}
+	l.order, l.pos, l.scanned = order, 0, false
+	l.ran = l.ran[:0]
+	l.roundAt = l.dispatch
 	if l.rare {
 		return l.markRare()
 	}
 	return nil
+}
+
+// maxCache is the most fds one wait can report (the readiness cache's capacity, grown by
+// growCache): 48 KiB of epoll_event.
+const maxCache = 4096
+
+// fillCache is called when a wait filled the readiness cache (ready): more fds may be ready
+// than it could report, and the dispatch order should hold them all, so that the least recently
+// run of every ready fd's events goes first (with a partial report, the kernel's order decides
+// which fds are seen first). It doubles the cache's capacity, up to maxCache, and on the epoll
+// set backends looks again without blocking, appending what the set reports now (the fds
+// reported already come again, level-triggered: markReady takes each once), until a look leaves
+// room. On the others the next wait reports more.
+//
+//go:noinline
+func (l *Loop) fillCache(ready []readyFd) ([]readyFd, error) {
+	for len(ready) == cap(ready) && 2*cap(ready) <= maxCache {
+		ready = append(make([]readyFd, 0, 2*cap(ready)), ready...)
+		if l.epfd < 0 {
+			break
+		}
+		var err error
+		if ready, err = epollLook(l.epfd, ready); err != nil {
+			return ready, err
+		}
+	}
+	return ready, nil
+}
+
+// errorReady is markReady's branch for an fd reported with an error, hang-up or half-close
+// (revents: POLLERR, POLLHUP, POLLRDHUP): it applies tevent's rule to the slot's events
+// (errorFlags) and returns the flags the fd is ready for: Error and Read beside what poll(2)
+// reported, and hangup on an error or hang-up.
+//
+//go:noinline
+func (l *Loop) errorReady(s *fdSlot, revents uint32) Flags {
+	l.errorFlags(s, revents)
+	ready := pollFlags(revents) | Error | Read
+	if revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+		ready |= hangup
+	}
+	return ready
 }
 
 // offGen is markReady's branch for an event whose generation is not its slot's: one of the
@@ -216,9 +305,9 @@ func (l *Loop) markRare() error {
 	return err
 }
 
-// dispatchFd runs the handler of the ready fd event that ran least recently, among the cached
-// readiness entries whose slot is still marked usable. It reports whether a handler ran; the
-// slot of the handler that ran is no longer usable until the next wait.
+// dispatchFd runs the handler of the ready fd event that ran least recently (pickFd), among
+// the events of the slots whose readiness is still usable. It reports whether a handler ran;
+// the slot of the handler that ran is no longer usable until the next wait.
 func (l *Loop) dispatchFd() bool {
 	if l.cacheLeft <= 0 {
 		return false
@@ -233,44 +322,75 @@ func (l *Loop) dispatchFd() bool {
 }
 
 // pickFd returns the ready fd event that ran least recently and the flags to hand it, or nil.
-// It makes no calls on the common path, so it stays small.
+// It walks the round's order from the first entry not used up to the first that is still
+// ready: its slot's readiness unused (mark), and some of the flags the slot is ready for still
+// wanted by the event (a mask change has effect at once; a handler run, a Close or an AddFd on
+// the fd uses the slot up). An entry passed over stays passed over for the round, so a round
+// visits each entry once, however many picks it makes. It makes no calls on the common path,
+// so it stays small.
 func (l *Loop) pickFd() (*FdEvent, Flags) {
+	if l.pos < l.unsorted {
+		if ev, f := l.pickUnsorted(); ev != nil {
+			return ev, f
+		}
+	}
+	seq := l.waitSeq
+	order := l.order
+	for i := l.pos; i < len(order); i++ {
+		ev := order[i]
+		s := ev.slot
+		if f := s.ready & ev.flags; f != 0 && s.mark == seq {
+			l.visits += uint64(i + 1 - l.pos)
+			l.pos = i + 1
+			return ev, f
+		}
+	}
+	l.visits += uint64(len(order) - l.pos)
+	l.pos = len(order)
+	return nil, 0
+}
+
+// pickUnsorted is pickFd while the round's first entries, order[pos:unsorted], are not sorted
+// by their last run (markReady). The first pick of the round looks for the least recently run
+// of them that is ready, without sorting: with WithFreshReadiness a round makes one pick only.
+// A second pick sorts them (stable: ties, events that never ran, stay in the wait's order) and
+// leaves the walk to pickFd; the event the first pick ran has its slot used up, so the walk
+// passes over it. nil: pickFd walks on.
+//
+//go:noinline
+func (l *Loop) pickUnsorted() (*FdEvent, Flags) {
+	part := l.order[l.pos:l.unsorted]
+	if l.scanned {
+		slices.SortStableFunc(part, func(a, b *FdEvent) int { return cmp.Compare(a.lastRun, b.lastRun) })
+		l.visits += uint64(len(part))
+		l.unsorted = 0
+		return nil, 0
+	}
+	l.scanned = true
+	l.visits += uint64(len(part))
+	seq := l.waitSeq
 	var best *FdEvent
 	var bestFlags Flags
-	seq := l.waitSeq
-	slots := l.slots
-	for i := range l.cache {
-		r := &l.cache[i]
-		if uint(r.Fd) >= uint(len(slots)) {
-			continue
+	for _, ev := range part {
+		s := ev.slot
+		if f := s.ready & ev.flags; f != 0 && s.mark == seq && (best == nil || ev.lastRun < best.lastRun) {
+			best, bestFlags = ev, f
 		}
-		s := slots[r.Fd]
-		if s == nil || s.mark != seq {
-			continue
-		}
-		ready := pollFlags(r.Events)
-		if r.Events&(unix.POLLERR|unix.POLLHUP|pollRdHup) != 0 {
-			l.errorFlags(s, r.Events)
-			ready |= Error | Read
-			if r.Events&(unix.POLLERR|unix.POLLHUP) != 0 {
-				ready |= hangup
-			}
-		}
-		for _, ev := range s.events {
-			if f := ready & ev.flags; f != 0 && (best == nil || ev.lastRun < best.lastRun) {
-				best, bestFlags = ev, f
-			}
-		}
+	}
+	if best == nil {
+		l.pos, l.unsorted = l.unsorted, 0 // none of them is ready any more
 	}
 	return best, bestFlags
 }
 
-// runFd runs ev's handler with flags f, using up its slot's readiness.
+// runFd runs ev's handler with flags f, using up its slot's readiness, and puts ev at the end
+// of the next round's order (Loop.ran).
 func (l *Loop) runFd(ev *FdEvent, f Flags) {
 	l.dispatch++
 	ev.lastRun = l.dispatch
 	ev.slot.mark = 0
 	l.cacheLeft--
+	l.ran = append(l.ran, ev)
 	l.inside = true
 	defer func() { l.inside = false }()
 	ev.handler(ev, f)
