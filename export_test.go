@@ -80,4 +80,4 @@ func SetFeatureHides(mask uint32) (restore func()) {
 
 // PickVisits returns how many entries of l's fd dispatch order its picks have looked at (or
 // sorted), and how many fd handlers l has run.
-func PickVisits(l *Loop) (visits, runs uint64) { return l.visits, l.dispatch }
+func PickVisits(l *Loop) (visits, runs uint64) { return l.skipped + l.dispatch, l.dispatch }

@@ -40,7 +40,7 @@ type fdSlot struct {
 	evStore  [2]FdEvent
 	evStored int
 	dev, ino uint64 // identity of the file when the last event was added (see checkIdentity)
-	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable
+	mark     uint64 // == Loop.waitSeq: the last wait's readiness for this fd is still usable (markRan: see runFd)
 	ready    Flags  // what the last wait that reported the fd found it ready for (markReady)
 	// gen is the generation of the slot's epoll registration (epoll-set backends; 0 on the
 	// others), stored in the event's data: an event whose generation differs comes from a

@@ -259,18 +259,22 @@ type Loop struct {
 	// cacheLeft bounds the usable cache entries from above: markReady sets it, each handler run
 	// uses one up; 0 means none, so Once waits without looking at the cache.
 	cacheLeft int
-	// The round's dispatch order (once.go): order holds the fd events the last markReady found
-	// ready, least recently run first (but for order[pos:unsorted], see pickUnsorted);
-	// order[:pos] are used up. ran holds the fd events run since, in the order they ran, and
-	// roundAt is the dispatch clock at that markReady. visits counts the order entries picks
-	// looked at (tests: a pick's cost does not grow with the number of ready fds).
+	// The round's dispatch order (once.go, markReady): first order, the fd events found ready
+	// that did not run in the last round, least recently run first (but while unsorted > 0,
+	// see pickOthers); then last, those that ran in the last round, in the order they ran.
+	// order[:pos] and last[:lpos] are used up. ran holds the fd events run in this round, in
+	// the order they ran; roundAt is the dispatch clock when it began. skipped counts the
+	// entries picks looked at without taking them (tests: a pick's cost does not grow with the
+	// number of ready fds).
 	order    []*FdEvent
 	pos      int
-	unsorted int
-	scanned  bool // the round's first pick searched order[pos:unsorted] without sorting it
+	unsorted int  // > 0: order[pos:] is out of order
+	scanned  bool // the round's first pick searched order[pos:] without sorting it
+	last     []*FdEvent
+	lpos     int
 	ran      []*FdEvent
 	roundAt  uint64
-	visits   uint64
+	skipped  uint64
 
 	slotsBuf [32]*fdSlot // the first slots array, inside the loop as the readiness buffer is
 	timers   timerHeap
@@ -428,7 +432,7 @@ func (l *Loop) Close() error {
 		l.req.shutdown() // before the backend closes: the kernel may still hold buffers
 	}
 	l.slots = nil
-	l.order, l.ran = nil, nil
+	l.order, l.last, l.ran = nil, nil, nil
 	l.ride, l.rider = nil, nil
 	if l.sig != nil {
 		l.sig.stop()

@@ -11,6 +11,7 @@ package ringev
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -156,31 +157,29 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 
 // markReady processes what a wait returned: it drains the wake-up eventfd, disarms fds the
 // kernel reports invalid, drops stale events, and marks every other reported slot usable for
-// dispatch (cacheLeft counts them), with the flags it is ready for (fdSlot.ready). It then
-// makes the round's dispatch order (Loop.order): the fd events those flags concern, least
-// recently run first. Those that ran since the last markReady come last, in the order they ran
-// (Loop.ran): each ran after every other event did. The others, which ran before, or never, are
-// put first in the order the wait reported them; pickFd sorts them by their last run only if
-// more than one is picked (usually there are none: a busy fd's events ran in the last round).
-// The work is one visit per reported fd and per fd event that ran, whatever the number of
-// watched fds. The rare cases go out of line (offGen, invalidFd, errorReady, then markRare),
-// so that the loop keeps its registers.
+// dispatch (cacheLeft counts them), with the flags it is ready for (fdSlot.ready). It then makes
+// the round's dispatch order, least recently run first, in two parts. The fd events that ran
+// in the last round come last (Loop.last), in the order they ran: each ran after every other
+// event did; pickFd passes over those that are not ready now. The others that the flags concern,
+// which ran before, or never, come first (Loop.order, addOthers), in the order the wait
+// reported them; pickFd sorts them by their last run only if they are out of order and more than
+// one is picked (a busy loop has none: its fds' events ran in the last round). The work is one
+// visit per reported fd, and per fd event on the fds whose events did not all run in the last
+// round, whatever the number of watched fds. The rare cases go out of line (offGen, invalidFd,
+// errorReady, addOthers, then markRare), so that the loop keeps its registers.
 func (l *Loop) markReady() error {
 	l.waitSeq++
 	seq := l.waitSeq
-	round := l.roundAt
-	order := l.order[:0]
+	ranLast := (seq - 1) | markRan // the mark of a slot whose event ran in the last round
+	l.order, l.pos, l.unsorted = l.order[:0], 0, 0
 	left := 0
-	// inOrder: the events that did not run since the last markReady came in the order of their
-	// last runs (a busy loop's usually do: the kernel reports fds in the order it reported them
-	// before, and the loop ran them in that order).
-	inOrder, last := true, uint64(0)
-	for i := range l.cache {
-		r := &l.cache[i]
-		if uint(r.Fd) >= uint(len(l.slots)) {
+	cache, slots := l.cache, l.slots
+	for i := range cache {
+		r := &cache[i]
+		if uint(r.Fd) >= uint(len(slots)) {
 			continue
 		}
-		s := l.slots[r.Fd]
+		s := slots[r.Fd]
 		switch {
 		case s == nil:
 		case uint32(r.Pad) != s.gen:
@@ -189,6 +188,7 @@ func (l *Loop) markReady() error {
 			l.invalidFd(s)
 		case s.mark == seq: // reported twice by one wait: once is enough
 		default:
+			ran := s.mark == ranLast
 			s.mark = seq
 			left++
 			ready := pollFlags(r.Events)
@@ -196,35 +196,43 @@ func (l *Loop) markReady() error {
 				ready = l.errorReady(s, r.Events)
 			}
 			s.ready = ready
-			for _, ev := range s.events {
-				if ev.flags&ready != 0 && ev.lastRun <= round {
-					if ev.lastRun < last {
-						inOrder = false
-					}
-					last = ev.lastRun
-					order = append(order, ev)
-				}
+			if !ran || len(s.events) != 1 {
+				l.addOthers(s) // unless the slot's one event ran in the last round: it is in l.ran
 			}
 		}
 	}
 	l.cacheLeft = left
-	l.unsorted = 0
-	if !inOrder {
-		l.unsorted = len(order)
-	}
-	for _, ev := range l.ran {
-		if s := ev.slot; s.mark == seq && ev.flags&s.ready != 0 && !ev.closed {
-			order = append(order, ev)
-		}
-	}
-	l.order, l.pos, l.scanned = order, 0, false
-	l.ran = l.ran[:0]
+	l.last, l.ran, l.lpos = l.ran, l.last[:0], 0
 	l.roundAt = l.dispatch
 	if l.rare {
 		return l.markRare()
 	}
 	return nil
 }
+
+// addOthers is markReady's branch for a slot whose events did not all run in the last round:
+// those that did not, and want some of what the slot is ready for, go to the first part of the
+// round's order (Loop.order), in the order the wait reported them. When they are out of order
+// (their last runs not ascending), unsorted says so, for pickOthers.
+//
+//go:noinline
+func (l *Loop) addOthers(s *fdSlot) {
+	round := l.roundAt
+	for _, ev := range s.events {
+		if ev.flags&s.ready == 0 || ev.lastRun > round {
+			continue // not wanted, or ran in the last round (it is in l.ran)
+		}
+		if n := len(l.order); n > 0 && ev.lastRun < l.order[n-1].lastRun && l.unsorted == 0 {
+			l.unsorted, l.scanned = math.MaxInt, false
+		}
+		l.order = append(l.order, ev)
+	}
+}
+
+// markRan is the bit of fdSlot.mark that runFd sets, with the round's number, on the slot of the
+// event it runs: the slot's readiness is used up, and the next markReady knows that an event of
+// the slot ran in the last round.
+const markRan = 1 << 63
 
 // maxCache is the most fds one wait can report (the readiness cache's capacity, grown by
 // growCache): 48 KiB of epoll_event.
@@ -322,65 +330,79 @@ func (l *Loop) dispatchFd() bool {
 }
 
 // pickFd returns the ready fd event that ran least recently and the flags to hand it, or nil.
-// It walks the round's order from the first entry not used up to the first that is still
-// ready: its slot's readiness unused (mark), and some of the flags the slot is ready for still
-// wanted by the event (a mask change has effect at once; a handler run, a Close or an AddFd on
-// the fd uses the slot up). An entry passed over stays passed over for the round, so a round
-// visits each entry once, however many picks it makes. It makes no calls on the common path,
-// so it stays small.
+// It walks the round's order (markReady) from the first entry not used up to the first that
+// is still ready: its slot's readiness unused (mark), some of the flags the slot is ready for
+// still wanted by the event (a mask change has effect at once; a handler run, a Close or an
+// AddFd on the fd uses the slot up), and the event not closed. An entry passed over stays passed
+// over for the round, so a round visits each entry once, however many picks it makes. It
+// makes no calls on a busy loop's path, so it stays small.
 func (l *Loop) pickFd() (*FdEvent, Flags) {
-	if l.pos < l.unsorted {
-		if ev, f := l.pickUnsorted(); ev != nil {
+	if l.pos < len(l.order) {
+		if ev, f := l.pickOthers(); ev != nil {
 			return ev, f
 		}
 	}
 	seq := l.waitSeq
+	last := l.last
+	for i := l.lpos; i < len(last); i++ {
+		ev := last[i]
+		s := ev.slot
+		if f := s.ready & ev.flags; f != 0 && s.mark == seq && !ev.closed {
+			l.lpos = i + 1
+			return ev, f
+		}
+		l.skipped++
+	}
+	l.lpos = len(last)
+	return nil, 0
+}
+
+// pickOthers is pickFd's walk of the round's first part, the events that did not run in the
+// last round (Loop.order), all of which ran before those of the second. While its entries
+// order[pos:unsorted] are out of order, the first pick of the round looks for the least
+// recently run of them that is ready, without sorting: with WithFreshReadiness a round makes
+// one pick only. A second pick sorts them (stable: ties, events that never ran, stay in the
+// wait's order) and walks; the event the first pick ran has its slot used up, so the walk
+// passes over it. nil: none of them is ready.
+//
+//go:noinline
+func (l *Loop) pickOthers() (*FdEvent, Flags) {
+	seq := l.waitSeq
+	if l.unsorted > 0 {
+		part := l.order[l.pos:]
+		l.skipped += uint64(len(part))
+		if !l.scanned {
+			l.scanned = true
+			var best *FdEvent
+			var bestFlags Flags
+			for _, ev := range part {
+				s := ev.slot
+				if f := s.ready & ev.flags; f != 0 && s.mark == seq && (best == nil || ev.lastRun < best.lastRun) {
+					best, bestFlags = ev, f
+				}
+			}
+			if best != nil {
+				l.skipped--
+				return best, bestFlags
+			}
+			l.pos = len(l.order) // none of them is ready any more
+		} else {
+			slices.SortStableFunc(part, func(a, b *FdEvent) int { return cmp.Compare(a.lastRun, b.lastRun) })
+		}
+		l.unsorted = 0
+	}
 	order := l.order
 	for i := l.pos; i < len(order); i++ {
 		ev := order[i]
 		s := ev.slot
 		if f := s.ready & ev.flags; f != 0 && s.mark == seq {
-			l.visits += uint64(i + 1 - l.pos)
 			l.pos = i + 1
 			return ev, f
 		}
+		l.skipped++
 	}
-	l.visits += uint64(len(order) - l.pos)
 	l.pos = len(order)
 	return nil, 0
-}
-
-// pickUnsorted is pickFd while the round's first entries, order[pos:unsorted], are not sorted
-// by their last run (markReady). The first pick of the round looks for the least recently run
-// of them that is ready, without sorting: with WithFreshReadiness a round makes one pick only.
-// A second pick sorts them (stable: ties, events that never ran, stay in the wait's order) and
-// leaves the walk to pickFd; the event the first pick ran has its slot used up, so the walk
-// passes over it. nil: pickFd walks on.
-//
-//go:noinline
-func (l *Loop) pickUnsorted() (*FdEvent, Flags) {
-	part := l.order[l.pos:l.unsorted]
-	if l.scanned {
-		slices.SortStableFunc(part, func(a, b *FdEvent) int { return cmp.Compare(a.lastRun, b.lastRun) })
-		l.visits += uint64(len(part))
-		l.unsorted = 0
-		return nil, 0
-	}
-	l.scanned = true
-	l.visits += uint64(len(part))
-	seq := l.waitSeq
-	var best *FdEvent
-	var bestFlags Flags
-	for _, ev := range part {
-		s := ev.slot
-		if f := s.ready & ev.flags; f != 0 && s.mark == seq && (best == nil || ev.lastRun < best.lastRun) {
-			best, bestFlags = ev, f
-		}
-	}
-	if best == nil {
-		l.pos, l.unsorted = l.unsorted, 0 // none of them is ready any more
-	}
-	return best, bestFlags
 }
 
 // runFd runs ev's handler with flags f, using up its slot's readiness, and puts ev at the end
@@ -388,7 +410,7 @@ func (l *Loop) pickUnsorted() (*FdEvent, Flags) {
 func (l *Loop) runFd(ev *FdEvent, f Flags) {
 	l.dispatch++
 	ev.lastRun = l.dispatch
-	ev.slot.mark = 0
+	ev.slot.mark = l.waitSeq | markRan
 	l.cacheLeft--
 	l.ran = append(l.ran, ev)
 	l.inside = true
