@@ -32,7 +32,6 @@ type uringBackend struct {
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
 	reqs         *ringReqs         // the requests' driver (backend_uring_req_linux.go), once one was made
-	calPinned    []any             // buffers of a calibration whose SQEs did not complete (calibrateRide)
 	// lookSkip: waits left before a wait with requests in the kernel looks first without
 	// blocking again (look); lookMiss: the skip after the last look that found nothing.
 	lookSkip, lookMiss int

@@ -137,8 +137,9 @@
 //
 // Handlers of non-blocking fds should read and write with Loop.ReadNonblocking and
 // WriteNonblocking. On uring, once a handler has used up the readiness the loop held, its I/O
-// may go through the ring together with the loop's next look at its fds. Whether that is
-// cheaper than read(2) and write(2) depends on what a syscall costs, so the loop measures and
-// chooses (Loop.IOPath says which). On the other backends they are read(2) and write(2). The
-// package functions ReadNonblocking and WriteNonblocking are read(2) and write(2) everywhere.
+// may go through the ring together with the loop's next look at its fds: WithIOPath("ring").
+// That pays where syscalls are dear (page-table isolation) and costs more than it spares where
+// they are cheap, so by default they are read(2) and write(2) (Loop.IOPath says which). On the
+// other backends they are read(2) and write(2). The package functions ReadNonblocking and
+// WriteNonblocking are read(2) and write(2) everywhere.
 package ringev

@@ -118,8 +118,8 @@ func eachMode(t *testing.T, backends []string, modes []mode, fn func(t *testing.
 // the test (requireNew). Create the test's fds before the loop, so that cleanup closes the loop
 // first. Its loops send the handlers' loop I/O through the ring whenever a look can ride
 // (WithIOPath(IOPathRing), first, so that opts can say otherwise), so that the tests of that
-// path test it on every machine: by default the loop takes the ring path only where it measured
-// it cheaper (ride_test.go and iopath_test.go test that choice).
+// path test it on every machine: by default the loop's methods are read(2)/write(2)
+// (iopath_test.go tests the default).
 func newLoop(tb testing.TB, backend string, opts ...ringev.Option) *ringev.Loop {
 	tb.Helper()
 	name := backend

@@ -2,10 +2,8 @@
 
 package ringev_test
 
-// Tests of WithIOPath, Loop.IOPath and IOPathReason, and of the loop measuring and switching the
-// path of its handlers' I/O (ride.go) while it runs. Which path the loop chooses here depends on
-// this machine's syscall costs, so no test asserts that choice: ride_test.go tests the decision
-// with given costs. These use the fd_speed harness of helpers_test.go (newSpeed, helpers_test.go).
+// Tests of WithIOPath, Loop.IOPath and IOPathReason (ride.go): the path of the handlers' I/O
+// through the loop's methods. These use the fd_speed harness of helpers_test.go (newSpeed).
 
 import (
 	"errors"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestIOPathUnknownNameIsAnError: New with a WithIOPath name other than auto, ring and syscall
@@ -119,63 +118,38 @@ func TestIOPathAfterCloseSaysClosed(t *testing.T) {
 	}
 }
 
-// TestIOPathAutoMeasuresBothPathsAndSaysWhat: by default (auto) on uring the loop starts on the
-// calibration's path and says so ("auto: <path>: not measured while running yet; at start ... ns
-// ..."); once handlers ran their I/O through the loop for a few windows (64 runs each here), it
-// has measured both paths and the reason gives the costs of the last probe. The reason's path is
-// IOPath's. (Which path wins depends on this machine: not asserted here.)
-func TestIOPathAutoMeasuresBothPathsAndSaysWhat(t *testing.T) {
+// TestIOPathDefaultIsSyscallAndSaysSo: without WithIOPath, and with the deprecated
+// WithIOPath("auto"), the uring loop's methods are read(2)/write(2) from the start: IOPath is
+// "syscall", IOPathReason says why, and every fd_speed1 read event takes about one wait (at
+// least 500 for 1000), as with WithIOPath("syscall").
+func TestIOPathDefaultIsSyscallAndSaysSo(t *testing.T) {
 	requireRide(t)
-	s := newSpeed(t, "uring", true, 0, ringev.WithIOPath(ringev.IOPathAuto))
-	r := s.l.IOPathReason()
-	if !strings.HasPrefix(r, "auto: "+s.l.IOPath()+": not measured while running yet; at start ") || !strings.Contains(r, " ns ") {
-		t.Errorf("before running: IOPath %q, IOPathReason %q", s.l.IOPath(), r)
-	}
-	ringev.SetRideWindow(s.l, 64, false)
-	s.run(t, 3000)
-	s.check(t)
-	ring, sys := ringev.RideWindows(s.l)
-	if ring == 0 || sys == 0 {
-		t.Fatalf("after 3000 events: %d windows through the ring, %d with read(2)/write(2); want both measured", ring, sys)
-	}
-	r = s.l.IOPathReason()
-	if !strings.HasPrefix(r, "auto: "+s.l.IOPath()+": ") || !strings.Contains(r, "ns per fd handler run through the ring") ||
-		strings.Contains(r, "not measured") || !strings.Contains(r, "probes") {
-		t.Errorf("after 3000 events: IOPath %q, IOPathReason %q", s.l.IOPath(), r)
-	}
-}
-
-// TestRideSwitchingEveryWindowKeepsEveryEvent: a loop whose handlers' I/O switches path at every
-// window end (every 7 fd handler runs), in every dispatch mode, delivers fd_speed2's 3000 read
-// events: every handler call moves exactly its byte, in order, with the right flags, no idle
-// handler runs, and what was written and not read is in the pipe.
-func TestRideSwitchingEveryWindowKeepsEveryEvent(t *testing.T) {
-	requireRide(t)
-	for _, m := range []mode{modeDefault, modeAll} {
-		t.Run(m.name, func(t *testing.T) {
-			s := newSpeed(t, "uring", true, 1, append([]ringev.Option{ringev.WithIOPath(ringev.IOPathAuto)}, m.opts()...)...)
-			ringev.SetRideWindow(s.l, 7, true)
-			s.run(t, 3000)
+	for _, tc := range []struct {
+		name   string
+		opts   []ringev.Option
+		reason string
+	}{
+		{"Default", nil, "the default: handler I/O is read(2)/write(2)"},
+		{"Auto", []ringev.Option{ringev.WithIOPath(ringev.IOPathAuto)}, `WithIOPath("auto"), deprecated: the default`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, w := testutil.Pipe(t)
+			l, err := ringev.New(append([]ringev.Option{ringev.WithBackend("uring")}, tc.opts...)...) // not newLoop: no WithIOPath
+			requireNew(t, "uring", err)
+			t.Cleanup(func() { l.Close() })
+			s := &speed{l: l, r: r, w: w, viaLoop: true}
+			addFd(t, l, r, ringev.Read, s.onRead)
+			addFd(t, l, w, ringev.Write, s.onWrite)
+			if p, r := l.IOPath(), l.IOPathReason(); p != ringev.IOPathSyscall || !strings.HasPrefix(r, tc.reason) {
+				t.Errorf("IOPath %q, IOPathReason %q; want syscall, %q...", p, r, tc.reason)
+			}
+			s.run(t, 100)
+			w0 := ringev.Waits(l)
+			s.run(t, 1000)
 			s.check(t)
-			if ring, sys := ringev.RideWindows(s.l); ring < 100 || sys < 100 {
-				t.Fatalf("%d windows through the ring, %d with read(2)/write(2); want at least 100 each", ring, sys)
+			if waits := ringev.Waits(l) - w0; waits < 500 {
+				t.Fatalf("1000 read events took %d waits, want about one each (at least 500): the I/O rode the ring", waits)
 			}
 		})
-	}
-}
-
-// TestRideMeasuringDoesNotAllocate: measuring windows, and switching path at each window end,
-// allocate nothing: a read event of fd_speed1 with windows of 5 runs allocates 0.
-func TestRideMeasuringDoesNotAllocate(t *testing.T) {
-	requireRide(t)
-	s := newSpeed(t, "uring", true, 0, ringev.WithIOPath(ringev.IOPathAuto))
-	ringev.SetRideWindow(s.l, 5, true)
-	s.run(t, 1000)
-	if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
-		t.Fatalf("%.2f allocations per read event, want 0", a)
-	}
-	s.check(t)
-	if ring, sys := ringev.RideWindows(s.l); ring == 0 || sys == 0 {
-		t.Fatalf("%d windows through the ring, %d with read(2)/write(2); want both", ring, sys)
 	}
 }

@@ -90,6 +90,7 @@ type options struct {
 	dispatchAll  bool
 	exactSignals bool
 	ioPath       string        // WithIOPath
+	ioPathSet    bool          // WithIOPath was given
 	batchN       int           // WithBatchWait: completions to wait for
 	batchWait    time.Duration // WithBatchWait: at most this long (0: no batching wait)
 	noPollFirst  bool          // WithRecvPollFirst(false)
@@ -304,28 +305,21 @@ type Loop struct {
 // (runtime.LockOSThread) until Close, because io_uring's SINGLE_ISSUER and DEFER_TASKRUN bind the
 // ring to the thread that created it; the loop then belongs to this goroutine.
 //
-// On the uring backend with WithIOPath("auto") (the default) New also times a few dozen
-// one-byte reads with a look at a scratch epoll set on each path of a handler's I/O (about
-// 0.1 ms with ~170 ns syscalls, 0.2 ms with ~1 µs ones) to choose the first path (IOPath).
-//
 // Errors: one wrapping ErrUnknownBackend for a bad name, or ErrUnknownIOPath for a bad
 // WithIOPath name; the backend's error when a backend named explicitly cannot be set up (its
 // text says why: io_uring_disabled sysctl, EPERM, ENOSYS, ...); for "auto", an error only when
-// no backend works. A failed calibration is no error: IOPathReason says why there is none.
-// Off Linux it fails, whatever the options, with an error that names the platform and wraps
-// errors.ErrUnsupported: every backend is Linux's.
+// no backend works. Off Linux it fails, whatever the options, with an error that names the
+// platform and wraps errors.ErrUnsupported: every backend is Linux's.
 func New(opts ...Option) (*Loop, error) {
 	if err := platformErr(); err != nil {
 		return nil, err
 	}
-	o := options{backend: "auto", ioPath: IOPathAuto}
+	o := options{backend: "auto"}
 	for _, fn := range opts {
 		fn(&o)
 	}
-	switch o.ioPath {
-	case IOPathAuto, IOPathRing, IOPathSyscall:
-	default:
-		return nil, fmt.Errorf("%w %q (known: %s, %s, %s)", ErrUnknownIOPath, o.ioPath, IOPathAuto, IOPathRing, IOPathSyscall)
+	if o.ioPathSet && o.ioPath != IOPathSyscall && o.ioPath != IOPathRing && o.ioPath != IOPathAuto {
+		return nil, fmt.Errorf("%w %q (known: %s, %s, %s, deprecated)", ErrUnknownIOPath, o.ioPath, IOPathSyscall, IOPathRing, IOPathAuto)
 	}
 	if o.batchWait > 0 && (o.batchN < 1 || o.batchN > maxBatchWait) {
 		return nil, fmt.Errorf("ringev: WithBatchWait(%d, %v): the count must be in [1, %d]: %w", o.batchN, o.batchWait, maxBatchWait, unix.EINVAL)
@@ -360,7 +354,7 @@ func New(opts ...Option) (*Loop, error) {
 	}
 	if rd, ok := be.(rider); ok {
 		l.rider, l.ride = rd, rd.rideShared()
-		setupIOPath(rd, o.ioPath, o.fresh)
+		setupIOPath(rd, o.ioPath)
 	}
 	l.wakeFd, err = newEventfd()
 	if err != nil {

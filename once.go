@@ -530,8 +530,8 @@ func (l *Loop) dropAllNews() {
 // rideIO is Loop.ReadNonblocking (op OpRead, trap SYS_READ) or WriteNonblocking on a backend
 // that can carry the I/O with its next look at the fds (rider: uring). When the handler has used
 // up the readiness the loop had (cacheLeft), so that the next Once would have to look at the
-// fds, and the loop's handler I/O takes the ring path (Loop.IOPath: WithIOPath, or what the
-// loop measured cheaper here, ride.go), the backend makes the I/O and the look in one syscall
+// fds (the caller checked mayRide: the loop's handler I/O takes the ring path, WithIOPath("ring"),
+// ride.go), the backend makes the I/O and the look in one syscall
 // (on uring: an SQE with RWF_NOWAIT, then an IORING_OP_EPOLL_WAIT on the set, in one
 // io_uring_enter(2) that does not wait), so the handler gets its result and the loop its next
 // readiness (l.news) from one syscall, where read(2) and the next Once's epoll_wait(2) make two.
@@ -555,15 +555,6 @@ func (l *Loop) rideIO(op Op, trap uintptr, fd int, p []byte) (int, error) {
 		// position is not moved by an I/O the ring completes later (O_DIRECT). Nor an empty
 		// one: the ring does not call a file's write for 0 bytes (eventfd's EINVAL).
 		// read(2) and write(2) also cost less than a trip through the ring.
-		return rawIO(trap, fd, p)
-	}
-	// The I/O may ride: whether it does is the loop's choice (ride.go), measured over windows of
-	// fd handler runs, and rideAt ends the window; where read(2)+epoll_wait(2) cost less than
-	// the trip through the ring, or WithIOPath("syscall"), it is read(2) or write(2).
-	if l.dispatch >= b.rideAt {
-		l.rideWindowEnd()
-	}
-	if !b.ringIO {
 		return rawIO(trap, fd, p)
 	}
 	if l.news {
@@ -590,14 +581,14 @@ func (l *Loop) rideIO(op Op, trap uintptr, fd int, p []byte) (int, error) {
 }
 
 // mayRide reports whether a handler's I/O through the loop's methods may go through rideIO: the
-// backend can carry a look (ride != nil) and the I/O takes the ring path or ends a measuring
-// window. Otherwise, whatever rideIO's checks would find, the I/O is read(2) or write(2): the
-// callers make it without a call of rideIO, so that the path auto takes where syscalls are cheap
-// pays two loads and a compare for the ring it does not use (docs/design.md, "Where poll's lead
-// in fd_speed1 goes"). Only the owner may call it (Close clears ride).
+// backend can carry a look (ride != nil) and the I/O takes the ring path (WithIOPath("ring")).
+// Otherwise, whatever rideIO's checks would find, the I/O is read(2) or write(2): the callers
+// make it without a call of rideIO, so that the default path pays two loads and a compare for
+// the ring it does not use (docs/design.md, "Where poll's lead in fd_speed1 goes"). Only the
+// owner may call it (Close clears ride).
 func (l *Loop) mayRide() bool {
 	b := l.ride
-	return b != nil && (b.ringIO || l.dispatch >= b.rideAt)
+	return b != nil && b.ringIO
 }
 
 // takeLook copies what the backend's look found (b.events[:b.found]) into l.cache as news. Once

@@ -2,8 +2,8 @@
 
 package main
 
-// Tests of how `ringev bench pipes` shows the path of the handlers' I/O (--mode ring, the
-// note under the table, io_path and io_path_reason in --json).
+// Tests of how `ringev bench pipes` shows the path of the handlers' I/O (--mode ring,
+// io_path and io_path_reason in --json).
 
 import (
 	"encoding/json"
@@ -23,8 +23,8 @@ func requireUring(t *testing.T) {
 }
 
 // TestIOPathPipesJSONSaysWhichPathAndWhy: `bench pipes --backend uring --mode default,ring
-// --json` gives every result io_path and io_path_reason: the loop's own choice ("auto: ...") in
-// mode default, the forced ring in mode ring.
+// --json` gives every result io_path and io_path_reason: read(2)/write(2) ("the default: ...")
+// in mode default, the ring in mode ring.
 func TestIOPathPipesJSONSaysWhichPathAndWhy(t *testing.T) {
 	requireUring(t)
 	var stdout, stderr strings.Builder
@@ -40,24 +40,11 @@ func TestIOPathPipesJSONSaysWhichPathAndWhy(t *testing.T) {
 		t.Fatalf("%d results, want 2:\n%s", len(rs), stdout.String())
 	}
 	path, _ := rs[0]["io_path"].(string)
-	if reason, _ := rs[0]["io_path_reason"].(string); rs[0]["mode"] != "default" || !strings.HasPrefix(reason, "auto: "+path+": ") {
-		t.Errorf("mode %v: io_path %q, io_path_reason %q; want the loop's own choice", rs[0]["mode"], path, reason)
+	if reason, _ := rs[0]["io_path_reason"].(string); rs[0]["mode"] != "default" || path != "syscall" || !strings.HasPrefix(reason, "the default: ") {
+		t.Errorf("mode %v: io_path %q, io_path_reason %q; want syscall, the default: ...", rs[0]["mode"], path, reason)
 	}
 	if rs[1]["mode"] != "ring" || rs[1]["io_path"] != "ring" || rs[1]["io_path_reason"] != `WithIOPath("ring")` {
 		t.Errorf("mode %v: io_path %v, io_path_reason %v; want ring, WithIOPath(\"ring\")", rs[1]["mode"], rs[1]["io_path"], rs[1]["io_path_reason"])
-	}
-}
-
-// TestIOPathPipesTableNotesTheChoice: the table of `bench pipes --backend uring` has a note
-// "fd_speed1 uring: handler I/O: auto: ..." under it.
-func TestIOPathPipesTableNotesTheChoice(t *testing.T) {
-	requireUring(t)
-	var stdout, stderr strings.Builder
-	if got := run([]string{"bench", "pipes", "--backend", "uring", "--shape", "fd_speed1", "--events", "1000"}, &stdout, &stderr); got != 0 {
-		t.Fatalf("exit status %d, stderr %q", got, stderr.String())
-	}
-	if !strings.Contains(stdout.String(), "\nfd_speed1 uring: handler I/O: auto: ") {
-		t.Errorf("no note on the handlers' I/O under the table:\n%s", stdout.String())
 	}
 }
 

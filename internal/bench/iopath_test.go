@@ -3,7 +3,7 @@
 package bench
 
 // Tests of the path of the handlers' I/O in bench pipes: mode ring, Result.IOPath and
-// IOPathReason, and how the table and the JSON show them.
+// IOPathReason, and how the JSON shows them.
 
 import (
 	"encoding/json"
@@ -14,16 +14,16 @@ import (
 )
 
 // TestIOPathResultsSayWhichPathAndWhy: every ringev result carries the path its handlers' I/O
-// took and why: on uring by default the loop's own choice ("auto: ..."), in mode ring
+// took and why: on uring by default read(2)/write(2) ("the default: ..."), in mode ring
 // `WithIOPath("ring")` and path ring, in mode syscall the handlers' own read(2)/write(2); on
 // epoll "syscall", the backend having no ring; the netpoller nothing.
 func TestIOPathResultsSayWhichPathAndWhy(t *testing.T) {
 	for _, tc := range []struct {
 		backend, mode string
-		path          string // "" : ring or syscall
+		path          string
 		reason        string // prefix
 	}{
-		{"uring", PipesModeDefault, "", "auto: "},
+		{"uring", PipesModeDefault, ringev.IOPathSyscall, "the default: handler I/O is read(2)/write(2)"},
 		{"uring", PipesModeRing, ringev.IOPathRing, `WithIOPath("ring")`},
 		{"uring", PipesModeSyscall, ringev.IOPathSyscall, "mode syscall: the handlers make their own read(2)/write(2)"},
 		{"epoll", PipesModeDefault, ringev.IOPathSyscall, "the epoll backend has no ring"},
@@ -41,13 +41,6 @@ func TestIOPathResultsSayWhichPathAndWhy(t *testing.T) {
 					t.Errorf("netpoller: IOPath %q, IOPathReason %q; want none", r.IOPath, r.IOPathReason)
 				}
 				return
-			case tc.path == "":
-				if r.IOPath != ringev.IOPathRing && r.IOPath != ringev.IOPathSyscall {
-					t.Errorf("IOPath %q, want ring or syscall", r.IOPath)
-				}
-				if !strings.HasPrefix(r.IOPathReason, tc.reason+r.IOPath+": ") {
-					t.Errorf("IOPathReason %q, want it to start %q", r.IOPathReason, tc.reason+r.IOPath+": ")
-				}
 			case r.IOPath != tc.path || !strings.HasPrefix(r.IOPathReason, tc.reason):
 				t.Errorf("IOPath %q, IOPathReason %q; want %q, %q...", r.IOPath, r.IOPathReason, tc.path, tc.reason)
 			}
@@ -78,35 +71,11 @@ func TestIOPathModeRingRunsOnUringOnly(t *testing.T) {
 	}
 }
 
-// TestIOPathTableNotesTheLoopsOwnChoice: under the table, one line per result whose loop chose
-// the path itself ("SHAPE LABEL: handler I/O: auto: ..."), none for paths forced or impossible.
-func TestIOPathTableNotesTheLoopsOwnChoice(t *testing.T) {
-	rs := []Result{
-		newResult("uring", PipesModeDefault, ShapeFdSpeed1, 1000, 0.002),
-		newResult("uring", PipesModeRing, ShapeFdSpeed1, 1000, 0.002),
-		newResult("epoll", PipesModeDefault, ShapeFdSpeed1, 1000, 0.002),
-	}
-	rs[0].IOPath, rs[0].IOPathReason = "syscall", "auto: syscall: 1990 ns per fd handler run through the ring, 1650 ns with read(2)/write(2)"
-	rs[1].IOPath, rs[1].IOPathReason = "ring", `WithIOPath("ring")`
-	rs[2].IOPath, rs[2].IOPathReason = "syscall", "the epoll backend has no ring: handler I/O is read(2)/write(2)"
-	var b strings.Builder
-	if err := WriteTable(&b, rs); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	if len(lines) != 1+3+1 {
-		t.Fatalf("got %d lines, want a header, 3 rows and 1 note:\n%s", len(lines), b.String())
-	}
-	if want := "fd_speed1 uring: handler I/O: " + rs[0].IOPathReason; lines[4] != want {
-		t.Errorf("note %q, want %q", lines[4], want)
-	}
-}
-
 // TestIOPathJSONCarriesPathAndReason: a result's path and reason are in the JSON as io_path and
 // io_path_reason, and left out where there are none (the netpoller).
 func TestIOPathJSONCarriesPathAndReason(t *testing.T) {
 	rs := []Result{newResult("uring", PipesModeDefault, ShapeFdSpeed1, 1000, 0.002), newResult(Netpoller, PipesModeDefault, ShapeFdSpeed1, 1000, 0.002)}
-	rs[0].IOPath, rs[0].IOPathReason = "ring", "auto: ring: ..."
+	rs[0].IOPath, rs[0].IOPathReason = "ring", `WithIOPath("ring")`
 	var b strings.Builder
 	if err := WriteJSON(&b, rs); err != nil {
 		t.Fatal(err)
@@ -115,7 +84,7 @@ func TestIOPathJSONCarriesPathAndReason(t *testing.T) {
 	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got[0]["io_path"] != "ring" || got[0]["io_path_reason"] != "auto: ring: ..." {
+	if got[0]["io_path"] != "ring" || got[0]["io_path_reason"] != `WithIOPath("ring")` {
 		t.Errorf("uring: io_path %v, io_path_reason %v", got[0]["io_path"], got[0]["io_path_reason"])
 	}
 	if _, ok := got[1]["io_path"]; ok {

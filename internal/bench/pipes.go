@@ -43,11 +43,10 @@
 //
 // The handlers read and write one byte with the loop's methods, Loop.ReadNonblocking and
 // Loop.WriteNonblocking, as a ringev user's handlers of non-blocking fds should: on the uring
-// backend, when the handler has used up the loop's readiness (and not in mode "fresh", whose
-// loops would not use it), the byte can travel through the loop's ring together with the loop's
-// next look at its fds, one syscall where read(2) and the next wait make two, if the loop found
-// that path cheaper here (ringev.Loop.IOPath) or mode "ring" forces it; otherwise, and on the
-// other backends, they are read(2) and write(2). In mode "syscall" the handlers call the package functions ringev.ReadNonblocking and
+// backend in mode "ring", when the handler has used up the loop's readiness, the byte travels
+// through the loop's ring together with the loop's next look at its fds, one syscall where
+// read(2) and the next wait make two; otherwise, and on the other backends, they are read(2) and
+// write(2). In mode "syscall" the handlers call the package functions ringev.ReadNonblocking and
 // ringev.WriteNonblocking instead: plain read(2) and write(2) on every backend, as
 // tevent_pipe.c's handlers make (both without the Go runtime's syscall bookkeeping).
 //
