@@ -62,11 +62,14 @@ const usagePipes = `usage: ringev bench pipes [--backend a,b] [--shape s,t] [--f
 
 Runs the shapes of tevent's pipe benchmark on ringev's backends, each through Loop.Once as
 tevent_loop_once does, and the same pipe ping-pong through the Go runtime netpoller; prints
-events/sec, ns/event and the ratio to epoll in the same shape and mode. Under the table, for
-the uring backend's default mode: the path its loop chose for the handlers' I/O, and why. With
---json each result also gives io_path and io_path_reason (that path and why) and
-cpu_ns_per_event: the loop thread's CPU time per event, which a busy machine disturbs less
-than events/s.
+events/sec, ns/event and the ratio to epoll. With no --mode, every backend runs every shape
+in the readiness mode (%s), and in fd_speed1 and fd_busy also with the handlers' I/O
+as requests (%s, completion I/O as in the C proactor uring_proactor_pipe):
+the table shows both models. A completion row's ratio is to epoll's readiness row, the
+others' to epoll in the same mode. With --json each result also gives ratio_mode (the mode of
+the epoll row divided by), io_path and io_path_reason (the path of the handlers' I/O through
+the loop's methods, and why) and cpu_ns_per_event: the loop thread's CPU time per event,
+which a busy machine disturbs less than events/s.
 
 flags:
   --backend a,b   backends to measure (default: all of %s);
@@ -84,10 +87,9 @@ flags:
                   names it
   --busy N,M      pipe counts of the fd_busy shape, 1..` + "%d" + `, one run each, named fd_busy<N>:
                   N pipes, every one active with its reader and writer (default ` + "%s" + `)
-  --mode m,n      loop modes of the ringev backends (default: %s): %s = the readiness
-                  cache, handlers doing I/O with the loop's methods (on uring through the
-                  ring with the loop's next look, or read(2)/write(2), whichever the loop
-                  measured cheaper here: a note under the table says which, and why);
+  --mode m,n      loop modes of the ringev backends (default: see above): %s = the
+                  readiness cache, handlers doing I/O with the loop's methods
+                  (read(2)/write(2) by default);
                   %s = the same, handlers making their own read(2)/write(2); %s =
                   WithFreshReadiness; %s = WithDispatchAll; %s = the handlers' I/O always
                   through the ring (WithIOPath("ring"), uring only);
@@ -275,8 +277,8 @@ type pipesOptions struct {
 
 // pipesUsage returns the help text of `ringev bench pipes`.
 func pipesUsage() string {
-	return fmt.Sprintf(usagePipes, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
-		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.MaxBusy, joinInts(bench.DefaultBusy), bench.PipesModeDefault,
+	return fmt.Sprintf(usagePipes, bench.PipesModeDefault, bench.DefaultCompletionMode, strings.Join(bench.Backends(), ","), strings.Join(bench.Shapes(), ","),
+		bench.Netpoller, bench.MaxFds, joinInts(bench.DefaultFds), bench.MaxBusy, joinInts(bench.DefaultBusy),
 		bench.PipesModeDefault, bench.PipesModeSyscall, bench.PipesModeFresh, bench.PipesModeAll, bench.PipesModeRing,
 		bench.PipesModeCompletion, bench.PipesModeCompletionInline, bench.DefaultEvents)
 }

@@ -39,7 +39,7 @@ func TestParseFdBusy(t *testing.T) {
 func TestRunExpandsFdBusy(t *testing.T) {
 	requireBackend(t, RatioBase)
 	rs, err := Run(Config{Backends: []string{RatioBase}, Shapes: []string{ShapeFdBusy}, Busy: []int{3, 1, 3},
-		Options: Options{Events: 300}})
+		Modes: []string{PipesModeDefault}, Options: Options{Events: 300}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,11 +31,11 @@
 // Modes (Options.Mode, Config.Modes): every ringev backend runs with the default readiness cache
 // ("default"), the same with handlers that make their own syscalls ("syscall"), with
 // ringev.WithFreshReadiness ("fresh") or with ringev.WithDispatchAll ("all"); the uring backend
-// also with ringev.WithIOPath("ring") ("ring": the handlers' I/O always rides the ring, where by
-// default the loop measures which path is cheaper here; Run skips the mode on the other
-// backends, which have no ring); and with the handlers' I/O as requests ("completion",
-// "completion-inline"; see completion.go). The netpoller has no modes: it runs once per shape,
-// as mode "default".
+// also with ringev.WithIOPath("ring") ("ring": the handlers' I/O rides the ring, where by
+// default it is read(2)/write(2); Run skips the mode on the other backends, which have no ring);
+// and with the handlers' I/O as requests ("completion", "completion-inline"; see completion.go).
+// Without Config.Modes, Run measures the default mode and, in fd_speed1 and fd_busy,
+// DefaultCompletionMode. The netpoller has no modes: it runs once per shape, as mode "default".
 //
 // Every ringev result carries the path the handlers' I/O took at the end of the run and why
 // (Result.IOPath, IOPathReason: ringev.Loop.IOPath and IOPathReason, or "syscall" in mode
@@ -556,7 +556,9 @@ type Config struct {
 	// dropped); nil or empty means DefaultBusy. Each is in [1, MaxBusy].
 	Busy []int
 	// Modes of the ringev backends, names from PipesModes(); nil or empty means the default
-	// mode only. Options.Mode is ignored.
+	// (readiness) mode, plus DefaultCompletionMode in the fd_speed1 and fd_busy shapes, those
+	// of the C proactor (uring_proactor_pipe), so that the table shows both models side by
+	// side. Options.Mode is ignored.
 	Modes []string
 	Options
 	// Notes receives one line per skipped backend or shape (with the reason), and one per
@@ -593,7 +595,7 @@ func Run(cfg Config) ([]Result, error) {
 		return nil, err
 	}
 	if len(cfg.Modes) == 0 {
-		modes = []string{PipesModeDefault}
+		modes = []string{PipesModeDefault, DefaultCompletionMode}
 	}
 	if cfg.Events < 0 {
 		return nil, fmt.Errorf("events must be > 0, got %d", cfg.Events)
@@ -641,6 +643,9 @@ func Run(cfg Config) ([]Result, error) {
 		for i, mode := range modes {
 			for _, b := range usable {
 				if b == Netpoller && (shape == ShapeContext || i > 0) {
+					continue
+				}
+				if len(cfg.Modes) == 0 && mode == DefaultCompletionMode && !completionRowShape(shape) {
 					continue
 				}
 				if mode == PipesModeRing && b != ringBackend && b != Netpoller {
@@ -692,6 +697,19 @@ func Run(cfg Config) ([]Result, error) {
 			strings.Join(combos, ", ")))
 	}
 	return results, errors.Join(errs...)
+}
+
+// DefaultCompletionMode is the completion mode Run adds to the default mode when Config.Modes
+// is empty: the handlers' I/O as requests, each write before its read, the best case of
+// completion I/O and the shape of the C proactor the targets compare with
+// (uring_proactor_pipe inline).
+const DefaultCompletionMode = PipesModeCompletionInline
+
+// completionRowShape reports whether Run adds a DefaultCompletionMode row to shape's when
+// Config.Modes is empty: fd_speed1 and fd_busy<N>.
+func completionRowShape(shape string) bool {
+	_, busy := parseFdBusy(shape)
+	return busy || shape == ShapeFdSpeed1
 }
 
 // selectNames returns the names of known that are in want (all of known when want is empty), in

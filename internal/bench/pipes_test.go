@@ -200,14 +200,14 @@ func TestRunSkipsContextOnNetpoller(t *testing.T) {
 	epollOK := CheckBackend(RatioBase) == nil
 	var got []string
 	for _, r := range rs {
-		got = append(got, r.Shape+"/"+r.Backend)
+		got = append(got, r.Shape+"/"+r.Label())
 		if epollOK && r.RatioToEpoll <= 0 {
-			t.Errorf("%s/%s: ratio to epoll %v, want > 0", r.Shape, r.Backend, r.RatioToEpoll)
+			t.Errorf("%s/%s: ratio to epoll %v, want > 0", r.Shape, r.Label(), r.RatioToEpoll)
 		}
 	}
 	want := "fd_speed1/go-netpoller"
 	if epollOK {
-		want = "context/epoll fd_speed1/epoll fd_speed1/go-netpoller"
+		want = "context/epoll fd_speed1/epoll fd_speed1/go-netpoller fd_speed1/epoll/completion-inline"
 	}
 	if strings.Join(got, " ") != want {
 		t.Errorf("measured %q, want %q", strings.Join(got, " "), want)
@@ -338,5 +338,37 @@ func TestRunPipesWithFewEvents(t *testing.T) {
 		if err != nil || r.Events != 5 {
 			t.Errorf("%s: RunPipes(5 events) = %d events, %v; want 5, nil", b, r.Events, err)
 		}
+	}
+}
+
+// TestRunWithoutModesAddsACompletionRow: with no modes, Run measures every shape in the default
+// (readiness) mode and adds, for each ringev backend, a completion-inline row in fd_speed1 and
+// fd_busy, whose ratio is to epoll's readiness row; the netpoller runs once per shape.
+func TestRunWithoutModesAddsACompletionRow(t *testing.T) {
+	requireBackend(t, RatioBase)
+	rs, err := Run(Config{
+		Backends: []string{RatioBase, "poll", Netpoller},
+		Shapes:   []string{ShapeFdSpeed1, ShapeFdSpeed2, ShapeFdBusy},
+		Busy:     []int{2},
+		Options:  Options{Events: 500},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Shape+":"+r.Label())
+		if r.RatioMode != PipesModeDefault {
+			t.Errorf("%s %s: ratio to epoll in mode %q, want %q (readiness)", r.Shape, r.Label(), r.RatioMode, PipesModeDefault)
+		}
+		if want := r.EventsPerSec / find(t, rs, r.Shape, RatioBase, PipesModeDefault).EventsPerSec; r.RatioToEpoll != want {
+			t.Errorf("%s %s: ratio %v, want %v", r.Shape, r.Label(), r.RatioToEpoll, want)
+		}
+	}
+	want := "fd_speed1:epoll fd_speed1:poll fd_speed1:go-netpoller fd_speed1:epoll/completion-inline fd_speed1:poll/completion-inline " +
+		"fd_speed2:epoll fd_speed2:poll fd_speed2:go-netpoller " +
+		"fd_busy2:epoll fd_busy2:poll fd_busy2:go-netpoller fd_busy2:epoll/completion-inline fd_busy2:poll/completion-inline"
+	if strings.Join(got, " ") != want {
+		t.Errorf("measured\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
 }

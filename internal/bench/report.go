@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 )
 
@@ -51,8 +51,7 @@ type Result struct {
 	// ringev.Loop.IOPath, or "syscall" in mode syscall. "" (and omitted from JSON) for
 	// Netpoller.
 	IOPath string `json:"io_path,omitempty"`
-	// IOPathReason says why (ringev.Loop.IOPathReason): with the default ringev.IOPathAuto on
-	// uring it starts with "auto: " and gives the costs the loop measured. "" for Netpoller.
+	// IOPathReason says why (ringev.Loop.IOPathReason). "" for Netpoller.
 	IOPathReason string `json:"io_path_reason,omitempty"`
 	// RegisteredFiles: the run's pipes were in the ring's registered-file table
 	// (ringev.Loop.RegisterFile: its requests carried IOSQE_FIXED_FILE). Set in the completion
@@ -64,8 +63,14 @@ type Result struct {
 	// kernel before 5.19, which has no sparse file table); "" (and omitted from JSON) otherwise.
 	RegisterFileError string `json:"register_file_error,omitempty"`
 	// RatioToEpoll is EventsPerSec divided by the epoll backend's EventsPerSec in the same
-	// shape, mode and run; 0 (and omitted from JSON) when there is no such epoll result.
+	// shape and run, in mode RatioMode; 0 (and omitted from JSON) when there is no such epoll
+	// result.
 	RatioToEpoll float64 `json:"ratio_to_epoll,omitempty"`
+	// RatioMode is the mode of the epoll result RatioToEpoll divides by: the result's own mode,
+	// but for a completion mode the default (readiness) mode when the run has that epoll
+	// result, so that a completion row says what the requests gain over epoll readiness, the
+	// tevent model. "" (and omitted from JSON) when there is no ratio.
+	RatioMode string `json:"ratio_mode,omitempty"`
 }
 
 // Label names a backend in a mode the way the table and the chart do: the backend alone in the
@@ -88,8 +93,9 @@ func (r Result) modeOf() string {
 	return r.Mode
 }
 
-// SetRatios sets RatioToEpoll of every result that has an epoll result in the same shape and
-// mode in rs (with a non-zero rate), and clears it for the others.
+// SetRatios sets RatioToEpoll and RatioMode of every result that has an epoll result (with a
+// non-zero rate) in rs to divide by: in the same shape and mode, or for a completion mode in the
+// same shape and the default (readiness) mode, when there is one; it clears them for the others.
 func SetRatios(rs []Result) {
 	type key struct{ shape, mode string }
 	base := map[key]float64{}
@@ -99,21 +105,29 @@ func SetRatios(rs []Result) {
 		}
 	}
 	for i := range rs {
-		rs[i].RatioToEpoll = 0
-		if b, ok := base[key{rs[i].Shape, rs[i].modeOf()}]; ok {
-			rs[i].RatioToEpoll = rs[i].EventsPerSec / b
+		r := &rs[i]
+		r.RatioToEpoll, r.RatioMode = 0, ""
+		mode := r.modeOf()
+		if _, ok := base[key{r.Shape, PipesModeDefault}]; ok && isCompletionMode(mode) {
+			mode = PipesModeDefault
+		}
+		if b, ok := base[key{r.Shape, mode}]; ok {
+			r.RatioToEpoll, r.RatioMode = r.EventsPerSec/b, mode
 		}
 	}
 }
 
+// completionRatioNote is the line under the table when a completion row's ratio is to epoll's
+// readiness row.
+const completionRatioNote = "ratio to epoll: to epoll in the same shape and mode, but a completion row's (backend/completion...) to epoll's readiness row (default)\n"
+
 // WriteTable prints rs as a table, one row per result in the order given, with the columns
 // shape, backend (Label: "uring" in the default mode, "uring/all" in mode all), events, seconds,
-// events/sec, ns/event and ratio to epoll (in the same shape and mode; "-" when there is no such
-// epoll result), right-aligned; then one note line per result with signals (the context shape:
-// raised vs counted) or with spurious handler calls, and one per result whose loop chose the
-// path of its handlers' I/O itself (IOPathReason starting "auto: "): "SHAPE LABEL: handler I/O:
-// REASON", and one per completion run on uring whose pipes were not registered (RegisteredFiles
-// false): "SHAPE LABEL: pipes not in the registered-file table (WHY)".
+// events/sec, ns/event and ratio to epoll (RatioToEpoll; "-" when there is none), right-aligned;
+// then, when a completion row's ratio is to epoll's readiness row, a line that says so; then one
+// note line per result with signals (the context shape: raised vs counted) or with spurious
+// handler calls, and one per completion run on uring whose pipes were not registered
+// (RegisteredFiles false): "SHAPE LABEL: pipes not in the registered-file table (WHY)".
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "shape\tbackend\tevents\tseconds\tevents/sec\tns/event\tratio to epoll\t\n")
@@ -128,6 +142,11 @@ func WriteTable(w io.Writer, rs []Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if slices.ContainsFunc(rs, func(r Result) bool { return r.RatioMode != "" && r.RatioMode != r.modeOf() }) {
+		if _, err := fmt.Fprint(w, completionRatioNote); err != nil {
+			return err
+		}
+	}
 	for _, r := range rs {
 		if r.SignalsRaised > 0 || r.SignalsCounted > 0 {
 			if _, err := fmt.Fprintf(w, "%s %s: signals raised %d, counted %d\n",
@@ -138,11 +157,6 @@ func WriteTable(w io.Writer, rs []Result) error {
 		if r.Spurious > 0 {
 			if _, err := fmt.Fprintf(w, "%s %s: %d spurious handler calls\n",
 				r.Shape, r.Label(), r.Spurious); err != nil {
-				return err
-			}
-		}
-		if strings.HasPrefix(r.IOPathReason, "auto: ") {
-			if _, err := fmt.Fprintf(w, "%s %s: handler I/O: %s\n", r.Shape, r.Label(), r.IOPathReason); err != nil {
 				return err
 			}
 		}

@@ -41,6 +41,51 @@ func TestSetRatios(t *testing.T) {
 	}
 }
 
+// TestSetRatiosOfCompletionRows: a completion row is divided by epoll's readiness (default mode)
+// rate in its shape when there is one, else by epoll's in its own mode; RatioMode says which.
+func TestSetRatiosOfCompletionRows(t *testing.T) {
+	rs := []Result{
+		newResult("epoll", PipesModeDefault, ShapeFdSpeed1, 1000, 0.004),
+		newResult("uring", PipesModeCompletionInline, ShapeFdSpeed1, 1000, 0.001),
+		newResult("epoll", PipesModeCompletionInline, ShapeFdSpeed1, 1000, 0.002),
+		newResult("uring", PipesModeCompletion, FdBusyShape(16), 1000, 0.001),
+		newResult("epoll", PipesModeCompletion, FdBusyShape(16), 1000, 0.002),
+		newResult("uring", PipesModeAll, ShapeFdSpeed1, 1000, 0.001),
+	}
+	SetRatios(rs)
+	want := []struct {
+		ratio float64
+		mode  string
+	}{{1, PipesModeDefault}, {4, PipesModeDefault}, {2, PipesModeDefault}, {2, PipesModeCompletion}, {1, PipesModeCompletion}, {0, ""}}
+	for i, r := range rs {
+		if r.RatioToEpoll != want[i].ratio || r.RatioMode != want[i].mode {
+			t.Errorf("%s %s: ratio %v to epoll in mode %q, want %v in %q", r.Shape, r.Label(), r.RatioToEpoll, r.RatioMode, want[i].ratio, want[i].mode)
+		}
+	}
+}
+
+// TestWriteTableSaysACompletionRowsRatioIsToReadiness: a line under the table says so when a
+// completion row is divided by epoll's readiness row, and none when no row is.
+func TestWriteTableSaysACompletionRowsRatioIsToReadiness(t *testing.T) {
+	rs := []Result{
+		newResult("epoll", PipesModeDefault, ShapeFdSpeed1, 1000, 0.004),
+		newResult("uring", PipesModeCompletionInline, ShapeFdSpeed1, 1000, 0.001),
+	}
+	for _, tc := range []struct {
+		rs   []Result
+		note bool
+	}{{rs, true}, {rs[:1], false}} {
+		SetRatios(tc.rs)
+		var b strings.Builder
+		if err := WriteTable(&b, tc.rs); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), completionRatioNote); got != tc.note {
+			t.Errorf("%d rows: note %v, want %v; table:\n%s", len(tc.rs), got, tc.note, b.String())
+		}
+	}
+}
+
 // TestLabel: the backend alone in the default mode and for the netpoller, else backend/mode.
 func TestLabel(t *testing.T) {
 	for _, tc := range [][3]string{
@@ -159,7 +204,7 @@ func TestWriteJSON(t *testing.T) {
 	if len(got) != 6 {
 		t.Fatalf("%d objects, want 6", len(got))
 	}
-	keys := []string{"backend", "events", "events_per_sec", "mode", "ns_per_event", "ratio_to_epoll", "seconds",
+	keys := []string{"backend", "events", "events_per_sec", "mode", "ns_per_event", "ratio_mode", "ratio_to_epoll", "seconds",
 		"shape", "signals_counted", "signals_raised", "spurious"}
 	for i, o := range got {
 		var k []string
@@ -169,7 +214,7 @@ func TestWriteJSON(t *testing.T) {
 		slices.Sort(k)
 		want := keys
 		if i >= 4 { // fd_speed2 and fd_many100/all have no epoll result
-			want = slices.DeleteFunc(slices.Clone(keys), func(s string) bool { return s == "ratio_to_epoll" })
+			want = slices.DeleteFunc(slices.Clone(keys), func(s string) bool { return s == "ratio_to_epoll" || s == "ratio_mode" })
 		}
 		if i == 5 {
 			want = append(want, "fds")
