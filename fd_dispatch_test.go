@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // The fd dispatch order (once.go: markReady, pickFd): among the ready fd events the one that ran
