@@ -232,19 +232,14 @@ func TestRunNamesTheCombinationsItSkipped(t *testing.T) {
 // mode, the netpoller once per shape; ratios are taken to epoll in the same shape and mode.
 func TestRunModesAndFdMany(t *testing.T) {
 	requireBackend(t, RatioBase)
-	rs, err := Run(Config{
+	rs, got := runOrder(t, Config{
 		Backends: []string{Netpoller, RatioBase},
 		Shapes:   []string{ShapeFdMany, ShapeFdSpeed1},
 		Fds:      []int{3, 1, 3},
 		Modes:    []string{PipesModeAll, PipesModeDefault, PipesModeFresh},
 		Options:  Options{Events: 500},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
 	for _, r := range rs {
-		got = append(got, r.Shape+":"+r.Label())
 		if r.Spurious != 0 {
 			t.Errorf("%s %s: %d spurious handler calls", r.Shape, r.Label(), r.Spurious)
 		}
@@ -256,8 +251,8 @@ func TestRunModesAndFdMany(t *testing.T) {
 	want := "fd_speed1:epoll fd_speed1:go-netpoller fd_speed1:epoll/fresh fd_speed1:epoll/all " +
 		"fd_many3:epoll fd_many3:go-netpoller fd_many3:epoll/fresh fd_many3:epoll/all " +
 		"fd_many1:epoll fd_many1:go-netpoller fd_many1:epoll/fresh fd_many1:epoll/all"
-	if strings.Join(got, " ") != want {
-		t.Errorf("measured\n%s\nwant\n%s", strings.Join(got, " "), want)
+	if got != want {
+		t.Errorf("measured\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -346,18 +341,13 @@ func TestRunPipesWithFewEvents(t *testing.T) {
 // fd_busy, whose ratio is to epoll's readiness row; the netpoller runs once per shape.
 func TestRunWithoutModesAddsACompletionRow(t *testing.T) {
 	requireBackend(t, RatioBase)
-	rs, err := Run(Config{
+	rs, got := runOrder(t, Config{
 		Backends: []string{RatioBase, "poll", Netpoller},
 		Shapes:   []string{ShapeFdSpeed1, ShapeFdSpeed2, ShapeFdBusy},
 		Busy:     []int{2},
 		Options:  Options{Events: 500},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
 	for _, r := range rs {
-		got = append(got, r.Shape+":"+r.Label())
 		if r.RatioMode != PipesModeDefault {
 			t.Errorf("%s %s: ratio to epoll in mode %q, want %q (readiness)", r.Shape, r.Label(), r.RatioMode, PipesModeDefault)
 		}
@@ -368,7 +358,22 @@ func TestRunWithoutModesAddsACompletionRow(t *testing.T) {
 	want := "fd_speed1:epoll fd_speed1:poll fd_speed1:go-netpoller fd_speed1:epoll/completion-inline fd_speed1:poll/completion-inline " +
 		"fd_speed2:epoll fd_speed2:poll fd_speed2:go-netpoller " +
 		"fd_busy2:epoll fd_busy2:poll fd_busy2:go-netpoller fd_busy2:epoll/completion-inline fd_busy2:poll/completion-inline"
-	if strings.Join(got, " ") != want {
-		t.Errorf("measured\n%s\nwant\n%s", strings.Join(got, " "), want)
+	if got != want {
+		t.Errorf("measured\n%s\nwant\n%s", got, want)
 	}
+}
+
+// runOrder runs cfg, failing the test on error, and returns the results and their names in the
+// order measured, "shape:label" joined by spaces.
+func runOrder(t *testing.T, cfg Config) ([]Result, string) {
+	t.Helper()
+	rs, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Shape+":"+r.Label())
+	}
+	return rs, strings.Join(got, " ")
 }
