@@ -13,14 +13,12 @@ import "golang.org/x/sys/unix"
 type readyFd = unix.EpollEvent
 
 const (
-	pollRdHup       = unix.POLLRDHUP // the peer shut down its writing side (Linux 2.6.17)
-	sysEpollPwait   = unix.SYS_EPOLL_PWAIT
-	sysPread        = unix.SYS_PREAD64
-	sysPwrite       = unix.SYS_PWRITE64
-	sysAccept4      = unix.SYS_ACCEPT4
-	sysClockGettime = unix.SYS_CLOCK_GETTIME
-	clockThreadCPU  = unix.CLOCK_THREAD_CPUTIME_ID
-	eTime           = unix.ETIME // a request's deadline passed (FreeBSD has no ETIME)
+	pollRdHup     = unix.POLLRDHUP // the peer shut down its writing side (Linux 2.6.17)
+	sysEpollPwait = unix.SYS_EPOLL_PWAIT
+	sysPread      = unix.SYS_PREAD64
+	sysPwrite     = unix.SYS_PWRITE64
+	sysAccept4    = unix.SYS_ACCEPT4
+	eTime         = unix.ETIME // a request's deadline passed (FreeBSD has no ETIME)
 )
 
 // platformErr is nil: the loop runs on Linux.

@@ -30,15 +30,13 @@ type readyFd struct {
 }
 
 const (
-	pollRdHup       = 0
-	sysEpollPwait   = 0
-	sysPread        = 0
-	sysPwrite       = 0
-	sysAccept4      = 0
-	sysClockGettime = 0
-	clockThreadCPU  = 0
-	maxBatchWait    = 1024
-	eTime           = unix.ETIMEDOUT
+	pollRdHup     = 0
+	sysEpollPwait = 0
+	sysPread      = 0
+	sysPwrite     = 0
+	sysAccept4    = 0
+	maxBatchWait  = 1024
+	eTime         = unix.ETIMEDOUT
 )
 
 func newEventfd() (int, error)                       { return -1, errPlatform }
