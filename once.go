@@ -197,7 +197,7 @@ func (l *Loop) markReady() error {
 			}
 			s.ready = ready
 			if !ran || len(s.events) != 1 {
-				l.addOthers(s) // unless the slot's one event ran in the last round: it is in l.ran
+				l.addOthers(s) // unless the slot's one event ran in the last round: l.ran has it
 			}
 		}
 	}
@@ -235,7 +235,7 @@ func (l *Loop) addOthers(s *fdSlot) {
 const markRan = 1 << 63
 
 // maxCache is the most fds one wait can report (the readiness cache's capacity, grown by
-// growCache): 48 KiB of epoll_event.
+// fillCache): 48 KiB of epoll_event.
 const maxCache = 4096
 
 // fillCache is called when a wait filled the readiness cache (ready): more fds may be ready
