@@ -300,10 +300,10 @@ func (b *uringBackend) reap(buf []readyFd) ([]readyFd, bool, error) {
 	r := b.ring
 	got := false
 	var res int32
-	n := r.CQReady()
 	if b.reqs != nil {
-		got, res = b.reqs.cqes(r, n)
+		got, res = b.reqs.cqes(r) // it moves the CQ's head (it may hold requests' CQEs there)
 	} else {
+		n := r.CQReady()
 		for i := uint32(0); i < n; i++ {
 			switch c := r.CQEAt(i); c.UserData {
 			case uringEpollTag:
@@ -313,8 +313,8 @@ func (b *uringBackend) reap(buf []readyFd) ([]readyFd, bool, error) {
 				b.msg.got++
 			}
 		}
+		r.CQAdvance(n)
 	}
-	r.CQAdvance(n)
 	if !got {
 		return buf, false, nil
 	}

@@ -8,7 +8,9 @@ package ringev
 // full SQ is submitted and refilled at the wait, never a refused request. Until that enter, a
 // prepared request is still the loop's: a cancel turns its SQE into a NOP, a deadline is
 // linked to it (see unsubmitted). CQEs are read in place by the backend's wait (cqes) and by
-// its ride (cqe), which hand this driver those whose user_data has reqTag set.
+// its ride (readCQE): a one-shot request's CQE stays in the ring, held until its callback runs
+// (run), with no copy and no record built for it (the callback gets the Completion kept in the
+// request's record); any other is taken when read.
 
 import (
 	"fmt"
@@ -23,15 +25,25 @@ import (
 // tags of once.go, stay below it), the kind (bits 61-62), the record's generation (bits 32-60)
 // and its index (bits 0-31).
 const (
-	reqTag      uint64 = 1 << 63
-	reqKindOp   uint64 = 0 << 61 // the request's own SQE
-	reqKindLink uint64 = 1 << 61 // its IORING_OP_LINK_TIMEOUT
-	reqKindCmd  uint64 = 2 << 61 // an IORING_OP_ASYNC_CANCEL the driver made (no record)
-	reqKindMask uint64 = 3 << 61
+	reqTag       uint64 = 1 << 63
+	reqKindOp    uint64 = 0 << 61 // the SQE of a one-shot request (one CQE, always its last)
+	reqKindLink  uint64 = 1 << 61 // its IORING_OP_LINK_TIMEOUT
+	reqKindCmd   uint64 = 2 << 61 // an IORING_OP_ASYNC_CANCEL the driver made (no record)
+	reqKindMulti uint64 = 3 << 61 // the SQE of a multishot request or SubmitSQE's (one CQE or more)
+	reqKindMask  uint64 = 3 << 61
 )
 
 func reqUserData(r *ringRec, kind uint64) uint64 {
 	return reqTag | kind | uint64(r.gen)<<32 | uint64(r.idx)
+}
+
+// opUserData is the user_data of r's own SQE (reqKindOp, or reqKindMulti for an op that may
+// post several CQEs).
+func opUserData(r *ringRec) uint64 {
+	if multishot(r.c.Op) {
+		return reqUserData(r, reqKindMulti)
+	}
+	return reqUserData(r, reqKindOp)
 }
 
 // ringRec is a request's record on the uring backend: the core's record and the backend's
@@ -47,10 +59,11 @@ type ringRec struct {
 	opRes   int32
 	opFlags uint32
 
-	// The SQEs in which start prepared the request and its LINK_TIMEOUT (in the ring's mapped
-	// memory, not the Go heap), and the driver's epoch then (see unsubmitted).
-	sqeAt, ltAt *uring.SQE
-	epoch       uint64
+	// sqPos is the SQ position (uring.Ring.SQTail) of the SQE in which the request was last
+	// prepared; its LINK_TIMEOUT's, if it has one, follows. epoch is the driver's epoch then
+	// (see unsubmitted).
+	sqPos uint32
+	epoch uint64
 
 	ts  uring.Timespec // the LINK_TIMEOUT's (the kernel reads it at submission)
 	sqe uring.SQE      // SubmitSQE's SQE
@@ -82,7 +95,7 @@ type ringReqs struct {
 	b        *uringBackend
 	rq       *requests
 	epoch    uint64       // counts the enters that may submit the SQ (submitted)
-	fresh    bool         // start prepared a request since the last of them
+	subTail  uint32       // the SQ's tail (uring.Ring.SQTail) at the last of them
 	queue    []queuedReq  // records to prepare at the next wait
 	cmds     []ringCmd    // cancels to prepare at the next wait
 	inflight int          // SQEs in the kernel whose last CQE has not arrived
@@ -90,7 +103,12 @@ type ringReqs struct {
 	space    uint32       // free SQEs known to flush (see sqe)
 	dead     bool         // shutdown: CQEs only count down inflight
 	slots    uint32       // the registered-file table's size (0: none registered yet)
-	fdArg    [1]int32     // fixFile's argument to IORING_REGISTER_FILES_UPDATE
+	// next and seen are positions in the ring's CQ (uring.Ring.CQHead): the CQEs before seen
+	// have been read (cqes); those from next to seen are held in the ring for their callbacks
+	// (requests.held counts the one-shot requests' among them, which run takes from there), and
+	// next is the CQ's head.
+	next, seen uint32
+	fdArg      [1]int32 // fixFile's argument to IORING_REGISTER_FILES_UPDATE
 	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained, see
 	// recvDone) is prepared with IORING_RECVSEND_POLL_FIRST (Linux 5.19; not
 	// WithRecvPollFirst(false)): the kernel waits for the socket to be readable before its
@@ -120,6 +138,10 @@ func newRingReqs(l *Loop, rq *requests) reqDriver {
 		return nil
 	}
 	d := &ringReqs{b: b, rq: rq}
+	if b.ring != nil {
+		d.next = b.ring.CQHead()
+		d.seen = d.next
+	}
 	b.reqs = d
 	return d
 }
@@ -195,17 +217,17 @@ func (d *ringReqs) start(rec *reqRec) {
 	r := ringOf(rec)
 	if r.deadline == 0 && len(d.queue) == 0 && !d.dead {
 		if s := d.b.ring.GetSQE(); s != nil {
-			if r.op <= OpSend {
+			if r.c.Op <= OpSend {
 				prepBytes(s, rec) // prepReq's first case, without its call
 			} else {
 				prepReq(s, r)
 			}
 			d.fdBits(s, r)
-			s.UserData = reqUserData(r, reqKindOp)
+			s.UserData = opUserData(r)
 			r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
-			r.sqeAt, r.ltAt, r.epoch = s, nil, d.epoch
+			r.fast = r.c.Op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
+			r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.epoch
 			d.inflight++
-			d.fresh = true
 			return
 		}
 	}
@@ -213,18 +235,80 @@ func (d *ringReqs) start(rec *reqRec) {
 	d.queue = append(d.queue, queuedReq{r, r.gen})
 }
 
+// rw is reqDriver.rw: the record and the SQE of a read, write, recv or send, written at once
+// in one call (start's work for such a request, without its tests of what take and fastOK
+// made sure of). When requests wait in the queue ahead of it, or the SQ is full, start queues
+// it.
+func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token uint64) Request {
+	rq := d.rq
+	ring := d.b.ring
+	if rq.free == 0 || len(d.queue) != 0 {
+		return d.rwQueued(op, fd, buf, arg, cb, token)
+	}
+	s := ring.GetSQE()
+	if s == nil {
+		return d.rwQueued(op, fd, buf, arg, cb, token)
+	}
+	pos := ring.SQTail() - 1
+	r := ringOf(rq.pop())
+	f := &rq.fds[fd]
+	f.live++
+	r.cb = cb
+	r.state, r.fast = stInflight, true
+	r.cqes, r.opDone, r.link = 1, false, false
+	r.sqPos, r.epoch = pos, d.epoch
+	c := &r.c
+	c.Request.gen, c.Op, c.Fd, c.Token, c.Buf = r.gen, op, fd, token, buf
+	s.Opcode, s.Fd = bytesOpcode[op&7], int32(fd)
+	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))), uint32(len(buf))
+	if op <= OpWrite {
+		r.off = arg
+		s.Off = uint64(arg)
+	} else {
+		r.flags = int32(arg)
+		s.OpFlags = uint32(arg)
+		if op == OpRecv && f.drained && d.pollFirst {
+			s.Ioprio = uring.RecvsendPollFirst
+		}
+	}
+	if f.fixed {
+		s.Flags = uring.SQEFixedFile
+	}
+	s.UserData = reqTag | uint64(r.gen)<<32 | uint64(r.idx)
+	d.inflight++
+	return Request{rec: &r.reqRec, gen: r.gen}
+}
+
+// rwQueued is rw when the request cannot be prepared at once: start queues it (or grows the
+// pool first).
+//
+//go:noinline
+func (d *ringReqs) rwQueued(op Op, fd int, buf []byte, arg int64, cb Callback, token uint64) Request {
+	r := d.rq.take(op, fd, buf, cb, token)
+	r.setArg(arg)
+	return d.rq.submit(r)
+}
+
 // submitted is called before every io_uring_enter(2) on the ring that may submit its SQ (the
 // backend's wait, its ride, a set's replacement, shutdown): the prepared requests are the
 // kernel's from then on. (Calling it early is safe: a cancel then goes to the kernel as an
 // IORING_OP_ASYNC_CANCEL behind the request, which the kernel takes in order.)
-func (d *ringReqs) submitted() { d.epoch, d.fresh = d.epoch+1, false }
+func (d *ringReqs) submitted() { d.epoch, d.subTail = d.epoch+1, d.b.ring.SQTail() }
 
 // unsubmitted reports whether r is a request that start prepared in the SQ and no enter has
-// submitted since: its SQE (r.sqeAt) and its LINK_TIMEOUT's (r.ltAt, or 0) are not the
+// submitted since: its SQE (sqeOf) and its LINK_TIMEOUT's (the next one, if r.link) are not the
 // kernel's yet; a cancel can turn them into NOPs (the request never reaches the kernel) and a
 // deadline can still be linked to the SQE while it is the SQ's last.
 func (d *ringReqs) unsubmitted(r *ringRec) bool {
-	return r.sqeAt != nil && r.epoch == d.epoch && r.state == stInflight
+	return r.epoch == d.epoch && r.state == stInflight
+}
+
+// sqeOf returns the SQE of r, an unsubmitted request (else nil).
+func (d *ringReqs) sqeOf(r *ringRec) *uring.SQE {
+	if !d.unsubmitted(r) {
+		return nil
+	}
+	return d.b.ring.SQEAtPos(r.sqPos)
 }
 
 // nop makes s a NOP whose CQE counts as a command's.
@@ -235,18 +319,19 @@ func nop(s *uring.SQE) {
 
 // nopPrepared turns the SQEs of r, an unsubmitted request, into NOPs: it never reaches the
 // kernel (their CQEs count down inflight as commands').
-func nopPrepared(r *ringRec) {
-	nop(r.sqeAt)
-	if r.ltAt != nil {
-		nop(r.ltAt)
+func (d *ringReqs) nopPrepared(r *ringRec) {
+	ring := d.b.ring
+	nop(ring.SQEAtPos(r.sqPos))
+	if r.link {
+		nop(ring.SQEAtPos(r.sqPos + 1))
 		r.link = false
 	}
-	r.sqeAt, r.ltAt = nil, nil
+	r.epoch = d.epoch - 1 // no longer unsubmitted
 }
 
 // unprep makes r, an unsubmitted request, NOPs (nopPrepared) and finishes it with ECANCELED.
 func (d *ringReqs) unprep(r *ringRec) {
-	nopPrepared(r)
+	d.nopPrepared(r)
 	r.cqes = 0
 	d.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 }
@@ -261,7 +346,7 @@ func (d *ringReqs) cancel(rec *reqRec) {
 			d.unprep(r)
 			return
 		}
-		d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindOp)})
+		d.cmds = append(d.cmds, ringCmd{target: opUserData(r)})
 	}
 }
 
@@ -269,27 +354,25 @@ func (d *ringReqs) cancel(rec *reqRec) {
 // submitted, whose SQE must be the SQ's last (the LINK_TIMEOUT must follow it directly). It
 // reports whether it did; when it did not, the loop's timer enforces the deadline.
 func (d *ringReqs) linkNow(r *ringRec, after time.Duration) bool {
-	if !d.unsubmitted(r) || r.ltAt != nil || multishot(r.op) {
+	if !d.unsubmitted(r) || r.link || multishot(r.c.Op) {
 		return false
 	}
 	ring := d.b.ring
+	at := ring.SQTail()
 	t := ring.GetSQE()
 	if t == nil {
 		return false
 	}
-	// t must be the SQE right after r's in the SQ's order (the array wraps after SQEntries).
-	const size = unsafe.Sizeof(uring.SQE{})
-	at, prev := uintptr(unsafe.Pointer(t)), uintptr(unsafe.Pointer(r.sqeAt))
-	if at != prev+size && at != prev-uintptr(ring.SQEntries()-1)*size {
+	// t must be the SQE right after r's in the SQ's order.
+	if at != r.sqPos+1 {
 		nop(t) // another SQE came after r's: the timer takes the deadline
 		d.inflight++
 		return false
 	}
-	r.sqeAt.Flags |= uring.SQEIOLink
+	ring.SQEAtPos(r.sqPos).Flags |= uring.SQEIOLink
 	r.ts = uring.NewTimespec(after)
 	t.PrepLinkTimeout(&r.ts, 0)
 	t.UserData = reqUserData(r, reqKindLink)
-	r.ltAt = t
 	r.cqes, r.link = 2, true
 	d.inflight++
 	return true
@@ -303,7 +386,7 @@ func (d *ringReqs) linkNow(r *ringRec, after time.Duration) bool {
 // still queued gets its deadline as a LINK_TIMEOUT when flush prepares it.
 func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
 	r := ringOf(rec)
-	if r.state == stQueued && !multishot(r.op) {
+	if r.state == stQueued && !multishot(r.c.Op) {
 		return true // flush links a LINK_TIMEOUT, if a deadline is left
 	}
 	if r.state != stInflight {
@@ -317,7 +400,7 @@ func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
 	if after <= 0 {
 		after = 1 << 62 // ~146 years
 	}
-	if d.unsubmitted(r) && r.ltAt != nil {
+	if d.unsubmitted(r) { // (r.link: its LINK_TIMEOUT is prepared after it)
 		r.ts = uring.NewTimespec(after) // the kernel reads it at submission
 		return true
 	}
@@ -328,15 +411,15 @@ func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
 
 func (d *ringReqs) cancelFd(fd int32) {
 	for _, q := range d.queue {
-		if r := q.r; r.gen == q.gen && r.state == stQueued && r.fd == fd && !r.noFd {
-			r.cancelReq = true
+		if r := q.r; r.gen == q.gen && r.state == stQueued && r.c.Fd == int(fd) && !r.noFd {
+			r.cancelReq, r.fast = true, false
 			d.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 		}
 	}
 	if d.rq.fds[fd].live > 0 {
 		for _, rec := range d.rq.recs {
-			if r := ringOf(rec); r.state == stInflight && r.fd == fd && !r.noFd {
-				r.cancelReq = true
+			if r := ringOf(rec); r.state == stInflight && r.c.Fd == int(fd) && !r.noFd {
+				r.cancelReq, r.fast = true, false
 				if d.unsubmitted(r) {
 					d.unprep(r) // it never reaches the kernel
 				}
@@ -398,7 +481,9 @@ func (d *ringReqs) fixFile(fd int32, on, live bool) (bool, error) {
 func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 || d.inflight > 0 }
 
 // queued reports whether records or cancels wait to be prepared as SQEs (flush).
-func (d *ringReqs) queued() bool { return d.fresh || len(d.queue) > 0 || len(d.cmds) > 0 }
+func (d *ringReqs) queued() bool {
+	return d.b.ring.SQTail() != d.subTail || len(d.queue) > 0 || len(d.cmds) > 0
+}
 
 // sqe returns the first of n consecutive free SQEs, submitting what is queued when the SQ has
 // less room. d.space counts the SQEs known free: valid during one flush only (the backend's
@@ -439,10 +524,10 @@ func (d *ringReqs) flush() error {
 			continue
 		}
 		var left int64
-		link := r.deadline != 0 && !multishot(r.op) && r.timer.index < 0
+		link := r.deadline != 0 && !multishot(r.c.Op) && r.timer.index < 0
 		if link {
 			if left = r.deadline - rq.l.now(); left <= 0 {
-				r.timedOut, r.cancelReq = true, true
+				r.timedOut, r.cancelReq, r.fast = true, true, false
 				rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 				continue
 			}
@@ -457,9 +542,10 @@ func (d *ringReqs) flush() error {
 		}
 		prepReq(s, r)
 		d.fdBits(s, r)
-		s.UserData = reqUserData(r, reqKindOp)
+		s.UserData = opUserData(r)
 		r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
-		r.sqeAt, r.ltAt = nil, nil // not unsubmitted: the next enter is this flush's
+		r.fast = !link && r.deadline == 0 && r.c.Op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
+		r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.epoch-1 // not unsubmitted: the next enter is this flush's
 		d.inflight++
 		if link {
 			s.Flags |= uring.SQEIOLink
@@ -499,19 +585,19 @@ func (d *ringReqs) flush() error {
 }
 
 // bytesOpcode is the opcode of each op that moves bytes (OpRead to OpSend).
-var bytesOpcode = [...]uint8{OpRead: uring.OpRead, OpWrite: uring.OpWrite, OpRecv: uring.OpRecv, OpSend: uring.OpSend}
+var bytesOpcode = [8]uint8{OpRead: uring.OpRead, OpWrite: uring.OpWrite, OpRecv: uring.OpRecv, OpSend: uring.OpSend}
 
 // prepBytes prepares in s, a zeroed SQE, r's read, write, recv or send (what is left of it):
 // prepReq's work for them, as field stores (the Preps rewrite all of the SQE, through a call).
 func prepBytes(s *uring.SQE, r *reqRec) {
-	p := r.buf
+	p := r.c.Buf
 	if r.done != 0 {
 		p = p[r.done:] // the rest of a short write or send
 	}
-	s.Opcode, s.Fd = bytesOpcode[r.op], r.fd
+	s.Opcode, s.Fd = bytesOpcode[r.c.Op], int32(r.c.Fd)
 	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), uint32(len(p))
 	switch {
-	case r.op >= OpRecv:
+	case r.c.Op >= OpRecv:
 		s.OpFlags = uint32(r.flags)
 	case r.off >= 0:
 		s.Off = uint64(r.off + int64(r.done))
@@ -522,12 +608,12 @@ func prepBytes(s *uring.SQE, r *reqRec) {
 
 // prepReq prepares r's operation in s, a zeroed SQE (GetSQE's).
 func prepReq(s *uring.SQE, r *ringRec) {
-	if r.op <= OpSend {
+	if r.c.Op <= OpSend {
 		prepBytes(s, &r.reqRec)
 		return
 	}
-	fd := int(r.fd)
-	switch r.op {
+	fd := int(r.c.Fd)
+	switch r.c.Op {
 	case OpAccept:
 		s.PrepAccept(fd, nil, nil, int(r.flags))
 	case OpAcceptMultishot:
@@ -553,26 +639,34 @@ func prepReq(s *uring.SQE, r *ringRec) {
 // every preparation, so a continuation (the rest of a short write, a multishot re-armed)
 // follows an UnregisterFile made since. The caller's SQE (OpSQE) is left as given.
 func (d *ringReqs) fdBits(s *uring.SQE, r *ringRec) {
-	if r.op == OpSQE {
+	if r.c.Op == OpSQE {
 		return
 	}
-	f := &d.rq.fds[r.fd]
+	f := &d.rq.fds[r.c.Fd]
 	if f.fixed {
 		s.Flags |= uring.SQEFixedFile
 	}
-	if r.op == OpRecv && f.drained && d.pollFirst {
+	if r.c.Op == OpRecv && f.drained && d.pollFirst {
 		s.Ioprio = uring.RecvsendPollFirst
 	}
 }
 
-// cqes reads the ring's n ready CQEs in place (the backend's wait): a request's (user_data
-// with reqTag) is taken as cqe takes it, the steady one (cqe's first case) here, without a
-// call per CQE; got and res are those of the backend's EPOLL_WAIT CQE, if it came.
-func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
+// cqes reads in place the CQEs that came since the last read (the backend's wait; its ride
+// reads them as cqe does each): got and res are those of the backend's EPOLL_WAIT CQE, if it
+// came. A one-shot request's CQE (reqKindOp) stays in the ring, held for its callback (run);
+// any other of a request is taken at once (cqe). When none is held, the CQ's head moves past
+// them all.
+func (d *ringReqs) cqes(ring *uring.Ring) (got bool, res int32) {
 	rq := d.rq
-	for i := uint32(0); i < n; i++ {
-		c := ring.CQEAt(i)
+	tail := ring.CQTail()
+	for p := d.seen; p != tail; p++ {
+		c := ring.CQEAtPos(p)
 		ud := c.UserData
+		if ud&(reqTag|reqKindMask) == reqTag|reqKindOp {
+			d.inflight--
+			rq.held++
+			continue
+		}
 		if ud&reqTag == 0 {
 			if ud == uringEpollTag {
 				got, res = true, c.Res
@@ -582,28 +676,169 @@ func (d *ringReqs) cqes(ring *uring.Ring, n uint32) (got bool, res int32) {
 			}
 			continue
 		}
-		if idx := uint32(ud); ud&reqKindMask == reqKindOp && c.Flags&uring.CQEFMore == 0 && int(idx) < len(rq.recs) && !d.dead {
-			if r := ringOf(rq.recs[idx]); r.gen == uint32(ud>>32)&genMask && r.state == stInflight && r.cqes == 1 &&
-				r.timer.index < 0 && finishesAsIs(&r.reqRec, c.Res) {
-				// finishSteady, written out (keep the two alike): a call here is paid on
-				// every request.
-				d.inflight--
-				r.cqes, r.state, r.res = 0, stDone, 0
-				e := rq.push()
-				e.rec, e.gen, e.res, e.flags, e.off = &r.reqRec, r.gen, c.Res, steadyFlags(c.Flags), 0
-				if r.counted {
-					f := &rq.fds[r.fd]
-					f.recvDone(&r.reqRec, c.Res)
-					if f.live--; f.live == 0 && f.closeRec != nil {
-						rq.closeNow(f)
-					}
+		rq.pos = p
+		d.cqe(c)
+	}
+	d.read(ring, tail)
+	return got, res
+}
+
+// readCQE reads a request's CQE at position p (user_data with reqTag), as cqes reads each: the
+// backend's ride reads its CQEs with it.
+func (d *ringReqs) readCQE(c *uring.CQE, p uint32) {
+	if c.UserData&reqKindMask == reqKindOp {
+		d.inflight--
+		d.rq.held++
+		return
+	}
+	d.rq.pos = p
+	d.cqe(c)
+}
+
+// cqUnread returns the positions of the CQEs that came since the last read: from (the CQ's head
+// when no request was made yet, which holds none) to tail.
+func (b *uringBackend) cqUnread() (from, tail uint32) {
+	if b.reqs != nil {
+		return b.reqs.seen, b.ring.CQTail()
+	}
+	return b.ring.CQHead(), b.ring.CQTail()
+}
+
+// cqRead marks the CQEs before position tail read (ringReqs.read), or gives them all back when
+// no request was made yet.
+func (b *uringBackend) cqRead(tail uint32) {
+	if b.reqs != nil {
+		b.reqs.read(b.ring, tail)
+		return
+	}
+	b.ring.CQSetHead(tail)
+}
+
+// read marks the CQEs before position tail read (see cqes): the completions the core queues
+// from now on are learned after them (requests.pos), and the CQ's head moves to tail when no
+// CQE is held.
+func (d *ringReqs) read(ring *uring.Ring, tail uint32) {
+	d.seen, d.rq.pos = tail, tail
+	if d.rq.held == 0 && d.next != tail {
+		d.next = tail
+		ring.CQSetHead(tail)
+	}
+}
+
+// run is reqDriver.run: up to n completions' callbacks, from the CQEs held in the ring and
+// the queued completions (requests.cq), merged by position. A held CQE is a one-shot request's
+// only one: its result goes from the CQE to the callback, through the Completion in its record
+// (the steady case: fast, and a read's any result or a write's whole count), or through opDone
+// (heldCQE). The CQ's head follows.
+func (d *ringReqs) run(n int) bool {
+	rq := d.rq
+	ring := d.b.ring
+	ran := false
+	for n > 0 {
+		if rq.held == 0 {
+			d.next = d.seen // the CQEs left were all taken when read (cqes)
+		}
+		// The held CQEs before limit come before the queued completion at cq[head].
+		limit := d.seen
+		if rq.head < len(rq.cq) {
+			pos := rq.cq[rq.head].pos
+			if int32(pos-d.next) <= 0 {
+				n--
+				if rq.runOne() {
+					ran = true
 				}
 				continue
 			}
+			if int32(pos-limit) < 0 {
+				limit = pos
+			}
 		}
-		d.cqe(c)
+		if rq.held == 0 {
+			break
+		}
+		for n > 0 && d.next != limit {
+			p := d.next
+			d.next = p + 1
+			c := ring.CQEAtPos(p)
+			ud := c.UserData
+			if ud&(reqTag|reqKindMask) != reqTag|reqKindOp {
+				continue // taken when read (cqes), or not a request's
+			}
+			rq.held--
+			n--
+			idx := uint32(ud)
+			if idx >= uint32(len(rq.recs)) {
+				continue
+			}
+			r := ringOf(rq.recs[idx])
+			res := c.Res
+			if r.gen != uint32(ud>>32)&genMask || r.state != stInflight {
+				continue // a stale CQE: its record was reused
+			}
+			if !r.fast || r.c.Op&1 == 0 && int(res) != len(r.c.Buf) && res >= 0 {
+				d.heldCQE(r, res, c.Flags, p)
+				break // (it may have queued a completion before limit)
+			}
+			// The steady case: finish's work and runOne's, for a read, write, recv or send
+			// that ends with this result (OpRead and OpRecv are the odd ones).
+			ran = true
+			r.cqes = 0
+			f := &rq.fds[r.c.Fd]
+			if r.c.Op == OpRecv {
+				f.drained = res >= 0 && int(res) < len(r.c.Buf)
+			}
+			if f.live--; f.live == 0 && f.closeRec != nil {
+				rq.closeNow(f)
+			}
+			// The Completion: a free record's has Err nil and SockNonempty and More false
+			// (recycle), so only what differs is written.
+			cp := &r.c
+			if c.Flags&uring.CQEFSockNonempty != 0 {
+				cp.SockNonempty = r.c.Op == OpRecv
+			}
+			if res >= 0 {
+				cp.N = int(res)
+				if r.c.Op&1 != 0 {
+					cp.Buf = cp.Buf[:res]
+				}
+			} else {
+				cp.N, cp.Err = 0, errnoErr(res)
+				if r.c.Op&1 != 0 {
+					cp.Buf = nil
+				}
+			}
+			// requests.last, written out: the handle is stale from the callback on, and the
+			// record goes back to the pool after it (recycle's work: a steady record has no
+			// group or keep).
+			r.gen = (r.gen + 1) & genMask
+			r.state = stFree
+			rq.cbRec = r.idx + 1
+			r.cb(cp)
+			rq.cbRec = 0
+			r.cb, cp.Buf, cp.SockNonempty = nil, nil, false
+			if cp.Err != nil {
+				cp.Err = nil
+			}
+			r.reqVars = reqVars{}
+			r.nextFree, rq.free = rq.free, r.idx+1
+			rq.live--
+		}
 	}
-	return got, res
+	ring.CQSetHead(d.next)
+	return ran
+}
+
+// heldCQE takes the CQE at position p, held for r, a one-shot request, when it is not the
+// steady case: opDone (or, with the request's LINK_TIMEOUT still to come, its result kept
+// until then). A completion it queues is learned at p.
+func (d *ringReqs) heldCQE(r *ringRec, res int32, flags uint32, p uint32) {
+	rq := d.rq
+	rq.pos = p
+	r.opRes, r.opFlags, r.opDone = res, compFlags(flags), true
+	if r.cqes--; r.cqes == 0 {
+		rq.opDone(&r.reqRec, r.opRes, r.opFlags)
+	}
+	rq.pos = d.seen
 }
 
 // compFlags translates a CQE's flags (IORING_CQE_F_*) into the core's completion flags.
@@ -624,15 +859,8 @@ func compFlags(f uint32) uint32 {
 	return c
 }
 
-// steadyFlags is compFlags for a steady CQE (a read, write, recv or send's only one): without
-// MORE and without a buffer, only SOCK_NONEMPTY can be set. compSockNonempty has that flag's
-// bit, so this is one AND; the division keeps it right for any lower bit (and fails to compile
-// for a higher one).
-func steadyFlags(f uint32) uint32 {
-	return f & uring.CQEFSockNonempty / (uring.CQEFSockNonempty / compSockNonempty)
-}
-
-// cqe takes a request's CQE (user_data with reqTag), read in place by the backend.
+// cqe takes a request's CQE (user_data with reqTag) that is not held for a callback: a
+// LINK_TIMEOUT's, a command's, a multishot or SubmitSQE request's; and after shutdown any.
 func (d *ringReqs) cqe(c *uring.CQE) {
 	ud, res, flags := c.UserData, c.Res, c.Flags
 	kind := ud & reqKindMask
@@ -653,14 +881,9 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		return
 	}
 	if d.dead { // Loop.Close: no callback runs; a connection accepted meanwhile is closed
-		if kind == reqKindOp {
-			closeAccepted(r.op, res)
+		if kind != reqKindLink {
+			closeAccepted(r.c.Op, res)
 		}
-		return
-	}
-	if kind == reqKindOp && !more && r.cqes == 1 && r.timer.index < 0 && finishesAsIs(&r.reqRec, res) {
-		r.cqes = 0
-		d.rq.finishSteady(&r.reqRec, res, steadyFlags(flags))
 		return
 	}
 	if kind == reqKindLink {
@@ -720,17 +943,30 @@ func (d *ringReqs) closeGroup(g *BufferGroup) error {
 // keeps its records (and buffers) reachable for the life of the process. Then it drops the
 // registered-file table, if one was made (RegisterFile).
 func (d *ringReqs) shutdown() {
+	ring := d.b.ring
+	if ring != nil {
+		// The CQEs held for callbacks get none: a connection an Accept accepted is closed.
+		for p := d.next; p != d.seen; p++ {
+			c := ring.CQEAtPos(p)
+			if ud := c.UserData; ud&(reqTag|reqKindMask) == reqTag|reqKindOp && int(uint32(ud)) < len(d.rq.recs) {
+				if r := d.rq.recs[uint32(ud)]; r.gen == uint32(ud>>32)&genMask && r.state == stInflight {
+					closeAccepted(r.c.Op, c.Res)
+				}
+			}
+		}
+		d.rq.held = 0
+		d.read(ring, d.seen)
+	}
 	// A request prepared in the SQ and not submitted never reaches the kernel, as one queued
 	// never does: its SQEs become NOPs (counted in inflight as before), else the enter below
 	// would submit them ahead of the cancel, and a Read would take bytes no callback gets.
 	for _, rec := range d.rq.recs {
 		if r := ringOf(rec); d.unsubmitted(r) {
-			nopPrepared(r)
+			d.nopPrepared(r)
 		}
 	}
 	d.dead = true
 	d.queue, d.cmds = nil, nil
-	ring := d.b.ring
 	if d.inflight > 0 && ring != nil {
 		d.space = 0 // not known outside a flush
 		if s, err := d.sqe(1); err == nil {

@@ -61,9 +61,9 @@ func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
 	var res int32
 	for {
 		done := false
-		n := r.CQReady()
-		for i := uint32(0); i < n; i++ {
-			c := r.CQEAt(i)
+		from, tail := b.cqUnread()
+		for p := from; p != tail; p++ {
+			c := r.CQEAtPos(p)
 			switch c.UserData {
 			case tag:
 				res, done = c.Res, true
@@ -72,11 +72,11 @@ func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
 				b.found = max(c.Res, 0)
 			default:
 				if c.UserData&reqTag != 0 {
-					b.reqs.cqe(c) // a request's (backend_uring_req_linux.go)
+					b.reqs.readCQE(c, p) // a request's (backend_uring_req_linux.go)
 				}
 			}
 		}
-		r.CQAdvance(n)
+		b.cqRead(tail)
 		if done {
 			return res, nil
 		}

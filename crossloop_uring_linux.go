@@ -57,8 +57,8 @@ func (l *Loop) msgWake(dst *Loop) bool {
 		m.cb = l.msgDone
 	}
 	rq := l.reqs()
-	r := rq.alloc()
-	r.op, r.cb, r.token, r.keep, r.fd, r.noFd = OpSQE, m.cb, uint64(tok), nil, 0, true
+	r := rq.take(OpSQE, 0, nil, m.cb, uint64(tok))
+	r.noFd = true
 	ringOf(r).sqe.PrepMsgRing(d.ring.Fd(), 0, uringWakeTag, 0, 0)
 	rq.submit(r)
 	return true

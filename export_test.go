@@ -48,7 +48,7 @@ func RequestPollFirst(h Request) bool {
 	if r == nil || r.gen != h.gen || !r.rq.ring() {
 		return false
 	}
-	at := ringOf(r).sqeAt
+	at := r.rq.drv.(*ringReqs).sqeOf(ringOf(r))
 	return at != nil && at.Ioprio&uring.RecvsendPollFirst != 0
 }
 

@@ -221,7 +221,7 @@ func (h Request) Cancel() error {
 	if r == nil || r.cancelReq {
 		return nil
 	}
-	r.cancelReq = true
+	r.cancelReq, r.fast = true, false
 	if r.state == stParked {
 		r.group.unpark(r)
 		rq.finish(r, -int32(unix.ECANCELED), 0)
@@ -240,7 +240,11 @@ func (h Request) Pending() bool { return h.rec != nil && h.rec.gen == h.gen && h
 // Buf is buf[:N]. The errors of every request call, and the rules for buf (the kernel's
 // until the last callback) and fd (close it with CloseFd), are in Request's documentation.
 func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
-	r, err := l.newReq(OpRead, fd, buf, true, cb, token)
+	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+		rq.okOps&(1<<OpRead) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		return rq.drv.rw(OpRead, fd, buf, max(off, -1), cb, token), nil
+	}
+	r, err := l.newReqChecked(OpRead, fd, buf, true, cb, token)
 	if err != nil {
 		return Request{}, err
 	}
@@ -252,7 +256,11 @@ func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (R
 // on uring. The loop finishes a short write (the rest goes as the same request, with the same
 // deadline), so N is len(buf); on an error after a part was written, N counts that part.
 func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
-	r, err := l.newReq(OpWrite, fd, buf, true, cb, token)
+	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+		rq.okOps&(1<<OpWrite) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		return rq.drv.rw(OpWrite, fd, buf, max(off, -1), cb, token), nil
+	}
+	r, err := l.newReqChecked(OpWrite, fd, buf, true, cb, token)
 	if err != nil {
 		return Request{}, err
 	}
@@ -263,7 +271,11 @@ func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (
 // Recv receives into buf from socket fd with flags (unix.MSG_*): IORING_OP_RECV (5.6) on
 // uring. N is the bytes received, 0 when the peer shut down; Buf is buf[:N].
 func (l *Loop) Recv(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
-	r, err := l.newReq(OpRecv, fd, buf, true, cb, token)
+	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+		rq.okOps&(1<<OpRecv) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		return rq.drv.rw(OpRecv, fd, buf, int64(flags), cb, token), nil
+	}
+	r, err := l.newReqChecked(OpRecv, fd, buf, true, cb, token)
 	if err != nil {
 		return Request{}, err
 	}
@@ -276,7 +288,11 @@ func (l *Loop) Recv(fd int, buf []byte, flags int, cb Callback, token uint64) (R
 // kernel completes short (the socket buffer filled) is finished by the loop: the rest goes
 // as the same request, so N is len(buf), or, on an error after a part was sent, that part.
 func (l *Loop) Send(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
-	r, err := l.newReq(OpSend, fd, buf, true, cb, token)
+	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+		rq.okOps&(1<<OpSend) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		return rq.drv.rw(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), cb, token), nil
+	}
+	r, err := l.newReqChecked(OpSend, fd, buf, true, cb, token)
 	if err != nil {
 		return Request{}, err
 	}

@@ -15,10 +15,10 @@ func (rq *requests) closeNow(f *reqFd) {
 	c := f.closeRec
 	f.closeRec = nil
 	res := int32(0)
-	if err := rq.setFixed(c.fd, false); err != nil { // no request on fd is left to use the slot
+	if err := rq.setFixed(int32(c.c.Fd), false); err != nil { // no request on fd is left to use the slot
 		res = -int32(errnoOf(err))
 	}
-	if err := unix.Close(int(c.fd)); err != nil && res == 0 {
+	if err := unix.Close(c.c.Fd); err != nil && res == 0 {
 		res = -int32(err.(unix.Errno))
 	}
 	rq.finish(c, res, 0)
@@ -42,7 +42,8 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	}
 	rq := l.req
 	f := rq.fdState(int32(fd))
-	f.closeRec = r
+	f.closeRec, f.okSeq = r, 0 // okSeq: no request on fd takes the fast way (fastOK) until it is checked again
+
 	r.state = stInflight
 	if uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && !l.slots[fd].internal {
 		s := l.slots[fd]
@@ -56,7 +57,7 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	h := Request{rec: r, gen: r.gen}
 	for _, g := range rq.groups {
 		for i := 0; i < len(g.parked); i++ {
-			if p := g.parked[i]; p.fd == int32(fd) {
+			if p := g.parked[i]; p.c.Fd == fd {
 				g.unpark(p)
 				i--
 				p.cancelReq = true

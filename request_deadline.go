@@ -16,7 +16,7 @@ func (rq *requests) deadlinePassed(t *Timer) {
 	switch r.state {
 	case stQueued, stInflight:
 		r.timedOut = true
-		r.cancelReq = true
+		r.cancelReq, r.fast = true, false
 		rq.drv.cancel(r)
 	case stParked:
 		r.timedOut = true
@@ -57,6 +57,7 @@ func (h Request) SetTimeout(d time.Duration) error {
 	if r.timer.index >= 0 {
 		l.timers.remove(r.timer.index)
 	}
+	r.fast = false // (a deadline removed leaves the request as it is: a LINK_TIMEOUT stays linked)
 	if d <= 0 {
 		r.deadline = 0
 	} else if r.deadline = l.deadlineIn(d); r.deadline == 0 {

@@ -25,13 +25,16 @@ func errnoErr(res int32) error {
 	return unix.Errno(-res)
 }
 
-// cqEntry is one completion waiting for its callback.
+// cqEntry is one completion waiting for its callback in requests.cq.
 type cqEntry struct {
 	rec   *reqRec
 	gen   uint32
 	res   int32
 	flags uint32 // completion flags: compMore, compBuffer | bid << compBufShift, ...
 	off   int32  // a group buffer's data offset in its buffer (incremental consumption)
+	// pos is where the loop learned of it among the CQEs the uring driver holds (a position in
+	// its ring's CQ): it runs after the held CQEs before pos. The emulation has no CQ: 0.
+	pos uint32
 }
 
 // Completion flags (cqEntry.flags): ringev's own bits. A backend sets them from what it
@@ -51,8 +54,11 @@ const (
 	reqPerTurn = 8
 )
 
-// push appends an entry to the completion queue and returns it, for the caller to write
-// every field of: in place, where append builds the entry on the stack first and copies it.
+// push appends an entry to the completion queue, at position rq.pos, and returns it for the
+// caller to write every other field of: in place, where append builds the entry on the stack
+// first and copies it. The queue stays in position order (see cqEntry.pos): an entry of an
+// earlier position than the last one's (a held CQE's result, pushed when it runs) goes before
+// the later ones.
 func (rq *requests) push() *cqEntry {
 	n := len(rq.cq)
 	if n < cap(rq.cq) {
@@ -60,24 +66,44 @@ func (rq *requests) push() *cqEntry {
 	} else {
 		rq.cq = append(rq.cq, cqEntry{})
 	}
-	return &rq.cq[n]
+	if n > rq.head && int32(rq.cq[n-1].pos-rq.pos) > 0 {
+		return rq.pushBefore(n)
+	}
+	e := &rq.cq[n]
+	e.pos = rq.pos
+	return e
+}
+
+// pushBefore is push for an entry of an earlier position than the last queued one's: it moves
+// the later ones (cq[i:n]) up by one and returns cq[i].
+//
+//go:noinline
+func (rq *requests) pushBefore(n int) *cqEntry {
+	i := n
+	for i > rq.head && int32(rq.cq[i-1].pos-rq.pos) > 0 {
+		i--
+	}
+	copy(rq.cq[i+1:], rq.cq[i:n])
+	e := &rq.cq[i]
+	*e = cqEntry{pos: rq.pos}
+	return e
 }
 
 // complete queues an intermediate completion of a multishot request (its result and
 // completion flags; compMore is implied).
 func (rq *requests) complete(r *reqRec, res int32, flags uint32) {
-	rq.cq = append(rq.cq, r.entry(res, flags|compMore))
+	rq.queue(r, res, flags|compMore)
 }
 
-// entry is r's completion entry for a result and its completion flags; a group buffer it
-// carries is taken (BufferGroup.take) in the order the completions arrive, which is the order
-// the kernel used them.
-func (r *reqRec) entry(res int32, flags uint32) cqEntry {
-	e := cqEntry{rec: r, gen: r.gen, res: res, flags: flags}
-	if r.op == OpRecvMultishot && flags&compBuffer != 0 {
+// queue queues a completion of r: its result and completion flags. A group buffer it carries is
+// taken (BufferGroup.take) in the order the completions arrive, which is the order the kernel
+// used them.
+func (rq *requests) queue(r *reqRec, res int32, flags uint32) {
+	e := rq.push()
+	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags, 0
+	if r.c.Op == OpRecvMultishot && flags&compBuffer != 0 {
 		e.off = r.takeBuffer(res, flags)
 	}
-	return e
 }
 
 // takeBuffer takes the group buffer of a RecvMultishot's completion (BufferGroup.take) and returns
@@ -95,11 +121,11 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	if r.state == stFree || r.state == stDone {
 		return
 	}
-	switch r.op {
+	switch r.c.Op {
 	case OpWrite, OpSend:
 		if res > 0 {
 			r.done += int(res)
-			if r.done < len(r.buf) {
+			if r.done < len(r.c.Buf) {
 				if !r.cancelReq && !r.dead() {
 					r.state = stQueued
 					rq.drv.start(r)
@@ -129,7 +155,7 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 		if res == -int32(unix.ENOBUFS) && !r.cancelReq && !r.group.closed {
 			// The group ran dry: the kernel's multishot ended, nothing is lost (the data
 			// stays in the socket). Tell the callback, and re-arm when a buffer comes back.
-			rq.cq = append(rq.cq, cqEntry{rec: r, gen: r.gen, res: res, flags: compMore})
+			rq.queue(r, res, compMore)
 			if r.group.avail > 0 {
 				r.state = stQueued
 				rq.drv.start(r)
@@ -143,23 +169,10 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	if r.timedOut && (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) {
 		res = -int32(eTime)
 	}
-	if r.op == OpRecvMultishot && r.group.closed && res == -int32(unix.ENOBUFS) {
+	if r.c.Op == OpRecvMultishot && r.group.closed && res == -int32(unix.ENOBUFS) {
 		res = -int32(unix.ECANCELED) // BufferGroup.Close cancelled it; the kernel saw the group go first
 	}
 	rq.finish(r, res, flags)
-}
-
-// finishesAsIs reports whether opDone(r, res, flags), r's last result, would only pass res
-// to finish: r is a read or recv, or a write or send that res completes in one piece, with
-// no deadline that passed (opDone turns its ECANCELED into ETIME).
-func finishesAsIs(r *reqRec, res int32) bool {
-	switch r.op {
-	case OpRead, OpRecv:
-		return !r.timedOut
-	case OpWrite, OpSend:
-		return !r.timedOut && r.done == 0 && int(res) == len(r.buf)
-	}
-	return false
 }
 
 // finish queues r's last completion and closes its fd if a CloseFd waits for it.
@@ -167,22 +180,16 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	if r.timer.index >= 0 {
 		rq.l.timers.remove(r.timer.index)
 	}
-	if (r.op == OpWrite || r.op == OpSend) && r.done > 0 && res < 0 {
+	if (r.c.Op == OpWrite || r.c.Op == OpSend) && r.done > 0 && res < 0 {
 		r.res = res
 		res = int32(r.done) // with the error in r.res: see runTurn
 	} else {
 		r.res = 0
 	}
 	r.state = stDone
-	// entry's work, written out: entry is not inlined (append's cost), and this is every
-	// request's path.
-	e := rq.push()
-	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^compMore, 0
-	if r.op == OpRecvMultishot && flags&compBuffer != 0 {
-		e.off = r.takeBuffer(res, flags)
-	}
-	if r.counted {
-		f := &rq.fds[r.fd]
+	rq.queue(r, res, flags&^compMore)
+	if r.counted() {
+		f := &rq.fds[r.c.Fd]
 		f.recvDone(r, res)
 		f.live--
 		if f.live == 0 && f.closeRec != nil {
@@ -191,27 +198,11 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 }
 
-// finishSteady is finish for the steady CQE (ringReqs.cqe): r's only one, which opDone would
-// pass on unchanged (finishesAsIs), with no deadline timer to remove, no count before an error
-// and no group buffer. The caller has done its own bookkeeping for r first.
-func (rq *requests) finishSteady(r *reqRec, res int32, flags uint32) {
-	r.state, r.res = stDone, 0
-	e := rq.push()
-	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags&^compMore, 0
-	if r.counted {
-		f := &rq.fds[r.fd]
-		f.recvDone(r, res)
-		if f.live--; f.live == 0 && f.closeRec != nil {
-			rq.closeNow(f)
-		}
-	}
-}
-
 // recvDone notes, for a Recv's last completion (res), whether it drained the socket: it took
 // less than its buffer (see ringReqs.pollFirst).
 func (f *reqFd) recvDone(r *reqRec, res int32) {
-	if r.op == OpRecv {
-		f.drained = res >= 0 && int(res) < len(r.buf)
+	if r.c.Op == OpRecv {
+		f.drained = res >= 0 && int(res) < len(r.c.Buf)
 	}
 }
 
@@ -224,12 +215,14 @@ func (l *Loop) reqWait(timeout int64) int64 {
 	return timeout
 }
 
-// pending reports whether completions wait for their callbacks.
-func (rq *requests) pending() bool { return rq.head < len(rq.cq) }
+// pending reports whether completions wait for their callbacks (queued, or CQEs the uring driver
+// holds).
+func (rq *requests) pending() bool { return rq.held > 0 || rq.head < len(rq.cq) }
 
 // runTurn runs a batch of completions if it is their turn: completions and fd handlers take
 // turns when both are ready (an fd handler ran since the last batch, or no fd readiness is
-// left to serve). It reports whether it ran one.
+// left to serve). It reports whether it ran one. The driver runs the batch (reqDriver.run): at
+// most reqBatch completions, in the order the loop learned of them.
 func (l *Loop) runTurn() bool {
 	rq := l.req
 	if l.dispatch == rq.seen && (l.cacheLeft > 0 || l.nfd > 0 && l.waitSeq == rq.seenWait) {
@@ -239,84 +232,12 @@ func (l *Loop) runTurn() bool {
 	}
 	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
 	rq.turn++
-	n := len(rq.cq) - rq.head
-	if n > reqBatch {
-		n = reqBatch
-	}
-	ran := false
 	// The callbacks run with the nesting guard set, once for the batch: endBatch resets it
-	// (and cbFd) also when a callback panics out of Once.
+	// (and cbFd, and puts back the record of a last callback that panicked) also when a
+	// callback panics out of Once. A callback cannot close the loop (Close returns ErrNested).
 	l.inside = true
 	defer rq.endBatch()
-	// A taken entry is not cleared: its record stays in rq.recs anyway (records are recycled,
-	// never freed), so it keeps nothing else reachable.
-	for i := 0; i < n && !l.closed; i++ {
-		e := rq.cq[rq.head]
-		rq.head++
-		r := e.rec
-		if r.gen != e.gen {
-			continue
-		}
-		if manyCQEs[r.op] {
-			if r.turnSeq != rq.turn {
-				r.turnSeq, r.turnRuns = rq.turn, 0
-			}
-			if r.turnRuns >= reqPerTurn {
-				rq.deferRequest(e) // behind the others: at most reqPerTurn per batch
-				continue
-			}
-			r.turnRuns++
-		}
-		ran = true
-		// r's callback for e, and r freed after its last completion: written out here (a
-		// call per completion costs). Every field of the Completion is written, each once
-		// (it is the heap's: no zeroing pass first).
-		c := &rq.comp
-		c.Request = Request{rec: r, gen: r.gen}
-		c.Op, c.Fd, c.Token, c.More = r.op, int(r.fd), r.token, e.flags&compMore != 0
-		c.SockNonempty = e.flags&compSockNonempty != 0 && (r.op == OpRecv || r.op == OpRecvMultishot)
-		c.bid = -1
-		if c.group != nil {
-			c.group = nil
-		}
-		c.N, c.Err = int(e.res), nil
-		switch {
-		case e.res >= 0 && (r.res >= 0 || c.More):
-			// a result, no error (r.res < 0: a Write's or Send's error after a part, below)
-		case r.res < 0 && !c.More:
-			c.Err = errnoErr(r.res) // Write, Send: N is the count before the error
-		default: // e.res < 0
-			c.N, c.Err = 0, errnoErr(e.res)
-		}
-		switch r.op {
-		case OpRead, OpRecv:
-			if c.Err == nil {
-				c.Buf = r.buf[:c.N]
-			} else {
-				c.Buf = nil
-			}
-		case OpWrite, OpSend:
-			c.Buf = r.buf
-		case OpRecvMultishot:
-			c.Buf = nil
-			if e.flags&compBuffer != 0 {
-				bid := int32(e.flags >> compBufShift)
-				c.group, c.bid = r.group, bid
-				c.Buf = r.group.slab[int(bid)*r.group.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
-			}
-		default:
-			c.Buf = nil
-		}
-		cb := r.cb
-		rq.cbFd = r.fd
-		if !c.More {
-			rq.release(r) // before the callback: it may make new requests with this record
-		}
-		cb(c)
-	}
-	if l.closed {
-		return true
-	}
+	ran := rq.drv.run(reqBatch)
 	if rq.head == len(rq.cq) {
 		rq.cq, rq.head = rq.cq[:0], 0
 	} else if rq.head > len(rq.cq)/2 && rq.head > 64 {
@@ -327,6 +248,92 @@ func (l *Loop) runTurn() bool {
 	return ran
 }
 
+// runQueued runs up to n queued completions (requests.cq); the emulation's reqDriver.run.
+func (rq *requests) runQueued(n int) bool {
+	ran := false
+	for ; n > 0 && rq.head < len(rq.cq); n-- {
+		if rq.runOne() {
+			ran = true
+		}
+	}
+	return ran
+}
+
+// runOne takes the completion at cq[head] and runs its callback. It reports false when the
+// entry is stale (its record was reused) or deferred (deferRequest: the request had its
+// reqPerTurn completions in this batch). A taken entry is not cleared: its record stays in
+// rq.recs anyway (records are recycled, never freed), so it keeps nothing else reachable.
+func (rq *requests) runOne() bool {
+	e := rq.cq[rq.head]
+	rq.head++
+	r := e.rec
+	if r.gen != e.gen {
+		return false
+	}
+	if manyCQEs[r.c.Op] {
+		if r.turnSeq != rq.turn {
+			r.turnSeq, r.turnRuns = rq.turn, 0
+		}
+		if r.turnRuns >= reqPerTurn {
+			rq.deferRequest(e) // behind the others: at most reqPerTurn per batch
+			return false
+		}
+		r.turnRuns++
+	}
+	// r's Completion for e: the fields a completion sets, each once (Request, Op, Fd and Token
+	// were set when the request was made).
+	c := &r.c
+	c.More = e.flags&compMore != 0
+	c.SockNonempty = e.flags&compSockNonempty != 0 && (r.c.Op == OpRecv || r.c.Op == OpRecvMultishot)
+	c.N, c.Err = int(e.res), nil
+	switch {
+	case e.res >= 0 && (r.res >= 0 || c.More):
+		// a result, no error (r.res < 0: a Write's or Send's error after a part, below)
+	case r.res < 0 && !c.More:
+		c.Err = errnoErr(r.res) // Write, Send: N is the count before the error
+	default: // e.res < 0
+		c.N, c.Err = 0, errnoErr(e.res)
+	}
+	switch r.c.Op {
+	case OpRead, OpRecv:
+		if c.Err == nil {
+			c.Buf = c.Buf[:c.N]
+		} else {
+			c.Buf = nil
+		}
+	case OpWrite, OpSend:
+		// c.Buf is the whole buffer
+	case OpRecvMultishot:
+		c.Buf, c.group, c.bid = nil, nil, -1
+		if e.flags&compBuffer != 0 {
+			bid := int32(e.flags >> compBufShift)
+			g := r.group
+			c.group, c.bid = g, bid
+			c.Buf = g.slab[int(bid)*g.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
+		}
+	default:
+		c.Buf = nil
+	}
+	rq.cbFd = int32(r.c.Fd)
+	if c.More {
+		r.cb(c)
+		return true
+	}
+	rq.last(r)
+	return true
+}
+
+// last runs r's last callback: r's handle is stale from the callback on (a new request it
+// makes takes another record), and r goes back to the pool after it (its Completion is the
+// callback's until then).
+func (rq *requests) last(r *reqRec) {
+	r.retire()
+	rq.cbRec = r.idx + 1
+	r.cb(&r.c)
+	rq.cbRec = 0
+	rq.recycle(r)
+}
+
 // manyCQEs marks the ops whose request can have more than one completion (multishot ones, and
 // SubmitSQE's, which may be): at most reqPerTurn of theirs run in one batch.
 var manyCQEs = [256]bool{OpRecvMultishot: true, OpAcceptMultishot: true, OpSQE: true}
@@ -334,13 +341,16 @@ var manyCQEs = [256]bool{OpRecvMultishot: true, OpAcceptMultishot: true, OpSQE: 
 // deferRequest puts e, the completion just taken from the queue, and every later queued
 // completion of e's request behind the other requests' completions, keeping their order: a
 // multishot request's callback must get its completions in the order the kernel posted them
-// (a stream's bytes). It allocates nothing once rq.scratch has grown to the largest group.
+// (a stream's bytes). They go behind the CQEs the uring driver holds, too (position rq.pos).
+// It allocates nothing once rq.scratch has grown to the largest group.
 func (rq *requests) deferRequest(e cqEntry) {
 	rest := rq.cq[rq.head:]
+	e.pos = rq.pos
 	mine := append(rq.scratch[:0], e)
 	k := 0
 	for _, x := range rest {
 		if x.rec == e.rec {
+			x.pos = rq.pos
 			mine = append(mine, x)
 		} else {
 			rest[k] = x
@@ -352,24 +362,33 @@ func (rq *requests) deferRequest(e cqEntry) {
 	rq.scratch = mine[:0]
 }
 
-// endBatch ends runTurn's batch of callbacks (deferred: a callback may panic).
-func (rq *requests) endBatch() { rq.l.inside, rq.cbFd = false, -1 }
+// endBatch ends runTurn's batch of callbacks (deferred: a callback may panic, and then the
+// record of a last callback goes back to the pool here).
+func (rq *requests) endBatch() {
+	rq.l.inside, rq.cbFd = false, -1
+	if rq.cbRec != 0 {
+		r := rq.recs[rq.cbRec-1]
+		rq.cbRec = 0
+		rq.recycle(r)
+	}
+}
 
 // shutdown is Loop.Close's: every request is cancelled, no callback runs. A connection that an
 // Accept or AcceptMultishot accepted and no callback got is closed (it would leak), and so is
 // every fd whose CloseFd was waiting for its requests to end.
 func (rq *requests) shutdown() {
 	rq.dead = true
+	rq.ownSeq = closedSeq // no request takes the fast way (fastOK)
 	rq.drv.shutdown()
 	for i := range rq.fds {
 		if c := rq.fds[i].closeRec; c != nil {
 			rq.fds[i].closeRec = nil
-			unix.Close(int(c.fd))
+			unix.Close(c.c.Fd)
 		}
 	}
 	for _, e := range rq.cq[rq.head:] {
 		if e.rec != nil && e.rec.gen == e.gen {
-			closeAccepted(e.rec.op, e.res)
+			closeAccepted(e.rec.c.Op, e.res)
 		}
 	}
 	clear(rq.cq)

@@ -9,15 +9,21 @@ import (
 )
 
 // reqDriver is what a backend does for requests, and all it does: the core says "queue this
-// request", "cancel it", "cancel every request on this fd"; the driver tells the core what
-// completed (requests.complete for a multishot's intermediate completions, requests.opDone
-// for the last one), during the backend's wait or, for the emulation, from its fd events. It
-// never sees a callback, and the core never sees an SQE.
+// request", "cancel it", "cancel every request on this fd", "run a batch of callbacks"; the
+// driver tells the core what completed (requests.complete for a multishot's intermediate
+// completions, requests.opDone for the last one), during the backend's wait or, for the
+// emulation, from its fd events, and runs the batch (run): the queued completions through the
+// core (requests.runOne), and on uring a one-shot request's CQE from the ring to its callback.
+// The core never sees an SQE.
 type reqDriver interface {
 	// newRec makes a record: a zero reqRec that is the first field of the backend's own
 	// record type, so that the backend reaches its state for the record from *reqRec at no
 	// cost. Every record of the loop is made here.
 	newRec() *reqRec
+	// rw makes a read, write, recv or send request on fd that passed fastOK (arg: the file
+	// offset, -1 for the file position, or the msg flags) and hands it to the backend: take,
+	// then start, in one call.
+	rw(op Op, fd int, buf []byte, arg int64, cb Callback, token uint64) Request
 	// start hands r (state stQueued) to the backend; it goes to the kernel at the loop's next
 	// wait at the latest.
 	start(r *reqRec)
@@ -35,6 +41,10 @@ type reqDriver interface {
 	// kernel feature op needs (wrapping unix.EOPNOTSUPP); the emulation runs every op but
 	// OpSQE (which SubmitSQE refuses itself).
 	check(op Op) error
+	// run runs up to n completions' callbacks (runTurn's batch), in the order the loop learned
+	// of them, and reports whether it ran one: the queued ones (requests.runQueued), and on
+	// uring the CQEs the driver holds in its ring, merged by position (cqEntry.pos).
+	run(n int) bool
 	// needWait reports whether the backend must enter its wait (not only look at the fds):
 	// requests to submit, or completions to collect.
 	needWait() bool

@@ -116,23 +116,29 @@ func (e *emulReqs) fdOf(fd int32) *emulFd {
 // writeSide reports whether op waits for Write readiness.
 func writeSide(op Op) bool { return op == OpWrite || op == OpSend || op == OpConnect }
 
+func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token uint64) Request {
+	r := e.rq.take(op, fd, buf, cb, token)
+	r.setArg(arg)
+	return e.rq.submit(r)
+}
+
 func (e *emulReqs) start(rec *reqRec) {
 	r := emulOf(rec)
 	r.state = stInflight
-	switch r.op {
+	switch r.c.Op {
 	case OpFsync:
 		var err error
 		if r.flags == fsyncData {
-			err = fdatasync(int(r.fd))
+			err = fdatasync(int(r.c.Fd))
 		} else {
-			err = unix.Fsync(int(r.fd))
+			err = unix.Fsync(int(r.c.Fd))
 		}
 		e.rq.opDone(rec, errRes(err), 0)
 		return
 	case OpConnect:
 		if r.done == 0 {
 			r.done = -1 // connect(2) made; the rest waits for Write
-			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.fd), uintptr(unsafe.Pointer(&r.sa)), uintptr(r.salen))
+			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.c.Fd), uintptr(unsafe.Pointer(&r.sa)), uintptr(r.salen))
 			if errno != unix.EINPROGRESS && errno != unix.EAGAIN && errno != unix.EALREADY {
 				r.done = 0
 				e.rq.opDone(rec, -int32(errno), 0)
@@ -140,17 +146,17 @@ func (e *emulReqs) start(rec *reqRec) {
 			}
 		}
 	}
-	f := e.fdOf(r.fd)
+	f := e.fdOf(int32(r.c.Fd))
 	if f.notPollable {
 		if !e.perform(f, r) { // a regular file: at once
 			return
 		}
 		// EAGAIN: the number is no longer a regular file's (closed with close(2), which the
 		// docs allow once no request is left, and taken by a pipe or socket): wait for it.
-		f.notPollable, f.nonblock = false, nonblockStream(int(r.fd))
+		f.notPollable, f.nonblock = false, nonblockStream(int(r.c.Fd))
 	}
-	if writeSide(r.op) {
-		if f.wr.head == nil && r.op != OpConnect && !e.perform(f, r) {
+	if writeSide(r.c.Op) {
+		if f.wr.head == nil && r.c.Op != OpConnect && !e.perform(f, r) {
 			return
 		}
 		f.wr.push(r)
@@ -356,12 +362,12 @@ func (f *emulFd) sys(trap, a1, a2, a3, a4 uintptr) (uintptr, unix.Errno) {
 // or a multishot op that goes on); otherwise it told the core (complete or opDone).
 func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	rq := e.rq
-	fd := uintptr(r.fd)
+	fd := uintptr(r.c.Fd)
 	var n uintptr
 	var errno unix.Errno
-	switch r.op {
+	switch r.c.Op {
 	case OpRead:
-		p := r.buf
+		p := r.c.Buf
 		if r.off < 0 {
 			n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 		} else {
@@ -371,9 +377,9 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		// The emulation finishes a short write itself (the core's continuation would queue
 		// the rest behind later requests): until all is written, EAGAIN, or an error.
 		for {
-			p := r.buf[r.done:]
+			p := r.c.Buf[r.done:]
 			switch {
-			case r.op == OpSend:
+			case r.c.Op == OpSend:
 				n, errno = rawsys.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 			case r.off < 0:
 				n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
@@ -386,15 +392,15 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 			r.done += int(n)
 		}
 	case OpRecv:
-		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.c.Buf[0])), uintptr(len(r.c.Buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 	case OpAccept, OpAcceptMultishot:
 		n, _, errno = unix.Syscall6(sysAccept4, fd, 0, 0, uintptr(r.flags), 0, 0)
-		if errno == 0 && r.op == OpAcceptMultishot {
+		if errno == 0 && r.c.Op == OpAcceptMultishot {
 			rq.complete(&r.reqRec, int32(n), 0)
 			return true
 		}
 	case OpConnect:
-		v, err := unix.GetsockoptInt(int(r.fd), unix.SOL_SOCKET, unix.SO_ERROR)
+		v, err := unix.GetsockoptInt(int(r.c.Fd), unix.SOL_SOCKET, unix.SO_ERROR)
 		if err != nil {
 			errno = err.(unix.Errno)
 		} else {
@@ -460,13 +466,15 @@ func (e *emulReqs) cancelFd(fd int32) {
 	for _, q := range []*reqList{&f.rd, &f.wr} {
 		for r := q.head; r != nil; r = q.head {
 			q.remove(r)
-			r.cancelReq = true
+			r.cancelReq, r.fast = true, false
 			e.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 		}
 	}
 }
 
 func (e *emulReqs) needWait() bool { return false }
+
+func (e *emulReqs) run(n int) bool { return e.rq.runQueued(n) }
 
 func (e *emulReqs) newGroup(bgid uint16, n, size int) (*BufferGroup, error) {
 	eg := new(emulGroup)

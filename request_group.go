@@ -187,7 +187,7 @@ func (g *BufferGroup) Close() error {
 	rq := g.l.req
 	if !g.l.closed {
 		for _, r := range rq.recs {
-			if r.group == g && r.op == OpRecvMultishot && r.state != stFree && r.state != stDone {
+			if r.group == g && r.c.Op == OpRecvMultishot && r.state != stFree && r.state != stDone {
 				Request{rec: r, gen: r.gen}.Cancel()
 			}
 		}

@@ -25,20 +25,27 @@ const (
 // fsyncData is an Fsync record's flags for fdatasync(2).
 const fsyncData = 1
 
-// reqRec is one request's record, recycled through requests.free; gen tells its uses apart.
+// reqRec is one request's record, recycled through the pool (requests.free); gen tells its uses
+// apart.
 // It is the first field of the backend's record (reqDriver.newRec), which the backend reaches
 // from it without a lookup.
 type reqRec struct {
-	rq    *requests
-	idx   uint32
-	gen   uint32
-	op    Op
-	state uint8
-	fd    int32
-	buf   []byte
+	// c is what the callback gets, kept in the record rather than built for each completion:
+	// Request, Op, Fd and Token are written when the request is made; N, Err, More,
+	// SockNonempty and a group buffer's fields at each completion. Until its last completion
+	// c.Buf is the request's buffer; that completion cuts it to the bytes that arrived.
+	c        Completion
+	rq       *requests
+	cb       Callback
+	idx      uint32
+	gen      uint32
+	nextFree uint32 // in the pool: 1 + the index of the next free record, 0 for none
+	state    uint8
+	// fast: the operation's next result is its last and goes to the callback as it is: a
+	// read, write, recv or send started with no deadline, no cancel asked and nothing
+	// written before (set by the driver's start; cleared by whatever changes one of those).
+	fast  bool
 	off   int64 // file offset; -1: the file position
-	cb    Callback
-	token uint64
 	group *BufferGroup
 
 	reqVars // cleared by release in one struct store
@@ -58,16 +65,18 @@ type reqVars struct {
 	deadline  int64 // loop ns; 0: none
 	flags     int32 // msg flags, accept4 flags, fsyncData
 	res       int32 // a Write's or Send's error after a part was written (see finish), else 0
-	counted   bool  // counted in requests.fds[fd].live
-	noFd      bool  // SubmitSQE without an fd: not counted
+	noFd      bool  // SubmitSQE without an fd: not counted in requests.fds[fd].live
 	cancelReq bool  // Cancel (or CloseFd, or the deadline) asked
 	timedOut  bool  // the deadline passed
 }
 
 // reqFd is the core's state for one fd number.
 type reqFd struct {
-	live     int32   // records on this fd not yet finished
-	okSeq    uint32  // requests.ownSeq when the number was found not to be one of the loop's own fds
+	live int32 // records on this fd not yet finished
+	// okSeq is requests.ownSeq when the number was found not to be one of the loop's own fds,
+	// and 0 while a CloseFd closes it: a request on fd takes the fast way (newReq) only while
+	// okSeq == requests.ownSeq, one compare for both.
+	okSeq    uint32
 	fixed    bool    // the file is in the backend's registered-file table at slot fd (RegisterFile)
 	drained  bool    // the last Recv on fd took less than its buffer: the socket was empty then
 	closeRec *reqRec // a CloseFd waiting for them
@@ -76,27 +85,38 @@ type reqFd struct {
 
 // requests is the loop's request state; created by the first request.
 type requests struct {
-	l        *Loop
-	drv      reqDriver
-	recs     []*reqRec
-	free     []uint32
-	live     int // records in use
-	fds      []reqFd
+	l    *Loop
+	drv  reqDriver
+	recs []*reqRec
+	free uint32 // the pool: 1 + the index of the first free record (a list through nextFree), 0 for none
+	live int    // records in use
+	fds  []reqFd
+	// cq holds the completions waiting for their callbacks (from cq[head]) that are not CQEs
+	// the uring driver holds in its ring (held counts those): the emulation's, and the uring
+	// driver's others (a multishot request's, a cancel's before the kernel saw the request).
+	// Each has the position at which the loop learned of it (pos, see cqEntry.pos).
 	cq       []cqEntry
 	head     int
+	held     int       // CQEs the uring driver holds in its ring for their callbacks
+	pos      uint32    // the position an entry pushed now takes (cqEntry.pos)
 	scratch  []cqEntry // deferRequest's
-	comp     Completion
-	seen     uint64 // l.dispatch at the last completion batch (completions and fd handlers take turns)
-	seenWait uint64 // l.waitSeq at the last completion batch
+	seen     uint64    // l.dispatch at the last completion batch (completions and fd handlers take turns)
+	seenWait uint64    // l.waitSeq at the last completion batch
 	turn     uint64
 	bgid     uint16
 	groups   []*BufferGroup
 	okOps    uint32 // bit op: drv.check(op) returned nil
-	ownSeq   uint32 // from 1; counts the loop's own fds made since (see reqFd.okSeq, markInternal)
-	cbFd     int32  // the fd of the request whose callback is running; -1: none
-	dead     bool
-	onTmr    func(t *Timer)
+	// ownSeq counts from 1 the loop's own fds made since (see reqFd.okSeq, markInternal); Loop.Close
+	// sets it to closedSeq, which no reqFd.okSeq holds, so that no request takes the fast way.
+	ownSeq uint32
+	cbFd   int32  // the fd of the request whose callback is running; -1: none
+	cbRec  uint32 // 1 + the index of the record whose last callback is running; 0: none
+	dead   bool
+	onTmr  func(t *Timer)
 }
+
+// closedSeq is requests.ownSeq once the loop is closed.
+const closedSeq = ^uint32(0)
 
 // reqs returns the loop's request state, creating it.
 func (l *Loop) reqs() *requests {
@@ -152,24 +172,50 @@ func (rq *requests) opOK(op Op) error {
 	return nil
 }
 
-// newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf).
-// Its first branch is the steady state's (an fd the loop has seen and found not to be one of
-// its own since it last made one, an op checked before, a free record): the same checks as
-// newReqChecked's, which gives each failure its error. The steady branch also counts the record on its fd,
-// which submit does for the others.
+// fastOK reports whether a request of op on fd with buf (needBuf: op needs a non-empty one) and
+// cb may take the fast way: the checks of newReqChecked, made as few compares: fd is a number
+// the loop has seen and found not to be one of its own since it last made one, and no CloseFd
+// closes it (reqFd.okSeq, which also fails once the loop is closed); op was checked before; the
+// caller owns the loop. It is small enough to be inlined into each request call.
+func (rq *requests) fastOK(op Op, fd int, buf []byte, needBuf bool, cb Callback) bool {
+	return uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq && rq.okOps&(1<<op) != 0 &&
+		rq.l.owned() && cb != nil && (!needBuf || uint(len(buf)-1) < maxRideLen)
+}
+
+// take pops a free record for op on fd (counted on fd unless op is OpClose or OpSQE, which
+// SubmitSQE counts itself) and fills in the
+// core's fields; take (not newReqChecked) makes the record of every request that passed
+// fastOK.
+func (rq *requests) take(op Op, fd int, buf []byte, cb Callback, token uint64) *reqRec {
+	var r *reqRec
+	if rq.free != 0 {
+		r = rq.pop()
+	} else {
+		r = rq.grow()
+	}
+	r.off, r.cb = -1, cb
+	r.c.Request.gen, r.c.Op, r.c.Fd, r.c.Token, r.c.Buf = r.gen, op, fd, token, buf
+	if op != OpClose && op != OpSQE {
+		rq.fds[fd].live++
+	}
+	return r
+}
+
+// setArg sets the argument of a read, write, recv or send (reqDriver.rw's arg): the file
+// offset of a read or write, the msg flags of a recv or send.
+func (r *reqRec) setArg(arg int64) {
+	if r.c.Op <= OpWrite {
+		r.off = arg
+	} else {
+		r.flags = int32(arg)
+	}
+}
+
+// newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf):
+// the fast way when fastOK, else newReqChecked, which gives each failure its error.
 func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
-	if rq := l.req; rq != nil && l.owned() && !l.closed && cb != nil &&
-		uint(fd) < uint(len(rq.fds)) && rq.okOps&(1<<op) != 0 &&
-		(!needBuf || len(buf) > 0 && len(buf) <= maxRideLen) && len(rq.free) > 0 {
-		if f := &rq.fds[fd]; f.closeRec == nil && f.okSeq == rq.ownSeq {
-			r := rq.pop()
-			r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
-			if op != OpClose {
-				r.counted = true
-				f.live++
-			}
-			return r, nil
-		}
+	if rq := l.req; rq != nil && rq.fastOK(op, fd, buf, needBuf, cb) {
+		return rq.take(op, fd, buf, cb, token), nil
 	}
 	return l.newReqChecked(op, fd, buf, needBuf, cb, token)
 }
@@ -204,9 +250,7 @@ func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callbac
 		}
 		f.fixed = fixed
 	}
-	r := rq.alloc()
-	r.op, r.fd, r.buf, r.cb, r.token, r.off = op, int32(fd), buf, cb, token, -1
-	return r, nil
+	return rq.take(op, fd, buf, cb, token), nil
 }
 
 // checkFdOpen returns an error wrapping unix.EBADF when fd is beyond the per-fd table and names
@@ -233,65 +277,60 @@ func (rq *requests) fdState(fd int32) *reqFd {
 	return &rq.fds[fd]
 }
 
-// alloc takes a free record (or makes one).
-func (rq *requests) alloc() *reqRec {
-	if len(rq.free) == 0 {
-		return rq.grow()
-	}
-	return rq.pop()
-}
-
-// pop takes a free record; one must be free.
+// pop takes the first free record; one must be free (rq.free != 0).
 func (rq *requests) pop() *reqRec {
-	n := len(rq.free) - 1
-	r := rq.recs[rq.free[n]]
-	rq.free = rq.free[:n]
+	r := rq.recs[rq.free-1]
+	rq.free = r.nextFree
 	rq.live++
 	return r
 }
 
-// grow is alloc when no record is free: it makes one (reqDriver.newRec) and adds it to the pool.
+// grow is take's when no record is free: it makes one (reqDriver.newRec) and adds it to the pool.
+//
+//go:noinline
 func (rq *requests) grow() *reqRec {
 	r := rq.drv.newRec()
 	r.rq, r.idx, r.timer = rq, uint32(len(rq.recs)), Timer{loop: rq.l, index: -1}
 	r.timer.handler = rq.onTmr
 	r.timer.Data = r
+	r.c.Request.rec, r.c.bid = r, -1
 	rq.recs = append(rq.recs, r)
 	rq.live++
 	return r
 }
 
-// release frees a record whose last callback ran: a handle to it is stale from now on.
-func (rq *requests) release(r *reqRec) {
+// retire makes r's handle stale, before its last callback runs: Cancel, SetTimeout and Pending
+// on it see a request that has ended. The record goes back to the pool (recycle) after that
+// callback, which reads r.c meanwhile.
+func (r *reqRec) retire() {
 	r.gen = (r.gen + 1) & genMask
 	r.state = stFree
-	r.buf, r.cb = nil, nil
-	if r.op >= OpRecvMultishot { // the only ops that set them
-		r.group, r.keep = nil, nil
+}
+
+// recycle puts r, retired, back in the pool after its last callback: it forgets the callback,
+// the buffer and the group (for the garbage collector) and the per-use fields. A free record's
+// Completion has Err nil and More and SockNonempty false, which the uring driver's steady
+// completion relies on (ringReqs.run).
+func (rq *requests) recycle(r *reqRec) {
+	r.cb, r.c.Buf, r.c.Err, r.c.SockNonempty = nil, nil, nil, false
+	if r.c.Op >= OpRecvMultishot { // the only ops that set them
+		r.group, r.keep, r.c.group, r.c.bid = nil, nil, nil, -1
 	}
 	r.reqVars = reqVars{}
-	rq.free = append(rq.free, r.idx)
+	r.nextFree, rq.free = rq.free, r.idx+1
 	rq.live--
 }
 
 // genMask bounds the generation to what user_data carries (uring: 29 bits).
 const genMask = 1<<29 - 1
 
-// submit hands a new record to the driver and returns its handle (small enough to be inlined:
-// newReq's steady branch has counted the record already).
+// submit hands a new record to the driver and returns its handle (small enough to be inlined).
 func (rq *requests) submit(r *reqRec) Request {
-	if !r.counted {
-		rq.count(r)
-	}
 	r.state = stQueued
 	rq.drv.start(r)
 	return Request{rec: r, gen: r.gen}
 }
 
-// count counts r on its fd (requests.fds[fd].live) unless it is a CloseFd or has no fd.
-func (rq *requests) count(r *reqRec) {
-	if r.op != OpClose && !r.noFd {
-		r.counted = true
-		rq.fds[r.fd].live++
-	}
-}
+// counted reports whether r counts in requests.fds[fd].live (take counts it): every request
+// but a CloseFd and a SubmitSQE without an fd.
+func (r *reqRec) counted() bool { return r.c.Op != OpClose && !r.noFd }

@@ -55,10 +55,13 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, ErrFdClosing)
 		}
 	}
-	r := rq.alloc()
-	r.op, r.cb, r.token, r.keep = OpSQE, cb, token, keep
+	r := rq.take(OpSQE, max(fd, 0), nil, cb, token)
+	r.keep = keep
 	ringOf(r).sqe = *sqe
-	r.fd = int32(max(fd, 0))
-	r.noFd = fd < 0
+	if fd < 0 {
+		r.noFd = true
+	} else {
+		rq.fds[fd].live++
+	}
 	return rq.submit(r), nil
 }

@@ -150,3 +150,44 @@ func (r *Ring) timeoutEnded(from uint32) bool {
 	}
 	return false
 }
+
+// CQ positions: the CQ's head and tail count CQEs from the ring's setup, wrapping at 2^32. A
+// consumer that keeps some CQEs in the ring for later (the loop holds a request's CQE there
+// until its callback runs) reads by position, from the head to the tail, and gives slots back
+// by moving the head; no CQE is copied out.
+
+// CQHead returns the CQ's head: the position of the oldest CQE not given back. No syscall.
+func (r *Ring) CQHead() uint32 {
+	if r.cqes == nil {
+		return 0
+	}
+	return atomic.LoadUint32(r.cqHead)
+}
+
+// CQTail returns the CQ's tail: the position after the newest CQE the kernel posted. Its
+// load-acquire orders the CQEs' contents before the reads that follow. No syscall.
+func (r *Ring) CQTail() uint32 {
+	if r.cqes == nil {
+		return 0
+	}
+	return atomic.LoadUint32(r.cqTail)
+}
+
+// CQEAtPos returns the CQE at position p, for CQHead() <= p < CQTail() (CQTail read before),
+// in place in the shared ring, where it stays until the head moves past it. No syscall.
+func (r *Ring) CQEAtPos(p uint32) *CQE {
+	return &r.cqes[p&r.cqMask]
+}
+
+// CQSetHead gives back the slots of every CQE before position p (a store-release of the head:
+// the reads of those CQEs complete before the kernel can reuse their slots), for
+// CQHead() <= p <= CQTail(). No syscall.
+func (r *Ring) CQSetHead(p uint32) {
+	if r.cqes == nil {
+		return
+	}
+	if len(r.timeouts) != 0 {
+		r.timeoutsDone(p - atomic.LoadUint32(r.cqHead))
+	}
+	atomic.StoreUint32(r.cqHead, p)
+}

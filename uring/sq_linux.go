@@ -114,3 +114,11 @@ func (r *Ring) noteTimeouts() {
 		}
 	}
 }
+
+// SQTail returns the SQ position of the next SQE GetSQE hands out: positions count the SQEs
+// handed out since the ring's setup, wrapping at 2^32. No syscall.
+func (r *Ring) SQTail() uint32 { return r.sqeTail }
+
+// SQEAtPos returns the SQE at SQ position p, one that GetSQE handed out and no enter has
+// submitted yet (a caller may still change it, or make it a NOP). No syscall.
+func (r *Ring) SQEAtPos(p uint32) *SQE { return &r.sqes[p&r.sqMask] }
