@@ -175,14 +175,39 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	rq.finish(r, res, flags)
 }
 
-// finish queues r's last completion and closes its fd if a CloseFd waits for it.
+// finishFast is finish for the last result of a fast request (reqRec.fast) that opDone would
+// pass on unchanged (a read's, or a write's whole count or error before any part): no deadline
+// timer, no count before an error, no group buffer.
+func (rq *requests) finishFast(r *reqRec, res int32) {
+	r.state = stDone
+	var e *cqEntry
+	if n := len(rq.cq); n < cap(rq.cq) && (n == rq.head || int32(rq.cq[n-1].pos-rq.pos) <= 0) {
+		rq.cq = rq.cq[:n+1] // push's steady case, written out
+		e = &rq.cq[n]
+		e.pos = rq.pos
+	} else {
+		e = rq.push()
+	}
+	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, 0, 0
+	f := &rq.fds[r.c.Fd]
+	if r.c.Op == OpRecv {
+		f.drained = res >= 0 && int(res) < len(r.c.Buf)
+	}
+	if f.live--; f.live == 0 && f.closeRec != nil {
+		rq.closeNow(f)
+	}
+}
+
+// finish queues r's last completion and closes its fd if a CloseFd waits for it. The entry takes
+// runOne's general way (fast is cleared: only finishFast queues a fast request's result).
 func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
+	r.fast = false
 	if r.timer.index >= 0 {
 		rq.l.timers.remove(r.timer.index)
 	}
 	if (r.c.Op == OpWrite || r.c.Op == OpSend) && r.done > 0 && res < 0 {
 		r.res = res
-		res = int32(r.done) // with the error in r.res: see runTurn
+		res = int32(r.done) // with the error in r.res: see runOne
 	} else {
 		r.res = 0
 	}
@@ -252,6 +277,36 @@ func (l *Loop) runTurn() bool {
 func (rq *requests) runQueued(n int) bool {
 	ran := false
 	for ; n > 0 && rq.head < len(rq.cq); n-- {
+		e := &rq.cq[rq.head]
+		if r := e.rec; r.gen == e.gen && r.fast {
+			// A fast request's only completion (finishFast, or finish of an error): runOne's
+			// work for it, written out.
+			res, flags := e.res, e.flags
+			rq.head++
+			ran = true
+			c := &r.c
+			if flags&compSockNonempty != 0 {
+				c.SockNonempty = r.c.Op == OpRecv
+			}
+			if res >= 0 {
+				c.N = int(res)
+				if r.c.Op&1 != 0 { // OpRead, OpRecv
+					c.Buf = c.Buf[:res]
+				}
+			} else {
+				c.N, c.Err = 0, errnoErr(res)
+				if r.c.Op&1 != 0 {
+					c.Buf = nil
+				}
+			}
+			rq.cbFd = int32(r.c.Fd)
+			r.retire() // last's work, written out
+			rq.cbRec = r.idx + 1
+			r.cb(c)
+			rq.cbRec = 0
+			rq.recycle(r)
+			continue
+		}
 		if rq.runOne() {
 			ran = true
 		}
@@ -343,6 +398,8 @@ var manyCQEs = [256]bool{OpRecvMultishot: true, OpAcceptMultishot: true, OpSQE: 
 // multishot request's callback must get its completions in the order the kernel posted them
 // (a stream's bytes). They go behind the CQEs the uring driver holds, too (position rq.pos).
 // It allocates nothing once rq.scratch has grown to the largest group.
+//
+//go:noinline
 func (rq *requests) deferRequest(e cqEntry) {
 	rest := rq.cq[rq.head:]
 	e.pos = rq.pos

@@ -116,15 +116,48 @@ func (e *emulReqs) fdOf(fd int32) *emulFd {
 // writeSide reports whether op waits for Write readiness.
 func writeSide(op Op) bool { return op == OpWrite || op == OpSend || op == OpConnect }
 
+// rw is reqDriver.rw: take's and start's work for a read, write, recv or send on an fd the
+// emulation watches already, in one call; else take, then start.
 func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token uint64) Request {
-	r := e.rq.take(op, fd, buf, cb, token)
-	r.setArg(arg)
-	return e.rq.submit(r)
+	rq := e.rq
+	var f *emulFd
+	if fd < len(e.fds) {
+		f = e.fds[fd]
+	}
+	if rq.free == 0 || f == nil || f.notPollable {
+		r := rq.take(op, fd, buf, cb, token)
+		r.setArg(arg)
+		e.start(r)
+		return Request{rec: r, gen: r.gen}
+	}
+	r := emulOf(rq.pop())
+	rq.fds[fd].live++
+	r.cb = cb
+	r.state, r.fast = stInflight, true
+	c := &r.c
+	c.Request.gen, c.Op, c.Fd, c.Token, c.Buf = r.gen, op, fd, token, buf
+	if op <= OpWrite {
+		r.off = arg
+	} else {
+		r.flags = int32(arg)
+	}
+	h := Request{rec: &r.reqRec, gen: r.gen}
+	if op&1 == 0 { // OpWrite, OpSend: tried at once when none waits before it
+		if f.wr.head == nil && !e.perform(f, r) {
+			return h
+		}
+		f.wr.push(r)
+	} else {
+		f.rd.push(r)
+	}
+	e.arm(f)
+	return h
 }
 
 func (e *emulReqs) start(rec *reqRec) {
 	r := emulOf(rec)
 	r.state = stInflight
+	r.fast = r.c.Op <= OpSend && r.deadline == 0 && r.done == 0 && !r.cancelReq && !r.timedOut
 	switch r.c.Op {
 	case OpFsync:
 		var err error
@@ -146,7 +179,12 @@ func (e *emulReqs) start(rec *reqRec) {
 			}
 		}
 	}
-	f := e.fdOf(int32(r.c.Fd))
+	var f *emulFd
+	if fd := r.c.Fd; fd < len(e.fds) && e.fds[fd] != nil {
+		f = e.fds[fd]
+	} else {
+		f = e.fdOf(int32(fd))
+	}
 	if f.notPollable {
 		if !e.perform(f, r) { // a regular file: at once
 			return
@@ -430,10 +468,14 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	if errno == unix.EAGAIN || errno == unix.EINTR {
 		return true
 	}
+	res := int32(n)
 	if errno != 0 {
-		rq.opDone(&r.reqRec, -int32(errno), 0)
+		res = -int32(errno)
+	}
+	if r.fast && r.done == 0 && (r.c.Op&1 != 0 || res < 0 || int(res) == len(r.c.Buf)) {
+		rq.finishFast(&r.reqRec, res) // what opDone would do, as the ring's steady case does
 	} else {
-		rq.opDone(&r.reqRec, int32(n), 0)
+		rq.opDone(&r.reqRec, res, 0)
 	}
 	return false
 }
