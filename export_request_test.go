@@ -1,0 +1,54 @@
+//go:build linux
+
+package ringev
+
+import "github.com/ringev/ringev/uring"
+
+// RequestRecords returns how many request records l has made, and how many of them are in its
+// pool (free); 0, 0 before the first request.
+func RequestRecords(l *Loop) (made, free int) {
+	rq := l.req
+	if rq == nil {
+		return 0, 0
+	}
+	for i := rq.free; i != 0; i = rq.recs[i-1].nextFree {
+		free++
+	}
+	return len(rq.recs), free
+}
+
+// HeldCQEs returns how many one-shot requests' CQEs l's uring backend holds in its ring for
+// their callbacks (0 on the other backends).
+func HeldCQEs(l *Loop) int {
+	if l.req == nil {
+		return 0
+	}
+	return l.req.held
+}
+
+// RequestLinkFollows reports whether h's request is prepared in the SQ and not submitted, with
+// IOSQE_IO_LINK set and an IORING_OP_LINK_TIMEOUT of its own in the SQE right after it.
+func RequestLinkFollows(h Request) bool {
+	r := h.live()
+	if r == nil || !r.rq.ring() {
+		return false
+	}
+	d := r.rq.drv.(*ringReqs)
+	rr := ringOf(r)
+	s := d.sqeOf(rr)
+	if s == nil || s.Flags&uring.SQEIOLink == 0 {
+		return false
+	}
+	t := d.b.ring.SQEAtPos(rr.sqPos + 1)
+	return t.Opcode == uring.OpLinkTimeout && t.UserData == reqUserData(rr, reqKindLink)
+}
+
+// RequestPrepared reports whether h's request is prepared in the uring backend's SQ and not
+// submitted yet (false on the other backends).
+func RequestPrepared(h Request) bool {
+	r := h.live()
+	if r == nil || !r.rq.ring() {
+		return false
+	}
+	return r.rq.drv.(*ringReqs).sqeOf(ringOf(r)) != nil
+}
