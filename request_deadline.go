@@ -57,7 +57,7 @@ func (h Request) SetTimeout(d time.Duration) error {
 	if r.timer.index >= 0 {
 		l.timers.remove(r.timer.index)
 	}
-	r.fast = false // (a deadline removed leaves the request as it is: a LINK_TIMEOUT stays linked)
+	r.fast = false // also for d <= 0: a LINK_TIMEOUT linked before stays, and its CQE comes
 	if d <= 0 {
 		r.deadline = 0
 	} else if r.deadline = l.deadlineIn(d); r.deadline == 0 {

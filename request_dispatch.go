@@ -279,7 +279,7 @@ func (rq *requests) runQueued(n int) bool {
 	for ; n > 0 && rq.head < len(rq.cq); n-- {
 		e := &rq.cq[rq.head]
 		if r := e.rec; r.gen == e.gen && r.fast {
-			// A fast request's only completion (finishFast, or finish of an error): runOne's
+			// A fast request's only completion (finishFast's entry): runOne's
 			// work for it, written out.
 			res, flags := e.res, e.flags
 			rq.head++
