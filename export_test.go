@@ -1,4 +1,5 @@
-//go:build linux
+// Export guts for testing: the package's external tests (package ringev_test) reach the loop's
+// counters and its fault seams through these, and only through these.
 
 package ringev
 
@@ -8,14 +9,7 @@ import (
 	"github.com/ringev/ringev/uring"
 )
 
-// SetUringFallback makes uring backends created from now on use the fallback for kernels
-// without IORING_OP_EPOLL_WAIT (POLL_ADD on the epoll fd, then epoll_wait), and returns a
-// function that restores the previous setting.
-func SetUringFallback(on bool) (restore func()) {
-	old := uringForceFallback
-	uringForceFallback = on
-	return func() { uringForceFallback = old }
-}
+// Counters of a loop.
 
 // Waits returns how many times l's Once asked the backend (or the epoll set) what is ready.
 func Waits(l *Loop) uint64 { return l.waits }
@@ -24,20 +18,51 @@ func Waits(l *Loop) uint64 { return l.waits }
 // (yieldBeforeBlock).
 func Yields(l *Loop) uint64 { return l.yields }
 
-// ExactSignalFd returns the process's exact-signal eventfd, or -1 before a WithExactSignals
-// loop has made it.
-func ExactSignalFd() int { return sigexactFd }
+// BlockingEnters returns how many waiting io_uring_enter(2) calls l's uring backend made in its
+// waits (0 on another backend).
+func BlockingEnters(l *Loop) uint64 {
+	if b, ok := l.be.(*uringBackend); ok {
+		return b.blocking
+	}
+	return 0
+}
+
+// BatchingWaits returns how many blocking waits of l's uring backend used WithBatchWait's
+// min_wait (0 on another backend).
+func BatchingWaits(l *Loop) uint64 {
+	if b, ok := l.be.(*uringBackend); ok {
+		return b.batched
+	}
+	return 0
+}
+
+// TimersPending returns how many timers l holds (the loop's own, a request's deadline
+// timer included).
+func TimersPending(l *Loop) int { return len(l.timers) }
+
+// RideWindows returns how many measuring windows l has run on each path (ring, syscall).
+func RideWindows(l *Loop) (ring, syscall uint64) {
+	if l.ride == nil {
+		return 0, 0
+	}
+	w := l.ride.ctl.dec.windows
+	return w[pathRing], w[pathSyscall]
+}
+
+// State of a loop, a request or the process.
 
 // OwnerStackKnown reports whether l checks its owner by the owner's stack bounds (see owned).
 func OwnerStackKnown(l *Loop) bool { return l.stack != &anyStack }
 
-// SetRegisterEveryFd makes every loop register the fd of each request in the ring's file table
-// the first time it sees the number (as RegisterFile does), and returns a function that
-// restores the previous setting.
-func SetRegisterEveryFd(on bool) (restore func()) {
-	old := registerEveryFd
-	registerEveryFd = on
-	return func() { registerEveryFd = old }
+// ExactSignalFd returns the process's exact-signal eventfd, or -1 before a WithExactSignals
+// loop has made it.
+func ExactSignalFd() int { return sigexactFd }
+
+// RequestLinked reports whether the request h names carries its deadline as an
+// IORING_OP_LINK_TIMEOUT (uring), not as a loop timer.
+func RequestLinked(h Request) bool {
+	r := h.live()
+	return r != nil && r.rq.ring() && ringOf(r).link
 }
 
 // RequestPollFirst reports whether h's request was prepared in the SQ with
@@ -52,9 +77,27 @@ func RequestPollFirst(h Request) bool {
 	return at != nil && at.Ioprio&uring.RecvsendPollFirst != 0
 }
 
+// Hooks: each changes what loops do from then on, and returns a function that restores it.
+
+// SetUringFallback makes uring backends created from now on use the fallback for kernels
+// without IORING_OP_EPOLL_WAIT (POLL_ADD on the epoll fd, then epoll_wait).
+func SetUringFallback(on bool) (restore func()) {
+	old := uringForceFallback
+	uringForceFallback = on
+	return func() { uringForceFallback = old }
+}
+
+// SetRegisterEveryFd makes every loop register the fd of each request in the ring's file table
+// the first time it sees the number (as RegisterFile does).
+func SetRegisterEveryFd(on bool) (restore func()) {
+	old := registerEveryFd
+	registerEveryFd = on
+	return func() { registerEveryFd = old }
+}
+
 // SetFileTableFault makes the uring backend's first RegisterFile of a loop fail as a kernel
 // without sparse file tables (before 5.19) does: io_uring_register(IORING_REGISTER_FILES2)
-// returning err. It returns a function that restores the real call.
+// returning err.
 func SetFileTableFault(err error) (restore func()) {
 	old := registerFilesSparse
 	registerFilesSparse = func(*uring.Ring, uint32) error { return err }
@@ -62,8 +105,7 @@ func SetFileTableFault(err error) (restore func()) {
 }
 
 // SetProbeHides makes every uring loop made afterwards take the given opcodes as missing from
-// the kernel's probe (a kernel without the features they witness), and returns a function that
-// restores the real probe.
+// the kernel's probe (a kernel without the features they witness).
 func SetProbeHides(codes ...uint8) (restore func()) {
 	old := probeHides
 	probeHides = func(c uint8) bool { return slices.Contains(codes, c) }
@@ -71,7 +113,7 @@ func SetProbeHides(codes ...uint8) (restore func()) {
 }
 
 // SetFeatureHides makes WithBatchWait and CheckBatchWait take the given IORING_FEAT_* bits
-// (uring.Feat*) as missing from the kernel, and returns a function that restores them.
+// (uring.Feat*) as missing from the kernel.
 func SetFeatureHides(mask uint32) (restore func()) {
 	old := featureHides
 	featureHides = mask
