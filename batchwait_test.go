@@ -15,23 +15,6 @@ import (
 	"github.com/ringev/ringev/uring"
 )
 
-// batchLoop is a uring loop with WithBatchWait(n, d), skipped where the kernel lacks
-// IORING_FEAT_MIN_TIMEOUT (Linux 6.12) or io_uring is off.
-func batchLoop(t *testing.T, n int, d time.Duration) *ringev.Loop {
-	t.Helper()
-	l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(n, d))
-	if errors.Is(err, unix.EOPNOTSUPP) {
-		t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
-	}
-	requireNew(t, "uring", err)
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("Loop.Close: %v", err)
-		}
-	})
-	return l
-}
-
 // writeAfter writes one byte to each of fds after d, from another goroutine.
 func writeAfter(t *testing.T, d time.Duration, fds ...int) {
 	go func() {

@@ -17,18 +17,6 @@ import (
 // half-closed it waits with IORING_POLL_ADD_MULTI) and of the requests emulation's hangup
 // flag. Each runs on every backend; every wait has a deadline.
 
-// halfClosedFull returns a socketpair whose first end's send queue is full and whose peer has
-// shut down its writing side: a Write event on a waits (on uring-poll with a multishot poll).
-func halfClosedFull(t *testing.T) (a, peer *ownedFd) {
-	t.Helper()
-	a, peer = ownedSocketpair(t)
-	fill(t, a.fd)
-	if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
-		t.Fatalf("shutdown(SHUT_WR): %v", err)
-	}
-	return a, peer
-}
-
 // TestCloseRightAfterSetFlagsReleasesFile: an fd event whose flags changed (its old poll's
 // removal queued, the new poll not yet armed) and that is then closed with auto-close before any
 // Once releases the file at once: the peer reads EOF within 100 ms. Once with a one-shot poll
@@ -187,39 +175,6 @@ func TestManyHalfClosedWriteWaitersSleepThenRunOnce(t *testing.T) {
 			}
 		}
 	})
-}
-
-// tcpConn returns a connected pair of non-blocking TCP sockets on 127.0.0.1, closed at cleanup
-// unless handed over: the accepted end a (32 KiB SO_SNDBUF) and the dialled end peer (32 KiB
-// SO_RCVBUF).
-func tcpConn(t *testing.T) (a, peer *ownedFd) {
-	t.Helper()
-	lfd, sa := listener(t)
-	c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer = own(t, c)
-	// Fixed buffer sizes (no autotuning), so that a full send queue stays full until the peer
-	// reads.
-	if err := unix.SetsockoptInt(c, unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<10); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Connect(c, sa); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.SetNonblock(c, true); err != nil {
-		t.Fatal(err)
-	}
-	var s int
-	await(t, "accept", func() bool {
-		s, _, err = unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		return err == nil
-	})
-	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10); err != nil {
-		t.Fatal(err)
-	}
-	return own(t, s), peer
 }
 
 // fillTCP fills a's send queue and its peer's receive queue: it writes until EAGAIN, again and

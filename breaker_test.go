@@ -1077,18 +1077,6 @@ func TestBreakerCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
 	})
 }
 
-func fmtSscan(s string, n *int) {
-	v := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			*n = -1
-			return
-		}
-		v = v*10 + int(c-'0')
-	}
-	*n = v
-}
-
 // Cancel and SetTimeout on CloseFd's own handle, while its fd has a request in flight, do not
 // keep the fd open nor run a callback twice: CloseFd's callback runs once and the fd is closed.
 func TestBreakerCancelOfCloseFdStillCloses(t *testing.T) {

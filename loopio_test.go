@@ -25,7 +25,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,63 +34,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
-	"github.com/ringev/ringev/uring"
 )
-
-// blockAfter is how long the guards let a handler's non-blocking read or write run before they
-// call it blocked and unblock it: the suite's deadline, a hang guard, not a speed bound (the call
-// should take microseconds; a slow one that still returns EAGAIN is not blocked).
-const blockAfter = deadline
-
-var (
-	rideProbeOnce sync.Once
-	noRide        string // why handler I/O cannot go through the ring here; "" when it can
-	rideProbeErr  error  // the probe failed for another reason than a missing feature
-)
-
-// rideMissing probes (once) whether this kernel has IORING_OP_EPOLL_WAIT, which the ring path
-// of the loop methods needs, and returns why not ("" when it has). io_uring switched off or
-// missing (EPERM, ENOSYS) and the op missing are reasons; any other failure is rideProbeErr.
-func rideMissing() string {
-	rideProbeOnce.Do(func() {
-		runtime.LockOSThread() // a SINGLE_ISSUER ring belongs to its thread
-		defer runtime.UnlockOSThread()
-		r, err := uring.New(uring.WithEntries(4))
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-			noRide = fmt.Sprintf("io_uring is not available: %v", err)
-			return
-		}
-		if err != nil {
-			rideProbeErr = err
-			return
-		}
-		defer r.Close()
-		p, err := r.Probe()
-		if err != nil {
-			rideProbeErr = err
-			return
-		}
-		if err := p.RequireOp(uring.OpEpollWait); errors.Is(err, uring.ErrOpNotSupported) {
-			noRide = err.Error()
-		} else if err != nil {
-			rideProbeErr = err
-		}
-	})
-	return noRide
-}
-
-// requireRide skips the test when handler I/O cannot go through the ring here, and fails it
-// when the probe itself failed.
-func requireRide(t *testing.T) {
-	t.Helper()
-	why := rideMissing()
-	if rideProbeErr != nil {
-		t.Fatalf("probing for IORING_OP_EPOLL_WAIT: %v", rideProbeErr)
-	}
-	if why != "" {
-		t.Skipf("handler I/O through the ring needs IORING_OP_EPOLL_WAIT (Linux 6.15): %s", why)
-	}
-}
 
 // readAFeedB is the start of handler A in the tests where B becomes ready during A's
 // first call: it counts the call, puts a byte into B's pipe (bw) on the first one, and reads one
@@ -104,78 +47,6 @@ func readAFeedB(t *testing.T, l *ringev.Loop, a, bw int, buf *[1]byte, calls *in
 	}
 	if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
 		t.Errorf("A, call %d: ReadNonblocking = %d, %v", *calls, n, err)
-	}
-}
-
-// rescue calls unblock every 20 ms, from d on, until stop is closed; it reports whether it
-// had to. unblock makes a blocked read or write end (a byte into the pipe, or room in it).
-func rescue(d time.Duration, unblock func(), stop <-chan struct{}) (fired bool) {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-stop:
-		return false
-	case <-tm.C:
-	}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		unblock()
-		select {
-		case <-stop:
-			return true
-		case <-tick.C:
-		}
-	}
-}
-
-// noBlock runs call, a handler's non-blocking read or write; if it has not returned after
-// blockAfter, unblock is called (every 20 ms until it returns) so that it ends. It reports
-// whether unblock was called: then the call blocked, unless it still returned EAGAIN (it was
-// only slow).
-func noBlock(unblock func(), call func()) (blocked bool) {
-	stop := make(chan struct{})
-	res := make(chan bool, 1)
-	go func() { res <- rescue(blockAfter, unblock, stop) }()
-	call()
-	close(stop)
-	return <-res
-}
-
-// watch guards a test's turns of l: if the test has not ended after d, it wakes the loop (a
-// posted no-op) and calls unblock every 20 ms, so that a handler's read or write that blocks (or
-// a wait that hangs) ends; the test then fails, at cleanup, saying so. Call it after creating l
-// (its cleanup runs before l's).
-func watch(t *testing.T, l *ringev.Loop, d time.Duration, unblock func()) {
-	t.Helper()
-	stop := make(chan struct{})
-	res := make(chan bool, 1)
-	go func() {
-		res <- rescue(d, func() {
-			_ = l.Post(func() {})
-			if unblock != nil {
-				unblock()
-			}
-		}, stop)
-	}()
-	t.Cleanup(func() {
-		close(stop)
-		if <-res {
-			t.Errorf("the loop did not finish within %v: a handler's Loop.ReadNonblocking or WriteNonblocking (or a wait) blocked, and the test had to unblock it", d)
-		}
-	})
-}
-
-// unblockRead returns a function that writes one byte to w (which lets a read blocked on its
-// pipe end).
-func unblockRead(w int) func() { return func() { unix.Write(w, []byte{'!'}) } }
-
-// unblockWrite returns a function that reads from r (which makes room for a write blocked on
-// its pipe).
-func unblockWrite(r int) func() {
-	return func() {
-		var b [4096]byte
-		unix.Read(r, b[:])
 	}
 }
 

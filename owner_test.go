@@ -21,18 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// onOtherGoroutine runs f on a new goroutine and waits for it (with a deadline).
-func onOtherGoroutine(t *testing.T, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(deadline):
-		t.Fatal("call from another goroutine did not return within the deadline")
-	}
-}
-
 // TestOwnerOtherGoroutineGetsErrNotOwner: Once, Run, AddFd, SetFlags, FdEvent.Close, AddSignal
 // and Loop.Close from a goroutine that is not the loop's owner return ErrNotOwner and change
 // nothing: the loop, its fd event and its flags keep working on the owner goroutine, and Post
@@ -204,20 +192,6 @@ func TestOwnerCheckKnowsTheOwnersStack(t *testing.T) {
 	if !ringev.OwnerStackKnown(l) {
 		t.Fatal("New did not find the owner's stack bounds in its runtime g: has runtime.g's first field (stack) moved?")
 	}
-}
-
-// growStack recurses n frames of 1 KiB each: a goroutine stack that small moves (the runtime
-// copies it to a larger one) on the way down.
-//
-//go:noinline
-func growStack(n int, at func()) byte {
-	var pad [1024]byte
-	pad[n%len(pad)] = byte(n)
-	if n == 0 {
-		at()
-		return pad[0]
-	}
-	return growStack(n-1, at) + pad[n%len(pad)]
 }
 
 // TestOwnerCheckFollowsTheOwnersStackWhenItMoves: after the owner's stack has grown and moved,

@@ -10,24 +10,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
-	"github.com/ringev/ringev/uring"
 )
-
-// requirePollFirst skips the test on a kernel without IORING_RECVSEND_POLL_FIRST (Linux 5.19;
-// its witness, as the loop's, is IORING_OP_SOCKET).
-func requirePollFirst(t *testing.T) {
-	t.Helper()
-	newLoop(t, "uring").Close() // skips where io_uring is not available
-	r, err := uring.New(uring.WithEntries(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := r.Probe()
-	if err != nil || !p.OpSupported(uring.OpSocket) {
-		t.Skipf("IORING_RECVSEND_POLL_FIRST (Linux 5.19): no IORING_OP_SOCKET in the probe (err %v)", err)
-	}
-}
 
 // recvOne makes a Recv on fd into buf and runs the loop until its callback; it returns whether
 // the Recv was prepared with POLL_FIRST and its completion.

@@ -20,35 +20,6 @@ import (
 	"github.com/ringev/ringev/uring"
 )
 
-// requireRegisteredFiles skips the test where the uring backend cannot make a registered-file
-// table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19), or cannot be created at all.
-func requireRegisteredFiles(t *testing.T) {
-	t.Helper()
-	r, _ := testutil.Pipe(t)
-	l := newLoop(t, "uring")
-	if err := l.RegisterFile(r); err != nil {
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
-			t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
-		}
-		t.Fatalf("RegisterFile: %v", err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// registerOrSkip registers fd on l, skipping the test where uring cannot make a registered-file
-// table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19); any other error fails it.
-func registerOrSkip(t *testing.T, l *ringev.Loop, backend string, fd int) {
-	t.Helper()
-	if err := l.RegisterFile(fd); err != nil {
-		if backend == "uring" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
-			t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
-		}
-		t.Fatal(err)
-	}
-}
-
 // writeErr writes one byte to the pipe's write end w and returns write(2)'s error: EPIPE once
 // no file holds the read end.
 func writeErr(w int) error {

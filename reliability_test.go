@@ -10,8 +10,6 @@ package ringev_test
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,38 +143,6 @@ func rawCloseWithDup(t *testing.T, b string, m mode, c dupCase) {
 	if !run.asleep(period, 3) || len(run.errs) > 0 {
 		t.Errorf("the loop ran %d Onces using %v of CPU (errors %v) before its %v timer, want it asleep (at most 3 Onces, under %v, no error)", run.onces, run.cpu, run.errs, period, period/10)
 	}
-}
-
-// waitSyscalls are the system calls a loop blocks in: ppoll (poll), epoll_pwait2 or
-// epoll_pwait (epoll), io_uring_enter (uring, uring-poll).
-var waitSyscalls = map[int]string{unix.SYS_PPOLL: "ppoll", unix.SYS_EPOLL_PWAIT2: "epoll_pwait2",
-	unix.SYS_EPOLL_PWAIT: "epoll_pwait", unix.SYS_IO_URING_ENTER: "io_uring_enter"}
-
-// blockedIn returns the wait system call thread tid is blocked in ("" if it is not), from
-// /proc/self/task/TID/syscall (the number of the call a sleeping thread is in) and .../stat
-// (state S).
-func blockedIn(tid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/syscall", tid))
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return ""
-	}
-	nr, err := strconv.Atoi(f[0])
-	if err != nil {
-		return ""
-	}
-	st, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
-	if err != nil {
-		return ""
-	}
-	// The state follows the command name, which is in parentheses.
-	if i := strings.LastIndexByte(string(st), ')'); i < 0 || !strings.HasPrefix(string(st[i:]), ") S") {
-		return ""
-	}
-	return waitSyscalls[nr]
 }
 
 // blockedClose is one run of TestRawCloseWhileBlockedReleasesFile.
@@ -390,26 +356,6 @@ func TestRequeuingHandlerDoesNotStarveFds(t *testing.T) {
 			})
 		}
 	})
-}
-
-// tcpPair returns the two ends of a TCP connection over loopback (listener, dial), both
-// nonblocking; cleanup closes them.
-func tcpPair(t *testing.T) (client, server int) {
-	t.Helper()
-	lfd, sa := listener(t)
-	client = dial(t, sa)
-	if err := unix.SetNonblock(client, true); err != nil {
-		t.Fatalf("set nonblocking: %v", err)
-	}
-	pfd := []unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(pfd, int(deadline/time.Millisecond)); n != 1 {
-		t.Fatalf("the listener has no connection to accept within %v (poll: %d, %v)", deadline, n, err)
-	}
-	s, _, err := unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-	if err != nil {
-		t.Fatalf("accept4: %v", err)
-	}
-	return client, own(t, s).fd
 }
 
 // flagsSeen watches fd with flags on l and returns a pointer to the flags of the handler's

@@ -13,24 +13,6 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// pipeHolding returns a pipe whose read end holds data.
-func pipeHolding(t *testing.T, data string) (r, w int) {
-	t.Helper()
-	r, w = testutil.Pipe(t)
-	testutil.Write(t, w, []byte(data))
-	return r, w
-}
-
-// expectHeld reads the pipe's read end r and fails unless it holds exactly data.
-func expectHeld(t *testing.T, r int, data string) {
-	t.Helper()
-	buf := make([]byte, 64)
-	n, err := unix.Read(r, buf)
-	if err != nil || string(buf[:n]) != data {
-		t.Fatalf("the pipe holds %q (err %v), want %q: the cancelled request read from it", buf[:max(n, 0)], err, data)
-	}
-}
-
 // TestRequestCancelBeforeTheWaitNeverReachesTheKernel: a Read cancelled in the handler that
 // made it (before the loop next waits) never reaches the kernel, even where it would complete
 // at once: the callback gets ECANCELED and the pipe keeps its bytes. (On uring the request's SQE

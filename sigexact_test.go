@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -16,16 +15,6 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
-
-// newExactLoop makes a WithExactSignals loop on backend, closed at cleanup, or skips where the
-// architecture has no exact-signal handler.
-func newExactLoop(t *testing.T, backend string) *ringev.Loop {
-	t.Helper()
-	if runtime.GOARCH != "amd64" {
-		t.Skip("WithExactSignals: no handler for " + runtime.GOARCH)
-	}
-	return newLoop(t, backend, ringev.WithExactSignals())
-}
 
 // With WithExactSignals, every raise of a signal at the loop's thread (raise(3): tgkill to the
 // calling thread, delivered before tgkill returns) is counted, even 200 raised back to back
