@@ -4,7 +4,6 @@ package ringev_test
 
 import (
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -12,22 +11,6 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
-
-// AddFd of a huge fd number that is not open returns EBADF without growing the loop's fd table.
-func TestAddFdHugeUnopenedFdReturnsEBADFWithoutGrowing(t *testing.T) {
-	l := newLoop(t, "epoll")
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err := l.AddFd(1<<30, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
-	if !errors.Is(err, unix.EBADF) {
-		t.Fatalf("AddFd(1<<30): %v, want EBADF", err)
-	}
-	runtime.ReadMemStats(&after)
-	if grown := int64(after.HeapSys) - int64(before.HeapSys); grown > 64<<20 {
-		t.Fatalf("heap grew by %d MiB for a refused fd", grown>>20)
-	}
-}
 
 // An eventfd closed behind the loop's back whose number goes to a new eventfd (same anonymous
 // inode, so fstat cannot tell them apart) is watched afresh, and the old handler never runs, on
