@@ -58,23 +58,6 @@ func TestNilFunctionsAreRefused(t *testing.T) {
 	}
 }
 
-// Loop.Close with an auto-close fd event releases the file at once on every backend, uring-poll
-// included (its pending poll is removed before the fd is closed).
-func TestLoopCloseAutoCloseReleasesFileAtOnce(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := ownedSocketpair(t)
-		l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
-		ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
-		ev.SetAutoClose(true)
-		a.HandOver()
-		quiet(t, l) // the loop has waited with the fd watched
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		expectEOF(t, peer.fd, 0, "peer read right after Loop.Close")
-	})
-}
-
 // Stop is for Run: a Stop while Run is not running does not make Once return without running a
 // handler (it would spin a loop driven by Once); the next Run returns at once.
 func TestStopOutsideRunDoesNotShortCutOnce(t *testing.T) {
@@ -88,34 +71,4 @@ func TestStopOutsideRunDoesNotShortCutOnce(t *testing.T) {
 	}
 	l.AddTimer(time.Hour, func(*ringev.Timer) {})
 	testutil.Run(t, l, deadline) // fails the test if Run does not return before the deadline
-}
-
-// Auto-closing one fd event disarms the other events on the same fd without an error, and a new
-// file that takes the fd number is not reported to them.
-func TestAutoCloseDisarmsOtherEventsOnTheFd(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		r, w := testutil.Pipe(t)
-		fd, err := unix.Dup(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		closing := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
-		closing.SetAutoClose(true)
-		other := addFd(t, l, fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the disarmed event ran") })
-		defer other.Close()
-		if err := closing.Close(); err != nil {
-			t.Fatalf("auto-close with another event on the fd: %v", err)
-		}
-		if other.Flags() != 0 {
-			t.Fatalf("the other event's flags after auto-close: %v, want 0", other.Flags())
-		}
-		nr, nw := testutil.Pipe(t) // likely takes fd's number
-		testutil.Write(t, nw, []byte{'x'})
-		if nr != fd {
-			t.Logf("the new pipe got fd %d, not the closed %d", nr, fd)
-		}
-		testutil.Write(t, w, []byte{'x'})
-		quiet(t, l)
-	})
 }
