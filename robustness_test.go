@@ -9,40 +9,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
-	"golang.org/x/sys/unix"
 )
-
-// An eventfd closed behind the loop's back whose number goes to a new eventfd (same anonymous
-// inode, so fstat cannot tell them apart) is watched afresh, and the old handler never runs, on
-// the backends that keep registrations by file (uring, epoll).
-func TestAddFdAfterRawCloseReuseOfAnonymousInode(t *testing.T) {
-	eachBackend(t, []string{"uring", "epoll"}, func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		a, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the old handler ran") })
-		defer old.Close()
-		quiet(t, l)
-		unix.Close(a)
-		b, err := unix.Eventfd(1, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC) // readable at once
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(b)
-		if b != a {
-			t.Skipf("the new eventfd got fd %d, not the reused %d", b, a)
-		}
-		ran := 0
-		addFd(t, l, b, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })
-		l.AddTimer(2*time.Second, func(*ringev.Timer) {})
-		testutil.Once(t, l, deadline)
-		if ran != 1 {
-			t.Fatalf("the new eventfd's handler ran %d times, want 1", ran)
-		}
-	})
-}
 
 // Timers, immediates and posts with a nil function are refused at once, not on the loop later.
 func TestNilFunctionsAreRefused(t *testing.T) {
