@@ -7,7 +7,6 @@ package ringev_test
 // inline slot and fd-event storage, the busy look without the sleeping announcement.
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -240,57 +239,6 @@ func TestStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 			close(returned)
 			if lost.Load() > 0 {
 				t.Fatalf("round %d: Run did not return within 1 s of Stop; it returned only after a posted wake-up", round)
-			}
-		}
-	})
-}
-
-// TestFreshReadinessNoStaleRunAfterPOLLNVAL: with WithFreshReadiness, a wait reports a
-// readable pipe together with an fd closed behind the loop's back (POLLNVAL on the backends that
-// watch by number); Once returns the EBADF error. The test then drains the pipe itself: the next
-// Once must not run the pipe's handler from the earlier wait (nothing is readable any more).
-func TestFreshReadinessNoStaleRunAfterPOLLNVAL(t *testing.T) {
-	// Only the backends that watch fd numbers report POLLNVAL: an fd closed behind an epoll
-	// set's back just leaves the set.
-	eachMode(t, []string{"poll", "uring-poll"}, []mode{modeFresh, modeFreshAll}, func(t *testing.T, backend string, m mode) {
-		r, w := testutil.Pipe(t)
-		pr, _ := ownedPipe(t)
-		l := newLoop(t, backend, m.opts()...)
-		stale := 0
-		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-			var b [8]byte
-			if _, err := ringev.ReadNonblocking(ev.Fd(), b[:]); errors.Is(err, unix.EAGAIN) {
-				stale++
-			}
-		})
-		addFd(t, l, pr.fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
-		testutil.Write(t, w, oneByte)
-		pr.Close() // behind the loop's back; the number stays free
-		var sawErr bool
-		for range 3 {
-			err := testutil.OnceErr(t, l, deadline)
-			if err != nil {
-				if !errors.Is(err, unix.EBADF) {
-					t.Fatalf("Once: %v", err)
-				}
-				sawErr = true
-				break
-			}
-			// The pipe's handler ran (reading the byte): make it readable again.
-			testutil.Write(t, w, oneByte)
-		}
-		if !sawErr {
-			t.Fatalf("%s reported no POLLNVAL (EBADF) for the fd closed behind its back", backend)
-		}
-		testutil.Drain(t, r) // the condition the earlier wait saw is gone
-		ran := 0
-		l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { ran = -1 })
-		for ran == 0 {
-			if err := testutil.OnceErr(t, l, deadline); err != nil {
-				t.Fatalf("Once: %v", err)
-			}
-			if stale > 0 {
-				t.Fatalf("WithFreshReadiness: the pipe's handler ran on readiness from an earlier Once (read EAGAIN)")
 			}
 		}
 	})
