@@ -272,63 +272,6 @@ func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
 	}
 }
 
-// TestRequestPanicInABatchLeavesTheRestForTheNextOnce: two completions ready in one batch, the
-// first callback makes a Read and panics; recovered outside Once, the loop goes on: the second
-// callback runs exactly once on the next Once, the Read made before the panic completes, a
-// nested Once from a callback is still refused (the nesting guard works) and one from the owner
-// outside callbacks is not (it was reset).
-func TestRequestPanicInABatchLeavesTheRestForTheNextOnce(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r1, w1 := testutil.Pipe(t)
-		r2, w2 := testutil.Pipe(t)
-		r3, w3 := testutil.Pipe(t)
-		testutil.Write(t, w1, []byte("a"))
-		testutil.Write(t, w2, []byte("b"))
-		l := newLoop(t, backend)
-		var second, made recorder
-		firstRuns := 0
-		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
-			firstRuns++
-			if _, err := l.Read(r3, make([]byte, 1), -1, made.cb, 0); err != nil {
-				t.Errorf("Read in the panicking callback: %v", err)
-			}
-			panic("boom")
-		}, 0))
-		must(t)(l.Read(r2, make([]byte, 1), -1, second.cb, 0))
-		panicked := false
-		end := time.Now().Add(deadline)
-		for !panicked && time.Now().Before(end) {
-			func() {
-				defer func() { panicked = recover() != nil }()
-				if err := l.Once(); err != nil {
-					t.Fatalf("Once: %v", err)
-				}
-			}()
-		}
-		if !panicked {
-			t.Fatal("the panicking callback did not run")
-		}
-		testutil.Write(t, w3, []byte("c"))
-		var nested error
-		nestedRan := false
-		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
-			nestedRan = true
-			nested = l.Once()
-		}, 0))
-		testutil.Write(t, w1, []byte("d"))
-		until(t, l, func() bool { return second.n() > 0 && made.n() > 0 && nestedRan })
-		quiet(t, l)
-		if firstRuns != 1 {
-			t.Errorf("the panicking callback ran %d times", firstRuns)
-		}
-		wantOne(t, &second, 1)
-		wantOne(t, &made, 1)
-		if nested == nil {
-			t.Error("Once from a callback after the panic was allowed: the nesting guard is off")
-		}
-	})
-}
-
 // TestRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner: every request call, Cancel,
 // SetTimeout and Once from a goroutine that the owner started (while the owner's stack is deep
 // and after it shrank back) return ErrNotOwner and change nothing; the owner's own calls work

@@ -63,43 +63,6 @@ func TestPostsFromGoroutinesWhileBusyAllRun(t *testing.T) {
 	})
 }
 
-// TestStopFromGoroutineEndsBusyRun: Run on a loop that is never idle returns after the Once
-// in progress when another goroutine calls Stop: at most one more handler run after Stop
-// returned, in 20 rounds.
-func TestStopFromGoroutineEndsBusyRun(t *testing.T) {
-	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		l := newLoop(t, backend, m.opts()...)
-		var fdRuns atomic.Int64
-		always(t, l, &fdRuns)
-		for round := range 20 {
-			var atStop atomic.Int64 // fd handler runs when Stop had returned
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for fdRuns.Load() < int64(100*(round+1)) {
-					if stopped(t) {
-						return
-					}
-					runtime.Gosched()
-				}
-				l.Stop()
-				atStop.Store(fdRuns.Load())
-			}()
-			if err := testutil.Run(t, l, deadline); err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			select {
-			case <-done:
-			case <-time.After(deadline):
-				t.Fatalf("round %d: the stopping goroutine did not finish", round)
-			}
-			if more := fdRuns.Load() - atStop.Load(); more > 1 {
-				t.Fatalf("round %d: Run ran %d fd handlers after Stop returned, want at most 1 (the Once in progress)", round, more)
-			}
-		}
-	})
-}
-
 // TestPostWakesLoopRightAfterBusySpell: the loop alternates between busy spells (a pipe
 // with data its handler drains over a few runs) and blocking; a goroutine posts at arbitrary
 // moments, including the busy-to-blocking transition. Every post runs within 1 s (the loop
@@ -198,91 +161,6 @@ func TestSignalWhileBusyIsDelivered(t *testing.T) {
 			})
 		})
 	}
-}
-
-// TestStopRightAfterPostedFunctionIsNotLost: another goroutine calls Stop just after a
-// function it posted ran (the loop is then between its busy look and its blocking wait). Run
-// returns within 1 s every time: a Stop that comes after Once computed "stopping" but before
-// the loop announced its sleep must still end the blocking wait.
-func TestStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
-	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		r, _ := testutil.Pipe(t)
-		l := newLoop(t, backend, m.opts()...)
-		addFd(t, l, r, ringev.Read, never(t, "empty pipe")) // something to wait for
-		const rounds = 300
-		var lost atomic.Int64
-		for round := range rounds {
-			returned := make(chan struct{})
-			go func() {
-				ran := make(chan struct{})
-				if err := l.Post(func() { close(ran) }); err != nil {
-					t.Errorf("Post: %v", err)
-					l.Stop()
-					return
-				}
-				select {
-				case <-ran:
-				case <-time.After(deadline):
-					t.Errorf("round %d: the posted function did not run within %v", round, deadline)
-				}
-				l.Stop()
-				select {
-				case <-returned:
-				case <-time.After(time.Second):
-					lost.Add(1)
-					l.Post(func() {}) // wake it so the test goes on
-				}
-			}()
-			if err := testutil.Run(t, l, deadline); err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			close(returned)
-			if lost.Load() > 0 {
-				t.Fatalf("round %d: Run did not return within 1 s of Stop; it returned only after a posted wake-up", round)
-			}
-		}
-	})
-}
-
-// TestHandlerPanicLeavesLoopUsable: a handler panics out of Once (recovered by the
-// caller); the loop is not left "inside a handler": the next Once runs the other ready handler,
-// and the panicking one runs again later (level-triggered).
-func TestHandlerPanicLeavesLoopUsable(t *testing.T) {
-	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, 2, true)
-		l := newLoop(t, backend, m.opts()...)
-		counts := [2]int{}
-		addFd(t, l, rs[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-			counts[0]++
-			if counts[0] == 1 {
-				panic("b2 boom")
-			}
-		})
-		addFd(t, l, rs[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { counts[1]++ })
-		recovered := 0
-		for i := 0; counts[0] < 3 || counts[1] < 3; i++ {
-			if i > 20 {
-				t.Fatalf("after 20 Onces: runs %v", counts)
-			}
-			func() {
-				defer func() {
-					p := recover()
-					if p != nil && p != "b2 boom" {
-						panic(p)
-					}
-					if p != nil {
-						recovered++
-					}
-				}()
-				if err := testutil.OnceErr(t, l, deadline); err != nil {
-					t.Fatalf("Once after a handler panicked: %v", err)
-				}
-			}()
-		}
-		if recovered != 1 {
-			t.Fatalf("the handler's panic reached Once's caller %d times, want 1", recovered)
-		}
-	})
 }
 
 // TestTimerRunsPromptlyAmongManyReadyFds: 150 always-ready fds keep the loop busy; a 5 ms timer

@@ -73,55 +73,6 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 	})
 }
 
-// TestNestOnceInsideHandlerReturnsErrNested: Once and Run called from inside every kind of
-// handler (fd, timer, immediate, posted function, signal) return ErrNested, Loop.Close from
-// inside a handler returns an error wrapping ErrNested, and the loop works normally afterwards.
-func TestNestOnceInsideHandlerReturnsErrNested(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		guard := sigGuard(t, syscall.SIGUSR1)
-		a, peer := ownedSocketpair(t)
-		l := newLoop(t, backend)
-		kinds := map[string]bool{}
-		nest := func(kind string) {
-			kinds[kind] = true
-			if err := l.Once(); !errors.Is(err, ringev.ErrNested) {
-				t.Errorf("Once inside a %s handler: %v, want ErrNested", kind, err)
-			}
-			if err := l.Run(); !errors.Is(err, ringev.ErrNested) {
-				t.Errorf("Run inside a %s handler: %v, want ErrNested", kind, err)
-			}
-			if err := l.Close(); !errors.Is(err, ringev.ErrNested) {
-				t.Errorf("Loop.Close inside a %s handler: %v, want an error wrapping ErrNested", kind, err)
-			}
-		}
-		ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-			testutil.Drain(t, ev.Fd())
-			nest("fd")
-		})
-		l.AddTimer(time.Millisecond, func(*ringev.Timer) { nest("timer") })
-		l.AddImmediate(func() { nest("immediate") })
-		if err := l.Post(func() { nest("posted") }); err != nil {
-			t.Fatalf("Post: %v", err)
-		}
-		sig, err := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) { nest("signal") })
-		if err != nil {
-			t.Fatalf("AddSignal: %v", err)
-		}
-		defer sig.Close()
-		testutil.Write(t, peer.fd, []byte{'x'})
-		raise(t, guard, syscall.SIGUSR1)
-		until(t, l, func() bool { return len(kinds) == 5 })
-		// Afterwards the loop works: a new byte runs the fd handler once more.
-		before := len(kinds)
-		kinds = map[string]bool{}
-		testutil.Write(t, peer.fd, []byte{'y'})
-		until(t, l, func() bool { return kinds["fd"] })
-		if before != 5 || ev.Flags() != ringev.Read {
-			t.Fatalf("after nesting: %d handler kinds ran, event flags %v", before, ev.Flags())
-		}
-	})
-}
-
 // TestOwnerForeignCallsWhileOwnerClosesDoNotRace: calls from another goroutine (Loop.Close,
 // AddFd, AddSignal, FdEvent.Close, SetFlags, Loop.ReadNonblocking)
 // made over and over while the owner closes the fd event and then the loop return ErrNotOwner
