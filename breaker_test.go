@@ -4,7 +4,6 @@ package ringev_test
 
 import (
 	"errors"
-	"math"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -769,49 +768,6 @@ func TestBreakerPostRacingClose(t *testing.T) {
 				t.Fatalf("%d posted functions ran after Close", n)
 			}
 		}
-	})
-}
-
-// A timer or request deadline of the largest time.Duration (a common "never") does not fire at
-// once (now + d must not overflow), and the loop sleeps meanwhile: a 50 ms timer beside it is
-// the only thing that runs, within a handful of Onces.
-func TestBreakerHugeDurationsDoNotOverflow(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		never := time.Duration(math.MaxInt64)
-		neverRan := false
-		l.AddTimer(never, func(*ringev.Timer) { neverRan = true })
-		r, _ := testutil.Pipe(t)
-		var reqErr error
-		reqDone := false
-		h, err := l.Read(r, make([]byte, 1), -1, func(c *ringev.Completion) { reqDone, reqErr = true, c.Err }, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.SetTimeout(never); err != nil {
-			t.Fatal(err)
-		}
-		fired := false
-		l.AddTimer(50*time.Millisecond, func(*ringev.Timer) { fired = true })
-		onces := 0
-		end := time.Now().Add(5 * time.Second)
-		for !fired && time.Now().Before(end) {
-			if err := l.Once(); err != nil {
-				t.Fatal(err)
-			}
-			onces++
-		}
-		if neverRan {
-			t.Error("a timer of math.MaxInt64 ns ran at once")
-		}
-		if reqDone {
-			t.Errorf("a Read with a deadline of math.MaxInt64 ns ended at once: %v", reqErr)
-		}
-		if onces > 10 {
-			t.Errorf("%d Onces in 50 ms: the loop spins instead of sleeping", onces)
-		}
-		h.Cancel()
-		untilFor(t, l, deadline, "the cancelled Read", func() bool { return reqDone })
 	})
 }
 

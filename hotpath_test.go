@@ -163,32 +163,6 @@ func TestSignalWhileBusyIsDelivered(t *testing.T) {
 	}
 }
 
-// TestTimerRunsPromptlyAmongManyReadyFds: 150 always-ready fds keep the loop busy; a 5 ms timer
-// still runs at the first Once (or batch) that starts after its deadline, 5 times over.
-func TestTimerRunsPromptlyAmongManyReadyFds(t *testing.T) {
-	const n = 150
-	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, n, true)
-		l := newLoop(t, backend, m.opts()...)
-		fdRuns := 0
-		for _, r := range rs {
-			addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { fdRuns++ })
-		}
-		for k := range 5 {
-			ran := false
-			tm := l.AddTimer(5*time.Millisecond, func(*ringev.Timer) { ran = true })
-			for !ran {
-				due := !time.Now().Before(tm.Deadline())
-				before := fdRuns
-				testutil.Once(t, l, deadline)
-				if due && !ran {
-					t.Fatalf("timer %d: a Once that started after its deadline ran %d fd handlers instead of the timer", k, fdRuns-before)
-				}
-			}
-		}
-	})
-}
-
 // TestReadNonblockingIntoMovingStacks: many goroutines read and write pipes with
 // ReadNonblocking/WriteNonblocking into stack buffers at varying stack depths (so stacks grow
 // and move between calls) while the GC runs; every byte read is the byte written.
