@@ -5,7 +5,6 @@ package ringev_test
 import (
 	"errors"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -703,70 +702,6 @@ func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 		untilFor(t, l, 2*time.Second, "the chain's end", func() bool { return chain > at })
 		if chain < 2 {
 			t.Fatalf("the chain ran %d times", chain)
-		}
-	})
-}
-
-// Posts from 8 goroutines racing the owner's Close: each Post returns nil or ErrClosed, no
-// posted function runs after Close has returned, and nothing deadlocks.
-func TestBreakerPostRacingClose(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		for round := range 20 {
-			l, err := ringev.New(ringev.WithBackend(backend))
-			if err != nil {
-				if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-					t.Skip(err)
-				}
-				t.Fatal(err)
-			}
-			var closedAt atomic.Bool
-			var lateRuns atomic.Int64
-			start := make(chan struct{})
-			errc := make(chan error, 8)
-			for range 8 {
-				go func() {
-					<-start
-					for {
-						err := l.Post(func() {
-							if closedAt.Load() {
-								lateRuns.Add(1)
-							}
-						})
-						if err != nil {
-							if !errors.Is(err, ringev.ErrClosed) {
-								errc <- err
-								return
-							}
-							errc <- nil
-							return
-						}
-						l.Stop()
-					}
-				}()
-			}
-			close(start)
-			tm := l.AddTimer(time.Duration(round)*100*time.Microsecond, func(*ringev.Timer) {})
-			_ = tm
-			for range 50 {
-				l.Once()
-			}
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			closedAt.Store(true)
-			for range 8 {
-				select {
-				case err := <-errc:
-					if err != nil {
-						t.Fatalf("Post: %v", err)
-					}
-				case <-time.After(5 * time.Second):
-					t.Fatal("a poster did not see ErrClosed within 5 s")
-				}
-			}
-			if n := lateRuns.Load(); n > 0 {
-				t.Fatalf("%d posted functions ran after Close", n)
-			}
 		}
 	})
 }

@@ -2,17 +2,21 @@
 
 package ringev_test
 
-// Post (DESIGN.md point 8, issue 4 item 5): the one call safe from any goroutine. It queues a
-// function and wakes the loop.
+// Tests of Post: functions queued from any goroutine run on the loop, once each, in order, and
+// wake it.
 
 import (
+	"errors"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // TestPostFromManyGoroutinesRunsEachOnceInOrder: 100 goroutines, released at once, each post 100
@@ -66,6 +70,47 @@ func TestPostFromManyGoroutinesRunsEachOnceInOrder(t *testing.T) {
 	})
 }
 
+// TestPostFromGoroutinesWhileBusyAllRun: the loop is never idle (an always-readable fd);
+// four goroutines post 500 functions each; all of them run, in order per goroutine, and the fd
+// handler keeps running meanwhile.
+func TestPostFromGoroutinesWhileBusyAllRun(t *testing.T) {
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+		l := newLoop(t, backend, m.opts()...)
+		var fdRuns atomic.Int64
+		always(t, l, &fdRuns)
+		const g, per = 4, 500
+		last := make([]int, g)
+		ran := 0
+		var wg sync.WaitGroup
+		for k := range g {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 1; i <= per; i++ {
+					if err := l.Post(func() {
+						if last[k] != i-1 {
+							t.Errorf("goroutine %d: post %d ran after %d", k, i, last[k])
+						}
+						last[k] = i
+						ran++
+					}); err != nil {
+						t.Errorf("Post: %v", err)
+						return
+					}
+					if i%50 == 0 {
+						runtime.Gosched()
+					}
+				}
+			}()
+		}
+		testutil.OnceUntil(t, l, func() bool { return ran == g*per }, 2*deadline)
+		wg.Wait()
+		// Posted functions come before fd handlers: the fd handler may or may not have run.
+		n := fdRuns.Load()
+		until(t, l, func() bool { return fdRuns.Load() > n })
+	})
+}
+
 // TestPostWakesLoopBlockedInWait: a loop blocked in its wait (its only event is a 10 s timer)
 // wakes for a Post from another goroutine; over 20 tries the median latency from Post to the
 // function running is under 10 ms (a behaviour check with a generous bound, not a benchmark).
@@ -96,6 +141,126 @@ func TestPostWakesLoopBlockedInWait(t *testing.T) {
 		t.Logf("Post wake-up latency over %d tries: min %v, median %v, max %v", tries, lat[0], median, lat[len(lat)-1])
 		if median >= 10*time.Millisecond {
 			t.Fatalf("median Post wake-up latency %v, want < 10ms (all: %v)", median, lat)
+		}
+	})
+}
+
+// TestPostWakesLoopRightAfterBusySpell: the loop alternates between busy spells (a pipe
+// with data its handler drains over a few runs) and blocking; a goroutine posts at arbitrary
+// moments, including the busy-to-blocking transition. Every post runs within 1 s (the loop
+// never sleeps on a post it missed).
+func TestPostWakesLoopRightAfterBusySpell(t *testing.T) {
+	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend, m.opts()...)
+		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			var b [1]byte // one byte per run: a few busy turns per burst
+			ringev.ReadNonblocking(ev.Fd(), b[:])
+		})
+		const rounds = 300
+		var worst atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range rounds {
+				unix.Write(w, []byte("abcd")[:1+i%4])
+				if i%3 == 0 {
+					runtime.Gosched()
+				} else if i%3 == 1 {
+					time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
+				}
+				ran := make(chan struct{})
+				t0 := time.Now()
+				if err := l.Post(func() { close(ran) }); err != nil {
+					t.Errorf("Post: %v", err)
+					l.Stop() // Run would otherwise wait for its deadline
+					return
+				}
+				select {
+				case <-ran:
+					if d := int64(time.Since(t0)); d > worst.Load() {
+						worst.Store(d)
+					}
+				case <-time.After(time.Second):
+					t.Errorf("post %d did not run within 1 s (a lost wake-up)", i)
+					l.Stop()
+					return
+				}
+			}
+			l.Stop()
+		}()
+		if err := testutil.Run(t, l, 2*time.Minute); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		select {
+		case <-done:
+		case <-time.After(deadline):
+			t.Fatal("poster did not finish")
+		}
+		t.Logf("worst post latency %v", time.Duration(worst.Load()))
+	})
+}
+
+// Posts from 8 goroutines racing the owner's Close: each Post returns nil or ErrClosed, no
+// posted function runs after Close has returned, and nothing deadlocks.
+func TestPostRacingCloseGetsErrClosed(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		for round := range 20 {
+			l, err := ringev.New(ringev.WithBackend(backend))
+			if err != nil {
+				if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			var closedAt atomic.Bool
+			var lateRuns atomic.Int64
+			start := make(chan struct{})
+			errc := make(chan error, 8)
+			for range 8 {
+				go func() {
+					<-start
+					for {
+						err := l.Post(func() {
+							if closedAt.Load() {
+								lateRuns.Add(1)
+							}
+						})
+						if err != nil {
+							if !errors.Is(err, ringev.ErrClosed) {
+								errc <- err
+								return
+							}
+							errc <- nil
+							return
+						}
+						l.Stop()
+					}
+				}()
+			}
+			close(start)
+			tm := l.AddTimer(time.Duration(round)*100*time.Microsecond, func(*ringev.Timer) {})
+			_ = tm
+			for range 50 {
+				l.Once()
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			closedAt.Store(true)
+			for range 8 {
+				select {
+				case err := <-errc:
+					if err != nil {
+						t.Fatalf("Post: %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("a poster did not see ErrClosed within 5 s")
+				}
+			}
+			if n := lateRuns.Load(); n > 0 {
+				t.Fatalf("%d posted functions ran after Close", n)
+			}
 		}
 	})
 }
