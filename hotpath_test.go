@@ -7,64 +7,14 @@ package ringev_test
 // inline slot and fd-event storage, the busy look without the sleeping announcement.
 
 import (
-	"fmt"
-	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
 )
-
-// TestSignalWhileBusyIsDelivered: a signal raised while the loop is never idle reaches
-// its handler (os/signal, and WithExactSignals where it exists).
-func TestSignalWhileBusyIsDelivered(t *testing.T) {
-	for _, exact := range []bool{false, true} {
-		t.Run(fmt.Sprintf("exact=%v", exact), func(t *testing.T) {
-			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-				opts := m.opts()
-				if exact {
-					opts = append(opts, ringev.WithExactSignals())
-				}
-				guard := sigGuard(t, syscall.SIGUSR2)
-				l := newLoop(t, backend, opts...)
-				var fdRuns atomic.Int64
-				always(t, l, &fdRuns)
-				got := 0
-				s, err := l.AddSignal(syscall.SIGUSR2, func(_ *ringev.Signal, n int) { got += n })
-				if err != nil {
-					if exact && runtime.GOARCH != "amd64" {
-						t.Skip(err)
-					}
-					t.Fatalf("AddSignal: %v", err)
-				}
-				defer s.Close()
-				for i := 1; i <= 5; i++ {
-					go func() {
-						for fdRuns.Load() < int64(50*i) {
-							if stopped(t) {
-								return
-							}
-							runtime.Gosched()
-						}
-						unix.Kill(os.Getpid(), syscall.SIGUSR2)
-					}()
-					until(t, l, func() bool { return got >= i })
-				}
-				if got != 5 {
-					t.Fatalf("signal count %d, want 5", got)
-				}
-				_ = guard
-			})
-		})
-	}
-}
 
 // TestReadNonblockingIntoMovingStacks: many goroutines read and write pipes with
 // ReadNonblocking/WriteNonblocking into stack buffers at varying stack depths (so stacks grow

@@ -2,27 +2,20 @@
 
 package ringev_test
 
-// Signals (DESIGN.md point 10, issue 4 item 4): delivered through os/signal as loop events with
-// the count of deliveries since the handler last ran.
-//
-// The Go runtime, like the kernel for a pending standard signal, merges a second delivery of one
-// signal that arrives before its signal goroutine has taken the first, so these tests raise one
-// signal at a time and let each delivery reach the handler before the next raise: then no
-// delivery may be lost. Back-to-back raises are only checked for never over-counting.
-//
-// Every test keeps its own os/signal subscription (a guard channel) for the signals it raises, so
-// that a raise can never fall through to the default action (terminating the test binary) and so
-// that a test can see that a delivery has reached the process.
+// Tests of signal events (Loop.AddSignal) through os/signal: counts, one-shot handlers, Close,
+// and delivery to a busy loop.
 
 import (
+	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
 )
 
 // TestSignalCountsEveryDeliveredRaise: SIGUSR1 is raised 30 times, each delivery let through to
@@ -167,4 +160,48 @@ func TestSignalCloseStopsDelivery(t *testing.T) {
 			t.Fatalf("the other handler was handed %d deliveries, want 4", otherSum)
 		}
 	})
+}
+
+// TestSignalWhileBusyIsDelivered: a signal raised while the loop is never idle reaches
+// its handler (os/signal, and WithExactSignals where it exists).
+func TestSignalWhileBusyIsDelivered(t *testing.T) {
+	for _, exact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exact=%v", exact), func(t *testing.T) {
+			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+				opts := m.opts()
+				if exact {
+					opts = append(opts, ringev.WithExactSignals())
+				}
+				guard := sigGuard(t, syscall.SIGUSR2)
+				l := newLoop(t, backend, opts...)
+				var fdRuns atomic.Int64
+				always(t, l, &fdRuns)
+				got := 0
+				s, err := l.AddSignal(syscall.SIGUSR2, func(_ *ringev.Signal, n int) { got += n })
+				if err != nil {
+					if exact && runtime.GOARCH != "amd64" {
+						t.Skip(err)
+					}
+					t.Fatalf("AddSignal: %v", err)
+				}
+				defer s.Close()
+				for i := 1; i <= 5; i++ {
+					go func() {
+						for fdRuns.Load() < int64(50*i) {
+							if stopped(t) {
+								return
+							}
+							runtime.Gosched()
+						}
+						unix.Kill(os.Getpid(), syscall.SIGUSR2)
+					}()
+					until(t, l, func() bool { return got >= i })
+				}
+				if got != 5 {
+					t.Fatalf("signal count %d, want 5", got)
+				}
+				_ = guard
+			})
+		})
+	}
 }
