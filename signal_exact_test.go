@@ -2,6 +2,9 @@
 
 package ringev_test
 
+// Tests of WithExactSignals: every raise counted, one loop at a time, and the process's signal
+// actions restored at Close.
+
 import (
 	"errors"
 	"os"
