@@ -2,10 +2,8 @@
 
 package ringev_test
 
-// Ownership and nesting (DESIGN.md points 8 and 9, issue 4 item 6): a loop belongs to the
-// goroutine that created it; the calls only the owner may make return ErrNotOwner from another
-// goroutine and change nothing (notowner_test.go: every method); Once (or Run) from inside a
-// handler returns ErrNested.
+// Tests of ownership: a loop's calls from a goroutine that does not own it get ErrNotOwner and
+// change nothing, and the owner check follows the owner's stack.
 
 import (
 	"errors"
@@ -70,6 +68,73 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 			t.Fatalf("fd handler ran %d times, want 1", len(got))
 		}
 		// The loop still closes normally on its owner (cleanup checks Close's error).
+	})
+}
+
+// TestOwnerRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner: every request call, Cancel,
+// SetTimeout and Once from a goroutine that the owner started (while the owner's stack is deep
+// and after it shrank back) return ErrNotOwner and change nothing; the owner's own calls work
+// from deep in its stack and afterwards.
+func TestOwnerRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the owner check is off on " + runtime.GOARCH)
+	}
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		a, _ := testutil.Socketpair(t)
+		lfd, sa := listener(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
+		cb := func(*ringev.Completion) { t.Error("a foreign call's request completed") }
+		buf := make([]byte, 1)
+		foreign := func(where string) {
+			calls := map[string]func() error{
+				"Read":  func() error { _, err := l.Read(r, buf, -1, cb, 0); return err },
+				"Write": func() error { _, err := l.Write(w, buf, -1, cb, 0); return err },
+				"Recv":  func() error { _, err := l.Recv(a, buf, 0, cb, 0); return err },
+				"Send":  func() error { _, err := l.Send(a, buf, 0, cb, 0); return err },
+				"Accept": func() error {
+					_, err := l.Accept(lfd, 0, cb, 0)
+					return err
+				},
+				"AcceptMultishot": func() error { _, err := l.AcceptMultishot(lfd, 0, cb, 0); return err },
+				"Connect":         func() error { _, err := l.Connect(a, sa, cb, 0); return err },
+				"Fsync":           func() error { _, err := l.Fsync(w, false, cb, 0); return err },
+				"CloseFd":         func() error { _, err := l.CloseFd(a, cb, 0); return err },
+				"Cancel":          h.Cancel,
+				"SetTimeout":      func() error { return h.SetTimeout(time.Nanosecond) },
+				"Once":            l.Once,
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for name, call := range calls {
+					if err := call(); !errors.Is(err, ringev.ErrNotOwner) {
+						t.Errorf("%s from a goroutine the owner started (%s): %v, want ErrNotOwner", name, where, err)
+					}
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(deadline):
+				t.Fatal("the foreign calls did not return")
+			}
+		}
+		var deepErr error
+		growStack(1500, func() {
+			foreign("owner deep in its stack")
+			_, deepErr = l.Write(w, []byte("y"), -1, func(*ringev.Completion) {}, 0)
+		})
+		if deepErr != nil {
+			t.Fatalf("the owner's Write from deep in its stack: %v", deepErr)
+		}
+		runtime.GC() // may shrink the owner's stack
+		runtime.GC()
+		foreign("after the owner's stack shrank")
+		until(t, l, func() bool { return rec.n() > 0 })
+		quiet(t, l)
+		wantOne(t, &rec, 1)
 	})
 }
 
