@@ -49,20 +49,6 @@ func BenchmarkUringFallback(b *testing.B) {
 	s.run(b, b.N)
 }
 
-// TestSteadyStateDoesNotAllocate: once warmed up, an fd event round (a read and a write handler
-// making their own read(2) and write(2)) allocates nothing on any backend. (With the loop's
-// methods: TestLoopIOSteadyStateDoesNotAllocate.)
-func TestSteadyStateDoesNotAllocate(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		s := newSpeed(t, backend, false, 2)
-		s.run(t, 1000)
-		if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
-			t.Errorf("%s: %.2f allocations per read event, want 0", backend, a)
-		}
-		s.check(t)
-	})
-}
-
 // BenchmarkEcho measures a request/response echo over a socketpair: a client goroutine sends
 // 64 bytes and waits (blocking) for them to come back; the loop's Read handler reads until
 // EAGAIN and writes back what it read. One op is one round trip. The handler's I/O goes through
