@@ -2,12 +2,15 @@
 
 package ringev_test
 
+// Benchmarks of the loop: tevent's fd_speed shapes, an echo, and requests.
+
 import (
 	"fmt"
 	"runtime"
 	"testing"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -121,5 +124,27 @@ func BenchmarkEcho(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkRequestSendRecv: one send and one recv request per op over a socketpair, made,
+// completed and called back, on every backend (ns/op, allocs/op).
+func BenchmarkRequestSendRecv(b *testing.B) {
+	for _, backend := range ringev.Backends() {
+		b.Run(backend, func(b *testing.B) {
+			sa, sb := testutil.Socketpair(b)
+			l := newLoop(b, backend)
+			c := &echoConn{l: l, a: sa, b: sb, buf: make([]byte, 64), msg: []byte("ping")}
+			c.cb = c.onDone
+			defer guard(l, &c.err)()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.round()
+			}
+			if c.err != nil {
+				b.Fatal(c.err)
+			}
+		})
 	}
 }

@@ -459,25 +459,3 @@ func TestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore(t *testing.T) {
 		t.Fatalf("completions %+v: want the first to fill its buffer with SockNonempty set, the last with it clear", seen)
 	}
 }
-
-// BenchmarkRequestSendRecv: one send and one recv request per op over a socketpair, made,
-// completed and called back, on every backend (ns/op, allocs/op).
-func BenchmarkRequestSendRecv(b *testing.B) {
-	for _, backend := range ringev.Backends() {
-		b.Run(backend, func(b *testing.B) {
-			sa, sb := testutil.Socketpair(b)
-			l := newLoop(b, backend)
-			c := &echoConn{l: l, a: sa, b: sb, buf: make([]byte, 64), msg: []byte("ping")}
-			c.cb = c.onDone
-			defer guard(l, &c.err)()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				c.round()
-			}
-			if c.err != nil {
-				b.Fatal(c.err)
-			}
-		})
-	}
-}
