@@ -2,12 +2,8 @@
 
 package ringev_test
 
-// Fallback (issue 4 item 7, issue 11 item 4): when io_uring cannot be set up, or set up but not
-// entered, "auto" selects epoll and BackendReason says why, and asking for "uring" by name returns
-// an error that says why. Tested for real: the test re-executes its own binary, and the child
-// installs a seccomp filter (on every thread, SECCOMP_FILTER_FLAG_TSYNC) that makes one system
-// call fail with a chosen errno before it creates any loop (deniedChild), and reports what New
-// did (runDenied reads it).
+// Tests of choosing a backend where io_uring is denied: auto falls back to epoll and says why,
+// and an explicit uring backend fails in New naming the call.
 
 import (
 	"errors"
@@ -21,9 +17,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
 )
 
 // deniedChildEnv carries "NR:ERRNO" to the child: the system call its seccomp filter denies and
@@ -145,16 +140,16 @@ func deniedChildIfAsked() bool {
 	return true
 }
 
-// TestFallbackWhenIoUringSetupDenied runs the child for EPERM and ENOSYS and checks: auto picks
+// TestBackendAutoFallsBackWhenIoUringSetupDenied runs the child for EPERM and ENOSYS and checks: auto picks
 // epoll, BackendReason names the errno; WithBackend("uring") (and "uring-poll") fails with an
 // error wrapping that errno whose text names it; epoll and poll still work.
-func TestFallbackWhenIoUringSetupDenied(t *testing.T) {
+func TestBackendAutoFallsBackWhenIoUringSetupDenied(t *testing.T) {
 	if deniedChildIfAsked() {
 		return
 	}
 	for _, errno := range []syscall.Errno{unix.EPERM, unix.ENOSYS} {
 		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
-			res := runDenied(t, "TestFallbackWhenIoUringSetupDenied", unix.SYS_IO_URING_SETUP, errno)
+			res := runDenied(t, "TestBackendAutoFallsBackWhenIoUringSetupDenied", unix.SYS_IO_URING_SETUP, errno)
 			text := errno.Error() // "operation not permitted", "function not implemented"
 			if res["auto"] != "epoll" {
 				t.Errorf("auto chose %q with io_uring_setup denied (%s), want epoll", res["auto"], text)
@@ -180,5 +175,40 @@ func TestFallbackWhenIoUringSetupDenied(t *testing.T) {
 			}
 			t.Logf("child: auto=%s reason=%q uring-err=%q", res["auto"], res["auto-reason"], res["uring-err"])
 		})
+	}
+}
+
+// TestBackendAutoFallsBackWhenIoUringEnterDenied (issue 11 item 4): io_uring_setup works but
+// io_uring_enter fails with EPERM (a seccomp filter that denies it alone, installed by a child
+// process: the test re-executes its own binary). "auto" must not accept a backend whose first
+// wait would fail: it chooses epoll, and BackendReason names io_uring_enter; WithBackend("uring")
+// and ("uring-poll") fail in New with an error that names io_uring_enter and wraps EPERM.
+func TestBackendAutoFallsBackWhenIoUringEnterDenied(t *testing.T) {
+	if deniedChildIfAsked() {
+		return
+	}
+	if l, err := ringev.New(ringev.WithBackend("uring")); err != nil {
+		t.Skipf("the uring backend does not work here even without the filter: %v", err)
+	} else {
+		l.Close()
+	}
+	res := runDenied(t, "TestBackendAutoFallsBackWhenIoUringEnterDenied", unix.SYS_IO_URING_ENTER, unix.EPERM)
+	t.Logf("child: %v", res)
+	if res["auto"] != "epoll" {
+		t.Errorf("auto chose %q with io_uring_enter denied, want epoll", res["auto"])
+	}
+	if r := res["auto-reason"]; !strings.Contains(r, "io_uring_enter") || !strings.Contains(r, unix.EPERM.Error()) {
+		t.Errorf("BackendReason %q does not name io_uring_enter and its error (%s)", r, unix.EPERM.Error())
+	}
+	for _, name := range []string{"uring", "uring-poll"} {
+		if e := res[name+"-err"]; !strings.Contains(e, "io_uring_enter") {
+			t.Errorf("New(WithBackend(%q)) with io_uring_enter denied: error %q, want one naming io_uring_enter", name, e)
+		}
+		if res[name+"-wraps"] != "true" {
+			t.Errorf("New(WithBackend(%q)): the error does not wrap EPERM (errors.Is)", name)
+		}
+	}
+	if res["epoll"] != "ok" {
+		t.Errorf("New(WithBackend(\"epoll\")) in the child: %s", res["epoll"])
 	}
 }
