@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
 )
 
 // requestOps is every op a request call makes but SubmitSQE's.
@@ -83,6 +82,33 @@ func TestCheckOpRefusesAnUnknownOp(t *testing.T) {
 	})
 }
 
+// TestCheckOpOfEveryOpValueAgreesWithItself: on every backend, CheckOp of each of the 256 Op
+// values returns (no panic) nil or an error, the same answer when asked again, EINVAL for the
+// values no request call makes, and the loop still serves a Recv afterwards.
+func TestCheckOpOfEveryOpValueAgreesWithItself(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
+		l := newLoop(t, b)
+		for v := range 256 {
+			op := ringev.Op(v)
+			first, again := l.CheckOp(op), l.CheckOp(op)
+			if (first == nil) != (again == nil) {
+				t.Errorf("CheckOp(%d) = %v, then %v", v, first, again)
+			}
+			if (v == 0 || v > int(ringev.OpSQE)) && !errors.Is(first, unix.EINVAL) {
+				t.Errorf("CheckOp(%d) = %v, want EINVAL", v, first)
+			}
+		}
+		a, c := testutil.Socketpair(t)
+		testutil.Write(t, c, []byte("x"))
+		var rec recorder
+		must(t)(l.Recv(a, make([]byte, 4), 0, rec.cb, 0))
+		until(t, l, func() bool { return rec.n() > 0 })
+		if rec.got[0].Err != nil || rec.got[0].N != 1 {
+			t.Fatalf("Recv after CheckOp of every op: %+v", rec.got[0])
+		}
+	})
+}
+
 func TestCheckOpFromAnotherGoroutineIsErrNotOwner(t *testing.T) {
 	l := newLoop(t, "epoll")
 	got := make(chan error, 1)
@@ -102,5 +128,27 @@ func TestCheckOpAfterCloseIsErrClosed(t *testing.T) {
 	l.Close()
 	if err := l.CheckOp(ringev.OpRecv); !errors.Is(err, ringev.ErrClosed) {
 		t.Fatalf("CheckOp after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestCheckOpProbeHidesTakesOnlyLoopsMadeWhileItHolds: SetProbeHides changes the loops made after it
+// and before its restore, and only them, whenever they ask: a loop made before it still finds
+// the multishot recv while it holds, and one made while it held still lacks it after the
+// restore (the answer of a loop does not change, and a hide cannot leak into a loop of another
+// test that merely asks late).
+func TestCheckOpProbeHidesTakesOnlyLoopsMadeWhileItHolds(t *testing.T) {
+	before := newLoop(t, "uring") // skips where io_uring is not available
+	if err := before.CheckOp(ringev.OpRecvMultishot); err != nil {
+		t.Skipf("IORING_RECV_MULTISHOT (Linux 6.0): %v", err)
+	}
+	other := newLoop(t, "uring")
+	restore := ringev.SetProbeHides(uring.OpSendZC) // IORING_RECV_MULTISHOT's witness
+	during := newLoop(t, "uring")
+	if err := other.CheckOp(ringev.OpRecvMultishot); err != nil {
+		t.Errorf("CheckOp(OpRecvMultishot), first asked while SetProbeHides holds, on a loop made before it = %v, want nil", err)
+	}
+	restore()
+	if err := during.CheckOp(ringev.OpRecvMultishot); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Errorf("CheckOp(OpRecvMultishot) after the restore, on a loop made while the hide held = %v, want EOPNOTSUPP", err)
 	}
 }
