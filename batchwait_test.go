@@ -2,6 +2,9 @@
 
 package ringev_test
 
+// Tests of WithBatchWait: a blocking wait on uring gathers completions up to a count or a time,
+// backs off when batches do not fill, and never delays a timer.
+
 import (
 	"errors"
 	"slices"
@@ -9,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
 )
 
 // writeAfter writes one byte to each of fds after d, from another goroutine.
@@ -57,6 +60,22 @@ func TestBatchWaitEndsWhenTheCountIsReached(t *testing.T) {
 	untilFor(t, l, 2*wait, "both reads' completions", func() bool { return rec.n() == 2 })
 	if got := time.Since(start); got >= wait*3/4 {
 		t.Fatalf("2 completions of 2 asked for took %v; the wait should end at the count, not at its %v", got, wait)
+	}
+}
+
+// TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait: WithBatchWait(1024, 100 ms) with
+// one Read in the kernel: its completion comes after the batching wait, not never, and the
+// loop does not spin meanwhile.
+func TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait(t *testing.T) {
+	l := batchLoop(t, 1024, 100*time.Millisecond)
+	r, w := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	writeAfter(t, 10*time.Millisecond, w.fd)
+	onces := untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
+	wantOne(t, &rec, 1)
+	if onces > 20 {
+		t.Errorf("%d Once calls for one completion: the batching wait spins", onces)
 	}
 }
 
@@ -136,6 +155,28 @@ func TestBatchWaitHoldsAPostUntilTheWaitEnds(t *testing.T) {
 	untilFor(t, l, deadline, "the posted function", func() bool { return ran })
 	if got := time.Since(start); got < wait*5/6 {
 		t.Fatalf("the posted function ran %v after the wait began; the batching wait is %v", got, wait)
+	}
+}
+
+// TestBatchWaitStopEndsRunWhenTheWaitEnds: Stop from another goroutine during Run's batching
+// wait (a Read in the kernel that never completes) ends Run when the batching wait ends, as
+// WithBatchWait's and Stop's docs say: the wake-up is one completion of the batch.
+func TestBatchWaitStopEndsRunWhenTheWaitEnds(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	l := batchLoop(t, 4, wait)
+	r, _ := ownedPipe(t)
+	var rec recorder
+	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	start := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		l.Stop()
+	}()
+	if err := testutil.Run(t, l, deadline); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := time.Since(start); got < wait*5/6 {
+		t.Fatalf("Run ended %v after it began; a Stop during a %v batching wait waits for it", got.Round(time.Millisecond), wait)
 	}
 }
 

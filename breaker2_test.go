@@ -272,44 +272,6 @@ func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
 	}
 }
 
-// TestBatchWaitStopEndsRunWhenTheWaitEnds: Stop from another goroutine during Run's batching
-// wait (a Read in the kernel that never completes) ends Run when the batching wait ends, as
-// WithBatchWait's and Stop's docs say: the wake-up is one completion of the batch.
-func TestBatchWaitStopEndsRunWhenTheWaitEnds(t *testing.T) {
-	const wait = 300 * time.Millisecond
-	l := batchLoop(t, 4, wait)
-	r, _ := ownedPipe(t)
-	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
-	start := time.Now()
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		l.Stop()
-	}()
-	if err := testutil.Run(t, l, deadline); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := time.Since(start); got < wait*5/6 {
-		t.Fatalf("Run ended %v after it began; a Stop during a %v batching wait waits for it", got.Round(time.Millisecond), wait)
-	}
-}
-
-// TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait: WithBatchWait(1024, 100 ms) with
-// one Read in the kernel: its completion comes after the batching wait, not never, and the
-// loop does not spin meanwhile.
-func TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait(t *testing.T) {
-	l := batchLoop(t, 1024, 100*time.Millisecond)
-	r, w := ownedPipe(t)
-	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
-	writeAfter(t, 10*time.Millisecond, w.fd)
-	onces := untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
-	wantOne(t, &rec, 1)
-	if onces > 20 {
-		t.Errorf("%d Once calls for one completion: the batching wait spins", onces)
-	}
-}
-
 // TestRequestRandomOpsInCallbacksConserveBytes: 100,000 random operations on uring (fewer with
 // -short), half of them made inside callbacks (so many SQEs are prepared at the call and
 // cancelled, re-timed or closed before the enter): Sends on one end of socketpairs, Recvs and
