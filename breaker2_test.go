@@ -183,58 +183,6 @@ func TestRequestDeadlineNotLastFiresThroughTheTimer(t *testing.T) {
 	wantOne(t, &rc, 1)
 }
 
-// TestRequestSetTimeoutAfterCancelBeforeTheEnterArmsNothing: a Read cancelled before the enter
-// (its SQE a NOP) and then given a deadline ends once with ECANCELED; no timer is left behind
-// (the handle is stale by then).
-func TestRequestSetTimeoutAfterCancelBeforeTheEnterArmsNothing(t *testing.T) {
-	r, _ := testutil.Pipe(t)
-	l := newLoop(t, "uring")
-	base := ringev.TimersPending(l)
-	var rec recorder
-	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
-	if err := h.Cancel(); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.SetTimeout(time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if got := ringev.TimersPending(l); got != base {
-		t.Errorf("%d timers, want %d: a deadline on a cancelled request armed a timer", got, base)
-	}
-	until(t, l, func() bool { return rec.n() > 0 })
-	quiet(t, l)
-	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
-		t.Fatalf("%d callbacks, last err %v; want one with ECANCELED", rec.n(), c.Err)
-	}
-}
-
-// TestRequestCancelAfterLinkedDeadlineBeforeTheEnter: a Read with a LINK_TIMEOUT linked to it
-// (deadline set right after it) and then cancelled before the enter: both SQEs become NOPs, the
-// Read ends once with ECANCELED (not ETIME), and a Read made next on the pipe gets the data.
-func TestRequestCancelAfterLinkedDeadlineBeforeTheEnter(t *testing.T) {
-	r, w := testutil.Pipe(t)
-	l := newLoop(t, "uring")
-	var rec, next recorder
-	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
-	if err := h.SetTimeout(time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if !ringev.RequestLinked(h) {
-		t.Fatal("the deadline set right after the Read was not linked")
-	}
-	if err := h.Cancel(); err != nil {
-		t.Fatal(err)
-	}
-	must(t)(l.Read(r, make([]byte, 1), -1, next.cb, 0))
-	testutil.Write(t, w, []byte("x"))
-	until(t, l, func() bool { return rec.n() > 0 && next.n() > 0 })
-	quiet(t, l)
-	if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
-		t.Fatalf("%d callbacks, last err %v; want one with ECANCELED", rec.n(), c.Err)
-	}
-	wantOne(t, &next, 1)
-}
-
 // TestRequestCloseFdWithAPreparedReadThenTheNumberReused: CloseFd on a pipe with a Read
 // prepared but not submitted closes it at once (the Read's SQE a NOP); a new pipe takes the
 // number and a Read on it, made before the enter, gets the new pipe's byte, which the old

@@ -58,60 +58,6 @@ func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 	})
 }
 
-// A Cancel made while the operation can complete (data already in the pipe) gets exactly one
-// callback, with the result or ECANCELED, repeated many times.
-func TestBreakerCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		r, w := testutil.Pipe(t)
-		for i := range 300 {
-			if i%2 == 0 {
-				if _, err := unix.Write(w, []byte("x")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			runs := 0
-			buf := make([]byte, 1)
-			h, err := l.Read(r, buf, -1, func(c *ringev.Completion) {
-				runs++
-				if c.Err != nil && !errors.Is(c.Err, unix.ECANCELED) {
-					t.Errorf("round %d: err %v, want nil or ECANCELED", i, c.Err)
-				}
-			}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i%3 == 1 { // let it reach the kernel (or the emulation) first
-				fired := false
-				l.AddTimer(0, func(*ringev.Timer) { fired = true })
-				untilFor(t, l, deadline, "a zero timer", func() bool { return fired })
-			}
-			if i%2 == 1 {
-				if _, err := unix.Write(w, []byte("x")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := h.Cancel(); err != nil {
-				t.Fatal(err)
-			}
-			h.Cancel() // twice: no second callback
-			untilFor(t, l, deadline, "the cancelled Read's callback", func() bool { return runs > 0 })
-			if h.Pending() {
-				t.Fatalf("round %d: Pending after the last callback", i)
-			}
-			// drain what the cancelled read left
-			var tmp [8]byte
-			unix.Read(r, tmp[:])
-			fired := false
-			l.AddTimer(2*time.Millisecond, func(*ringev.Timer) { fired = true })
-			untilFor(t, l, deadline, "a short timer", func() bool { return fired })
-			if runs != 1 {
-				t.Fatalf("round %d: callback ran %d times", i, runs)
-			}
-		}
-	})
-}
-
 // CloseFd on a socket with a multishot recv and a large send in flight, while the peer keeps
 // writing and does not read: every callback runs once (the recv's last with More unset, the
 // send's with ECANCELED or a count, CloseFd's with nil), and the peer then gets EPIPE.

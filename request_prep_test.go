@@ -13,30 +13,6 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// TestRequestCancelBeforeTheWaitNeverReachesTheKernel: a Read cancelled in the handler that
-// made it (before the loop next waits) never reaches the kernel, even where it would complete
-// at once: the callback gets ECANCELED and the pipe keeps its bytes. (On uring the request's SQE
-// is prepared when it is made; the cancel turns it into a NOP.)
-func TestRequestCancelBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, _ := pipeHolding(t, "ab")
-		l := newLoop(t, backend)
-		var rec recorder
-		h, err := l.Read(r, make([]byte, 1), -1, rec.cb, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Cancel(); err != nil {
-			t.Fatal(err)
-		}
-		until(t, l, func() bool { return rec.n() > 0 })
-		if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) || c.N != 0 {
-			t.Fatalf("%d callbacks, last N %d err %v, want one with ECANCELED", rec.n(), c.N, c.Err)
-		}
-		expectHeld(t, r, "ab")
-	})
-}
-
 // TestRequestCloseFdBeforeTheWaitNeverReachesTheKernel: CloseFd in the handler that made a Read
 // on the fd cancels it without it reaching the kernel: ECANCELED, and the pipe (read through a
 // dup) keeps its bytes.
