@@ -23,43 +23,6 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// TestRequestCloseFdWithAPreparedReadThenTheNumberReused: CloseFd on a pipe with a Read
-// prepared but not submitted closes it at once (the Read's SQE a NOP); a new pipe takes the
-// number and a Read on it, made before the enter, gets the new pipe's byte, which the old
-// Read's SQE (had it gone to the kernel on the number) would have taken.
-func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
-	rp, wp := ownedPipe(t)
-	l := newLoop(t, "uring")
-	var old, cls, fresh recorder
-	num := rp.fd
-	must(t)(l.Read(num, make([]byte, 1), -1, old.cb, 0))
-	must(t)(l.CloseFd(num, cls.cb, 0))
-	rp.HandOver()
-	if !isClosed(num) {
-		t.Fatal("CloseFd with only an unsubmitted Read did not close the fd at once")
-	}
-	wp.Close()
-	r2, w2 := ownedPipe(t)
-	if r2.fd != num {
-		renumber(t, r2, num) // the number is the new pipe's read end, closed at cleanup
-	}
-	testutil.Write(t, w2.fd, []byte("n"))
-	buf := make([]byte, 1)
-	must(t)(l.Read(num, buf, -1, fresh.cb, 0))
-	until(t, l, func() bool { return old.n() > 0 && cls.n() > 0 && fresh.n() > 0 })
-	quiet(t, l)
-	if c := old.last(t); old.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
-		t.Fatalf("old Read: %d callbacks, last err %v; want one with ECANCELED", old.n(), c.Err)
-	}
-	if c := cls.last(t); cls.n() != 1 || c.Err != nil {
-		t.Fatalf("CloseFd: %d callbacks, last err %v", cls.n(), c.Err)
-	}
-	wantOne(t, &fresh, 1)
-	if buf[0] != 'n' {
-		t.Fatalf("the new Read got %q", buf)
-	}
-}
-
 // TestRequestRandomOpsInCallbacksConserveBytes: 100,000 random operations on uring (fewer with
 // -short), half of them made inside callbacks (so many SQEs are prepared at the call and
 // cancelled, re-timed or closed before the enter): Sends on one end of socketpairs, Recvs and

@@ -9,40 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/internal/testutil"
 )
-
-// TestRequestCloseFdBeforeTheWaitNeverReachesTheKernel: CloseFd in the handler that made a Read
-// on the fd cancels it without it reaching the kernel: ECANCELED, and the pipe (read through a
-// dup) keeps its bytes.
-func TestRequestCloseFdBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		rp, wp := ownedPipe(t)
-		testutil.Write(t, wp.fd, []byte("ab"))
-		dup, err := unix.Dup(rp.fd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { unix.Close(dup) })
-		l := newLoop(t, backend)
-		var rec, cls recorder
-		if _, err := l.Read(rp.fd, make([]byte, 1), -1, rec.cb, 0); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.CloseFd(rp.fd, cls.cb, 0); err != nil {
-			t.Fatal(err)
-		}
-		rp.HandOver()
-		until(t, l, func() bool { return rec.n() > 0 && cls.n() > 0 })
-		if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
-			t.Fatalf("the Read: %d callbacks, last N %d err %v, want one with ECANCELED", rec.n(), c.N, c.Err)
-		}
-		if c := cls.last(t); c.Err != nil {
-			t.Fatalf("CloseFd: %v", c.Err)
-		}
-		expectHeld(t, dup, "ab")
-	})
-}
 
 // TestRequestOnAnFdThatBecameTheLoopsOwnIsRefused: a number that the loop took requests on
 // and then made one of its own fds (the exact-signal eventfd, watched from the first
