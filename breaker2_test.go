@@ -268,27 +268,6 @@ func randSeed(t *testing.T) int64 {
 	return 7
 }
 
-// TestRequestCloseBeforeTheEnterReadsNothing: Loop.Close right after a Read is made (no Once
-// since) runs no callback and lets the Read take nothing: the pipe keeps its bytes, on every
-// backend (on uring the Read's SQE is prepared in the SQ at the call; before that change it
-// waited in a queue that Close dropped). Bytes a Read took at Close would be lost: no callback
-// gets them.
-func TestRequestCloseBeforeTheEnterReadsNothing(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, _ := pipeHolding(t, "ab")
-		l, err := ringev.New(ringev.WithBackend(backend))
-		requireNew(t, backend, err)
-		cb := func(*ringev.Completion) { t.Error("a callback ran after Close") }
-		if _, err := l.Read(r, make([]byte, 1), -1, cb, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		expectHeld(t, r, "ab")
-	})
-}
-
 // TestRequestRandomOpsWithBatchWait: TestRequestRandomOpsInCallbacksConserveBytes's 20,000
 // operations on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking
 // waits batch completions.

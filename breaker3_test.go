@@ -83,7 +83,7 @@ func TestRegisteredFdAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T) {
 
 // TestRegisteredFdWithCloseFdPendingAtLoopCloseIsReleasedAtOnce: Loop.Close while a CloseFd of
 // a registered fd waits for its Recv closes the fd, and the peer reads EOF as soon as Close
-// returns (as for an fd not registered: TestBreakerLoopCloseFinishesPendingCloseFd).
+// returns (as for an fd not registered: TestRequestLoopCloseFinishesPendingCloseFd).
 func TestRegisteredFdWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.T) {
 	requireRegisteredFiles(t)
 	a, peer := ownedSocketpair(t)

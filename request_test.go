@@ -101,38 +101,6 @@ func TestRequestCQOverflowLosesNothing(t *testing.T) {
 	})
 }
 
-// TestRequestRawCloseWithRequestInFlight shows what a plain close(2) of an fd with a request
-// in flight does: on uring the kernel keeps the file (the peer sees no EOF) until the request
-// is cancelled; CloseFd is what to do instead (the peer sees EOF at once).
-func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		conn, b := ownedSocketpair(t)
-		l := newLoop(t, backend)
-		var rec recorder
-		h := must(t)(l.Recv(conn.fd, make([]byte, 8), 0, rec.cb, 0))
-		onceWithin(t, l, time.Millisecond) // in the kernel (uring) or waiting (emulation)
-		conn.Close()                       // behind the loop's back
-		switch backend {
-		case "uring":
-			expectPinned(t, b.fd, "uring: a raw close with a recv in flight")
-		case notCloseSafe:
-			// Not close-safe by design (WithBackend): its POLL_ADD holds the file too.
-		default:
-			expectEOF(t, b.fd, releaseWithin, backend+": a raw close with a recv in flight (the emulation holds no file reference)")
-		}
-		// The request is still pending (it watches a closed fd). What to do after the fact:
-		// cancel it; on uring the file goes with it. (Before the fact: CloseFd.)
-		h.Cancel()
-		until(t, l, func() bool { return rec.n() > 0 })
-		if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
-			t.Fatalf("after Cancel: %d completions, last %+v", rec.n(), c)
-		}
-		if backend == "uring" {
-			expectEOF(t, b.fd, releaseWithin, "uring: Cancel of the recv on a raw-closed fd")
-		}
-	})
-}
-
 // TestRequestRandomized makes many random requests, cancels and closes on random sockets and
 // checks that every request's last callback runs exactly once, that no callback follows it,
 // and that no fd or goroutine is left.
@@ -273,41 +241,6 @@ func randomRequests(t *testing.T, l *ringev.Loop, n int) {
 	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
 		t.Fatalf("Once after the last completion: %v, want ErrNothingToDo", err)
 	}
-}
-
-// TestRequestCloseWithRequestsInFlight: Loop.Close with requests in the kernel runs none of
-// their callbacks, leaves no fd or goroutine behind, and the loop is unusable after it.
-func TestRequestCloseWithRequestsInFlight(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		fds0 := len(openFds(t))
-		sa, sb := ownedSocketpair(t)
-		a, b := sa.fd, sb.fd
-		calls := 0
-		func() {
-			l := newLoop(t, backend)
-			cb := func(*ringev.Completion) { calls++ }
-			for i := 0; i < 10; i++ {
-				must(t)(l.Recv(a, make([]byte, 8), 0, cb, 0))
-				must(t)(l.Recv(b, make([]byte, 8), 0, cb, 0))
-			}
-			onceWithin(t, l, time.Millisecond)
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.Recv(a, make([]byte, 8), 0, cb, 0); !errors.Is(err, ringev.ErrClosed) {
-				t.Fatalf("Recv after Close: %v", err)
-			}
-		}()
-		if calls != 0 {
-			t.Fatalf("%d callbacks ran around Close", calls)
-		}
-		sa.Close()
-		sb.Close()
-		if n := len(openFds(t)); n != fds0 {
-			t.Fatalf("%d fds open after the loop closed, %d before", n, fds0)
-		}
-	})
 }
 
 // TestRequestCompletesWhileHandlersRideTheRing: a handler's Loop.ReadNonblocking, which on

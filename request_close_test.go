@@ -1,0 +1,221 @@
+package ringev_test
+
+// Tests of requests when the loop is closed, or their fd is closed with close(2): no callback
+// runs after Close, nothing is read, and no fd is left.
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// TestRequestLoopCloseWithRequestsInFlight: Loop.Close with requests in the kernel runs none of
+// their callbacks, leaves no fd or goroutine behind, and the loop is unusable after it.
+func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		fds0 := len(openFds(t))
+		sa, sb := ownedSocketpair(t)
+		a, b := sa.fd, sb.fd
+		calls := 0
+		func() {
+			l := newLoop(t, backend)
+			cb := func(*ringev.Completion) { calls++ }
+			for i := 0; i < 10; i++ {
+				must(t)(l.Recv(a, make([]byte, 8), 0, cb, 0))
+				must(t)(l.Recv(b, make([]byte, 8), 0, cb, 0))
+			}
+			onceWithin(t, l, time.Millisecond)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Recv(a, make([]byte, 8), 0, cb, 0); !errors.Is(err, ringev.ErrClosed) {
+				t.Fatalf("Recv after Close: %v", err)
+			}
+		}()
+		if calls != 0 {
+			t.Fatalf("%d callbacks ran around Close", calls)
+		}
+		sa.Close()
+		sb.Close()
+		if n := len(openFds(t)); n != fds0 {
+			t.Fatalf("%d fds open after the loop closed, %d before", n, fds0)
+		}
+	})
+}
+
+// TestRequestLoopCloseBeforeTheEnterReadsNothing: Loop.Close right after a Read is made (no Once
+// since) runs no callback and lets the Read take nothing: the pipe keeps its bytes, on every
+// backend (on uring the Read's SQE is prepared in the SQ at the call; before that change it
+// waited in a queue that Close dropped). Bytes a Read took at Close would be lost: no callback
+// gets them.
+func TestRequestLoopCloseBeforeTheEnterReadsNothing(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, _ := pipeHolding(t, "ab")
+		l, err := ringev.New(ringev.WithBackend(backend))
+		requireNew(t, backend, err)
+		cb := func(*ringev.Completion) { t.Error("a callback ran after Close") }
+		if _, err := l.Read(r, make([]byte, 1), -1, cb, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		expectHeld(t, r, "ab")
+	})
+}
+
+// Loop.Close right after CloseFd on an fd with a request in flight still closes the fd (the
+// CloseFd waited for the request, which Close cancels): it is not left open, and the peer of the
+// socket sees EOF.
+func TestRequestLoopCloseFinishesPendingCloseFd(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := p[0], p[1]
+		defer unix.Close(b)
+		l, err := ringev.New(ringev.WithBackend(backend))
+		if err != nil {
+			unix.Close(a)
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+				t.Skip(err)
+			}
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		if _, err := l.Recv(a, buf, 0, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		fired := false
+		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
+		untilFor(t, l, deadline, "1 ms", func() bool { return fired }) // the Recv is in flight
+		if _, err := l.CloseFd(a, func(*ringev.Completion) {}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0); err == nil {
+			unix.Close(a)
+			t.Fatal("Loop.Close left open the fd that CloseFd was closing")
+		}
+		var one [1]byte
+		unix.SetNonblock(b, false)
+		tv := unix.Timeval{Sec: 2}
+		unix.SetsockoptTimeval(b, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		if n, err := unix.Read(b, one[:]); n != 0 || err != nil {
+			t.Fatalf("the peer's read: %d, %v; want EOF", n, err)
+		}
+	})
+}
+
+// Close with accepted connections whose callbacks have not run (AcceptMultishot with a backlog
+// of 20: a Once runs at most 8 of one multishot request's completions) leaks none of them: the
+// loop closes every fd it accepted and handed to no callback.
+func TestRequestLoopCloseLeaksNoAcceptedFd(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(ln)
+		if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(ln, 64); err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(ln)
+		var clients []int
+		defer func() {
+			for _, c := range clients {
+				unix.Close(c)
+			}
+		}()
+		for range 20 {
+			c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, c)
+			if err := unix.Connect(c, sa); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := len(openFds(t))
+		l, err := ringev.New(ringev.WithBackend(backend))
+		if err != nil {
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+				t.Skip(err)
+			}
+			t.Fatal(err)
+		}
+		var got []int
+		if _, err := l.AcceptMultishot(ln, unix.SOCK_CLOEXEC, func(c *ringev.Completion) {
+			if c.Err == nil {
+				got = append(got, c.N)
+			}
+		}, 0); err != nil {
+			l.Close()
+			t.Fatal(err)
+		}
+		tm := l.AddTimer(5*time.Second, func(*ringev.Timer) {})
+		for i := 0; i < 100 && len(got) == 0; i++ {
+			if err := l.Once(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tm.Stop()
+		if len(got) == 0 {
+			t.Fatal("no connection accepted")
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		after := len(openFds(t))
+		if after != before {
+			t.Fatalf("after Close and closing the %d fds handed to callbacks: %d fds open, %d before New: accepted fds leaked", len(got), after, before)
+		}
+	})
+}
+
+// TestRequestRawCloseWithRequestInFlight shows what a plain close(2) of an fd with a request
+// in flight does: on uring the kernel keeps the file (the peer sees no EOF) until the request
+// is cancelled; CloseFd is what to do instead (the peer sees EOF at once).
+func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		conn, b := ownedSocketpair(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		h := must(t)(l.Recv(conn.fd, make([]byte, 8), 0, rec.cb, 0))
+		onceWithin(t, l, time.Millisecond) // in the kernel (uring) or waiting (emulation)
+		conn.Close()                       // behind the loop's back
+		switch backend {
+		case "uring":
+			expectPinned(t, b.fd, "uring: a raw close with a recv in flight")
+		case notCloseSafe:
+			// Not close-safe by design (WithBackend): its POLL_ADD holds the file too.
+		default:
+			expectEOF(t, b.fd, releaseWithin, backend+": a raw close with a recv in flight (the emulation holds no file reference)")
+		}
+		// The request is still pending (it watches a closed fd). What to do after the fact:
+		// cancel it; on uring the file goes with it. (Before the fact: CloseFd.)
+		h.Cancel()
+		until(t, l, func() bool { return rec.n() > 0 })
+		if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
+			t.Fatalf("after Cancel: %d completions, last %+v", rec.n(), c)
+		}
+		if backend == "uring" {
+			expectEOF(t, b.fd, releaseWithin, "uring: Cancel of the recv on a raw-closed fd")
+		}
+	})
+}
