@@ -192,35 +192,6 @@ func TestBreakerFdEventAndRequestsShareOneFd(t *testing.T) {
 	})
 }
 
-// Send and Write on a socket whose peer has closed end with EPIPE (or ECONNRESET) in the
-// callback; the process gets no SIGPIPE that kills it.
-func TestBreakerSendToClosedPeerEndsWithEPIPE(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		ap, bp := ownedSocketpair(t)
-		a := ap.fd
-		bp.Close()
-		for _, op := range []string{"send", "write"} {
-			var got error
-			done := false
-			cb := func(c *ringev.Completion) { got, done = c.Err, true }
-			var err error
-			if op == "send" {
-				_, err = l.Send(a, []byte("x"), 0, cb, 0)
-			} else {
-				_, err = l.Write(a, []byte("x"), -1, cb, 0)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			untilFor(t, l, deadline, op, func() bool { return done })
-			if !errors.Is(got, unix.EPIPE) && !errors.Is(got, unix.ECONNRESET) {
-				t.Errorf("%s to a closed peer: %v, want EPIPE", op, got)
-			}
-		}
-	})
-}
-
 // A request whose callback makes the next one, each completing at once (a write to a regular
 // file), starves neither fd handlers nor timers: both run within 2 s while the chain goes on.
 func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
@@ -261,42 +232,5 @@ func TestBreakerRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 		if chain < 2 {
 			t.Fatalf("the chain ran %d times", chain)
 		}
-	})
-}
-
-// Connect to a closed TCP port ends with ECONNREFUSED on every backend, and CloseFd after it
-// closes the socket.
-func TestBreakerConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		// a port nobody listens on: bind one, do not listen
-		p, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(p)
-		if err := unix.Bind(p, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			t.Fatal(err)
-		}
-		sa, _ := unix.Getsockname(p)
-		s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got error
-		done := false
-		if _, err := l.Connect(s, sa, func(c *ringev.Completion) { got, done = c.Err, true }, 0); err != nil {
-			unix.Close(s)
-			t.Fatal(err)
-		}
-		untilFor(t, l, deadline, "Connect", func() bool { return done })
-		if !errors.Is(got, unix.ECONNREFUSED) {
-			t.Errorf("Connect to a closed port: %v, want ECONNREFUSED", got)
-		}
-		closed := false
-		if _, err := l.CloseFd(s, func(*ringev.Completion) { closed = true }, 0); err != nil {
-			t.Fatal(err)
-		}
-		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
 	})
 }
