@@ -2,19 +2,17 @@
 
 package ringev_test
 
+// Tests of requests on an fd number that a new file took after a close(2): they reach the new
+// file.
+
 import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
 )
-
-// The breaker's tests of the uring-poll multishot wait (a Write event on a socket whose peer
-// half-closed it waits with IORING_POLL_ADD_MULTI) and of the requests emulation's hangup
-// flag. Each runs on every backend; every wait has a deadline.
 
 // regularFileAt opens a new regular file holding data at fd number num (just freed; moved there
 // with dup3(2) if something else took it), owned by the test.
@@ -34,11 +32,11 @@ func regularFileAt(t *testing.T, num int, data []byte) *ownedFd {
 	return f
 }
 
-// TestRequestsOnFdNumberReusedByRegularFile: requests on a non-blocking pipe's read end complete;
+// TestRequestOnNumberReusedByRegularFile: requests on a non-blocking pipe's read end complete;
 // the end is closed with a plain close(2) (no request left, which the docs allow) and a regular
 // file takes its number; a Read and a Write on the file then complete at once with its data,
 // and a Read on a pipe that takes the number next waits for its data and gets it.
-func TestRequestsOnFdNumberReusedByRegularFile(t *testing.T) {
+func TestRequestOnNumberReusedByRegularFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := ownedPipe(t)
 		l := newLoop(t, backend)
