@@ -3,7 +3,6 @@
 package ringev_test
 
 import (
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -54,61 +53,6 @@ func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 			if b[i] != byte(i) {
 				t.Fatalf("byte %d is %d, want %d", i, b[i], byte(i))
 			}
-		}
-	})
-}
-
-// A loop makes and closes more buffer groups than a group ID (16 bits) counts while one group
-// stays: every NewBufferGroup succeeds (an ID still in use is not given again).
-func TestBreakerBufferGroupIDsAreNotReusedWhileInUse(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		keep, err := l.NewBufferGroup(1, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer keep.Close()
-		for i := range 1<<16 + 2 {
-			g, err := l.NewBufferGroup(1, 64)
-			if err != nil {
-				t.Fatalf("NewBufferGroup #%d with one group kept: %v", i+2, err)
-			}
-			if err := g.Close(); err != nil {
-				t.Fatalf("Close #%d: %v", i+2, err)
-			}
-		}
-	})
-}
-
-// RecvMultishot on a pipe (not a socket) ends with one callback that carries an error, on
-// every backend.
-func TestBreakerRecvMultishotOnPipeEndsWithError(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		r, w := testutil.Pipe(t)
-		g, err := l.NewBufferGroup(2, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Close()
-		unix.Write(w, []byte("x"))
-		last, runs := 0, 0
-		var lastErr error
-		h, err := l.RecvMultishot(r, g, 0, func(c *ringev.Completion) {
-			runs++
-			c.ReleaseBuffer()
-			if !c.More {
-				last++
-				lastErr = c.Err
-			}
-		}, 0)
-		if err != nil {
-			return // refused at once: fine
-		}
-		h.SetTimeout(2 * time.Second)
-		untilFor(t, l, deadline, "RecvMultishot on a pipe", func() bool { return last > 0 })
-		if !errors.Is(lastErr, unix.ENOTSOCK) {
-			t.Errorf("RecvMultishot on a pipe ended with %v after %d callbacks, want ENOTSOCK", lastErr, runs)
 		}
 	})
 }

@@ -1,0 +1,167 @@
+package ringev_test
+
+// Tests of multishot requests and buffer groups (RecvMultishot, NewBufferGroup): group IDs,
+// incremental consumption, SockNonempty, and a multishot recv on a pipe.
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// A loop makes and closes more buffer groups than a group ID (16 bits) counts while one group
+// stays: every NewBufferGroup succeeds (an ID still in use is not given again).
+func TestRequestBufferGroupIDsAreNotReusedWhileInUse(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		keep, err := l.NewBufferGroup(1, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer keep.Close()
+		for i := range 1<<16 + 2 {
+			g, err := l.NewBufferGroup(1, 64)
+			if err != nil {
+				t.Fatalf("NewBufferGroup #%d with one group kept: %v", i+2, err)
+			}
+			if err := g.Close(); err != nil {
+				t.Fatalf("Close #%d: %v", i+2, err)
+			}
+		}
+	})
+}
+
+// TestRequestBufferGroupIncrementalConsumption: on uring with IOU_PBUF_RING_INC (6.12), small
+// receives share one group buffer, one after the other, each completion's view holding its
+// own bytes; the buffer goes back to the kernel only when it is full and every view released.
+func TestRequestBufferGroupIncrementalConsumption(t *testing.T) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	g, err := l.NewBufferGroup(2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Incremental() {
+		testutil.SkipUnlessKernel(t, 6, 12, "IOU_PBUF_RING_INC (incremental buffer consumption)")
+		t.Fatal("the kernel is 6.12 or later, yet the group is not incremental")
+	}
+	type got struct {
+		id   int
+		data string
+	}
+	var seen []got
+	var held []int
+	cb := func(c *ringev.Completion) {
+		if c.Err != nil || !c.More {
+			t.Errorf("completion %+v", c)
+			return
+		}
+		seen = append(seen, got{c.BufferID(), string(c.Buf)})
+		held = append(held, c.BufferID())
+	}
+	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
+	for _, m := range []string{"ab", "cd", "ef", "gh", "ij"} { // 8 bytes fill the first buffer
+		testutil.Write(t, b, []byte(m))
+		n := len(seen)
+		until(t, l, func() bool { return len(seen) > n })
+	}
+	want := []got{{seen[0].id, "ab"}, {seen[0].id, "cd"}, {seen[0].id, "ef"}, {seen[0].id, "gh"}}
+	for i, w := range want {
+		if seen[i] != w {
+			t.Fatalf("completion %d: %+v, want %+v (all %+v)", i, seen[i], w, seen)
+		}
+	}
+	if seen[4].id == seen[0].id || seen[4].data != "ij" {
+		t.Fatalf("fifth completion %+v: want the next buffer (the first is full)", seen[4])
+	}
+	for _, id := range held {
+		g.Release(id)
+	}
+	held = held[:0]
+	// Both buffers back or in use: 14 more bytes still arrive whole.
+	testutil.Write(t, b, []byte("0123456789abcd"))
+	var all string
+	until(t, l, func() bool {
+		all = ""
+		for _, s := range seen[5:] {
+			all += s.data
+		}
+		return len(all) >= 14
+	})
+	if all != "0123456789abcd" {
+		t.Fatalf("received %q after the release", all)
+	}
+}
+
+// TestRequestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore: on uring, a RecvMultishot
+// completion that leaves data in the socket (6,000 bytes into buffers of 4,096) has
+// SockNonempty set (IORING_CQE_F_SOCK_NONEMPTY); the one that takes the rest has it clear.
+func TestRequestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore(t *testing.T) {
+	client, server := tcpPair(t)
+	l := newLoop(t, "uring")
+	if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
+		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
+	}
+	g, err := l.NewBufferGroup(4, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		n            int
+		sockNonempty bool
+	}
+	var seen []got
+	total := 0
+	cb := func(c *ringev.Completion) {
+		if c.Err != nil {
+			t.Errorf("completion: %v", c.Err)
+			return
+		}
+		seen = append(seen, got{c.N, c.SockNonempty})
+		total += c.N
+		c.ReleaseBuffer()
+	}
+	must(t)(l.RecvMultishot(server, g, 0, cb, 0))
+	testutil.Write(t, client, make([]byte, 6000))
+	untilFor(t, l, deadline, "6,000 bytes received", func() bool { return total >= 6000 })
+	if len(seen) < 2 || seen[0] != (got{4096, true}) || seen[len(seen)-1].sockNonempty {
+		t.Fatalf("completions %+v: want the first to fill its buffer with SockNonempty set, the last with it clear", seen)
+	}
+}
+
+// RecvMultishot on a pipe (not a socket) ends with one callback that carries an error, on
+// every backend.
+func TestRequestRecvMultishotOnPipeEndsWithError(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		r, w := testutil.Pipe(t)
+		g, err := l.NewBufferGroup(2, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		unix.Write(w, []byte("x"))
+		last, runs := 0, 0
+		var lastErr error
+		h, err := l.RecvMultishot(r, g, 0, func(c *ringev.Completion) {
+			runs++
+			c.ReleaseBuffer()
+			if !c.More {
+				last++
+				lastErr = c.Err
+			}
+		}, 0)
+		if err != nil {
+			return // refused at once: fine
+		}
+		h.SetTimeout(2 * time.Second)
+		untilFor(t, l, deadline, "RecvMultishot on a pipe", func() bool { return last > 0 })
+		if !errors.Is(lastErr, unix.ENOTSOCK) {
+			t.Errorf("RecvMultishot on a pipe ended with %v after %d callbacks, want ENOTSOCK", lastErr, runs)
+		}
+	})
+}
