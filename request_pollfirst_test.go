@@ -6,10 +6,13 @@ package ringev_test
 // (WithRecvPollFirst).
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
 )
 
 // recvOne makes a Recv on fd into buf and runs the loop until its callback; it returns whether
@@ -29,10 +32,10 @@ func recvOne(t *testing.T, l *ringev.Loop, fd int, buf []byte, feed func()) (boo
 	return pf, rec.got[0]
 }
 
-// TestRecvPollFirstAfterARecvThatDrainedTheSocket: on uring the first Recv on a socket is
+// TestRequestRecvPollFirstAfterARecvThatDrainedTheSocket: on uring the first Recv on a socket is
 // prepared without POLL_FIRST, one after a Recv that took less than its buffer with it, and one
 // after a Recv that filled its buffer without it.
-func TestRecvPollFirstAfterARecvThatDrainedTheSocket(t *testing.T) {
+func TestRequestRecvPollFirstAfterARecvThatDrainedTheSocket(t *testing.T) {
 	requirePollFirst(t)
 	a, b := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
@@ -49,9 +52,9 @@ func TestRecvPollFirstAfterARecvThatDrainedTheSocket(t *testing.T) {
 	}
 }
 
-// TestRecvPollFirstStillTakesDataAlreadyThere: a Recv prepared with POLL_FIRST on a socket that
+// TestRequestRecvPollFirstStillTakesDataAlreadyThere: a Recv prepared with POLL_FIRST on a socket that
 // already holds data completes with it.
-func TestRecvPollFirstStillTakesDataAlreadyThere(t *testing.T) {
+func TestRequestRecvPollFirstStillTakesDataAlreadyThere(t *testing.T) {
 	requirePollFirst(t)
 	a, b := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
@@ -64,9 +67,9 @@ func TestRecvPollFirstStillTakesDataAlreadyThere(t *testing.T) {
 	}
 }
 
-// TestWithRecvPollFirstFalseTurnsItOff: with WithRecvPollFirst(false) no Recv is prepared with
+// TestRequestRecvPollFirstOffWithWithRecvPollFirstFalse: with WithRecvPollFirst(false) no Recv is prepared with
 // POLL_FIRST, on every backend (the emulation never uses it).
-func TestWithRecvPollFirstFalseTurnsItOff(t *testing.T) {
+func TestRequestRecvPollFirstOffWithWithRecvPollFirstFalse(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, b := testutil.Socketpair(t)
 		l := newLoop(t, backend, ringev.WithRecvPollFirst(false))
@@ -76,4 +79,22 @@ func TestWithRecvPollFirstFalseTurnsItOff(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRequestRecvPollFirstOffWhenTheProbeHidesIORING_OP_SOCKET: a loop made while SetProbeHides hides
+// IORING_OP_SOCKET, the witness of Linux 5.19 and so of IORING_RECVSEND_POLL_FIRST, plays a
+// 5.18 kernel all through: a Recv after one that drained the socket is prepared without
+// POLL_FIRST (which a 5.18 kernel refuses with EINVAL), as AcceptMultishot is refused.
+func TestRequestRecvPollFirstOffWhenTheProbeHidesIORING_OP_SOCKET(t *testing.T) {
+	requirePollFirst(t)
+	defer ringev.SetProbeHides(uring.OpSocket)()
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	if err := l.CheckOp(ringev.OpAcceptMultishot); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Fatalf("CheckOp(OpAcceptMultishot) with IORING_OP_SOCKET hidden = %v, want EOPNOTSUPP", err)
+	}
+	recvOne(t, l, a, make([]byte, 16), func() { testutil.Write(t, b, []byte("abc")) })
+	if pf, _ := recvOne(t, l, a, make([]byte, 16), func() { testutil.Write(t, b, []byte("def")) }); pf {
+		t.Fatal("a Recv was prepared with POLL_FIRST on a loop whose probe hides IORING_OP_SOCKET (a 5.18 kernel)")
+	}
 }
