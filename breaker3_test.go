@@ -483,39 +483,6 @@ func TestRecvMultishotParkedThenUnregisteredRearmsAndKeepsEveryByte(t *testing.T
 	}
 }
 
-// TestRandomOpsWithRegistrationConserveBytes: random Recvs, RecvMultishots, Sends, cancels,
-// deadlines and CloseFds (with new socket pairs taking the numbers) on 8 socket pairs, made
-// from callbacks and between Onces, with RegisterFile and UnregisterFile of random ends mixed
-// in: every request ends once, every byte sent is received or left in its socket, and no fd or
-// goroutine is left, on every backend (on epoll, poll and uring-poll the registration does
-// nothing).
-func TestRandomOpsWithRegistrationConserveBytes(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		if backend == "uring" {
-			requireRegisteredFiles(t)
-		}
-		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-		fds0 := len(openFds(t))
-		n := 20000
-		if testing.Short() || backend != "uring" {
-			n = 4000
-		}
-		func() {
-			l := newLoop(t, backend)
-			defer l.Close()
-			g, err := l.NewBufferGroup(16, 64)
-			if err != nil {
-				t.Fatalf("NewBufferGroup: %v", err)
-			}
-			randomOps(t, l, g, n, randSeed(t), true)
-		}()
-		runtime.GC()
-		if got := len(openFds(t)); got != fds0 {
-			t.Fatalf("%d fds open after the test, %d before", got, fds0)
-		}
-	})
-}
-
 // TestRegistrationErrors: on every backend, RegisterFile and UnregisterFile refuse, with the
 // documented error and no effect, an fd beyond any int32 (EBADF), each of the loop's own fds
 // (EBADF), a call from another goroutine (ErrNotOwner), a fd that CloseFd is closing

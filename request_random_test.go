@@ -2,9 +2,8 @@
 
 package ringev_test
 
-// Breaker tests for the uring request path as it changed on 2026-12-01: SQEs prepared at the
-// call (ringReqs.start), cancels and deadlines before the enter, the CQE path and dispatch,
-// the owner check by stack bounds, WithBatchWait, and the per-fd own-fd stamp.
+// Tests with random mixes of requests, cancels, deadlines, CloseFds and registration changes:
+// every request ends once, and no byte is lost.
 
 import (
 	"errors"
@@ -15,13 +14,153 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"go.uber.org/goleak"
-
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
+
+// TestRequestRandomOps makes many random requests, cancels and closes on random sockets and
+// checks that every request's last callback runs exactly once, that no callback follows it,
+// and that no fd or goroutine is left.
+func TestRequestRandomOps(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		fds0 := len(openFds(t))
+		func() {
+			l := newLoop(t, backend)
+			defer l.Close()
+			n := 100000 // issue 12's figure
+			if testing.Short() {
+				n = 10000
+			}
+			randomRequests(t, l, n)
+		}()
+		runtime.GC()
+		if n := len(openFds(t)); n != fds0 {
+			t.Fatalf("%d fds open after the test, %d before", n, fds0)
+		}
+	})
+}
+
+// randomRequests is TestRequestRandomOps's body.
+func randomRequests(t *testing.T, l *ringev.Loop, n int) {
+	rng := rand.New(rand.NewSource(1))
+	type pair struct{ a, b int }
+	var socks []pair
+	newPair := func() pair {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pair{fds[0], fds[1]}
+	}
+	for i := 0; i < 8; i++ {
+		socks = append(socks, newPair())
+	}
+	type state struct {
+		h     ringev.Request
+		last  bool // the last callback ran
+		calls int
+	}
+	reqs := make([]state, 0, n)
+	bad := 0
+	cb := func(c *ringev.Completion) {
+		s := &reqs[c.Token]
+		s.calls++
+		if s.last {
+			bad++
+			t.Errorf("request %d: a callback after its last", c.Token)
+		}
+		if !c.More {
+			s.last = true
+		}
+	}
+	closing := 0
+	onClose := func(c *ringev.Completion) {
+		closing--
+		if c.Err != nil {
+			t.Errorf("CloseFd: %v", c.Err)
+		}
+	}
+	bufs := make([][]byte, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, 32)
+	}
+	made := 0
+	for made < n && bad == 0 {
+		p := &socks[rng.Intn(len(socks))]
+		tok := uint64(len(reqs))
+		var h ringev.Request
+		var err error
+		switch k := rng.Intn(10); {
+		case k < 4:
+			h, err = l.Recv(p.a, bufs[rng.Intn(len(bufs))], 0, cb, tok)
+		case k < 6:
+			h, err = l.Send(p.b, []byte("hello"), 0, cb, tok)
+		case k < 7:
+			h, err = l.Send(p.a, []byte("back"), 0, cb, tok)
+		case k < 8 && len(reqs) > 0:
+			reqs[rng.Intn(len(reqs))].h.Cancel()
+			continue
+		case k < 9:
+			h, err = l.Recv(p.b, bufs[rng.Intn(len(bufs))], 0, cb, tok)
+			if err == nil && rng.Intn(2) == 0 {
+				h.SetTimeout(time.Duration(rng.Intn(3)) * time.Millisecond)
+			}
+		default:
+			if rng.Intn(4) == 0 {
+				closing += 2
+				if _, err := l.CloseFd(p.a, onClose, 0); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.CloseFd(p.b, onClose, 0); err != nil {
+					t.Fatal(err)
+				}
+				*p = newPair()
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("request %d: %v", tok, err)
+		}
+		reqs = append(reqs, state{h: h})
+		made++
+		if rng.Intn(4) == 0 {
+			for j := rng.Intn(4); j >= 0; j-- {
+				l.AddTimer(0, func(*ringev.Timer) {}) // so that no Once waits for long
+				testutil.Once(t, l, deadline)
+			}
+		}
+	}
+	// End: cancel what is left by closing every socket through the loop.
+	for _, p := range socks {
+		closing += 2
+		l.CloseFd(p.a, onClose, 0)
+		l.CloseFd(p.b, onClose, 0)
+	}
+	left := func() bool {
+		if closing > 0 {
+			return false
+		}
+		for i := range reqs {
+			if !reqs[i].last {
+				return false
+			}
+		}
+		return true
+	}
+	until(t, l, left)
+	for i, s := range reqs {
+		if s.calls != 1 {
+			t.Fatalf("request %d: %d callbacks", i, s.calls)
+		}
+	}
+	// Nothing more comes: the loop has nothing left to wait for.
+	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+		t.Fatalf("Once after the last completion: %v, want ErrNothingToDo", err)
+	}
+}
 
 // TestRequestRandomOpsInCallbacksConserveBytes: 100,000 random operations on uring (fewer with
 // -short), half of them made inside callbacks (so many SQEs are prepared at the call and
@@ -51,6 +190,64 @@ func TestRequestRandomOpsInCallbacksConserveBytes(t *testing.T) {
 	if got := len(openFds(t)); got != fds0 {
 		t.Fatalf("%d fds open after the test, %d before", got, fds0)
 	}
+}
+
+// TestRequestRandomOpsWithBatchWait: TestRequestRandomOpsInCallbacksConserveBytes's 20,000
+// operations on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking
+// waits batch completions.
+func TestRequestRandomOpsWithBatchWait(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	fds0 := len(openFds(t))
+	func() {
+		l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(8, time.Millisecond))
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
+		}
+		requireNew(t, "uring", err)
+		defer l.Close()
+		g, err := l.NewBufferGroup(16, 64)
+		if err != nil {
+			t.Fatalf("NewBufferGroup: %v", err)
+		}
+		randomOpsInCallbacks(t, l, g, 20000, randSeed(t)+1)
+	}()
+	runtime.GC()
+	if got := len(openFds(t)); got != fds0 {
+		t.Fatalf("%d fds open after the test, %d before", got, fds0)
+	}
+}
+
+// TestRequestRandomOpsWithRegistrationConserveBytes: random Recvs, RecvMultishots, Sends, cancels,
+// deadlines and CloseFds (with new socket pairs taking the numbers) on 8 socket pairs, made
+// from callbacks and between Onces, with RegisterFile and UnregisterFile of random ends mixed
+// in: every request ends once, every byte sent is received or left in its socket, and no fd or
+// goroutine is left, on every backend (on epoll, poll and uring-poll the registration does
+// nothing).
+func TestRequestRandomOpsWithRegistrationConserveBytes(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		if backend == "uring" {
+			requireRegisteredFiles(t)
+		}
+		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+		fds0 := len(openFds(t))
+		n := 20000
+		if testing.Short() || backend != "uring" {
+			n = 4000
+		}
+		func() {
+			l := newLoop(t, backend)
+			defer l.Close()
+			g, err := l.NewBufferGroup(16, 64)
+			if err != nil {
+				t.Fatalf("NewBufferGroup: %v", err)
+			}
+			randomOps(t, l, g, n, randSeed(t), true)
+		}()
+		runtime.GC()
+		if got := len(openFds(t)); got != fds0 {
+			t.Fatalf("%d fds open after the test, %d before", got, fds0)
+		}
+	})
 }
 
 func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed int64) {
@@ -266,29 +463,4 @@ func randSeed(t *testing.T) int64 {
 		return s
 	}
 	return 7
-}
-
-// TestRequestRandomOpsWithBatchWait: TestRequestRandomOpsInCallbacksConserveBytes's 20,000
-// operations on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking
-// waits batch completions.
-func TestRequestRandomOpsWithBatchWait(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	fds0 := len(openFds(t))
-	func() {
-		l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(8, time.Millisecond))
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
-		}
-		requireNew(t, "uring", err)
-		defer l.Close()
-		g, err := l.NewBufferGroup(16, 64)
-		if err != nil {
-			t.Fatalf("NewBufferGroup: %v", err)
-		}
-		randomOpsInCallbacks(t, l, g, 20000, randSeed(t)+1)
-	}()
-	runtime.GC()
-	if got := len(openFds(t)); got != fds0 {
-		t.Fatalf("%d fds open after the test, %d before", got, fds0)
-	}
 }
