@@ -56,26 +56,6 @@ func TestRegisteredFileOutlivesARawClose(t *testing.T) {
 	}
 }
 
-// TestCloseFdReleasesARegisteredFile: CloseFd on a registered fd with a Read in flight cancels
-// it, empties the fd's slot and closes it: the pipe's writer then gets EPIPE. On epoll and poll
-// RegisterFile does nothing and the same holds.
-func TestCloseFdReleasesARegisteredFile(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, w := testutil.Pipe(t)
-		l := newLoop(t, backend)
-		registerOrSkip(t, l, backend, r)
-		var rd, cls recorder
-		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
-		onceWithin(t, l, time.Millisecond)
-		must(t)(l.CloseFd(r, cls.cb, 0))
-		until(t, l, func() bool { return cls.n() > 0 && rd.n() > 0 })
-		wantOne(t, &cls, 0)
-		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
-			t.Fatalf("write after CloseFd of the registered read end: %v, want EPIPE (the file released)", err)
-		}
-	})
-}
-
 // TestUnregisterFileThenCloseReleasesTheFile: after UnregisterFile, a close(2) of the fd
 // releases the file at once (the pipe's writer gets EPIPE), on every backend.
 func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
@@ -152,41 +132,6 @@ func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 	}
 	if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
 		t.Fatalf("write after close(2) of the read end whose RegisterFile failed: %v, want EPIPE (no table holds it)", err)
-	}
-}
-
-// TestLoopCloseReleasesRegisteredFilesAtOnce: Loop.Close empties the registered-file table
-// before it returns (the kernel's own teardown of the ring comes later): a registered read end
-// closed with a plain close(2), and one with a Read still in the kernel, are released when
-// Close returns (their pipes' writers get EPIPE at once).
-func TestLoopCloseReleasesRegisteredFilesAtOnce(t *testing.T) {
-	requireRegisteredFiles(t)
-	r1, w1 := testutil.Pipe(t)
-	r2, w2 := testutil.Pipe(t)
-	l := newLoop(t, "uring")
-	for _, fd := range []int{r1, r2} {
-		if err := l.RegisterFile(fd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var rec recorder
-	must(t)(l.Read(r2, make([]byte, 4), -1, rec.cb, 0))
-	onceWithin(t, l, time.Millisecond) // the Read waits in the kernel
-	for _, fd := range []int{r1, r2} {
-		if err := unix.Close(fd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := writeErr(w1); err != nil {
-		t.Fatalf("write after close(2) of a registered read end, before Loop.Close: %v; the table should hold the file", err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range []int{w1, w2} {
-		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
-			t.Errorf("pipe %d: write right after Loop.Close: %v, want EPIPE (the registered read end released)", i+1, err)
-		}
 	}
 }
 
