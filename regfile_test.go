@@ -6,7 +6,6 @@ package ringev_test
 // registered-file table (IOSQE_FIXED_FILE), and the table's hold on the file.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -132,69 +131,6 @@ func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 	}
 	if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
 		t.Fatalf("write after close(2) of the read end whose RegisterFile failed: %v, want EPIPE (no table holds it)", err)
-	}
-}
-
-// TestUnregisterFileSubmitsThePreparedRequestsFirst: a Read made on a registered fd and not yet
-// submitted when UnregisterFile empties the slot still reads its byte (UnregisterFile submits
-// it first, and the kernel keeps the registered file to its completion).
-func TestUnregisterFileSubmitsThePreparedRequestsFirst(t *testing.T) {
-	requireRegisteredFiles(t)
-	r, _ := pipeHolding(t, "ab")
-	l := newLoop(t, "uring")
-	if err := l.RegisterFile(r); err != nil {
-		t.Fatal(err)
-	}
-	var rec recorder
-	must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
-	if err := l.UnregisterFile(r); err != nil {
-		t.Fatal(err)
-	}
-	until(t, l, func() bool { return rec.n() > 0 })
-	if c := wantOne(t, &rec, 1); string(rec.bufs[0]) != "a" {
-		t.Fatalf("read %q (%+v), want \"a\"", rec.bufs[0], c)
-	}
-}
-
-// TestUnregisterFileDuringALargeSendFinishesIt: a Send larger than the socket buffer on a
-// registered fd, unregistered while the send is in the kernel, is finished by the loop with
-// every byte (the rest goes out without the emptied slot).
-func TestUnregisterFileDuringALargeSendFinishesIt(t *testing.T) {
-	requireRegisteredFiles(t)
-	a, b := testutil.Socketpair(t)
-	if err := unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
-		t.Fatal(err)
-	}
-	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a); err != nil {
-		t.Fatal(err)
-	}
-	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
-	var snd recorder
-	must(t)(l.Send(a, big, 0, snd.cb, 0))
-	onceWithin(t, l, time.Millisecond) // the send is in the kernel, short of room
-	if err := l.UnregisterFile(a); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, 0, len(big))
-	buf := make([]byte, 64<<10)
-	var onRecv ringev.Callback
-	var rcvErr error
-	onRecv = func(c *ringev.Completion) {
-		if c.Err != nil || c.N == 0 {
-			rcvErr = c.Err
-			return
-		}
-		got = append(got, c.Buf...)
-		if len(got) < len(big) {
-			must(t)(l.Recv(b, buf, 0, onRecv, 0))
-		}
-	}
-	must(t)(l.Recv(b, buf, 0, onRecv, 0))
-	until(t, l, func() bool { return snd.n() > 0 && len(got) == len(big) || rcvErr != nil })
-	wantOne(t, &snd, len(big))
-	if !bytes.Equal(got, big) {
-		t.Fatal("received bytes differ from those sent")
 	}
 }
 
