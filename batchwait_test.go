@@ -33,11 +33,11 @@ func writeAfter(t *testing.T, d time.Duration, fds ...int) {
 func TestBatchWaitHoldsALoneCompletionUntilTheWaitEnds(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	l := batchLoop(t, 4, wait)
-	r, w := ownedPipe(t)
+	r, w := testutil.Pipe(t)
 	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1))
 	start := time.Now()
-	writeAfter(t, 20*time.Millisecond, w.fd)
+	writeAfter(t, 20*time.Millisecond, w)
 	untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
 	wantOne(t, &rec, 1)
 	// The byte arrives after ~20 ms; one completion of the 4 asked for: the wait lasts its
@@ -50,13 +50,13 @@ func TestBatchWaitHoldsALoneCompletionUntilTheWaitEnds(t *testing.T) {
 func TestBatchWaitEndsWhenTheCountIsReached(t *testing.T) {
 	const wait = time.Second
 	l := batchLoop(t, 2, wait)
-	r1, w1 := ownedPipe(t)
-	r2, w2 := ownedPipe(t)
+	r1, w1 := testutil.Pipe(t)
+	r2, w2 := testutil.Pipe(t)
 	var rec recorder
-	must(t)(l.Read(r1.fd, make([]byte, 8), -1, rec.cb, 1))
-	must(t)(l.Read(r2.fd, make([]byte, 8), -1, rec.cb, 2))
+	must(t)(l.Read(r1, make([]byte, 8), -1, rec.cb, 1))
+	must(t)(l.Read(r2, make([]byte, 8), -1, rec.cb, 2))
 	start := time.Now()
-	writeAfter(t, 20*time.Millisecond, w1.fd, w2.fd)
+	writeAfter(t, 20*time.Millisecond, w1, w2)
 	untilFor(t, l, 2*wait, "both reads' completions", func() bool { return rec.n() == 2 })
 	if got := time.Since(start); got >= wait*3/4 {
 		t.Fatalf("2 completions of 2 asked for took %v; the wait should end at the count, not at its %v", got, wait)
@@ -68,10 +68,10 @@ func TestBatchWaitEndsWhenTheCountIsReached(t *testing.T) {
 // loop does not spin meanwhile.
 func TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait(t *testing.T) {
 	l := batchLoop(t, 1024, 100*time.Millisecond)
-	r, w := ownedPipe(t)
+	r, w := testutil.Pipe(t)
 	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
-	writeAfter(t, 10*time.Millisecond, w.fd)
+	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1))
+	writeAfter(t, 10*time.Millisecond, w)
 	onces := untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
 	wantOne(t, &rec, 1)
 	if onces > 20 {
@@ -82,9 +82,9 @@ func TestBatchWaitCountAboveTheRequestsInFlightEndsAtTheWait(t *testing.T) {
 func TestBatchWaitNeverDelaysATimer(t *testing.T) {
 	const wait = time.Second
 	l := batchLoop(t, 4, wait)
-	r, _ := ownedPipe(t)
+	r, _ := testutil.Pipe(t)
 	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1)) // never completes: a request in the kernel (Close cancels it)
+	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1)) // never completes: a request in the kernel (Close cancels it)
 	fired := false
 	start := time.Now()
 	l.AddTimer(50*time.Millisecond, func(*ringev.Timer) { fired = true })
@@ -125,12 +125,12 @@ func TestBatchWaitRejectsAWaitOutsideOneMicrosecondToOneSecond(t *testing.T) {
 // min_wait_usec 0, which the kernel takes as no min_wait and waits for all n).
 func TestBatchWaitOfOneMicrosecondEndsAtTheFirstCompletion(t *testing.T) {
 	l := batchLoop(t, 16, time.Microsecond)
-	r, w := ownedPipe(t)
+	r, w := testutil.Pipe(t)
 	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1))
 	l.AddTimer(3*time.Second, func(*ringev.Timer) {}) // without the fix the read waits for it
 	start := time.Now()
-	writeAfter(t, 10*time.Millisecond, w.fd)
+	writeAfter(t, 10*time.Millisecond, w)
 	untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
 	if got := time.Since(start); got > 2*time.Second {
 		t.Fatalf("a lone completion under a 1 µs batching wait came after %v", got)
@@ -143,9 +143,9 @@ func TestBatchWaitOfOneMicrosecondEndsAtTheFirstCompletion(t *testing.T) {
 func TestBatchWaitHoldsAPostUntilTheWaitEnds(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	l := batchLoop(t, 4, wait)
-	r, _ := ownedPipe(t)
+	r, _ := testutil.Pipe(t)
 	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1)) // a request in the kernel (Close cancels it)
+	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1)) // a request in the kernel (Close cancels it)
 	ran := false
 	start := time.Now()
 	go func() {
@@ -164,15 +164,15 @@ func TestBatchWaitHoldsAPostUntilTheWaitEnds(t *testing.T) {
 func TestBatchWaitStopEndsRunWhenTheWaitEnds(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	l := batchLoop(t, 4, wait)
-	r, _ := ownedPipe(t)
+	r, _ := testutil.Pipe(t)
 	var rec recorder
-	must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1))
 	start := time.Now()
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		l.Stop()
 	}()
-	if err := testutil.Run(t, l, deadline); err != nil {
+	if err := run(t, l, deadline); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if got := time.Since(start); got < wait*5/6 {
@@ -185,11 +185,11 @@ func TestBatchWaitIsIgnoredByBackendsWithoutOne(t *testing.T) {
 	for _, backend := range []string{"epoll", "poll"} {
 		t.Run(backend, func(t *testing.T) {
 			l := newLoop(t, backend, ringev.WithBatchWait(4, wait))
-			r, w := ownedPipe(t)
+			r, w := testutil.Pipe(t)
 			var rec recorder
-			must(t)(l.Read(r.fd, make([]byte, 8), -1, rec.cb, 1))
+			must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1))
 			start := time.Now()
-			writeAfter(t, 20*time.Millisecond, w.fd)
+			writeAfter(t, 20*time.Millisecond, w)
 			untilFor(t, l, 2*wait, "the read's completion", func() bool { return rec.n() == 1 })
 			if got := time.Since(start); got >= wait*3/4 {
 				t.Fatalf("the read's callback ran after %v: %s has no batching wait", got, backend)
@@ -204,8 +204,8 @@ func roundTrips(t *testing.T, l *ringev.Loop, rounds, k int, gap time.Duration) 
 	t.Helper()
 	rs, ws := make([]int, k), make([]int, k)
 	for i := range k {
-		r, w := ownedPipe(t)
-		rs[i], ws[i] = r.fd, w.fd
+		r, w := testutil.Pipe(t)
+		rs[i], ws[i] = r, w
 	}
 	buf := make([]byte, 8*k)
 	for range rounds {

@@ -68,7 +68,7 @@ func testReadReadiness(t *testing.T, backend string, m mode) {
 		t.Fatalf("Read handler ran %d times on an empty pipe (flags %v)", len(got), got)
 	}
 	testutil.Write(t, w, oneByte)
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if !slices.Equal(got, []ringev.Flags{ringev.Read}) {
 		t.Fatalf("after one byte and one Once: handler calls = %v, want [%v]", got, ringev.Read)
 	}
@@ -80,7 +80,7 @@ func testWriteReadiness(t *testing.T, backend string, m mode) {
 	l := newLoop(t, backend, m.opts()...)
 	var got []ringev.Flags
 	addFd(t, l, w, ringev.Write, func(_ *ringev.FdEvent, f ringev.Flags) { got = append(got, f) })
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if !slices.Equal(got, []ringev.Flags{ringev.Write}) {
 		t.Fatalf("after one Once: handler calls = %v, want [%v]", got, ringev.Write)
 	}
@@ -100,7 +100,7 @@ func testLevelTriggeredRereport(t *testing.T, backend string, m mode) {
 	})
 	testutil.Write(t, w, oneByte)
 	for i := 1; i <= 3; i++ {
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		if len(got) != i {
 			t.Fatalf("after Once %d with an unread byte: handler ran %d times, want %d", i, len(got), i)
 		}
@@ -135,7 +135,7 @@ func testMaskChangesTakeEffectExactly(t *testing.T, backend string, m mode) {
 		}
 	})
 	testutil.Write(t, w, oneByte) // never read: the fd stays readable throughout
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if calls != 1 {
 		t.Fatalf("readable fd, one Once: handler ran %d times, want 1", calls)
 	}
@@ -148,13 +148,13 @@ func testMaskChangesTakeEffectExactly(t *testing.T, backend string, m mode) {
 	}
 
 	setFlags(t, ev, ringev.Read)
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if calls != 2 {
 		t.Fatalf("after SetFlags(Read) again, one Once: handler ran %d times in all, want 2", calls)
 	}
 
 	disarmInside = true
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if calls != 3 {
 		t.Fatalf("one more Once: handler ran %d times in all, want 3", calls)
 	}
@@ -208,7 +208,7 @@ func testReadAndWriteHandlersOnOneFd(t *testing.T, backend string, m mode) {
 	addFd(t, l, a, ringev.Read, g.handler(0))
 	addFd(t, l, a, ringev.Write, g.handler(1))
 	for range 4 {
-		testutil.Once(t, l, deadline)
+		once(t, l)
 	}
 	g.check(t, 2, []ringev.Flags{ringev.Read, ringev.Write})
 }
@@ -224,7 +224,7 @@ func testThreeHandlersOnOneFd(t *testing.T, backend string, m mode) {
 	addFd(t, l, a, ringev.Write, g.handler(1))
 	addFd(t, l, a, ringev.Read|ringev.Write, g.handler(2))
 	for range 6 {
-		testutil.Once(t, l, deadline)
+		once(t, l)
 	}
 	g.check(t, 2, []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write})
 }
@@ -241,7 +241,7 @@ func testFairnessAlternatesReadyFds(t *testing.T, backend string, m mode) {
 	addFd(t, l, r1, ringev.Read, g.handler(0))
 	addFd(t, l, r2, ringev.Read, g.handler(1))
 	for range 10 {
-		testutil.Once(t, l, deadline)
+		once(t, l)
 	}
 	g.check(t, 5, []ringev.Flags{ringev.Read, ringev.Read})
 	for k := 1; k < len(g.who); k++ {
@@ -275,7 +275,7 @@ func testClosedFdEventNeverFires(t *testing.T, backend string, m mode) {
 				t.Errorf("FdEvent.Close inside its handler: %v", err)
 			}
 		})
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		quiet(t, l)
 		quiet(t, l)
 		if calls != 1 {
@@ -288,7 +288,7 @@ func testClosedFdEventNeverFires(t *testing.T, backend string, m mode) {
 		testutil.Write(t, w, oneByte) // never read
 		calls := [2]int{}
 		ran := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { calls[0]++ })
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		if calls[0] != 1 {
 			t.Fatalf("readable fd, one Once: handler ran %d times, want 1", calls[0])
 		}
@@ -333,7 +333,7 @@ func closeOtherInSameRound(t *testing.T, backend string, m mode, rs, ws [2]int) 
 		})
 	}
 	for range 3 {
-		testutil.Once(t, l, deadline)
+		once(t, l)
 	}
 	if calls != [2]int{3, 0} && calls != [2]int{0, 3} {
 		t.Fatalf("handler calls = %v, want [3 0] or [0 3]: the event closed by the first handler ran", calls)
@@ -380,7 +380,7 @@ func testOneHandlerPerOnce(t *testing.T, backend string, m mode) {
 	l.AddImmediate(func() { ran = append(ran, "immediate") })
 	want := []string{"immediate", "timer", "fd"}
 	for i := 1; i <= 3; i++ {
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		if !slices.Equal(ran, want[:i]) {
 			t.Fatalf("after Once %d: ran %v, want %v", i, ran, want[:i])
 		}
@@ -403,7 +403,7 @@ func testPostWakesBlockedLoop(t *testing.T, backend string, m mode) {
 		errc <- l.Post(func() { posted = true })
 	}()
 	start := time.Now()
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	elapsed := time.Since(start)
 	select {
 	case err := <-errc:
@@ -428,12 +428,12 @@ func testPostWakesBlockedLoop(t *testing.T, backend string, m mode) {
 // the one timer of a loop that has nothing else.
 func testRunReturnsWhenNothingLeft(t *testing.T, backend string, m mode) {
 	l := newLoop(t, backend, m.opts()...)
-	if err := testutil.Run(t, l, deadline); err != nil {
+	if err := run(t, l, deadline); err != nil {
 		t.Fatalf("Run on an empty loop: %v, want nil", err)
 	}
 	fired := 0
 	l.AddTimer(10*time.Millisecond, func(*ringev.Timer) { fired++ })
-	if err := testutil.Run(t, l, deadline); err != nil {
+	if err := run(t, l, deadline); err != nil {
 		t.Fatalf("Run on a loop with one timer: %v, want nil", err)
 	}
 	if fired != 1 {
@@ -446,7 +446,7 @@ func testRunReturnsWhenNothingLeft(t *testing.T, backend string, m mode) {
 func testOnceWithNothingLeftReturnsErrNothingToDo(t *testing.T, backend string, m mode) {
 	r, _ := testutil.Pipe(t)
 	l := newLoop(t, backend, m.opts()...)
-	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+	if err := onceErr(t, l); !errors.Is(err, ringev.ErrNothingToDo) {
 		t.Fatalf("Once on an empty loop: %v, want ErrNothingToDo", err)
 	}
 	ev := addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("fd handler of an empty pipe ran") })
@@ -454,7 +454,7 @@ func testOnceWithNothingLeftReturnsErrNothingToDo(t *testing.T, backend string, 
 	if err := ev.Close(); err != nil {
 		t.Fatalf("FdEvent.Close: %v", err)
 	}
-	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+	if err := onceErr(t, l); !errors.Is(err, ringev.ErrNothingToDo) {
 		t.Fatalf("Once after the timer ran and the fd event closed: %v, want ErrNothingToDo", err)
 	}
 }
@@ -474,7 +474,7 @@ func testStopEndsRun(t *testing.T, backend string, m mode) {
 				l.Stop()
 			}
 		})
-		if err := testutil.Run(t, l, deadline); err != nil {
+		if err := run(t, l, deadline); err != nil {
 			t.Fatalf("Run stopped from a handler: %v, want nil", err)
 		}
 		if calls != 5 {
@@ -495,7 +495,7 @@ func testStopEndsRun(t *testing.T, backend string, m mode) {
 			l.Stop()
 		}()
 		start := time.Now()
-		if err := testutil.Run(t, l, deadline); err != nil {
+		if err := run(t, l, deadline); err != nil {
 			t.Fatalf("Run stopped from another goroutine: %v, want nil", err)
 		}
 		if elapsed := time.Since(start); elapsed >= 2*time.Second {
@@ -519,7 +519,7 @@ func testNestedOnceReturnsErrNested(t *testing.T, backend string, m mode) {
 		onceErr = l.Once()
 		runErr = l.Run()
 	})
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if !ran {
 		t.Fatal("Once did not run the immediate")
 	}
@@ -574,7 +574,7 @@ func testPostConcurrentWithClose(t *testing.T, backend string, m mode) {
 		t.Fatalf("no Post within %v", deadline)
 	}
 	for range 3 {
-		testutil.Once(t, l, deadline) // each runs one posted function
+		once(t, l) // each runs one posted function
 	}
 	time.Sleep(5 * time.Millisecond) // more Posts, unsynchronised with the loop, right before Close
 	if err := l.Close(); err != nil {
@@ -594,20 +594,20 @@ func testPostConcurrentWithClose(t *testing.T, backend string, m mode) {
 // the file is really released after the loop has waited on it: the socket's peer reads EOF at
 // once (DESIGN point 5: a pending poll must not pin the file).
 func testAutoCloseClosesFd(t *testing.T, backend string, m mode) {
-	a, peer := ownedSocketpair(t) // a is closed by the loop (or, if that fails, at cleanup)
+	a, peer := testutil.Socketpair(t) // a is closed by the loop (or, if that fails, at cleanup)
 	l := newLoop(t, backend, m.opts()...)
-	ev := addFd(t, l, a.fd, ringev.Read, never(t, "Read handler of an idle socket"))
+	ev := addFd(t, l, a, ringev.Read, never(t, "Read handler of an idle socket"))
 	quiet(t, l) // the loop has waited on a
 	ev.SetAutoClose(true)
 	if err := ev.Close(); err != nil {
 		t.Fatalf("FdEvent.Close with auto-close: %v", err)
 	}
-	_, err := unix.FcntlInt(uintptr(a.fd), unix.F_GETFD, 0)
+	_, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0)
 	if err != unix.EBADF {
 		t.Fatalf("fcntl(F_GETFD) on the auto-closed fd: err = %v, want EBADF", err)
 	}
-	a.HandOver()
-	expectEOF(t, peer.fd, 0, "after the auto-close")
+	testutil.HandOver(t, a)
+	expectEOF(t, peer, 0, "after the auto-close")
 }
 
 // A closed file is really released even while a loop watches it (DESIGN point 5; a pending
@@ -619,33 +619,33 @@ func testClosedFileIsReleased(t *testing.T, backend string, m mode) {
 		t.Skip("uring-poll is not close-safe by design: a pending IORING_OP_POLL_ADD pins the file (WithBackend doc)")
 	}
 	t.Run("PlainCloseBehindLoopsBack", func(t *testing.T) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend, m.opts()...)
-		ev := addFd(t, l, a.fd, ringev.Read, never(t, "Read handler of an idle socket"))
+		ev := addFd(t, l, a, ringev.Read, never(t, "Read handler of an idle socket"))
 		quiet(t, l) // the loop has waited on a
-		if err := a.Close(); err != nil {
+		if err := testutil.Close(t, a); err != nil {
 			t.Fatalf("close(2): %v", err)
 		}
-		expectEOF(t, peer.fd, 0, "after close(2) of a watched fd")
+		expectEOF(t, peer, 0, "after close(2) of a watched fd")
 		if err := ev.Close(); err != nil { // before the fd number can be reused
 			t.Logf("FdEvent.Close after its fd was closed behind the loop's back: %v", err)
 		}
 	})
 	t.Run("AutoCloseWhileSecondLoopWatches", func(t *testing.T) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l1 := newLoop(t, backend, m.opts()...)
 		l2 := newLoop(t, backend, m.opts()...)
 		idle := never(t, "Read handler of an idle socket")
-		ev1 := addFd(t, l1, a.fd, ringev.Read, idle)
-		ev2 := addFd(t, l2, a.fd, ringev.Read, idle)
+		ev1 := addFd(t, l1, a, ringev.Read, idle)
+		ev2 := addFd(t, l2, a, ringev.Read, idle)
 		quiet(t, l1)
 		quiet(t, l2) // both loops have waited on a
 		ev1.SetAutoClose(true)
 		if err := ev1.Close(); err != nil {
 			t.Fatalf("FdEvent.Close with auto-close: %v", err)
 		}
-		a.HandOver()
-		expectEOF(t, peer.fd, 0, "after auto-close in one loop while a second loop watches")
+		testutil.HandOver(t, a)
+		expectEOF(t, peer, 0, "after auto-close in one loop while a second loop watches")
 		if err := ev2.Close(); err != nil { // before the fd number can be reused
 			t.Logf("FdEvent.Close in the second loop after the fd was closed: %v", err)
 		}

@@ -25,16 +25,16 @@ func TestDispatchRequeuingHandlerDoesNotStarveFds(t *testing.T) {
 	eachMode(t, ringev.Backends(), allModes, func(t *testing.T, b string, m mode) {
 		for _, q := range requeuers {
 			t.Run(q.name, func(t *testing.T) {
-				r, w := ownedPipe(t)
+				r, w := testutil.Pipe(t)
 				l := newLoop(t, b, m.opts()...)
 				fdRuns, otherRuns := 0, 0
-				addFd(t, l, r.fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { fdRuns++ }) // never drained
-				testutil.Write(t, w.fd, []byte{'x'})
+				addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { fdRuns++ }) // never drained
+				testutil.Write(t, w, []byte{'x'})
 				q.start(l, &otherRuns)
 				gap, maxGap, firstFd := 0, 0, -1
 				for i := 0; i < onces; i++ {
 					before := fdRuns
-					testutil.Once(t, l, deadline)
+					once(t, l)
 					if fdRuns > before {
 						if firstFd < 0 {
 							firstFd = i
@@ -97,7 +97,7 @@ func TestDispatchAllRunsEveryReadyHandlerInOneOnce(t *testing.T) {
 		for i, r := range rs {
 			addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { ran[i]++ })
 		}
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		if ran != [4]int{1, 1, 1, 1} {
 			t.Fatalf("handler runs after one Once = %v, want [1 1 1 1]", ran)
 		}
@@ -121,7 +121,7 @@ func TestDispatchAllSkipsHandlerClosedEarlierInBatch(t *testing.T) {
 		}
 		evs[0] = addFd(t, l, rs[0], ringev.Read, h)
 		evs[1] = addFd(t, l, rs[1], ringev.Read, h)
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		if ran != 1 {
 			t.Fatalf("%d handlers ran, want 1: the other was closed by the first", ran)
 		}
@@ -137,7 +137,7 @@ func TestDispatchFreshReadinessNoStaleRunAfterPOLLNVAL(t *testing.T) {
 	// set's back just leaves the set.
 	eachMode(t, []string{"poll", "uring-poll"}, []mode{modeFresh, modeFreshAll}, func(t *testing.T, backend string, m mode) {
 		r, w := testutil.Pipe(t)
-		pr, _ := ownedPipe(t)
+		pr, _ := testutil.Pipe(t)
 		l := newLoop(t, backend, m.opts()...)
 		stale := 0
 		addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
@@ -146,12 +146,12 @@ func TestDispatchFreshReadinessNoStaleRunAfterPOLLNVAL(t *testing.T) {
 				stale++
 			}
 		})
-		addFd(t, l, pr.fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+		addFd(t, l, pr, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
 		testutil.Write(t, w, oneByte)
-		pr.Close() // behind the loop's back; the number stays free
+		testutil.Close(t, pr) // behind the loop's back; the number stays free
 		var sawErr bool
 		for range 3 {
-			err := testutil.OnceErr(t, l, deadline)
+			err := onceErr(t, l)
 			if err != nil {
 				if !errors.Is(err, unix.EBADF) {
 					t.Fatalf("Once: %v", err)
@@ -169,7 +169,7 @@ func TestDispatchFreshReadinessNoStaleRunAfterPOLLNVAL(t *testing.T) {
 		ran := 0
 		l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { ran = -1 })
 		for ran == 0 {
-			if err := testutil.OnceErr(t, l, deadline); err != nil {
+			if err := onceErr(t, l); err != nil {
 				t.Fatalf("Once: %v", err)
 			}
 			if stale > 0 {

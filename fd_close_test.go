@@ -19,12 +19,12 @@ func TestFdCloseDropsReadinessReportedInSameWait(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, m := range allModes {
 			t.Run(m.name, func(t *testing.T) {
-				a, pa := ownedSocketpair(t)
-				b, pb := ownedSocketpair(t)
+				a, pa := testutil.Socketpair(t)
+				b, pb := testutil.Socketpair(t)
 				l := newLoop(t, backend, m.opts()...)
 				var evs [2]*ringev.FdEvent
 				ran := [2]int{}
-				for i, fd := range []int{a.fd, b.fd} {
+				for i, fd := range []int{a, b} {
 					evs[i] = addFd(t, l, fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						ran[i]++
 						if ran[1-i] > 0 {
@@ -39,9 +39,9 @@ func TestFdCloseDropsReadinessReportedInSameWait(t *testing.T) {
 						}
 					})
 				}
-				testutil.Write(t, pa.fd, []byte{'a'})
-				testutil.Write(t, pb.fd, []byte{'b'})
-				testutil.Once(t, l, deadline)
+				testutil.Write(t, pa, []byte{'a'})
+				testutil.Write(t, pb, []byte{'b'})
+				once(t, l)
 				if ran[0]+ran[1] != 1 {
 					t.Fatalf("first Once ran %d fd handlers, want 1", ran[0]+ran[1])
 				}
@@ -60,26 +60,26 @@ func TestFdCloseDropsReadinessReportedInSameWait(t *testing.T) {
 func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		t.Run("FdEventClose", func(t *testing.T) {
-			a, peer := ownedSocketpair(t)
+			a, peer := testutil.Socketpair(t)
 			l := newLoop(t, backend)
-			ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
+			ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 			ev.SetAutoClose(true)
-			a.HandOver()
+			testutil.HandOver(t, a)
 			settle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
 			if err := ev.Close(); err != nil {
 				t.Fatalf("FdEvent.Close with auto-close: %v", err)
 			}
-			if !isClosed(a.fd) {
-				t.Fatalf("fd %d is still open after FdEvent.Close with auto-close", a.fd)
+			if !isClosed(a) {
+				t.Fatalf("fd %d is still open after FdEvent.Close with auto-close", a)
 			}
-			expectEOF(t, peer.fd, releaseWithin, "auto-close by FdEvent.Close")
+			expectEOF(t, peer, releaseWithin, "auto-close by FdEvent.Close")
 			settle(t, l, 10*time.Millisecond, 3)
 		})
 		t.Run("FromOwnHandler", func(t *testing.T) {
-			a, peer := ownedSocketpair(t)
+			a, peer := testutil.Socketpair(t)
 			l := newLoop(t, backend)
 			runs := 0
-			ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			ev := addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 				runs++
 				testutil.Drain(t, ev.Fd())
 				if err := ev.Close(); err != nil {
@@ -87,36 +87,36 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 				}
 			})
 			ev.SetAutoClose(true)
-			a.HandOver()
+			testutil.HandOver(t, a)
 			settle(t, l, 10*time.Millisecond, 3)
-			testutil.Write(t, peer.fd, []byte{'x'})
-			testutil.Once(t, l, deadline)
+			testutil.Write(t, peer, []byte{'x'})
+			once(t, l)
 			if runs != 1 {
 				t.Fatalf("handler ran %d times, want 1", runs)
 			}
-			if !isClosed(a.fd) {
-				t.Fatalf("fd %d is still open after auto-close from its handler", a.fd)
+			if !isClosed(a) {
+				t.Fatalf("fd %d is still open after auto-close from its handler", a)
 			}
-			expectEOF(t, peer.fd, releaseWithin, "auto-close from the event's own handler")
+			expectEOF(t, peer, releaseWithin, "auto-close from the event's own handler")
 			settle(t, l, 20*time.Millisecond, 3)
 			if runs != 1 {
 				t.Fatalf("handler ran %d times after its event was closed, want 1 in all", runs)
 			}
 		})
 		t.Run("LoopClose", func(t *testing.T) {
-			a, peer := ownedSocketpair(t)
+			a, peer := testutil.Socketpair(t)
 			l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
-			ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
+			ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 			ev.SetAutoClose(true)
-			a.HandOver()
+			testutil.HandOver(t, a)
 			settle(t, l, 10*time.Millisecond, 3)
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
 			}
-			if !isClosed(a.fd) {
-				t.Fatalf("fd %d is still open after Loop.Close with an auto-close event", a.fd)
+			if !isClosed(a) {
+				t.Fatalf("fd %d is still open after Loop.Close with an auto-close event", a)
 			}
-			expectEOF(t, peer.fd, releaseWithin, "auto-close by Loop.Close")
+			expectEOF(t, peer, releaseWithin, "auto-close by Loop.Close")
 		})
 	})
 }
@@ -125,16 +125,16 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 // included (its pending poll is removed before the fd is closed).
 func TestFdCloseByLoopCloseReleasesFileAtOnce(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
-		ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
+		ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 		ev.SetAutoClose(true)
-		a.HandOver()
+		testutil.HandOver(t, a)
 		quiet(t, l) // the loop has waited with the fd watched
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		expectEOF(t, peer.fd, 0, "peer read right after Loop.Close")
+		expectEOF(t, peer, 0, "peer read right after Loop.Close")
 	})
 }
 
@@ -155,22 +155,22 @@ func TestFdCloseRightAfterSetFlagsReleasesFile(t *testing.T) {
 			{"Multishot", true, ringev.Write, ringev.Read | ringev.Write},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				var a, peer *ownedFd
+				var a, peer int
 				if c.half {
 					a, peer = halfClosedFull(t)
 				} else {
-					a, peer = ownedSocketpair(t)
+					a, peer = testutil.Socketpair(t)
 				}
 				l := newLoop(t, backend)
-				ev := addFd(t, l, a.fd, c.from, never(t, "waiting event"))
+				ev := addFd(t, l, a, c.from, never(t, "waiting event"))
 				settle(t, l, 20*time.Millisecond, 3) // the loop has waited on a
 				setFlags(t, ev, c.to)
 				ev.SetAutoClose(true)
-				a.HandOver()
+				testutil.HandOver(t, a)
 				if err := ev.Close(); err != nil {
 					t.Fatalf("FdEvent.Close: %v", err)
 				}
-				expectEOF(t, peer.fd, releaseWithin, "auto-close right after SetFlags")
+				expectEOF(t, peer, releaseWithin, "auto-close right after SetFlags")
 			})
 		}
 	})
@@ -185,26 +185,26 @@ func TestFdCloseOfAMultishotWaitReleasesFile(t *testing.T) {
 			t.Run(how, func(t *testing.T) {
 				a, peer := halfClosedFull(t)
 				l := newLoop(t, backend)
-				ev := addFd(t, l, a.fd, ringev.Write, never(t, "Write on a full socket"))
+				ev := addFd(t, l, a, ringev.Write, never(t, "Write on a full socket"))
 				settle(t, l, 20*time.Millisecond, 3)
 				switch how {
 				case "FdEventClose":
 					ev.SetAutoClose(true)
-					a.HandOver()
+					testutil.HandOver(t, a)
 					if err := ev.Close(); err != nil {
 						t.Fatal(err)
 					}
 				case "SetFlags0ThenClose":
 					setFlags(t, ev, 0)
-					a.Close()
+					testutil.Close(t, a)
 				case "LoopClose":
 					ev.SetAutoClose(true)
-					a.HandOver()
+					testutil.HandOver(t, a)
 					if err := l.Close(); err != nil {
 						t.Fatal(err)
 					}
 				}
-				expectEOF(t, peer.fd, releaseWithin, how+" of a multishot-waiting Write event")
+				expectEOF(t, peer, releaseWithin, how+" of a multishot-waiting Write event")
 			})
 		}
 	})
@@ -248,53 +248,53 @@ func TestFdCloseAutoCloseDisarmsOtherEventsOnTheFd(t *testing.T) {
 func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		t.Run("AutoClose", func(t *testing.T) {
-			old, oldPeer := ownedSocketpair(t)
+			old, oldPeer := testutil.Socketpair(t)
 			l := newLoop(t, backend)
-			ev := addFd(t, l, old.fd, ringev.Read, never(t, "old socket"))
+			ev := addFd(t, l, old, ringev.Read, never(t, "old socket"))
 			ev.SetAutoClose(true)
-			old.HandOver()
+			testutil.HandOver(t, old)
 			settle(t, l, 10*time.Millisecond, 3)
-			testutil.Write(t, oldPeer.fd, []byte{'o'}) // the old file becomes readable...
-			if err := ev.Close(); err != nil {         // ...and is closed before the loop looks
+			testutil.Write(t, oldPeer, []byte{'o'}) // the old file becomes readable...
+			if err := ev.Close(); err != nil {      // ...and is closed before the loop looks
 				t.Fatalf("FdEvent.Close with auto-close: %v", err)
 			}
-			checkReuse(t, l, old.fd)
+			checkReuse(t, l, old)
 		})
 		t.Run("PlainCloseThenAddFd", func(t *testing.T) {
-			old, oldPeer := ownedSocketpair(t)
+			old, oldPeer := testutil.Socketpair(t)
 			l := newLoop(t, backend)
-			oldEv := addFd(t, l, old.fd, ringev.Read, never(t, "old socket"))
+			oldEv := addFd(t, l, old, ringev.Read, never(t, "old socket"))
 			settle(t, l, 10*time.Millisecond, 3)
-			testutil.Write(t, oldPeer.fd, []byte{'o'})
-			if err := old.Close(); err != nil {
+			testutil.Write(t, oldPeer, []byte{'o'})
+			if err := testutil.Close(t, old); err != nil {
 				t.Fatalf("close(2): %v", err)
 			}
-			checkReuse(t, l, old.fd)
+			checkReuse(t, l, old)
 			if f := oldEv.Flags(); f != 0 {
 				t.Errorf("the old fd event still has flags %v after its number was reused; want it disarmed (0)", f)
 			}
 		})
 		for _, m := range allModes {
 			t.Run("InsideHandlerOfSameRound/"+m.name, func(t *testing.T) {
-				x, px := ownedSocketpair(t)
-				old, oldPeer := ownedSocketpair(t)
+				x, px := testutil.Socketpair(t)
+				old, oldPeer := testutil.Socketpair(t)
 				l := newLoop(t, backend, m.opts()...)
 				var oldEv *ringev.FdEvent
-				var newFd, newPeer *ownedFd
+				newFd, newPeer := -1, -1
 				var newGot []byte
 				var newFlags []ringev.Flags
-				addFd(t, l, x.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				addFd(t, l, x, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 					testutil.Drain(t, ev.Fd())
-					if newFd != nil {
+					if newFd >= 0 {
 						return
 					}
-					if err := oldEv.Close(); err != nil { // auto-close: old.fd is free now
+					if err := oldEv.Close(); err != nil { // auto-close: old is free now
 						t.Errorf("closing the old event: %v", err)
 					}
 					// The new socket has no data yet: readiness reported for the old file
 					// must not reach its handler.
-					newFd, newPeer, _ = socketpairAt(t, old.fd)
-					addFd(t, l, newFd.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					newFd, newPeer, _ = socketpairAt(t, old)
+					addFd(t, l, newFd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						newFlags = append(newFlags, f)
 						var buf [16]byte
 						n, err := unix.Read(ev.Fd(), buf[:])
@@ -306,9 +306,9 @@ func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 					})
 				})
 				oldRuns := 0
-				oldEv = addFd(t, l, old.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+				oldEv = addFd(t, l, old, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 					oldRuns++
-					if newFd != nil {
+					if newFd >= 0 {
 						t.Errorf("old socket's handler ran with %v after its event was closed and its number reused", f)
 						return
 					}
@@ -318,24 +318,24 @@ func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 					testutil.Drain(t, ev.Fd())
 				})
 				oldEv.SetAutoClose(true)
-				old.HandOver()
+				testutil.HandOver(t, old)
 				// Round 1: only the old socket is ready; its handler runs, so that by
 				// fairness x's handler (never run) comes first in round 2.
-				testutil.Write(t, oldPeer.fd, []byte{'o'})
-				testutil.Once(t, l, deadline)
+				testutil.Write(t, oldPeer, []byte{'o'})
+				once(t, l)
 				if oldRuns != 1 {
 					t.Fatalf("round 1: old socket's handler ran %d times, want 1", oldRuns)
 				}
 				// Round 2: x and the old socket are ready in one wait; x's handler closes the
 				// old event (auto-close) and reuses its number for a new, empty socket.
-				testutil.Write(t, px.fd, []byte{'x'})
-				testutil.Write(t, oldPeer.fd, []byte{'o'})
-				until(t, l, func() bool { return newFd != nil })
+				testutil.Write(t, px, []byte{'x'})
+				testutil.Write(t, oldPeer, []byte{'o'})
+				until(t, l, func() bool { return newFd >= 0 })
 				settle(t, l, 20*time.Millisecond, 5)
 				if len(newFlags) != 0 {
 					t.Fatalf("new (empty) socket's handler ran %v before it had data", newFlags)
 				}
-				testutil.Write(t, newPeer.fd, []byte{'n'})
+				testutil.Write(t, newPeer, []byte{'n'})
 				until(t, l, func() bool { return len(newGot) > 0 })
 				settle(t, l, 20*time.Millisecond, 5)
 				if string(newGot) != "n" || len(newFlags) != 1 || newFlags[0] != ringev.Read {
@@ -356,7 +356,7 @@ func checkReuse(t *testing.T, l *ringev.Loop, num int) {
 	}
 	var got []byte
 	var flags []ringev.Flags
-	addFd(t, l, nw.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+	addFd(t, l, nw, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 		flags = append(flags, f)
 		var buf [16]byte
 		n, _ := unix.Read(ev.Fd(), buf[:])
@@ -364,7 +364,7 @@ func checkReuse(t *testing.T, l *ringev.Loop, num int) {
 			got = append(got, buf[:n]...)
 		}
 	})
-	testutil.Write(t, peer.fd, []byte{'n'})
+	testutil.Write(t, peer, []byte{'n'})
 	until(t, l, func() bool { return len(got) > 0 })
 	settle(t, l, 30*time.Millisecond, 5)
 	if string(got) != "n" || len(flags) != 1 || flags[0] != ringev.Read {

@@ -19,7 +19,7 @@ import (
 // semantics violated; the others keep their flags.
 func TestFdHangupMixedHandlersWriteOnlyLosesWrite(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend, m.opts()...)
 		masks := []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write, ringev.Error, ringev.Write | ringev.Error}
 		got := make([]ringev.Flags, len(masks))
@@ -27,7 +27,7 @@ func TestFdHangupMixedHandlersWriteOnlyLosesWrite(t *testing.T) {
 		evs := make([]*ringev.FdEvent, len(masks))
 		hungUp := false
 		for i, m := range masks {
-			evs[i] = addFd(t, l, a.fd, m, func(ev *ringev.FdEvent, f ringev.Flags) {
+			evs[i] = addFd(t, l, a, m, func(ev *ringev.FdEvent, f ringev.Flags) {
 				counts[i]++
 				got[i] |= f
 				if f&^masks[i] != 0 || f == 0 {
@@ -40,9 +40,9 @@ func TestFdHangupMixedHandlersWriteOnlyLosesWrite(t *testing.T) {
 		}
 		// First let the Write handlers see the socket writable, then hang up.
 		for range 3 {
-			testutil.Once(t, l, deadline)
+			once(t, l)
 		}
-		peer.Close()
+		testutil.Close(t, peer)
 		hungUp = true
 		base := append([]int(nil), counts...)
 		until(t, l, func() bool {
@@ -67,19 +67,19 @@ func TestFdHangupMixedHandlersWriteOnlyLosesWrite(t *testing.T) {
 // both lose Write; the Write|Error one is told Error.
 func TestFdPipeWriterErrorWriteOnlyNotCalled(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		pr, pw := ownedPipe(t)
+		pr, pw := testutil.Pipe(t)
 		l := newLoop(t, backend, m.opts()...)
-		w1 := addFd(t, l, pw.fd, ringev.Write, never(t, "Write-only 1"))
-		w2 := addFd(t, l, pw.fd, ringev.Write, never(t, "Write-only 2"))
+		w1 := addFd(t, l, pw, ringev.Write, never(t, "Write-only 1"))
+		w2 := addFd(t, l, pw, ringev.Write, never(t, "Write-only 2"))
 		var seen ringev.Flags
 		errRuns := 0
-		addFd(t, l, pw.fd, ringev.Write|ringev.Error, func(ev *ringev.FdEvent, f ringev.Flags) {
+		addFd(t, l, pw, ringev.Write|ringev.Error, func(ev *ringev.FdEvent, f ringev.Flags) {
 			errRuns++
 			seen |= f
 		})
 		// Fill the pipe so that Write is not ready, then close the read end.
-		fill(t, pw.fd)
-		pr.Close()
+		fill(t, pw)
+		testutil.Close(t, pr)
 		until(t, l, func() bool { return errRuns > 0 })
 		if seen&ringev.Error == 0 {
 			t.Fatalf("Write|Error event saw %v, want Error", seen)
@@ -101,9 +101,9 @@ func TestFdPeerCloseFlags(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
 		for _, m := range masks {
 			t.Run(m.String(), func(t *testing.T) {
-				a, peer := ownedSocketpair(t)
+				a, peer := testutil.Socketpair(t)
 				l := newLoop(t, b)
-				ev, got, calls := flagsSeen(t, l, a.fd, m)
+				ev, got, calls := flagsSeen(t, l, a, m)
 				if m&ringev.Write != 0 {
 					// Writable from the start: let it run once, then re-arm it.
 					awaitCalled(t, l, calls, fmt.Sprintf("a %v handler, on a writable socket", m))
@@ -112,10 +112,10 @@ func TestFdPeerCloseFlags(t *testing.T) {
 						t.Fatalf("SetFlags: %v", err)
 					}
 				}
-				if err := peer.Close(); err != nil {
+				if err := testutil.Close(t, peer); err != nil {
 					t.Fatalf("close: %v", err)
 				}
-				pfd := []unix.PollFd{{Fd: int32(a.fd), Events: unix.POLLIN | unix.POLLOUT}}
+				pfd := []unix.PollFd{{Fd: int32(a), Events: unix.POLLIN | unix.POLLOUT}}
 				if _, err := unix.Poll(pfd, 0); err != nil {
 					t.Fatalf("poll: %v", err)
 				}
@@ -223,7 +223,7 @@ func TestFdHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
 		l := newLoop(t, backend)
 		var rd, wr int
 		var wgot ringev.Flags
-		addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			rd++
 			var b [16]byte
 			if n, err := unix.Read(ev.Fd(), b[:]); n != 0 || err != nil {
@@ -231,7 +231,7 @@ func TestFdHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
 			}
 			ev.SetFlags(0)
 		})
-		addFd(t, l, a.fd, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
+		addFd(t, l, a, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
 			wr++
 			wgot = f
 			ev.SetFlags(0)
@@ -241,7 +241,7 @@ func TestFdHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
 		if rd != 1 || wr != 0 {
 			t.Fatalf("before the peer read: Read handler ran %d times (want 1), Write handler %d (want 0)", rd, wr)
 		}
-		drainUntil(t, l, peer.fd, func() bool { return wr > 0 })
+		drainUntil(t, l, peer, func() bool { return wr > 0 })
 		if wgot != ringev.Write {
 			t.Fatalf("the Write handler got %v, want %v", wgot, ringev.Write)
 		}
@@ -259,20 +259,20 @@ func TestFdHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
 // poll) and was re-armed at once: the loop spun inside Once.
 func TestFdWriteOnHalfClosedFullSocketWaitsAsleep(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		chunk := make([]byte, 64<<10)
 		for {
-			if _, err := unix.Write(a.fd, chunk); err != nil {
+			if _, err := unix.Write(a, chunk); err != nil {
 				break // EAGAIN: full
 			}
 		}
-		if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+		if err := unix.Shutdown(peer, unix.SHUT_WR); err != nil {
 			t.Fatalf("shutdown(SHUT_WR): %v", err)
 		}
 		l := newLoop(t, b)
 		var got ringev.Flags
 		calls := 0
-		addFd(t, l, a.fd, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
+		addFd(t, l, a, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
 			calls++
 			got = f
 			ev.SetFlags(0)
@@ -281,7 +281,7 @@ func TestFdWriteOnHalfClosedFullSocketWaitsAsleep(t *testing.T) {
 		if calls != 0 {
 			t.Fatalf("the Write handler ran %d times before the peer read (flags %v)", calls, got)
 		}
-		drainUntil(t, l, peer.fd, func() bool { return calls > 0 })
+		drainUntil(t, l, peer, func() bool { return calls > 0 })
 		if got != ringev.Write {
 			t.Fatalf("the Write handler got %v once the peer read, want %v", got, ringev.Write)
 		}
@@ -293,7 +293,7 @@ func TestFdWriteOnHalfClosedFullSocketWaitsAsleep(t *testing.T) {
 func TestFdManyHalfClosedWriteWaitersSleepThenRunOnce(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		const n = 64
-		var as, peers []*ownedFd
+		var as, peers []int
 		for range n {
 			a, p := halfClosedFull(t)
 			as, peers = append(as, a), append(peers, p)
@@ -301,7 +301,7 @@ func TestFdManyHalfClosedWriteWaitersSleepThenRunOnce(t *testing.T) {
 		l := newLoop(t, backend)
 		runs := make([]int, n)
 		for i, a := range as {
-			addFd(t, l, a.fd, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
+			addFd(t, l, a, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
 				runs[i]++
 				ev.SetFlags(0)
 			})
@@ -309,13 +309,13 @@ func TestFdManyHalfClosedWriteWaitersSleepThenRunOnce(t *testing.T) {
 		settle(t, l, 50*time.Millisecond, 3)
 		for i := range runs {
 			if runs[i] != 0 {
-				t.Fatalf("fd %d's Write handler ran %d times before its peer read", as[i].fd, runs[i])
+				t.Fatalf("fd %d's Write handler ran %d times before its peer read", as[i], runs[i])
 			}
 		}
 		buf := make([]byte, 256<<10)
 		for _, p := range peers {
 			for {
-				if k, err := unix.Read(p.fd, buf); k <= 0 || err != nil {
+				if k, err := unix.Read(p, buf); k <= 0 || err != nil {
 					break
 				}
 			}
@@ -331,7 +331,7 @@ func TestFdManyHalfClosedWriteWaitersSleepThenRunOnce(t *testing.T) {
 		settle(t, l, 20*time.Millisecond, 3)
 		for i := range runs {
 			if runs[i] != 1 {
-				t.Fatalf("fd %d's Write handler ran %d times, want 1", as[i].fd, runs[i])
+				t.Fatalf("fd %d's Write handler ran %d times, want 1", as[i], runs[i])
 			}
 		}
 	})
@@ -369,7 +369,7 @@ func awaitCalled(t *testing.T, l *ringev.Loop, calls *int, what string) {
 	t.Helper()
 	late := false
 	tm := l.AddTimer(deadline, func(*ringev.Timer) { late = true })
-	n := testutil.OnceUntil(t, l, func() bool { return *calls > 0 || late }, 2*deadline)
+	n := untilFor(t, l, 2*deadline, what, func() bool { return *calls > 0 || late })
 	tm.Stop()
 	if *calls == 0 {
 		t.Fatalf("%s: the handler was not called within %v (%d Once calls)", what, deadline, n)

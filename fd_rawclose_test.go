@@ -23,27 +23,27 @@ import (
 // as documented.
 func TestFdRawCloseReleasesFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		addFd(t, l, a.fd, ringev.Read, never(t, "socket closed behind the loop's back"))
+		addFd(t, l, a, ringev.Read, never(t, "socket closed behind the loop's back"))
 		settle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
-		if err := a.Close(); err != nil {
+		if err := testutil.Close(t, a); err != nil {
 			t.Fatalf("close(2): %v", err)
 		}
 		if backend == notCloseSafe {
-			expectPinned(t, peer.fd, "plain close(2) of an fd uring-poll watches")
+			expectPinned(t, peer, "plain close(2) of an fd uring-poll watches")
 			settle(t, l, 50*time.Millisecond, 5)
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
 			}
-			if ok, took, last := peerEOF(peer.fd, time.Second); !ok {
+			if ok, took, last := peerEOF(peer, time.Second); !ok {
 				t.Fatalf("uring-poll: the file is still pinned 1 s after Loop.Close (last read: %s)", last)
 			} else {
 				t.Logf("uring-poll: file released %v after Loop.Close", took)
 			}
 			return
 		}
-		expectEOF(t, peer.fd, releaseWithin, "plain close(2) behind the loop's back")
+		expectEOF(t, peer, releaseWithin, "plain close(2) behind the loop's back")
 		errs := settle(t, l, 100*time.Millisecond, 5)
 		for _, err := range errs {
 			if !errors.Is(err, unix.EBADF) {
@@ -51,10 +51,10 @@ func TestFdRawCloseReleasesFile(t *testing.T) {
 			}
 		}
 		// And afterwards the loop still works.
-		c, pc := ownedSocketpair(t)
+		c, pc := testutil.Socketpair(t)
 		got := ringev.Flags(0)
-		addFd(t, l, c.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) { got = f; testutil.Drain(t, ev.Fd()) })
-		testutil.Write(t, pc.fd, []byte{'y'})
+		addFd(t, l, c, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) { got = f; testutil.Drain(t, ev.Fd()) })
+		testutil.Write(t, pc, []byte{'y'})
 		until(t, l, func() bool { return got != 0 })
 		if got != ringev.Read {
 			t.Fatalf("a new fd event after the plain close got %v, want READ", got)
@@ -75,36 +75,36 @@ func TestFdRawCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
 		}{{"SecondNeverRunsOnce", false}, {"SecondIdleAfterOneOnce", true}} {
 			for _, how := range []string{"AutoClose", "PlainClose"} {
 				t.Run(idle.name+"/"+how, func(t *testing.T) {
-					a, peer := ownedSocketpair(t)
+					a, peer := testutil.Socketpair(t)
 					l := newLoop(t, backend)
-					ev := addFd(t, l, a.fd, ringev.Read, never(t, "first loop"))
-					il := startIdleLoop(t, backend, a.fd, idle.onceFirst)
+					ev := addFd(t, l, a, ringev.Read, never(t, "first loop"))
+					il := startIdleLoop(t, backend, a, idle.onceFirst)
 					settle(t, l, 10*time.Millisecond, 3)
 					if how == "AutoClose" {
 						ev.SetAutoClose(true)
-						a.HandOver()
+						testutil.HandOver(t, a)
 						if err := ev.Close(); err != nil {
 							t.Fatalf("FdEvent.Close with auto-close: %v", err)
 						}
-					} else if err := a.Close(); err != nil {
+					} else if err := testutil.Close(t, a); err != nil {
 						t.Fatalf("close(2): %v", err)
 					}
 					if backend == notCloseSafe && (idle.onceFirst || how == "PlainClose") {
 						// Pinned by the idle loop's armed poll, or by the first loop's own
 						// poll after a plain close(2).
-						expectPinned(t, peer.fd, "uring-poll: fd closed while a poll is armed on it")
+						expectPinned(t, peer, "uring-poll: fd closed while a poll is armed on it")
 						if err := il.stop(); err != nil {
 							t.Error(err)
 						}
 						if err := l.Close(); err != nil {
 							t.Fatalf("Loop.Close: %v", err)
 						}
-						if ok, _, last := peerEOF(peer.fd, time.Second); !ok {
+						if ok, _, last := peerEOF(peer, time.Second); !ok {
 							t.Fatalf("uring-poll: the file is still pinned 1 s after both loops were closed (last read: %s)", last)
 						}
 						return
 					}
-					expectEOF(t, peer.fd, releaseWithin, "fd closed while a second, idle loop watches it")
+					expectEOF(t, peer, releaseWithin, "fd closed while a second, idle loop watches it")
 					if err := il.stop(); err != nil {
 						t.Fatal(err)
 					}
@@ -232,17 +232,17 @@ func TestFdRawCloseWhileDupKeepsFileOpen(t *testing.T) {
 }
 
 func rawCloseWithDup(t *testing.T, b string, m mode, c dupCase) {
-	r, w := ownedPipe(t)
+	r, w := testutil.Pipe(t)
 	l := newLoop(t, b, m.opts()...)
 	watched, flags := r, ringev.Read
 	if c.write {
 		watched, flags = w, ringev.Write
 	}
-	d, err := unix.Dup(watched.fd)
+	d, err := unix.Dup(watched)
 	if err != nil {
 		t.Fatalf("dup: %v", err)
 	}
-	own(t, d)
+	testutil.Own(t, d)
 	h1, closedRuns := 0, 0
 	var ioErrs []error
 	buf := make([]byte, 64)
@@ -257,7 +257,7 @@ func rawCloseWithDup(t *testing.T, b string, m mode, c dupCase) {
 			io = unix.Write
 		}
 	}
-	ev := addFd(t, l, watched.fd, flags, func(ev *ringev.FdEvent, f ringev.Flags) {
+	ev := addFd(t, l, watched, flags, func(ev *ringev.FdEvent, f ringev.Flags) {
 		h1++
 		if closed {
 			closedRuns++
@@ -267,17 +267,17 @@ func rawCloseWithDup(t *testing.T, b string, m mode, c dupCase) {
 		}
 	})
 	if !c.write {
-		testutil.Write(t, w.fd, []byte{'a'})
+		testutil.Write(t, w, []byte{'a'})
 	}
 	until(t, l, func() bool { return h1 > 0 })
-	n := watched.fd
-	if err := watched.Close(); err != nil {
+	n := watched
+	if err := testutil.Close(t, watched); err != nil {
 		t.Fatalf("close(2): %v", err)
 	}
 	closed = true
 	if !c.write {
 		// Through the dup: w may be the number just closed for the write case.
-		testutil.Write(t, w.fd, []byte{'b'})
+		testutil.Write(t, w, []byte{'b'})
 	}
 	const period = 100 * time.Millisecond
 	run := runTimer(t, l, period, 0)
@@ -303,7 +303,7 @@ func rawCloseWithDup(t *testing.T, b string, m mode, c dupCase) {
 	before := h1
 	r2, _, _ := pipeAt(t, n)
 	h2 := 0
-	addFd(t, l, r2.fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { h2++ })
+	addFd(t, l, r2, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { h2++ })
 	run = runTimer(t, l, period, 0)
 	t.Logf("new pipe on fd %d: h2 ran %d times, h1 %d times, in %d Onces (%v CPU), Once errors %v", n, h2, h1-before, run.onces, run.cpu, run.errs)
 	if h2 != 0 {
@@ -334,20 +334,20 @@ type blockedClose struct {
 // for EOF for up to within, looks whether the loop still sleeps, and calls Stop.
 func closeWhileBlocked(t *testing.T, backend string, within time.Duration) blockedClose {
 	t.Helper()
-	a, peer := ownedSocketpair(t)
+	a, peer := testutil.Socketpair(t)
 	l := newLoop(t, backend)
-	addFd(t, l, a.fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the handler of the closed socket ran") })
+	addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the handler of the closed socket ran") })
 	l.AddTimer(5*time.Second, func(*ringev.Timer) { l.Stop() })
 	tid := unix.Gettid() // New locked this goroutine to its thread
 	res := make(chan blockedClose, 1)
 	go func() {
-		r := blockedClose{peer: peer.fd, loop: l}
+		r := blockedClose{peer: peer, loop: l}
 		for start := time.Now(); r.blockedIn == "" && time.Since(start) < deadline; time.Sleep(time.Millisecond) {
 			r.blockedIn = blockedIn(tid)
 		}
 		if r.blockedIn != "" {
-			a.Close() // close(2) behind the loop's back, while it sleeps
-			r.eof, r.took, _ = peerEOF(peer.fd, within)
+			testutil.Close(t, a) // close(2) behind the loop's back, while it sleeps
+			r.eof, r.took, _ = peerEOF(peer, within)
 			r.stillIn = blockedIn(tid)
 		}
 		res <- r
@@ -445,7 +445,7 @@ func TestFdRawCloseThenReuseOfAnonymousInodeIsWatchedAfresh(t *testing.T) {
 		ran := 0
 		addFd(t, l, b, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })
 		l.AddTimer(2*time.Second, func(*ringev.Timer) {})
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		if ran != 1 {
 			t.Fatalf("the new eventfd's handler ran %d times, want 1", ran)
 		}

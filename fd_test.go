@@ -38,7 +38,7 @@ func TestFdManyReadyRunInFairRotation(t *testing.T) {
 				t.Fatalf("%d Onces ran only %d handlers, want %d", i, total, 3*n)
 			}
 			before := total
-			testutil.Once(t, l, deadline)
+			once(t, l)
 			if !m.all && total != before+1 {
 				t.Fatalf("one Once ran %d handlers", total-before)
 			}
@@ -181,7 +181,7 @@ func TestFdHandlerClosesAllOtherReadyEvents(t *testing.T) {
 				ev.SetFlags(0)
 			})
 		}
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		if ran != 1 {
 			t.Fatalf("%d handlers ran", ran)
 		}
@@ -220,7 +220,7 @@ func TestFdHandlerDisarmsOthersThenRearmsOne(t *testing.T) {
 			})
 		}
 		for range 6 {
-			testutil.Once(t, l, deadline)
+			once(t, l)
 		}
 		for j, c := range counts {
 			switch {
@@ -288,7 +288,7 @@ func TestFdClosedHandleDoesNotAliasLaterEvents(t *testing.T) {
 		f := addFd(t, l, r, ringev.Read, h("F"))
 		f.Data = "F"
 		for range 9 {
-			testutil.Once(t, l, deadline)
+			once(t, l)
 		}
 		if counts["C"] != 3 || counts["E"] != 3 || counts["F"] != 3 || counts["D"] != 0 {
 			t.Fatalf("runs over 9 Onces: %v, want C, E, F 3 each, D 0", counts)
@@ -338,19 +338,19 @@ func TestFdClosedEventReleasesHandlerAndData(t *testing.T) {
 // the new event's auto-close, the new write end to the test's cleanup.
 func TestFdReplacedNumberNotRunFromStaleCache(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		var rs [2]*ownedFd
+		var rs [2]int
 		for i := range rs {
-			r, w := ownedPipe(t)
-			testutil.Write(t, w.fd, oneByte)
+			r, w := testutil.Pipe(t)
+			testutil.Write(t, w, oneByte)
 			rs[i] = r
 		}
 		l := newLoop(t, backend, m.opts()...)
 		evs := make([]*ringev.FdEvent, 2)
 		ran := 0
-		var newW *ownedFd
+		newW := -1
 		newRuns := 0
 		for i, r := range rs {
-			evs[i] = addFd(t, l, r.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+			evs[i] = addFd(t, l, r, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 				ran++
 				if ran > 1 {
 					t.Errorf("handler %d ran after it was closed", i)
@@ -362,24 +362,24 @@ func TestFdReplacedNumberNotRunFromStaleCache(t *testing.T) {
 				if err := other.Close(); err != nil {
 					t.Errorf("Close: %v", err)
 				}
-				rs[1-i].HandOver() // closed by the auto-close; its number is free
+				testutil.HandOver(t, rs[1-i]) // closed by the auto-close; its number is free
 				newR, w, _ := pipeAt(t, num)
 				newW = w
 				ev2 := addFd(t, l, num, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { newRuns++ })
 				ev2.SetAutoClose(true)
-				newR.HandOver() // closed by ev2's auto-close, at the latest by Loop.Close
+				testutil.HandOver(t, newR) // closed by ev2's auto-close, at the latest by Loop.Close
 				ev.SetFlags(0)
 			})
 		}
-		testutil.Once(t, l, deadline)
-		if newW == nil {
+		once(t, l)
+		if newW < 0 {
 			t.Fatal("the first handler did not set up the new pipe")
 		}
 		quiet(t, l)
 		if newRuns != 0 {
 			t.Fatalf("new event on an empty pipe ran %d times", newRuns)
 		}
-		testutil.Write(t, newW.fd, oneByte)
+		testutil.Write(t, newW, oneByte)
 		until(t, l, func() bool { return newRuns > 0 })
 	})
 }

@@ -186,95 +186,47 @@ func never(t *testing.T, what string) ringev.FdHandler {
 	}
 }
 
-// ownedFd is an fd the test owns and may close early. Cleanup closes it unless the test closed
-// it or handed it over (to the loop's auto-close): closing a number twice could close an
-// unrelated file that reused it. (testutil.Pipe and testutil.Socketpair are for fds the test
-// never closes itself.)
-type ownedFd struct {
-	fd   int
-	gone bool
-}
-
-// own makes fd an ownedFd closed at cleanup.
-func own(t testing.TB, fd int) *ownedFd {
-	f := &ownedFd{fd: fd}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-// Close closes the fd (once).
-func (f *ownedFd) Close() error {
-	if f.gone {
-		return nil
-	}
-	f.gone = true
-	return unix.Close(f.fd)
-}
-
-// HandOver records that the fd is closed by someone else (the loop's auto-close).
-func (f *ownedFd) HandOver() { f.gone = true }
-
-// ownedPipe returns a nonblocking pipe (O_NONBLOCK|O_CLOEXEC) whose ends the test owns.
-func ownedPipe(t testing.TB) (r, w *ownedFd) {
+// renumber moves fd, which the test owns, to fd number num with dup3(2) (closing whatever had
+// num) and closes fd's old number; the result is owned by the test.
+func renumber(t testing.TB, fd, num int) int {
 	t.Helper()
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		t.Fatalf("pipe2: %v", err)
+	if err := unix.Dup3(fd, num, unix.O_CLOEXEC); err != nil {
+		t.Fatalf("dup3(%d, %d): %v", fd, num, err)
 	}
-	return own(t, p[0]), own(t, p[1])
+	testutil.Close(t, fd)
+	return testutil.Own(t, num)
 }
 
-// ownedSocketpair returns a nonblocking AF_UNIX stream socketpair whose ends the test owns.
-func ownedSocketpair(t testing.TB) (a, b *ownedFd) {
+// socketpairAt is testutil.Socketpair whose first end has fd number num (just freed): the
+// kernel hands out the lowest free number, and if something else took it meanwhile the end is
+// moved there with dup3(2). It reports whether the number was reused without dup3.
+func socketpairAt(t testing.TB, num int) (a, b int, natural bool) {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatalf("socketpair: %v", err)
-	}
-	return own(t, fds[0]), own(t, fds[1])
-}
-
-// renumber moves f to fd number num with dup3(2) (closing whatever had num) and closes f's old
-// number; the result is owned by the test.
-func renumber(t testing.TB, f *ownedFd, num int) *ownedFd {
-	t.Helper()
-	if err := unix.Dup3(f.fd, num, unix.O_CLOEXEC); err != nil {
-		t.Fatalf("dup3(%d, %d): %v", f.fd, num, err)
-	}
-	f.Close()
-	return own(t, num)
-}
-
-// socketpairAt is ownedSocketpair whose first end has fd number num (just freed): the kernel
-// hands out the lowest free number, and if something else took it meanwhile the end is moved
-// there with dup3(2). It reports whether the number was reused without dup3.
-func socketpairAt(t testing.TB, num int) (a, b *ownedFd, natural bool) {
-	t.Helper()
-	a, b = ownedSocketpair(t)
+	a, b = testutil.Socketpair(t)
 	switch num {
-	case a.fd:
+	case a:
 		return a, b, true
-	case b.fd: // the kernel gave the free number to the other end: swap roles
+	case b: // the kernel gave the free number to the other end: swap roles
 		return b, a, true
 	}
 	return renumber(t, a, num), b, false
 }
 
-// pipeAt is ownedPipe whose read end has fd number num (just freed), as socketpairAt. The
+// pipeAt is testutil.Pipe whose read end has fd number num (just freed), as socketpairAt. The
 // returned ends are the test's: the caller hands r over if the loop auto-closes it.
-func pipeAt(t testing.TB, num int) (r, w *ownedFd, natural bool) {
+func pipeAt(t testing.TB, num int) (r, w int, natural bool) {
 	t.Helper()
-	r, w = ownedPipe(t)
-	if r.fd == num {
+	r, w = testutil.Pipe(t)
+	if r == num {
 		return r, w, true
 	}
-	if w.fd == num { // move the write end out of the way first
-		fd, err := unix.FcntlInt(uintptr(w.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if w == num { // move the write end out of the way first
+		fd, err := unix.FcntlInt(uintptr(w), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			t.Fatalf("F_DUPFD_CLOEXEC: %v", err)
 		}
-		w.Close()
-		w = own(t, fd)
+		testutil.Close(t, w)
+		w = testutil.Own(t, fd)
 	}
 	return renumber(t, r, num), w, false
 }
@@ -464,7 +416,7 @@ func runTimer(t testing.TB, l *ringev.Loop, d time.Duration, maxOnces int) turns
 		if time.Since(wall0) > deadline {
 			t.Fatalf("a %v timer has not run after %v (%d Once calls)", d, deadline, r.onces)
 		}
-		if err := testutil.OnceErr(t, l, deadline); err != nil {
+		if err := onceErr(t, l); err != nil {
 			r.errs = append(r.errs, err)
 			if len(r.errs) > 100 {
 				t.Fatalf("Once keeps failing: %v", err)
@@ -564,31 +516,112 @@ func (r *recorder) last(t *testing.T) ringev.Completion {
 func onceWithin(t testing.TB, l *ringev.Loop, d time.Duration) {
 	t.Helper()
 	l.AddTimer(d, func(*ringev.Timer) {})
-	testutil.Once(t, l, deadline)
+	once(t, l)
 }
 
-// until calls Once until cond holds and returns how many Once calls it made (testutil.OnceUntil
-// with the suite's deadline: it fails the test if Once returns an error or cond does not hold in
-// time).
+// hangGrace is how long a guarded call may stay blocked after its deadline and the wake-up that
+// follows it before the test binary panics: a loop that neither returns nor can be woken hangs.
+const hangGrace = 10 * time.Second
+
+// watchdog ends a guarded call that runs past its deadline: it calls wake once at the deadline
+// and panics hangGrace later if the call has still not returned.
+type watchdog struct {
+	done    chan struct{}
+	expired atomic.Bool
+}
+
+func startWatchdog(what string, d time.Duration, wake func()) *watchdog {
+	w := &watchdog{done: make(chan struct{})}
+	go func() {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		select {
+		case <-w.done:
+			return
+		case <-tm.C:
+		}
+		w.expired.Store(true)
+		wake()
+		g := time.NewTimer(hangGrace)
+		defer g.Stop()
+		select {
+		case <-w.done:
+		case <-g.C:
+			panic(fmt.Sprintf("%s: still blocked %v after its %v deadline and after the loop was woken: the loop hangs", what, hangGrace, d))
+		}
+	}()
+	return w
+}
+
+func (w *watchdog) stop() { close(w.done) }
+
+// onceErr calls l.Once one time and returns its error. If Once has not returned by the
+// deadline, the loop is woken with a posted no-op and the test fails (Fatal) once Once returns.
+func onceErr(t testing.TB, l *ringev.Loop) error {
+	t.Helper()
+	wd := startWatchdog(t.Name()+": Loop.Once", deadline, func() { _ = l.Post(func() {}) })
+	var err error
+	func() {
+		defer wd.stop() // also when a handler panics through Once
+		err = l.Once()
+	}()
+	if wd.expired.Load() {
+		t.Fatalf("Loop.Once did not return within %v (returned %v only after a posted wake-up)", deadline, err)
+	}
+	return err
+}
+
+// once calls l.Once one time and fails the test (Fatal) if it returns an error or does not
+// return within the deadline.
+func once(t testing.TB, l *ringev.Loop) {
+	t.Helper()
+	if err := onceErr(t, l); err != nil {
+		t.Fatalf("Loop.Once: %v", err)
+	}
+}
+
+// until calls Once until cond holds (cond is checked before each call, so no call is made if
+// it already holds) and returns how many Once calls it made. It fails the test (Fatal) if Once
+// returns an error or cond does not hold within the deadline.
 func until(t testing.TB, l *ringev.Loop, cond func() bool) int {
 	t.Helper()
-	return testutil.OnceUntil(t, l, cond, deadline)
+	return untilFor(t, l, deadline, "the condition", cond)
 }
 
 // untilFor is until with its own deadline d (a longer one where a wait needs it) and what it
-// waits for: it calls Once until cond holds, returns how many Once calls it made, and fails the
-// test naming what if Once returns an error or cond does not hold within d.
+// waits for, which the failure names. A Once blocked at the deadline is woken with a posted
+// no-op first.
 func untilFor(t testing.TB, l *ringev.Loop, d time.Duration, what string, cond func() bool) int {
 	t.Helper()
-	ok := false
-	defer func() {
-		if !ok {
-			t.Logf("waiting for %s (within %v)", what, d)
+	wd := startWatchdog(t.Name()+": waiting for "+what, d, func() { _ = l.Post(func() {}) })
+	defer wd.stop()
+	n := 0
+	for !cond() {
+		if wd.expired.Load() {
+			t.Fatalf("%s: not within %v (%d Once calls)", what, d, n)
 		}
-	}()
-	n := testutil.OnceUntil(t, l, cond, d)
-	ok = true
+		if err := l.Once(); err != nil {
+			t.Fatalf("waiting for %s: Loop.Once (call %d): %v", what, n+1, err)
+		}
+		n++
+	}
 	return n
+}
+
+// run calls l.Run and returns its error. If Run has not returned by d it is stopped with
+// l.Stop and the test is marked failed (Error, so the caller still sees Run's result).
+func run(t testing.TB, l *ringev.Loop, d time.Duration) error {
+	t.Helper()
+	wd := startWatchdog(t.Name()+": Loop.Run", d, l.Stop)
+	var err error
+	func() {
+		defer wd.stop() // also when a handler panics through Run
+		err = l.Run()
+	}()
+	if wd.expired.Load() {
+		t.Errorf("Loop.Run did not return within %v; it returned %v only after Stop", d, err)
+	}
+	return err
 }
 
 // wantOne checks that exactly one completion arrived, with err nil and N n.
@@ -835,11 +868,11 @@ func expectHeld(t *testing.T, r int, data string) {
 
 // halfClosedFull returns a socketpair whose first end's send queue is full and whose peer has
 // shut down its writing side: a Write event on a waits (on uring-poll with a multishot poll).
-func halfClosedFull(t *testing.T) (a, peer *ownedFd) {
+func halfClosedFull(t *testing.T) (a, peer int) {
 	t.Helper()
-	a, peer = ownedSocketpair(t)
-	fill(t, a.fd)
-	if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+	a, peer = testutil.Socketpair(t)
+	fill(t, a)
+	if err := unix.Shutdown(peer, unix.SHUT_WR); err != nil {
 		t.Fatalf("shutdown(SHUT_WR): %v", err)
 	}
 	return a, peer
@@ -848,14 +881,14 @@ func halfClosedFull(t *testing.T) (a, peer *ownedFd) {
 // tcpConn returns a connected pair of non-blocking TCP sockets on 127.0.0.1, closed at cleanup
 // unless handed over: the accepted end a (32 KiB SO_SNDBUF) and the dialled end peer (32 KiB
 // SO_RCVBUF).
-func tcpConn(t *testing.T) (a, peer *ownedFd) {
+func tcpConn(t *testing.T) (a, peer int) {
 	t.Helper()
 	lfd, sa := listener(t)
 	c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer = own(t, c)
+	peer = testutil.Own(t, c)
 	// Fixed buffer sizes (no autotuning), so that a full send queue stays full until the peer
 	// reads.
 	if err := unix.SetsockoptInt(c, unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<10); err != nil {
@@ -875,7 +908,7 @@ func tcpConn(t *testing.T) (a, peer *ownedFd) {
 	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10); err != nil {
 		t.Fatal(err)
 	}
-	return own(t, s), peer
+	return testutil.Own(t, s), peer
 }
 
 // tcpPair returns the two ends of a TCP connection over loopback (listener, dial), both
@@ -895,7 +928,7 @@ func tcpPair(t *testing.T) (client, server int) {
 	if err != nil {
 		t.Fatalf("accept4: %v", err)
 	}
-	return client, own(t, s).fd
+	return client, testutil.Own(t, s)
 }
 
 // waitSyscalls are the system calls a loop blocks in: ppoll (poll), epoll_pwait2 or

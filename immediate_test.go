@@ -4,8 +4,6 @@ package ringev_test
 
 import (
 	"testing"
-
-	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestImmediateScheduledAgainRunsAgainWithoutAllocating: an Immediate that ran can be
@@ -15,18 +13,18 @@ func TestImmediateScheduledAgainRunsAgainWithoutAllocating(t *testing.T) {
 	l := newLoop(t, "poll")
 	runs := 0
 	im := l.AddImmediate(func() { runs++ })
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if !im.Schedule() {
 		t.Fatal("Schedule of an immediate that ran: false, want true")
 	}
 	if im.Schedule() {
 		t.Fatal("Schedule of an immediate already queued: true, want false")
 	}
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if runs != 2 {
 		t.Fatalf("the immediate ran %d times, want 2", runs)
 	}
-	// l.Once directly (testutil.Once's watchdog allocates): with the immediate queued it
+	// l.Once directly (once's watchdog allocates): with the immediate queued it
 	// returns at once; without it the loop would have nothing to wait for.
 	a := testing.AllocsPerRun(100, func() {
 		if im.Schedule() {

@@ -118,7 +118,7 @@ func TestLoopIOLevelTriggeredUntilDrained(t *testing.T) {
 			if i == 6 {
 				t.Fatalf("%d handler calls in 6 Onces, want 3 (one per byte)", calls)
 			}
-			testutil.Once(t, l, deadline)
+			once(t, l)
 		}
 		quiet(t, l)
 		if got != "abc" {
@@ -168,7 +168,7 @@ func TestLoopIOFairnessAlternates(t *testing.T) {
 				t.Fatalf("%d handler calls in %d Onces", len(who), o)
 			}
 			before := len(who)
-			testutil.Once(t, l, deadline)
+			once(t, l)
 			if !m.all && len(who) != before+1 {
 				t.Fatalf("one Once ran %d handlers", len(who)-before)
 			}
@@ -214,7 +214,7 @@ func TestLoopIOFairWithMoreReadyFdsThanOneLookReports(t *testing.T) {
 						}
 					})
 				}
-				testutil.OnceUntil(t, l, func() bool { return total >= n*rounds }, 20*time.Second)
+				untilFor(t, l, 20*time.Second, "20 rounds of handler runs", func() bool { return total >= n*rounds })
 				if lo, hi := slices.Min(calls), slices.Max(calls); lo < rounds/2 {
 					t.Fatalf("unfair: a handler ran %d times, another %d, in %d runs over %d always-ready fds", lo, hi, total, n)
 				}
@@ -232,7 +232,7 @@ func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 		t.Run(variant, func(t *testing.T) {
 			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 				a, aw := testutil.Pipe(t)
-				b, bw := ownedPipe(t)
+				b, bw := testutil.Pipe(t)
 				l := newLoop(t, backend, m.opts()...)
 				watch(t, l, deadline, unblockRead(aw))
 				testutil.Write(t, aw, []byte("12"))
@@ -240,28 +240,28 @@ func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 				var eb *ringev.FdEvent
 				ranA, ranB2 := 0, 0
 				addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-					readAFeedB(t, l, a, bw.fd, buf, &ranA)
+					readAFeedB(t, l, a, bw, buf, &ranA)
 					if ranA == 1 {
 						if err := eb.Close(); err != nil {
 							t.Errorf("FdEvent.Close: %v", err)
 						}
 					}
 				})
-				eb = addFd(t, l, b.fd, ringev.Read, never(t, "closed event"))
+				eb = addFd(t, l, b, ringev.Read, never(t, "closed event"))
 				if variant == "AutoClose" {
 					eb.SetAutoClose(true)
-					b.HandOver()
+					testutil.HandOver(t, b)
 				}
 				if variant == "OtherEventOnFdStays" {
-					addFd(t, l, b.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					addFd(t, l, b, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						ranB2++
-						if n, err := l.ReadNonblocking(b.fd, buf[:]); n != 1 || err != nil {
+						if n, err := l.ReadNonblocking(b, buf[:]); n != 1 || err != nil {
 							t.Errorf("B2, call %d: ReadNonblocking = %d, %v", ranB2, n, err)
 						}
 					})
 				}
 				// A first, alone: B is empty until A's first call.
-				testutil.Once(t, l, deadline)
+				once(t, l)
 				if ranA != 1 {
 					t.Fatalf("first Once ran A %d times, want 1", ranA)
 				}
@@ -273,7 +273,7 @@ func TestLoopIOClosedEventNeverRuns(t *testing.T) {
 					if i == 6 {
 						t.Fatalf("after 6 more Onces A ran %d times (want 2), B2 %d (want %d)", ranA, ranB2, wantB2)
 					}
-					testutil.Once(t, l, deadline)
+					once(t, l)
 				}
 				quiet(t, l)
 			})
@@ -308,8 +308,8 @@ func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
 				})
 			}
 		})
-		testutil.Once(t, l, deadline)
-		testutil.Once(t, l, deadline)
+		once(t, l)
+		once(t, l)
 		if len(log) < 2 || log[1] != "N" {
 			t.Fatalf("handler calls in the first two Onces: %v; want the new event N right after A", log)
 		}
@@ -317,7 +317,7 @@ func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
 			if i == 4 {
 				t.Fatalf("handler calls: %v; want A to read its other two bytes", log)
 			}
-			testutil.Once(t, l, deadline)
+			once(t, l)
 		}
 		quiet(t, l)
 		if strings.Join(log, "") != "ANAA" {
@@ -333,19 +333,19 @@ func TestLoopIOAddFdInHandlerRunsNewEvent(t *testing.T) {
 func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		a, aw := testutil.Pipe(t)
-		b, bw := ownedPipe(t)
+		b, bw := testutil.Pipe(t)
 		l := newLoop(t, backend, m.opts()...)
 		watch(t, l, deadline, unblockRead(aw))
 		testutil.Write(t, aw, []byte("12"))
 		buf := new([1]byte)
-		num := b.fd
+		num := b
 		eb := addFd(t, l, num, ringev.Read, never(t, "closed event on the old file"))
 		eb.SetAutoClose(true)
-		b.HandOver()
-		var newW *ownedFd
+		testutil.HandOver(t, b)
+		newW := -1
 		calls, newCalls := 0, 0
 		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
-			readAFeedB(t, l, a, bw.fd, buf, &calls)
+			readAFeedB(t, l, a, bw, buf, &calls)
 			if calls != 1 {
 				return
 			}
@@ -361,19 +361,19 @@ func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
 				}
 			})
 			ev2.SetAutoClose(true)
-			nr.HandOver() // closed by ev2's auto-close, at the latest by Loop.Close
+			testutil.HandOver(t, nr) // closed by ev2's auto-close, at the latest by Loop.Close
 		})
 		for i := 0; calls < 2; i++ {
 			if i == 6 {
 				t.Fatalf("A ran %d times in 6 Onces, want 2", calls)
 			}
-			testutil.Once(t, l, deadline)
+			once(t, l)
 		}
 		quiet(t, l)
-		if newCalls != 0 || newW == nil {
+		if newCalls != 0 || newW < 0 {
 			t.Fatalf("the new event ran %d times before its pipe had data", newCalls)
 		}
-		testutil.Write(t, newW.fd, []byte{'n'})
+		testutil.Write(t, newW, []byte{'n'})
 		until(t, l, func() bool { return newCalls == 1 })
 		quiet(t, l)
 	})
@@ -407,7 +407,7 @@ func TestLoopIOOwnFdDrainedOtherwiseIsCalledAtMostOnceMore(t *testing.T) {
 				t.Errorf("ReadNonblocking = %d %q, %v", n, buf[:max(n, 0)], err)
 			}
 		})
-		testutil.Once(t, l, deadline)
+		once(t, l)
 		// At most one more call, then nothing is ready: a quiet-period timer runs by the
 		// second Once.
 		if errs := settle(t, l, quietFor, 2); len(errs) > 0 {
@@ -435,23 +435,23 @@ func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
 		l := newLoop(t, backend, m.opts()...)
 		watch(t, l, deadline, func() { unix.Write(xw, []byte{'!'}); unix.Write(aw, []byte{'!'}) })
 		buf := new([8]byte)
-		once := 0
+		nth := 0
 		var log []string
 		spurious := 0
 		addFd(t, l, x, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-			log = append(log, fmt.Sprintf("%d:X", once))
+			log = append(log, fmt.Sprintf("%d:X", nth))
 			if n, err := l.ReadNonblocking(x, buf[:]); n != 1 || err != nil {
 				t.Errorf("X: ReadNonblocking = %d, %v", n, err)
 			}
 		})
 		addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-			log = append(log, fmt.Sprintf("%d:A", once))
+			log = append(log, fmt.Sprintf("%d:A", nth))
 			if n, err := l.ReadNonblocking(a, buf[:]); n != 1 || err != nil {
 				t.Errorf("A: ReadNonblocking = %d, %v", n, err)
 			}
 		})
 		addFd(t, l, b, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-			log = append(log, fmt.Sprintf("%d:B", once))
+			log = append(log, fmt.Sprintf("%d:B", nth))
 			if n, err := ringev.ReadNonblocking(b, buf[:]); n != 1 || err != nil {
 				spurious++
 				t.Errorf("B (call %s): ReadNonblocking = %d, %v: called for a pipe it had drained", log[len(log)-1], n, err)
@@ -459,8 +459,8 @@ func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
 		})
 		turn := func() {
 			t.Helper()
-			testutil.Once(t, l, deadline)
-			once++
+			once(t, l)
+			nth++
 		}
 		testutil.Write(t, bw, []byte{'b'})
 		turn() // 0: B
@@ -510,7 +510,7 @@ func TestLoopIOBusyLoopRunsTimersAndPosts(t *testing.T) {
 		for timerAt == 0 || !posted {
 			timerDue := !time.Now().Before(tm.Deadline())
 			postDue, postedBefore := postReturned.Load(), posted
-			testutil.Once(t, s.l, deadline)
+			once(t, s.l)
 			ranPost := posted && !postedBefore
 			if postDue && !posted {
 				t.Fatalf("a Once that started after Post returned did not run the posted function (%d read events meanwhile)", s.reads-reads)

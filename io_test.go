@@ -52,9 +52,9 @@ func TestIONonblockingReadEmptyReturnsEAGAIN(t *testing.T) {
 // WriteNonblocking to a pipe whose reader is closed returns EPIPE (SIGPIPE is ignored by Go for
 // fds other than stdout/stderr).
 func TestIONonblockingWriteToClosedPipeReturnsEPIPE(t *testing.T) {
-	r, w := ownedPipe(t)
-	r.Close()
-	if _, err := ringev.WriteNonblocking(w.fd, []byte{1}); !errors.Is(err, unix.EPIPE) {
+	r, w := testutil.Pipe(t)
+	testutil.Close(t, r)
+	if _, err := ringev.WriteNonblocking(w, []byte{1}); !errors.Is(err, unix.EPIPE) {
 		t.Fatalf("write to a pipe without reader: %v, want EPIPE", err)
 	}
 }
@@ -137,8 +137,8 @@ func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
 		dr, dw := testutil.Pipe(t)       // data
 		er, ew := testutil.Pipe(t)       // empty
 		sa, sb := testutil.Socketpair(t) // empty socket
-		fr, fw := ownedPipe(t)           // end of file
-		fw.Close()
+		fr, fw := testutil.Pipe(t)       // end of file
+		testutil.Close(t, fw)
 		bad := closedFdNumber(t)
 		l := newLoop(t, backend)
 		testutil.Write(t, tw, []byte("12"))
@@ -171,7 +171,7 @@ func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
 					testutil.Drain(t, c.fd)
 				}
 			}
-			if n, err := l.ReadNonblocking(fr.fd, buf[:]); n != 0 || err != nil {
+			if n, err := l.ReadNonblocking(fr, buf[:]); n != 0 || err != nil {
 				t.Errorf("run %d: end of file: ReadNonblocking = %d, %v; want 0, nil", calls, n, err)
 			}
 			if n, err := l.ReadNonblocking(bad, buf[:]); n != 0 || !errors.Is(err, unix.EBADF) {
@@ -196,8 +196,8 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 		dr, dw := testutil.Pipe(t)
 		fr, fw := testutil.Pipe(t)
 		held := fill(t, fw)
-		xr, xw := ownedPipe(t)
-		xr.Close()
+		xr, xw := testutil.Pipe(t)
+		testutil.Close(t, xr)
 		l := newLoop(t, backend)
 		testutil.Write(t, tw, []byte("12"))
 		buf := new([8]byte)
@@ -226,7 +226,7 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 				testutil.Drain(t, fr)
 				held = fill(t, fw)
 			}
-			if n, err := l.WriteNonblocking(xw.fd, buf[:1]); n != 0 || err != unix.EPIPE || !errors.Is(err, unix.EPIPE) {
+			if n, err := l.WriteNonblocking(xw, buf[:1]); n != 0 || err != unix.EPIPE || !errors.Is(err, unix.EPIPE) {
 				t.Errorf("run %d: pipe without reader: WriteNonblocking = %d, %v; want 0, unix.EPIPE itself", calls, n, err)
 			}
 			if n, err := l.ReadNonblocking(tr, buf[:1]); n != 1 || err != nil {
@@ -484,7 +484,7 @@ func TestLoopIOFromAnotherGoroutineIsPlainSyscall(t *testing.T) {
 			peer <- err
 			l.Post(func() {}) // the owner may be waiting
 		}()
-		testutil.OnceUntil(t, l, func() bool { return got >= total || peerDone.Load() }, 2*deadline)
+		untilFor(t, l, 2*deadline, "the echoed bytes", func() bool { return got >= total || peerDone.Load() })
 		select {
 		case err := <-peer:
 			if err != nil {
@@ -555,7 +555,7 @@ func TestLoopIOFromAnotherGoroutineWhileOwnerCloses(t *testing.T) {
 			var b [1]byte
 			ringev.ReadNonblocking(r, b[:])
 		})
-		testutil.Once(t, l, deadline) // the ring's first EPOLL_WAIT completes
+		once(t, l) // the ring's first EPOLL_WAIT completes
 		var calls atomic.Int64
 		stop := make(chan struct{})
 		peer := make(chan error, 1)
@@ -596,30 +596,30 @@ func TestLoopIOFromAnotherGoroutineWhileOwnerCloses(t *testing.T) {
 // I/O), the methods still read and write: bytes, unix.EAGAIN, 0 at end of file.
 func TestLoopIOAfterCloseIsPlainSyscall(t *testing.T) {
 	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
-		r, w := ownedPipe(t)
+		r, w := testutil.Pipe(t)
 		tr, tw := testutil.Pipe(t)
 		l := newLoop(t, backend) // the test closes it; cleanup's second Close returns nil
 		testutil.Write(t, tw, []byte("12"))
 		buf := new([8]byte)
 		addFd(t, l, tr, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { l.ReadNonblocking(tr, buf[:1]) })
-		testutil.Once(t, l, deadline)
-		testutil.Once(t, l, deadline)
+		once(t, l)
+		once(t, l)
 		if err := l.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 		copy(buf[:], "xyz")
-		if n, err := l.WriteNonblocking(w.fd, buf[:3]); n != 3 || err != nil {
+		if n, err := l.WriteNonblocking(w, buf[:3]); n != 3 || err != nil {
 			t.Fatalf("WriteNonblocking after Close = %d, %v; want 3, nil", n, err)
 		}
 		clear(buf[:])
-		if n, err := l.ReadNonblocking(r.fd, buf[:]); n != 3 || err != nil || string(buf[:n]) != "xyz" {
+		if n, err := l.ReadNonblocking(r, buf[:]); n != 3 || err != nil || string(buf[:n]) != "xyz" {
 			t.Fatalf("ReadNonblocking after Close = %d %q, %v; want 3 \"xyz\", nil", n, buf[:max(n, 0)], err)
 		}
-		if n, err := l.ReadNonblocking(r.fd, buf[:]); n != 0 || err != unix.EAGAIN {
+		if n, err := l.ReadNonblocking(r, buf[:]); n != 0 || err != unix.EAGAIN {
 			t.Fatalf("ReadNonblocking of an empty pipe after Close = %d, %v; want 0, EAGAIN", n, err)
 		}
-		w.Close()
-		if n, err := l.ReadNonblocking(r.fd, buf[:]); n != 0 || err != nil {
+		testutil.Close(t, w)
+		if n, err := l.ReadNonblocking(r, buf[:]); n != 0 || err != nil {
 			t.Fatalf("ReadNonblocking at end of file after Close = %d, %v; want 0, nil", n, err)
 		}
 	})

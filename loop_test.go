@@ -22,12 +22,12 @@ func TestLoopStopOutsideRunDoesNotShortCutOnce(t *testing.T) {
 	l.Stop()
 	fired := false
 	l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { fired = true })
-	testutil.Once(t, l, deadline)
+	once(t, l)
 	if !fired {
 		t.Fatal("Once after Stop returned without running the timer")
 	}
 	l.AddTimer(time.Hour, func(*ringev.Timer) {})
-	testutil.Run(t, l, deadline) // fails the test if Run does not return before the deadline
+	run(t, l, deadline) // fails the test if Run does not return before the deadline
 }
 
 // TestLoopStopFromGoroutineEndsBusyRun: Run on a loop that is never idle returns after the Once
@@ -52,7 +52,7 @@ func TestLoopStopFromGoroutineEndsBusyRun(t *testing.T) {
 				l.Stop()
 				atStop.Store(fdRuns.Load())
 			}()
-			if err := testutil.Run(t, l, deadline); err != nil {
+			if err := run(t, l, deadline); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			select {
@@ -100,7 +100,7 @@ func TestLoopStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 					l.Post(func() {}) // wake it so the test goes on
 				}
 			}()
-			if err := testutil.Run(t, l, deadline); err != nil {
+			if err := run(t, l, deadline); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			close(returned)
@@ -117,7 +117,7 @@ func TestLoopStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 func TestLoopNestedOnceInsideHandlerReturnsErrNested(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		guard := sigGuard(t, syscall.SIGUSR1)
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		kinds := map[string]bool{}
 		nest := func(kind string) {
@@ -132,7 +132,7 @@ func TestLoopNestedOnceInsideHandlerReturnsErrNested(t *testing.T) {
 				t.Errorf("Loop.Close inside a %s handler: %v, want an error wrapping ErrNested", kind, err)
 			}
 		}
-		ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		ev := addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			testutil.Drain(t, ev.Fd())
 			nest("fd")
 		})
@@ -146,13 +146,13 @@ func TestLoopNestedOnceInsideHandlerReturnsErrNested(t *testing.T) {
 			t.Fatalf("AddSignal: %v", err)
 		}
 		defer sig.Close()
-		testutil.Write(t, peer.fd, []byte{'x'})
+		testutil.Write(t, peer, []byte{'x'})
 		raise(t, guard, syscall.SIGUSR1)
 		until(t, l, func() bool { return len(kinds) == 5 })
 		// Afterwards the loop works: a new byte runs the fd handler once more.
 		before := len(kinds)
 		kinds = map[string]bool{}
-		testutil.Write(t, peer.fd, []byte{'y'})
+		testutil.Write(t, peer, []byte{'y'})
 		until(t, l, func() bool { return kinds["fd"] })
 		if before != 5 || ev.Flags() != ringev.Read {
 			t.Fatalf("after nesting: %d handler kinds ran, event flags %v", before, ev.Flags())
@@ -204,7 +204,7 @@ func TestLoopHandlerPanicLeavesLoopUsable(t *testing.T) {
 						recovered++
 					}
 				}()
-				if err := testutil.OnceErr(t, l, deadline); err != nil {
+				if err := onceErr(t, l); err != nil {
 					t.Fatalf("Once after a handler panicked: %v", err)
 				}
 			}()
@@ -309,8 +309,8 @@ func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
 func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
-		rp, wp := ownedPipe(t)
-		r, w := rp.fd, wp.fd
+		rp, wp := testutil.Pipe(t)
+		r, w := rp, wp
 		if _, err := unix.Write(w, []byte("ab")); err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +350,7 @@ func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
 		if _, err := l.CloseFd(r, func(c *ringev.Completion) { closed = c.Err == nil }, 0); err != nil {
 			t.Fatal(err)
 		}
-		rp.HandOver() // the loop closes it now
+		testutil.HandOver(t, rp) // the loop closes it now
 		if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
 			t.Errorf("CloseFd with no request left did not close the fd at once (fcntl: %v): a record leaked by the panic still counts", err)
 		}

@@ -25,11 +25,11 @@ import (
 // from the other goroutine works.
 func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := ownedSocketpair(t)
-		x, _ := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
+		x, _ := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		var got []ringev.Flags
-		ev := addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		ev := addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			got = append(got, f)
 			testutil.Drain(t, ev.Fd())
 		})
@@ -43,7 +43,7 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 			}
 			check("Once", l.Once())
 			check("Run", l.Run())
-			_, err := l.AddFd(x.fd, ringev.Read, never(t, "fd added from another goroutine"))
+			_, err := l.AddFd(x, ringev.Read, never(t, "fd added from another goroutine"))
 			check("AddFd", err)
 			check("SetFlags", ev.SetFlags(ringev.Write))
 			check("FdEvent.Close", ev.Close())
@@ -58,7 +58,7 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 			t.Fatalf("after a SetFlags from another goroutine, Flags() = %v, want READ (unchanged)", f)
 		}
 		until(t, l, func() bool { return posted })
-		testutil.Write(t, peer.fd, []byte{'x'})
+		testutil.Write(t, peer, []byte{'x'})
 		until(t, l, func() bool { return len(got) > 0 })
 		if got[0] != ringev.Read {
 			t.Fatalf("the fd event after the foreign calls got %v, want READ", got)
@@ -145,9 +145,9 @@ func TestOwnerRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner(t *testing
 // detector finds no data race (run with -race).
 func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := ownedSocketpair(t)
+		a, _ := testutil.Socketpair(t)
 		l := newLoop(t, backend) // the test closes it; cleanup's second Close returns nil
-		ev := addFd(t, l, a.fd, ringev.Read, never(t, "fd event"))
+		ev := addFd(t, l, a, ringev.Read, never(t, "fd event"))
 		var calls atomic.Int64
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -168,7 +168,7 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 					return
 				default:
 				}
-				_, err := l.AddFd(a.fd, ringev.Read, never(t, "fd added from another goroutine"))
+				_, err := l.AddFd(a, ringev.Read, never(t, "fd added from another goroutine"))
 				for _, e := range []error{err, l.Close(), ev.Close(), ev.SetFlags(ringev.Write)} {
 					if !errors.Is(e, ringev.ErrNotOwner) {
 						t.Errorf("call from another goroutine: %v, want ErrNotOwner", e)
@@ -177,7 +177,7 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 				if _, err := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {}); !errors.Is(err, ringev.ErrNotOwner) {
 					t.Errorf("AddSignal from another goroutine: %v, want ErrNotOwner", err)
 				}
-				if n, err := l.ReadNonblocking(a.fd, buf); n != 0 || err != unix.EAGAIN {
+				if n, err := l.ReadNonblocking(a, buf); n != 0 || err != unix.EAGAIN {
 					t.Errorf("ReadNonblocking from another goroutine = %d, %v; want 0, EAGAIN (nothing was written)", n, err)
 				}
 				calls.Add(1)

@@ -48,7 +48,7 @@ func TestPostFromManyGoroutinesRunsEachOnceInOrder(t *testing.T) {
 		keep := l.AddTimer(time.Minute, func(*ringev.Timer) {})
 		defer keep.Stop()
 		close(start)
-		testutil.OnceUntil(t, l, func() bool { return total >= posters*each }, 4*deadline)
+		untilFor(t, l, 4*deadline, "every posted function", func() bool { return total >= posters*each })
 		wg.Wait()
 		close(errs)
 		for err := range errs {
@@ -103,7 +103,7 @@ func TestPostFromGoroutinesWhileBusyAllRun(t *testing.T) {
 				}
 			}()
 		}
-		testutil.OnceUntil(t, l, func() bool { return ran == g*per }, 2*deadline)
+		untilFor(t, l, 2*deadline, "every posted function", func() bool { return ran == g*per })
 		wg.Wait()
 		// Posted functions come before fd handlers: the fd handler may or may not have run.
 		n := fdRuns.Load()
@@ -130,7 +130,7 @@ func TestPostWakesLoopBlockedInWait(t *testing.T) {
 					t.Errorf("Post: %v", err)
 				}
 			}()
-			testutil.Once(t, l, deadline)
+			once(t, l)
 			if ran == 0 {
 				t.Fatalf("try %d: Once returned without running the posted function", i)
 			}
@@ -189,7 +189,7 @@ func TestPostWakesLoopRightAfterBusySpell(t *testing.T) {
 			}
 			l.Stop()
 		}()
-		if err := testutil.Run(t, l, 2*time.Minute); err != nil {
+		if err := run(t, l, 2*time.Minute); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		select {

@@ -73,17 +73,17 @@ func TestRegisteredFileReleasedByLoopCloseAtOnce(t *testing.T) {
 
 // autoClosingRegistered returns a uring loop with a registered socket watched by an idle fd
 // event with auto-close (the loop owns the number), and the socket's peer.
-func autoClosingRegistered(t *testing.T) (*ringev.Loop, *ringev.FdEvent, *ownedFd) {
+func autoClosingRegistered(t *testing.T) (*ringev.Loop, *ringev.FdEvent, int) {
 	t.Helper()
 	requireRegisteredFiles(t)
-	a, peer := ownedSocketpair(t)
+	a, peer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a.fd); err != nil {
+	if err := l.RegisterFile(a); err != nil {
 		t.Fatal(err)
 	}
-	ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
+	ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 	ev.SetAutoClose(true)
-	a.HandOver()
+	testutil.HandOver(t, a)
 	settle(t, l, 10*time.Millisecond, 3)
 	return l, ev, peer
 }
@@ -96,7 +96,7 @@ func TestRegisteredFileAutoClosedByItsFdEventIsReleased(t *testing.T) {
 	if err := ev.Close(); err != nil {
 		t.Fatal(err)
 	}
-	expectEOF(t, peer.fd, releaseWithin, "auto-close of a registered fd by FdEvent.Close")
+	expectEOF(t, peer, releaseWithin, "auto-close of a registered fd by FdEvent.Close")
 }
 
 // TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile: after an fd event's auto-close
@@ -104,19 +104,19 @@ func TestRegisteredFileAutoClosedByItsFdEventIsReleased(t *testing.T) {
 // old socket the table would still hold).
 func TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T) {
 	requireRegisteredFiles(t)
-	a, oldPeer := ownedSocketpair(t)
+	a, oldPeer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a.fd); err != nil {
+	if err := l.RegisterFile(a); err != nil {
 		t.Fatal(err)
 	}
 	var first recorder
-	must(t)(l.Send(a.fd, []byte("old"), 0, first.cb, 0)) // the loop knows the number
+	must(t)(l.Send(a, []byte("old"), 0, first.cb, 0)) // the loop knows the number
 	until(t, l, func() bool { return first.n() > 0 })
-	testutil.Drain(t, oldPeer.fd)
-	ev := addFd(t, l, a.fd, ringev.Read, never(t, "idle socket"))
+	testutil.Drain(t, oldPeer)
+	ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 	ev.SetAutoClose(true)
-	num := a.fd
-	a.HandOver()
+	num := a
+	testutil.HandOver(t, a)
 	if err := ev.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T)
 	until(t, l, func() bool { return snd.n() > 0 })
 	wantOne(t, &snd, 3)
 	buf := make([]byte, 16)
-	if k, err := unix.Read(newPeer.fd, buf); err != nil || string(buf[:k]) != "new" {
+	if k, err := unix.Read(newPeer, buf); err != nil || string(buf[:k]) != "new" {
 		t.Fatalf("the new socket's peer read %q (err %v), want \"new\": the Send went to the old socket", buf[:max(k, 0)], err)
 	}
 }
@@ -136,22 +136,22 @@ func TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T)
 // returns (as for an fd not registered: TestRequestLoopCloseFinishesPendingCloseFd).
 func TestRegisteredFileWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.T) {
 	requireRegisteredFiles(t)
-	a, peer := ownedSocketpair(t)
+	a, peer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a.fd); err != nil {
+	if err := l.RegisterFile(a); err != nil {
 		t.Fatal(err)
 	}
-	must(t)(l.Recv(a.fd, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
+	must(t)(l.Recv(a, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
 	onceWithin(t, l, time.Millisecond)
-	must(t)(l.CloseFd(a.fd, func(*ringev.Completion) {}, 0))
-	a.HandOver()
+	must(t)(l.CloseFd(a, func(*ringev.Completion) {}, 0))
+	testutil.HandOver(t, a)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !isClosed(a.fd) {
+	if !isClosed(a) {
 		t.Fatal("Loop.Close left open the fd that CloseFd was closing")
 	}
-	expectEOF(t, peer.fd, 0, "Loop.Close with a CloseFd of a registered fd pending")
+	expectEOF(t, peer, 0, "Loop.Close with a CloseFd of a registered fd pending")
 }
 
 // TestRegisteredFileClosedAfterLoopCloseIsReleasedAtOnce: Loop.Close lets go of the
@@ -159,20 +159,20 @@ func TestRegisteredFileWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.
 // peer reads EOF), as for an fd never registered.
 func TestRegisteredFileClosedAfterLoopCloseIsReleasedAtOnce(t *testing.T) {
 	requireRegisteredFiles(t)
-	a, peer := ownedSocketpair(t)
+	a, peer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a.fd); err != nil {
+	if err := l.RegisterFile(a); err != nil {
 		t.Fatal(err)
 	}
-	must(t)(l.Recv(a.fd, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
+	must(t)(l.Recv(a, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
 	onceWithin(t, l, time.Millisecond)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Close(); err != nil {
+	if err := testutil.Close(t, a); err != nil {
 		t.Fatal(err)
 	}
-	expectEOF(t, peer.fd, 0, "close(2) of a registered fd after Loop.Close")
+	expectEOF(t, peer, 0, "close(2) of a registered fd after Loop.Close")
 }
 
 // TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce: Loop.Close closes a registered fd whose
@@ -182,7 +182,7 @@ func TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	expectEOF(t, peer.fd, 0, "Loop.Close auto-closing a registered fd")
+	expectEOF(t, peer, 0, "Loop.Close auto-closing a registered fd")
 }
 
 // TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered: CloseFd of a registered
@@ -190,21 +190,21 @@ func TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce(t *testing.T) {
 // again: requests on it reach the new socket (its peer gets the bytes, and what its peer writes
 // arrives), and the old socket's peer read EOF.
 func TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered(t *testing.T) {
-	a, oldPeer := ownedSocketpair(t)
-	if err := unix.SetsockoptInt(a.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+	a, oldPeer := testutil.Socketpair(t)
+	if err := unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 		t.Fatal(err)
 	}
-	l := registered(t, a.fd)
-	num := a.fd
+	l := registered(t, a)
+	num := a
 	var rcv, snd, cls recorder
 	must(t)(l.Recv(num, make([]byte, 16), 0, rcv.cb, 0))
 	must(t)(l.Send(num, make([]byte, 1<<20), 0, snd.cb, 0)) // short of room: in the kernel
 	onceWithin(t, l, time.Millisecond)
 	must(t)(l.CloseFd(num, cls.cb, 0))
-	a.HandOver()
+	testutil.HandOver(t, a)
 	until(t, l, func() bool { return cls.n() > 0 && rcv.n() > 0 && snd.n() > 0 })
 	wantOne(t, &cls, 0)
-	expectEOF(t, oldPeer.fd, releaseWithin, "CloseFd of the registered socket")
+	expectEOF(t, oldPeer, releaseWithin, "CloseFd of the registered socket")
 	_, newPeer, _ := socketpairAt(t, num)
 	if err := l.RegisterFile(num); err != nil {
 		t.Fatal(err)
@@ -212,14 +212,14 @@ func TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered(t *testin
 	var rcv2, snd2 recorder
 	must(t)(l.Send(num, []byte("to-new"), 0, snd2.cb, 0))
 	must(t)(l.Recv(num, make([]byte, 16), 0, rcv2.cb, 0))
-	testutil.Write(t, newPeer.fd, []byte("from-new"))
+	testutil.Write(t, newPeer, []byte("from-new"))
 	until(t, l, func() bool { return snd2.n() > 0 && rcv2.n() > 0 })
 	wantOne(t, &snd2, 6)
 	if c := wantOne(t, &rcv2, 8); string(rcv2.bufs[0]) != "from-new" {
 		t.Fatalf("recv on the new socket got %q (%+v)", rcv2.bufs[0], c)
 	}
 	buf := make([]byte, 16)
-	if k, err := unix.Read(newPeer.fd, buf); err != nil || string(buf[:k]) != "to-new" {
+	if k, err := unix.Read(newPeer, buf); err != nil || string(buf[:k]) != "to-new" {
 		t.Fatalf("the new socket's peer read %q (err %v), want \"to-new\"", buf[:max(k, 0)], err)
 	}
 }
@@ -232,7 +232,7 @@ func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lfd := own(t, ln)
+	lfd := testutil.Own(t, ln)
 	if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
 		unix.Close(c.N)
 	}
 	must(t)(l.CloseFd(ln, cls.cb, 0))
-	lfd.HandOver()
+	testutil.HandOver(t, lfd)
 	until(t, l, func() bool { return cls.n() > 0 && acc.n() >= 3 })
 	wantOne(t, &cls, 0)
 	if c := acc.last(t); c.More || !errors.Is(c.Err, unix.ECANCELED) {

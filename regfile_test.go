@@ -100,22 +100,22 @@ func TestRegisterFileOffUringDoesNothing(t *testing.T) {
 // reads EOF), with no UnregisterFile.
 func TestRegisterFileIsANoOpOffUring(t *testing.T) {
 	eachBackend(t, []string{"epoll", "poll"}, func(t *testing.T, backend string) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		if err := l.RegisterFile(a.fd); err != nil {
+		if err := l.RegisterFile(a); err != nil {
 			t.Fatal(err)
 		}
 		var snd, rcv recorder
-		must(t)(l.Send(a.fd, []byte("ping"), 0, snd.cb, 0))
-		must(t)(l.Recv(a.fd, make([]byte, 8), 0, rcv.cb, 0))
-		testutil.Write(t, peer.fd, []byte("pong"))
+		must(t)(l.Send(a, []byte("ping"), 0, snd.cb, 0))
+		must(t)(l.Recv(a, make([]byte, 8), 0, rcv.cb, 0))
+		testutil.Write(t, peer, []byte("pong"))
 		until(t, l, func() bool { return snd.n() > 0 && rcv.n() > 0 })
 		wantOne(t, &snd, 4)
 		wantOne(t, &rcv, 4)
-		if err := a.Close(); err != nil {
+		if err := testutil.Close(t, a); err != nil {
 			t.Fatal(err)
 		}
-		expectEOF(t, peer.fd, 0, "close(2) of an fd RegisterFile was given on "+backend)
+		expectEOF(t, peer, 0, "close(2) of an fd RegisterFile was given on "+backend)
 		quiet(t, l)
 	})
 }

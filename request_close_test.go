@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
@@ -19,8 +20,8 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		fds0 := len(openFds(t))
-		sa, sb := ownedSocketpair(t)
-		a, b := sa.fd, sb.fd
+		sa, sb := testutil.Socketpair(t)
+		a, b := sa, sb
 		calls := 0
 		func() {
 			l := newLoop(t, backend)
@@ -40,8 +41,8 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 		if calls != 0 {
 			t.Fatalf("%d callbacks ran around Close", calls)
 		}
-		sa.Close()
-		sb.Close()
+		testutil.Close(t, sa)
+		testutil.Close(t, sb)
 		if n := len(openFds(t)); n != fds0 {
 			t.Fatalf("%d fds open after the loop closed, %d before", n, fds0)
 		}
@@ -193,19 +194,19 @@ func TestRequestLoopCloseLeaksNoAcceptedFd(t *testing.T) {
 // is cancelled; CloseFd is what to do instead (the peer sees EOF at once).
 func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		conn, b := ownedSocketpair(t)
+		conn, b := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		var rec recorder
-		h := must(t)(l.Recv(conn.fd, make([]byte, 8), 0, rec.cb, 0))
+		h := must(t)(l.Recv(conn, make([]byte, 8), 0, rec.cb, 0))
 		onceWithin(t, l, time.Millisecond) // in the kernel (uring) or waiting (emulation)
-		conn.Close()                       // behind the loop's back
+		testutil.Close(t, conn)            // behind the loop's back
 		switch backend {
 		case "uring":
-			expectPinned(t, b.fd, "uring: a raw close with a recv in flight")
+			expectPinned(t, b, "uring: a raw close with a recv in flight")
 		case notCloseSafe:
 			// Not close-safe by design (WithBackend): its POLL_ADD holds the file too.
 		default:
-			expectEOF(t, b.fd, releaseWithin, backend+": a raw close with a recv in flight (the emulation holds no file reference)")
+			expectEOF(t, b, releaseWithin, backend+": a raw close with a recv in flight (the emulation holds no file reference)")
 		}
 		// The request is still pending (it watches a closed fd). What to do after the fact:
 		// cancel it; on uring the file goes with it. (Before the fact: CloseFd.)
@@ -215,7 +216,7 @@ func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
 			t.Fatalf("after Cancel: %d completions, last %+v", rec.n(), c)
 		}
 		if backend == "uring" {
-			expectEOF(t, b.fd, releaseWithin, "uring: Cancel of the recv on a raw-closed fd")
+			expectEOF(t, b, releaseWithin, "uring: Cancel of the recv on a raw-closed fd")
 		}
 	})
 }

@@ -18,22 +18,22 @@ import (
 // dup) keeps its bytes.
 func TestRequestCloseFdBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		rp, wp := ownedPipe(t)
-		testutil.Write(t, wp.fd, []byte("ab"))
-		dup, err := unix.Dup(rp.fd)
+		rp, wp := testutil.Pipe(t)
+		testutil.Write(t, wp, []byte("ab"))
+		dup, err := unix.Dup(rp)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { unix.Close(dup) })
 		l := newLoop(t, backend)
 		var rec, cls recorder
-		if _, err := l.Read(rp.fd, make([]byte, 1), -1, rec.cb, 0); err != nil {
+		if _, err := l.Read(rp, make([]byte, 1), -1, rec.cb, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.CloseFd(rp.fd, cls.cb, 0); err != nil {
+		if _, err := l.CloseFd(rp, cls.cb, 0); err != nil {
 			t.Fatal(err)
 		}
-		rp.HandOver()
+		testutil.HandOver(t, rp)
 		until(t, l, func() bool { return rec.n() > 0 && cls.n() > 0 })
 		if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
 			t.Fatalf("the Read: %d callbacks, last N %d err %v, want one with ECANCELED", rec.n(), c.N, c.Err)
@@ -50,22 +50,22 @@ func TestRequestCloseFdBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
 // number and a Read on it, made before the enter, gets the new pipe's byte, which the old
 // Read's SQE (had it gone to the kernel on the number) would have taken.
 func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
-	rp, wp := ownedPipe(t)
+	rp, wp := testutil.Pipe(t)
 	l := newLoop(t, "uring")
 	var old, cls, fresh recorder
-	num := rp.fd
+	num := rp
 	must(t)(l.Read(num, make([]byte, 1), -1, old.cb, 0))
 	must(t)(l.CloseFd(num, cls.cb, 0))
-	rp.HandOver()
+	testutil.HandOver(t, rp)
 	if !isClosed(num) {
 		t.Fatal("CloseFd with only an unsubmitted Read did not close the fd at once")
 	}
-	wp.Close()
-	r2, w2 := ownedPipe(t)
-	if r2.fd != num {
+	testutil.Close(t, wp)
+	r2, w2 := testutil.Pipe(t)
+	if r2 != num {
 		renumber(t, r2, num) // the number is the new pipe's read end, closed at cleanup
 	}
-	testutil.Write(t, w2.fd, []byte("n"))
+	testutil.Write(t, w2, []byte("n"))
 	buf := make([]byte, 1)
 	must(t)(l.Read(num, buf, -1, fresh.cb, 0))
 	until(t, l, func() bool { return old.n() > 0 && cls.n() > 0 && fresh.n() > 0 })
@@ -88,8 +88,8 @@ func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
 func TestRequestCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
-		ap, bp := ownedSocketpair(t)
-		a, b := ap.fd, bp.fd
+		ap, bp := testutil.Socketpair(t)
+		a, b := ap, bp
 		g, err := l.NewBufferGroup(4, 256)
 		if err != nil {
 			t.Fatal(err)
@@ -153,7 +153,7 @@ func TestRequestCloseFdWithMultishotAndSendInFlightWhilePeerWrites(t *testing.T)
 		}, 0); err != nil {
 			t.Fatal(err)
 		}
-		ap.HandOver() // the loop closes it now
+		testutil.HandOver(t, ap) // the loop closes it now
 		untilFor(t, l, deadline, "every callback after CloseFd", func() bool {
 			return recvLast > 0 && sendRuns > 0 && closeRuns > 0
 		})
@@ -216,8 +216,8 @@ func TestRequestCloseFdCancelledStillCloses(t *testing.T) {
 func TestRequestCloseFdPendingRefusesAddFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
-		ap, _ := ownedSocketpair(t)
-		a := ap.fd
+		ap, _ := testutil.Socketpair(t)
+		a := ap
 		if _, err := l.Recv(a, make([]byte, 4), 0, func(*ringev.Completion) {}, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestRequestCloseFdPendingRefusesAddFd(t *testing.T) {
 		if _, err := l.CloseFd(a, func(*ringev.Completion) { closed = true }, 0); err != nil {
 			t.Fatal(err)
 		}
-		ap.HandOver() // the loop closes it now
+		testutil.HandOver(t, ap) // the loop closes it now
 		ev, err := l.AddFd(a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
 		if err == nil {
 			ev.Close()
@@ -247,8 +247,8 @@ func TestRequestCloseFdPendingRefusesAddFd(t *testing.T) {
 func TestRequestCloseFdThenAddFdOnTheReusedNumber(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
-		rp, wp := ownedPipe(t)
-		r, w := rp.fd, wp.fd
+		rp, wp := testutil.Pipe(t)
+		r, w := rp, wp
 		oldRuns := 0
 		old, err := l.AddFd(r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { oldRuns++ })
 		if err != nil {
@@ -258,7 +258,7 @@ func TestRequestCloseFdThenAddFdOnTheReusedNumber(t *testing.T) {
 		if _, err := l.CloseFd(r, func(*ringev.Completion) { closed = true }, 0); err != nil {
 			t.Fatal(err)
 		}
-		rp.HandOver() // the loop closes it now
+		testutil.HandOver(t, rp) // the loop closes it now
 		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {

@@ -348,21 +348,21 @@ func testReqDeadlineLate(t *testing.T, backend string) {
 
 func testReqCloseFd(t *testing.T, backend string) {
 	lfd, _ := listener(t)
-	conn, b := ownedSocketpair(t) // conn is handed to the loop's CloseFd; b is the peer
+	conn, b := testutil.Socketpair(t) // conn is handed to the loop's CloseFd; b is the peer
 	ldup, err := unix.Dup(lfd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := newLoop(t, backend)
 	var rcv, acc, cls recorder
-	must(t)(l.Recv(conn.fd, make([]byte, 8), 0, rcv.cb, 0))
+	must(t)(l.Recv(conn, make([]byte, 8), 0, rcv.cb, 0))
 	must(t)(l.Accept(ldup, 0, acc.cb, 0))
 	onceWithin(t, l, time.Millisecond) // both are in the kernel now
-	must(t)(l.CloseFd(conn.fd, cls.cb, 0))
-	conn.HandOver()
+	must(t)(l.CloseFd(conn, cls.cb, 0))
+	testutil.HandOver(t, conn)
 	must(t)(l.CloseFd(ldup, cls.cb, 0))
 	until(t, l, func() bool { return cls.n() == 2 })
-	expectEOF(t, b.fd, releaseWithin, "CloseFd of the recv's socket")
+	expectEOF(t, b, releaseWithin, "CloseFd of the recv's socket")
 	for _, r := range []*recorder{&rcv, &acc} {
 		if c := r.last(t); r.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
 			t.Fatalf("%d completions, last %+v", r.n(), c)
@@ -373,8 +373,8 @@ func testReqCloseFd(t *testing.T, backend string) {
 			t.Fatalf("close: %+v", c)
 		}
 	}
-	if !isClosed(conn.fd) {
-		t.Fatalf("fd %d still open after CloseFd", conn.fd)
+	if !isClosed(conn) {
+		t.Fatalf("fd %d still open after CloseFd", conn)
 	}
 }
 
@@ -392,8 +392,8 @@ func testReqFdReuse(t *testing.T, backend string) {
 	until(t, l, func() bool { return cls.n() > 0 })
 	// A new socketpair takes the freed number.
 	c, d, _ := socketpairAt(t, old)
-	must(t)(l.Recv(c.fd, make([]byte, 8), 0, newRec.cb, 2))
-	testutil.Write(t, d.fd, []byte("new"))
+	must(t)(l.Recv(c, make([]byte, 8), 0, newRec.cb, 2))
+	testutil.Write(t, d, []byte("new"))
 	until(t, l, func() bool { return newRec.n() > 0 && oldRec.n() > 0 })
 	wantOne(t, &newRec, 3)
 	if oldRec.n() != 1 || !errors.Is(oldRec.got[0].Err, unix.ECANCELED) {
@@ -566,7 +566,7 @@ func testReqBadInput(t *testing.T, backend string) {
 		t.Errorf("from another goroutine: %v, want ErrNotOwner", err)
 	}
 	// Nothing was submitted: the loop has nothing to wait for.
-	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+	if err := onceErr(t, l); !errors.Is(err, ringev.ErrNothingToDo) {
 		t.Errorf("Once after refused requests: %v, want ErrNothingToDo", err)
 	}
 	l2 := newLoop(t, backend)
@@ -673,7 +673,7 @@ func testReqRunReturns(t *testing.T, backend string) {
 	var rec recorder
 	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 0))
 	testutil.Write(t, w, []byte("x"))
-	if err := testutil.Run(t, l, deadline); err != nil {
+	if err := run(t, l, deadline); err != nil {
 		t.Fatal(err)
 	}
 	wantOne(t, &rec, 1)
@@ -806,7 +806,7 @@ func testReqPlainCloseAfter(t *testing.T, backend string) {
 	unix.Close(conn)
 	for i := 0; i < 3; i++ {
 		l.AddTimer(time.Millisecond, func(*ringev.Timer) {})
-		if err := testutil.OnceErr(t, l, deadline); err != nil {
+		if err := onceErr(t, l); err != nil {
 			t.Fatalf("Once after a plain close of an fd without requests: %v", err)
 		}
 	}
@@ -815,15 +815,15 @@ func testReqPlainCloseAfter(t *testing.T, backend string) {
 func testReqSendErrorCount(t *testing.T, backend string) {
 	// The peer reads a little and closes: the send ends with an error, and N counts what
 	// went before it.
-	peer, a := ownedSocketpair(t) // the test closes peer
+	peer, a := testutil.Socketpair(t) // the test closes peer
 	l := newLoop(t, backend)
 	big := make([]byte, 8<<20)
 	var rec recorder
-	must(t)(l.Send(a.fd, big, 0, rec.cb, 0))
+	must(t)(l.Send(a, big, 0, rec.cb, 0))
 	onceWithin(t, l, 5*time.Millisecond)
 	var junk [4096]byte
-	unix.Read(peer.fd, junk[:])
-	peer.Close()
+	unix.Read(peer, junk[:])
+	testutil.Close(t, peer)
 	until(t, l, func() bool { return rec.n() > 0 })
 	c := rec.last(t)
 	if !errors.Is(c.Err, unix.EPIPE) && !errors.Is(c.Err, unix.ECONNRESET) {
@@ -876,14 +876,14 @@ func testReqMultishotDeadline(t *testing.T, backend string) {
 func testReqCloseFdSend(t *testing.T, backend string) {
 	// A send larger than the socket buffer waits for room; CloseFd cancels it: ECANCELED,
 	// N the bytes sent before, and the peer sees them and then EOF.
-	conn, peer := ownedSocketpair(t) // conn is handed to the loop's CloseFd
+	conn, peer := testutil.Socketpair(t) // conn is handed to the loop's CloseFd
 	l := newLoop(t, backend)
 	big := make([]byte, 8<<20)
 	var snd, cls recorder
-	must(t)(l.Send(conn.fd, big, 0, snd.cb, 0))
+	must(t)(l.Send(conn, big, 0, snd.cb, 0))
 	onceWithin(t, l, 5*time.Millisecond)
-	must(t)(l.CloseFd(conn.fd, cls.cb, 0))
-	conn.HandOver()
+	must(t)(l.CloseFd(conn, cls.cb, 0))
+	testutil.HandOver(t, conn)
 	until(t, l, func() bool { return snd.n() > 0 && cls.n() > 0 })
 	c := snd.last(t)
 	if snd.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) || c.N <= 0 || c.N >= len(big) {
@@ -892,7 +892,7 @@ func testReqCloseFdSend(t *testing.T, backend string) {
 	got := 0
 	var buf [64 << 10]byte
 	for start := time.Now(); time.Since(start) < deadline; {
-		n, err := unix.Read(peer.fd, buf[:])
+		n, err := unix.Read(peer, buf[:])
 		if err == unix.EAGAIN {
 			time.Sleep(time.Millisecond)
 			continue

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,9 +18,9 @@ import (
 func TestRequestSendToClosedPeerEndsWithEPIPE(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
-		ap, bp := ownedSocketpair(t)
-		a := ap.fd
-		bp.Close()
+		ap, bp := testutil.Socketpair(t)
+		a := ap
+		testutil.Close(t, bp)
 		for _, op := range []string{"send", "write"} {
 			var got error
 			done := false
@@ -87,7 +88,7 @@ func TestRequestSendWaitingForRoomEndsOnPeerReset(t *testing.T) {
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		var snd recorder
-		must(t)(l.Send(a.fd, make([]byte, 64<<10), 0, snd.cb, 1))
+		must(t)(l.Send(a, make([]byte, 64<<10), 0, snd.cb, 1))
 		settle(t, l, 20*time.Millisecond, 3)
 		if snd.n() != 0 {
 			t.Fatalf("the send completed before the peer read: N %d err %v", snd.got[0].N, snd.got[0].Err)
@@ -103,16 +104,16 @@ func TestRequestSendWaitingForRoomEndsOnPeerReset(t *testing.T) {
 // than 1 and 2 by the Go runtime).
 func TestRequestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, w := ownedPipe(t)
-		fill(t, w.fd)
+		r, w := testutil.Pipe(t)
+		fill(t, w)
 		l := newLoop(t, backend)
 		var wr recorder
-		must(t)(l.Write(w.fd, make([]byte, 4096), -1, wr.cb, 1))
+		must(t)(l.Write(w, make([]byte, 4096), -1, wr.cb, 1))
 		settle(t, l, 20*time.Millisecond, 3)
 		if wr.n() != 0 {
 			t.Fatalf("the write completed on a full pipe: N %d err %v", wr.got[0].N, wr.got[0].Err)
 		}
-		r.Close()
+		testutil.Close(t, r)
 		until(t, l, func() bool { return wr.n() > 0 })
 		if c := wr.got[0]; !errors.Is(c.Err, unix.EPIPE) {
 			t.Fatalf("write to a pipe without a reader: N %d err %v, want EPIPE", c.N, c.Err)
@@ -130,7 +131,7 @@ func TestRequestSendBesideUserReadEventEndsOnHalfCloseThenReset(t *testing.T) {
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		runs := 0
-		addFd(t, l, a.fd, ringev.Read|ringev.Error, func(ev *ringev.FdEvent, f ringev.Flags) {
+		addFd(t, l, a, ringev.Read|ringev.Error, func(ev *ringev.FdEvent, f ringev.Flags) {
 			runs++
 			var b [16]byte
 			if n, err := unix.Read(ev.Fd(), b[:]); n == 0 && err == nil {
@@ -138,8 +139,8 @@ func TestRequestSendBesideUserReadEventEndsOnHalfCloseThenReset(t *testing.T) {
 			}
 		})
 		var snd recorder
-		must(t)(l.Send(a.fd, make([]byte, 64<<10), 0, snd.cb, 1))
-		if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+		must(t)(l.Send(a, make([]byte, 64<<10), 0, snd.cb, 1))
+		if err := unix.Shutdown(peer, unix.SHUT_WR); err != nil {
 			t.Fatal(err)
 		}
 		until(t, l, func() bool { return runs > 0 })
@@ -166,9 +167,9 @@ func TestRequestRecvAndSendOnHalfClosedThenResetSocket(t *testing.T) {
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		var rcv, snd recorder
-		must(t)(l.Recv(a.fd, make([]byte, 16), 0, rcv.cb, 1))
-		must(t)(l.Send(a.fd, make([]byte, 64<<10), 0, snd.cb, 2))
-		if err := unix.Shutdown(peer.fd, unix.SHUT_WR); err != nil {
+		must(t)(l.Recv(a, make([]byte, 16), 0, rcv.cb, 1))
+		must(t)(l.Send(a, make([]byte, 64<<10), 0, snd.cb, 2))
+		if err := unix.Shutdown(peer, unix.SHUT_WR); err != nil {
 			t.Fatal(err)
 		}
 		until(t, l, func() bool { return rcv.n() > 0 })
@@ -186,24 +187,24 @@ func TestRequestRecvAndSendOnHalfClosedThenResetSocket(t *testing.T) {
 // fillTCP fills a's send queue and its peer's receive queue: it writes until EAGAIN, again and
 // again, until a write made 10 ms after the last one finds no room (loopback moves data to the
 // peer's receive queue, whose window grows, after a write returns).
-func fillTCP(t *testing.T, a *ownedFd) {
+func fillTCP(t *testing.T, a int) {
 	t.Helper()
 	end := time.Now().Add(deadline)
-	for fill(t, a.fd) > 0 {
+	for fill(t, a) > 0 {
 		if time.Now().After(end) {
-			t.Fatalf("fd %d does not fill up", a.fd)
+			t.Fatalf("fd %d does not fill up", a)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
 // reset closes f with SO_LINGER 0: its TCP peer gets a reset (RST).
-func reset(t *testing.T, f *ownedFd) {
+func reset(t *testing.T, f int) {
 	t.Helper()
-	if err := unix.SetsockoptLinger(f.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
+	if err := unix.SetsockoptLinger(f, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	testutil.Close(t, f)
 }
 
 // sendErr fails the test unless c is one completion with an error (a send to a reset or closed

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/internal/testutil"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
@@ -129,7 +128,7 @@ func randomRequests(t *testing.T, l *ringev.Loop, n int) {
 		if rng.Intn(4) == 0 {
 			for j := rng.Intn(4); j >= 0; j-- {
 				l.AddTimer(0, func(*ringev.Timer) {}) // so that no Once waits for long
-				testutil.Once(t, l, deadline)
+				once(t, l)
 			}
 		}
 	}
@@ -157,7 +156,7 @@ func randomRequests(t *testing.T, l *ringev.Loop, n int) {
 		}
 	}
 	// Nothing more comes: the loop has nothing left to wait for.
-	if err := testutil.OnceErr(t, l, deadline); !errors.Is(err, ringev.ErrNothingToDo) {
+	if err := onceErr(t, l); !errors.Is(err, ringev.ErrNothingToDo) {
 		t.Fatalf("Once after the last completion: %v, want ErrNothingToDo", err)
 	}
 }
@@ -402,7 +401,7 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 		if rng.Intn(4) == 0 {
 			for j := rng.Intn(3); j >= 0; j-- {
 				l.AddTimer(0, func(*ringev.Timer) {}) // so that no Once waits for long
-				testutil.Once(t, l, deadline)
+				once(t, l)
 			}
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 // regularFileAt opens a new regular file holding data at fd number num (just freed; moved there
 // with dup3(2) if something else took it), owned by the test.
-func regularFileAt(t *testing.T, num int, data []byte) *ownedFd {
+func regularFileAt(t *testing.T, num int, data []byte) int {
 	t.Helper()
 	fd, err := unix.Open(t.TempDir()+"/f", unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -25,7 +25,7 @@ func regularFileAt(t *testing.T, num int, data []byte) *ownedFd {
 	if _, err := unix.Pwrite(fd, data, 0); err != nil {
 		t.Fatal(err)
 	}
-	f := own(t, fd)
+	f := testutil.Own(t, fd)
 	if fd != num {
 		f = renumber(t, f, num)
 	}
@@ -38,36 +38,36 @@ func regularFileAt(t *testing.T, num int, data []byte) *ownedFd {
 // and a Read on a pipe that takes the number next waits for its data and gets it.
 func TestRequestOnNumberReusedByRegularFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, w := ownedPipe(t)
+		r, w := testutil.Pipe(t)
 		l := newLoop(t, backend)
 		var rd recorder
-		must(t)(l.Read(r.fd, make([]byte, 8), -1, rd.cb, 1))
+		must(t)(l.Read(r, make([]byte, 8), -1, rd.cb, 1))
 		onceWithin(t, l, time.Millisecond) // the read waits on the pipe
-		testutil.Write(t, w.fd, []byte("pipe"))
+		testutil.Write(t, w, []byte("pipe"))
 		until(t, l, func() bool { return rd.n() > 0 })
 		wantOne(t, &rd, 4)
-		num := r.fd
-		r.Close()
+		num := r
+		testutil.Close(t, r)
 		f := regularFileAt(t, num, []byte("file data"))
 		var frd, fwr recorder
 		buf := make([]byte, 9)
-		must(t)(l.Read(f.fd, buf, 0, frd.cb, 2))
-		must(t)(l.Write(f.fd, []byte("FILE"), 0, fwr.cb, 3))
+		must(t)(l.Read(f, buf, 0, frd.cb, 2))
+		must(t)(l.Write(f, []byte("FILE"), 0, fwr.cb, 3))
 		until(t, l, func() bool { return frd.n() > 0 && fwr.n() > 0 })
 		wantOne(t, &frd, 9)
 		wantOne(t, &fwr, 4)
 		if string(buf) != "file data" && string(buf) != "FILE data" {
 			t.Fatalf("read %q from the regular file", buf)
 		}
-		f.Close()
+		testutil.Close(t, f)
 		r2, w2, _ := pipeAt(t, num)
 		var rd2 recorder
-		must(t)(l.Read(r2.fd, make([]byte, 8), -1, rd2.cb, 4))
+		must(t)(l.Read(r2, make([]byte, 8), -1, rd2.cb, 4))
 		settle(t, l, 10*time.Millisecond, 3)
 		if rd2.n() != 0 {
 			t.Fatalf("a read on an empty pipe completed: N %d err %v", rd2.got[0].N, rd2.got[0].Err)
 		}
-		testutil.Write(t, w2.fd, []byte("again"))
+		testutil.Write(t, w2, []byte("again"))
 		until(t, l, func() bool { return rd2.n() > 0 })
 		wantOne(t, &rd2, 5)
 	})
@@ -80,29 +80,29 @@ func TestRequestOnNumberReusedByRegularFile(t *testing.T) {
 // own callbacks.
 func TestRequestOnNumberReusedInsideAnotherFdsCallback(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r1, w1 := ownedPipe(t)
-		r2, w2 := ownedPipe(t)
+		r1, w1 := testutil.Pipe(t)
+		r2, w2 := testutil.Pipe(t)
 		l := newLoop(t, backend)
 		var first, other, reused recorder
-		must(t)(l.Read(r1.fd, make([]byte, 1), -1, first.cb, 1))
-		if _, err := unix.Write(w1.fd, []byte("a")); err != nil {
+		must(t)(l.Read(r1, make([]byte, 1), -1, first.cb, 1))
+		if _, err := unix.Write(w1, []byte("a")); err != nil {
 			t.Fatal(err)
 		}
 		until(t, l, func() bool { return first.n() > 0 }) // r1 idle now, its registration kept
-		num := r1.fd
-		var nr, nw *ownedFd
-		must(t)(l.Read(r2.fd, make([]byte, 1), -1, func(c *ringev.Completion) {
+		num := r1
+		var nr, nw int
+		must(t)(l.Read(r2, make([]byte, 1), -1, func(c *ringev.Completion) {
 			other.cb(c)
-			r1.Close()
+			testutil.Close(t, r1)
 			nr, nw, _ = pipeAt(t, num)
-			if _, err := unix.Write(nw.fd, []byte("b")); err != nil {
+			if _, err := unix.Write(nw, []byte("b")); err != nil {
 				t.Error(err)
 			}
-			if _, err := l.Read(nr.fd, make([]byte, 1), -1, reused.cb, 3); err != nil {
+			if _, err := l.Read(nr, make([]byte, 1), -1, reused.cb, 3); err != nil {
 				t.Error(err)
 			}
 		}, 2))
-		if _, err := unix.Write(w2.fd, []byte("x")); err != nil {
+		if _, err := unix.Write(w2, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 		untilFor(t, l, 2*time.Second, "the read on the reused number", func() bool { return reused.n() > 0 })

@@ -172,7 +172,7 @@ func TestRequestCompletingAtOnceNeedsNoWaitingEnter(t *testing.T) {
 		}
 	}
 	enterRound(t, l, w, r, wbuf, rbuf, cb)
-	testutil.OnceUntil(t, l, func() bool { return done >= rounds || failed != nil }, 10*time.Second)
+	untilFor(t, l, 10*time.Second, "1000 rounds", func() bool { return done >= rounds || failed != nil })
 	if failed != nil {
 		t.Fatal(failed)
 	}
@@ -230,7 +230,7 @@ func TestRequestCompletesWhileHandlersRideTheRing(t *testing.T) {
 		for i := 0; i < n; i++ {
 			testutil.Write(t, w, []byte{byte(i)})
 			if i%20 == 0 {
-				testutil.Once(t, l, deadline)
+				once(t, l)
 			}
 		}
 		until(t, l, func() bool { return count == n })

@@ -15,7 +15,6 @@ import (
 	"unsafe"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +61,7 @@ func TestExactSignalsWakeBlockedLoop(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // let the loop block in its wait
 		unix.Kill(os.Getpid(), unix.SIGUSR2)
 	}()
-	testutil.Once(t, l, deadline) // a wait the signal did not end fails here
+	once(t, l) // a wait the signal did not end fails here
 	if got != 1 || far {
 		t.Fatalf("one Once: signal count %d, far timer ran %v; want the signal handler with count 1", got, far)
 	}

@@ -31,7 +31,7 @@ const pipeBuf = 4096
 // WRITE-only handler is not called and loses WRITE, and READ|WRITE reports READ|WRITE with EOF.
 func TestTeventFlagSwitchingCycle(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		s0, s1 := ownedSocketpair(t)
+		s0, s1 := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		const quiet = 10 * time.Millisecond // how long a phase waits for extra (wrong) calls
 
@@ -41,7 +41,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 				t.Errorf("SetFlags(%v): %v", f, err)
 			}
 		}
-		poke := func() { testutil.Write(t, s1.fd, []byte{'p'}) }
+		poke := func() { testutil.Write(t, s1, []byte{'p'}) }
 		type phase struct {
 			name  string
 			setup func()
@@ -62,7 +62,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 		}
 		phases = append(phases,
 			phase{"peer closed: WRITE only is not called", func() {
-				if err := s1.Close(); err != nil {
+				if err := testutil.Close(t, s1); err != nil {
 					t.Errorf("close: %v", err)
 				}
 				set(ringev.Write)
@@ -92,7 +92,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 				l.AddTimer(quiet, endPhase)
 			}
 		}
-		ev = addFd(t, l, s0.fd, 0, func(ev *ringev.FdEvent, f ringev.Flags) {
+		ev = addFd(t, l, s0, 0, func(ev *ringev.FdEvent, f ringev.Flags) {
 			got[cur] = append(got[cur], f)
 			if f&ringev.Read != 0 {
 				var buf [64]byte
@@ -115,7 +115,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 			}
 		})
 		l.AddTimer(quiet, func(*ringev.Timer) { start(0) })
-		testutil.OnceUntil(t, l, func() bool { return done }, 2*deadline)
+		untilFor(t, l, 2*deadline, "the cycle", func() bool { return done })
 		for i, p := range phases {
 			if !slices.Equal(got[i], p.want) {
 				t.Errorf("phase %q: handler called with %v, want %v", p.name, got[i], p.want)
@@ -134,7 +134,7 @@ func TestTeventFlagSwitchingCycle(t *testing.T) {
 // PIPE_BUF bytes, and then a PIPE_BUF write goes through whole.
 func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, b := ownedSocketpair(t)
+		a, b := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 
 		type end struct {
@@ -223,8 +223,8 @@ func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 				}
 			}
 		}
-		ends[0].ev = addFd(t, l, a.fd, ringev.Read|ringev.Write, handler(0))
-		ends[1].ev = addFd(t, l, b.fd, ringev.Read|ringev.Write, handler(1))
+		ends[0].ev = addFd(t, l, a, ringev.Read|ringev.Write, handler(0))
+		ends[1].ev = addFd(t, l, b, ringev.Read|ringev.Write, handler(1))
 		finished := func() bool {
 			if len(problems) > 0 {
 				return true
@@ -236,7 +236,7 @@ func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 			}
 			return true
 		}
-		testutil.OnceUntil(t, l, finished, 2*deadline)
+		untilFor(t, l, 2*deadline, "both ends drained", finished)
 		if len(problems) > 0 {
 			t.Fatalf("%s", strings.Join(problems, "\n"))
 		}
@@ -256,7 +256,7 @@ func TestTeventBothEndsFilledThenDrainedInOrder(t *testing.T) {
 // next round fires less than 50 ms late.
 func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, b := ownedSocketpair(t)
+		a, b := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		masks := []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write}
 		const perEnd, rounds = 9, 20
@@ -274,7 +274,7 @@ func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 		var problems []string
 		var worstLate time.Duration
 		var nextRound func(tm *ringev.Timer) // the handlers and the round timer refer to each other
-		for _, fd := range []int{a.fd, b.fd} {
+		for _, fd := range []int{a, b} {
 			for i := 0; i < perEnd; i++ {
 				x := &h{mask: masks[i%3]}
 				x.ev = addFd(t, l, fd, 0, func(ev *ringev.FdEvent, f ringev.Flags) {
@@ -310,10 +310,10 @@ func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 			if round == rounds {
 				return
 			}
-			testutil.Drain(t, a.fd)
-			testutil.Drain(t, b.fd)
-			testutil.Write(t, a.fd, []byte{'a'})
-			testutil.Write(t, b.fd, []byte{'b'})
+			testutil.Drain(t, a)
+			testutil.Drain(t, b)
+			testutil.Write(t, a, []byte{'a'})
+			testutil.Write(t, b, []byte{'b'})
 			expected, firedThisRound = 0, 0
 			for i, x := range hs {
 				x.fired = 0
@@ -329,7 +329,7 @@ func TestTeventNineHandlersPerSocketFireOncePerRound(t *testing.T) {
 			}
 		}
 		nextRound(nil)
-		testutil.OnceUntil(t, l, func() bool { return round == rounds || len(problems) > 10 }, 2*deadline)
+		untilFor(t, l, 2*deadline, "every round", func() bool { return round == rounds || len(problems) > 10 })
 		if len(problems) > 0 {
 			t.Fatalf("%s", strings.Join(problems, "\n"))
 		}
@@ -348,13 +348,13 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 				name = "WithReadHandlerOnSameFd"
 			}
 			t.Run(name, func(t *testing.T) {
-				a, peer := ownedSocketpair(t)
+				a, peer := testutil.Socketpair(t)
 				l := newLoop(t, backend)
-				fill(t, a.fd)
-				wev := addFd(t, l, a.fd, ringev.Write, never(t, "WRITE-only handler on a full socket"))
+				fill(t, a)
+				wev := addFd(t, l, a, ringev.Write, never(t, "WRITE-only handler on a full socket"))
 				var readFlags []ringev.Flags
 				if withReader {
-					addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+					addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						readFlags = append(readFlags, f)
 						// The peer hung up without reading what this end wrote: read(2)
 						// reports that as ECONNRESET rather than EOF.
@@ -368,7 +368,7 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 					})
 				}
 				settle(t, l, 10*time.Millisecond, 3) // full: nothing to report
-				if err := peer.Close(); err != nil {
+				if err := testutil.Close(t, peer); err != nil {
 					t.Fatalf("close peer: %v", err)
 				}
 				settle(t, l, 50*time.Millisecond, 5)
@@ -387,19 +387,19 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 // and its read(2) returns 0 (end of file).
 func TestTeventHangUpReadHandlerSeesEOF(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := ownedSocketpair(t)
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		var got []ringev.Flags
 		var n int
 		var rerr error
-		addFd(t, l, a.fd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
+		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			got = append(got, f)
 			var buf [16]byte
 			n, rerr = unix.Read(ev.Fd(), buf[:])
 			ev.Close()
 		})
 		settle(t, l, 10*time.Millisecond, 3)
-		peer.Close()
+		testutil.Close(t, peer)
 		until(t, l, func() bool { return len(got) > 0 })
 		if !slices.Equal(got, []ringev.Flags{ringev.Read}) || n != 0 || rerr != nil {
 			t.Fatalf("READ handler after hang-up: called with %v, read n=%d err=%v; want [READ] and EOF", got, n, rerr)
@@ -413,13 +413,13 @@ func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, mask := range []ringev.Flags{ringev.Error, ringev.Read | ringev.Error, ringev.Write | ringev.Error} {
 			t.Run(strings.ReplaceAll(mask.String(), "|", "_"), func(t *testing.T) {
-				a, peer := ownedSocketpair(t)
+				a, peer := testutil.Socketpair(t)
 				l := newLoop(t, backend)
 				if mask&ringev.Write != 0 {
-					fill(t, a.fd)
+					fill(t, a)
 				}
 				var got []ringev.Flags
-				addFd(t, l, a.fd, mask, func(ev *ringev.FdEvent, f ringev.Flags) {
+				addFd(t, l, a, mask, func(ev *ringev.FdEvent, f ringev.Flags) {
 					got = append(got, f)
 					ev.Close()
 				})
@@ -427,7 +427,7 @@ func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
 				if len(got) != 0 {
 					t.Fatalf("handler ran with %v before the hang-up", got)
 				}
-				peer.Close()
+				testutil.Close(t, peer)
 				until(t, l, func() bool { return len(got) > 0 })
 				if len(got) != 1 || got[0]&ringev.Error == 0 || got[0]&^mask != 0 {
 					t.Fatalf("%v handler after hang-up was called with %v, want one call including ERROR (within %v)", mask, got, mask)
@@ -448,14 +448,14 @@ func TestTeventInvalidFdNeverSpins(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, mask := range []ringev.Flags{ringev.Read, ringev.Write, ringev.Read | ringev.Write | ringev.Error} {
 			t.Run(strings.ReplaceAll(mask.String(), "|", "_"), func(t *testing.T) {
-				a, _ := ownedSocketpair(t)
+				a, _ := testutil.Socketpair(t)
 				l := newLoop(t, backend)
 				if mask&ringev.Write != 0 {
-					fill(t, a.fd)
+					fill(t, a)
 				}
-				ev := addFd(t, l, a.fd, mask, never(t, "invalid fd"))
+				ev := addFd(t, l, a, mask, never(t, "invalid fd"))
 				settle(t, l, 10*time.Millisecond, 3)
-				a.Close()
+				testutil.Close(t, a)
 				errs := settle(t, l, 80*time.Millisecond, 5)
 				for _, err := range errs {
 					if !errors.Is(err, unix.EBADF) {

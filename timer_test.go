@@ -28,7 +28,7 @@ func TestTimerRunsPromptlyAmongManyReadyFds(t *testing.T) {
 			for !ran {
 				due := !time.Now().Before(tm.Deadline())
 				before := fdRuns
-				testutil.Once(t, l, deadline)
+				once(t, l)
 				if due && !ran {
 					t.Fatalf("timer %d: a Once that started after its deadline ran %d fd handlers instead of the timer", k, fdRuns-before)
 				}

@@ -379,7 +379,7 @@ func TestYieldSignalsDuringItAreEachDelivered(t *testing.T) {
 							}
 						}
 					}()
-					if err := testutil.Run(t, l, 60*time.Second); err != nil {
+					if err := run(t, l, 60*time.Second); err != nil {
 						t.Fatalf("Run: %v", err)
 					}
 					<-senderDone

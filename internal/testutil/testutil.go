@@ -1,74 +1,96 @@
-//go:build linux
-
-// Package testutil holds helpers shared by ringev's tests: nonblocking pipes and socketpairs that
-// close themselves when the test ends, guarded calls into a loop so that no test can hang, and
-// kernel-version skips.
+// Package testutil holds the fd helpers that ringev's tests share across packages: nonblocking
+// pipes and socketpairs owned by the test, the writes and drains they need, and skips by
+// kernel release. It does not import the root package, so that the root package's own tests
+// can use it; their loop helpers are in the root package's helpers_test.go.
 //
-// The package does not import the root package (so that the root package's own internal tests can
-// use it without an import cycle): the loop is seen through the small Looper and Runner interfaces,
-// which *ringev.Loop satisfies.
-//
-// Every guarded call has a deadline. When it passes, the loop is woken (Looper.Post of a no-op, or
-// Runner.Stop) so that the blocked call returns and the test fails with a message; if the loop is
-// still blocked HangGrace later, waking does not work either and the test binary panics with the
-// test's name instead of hanging until go test's own timeout.
+// An fd the test owns is closed when the test ends, unless the test closed it first (Close) or
+// gave it to someone who closes it (HandOver: a loop's auto-close, CloseFd). Closing a number
+// twice could close an unrelated file that reused it, so an owned fd is closed through Close.
 package testutil
 
 import (
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Looper is the part of *ringev.Loop that Once and OnceUntil use: Once runs one handler, and Post
-// (safe from any goroutine) is how a blocked Once is woken at the deadline.
-type Looper interface {
-	Once() error
-	Post(f func()) error
+// owners maps each owned fd number to the test that owns it.
+var (
+	ownersMu sync.Mutex
+	owners   = map[int]testing.TB{}
+)
+
+// Own makes fd the test's: it is closed when the test ends, unless Close or HandOver comes
+// first. It returns fd.
+func Own(t testing.TB, fd int) int {
+	t.Helper()
+	ownersMu.Lock()
+	owners[fd] = t
+	ownersMu.Unlock()
+	t.Cleanup(func() {
+		ownersMu.Lock()
+		mine := owners[fd] == t
+		if mine {
+			delete(owners, fd)
+		}
+		ownersMu.Unlock()
+		if mine {
+			_ = unix.Close(fd)
+		}
+	})
+	return fd
 }
 
-// Runner is the part of *ringev.Loop that Run uses: Stop (safe from any goroutine) ends a Run that
-// is still going at the deadline.
-type Runner interface {
-	Run() error
-	Stop()
+// Close closes fd, an fd the test owns, now; the test's end leaves the number alone. A second
+// Close of the number, or a Close of an fd the test does not own, does nothing and returns nil.
+func Close(t testing.TB, fd int) error {
+	t.Helper()
+	if !release(fd) {
+		return nil
+	}
+	return unix.Close(fd)
 }
 
-// HangGrace is how long a guarded call may stay blocked after its deadline and the wake-up that
-// follows it before the test binary panics: a loop that neither returns nor can be woken hangs.
-const HangGrace = 10 * time.Second
+// HandOver records that fd is no longer the test's (the loop closes it: auto-close, CloseFd):
+// the test's end leaves the number alone.
+func HandOver(t testing.TB, fd int) {
+	t.Helper()
+	release(fd)
+}
 
-// Pipe returns the read and write ends of a new pipe, both O_NONBLOCK|O_CLOEXEC (pipe2(2)). Both
-// ends are closed by t.Cleanup. It fails the test if pipe2 fails.
+// release removes fd from the owned numbers and reports whether it was owned.
+func release(fd int) bool {
+	ownersMu.Lock()
+	defer ownersMu.Unlock()
+	if _, ok := owners[fd]; !ok {
+		return false
+	}
+	delete(owners, fd)
+	return true
+}
+
+// Pipe returns the read and write ends of a new pipe, both O_NONBLOCK|O_CLOEXEC (pipe2(2)),
+// owned by the test. It fails the test if pipe2 fails.
 func Pipe(t testing.TB) (r, w int) {
 	t.Helper()
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		t.Fatalf("pipe2: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = unix.Close(p[0])
-		_ = unix.Close(p[1])
-	})
-	return p[0], p[1]
+	return Own(t, p[0]), Own(t, p[1])
 }
 
 // Socketpair returns the two ends of a new AF_UNIX SOCK_STREAM socketpair, both nonblocking and
-// close-on-exec. Both ends are closed by t.Cleanup. It fails the test if socketpair(2) fails.
+// close-on-exec, owned by the test. It fails the test if socketpair(2) fails.
 func Socketpair(t testing.TB) (a, b int) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatalf("socketpair: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = unix.Close(fds[0])
-		_ = unix.Close(fds[1])
-	})
-	return fds[0], fds[1]
+	return Own(t, fds[0]), Own(t, fds[1])
 }
 
 // Write writes all of p to the nonblocking fd in one write(2) and fails the test on an error or a
@@ -104,101 +126,6 @@ func Drain(t testing.TB, fd int) int {
 		}
 		total += n
 	}
-}
-
-// watchdog ends a guarded call that runs past its deadline: it calls wake once at the deadline and
-// panics HangGrace later if the call has still not returned.
-type watchdog struct {
-	done    chan struct{}
-	expired atomic.Bool
-}
-
-func startWatchdog(what string, deadline time.Duration, wake func()) *watchdog {
-	w := &watchdog{done: make(chan struct{})}
-	go func() {
-		d := time.NewTimer(deadline)
-		defer d.Stop()
-		select {
-		case <-w.done:
-			return
-		case <-d.C:
-		}
-		w.expired.Store(true)
-		wake()
-		g := time.NewTimer(HangGrace)
-		defer g.Stop()
-		select {
-		case <-w.done:
-		case <-g.C:
-			panic(fmt.Sprintf("testutil: %s: still blocked %v after its %v deadline and after the loop was woken: the loop hangs",
-				what, HangGrace, deadline))
-		}
-	}()
-	return w
-}
-
-func (w *watchdog) stop() { close(w.done) }
-
-// OnceErr calls l.Once one time and returns its error. If Once has not returned by the deadline,
-// the loop is woken with a posted no-op and the test fails (Fatal) once Once returns.
-func OnceErr(t testing.TB, l Looper, deadline time.Duration) error {
-	t.Helper()
-	wd := startWatchdog(t.Name()+": Loop.Once", deadline, func() { _ = l.Post(func() {}) })
-	var err error
-	func() {
-		defer wd.stop() // also when a handler panics through Once
-		err = l.Once()
-	}()
-	if wd.expired.Load() {
-		t.Fatalf("Loop.Once did not return within %v (returned %v only after a posted wake-up)", deadline, err)
-	}
-	return err
-}
-
-// Once calls l.Once one time and fails the test (Fatal) if it returns an error or does not return
-// within the deadline.
-func Once(t testing.TB, l Looper, deadline time.Duration) {
-	t.Helper()
-	if err := OnceErr(t, l, deadline); err != nil {
-		t.Fatalf("Loop.Once: %v", err)
-	}
-}
-
-// OnceUntil calls l.Once until cond returns true (cond is checked before each call, so no call is
-// made if it already holds) and returns how many Once calls it made. It fails the test (Fatal) if
-// Once returns an error or the condition does not hold within the deadline; a Once blocked at the
-// deadline is woken with a posted no-op first.
-func OnceUntil(t testing.TB, l Looper, cond func() bool, deadline time.Duration) int {
-	t.Helper()
-	wd := startWatchdog(t.Name()+": OnceUntil", deadline, func() { _ = l.Post(func() {}) })
-	defer wd.stop()
-	n := 0
-	for !cond() {
-		if wd.expired.Load() {
-			t.Fatalf("condition not met within %v (%d Once calls)", deadline, n)
-		}
-		if err := l.Once(); err != nil {
-			t.Fatalf("Loop.Once (call %d, condition not met yet): %v", n+1, err)
-		}
-		n++
-	}
-	return n
-}
-
-// Run calls l.Run and returns its error. If Run has not returned by the deadline it is stopped
-// with l.Stop and the test is marked failed (Error, so the caller still sees Run's result).
-func Run(t testing.TB, l Runner, deadline time.Duration) error {
-	t.Helper()
-	wd := startWatchdog(t.Name()+": Loop.Run", deadline, l.Stop)
-	var err error
-	func() {
-		defer wd.stop() // also when a handler panics through Run
-		err = l.Run()
-	}()
-	if wd.expired.Load() {
-		t.Errorf("Loop.Run did not return within %v; it returned %v only after Stop", deadline, err)
-	}
-	return err
 }
 
 // KernelAtLeast reports whether the running kernel's version (uname(2) release) is at least
