@@ -298,6 +298,23 @@ func openFds(t *testing.T) []string {
 	return names
 }
 
+// fdsSince returns the fds open now that were not in before (a list of openFds), leaving out
+// those closed meanwhile.
+func fdsSince(t *testing.T, before []string) []int {
+	t.Helper()
+	var fds []int
+	for _, name := range openFds(t) {
+		fd, err := strconv.Atoi(name)
+		if err != nil {
+			t.Fatalf("/proc/self/fd lists %q", name)
+		}
+		if !slices.Contains(before, name) && !isClosed(fd) {
+			fds = append(fds, fd)
+		}
+	}
+	return fds
+}
+
 // isClosed reports whether fd is not open (fcntl F_GETFD fails with EBADF).
 func isClosed(fd int) bool {
 	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
@@ -511,12 +528,50 @@ func (r *recorder) last(t *testing.T) ringev.Completion {
 	return r.got[len(r.got)-1]
 }
 
-// onceWithin calls Once once, with a timer due in d so that it waits at most about that long:
-// requests made before it reach the kernel (or the emulation's wait) before the test goes on.
-func onceWithin(t testing.TB, l *ringev.Loop, d time.Duration) {
+// untilWaited runs l until its backend has waited once more (ringev.Waits advanced). Then the
+// requests made before it are in the kernel (on uring that wait's io_uring_enter(2) submitted
+// them) or wait for readiness (the emulation), and the fd events added before it are armed. A
+// timer bounds each wait that would block (1 ms, doubling while a Once runs the timer instead
+// of waiting): it only ends a wait, it never stands in for one.
+func untilWaited(t testing.TB, l *ringev.Loop) {
 	t.Helper()
-	l.AddTimer(d, func(*ringev.Timer) {})
-	once(t, l)
+	w0 := ringev.Waits(l)
+	d := time.Millisecond
+	var tm *ringev.Timer
+	armed := false
+	untilFor(t, l, deadline, "the loop's next wait", func() bool {
+		if ringev.Waits(l) > w0 {
+			return true
+		}
+		if !armed {
+			armed = true
+			tm = l.AddTimer(d, func(*ringev.Timer) { armed = false })
+			d *= 2
+		}
+		return false
+	})
+	tm.Stop()
+}
+
+// whenBlocked calls f on a new goroutine once the thread tid (a loop's: New locks its caller to
+// its thread) sleeps in its wait system call (blockedIn), looked at every 100 µs, and returns a
+// channel closed when f has returned. If the thread has not slept within the deadline, the test
+// fails and f is called all the same, so that the loop ends.
+func whenBlocked(t testing.TB, tid int, f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		end := time.Now().Add(deadline)
+		for blockedIn(tid) == "" {
+			if time.Now().After(end) {
+				t.Errorf("thread %d did not sleep in its wait within %v", tid, deadline)
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		f()
+	}()
+	return done
 }
 
 // hangGrace is how long a guarded call may stay blocked after its deadline and the wake-up that

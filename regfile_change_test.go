@@ -178,7 +178,7 @@ func TestUnregisterFileDuringALargeSendFinishesIt(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
 	var snd recorder
 	must(t)(l.Send(a, big, 0, snd.cb, 0))
-	onceWithin(t, l, time.Millisecond) // the send is in the kernel, short of room
+	untilWaited(t, l) // the send is in the kernel, short of room
 	if err := l.UnregisterFile(a); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestUnregisterFileDuringALargeWriteFinishesIt(t *testing.T) {
 	}
 	var wr recorder
 	must(t)(l.Write(w, big, -1, wr.cb, 0))
-	onceWithin(t, l, time.Millisecond) // the write is in the kernel, short of room
+	untilWaited(t, l) // the write is in the kernel, short of room
 	if err := l.UnregisterFile(w); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestUnregisterFileOfAParkedRecvMultishotRearmsAndKeepsEveryByte(t *testing.
 		}
 	}
 	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	want := make([]byte, 64)
 	for i := range want {
 		want[i] = byte(i)
@@ -272,7 +272,7 @@ func TestUnregisterFileOfAParkedRecvMultishotRearmsAndKeepsEveryByte(t *testing.
 	for sentTo < len(want) && enobufs == 0 {
 		testutil.Write(t, b, want[sentTo:sentTo+8])
 		sentTo += 8
-		onceWithin(t, l, time.Millisecond)
+		until(t, l, func() bool { return len(got) >= sentTo || enobufs > 0 })
 	}
 	if enobufs == 0 {
 		t.Fatalf("no ENOBUFS after %d bytes into 2 held buffers of 8", sentTo)

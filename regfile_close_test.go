@@ -26,7 +26,7 @@ func TestRegisteredFileReleasedByCloseFd(t *testing.T) {
 		registerOrSkip(t, l, backend, r)
 		var rd, cls recorder
 		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
-		onceWithin(t, l, time.Millisecond)
+		untilWaited(t, l)
 		must(t)(l.CloseFd(r, cls.cb, 0))
 		until(t, l, func() bool { return cls.n() > 0 && rd.n() > 0 })
 		wantOne(t, &cls, 0)
@@ -52,7 +52,7 @@ func TestRegisteredFileReleasedByLoopCloseAtOnce(t *testing.T) {
 	}
 	var rec recorder
 	must(t)(l.Read(r2, make([]byte, 4), -1, rec.cb, 0))
-	onceWithin(t, l, time.Millisecond) // the Read waits in the kernel
+	untilWaited(t, l) // the Read waits in the kernel
 	for _, fd := range []int{r1, r2} {
 		if err := unix.Close(fd); err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func TestRegisteredFileWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.
 		t.Fatal(err)
 	}
 	must(t)(l.Recv(a, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	must(t)(l.CloseFd(a, func(*ringev.Completion) {}, 0))
 	testutil.HandOver(t, a)
 	if err := l.Close(); err != nil {
@@ -165,7 +165,7 @@ func TestRegisteredFileClosedAfterLoopCloseIsReleasedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t)(l.Recv(a, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered(t *testin
 	var rcv, snd, cls recorder
 	must(t)(l.Recv(num, make([]byte, 16), 0, rcv.cb, 0))
 	must(t)(l.Send(num, make([]byte, 1<<20), 0, snd.cb, 0)) // short of room: in the kernel
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	must(t)(l.CloseFd(num, cls.cb, 0))
 	testutil.HandOver(t, a)
 	until(t, l, func() bool { return cls.n() > 0 && rcv.n() > 0 && snd.n() > 0 })
@@ -247,7 +247,7 @@ func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
 	l := registered(t, ln)
 	var acc, cls recorder
 	must(t)(l.AcceptMultishot(ln, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, acc.cb, 0))
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	dial(t, sa)
 	dial(t, sa)
 	until(t, l, func() bool { return acc.n() >= 2 })
@@ -311,7 +311,7 @@ func TestRegisteredFileLoopCloseWithManyInFlightLeaksNothing(t *testing.T) {
 		}
 		must(t)(l.Send(p.a, big, 0, nop, 0))
 	}
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	for i, p := range ps {
 		if i%2 == 0 {
 			must(t)(l.CloseFd(p.a, nop, 0))

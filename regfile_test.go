@@ -173,7 +173,7 @@ func TestRegisterFileRefusesBadInput(t *testing.T) {
 		}
 		var rd, cls recorder
 		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
-		onceWithin(t, l, time.Millisecond)
+		untilWaited(t, l)
 		must(t)(l.CloseFd(r, cls.cb, 0))
 		// On uring the Read in the kernel keeps the close pending; the emulation cancels it
 		// at once and closes the fd, whose number then names no open file.
@@ -260,7 +260,7 @@ func TestRegistrationErrors(t *testing.T) {
 		// Still registered: a Read works, and on uring the fd is pinned by the table only.
 		var rd2, cls recorder
 		must(t)(l.Read(r, make([]byte, 1), -1, rd2.cb, 0))
-		onceWithin(t, l, time.Millisecond)
+		untilWaited(t, l)
 		must(t)(l.CloseFd(r, cls.cb, 0))
 		if backend == "uring" {
 			if err := l.UnregisterFile(r); !errors.Is(err, ringev.ErrFdClosing) {

@@ -30,7 +30,7 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 				must(t)(l.Recv(a, make([]byte, 8), 0, cb, 0))
 				must(t)(l.Recv(b, make([]byte, 8), 0, cb, 0))
 			}
-			onceWithin(t, l, time.Millisecond)
+			untilWaited(t, l)
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -93,9 +93,7 @@ func TestRequestLoopCloseFinishesPendingCloseFd(t *testing.T) {
 		if _, err := l.Recv(a, buf, 0, func(*ringev.Completion) {}, 0); err != nil {
 			t.Fatal(err)
 		}
-		fired := false
-		l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
-		untilFor(t, l, deadline, "1 ms", func() bool { return fired }) // the Recv is in flight
+		untilWaited(t, l) // the Recv is in flight
 		if _, err := l.CloseFd(a, func(*ringev.Completion) {}, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +196,7 @@ func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
 		l := newLoop(t, backend)
 		var rec recorder
 		h := must(t)(l.Recv(conn, make([]byte, 8), 0, rec.cb, 0))
-		onceWithin(t, l, time.Millisecond) // in the kernel (uring) or waiting (emulation)
+		untilWaited(t, l) // in the kernel (uring) or waiting (emulation)
 		testutil.Close(t, conn)            // behind the loop's back
 		switch backend {
 		case "uring":

@@ -252,7 +252,7 @@ func testReqCancel(t *testing.T, backend string) {
 	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
 	must(t)(h, err)
 	// Let it reach the kernel (or the emulation's wait) first.
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	if err := h.Cancel(); err != nil {
 		t.Fatal(err)
 	}
@@ -273,12 +273,12 @@ func testReqCancelRace(t *testing.T, backend string) {
 			testutil.Write(t, b, []byte("x"))
 		}
 		if i%3 == 0 {
-			onceWithin(t, l, 0)
+			untilWaited(t, l)
 		}
 		h.Cancel()
 		until(t, l, func() bool { return rec.n() > 0 })
 		// A few more turns: no second callback may come.
-		onceWithin(t, l, time.Millisecond)
+		runTimer(t, l, time.Millisecond, 0)
 		if rec.n() != 1 {
 			t.Fatalf("round %d: %d callbacks", i, rec.n())
 		}
@@ -336,7 +336,7 @@ func testReqDeadlineLate(t *testing.T, backend string) {
 	var rec recorder
 	h, err := l.Recv(a, make([]byte, 8), 0, rec.cb, 0)
 	must(t)(h, err)
-	onceWithin(t, l, time.Millisecond) // the recv is in the kernel now
+	untilWaited(t, l) // the recv is in the kernel now
 	if err := h.SetTimeout(10 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func testReqCloseFd(t *testing.T, backend string) {
 	var rcv, acc, cls recorder
 	must(t)(l.Recv(conn, make([]byte, 8), 0, rcv.cb, 0))
 	must(t)(l.Accept(ldup, 0, acc.cb, 0))
-	onceWithin(t, l, time.Millisecond) // both are in the kernel now
+	untilWaited(t, l) // both are in the kernel now
 	must(t)(l.CloseFd(conn, cls.cb, 0))
 	testutil.HandOver(t, conn)
 	must(t)(l.CloseFd(ldup, cls.cb, 0))
@@ -387,7 +387,7 @@ func testReqFdReuse(t *testing.T, backend string) {
 	l := newLoop(t, backend)
 	var oldRec, newRec, cls recorder
 	must(t)(l.Recv(old, make([]byte, 8), 0, oldRec.cb, 1))
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	must(t)(l.CloseFd(old, cls.cb, 0))
 	until(t, l, func() bool { return cls.n() > 0 })
 	// A new socketpair takes the freed number.
@@ -499,7 +499,7 @@ func testReqMultishotCloseFd(t *testing.T, backend string) {
 	until(t, l, func() bool { return cls.n() > 0 && !rec.last(t).More })
 	n := rec.n()
 	testutil.Write(t, b, []byte("y")) // to a, which shares the file: the closed request must not see it
-	onceWithin(t, l, 20*time.Millisecond)
+	runTimer(t, l, 20*time.Millisecond, 0)
 	if rec.n() != n || !errors.Is(rec.last(t).Err, unix.ECANCELED) {
 		t.Fatalf("after CloseFd: %d completions (had %d), last %+v", rec.n(), n, rec.last(t))
 	}
@@ -525,7 +525,7 @@ func testReqBufferGC(t *testing.T, backend string) {
 		addr = uintptr(unsafe.Pointer(&buf[0]))
 		must(t)(l.Read(r, buf, -1, cb, 0))
 	}() // no reference to buf is left but the loop's
-	onceWithin(t, l, time.Millisecond)
+	untilWaited(t, l)
 	for i := 0; i < 5; i++ {
 		junk := make([][]byte, 256) // churn, so that freed memory would be reused
 		for j := range junk {
@@ -701,7 +701,7 @@ func testReqMultishotBound(t *testing.T, backend string) {
 	oneCb := func(x *ringev.Completion) { order = append(order, 'c'); one.cb(x) }
 	must(t)(l.RecvMultishot(a, g, 0, floodCb, 0))
 	must(t)(l.Recv(c, make([]byte, 8), 0, oneCb, 0))
-	onceWithin(t, l, time.Millisecond) // both wait in the kernel (or for readiness)
+	untilWaited(t, l) // both wait in the kernel (or for readiness)
 	testutil.Write(t, b, bytes.Repeat([]byte("0123"), 25))
 	testutil.Write(t, d, []byte("hi"))
 	until(t, l, func() bool { return one.n() > 0 })
@@ -728,7 +728,7 @@ func testReqMultishotOrder(t *testing.T, backend string) {
 		x.ReleaseBuffer()
 	}
 	must(t)(l.RecvMultishot(a, g, 0, cb, 0))
-	onceWithin(t, l, time.Millisecond) // the recv waits in the kernel (or for readiness)
+	untilWaited(t, l) // the recv waits in the kernel (or for readiness)
 	want := make([]byte, 0, 800)
 	for i := 0; len(want) < cap(want); i++ {
 		want = fmt.Appendf(want, "%04d", i)
@@ -756,7 +756,7 @@ func testReqGroupCloseCancels(t *testing.T, backend string) {
 	}
 	var rec recorder
 	must(t)(l.RecvMultishot(a, g, 0, rec.cb, 0))
-	onceWithin(t, l, time.Millisecond) // the recv waits in the kernel (or for readiness)
+	untilWaited(t, l) // the recv waits in the kernel (or for readiness)
 	if err := g.Close(); err != nil {
 		t.Fatalf("BufferGroup.Close: %v", err)
 	}
@@ -820,7 +820,7 @@ func testReqSendErrorCount(t *testing.T, backend string) {
 	big := make([]byte, 8<<20)
 	var rec recorder
 	must(t)(l.Send(a, big, 0, rec.cb, 0))
-	onceWithin(t, l, 5*time.Millisecond)
+	untilWaited(t, l)
 	var junk [4096]byte
 	unix.Read(peer, junk[:])
 	testutil.Close(t, peer)
@@ -881,7 +881,7 @@ func testReqCloseFdSend(t *testing.T, backend string) {
 	big := make([]byte, 8<<20)
 	var snd, cls recorder
 	must(t)(l.Send(conn, big, 0, snd.cb, 0))
-	onceWithin(t, l, 5*time.Millisecond)
+	untilWaited(t, l)
 	must(t)(l.CloseFd(conn, cls.cb, 0))
 	testutil.HandOver(t, conn)
 	until(t, l, func() bool { return snd.n() > 0 && cls.n() > 0 })

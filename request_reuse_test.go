@@ -42,7 +42,7 @@ func TestRequestOnNumberReusedByRegularFile(t *testing.T) {
 		l := newLoop(t, backend)
 		var rd recorder
 		must(t)(l.Read(r, make([]byte, 8), -1, rd.cb, 1))
-		onceWithin(t, l, time.Millisecond) // the read waits on the pipe
+		untilWaited(t, l) // the read waits on the pipe
 		testutil.Write(t, w, []byte("pipe"))
 		until(t, l, func() bool { return rd.n() > 0 })
 		wantOne(t, &rd, 4)

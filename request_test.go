@@ -90,7 +90,7 @@ func TestRequestCQOverflowLosesNothing(t *testing.T) {
 			must(t)(l.Read(r, buf[i:i+1], -1, cb, uint64(i)))
 		}
 		// Let all reads reach the kernel, then complete them together.
-		onceWithin(t, l, 5*time.Millisecond)
+		untilWaited(t, l)
 		testutil.Write(t, w, make([]byte, n))
 		until(t, l, func() bool { return count >= n })
 		for i, k := range seen {
