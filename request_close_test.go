@@ -20,8 +20,7 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		fds0 := len(openFds(t))
-		sa, sb := testutil.Socketpair(t)
-		a, b := sa, sb
+		a, b := testutil.Socketpair(t)
 		calls := 0
 		func() {
 			l := newLoop(t, backend)
@@ -41,8 +40,8 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 		if calls != 0 {
 			t.Fatalf("%d callbacks ran around Close", calls)
 		}
-		testutil.Close(t, sa)
-		testutil.Close(t, sb)
+		testutil.Close(t, a)
+		testutil.Close(t, b)
 		if n := len(openFds(t)); n != fds0 {
 			t.Fatalf("%d fds open after the loop closed, %d before", n, fds0)
 		}
@@ -51,14 +50,12 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 
 // TestRequestLoopCloseBeforeTheEnterReadsNothing: Loop.Close right after a Read is made (no Once
 // since) runs no callback and lets the Read take nothing: the pipe keeps its bytes, on every
-// backend (on uring the Read's SQE is prepared in the SQ at the call; before that change it
-// waited in a queue that Close dropped). Bytes a Read took at Close would be lost: no callback
-// gets them.
+// backend (on uring the Read's SQE is prepared in the SQ at the call). Bytes a Read took at
+// Close would be lost: no callback gets them.
 func TestRequestLoopCloseBeforeTheEnterReadsNothing(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, _ := pipeHolding(t, "ab")
-		l, err := ringev.New(ringev.WithBackend(backend))
-		requireNew(t, backend, err)
+		l := newLoop(t, backend)
 		cb := func(*ringev.Completion) { t.Error("a callback ran after Close") }
 		if _, err := l.Read(r, make([]byte, 1), -1, cb, 0); err != nil {
 			t.Fatal(err)
@@ -70,25 +67,13 @@ func TestRequestLoopCloseBeforeTheEnterReadsNothing(t *testing.T) {
 	})
 }
 
-// Loop.Close right after CloseFd on an fd with a request in flight still closes the fd (the
-// CloseFd waited for the request, which Close cancels): it is not left open, and the peer of the
-// socket sees EOF.
+// TestRequestLoopCloseFinishesPendingCloseFd: Loop.Close right after CloseFd on an fd with a
+// request in flight still closes the fd (the CloseFd waited for the request, which Close
+// cancels): it is not left open, and the peer of the socket sees EOF.
 func TestRequestLoopCloseFinishesPendingCloseFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := p[0], p[1]
-		defer unix.Close(b)
-		l, err := ringev.New(ringev.WithBackend(backend))
-		if err != nil {
-			unix.Close(a)
-			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-				t.Skip(err)
-			}
-			t.Fatal(err)
-		}
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
 		buf := make([]byte, 16)
 		if _, err := l.Recv(a, buf, 0, func(*ringev.Completion) {}, 0); err != nil {
 			t.Fatal(err)
@@ -97,83 +82,36 @@ func TestRequestLoopCloseFinishesPendingCloseFd(t *testing.T) {
 		if _, err := l.CloseFd(a, func(*ringev.Completion) {}, 0); err != nil {
 			t.Fatal(err)
 		}
+		testutil.HandOver(t, a)
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := unix.FcntlInt(uintptr(a), unix.F_GETFD, 0); err == nil {
-			unix.Close(a)
+		if !isClosed(a) {
 			t.Fatal("Loop.Close left open the fd that CloseFd was closing")
 		}
-		var one [1]byte
-		unix.SetNonblock(b, false)
-		tv := unix.Timeval{Sec: 2}
-		unix.SetsockoptTimeval(b, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-		if n, err := unix.Read(b, one[:]); n != 0 || err != nil {
-			t.Fatalf("the peer's read: %d, %v; want EOF", n, err)
-		}
+		expectEOF(t, b, 2*time.Second, "the peer after Loop.Close with a CloseFd pending")
 	})
 }
 
-// Close with accepted connections whose callbacks have not run (AcceptMultishot with a backlog
-// of 20: a Once runs at most 8 of one multishot request's completions) leaks none of them: the
-// loop closes every fd it accepted and handed to no callback.
+// TestRequestLoopCloseLeaksNoAcceptedFd: Close with accepted connections whose callbacks have
+// not run (AcceptMultishot with a backlog of 20: a Once runs at most 8 of one multishot
+// request's completions) leaks none of them: the loop closes every fd it accepted and handed to
+// no callback.
 func TestRequestLoopCloseLeaksNoAcceptedFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(ln)
-		if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Listen(ln, 64); err != nil {
-			t.Fatal(err)
-		}
-		sa, _ := unix.Getsockname(ln)
-		var clients []int
-		defer func() {
-			for _, c := range clients {
-				unix.Close(c)
-			}
-		}()
+		ln, sa := listener(t)
 		for range 20 {
-			c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clients = append(clients, c)
-			if err := unix.Connect(c, sa); err != nil {
-				t.Fatal(err)
-			}
+			dial(t, sa)
 		}
 		before := len(openFds(t))
-		l, err := ringev.New(ringev.WithBackend(backend))
-		if err != nil {
-			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-				t.Skip(err)
-			}
-			t.Fatal(err)
-		}
+		l := newLoop(t, backend)
 		var got []int
-		if _, err := l.AcceptMultishot(ln, unix.SOCK_CLOEXEC, func(c *ringev.Completion) {
+		must(t)(l.AcceptMultishot(ln, unix.SOCK_CLOEXEC, func(c *ringev.Completion) {
 			if c.Err == nil {
 				got = append(got, c.N)
 			}
-		}, 0); err != nil {
-			l.Close()
-			t.Fatal(err)
-		}
-		tm := l.AddTimer(5*time.Second, func(*ringev.Timer) {})
-		for i := 0; i < 100 && len(got) == 0; i++ {
-			if err := l.Once(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		tm.Stop()
-		if len(got) == 0 {
-			t.Fatal("no connection accepted")
-		}
+		}, 0))
+		untilFor(t, l, deadline, "an accepted connection", func() bool { return len(got) > 0 })
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -196,8 +134,8 @@ func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
 		l := newLoop(t, backend)
 		var rec recorder
 		h := must(t)(l.Recv(conn, make([]byte, 8), 0, rec.cb, 0))
-		untilWaited(t, l) // in the kernel (uring) or waiting (emulation)
-		testutil.Close(t, conn)            // behind the loop's back
+		untilWaited(t, l)       // in the kernel (uring) or waiting (emulation)
+		testutil.Close(t, conn) // behind the loop's back
 		switch backend {
 		case "uring":
 			expectPinned(t, b, "uring: a raw close with a recv in flight")
