@@ -66,79 +66,76 @@ func TestRequestFullSQIsSubmittedNotRefused(t *testing.T) {
 	})
 }
 
-// TestRequestCQOverflowLosesNothing: more completions at once than the CQ has entries (1024)
-// all arrive, each once.
+// TestRequestCQOverflowLosesNothing: more completions at once than the CQ has entries (1024),
+// from more requests than the SQ holds (256), all arrive, each once: 3000 one-byte Reads of a
+// pipe in the kernel completed together by one write, and 3000 one-byte Writes to a regular
+// file (which complete at once), whose bytes all land.
 func TestRequestCQOverflowLosesNothing(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		const n = 3000
-		r, w := testutil.Pipe(t)
-		if _, err := unix.FcntlInt(uintptr(w), unix.F_SETPIPE_SZ, 1<<20); err != nil {
-			t.Fatal(err)
-		}
-		l := newLoop(t, backend)
-		seen := make([]int, n)
-		count := 0
-		cb := func(c *ringev.Completion) {
-			if c.Err != nil {
-				t.Errorf("completion %d: %v", c.Token, c.Err)
-			}
-			seen[c.Token]++
-			count++
-		}
-		buf := make([]byte, n)
-		for i := 0; i < n; i++ {
-			must(t)(l.Read(r, buf[i:i+1], -1, cb, uint64(i)))
-		}
-		// Let all reads reach the kernel, then complete them together.
-		untilWaited(t, l)
-		testutil.Write(t, w, make([]byte, n))
-		until(t, l, func() bool { return count >= n })
-		for i, k := range seen {
-			if k != 1 {
-				t.Fatalf("request %d: %d callbacks", i, k)
-			}
-		}
-	})
-}
-
-// More requests than the SQ (256) and CQ (1024) hold, made in one handler and all completing
-// at once (writes to a regular file), each get their callback exactly once.
-func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 	const n = 3000
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		f := tempFile(t)
-		fd := int(f.Fd())
-		runs := make([]int, n)
-		done := 0
-		bufs := make([][]byte, n)
-		for i := range n {
-			bufs[i] = []byte{byte(i)}
-			if _, err := l.Write(fd, bufs[i], int64(i), func(c *ringev.Completion) {
-				if c.Err != nil || c.N != 1 {
-					t.Errorf("Write %d: N %d err %v", c.Token, c.N, c.Err)
+	t.Run("PipeReads", func(t *testing.T) {
+		eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+			r, w := testutil.Pipe(t)
+			if _, err := unix.FcntlInt(uintptr(w), unix.F_SETPIPE_SZ, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			l := newLoop(t, backend)
+			seen := make([]int, n)
+			count := 0
+			cb := func(c *ringev.Completion) {
+				if c.Err != nil {
+					t.Errorf("completion %d: %v", c.Token, c.Err)
 				}
-				runs[c.Token]++
-				done++
-			}, uint64(i)); err != nil {
-				t.Fatalf("Write %d: %v", i, err)
+				seen[c.Token]++
+				count++
 			}
-		}
-		untilFor(t, l, 10*time.Second, "3000 writes' callbacks", func() bool { return done >= n })
-		for i, k := range runs {
-			if k != 1 {
-				t.Fatalf("Write %d: callback ran %d times", i, k)
+			buf := make([]byte, n)
+			for i := 0; i < n; i++ {
+				must(t)(l.Read(r, buf[i:i+1], -1, cb, uint64(i)))
 			}
-		}
-		b, err := os.ReadFile(f.Name())
-		if err != nil || len(b) != n {
-			t.Fatalf("file has %d bytes (%v), want %d", len(b), err, n)
-		}
-		for i := range n {
-			if b[i] != byte(i) {
-				t.Fatalf("byte %d is %d, want %d", i, b[i], byte(i))
+			untilWaited(t, l) // all reads are in the kernel: complete them together
+			testutil.Write(t, w, make([]byte, n))
+			until(t, l, func() bool { return count >= n })
+			for i, k := range seen {
+				if k != 1 {
+					t.Fatalf("request %d: %d callbacks", i, k)
+				}
 			}
-		}
+		})
+	})
+	t.Run("FileWrites", func(t *testing.T) {
+		eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+			f := tempFile(t)
+			l := newLoop(t, backend)
+			fd := int(f.Fd())
+			runs := make([]int, n)
+			done := 0
+			bufs := make([][]byte, n)
+			for i := range n {
+				bufs[i] = []byte{byte(i)}
+				must(t)(l.Write(fd, bufs[i], int64(i), func(c *ringev.Completion) {
+					if c.Err != nil || c.N != 1 {
+						t.Errorf("Write %d: N %d err %v", c.Token, c.N, c.Err)
+					}
+					runs[c.Token]++
+					done++
+				}, uint64(i)))
+			}
+			untilFor(t, l, 10*time.Second, "3000 writes' callbacks", func() bool { return done >= n })
+			for i, k := range runs {
+				if k != 1 {
+					t.Fatalf("Write %d: callback ran %d times", i, k)
+				}
+			}
+			b, err := os.ReadFile(f.Name())
+			if err != nil || len(b) != n {
+				t.Fatalf("file has %d bytes (%v), want %d", len(b), err, n)
+			}
+			for i := range n {
+				if b[i] != byte(i) {
+					t.Fatalf("byte %d is %d, want %d", i, b[i], byte(i))
+				}
+			}
+		})
 	})
 }
 
@@ -147,15 +144,8 @@ func TestBreakerRequestsBeyondCQSizeAllComplete(t *testing.T) {
 // that does not wait, so the runtime's syscall bookkeeping (and the monitor's taking the P away
 // from a syscall) stays out of its busy path: almost none of its waits block.
 func TestRequestCompletingAtOnceNeedsNoWaitingEnter(t *testing.T) {
-	l, err := ringev.New(ringev.WithBackend("uring"))
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-		t.Skipf("io_uring is not available here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring", ringev.WithIOPath(ringev.IOPathAuto))
 	const rounds = 1000
 	wbuf, rbuf := []byte{'x'}, make([]byte, 1)
 	done, failed := 0, error(nil)
@@ -245,13 +235,14 @@ func TestRequestCompletesWhileHandlersRideTheRing(t *testing.T) {
 	})
 }
 
-// An fd event and requests on the same socket both progress: a handler watching Read runs for
-// what the peer writes while a large Send request on the socket waits for room, and the Send
-// completes once the peer reads; then a Recv request and a handler watching Write share it.
+// TestRequestAndFdEventShareOneFd: an fd event and requests on the same socket both progress: a
+// handler watching Read runs for what the peer writes while a large Send request on the socket
+// waits for room, and the Send completes once the peer reads; then a Recv request and a handler
+// watching Write share it.
 func TestRequestAndFdEventShareOneFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
 		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
 		readRuns := 0
 		ev, err := l.AddFd(a, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
 			var buf [64]byte
@@ -272,7 +263,7 @@ func TestRequestAndFdEventShareOneFd(t *testing.T) {
 		}, 0); err != nil {
 			t.Fatal(err)
 		}
-		unix.Write(b, []byte("ping"))
+		testutil.Write(t, b, []byte("ping"))
 		untilFor(t, l, deadline, "the Read handler while a Send waits", func() bool { return readRuns > 0 })
 		if sent >= 0 {
 			t.Fatalf("a 4 MiB Send to a peer that does not read completed (%d)", sent)
@@ -316,7 +307,7 @@ func TestRequestAndFdEventShareOneFd(t *testing.T) {
 			t.Fatal(err)
 		}
 		untilFor(t, l, deadline, "the Write handler while a Recv waits", func() bool { return writeRuns > 0 })
-		unix.Write(b, []byte("pong"))
+		testutil.Write(t, b, []byte("pong"))
 		untilFor(t, l, deadline, "the Recv", func() bool { return recvd >= 0 })
 		if recvd != 4 || string(rbuf[:4]) != "pong" {
 			t.Fatalf("Recv got %d %q", recvd, rbuf[:max(recvd, 0)])
@@ -324,12 +315,14 @@ func TestRequestAndFdEventShareOneFd(t *testing.T) {
 	})
 }
 
-// A request whose callback makes the next one, each completing at once (a write to a regular
-// file), starves neither fd handlers nor timers: both run within 2 s while the chain goes on.
+// TestRequestChainStarvesNeitherFdsNorTimers: a request whose callback makes the next one, each
+// completing at once (a write to a regular file), starves neither fd handlers nor timers: both
+// run within 2 s while the chain goes on.
 func TestRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
+		r, w := testutil.Pipe(t)
 		f := tempFile(t)
+		l := newLoop(t, backend)
 		fd := int(f.Fd())
 		buf := []byte("x")
 		chain := 0
@@ -346,8 +339,7 @@ func TestRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 		if _, err := l.Write(fd, buf, 0, next, 0); err != nil {
 			t.Fatal(err)
 		}
-		r, w := testutil.Pipe(t)
-		unix.Write(w, []byte("x"))
+		testutil.Write(t, w, []byte("x"))
 		fdRan, timerRan := false, false
 		ev, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { fdRan = true; ev.SetFlags(0) })
 		if err != nil {
