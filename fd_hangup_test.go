@@ -174,7 +174,7 @@ func TestFdHalfCloseReportsError(t *testing.T) {
 				name += "/beside-" + c.beside.String()
 			}
 			t.Run(name, func(t *testing.T) {
-				client, server := tcpPair(t)
+				client, server := tcpPair(t, 0)
 				l := newLoop(t, b)
 				if c.beside != 0 {
 					addFd(t, l, server, c.beside, func(*ringev.FdEvent, ringev.Flags) {})

@@ -720,25 +720,25 @@ func listener(t *testing.T) (int, *unix.SockaddrInet4) {
 	return fd, sa.(*unix.SockaddrInet4)
 }
 
-// dial connects a blocking client socket to sa (the listener's backlog completes it).
-// tcpSocket is a non-blocking, close-on-exec IPv4 TCP socket, closed at cleanup.
+// tcpSocket is a non-blocking, close-on-exec IPv4 TCP socket owned by the test.
 func tcpSocket(t *testing.T) int {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
+	return testutil.Own(t, fd)
 }
 
+// dial connects a blocking client socket, owned by the test, to sa (the listener's backlog
+// completes it).
 func dial(t *testing.T, sa *unix.SockaddrInet4) int {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fd) })
+	testutil.Own(t, fd)
 	if err := unix.Connect(fd, sa); err != nil {
 		t.Fatal(err)
 	}
@@ -933,47 +933,28 @@ func halfClosedFull(t *testing.T) (a, peer int) {
 	return a, peer
 }
 
-// tcpConn returns a connected pair of non-blocking TCP sockets on 127.0.0.1, closed at cleanup
-// unless handed over: the accepted end a (32 KiB SO_SNDBUF) and the dialled end peer (32 KiB
-// SO_RCVBUF).
-func tcpConn(t *testing.T) (a, peer int) {
+// tcpPair returns the two ends of a TCP connection over loopback, both nonblocking and owned
+// by the test: the dialled client and the accepted server. With buf > 0 the client's receive
+// buffer and the server's send buffer are fixed at buf bytes (no autotuning), so that a full
+// send queue on the server stays full until the client reads.
+func tcpPair(t *testing.T, buf int) (client, server int) {
 	t.Helper()
 	lfd, sa := listener(t)
 	c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer = testutil.Own(t, c)
-	// Fixed buffer sizes (no autotuning), so that a full send queue stays full until the peer
-	// reads.
-	if err := unix.SetsockoptInt(c, unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<10); err != nil {
-		t.Fatal(err)
+	client = testutil.Own(t, c)
+	if buf > 0 {
+		if err := unix.SetsockoptInt(c, unix.SOL_SOCKET, unix.SO_RCVBUF, buf); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := unix.Connect(c, sa); err != nil {
-		t.Fatal(err)
+		t.Fatalf("connect: %v", err)
 	}
 	if err := unix.SetNonblock(c, true); err != nil {
 		t.Fatal(err)
-	}
-	var s int
-	await(t, "accept", func() bool {
-		s, _, err = unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		return err == nil
-	})
-	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10); err != nil {
-		t.Fatal(err)
-	}
-	return testutil.Own(t, s), peer
-}
-
-// tcpPair returns the two ends of a TCP connection over loopback (listener, dial), both
-// nonblocking; cleanup closes them.
-func tcpPair(t *testing.T) (client, server int) {
-	t.Helper()
-	lfd, sa := listener(t)
-	client = dial(t, sa)
-	if err := unix.SetNonblock(client, true); err != nil {
-		t.Fatalf("set nonblocking: %v", err)
 	}
 	pfd := []unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}}
 	if n, err := unix.Poll(pfd, int(deadline/time.Millisecond)); n != 1 {
@@ -983,7 +964,13 @@ func tcpPair(t *testing.T) (client, server int) {
 	if err != nil {
 		t.Fatalf("accept4: %v", err)
 	}
-	return client, testutil.Own(t, s)
+	server = testutil.Own(t, s)
+	if buf > 0 {
+		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_SNDBUF, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return client, server
 }
 
 // waitSyscalls are the system calls a loop blocks in: ppoll (poll), epoll_pwait2 or

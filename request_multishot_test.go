@@ -101,7 +101,7 @@ func TestRequestBufferGroupIncrementalConsumption(t *testing.T) {
 // completion that leaves data in the socket (6,000 bytes into buffers of 4,096) has
 // SockNonempty set (IORING_CQE_F_SOCK_NONEMPTY); the one that takes the rest has it clear.
 func TestRequestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore(t *testing.T) {
-	client, server := tcpPair(t)
+	client, server := tcpPair(t, 0)
 	l := newLoop(t, "uring")
 	if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
 		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)

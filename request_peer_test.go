@@ -13,14 +13,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Send and Write on a socket whose peer has closed end with EPIPE (or ECONNRESET) in the
-// callback; the process gets no SIGPIPE that kills it.
+// TestRequestSendToClosedPeerEndsWithEPIPE: Send and Write on a socket whose peer has closed end
+// with EPIPE (or ECONNRESET) in the callback; the process gets no SIGPIPE that kills it.
 func TestRequestSendToClosedPeerEndsWithEPIPE(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		ap, bp := testutil.Socketpair(t)
-		a := ap
-		testutil.Close(t, bp)
+		testutil.Close(t, b)
 		for _, op := range []string{"send", "write"} {
 			var got error
 			done := false
@@ -42,40 +41,35 @@ func TestRequestSendToClosedPeerEndsWithEPIPE(t *testing.T) {
 	})
 }
 
-// Connect to a closed TCP port ends with ECONNREFUSED on every backend, and CloseFd after it
-// closes the socket.
+// TestRequestConnectRefusedEndsWithECONNREFUSED: Connect to a closed TCP port ends with
+// ECONNREFUSED on every backend, and CloseFd after it closes the socket.
 func TestRequestConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
 		// a port nobody listens on: bind one, do not listen
-		p, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(p)
+		p := tcpSocket(t)
 		if err := unix.Bind(p, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 			t.Fatal(err)
 		}
-		sa, _ := unix.Getsockname(p)
-		s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		sa, err := unix.Getsockname(p)
 		if err != nil {
 			t.Fatal(err)
 		}
+		s := tcpSocket(t)
+		l := newLoop(t, backend)
 		var got error
 		done := false
-		if _, err := l.Connect(s, sa, func(c *ringev.Completion) { got, done = c.Err, true }, 0); err != nil {
-			unix.Close(s)
-			t.Fatal(err)
-		}
+		must(t)(l.Connect(s, sa, func(c *ringev.Completion) { got, done = c.Err, true }, 0))
 		untilFor(t, l, deadline, "Connect", func() bool { return done })
 		if !errors.Is(got, unix.ECONNREFUSED) {
 			t.Errorf("Connect to a closed port: %v, want ECONNREFUSED", got)
 		}
 		closed := false
-		if _, err := l.CloseFd(s, func(*ringev.Completion) { closed = true }, 0); err != nil {
-			t.Fatal(err)
-		}
+		must(t)(l.CloseFd(s, func(*ringev.Completion) { closed = true }, 0))
+		testutil.HandOver(t, s)
 		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
+		if !isClosed(s) {
+			t.Fatal("CloseFd after a refused Connect left the socket open")
+		}
 	})
 }
 
@@ -84,7 +78,7 @@ func TestRequestConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 // emulation's wait for Write and errors (hangup) learns of the reset.
 func TestRequestSendWaitingForRoomEndsOnPeerReset(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := tcpConn(t)
+		peer, a := tcpPair(t, 32<<10)
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		var snd recorder
@@ -99,9 +93,9 @@ func TestRequestSendWaitingForRoomEndsOnPeerReset(t *testing.T) {
 	})
 }
 
-// TestRequestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses: a Write waiting for room in a full
-// pipe completes with EPIPE once the pipe's read end is closed (SIGPIPE is ignored for fds other
-// than 1 and 2 by the Go runtime).
+// TestRequestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses: a Write waiting for room in a
+// full pipe completes with EPIPE once the pipe's read end is closed (SIGPIPE is ignored for fds
+// other than 1 and 2 by the Go runtime).
 func TestRequestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
@@ -127,7 +121,7 @@ func TestRequestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses(t *testing.T
 // with ECONNRESET or EPIPE, and the user's handler does not run again.
 func TestRequestSendBesideUserReadEventEndsOnHalfCloseThenReset(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := tcpConn(t)
+		peer, a := tcpPair(t, 32<<10)
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		runs := 0
@@ -163,7 +157,7 @@ func TestRequestSendBesideUserReadEventEndsOnHalfCloseThenReset(t *testing.T) {
 // sleeps), and the peer's reset then completes it with ECONNRESET or EPIPE.
 func TestRequestRecvAndSendOnHalfClosedThenResetSocket(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := tcpConn(t)
+		peer, a := tcpPair(t, 32<<10)
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		var rcv, snd recorder
@@ -184,17 +178,26 @@ func TestRequestRecvAndSendOnHalfClosedThenResetSocket(t *testing.T) {
 	})
 }
 
-// fillTCP fills a's send queue and its peer's receive queue: it writes until EAGAIN, again and
-// again, until a write made 10 ms after the last one finds no room (loopback moves data to the
-// peer's receive queue, whose window grows, after a write returns).
+// fillTCP fills the TCP socket a until its send queue stays full until the peer reads: a write
+// finds no room, the peer advertises a zero window (TCP_INFO's tcpi_snd_wnd, Linux 5.4) and
+// bytes wait unsent. Loopback moves data to the peer's receive queue after a write returns, so
+// this can take several fills.
 func fillTCP(t *testing.T, a int) {
 	t.Helper()
 	end := time.Now().Add(deadline)
-	for fill(t, a) > 0 {
-		if time.Now().After(end) {
-			t.Fatalf("fd %d does not fill up", a)
+	for {
+		n := fill(t, a)
+		info, err := unix.GetsockoptTCPInfo(a, unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			t.Fatalf("getsockopt(TCP_INFO) of fd %d: %v", a, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		if n == 0 && info.Snd_wnd == 0 && info.Notsent_bytes > 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("fd %d does not fill up: the peer's window is %d bytes, %d bytes unsent", a, info.Snd_wnd, info.Notsent_bytes)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
