@@ -891,18 +891,6 @@ func (s *speed) check(t *testing.T) {
 	}
 }
 
-func fmtSscan(s string, n *int) {
-	v := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			*n = -1
-			return
-		}
-		v = v*10 + int(c-'0')
-	}
-	*n = v
-}
-
 // pipeHolding returns a pipe whose read end holds data.
 func pipeHolding(t *testing.T, data string) (r, w int) {
 	t.Helper()
@@ -1058,31 +1046,78 @@ func batchLoop(t *testing.T, n int, d time.Duration) *ringev.Loop {
 	return l
 }
 
+// registeredFiles is what requireRegisteredFiles found, once per process: why the uring
+// backend cannot make a registered-file table here ("" when it can), or the error of the probe.
+var registeredFiles struct {
+	once sync.Once
+	skip string
+	err  error
+}
+
 // requireRegisteredFiles skips the test where the uring backend cannot make a registered-file
-// table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19), or cannot be created at all.
+// table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19), or cannot be created at all; it fails the
+// test if the probe failed for another reason. It leaves no fd open.
 func requireRegisteredFiles(t *testing.T) {
 	t.Helper()
-	r, _ := testutil.Pipe(t)
-	l := newLoop(t, "uring")
-	if err := l.RegisterFile(r); err != nil {
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
-			t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
+	registeredFiles.once.Do(func() {
+		l, err := ringev.New(ringev.WithBackend("uring"))
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+			registeredFiles.skip = fmt.Sprintf("io_uring is not available here: %v", err)
+			return
 		}
-		t.Fatalf("RegisterFile: %v", err)
+		if err != nil {
+			registeredFiles.err = err
+			return
+		}
+		defer l.Close()
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			registeredFiles.err = err
+			return
+		}
+		err = l.RegisterFile(p[0])
+		unix.Close(p[0])
+		unix.Close(p[1])
+		switch {
+		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
+			registeredFiles.skip = fmt.Sprintf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
+		case err != nil:
+			registeredFiles.err = fmt.Errorf("RegisterFile: %w", err)
+		}
+	})
+	if registeredFiles.err != nil {
+		t.Fatalf("probing for registered files: %v", registeredFiles.err)
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
+	if registeredFiles.skip != "" {
+		t.Skip(registeredFiles.skip)
 	}
 }
 
-// registerOrSkip registers fd on l, skipping the test where uring cannot make a registered-file
-// table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19); any other error fails it.
-func registerOrSkip(t *testing.T, l *ringev.Loop, backend string, fd int) {
+// register puts fds in l's registered-file table (RegisterFile), failing the test on an error;
+// on uring it first skips the test where the kernel has no sparse table (requireRegisteredFiles).
+func register(t *testing.T, l *ringev.Loop, fds ...int) {
 	t.Helper()
-	if err := l.RegisterFile(fd); err != nil {
-		if backend == "uring" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
-			t.Skipf("IORING_RSRC_REGISTER_SPARSE (Linux 5.19): %v", err)
+	if l.Backend() == "uring" {
+		requireRegisteredFiles(t)
+	}
+	for _, fd := range fds {
+		if err := l.RegisterFile(fd); err != nil {
+			t.Fatalf("RegisterFile(%d): %v", fd, err)
 		}
+	}
+}
+
+// requireOp skips the test where the uring backend cannot run requests of op on this kernel
+// (CheckOp's error wraps EOPNOTSUPP and names the feature); any other error fails it.
+func requireOp(t *testing.T, op ringev.Op) {
+	t.Helper()
+	l := newLoop(t, "uring") // skips where io_uring is not available
+	if err := l.CheckOp(op); errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("%v requests on uring: %v", op, err)
+	} else if err != nil {
+		t.Fatalf("CheckOp(%v): %v", op, err)
+	}
+	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

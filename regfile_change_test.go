@@ -14,30 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// registered returns a loop on uring with fds registered (RegisterFile), skipping the test
-// where the kernel has no sparse registered-file table.
-func registered(t *testing.T, fds ...int) *ringev.Loop {
-	t.Helper()
-	requireRegisteredFiles(t)
-	l := newLoop(t, "uring")
-	for _, fd := range fds {
-		if err := l.RegisterFile(fd); err != nil {
-			t.Fatalf("RegisterFile(%d): %v", fd, err)
-		}
-	}
-	return l
-}
-
 // TestUnregisterFileSubmitsThePreparedRequestsFirst: a Read made on a registered fd and not yet
 // submitted when UnregisterFile empties the slot still reads its byte (UnregisterFile submits
 // it first, and the kernel keeps the registered file to its completion).
 func TestUnregisterFileSubmitsThePreparedRequestsFirst(t *testing.T) {
-	requireRegisteredFiles(t)
 	r, _ := pipeHolding(t, "ab")
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(r); err != nil {
-		t.Fatal(err)
-	}
+	register(t, l, r)
 	var rec recorder
 	must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
 	if err := l.UnregisterFile(r); err != nil {
@@ -55,7 +38,8 @@ func TestUnregisterFileSubmitsThePreparedRequestsFirst(t *testing.T) {
 // without taking the pipe's byte, which arrives after.
 func TestUnregisterFileBetweenAReadAndItsSetTimeout(t *testing.T) {
 	r, w := testutil.Pipe(t)
-	l := registered(t, r)
+	l := newLoop(t, "uring")
+	register(t, l, r)
 	var rec recorder
 	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
 	if err := l.UnregisterFile(r); err != nil {
@@ -81,7 +65,8 @@ func TestUnregisterFileBetweenAReadAndItsSetTimeout(t *testing.T) {
 // kernel together, the Read ends once with ETIME, and the pipe keeps its byte.
 func TestUnregisterFileAfterALinkedDeadline(t *testing.T) {
 	r, w := testutil.Pipe(t)
-	l := registered(t, r)
+	l := newLoop(t, "uring")
+	register(t, l, r)
 	var rec recorder
 	h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))
 	if err := h.SetTimeout(5 * time.Millisecond); err != nil {
@@ -110,7 +95,8 @@ func TestUnregisterFileAfterALinkedDeadline(t *testing.T) {
 func TestUnregisterFileWithAFullSQAndQueuedDeadlines(t *testing.T) {
 	const n = 600
 	a, b := testutil.Socketpair(t)
-	l := registered(t, a)
+	l := newLoop(t, "uring")
+	register(t, l, a)
 	calls := make([]int, n)
 	got := 0
 	bytesIn := 0
@@ -166,15 +152,12 @@ func TestUnregisterFileWithAFullSQAndQueuedDeadlines(t *testing.T) {
 // registered fd, unregistered while the send is in the kernel, is finished by the loop with
 // every byte (the rest goes out without the emptied slot).
 func TestUnregisterFileDuringALargeSendFinishesIt(t *testing.T) {
-	requireRegisteredFiles(t)
 	a, b := testutil.Socketpair(t)
 	if err := unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 		t.Fatal(err)
 	}
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a); err != nil {
-		t.Fatal(err)
-	}
+	register(t, l, a)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
 	var snd recorder
 	must(t)(l.Send(a, big, 0, snd.cb, 0))
@@ -209,7 +192,8 @@ func TestUnregisterFileDuringALargeSendFinishesIt(t *testing.T) {
 // the loop with every byte, in order, while an fd handler drains the pipe.
 func TestUnregisterFileDuringALargeWriteFinishesIt(t *testing.T) {
 	r, w := testutil.Pipe(t)
-	l := registered(t, w)
+	l := newLoop(t, "uring")
+	register(t, l, w)
 	big := make([]byte, 1<<20)
 	for i := range big {
 		big[i] = byte(i * 7)
@@ -240,7 +224,8 @@ func TestUnregisterFileDuringALargeWriteFinishesIt(t *testing.T) {
 // order; CloseFd then ends it with ECANCELED.
 func TestUnregisterFileOfAParkedRecvMultishotRearmsAndKeepsEveryByte(t *testing.T) {
 	a, b := testutil.Socketpair(t)
-	l := registered(t, a)
+	l := newLoop(t, "uring")
+	register(t, l, a)
 	g, err := l.NewBufferGroup(2, 8)
 	if err != nil {
 		t.Fatalf("NewBufferGroup: %v", err)
@@ -306,7 +291,8 @@ func TestUnregisterFileOfAParkedRecvMultishotRearmsAndKeepsEveryByte(t *testing.
 // in order; CloseFd then ends it with ECANCELED.
 func TestRegisterFileFlipsDuringARecvMultishotKeepEveryByte(t *testing.T) {
 	a, b := testutil.Socketpair(t)
-	l := registered(t, a)
+	l := newLoop(t, "uring")
+	register(t, l, a)
 	g, err := l.NewBufferGroup(4, 16)
 	if err != nil {
 		t.Fatalf("NewBufferGroup: %v", err)
@@ -381,7 +367,8 @@ func TestRegisterFileFlipsDuringARecvMultishotKeepEveryByte(t *testing.T) {
 // rounds, the registration flipped at every round, keeps every byte in order.
 func TestRegisterFileChangesFromCallbacksAndHandlersKeepEveryByte(t *testing.T) {
 	a, b := testutil.Socketpair(t)
-	l := registered(t, a)
+	l := newLoop(t, "uring")
+	register(t, l, a)
 	const rounds = 200
 	sent, echoed := 0, 0
 	var got []byte

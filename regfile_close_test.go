@@ -21,9 +21,14 @@ import (
 // RegisterFile does nothing and the same holds.
 func TestRegisteredFileReleasedByCloseFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		if backend == "uring" {
+			requireRegisteredFiles(t)
+		}
 		r, w := testutil.Pipe(t)
 		l := newLoop(t, backend)
-		registerOrSkip(t, l, backend, r)
+		if err := l.RegisterFile(r); err != nil {
+			t.Fatal(err)
+		}
 		var rd, cls recorder
 		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
 		untilWaited(t, l)
@@ -54,7 +59,7 @@ func TestRegisteredFileReleasedByLoopCloseAtOnce(t *testing.T) {
 	must(t)(l.Read(r2, make([]byte, 4), -1, rec.cb, 0))
 	untilWaited(t, l) // the Read waits in the kernel
 	for _, fd := range []int{r1, r2} {
-		if err := unix.Close(fd); err != nil {
+		if err := testutil.Close(t, fd); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,16 +80,13 @@ func TestRegisteredFileReleasedByLoopCloseAtOnce(t *testing.T) {
 // event with auto-close (the loop owns the number), and the socket's peer.
 func autoClosingRegistered(t *testing.T) (*ringev.Loop, *ringev.FdEvent, int) {
 	t.Helper()
-	requireRegisteredFiles(t)
 	a, peer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a); err != nil {
-		t.Fatal(err)
-	}
+	register(t, l, a)
 	ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 	ev.SetAutoClose(true)
 	testutil.HandOver(t, a)
-	settle(t, l, 10*time.Millisecond, 3)
+	untilWaited(t, l) // the loop watches a
 	return l, ev, peer
 }
 
@@ -103,12 +105,9 @@ func TestRegisteredFileAutoClosedByItsFdEventIsReleased(t *testing.T) {
 // of a registered fd, a new socket that takes the number gets the requests made on it (not the
 // old socket the table would still hold).
 func TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T) {
-	requireRegisteredFiles(t)
 	a, oldPeer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a); err != nil {
-		t.Fatal(err)
-	}
+	register(t, l, a)
 	var first recorder
 	must(t)(l.Send(a, []byte("old"), 0, first.cb, 0)) // the loop knows the number
 	until(t, l, func() bool { return first.n() > 0 })
@@ -135,12 +134,9 @@ func TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T)
 // a registered fd waits for its Recv closes the fd, and the peer reads EOF as soon as Close
 // returns (as for an fd not registered: TestRequestLoopCloseFinishesPendingCloseFd).
 func TestRegisteredFileWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.T) {
-	requireRegisteredFiles(t)
 	a, peer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a); err != nil {
-		t.Fatal(err)
-	}
+	register(t, l, a)
 	must(t)(l.Recv(a, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
 	untilWaited(t, l)
 	must(t)(l.CloseFd(a, func(*ringev.Completion) {}, 0))
@@ -158,12 +154,9 @@ func TestRegisteredFileWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.
 // registered-file table: a close(2) of a registered fd after it releases the file at once (the
 // peer reads EOF), as for an fd never registered.
 func TestRegisteredFileClosedAfterLoopCloseIsReleasedAtOnce(t *testing.T) {
-	requireRegisteredFiles(t)
 	a, peer := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(a); err != nil {
-		t.Fatal(err)
-	}
+	register(t, l, a)
 	must(t)(l.Recv(a, make([]byte, 16), 0, func(*ringev.Completion) {}, 0))
 	untilWaited(t, l)
 	if err := l.Close(); err != nil {
@@ -175,8 +168,8 @@ func TestRegisteredFileClosedAfterLoopCloseIsReleasedAtOnce(t *testing.T) {
 	expectEOF(t, peer, 0, "close(2) of a registered fd after Loop.Close")
 }
 
-// TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce: Loop.Close closes a registered fd whose
-// fd event has auto-close; the peer reads EOF as soon as Close returns.
+// TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce: Loop.Close closes a registered fd
+// whose fd event has auto-close; the peer reads EOF as soon as Close returns.
 func TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce(t *testing.T) {
 	l, _, peer := autoClosingRegistered(t)
 	if err := l.Close(); err != nil {
@@ -194,7 +187,8 @@ func TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered(t *testin
 	if err := unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 		t.Fatal(err)
 	}
-	l := registered(t, a)
+	l := newLoop(t, "uring")
+	register(t, l, a)
 	num := a
 	var rcv, snd, cls recorder
 	must(t)(l.Recv(num, make([]byte, 16), 0, rcv.cb, 0))
@@ -224,27 +218,13 @@ func TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered(t *testin
 	}
 }
 
-// TestRegisteredFileAcceptMultishotThenCloseFd: an AcceptMultishot on a registered
-// listener accepts two connections, then CloseFd of the listener ends it (its last completion
+// TestRegisteredFileAcceptMultishotThenCloseFd: an AcceptMultishot on a registered listener
+// accepts two connections, then CloseFd of the listener ends it (its last completion
 // ECANCELED), closes it with no error, and releases the socket: a new connection is refused.
 func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
-	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lfd := testutil.Own(t, ln)
-	if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(ln, 16); err != nil {
-		t.Fatal(err)
-	}
-	sa0, err := unix.Getsockname(ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := sa0.(*unix.SockaddrInet4)
-	l := registered(t, ln)
+	ln, sa := listener(t)
+	l := newLoop(t, "uring")
+	register(t, l, ln)
 	var acc, cls recorder
 	must(t)(l.AcceptMultishot(ln, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, acc.cb, 0))
 	untilWaited(t, l)
@@ -258,7 +238,7 @@ func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
 		unix.Close(c.N)
 	}
 	must(t)(l.CloseFd(ln, cls.cb, 0))
-	testutil.HandOver(t, lfd)
+	testutil.HandOver(t, ln)
 	until(t, l, func() bool { return cls.n() > 0 && acc.n() >= 3 })
 	wantOne(t, &cls, 0)
 	if c := acc.last(t); c.More || !errors.Is(c.Err, unix.ECANCELED) {
@@ -268,7 +248,7 @@ func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(s)
+	testutil.Own(t, s)
 	if err := unix.Connect(s, sa); !errors.Is(err, unix.ECONNREFUSED) {
 		t.Fatalf("connect after CloseFd of the registered listener: %v, want ECONNREFUSED (the listener released)", err)
 	}
@@ -279,30 +259,24 @@ func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
 // waiting for those: Loop.Close closes the latter, and after a close(2) of the others every
 // peer reads EOF at once; no fd and no goroutine is left.
 func TestRegisteredFileLoopCloseWithManyInFlightLeaksNothing(t *testing.T) {
-	requireRegisteredFiles(t)
+	requireRegisteredFiles(t) // before fds0: it makes and closes a loop of its own
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	fds0 := len(openFds(t))
 	const n = 64
 	type pair struct{ a, b int }
 	ps := make([]pair, n)
 	for i := range ps {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps[i] = pair{fds[0], fds[1]}
-		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+		a, b := testutil.Socketpair(t)
+		ps[i] = pair{a, b}
+		if err := unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l, err := ringev.New(ringev.WithBackend("uring"))
-	requireNew(t, "uring", err)
+	l := newLoop(t, "uring")
 	big := make([]byte, 256<<10)
 	nop := func(*ringev.Completion) {}
 	for i, p := range ps {
-		if err := l.RegisterFile(p.a); err != nil {
-			t.Fatal(err)
-		}
+		register(t, l, p.a)
 		h := must(t)(l.Recv(p.a, make([]byte, 16), 0, nop, 0))
 		if i%3 == 0 {
 			if err := h.SetTimeout(time.Hour); err != nil {
@@ -315,6 +289,7 @@ func TestRegisteredFileLoopCloseWithManyInFlightLeaksNothing(t *testing.T) {
 	for i, p := range ps {
 		if i%2 == 0 {
 			must(t)(l.CloseFd(p.a, nop, 0))
+			testutil.HandOver(t, p.a)
 		}
 	}
 	if err := l.Close(); err != nil {
@@ -325,13 +300,13 @@ func TestRegisteredFileLoopCloseWithManyInFlightLeaksNothing(t *testing.T) {
 			if !isClosed(p.a) {
 				t.Errorf("fd %d: Loop.Close left open the fd a CloseFd was closing", p.a)
 			}
-		} else if err := unix.Close(p.a); err != nil {
+		} else if err := testutil.Close(t, p.a); err != nil {
 			t.Errorf("close(%d): %v", p.a, err)
 		}
 	}
 	for i, p := range ps {
 		expectEOF(t, p.b, 0, "peer "+strconv.Itoa(i)+" after Loop.Close")
-		unix.Close(p.b)
+		testutil.Close(t, p.b)
 	}
 	runtime.GC()
 	if got := len(openFds(t)); got != fds0 {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
@@ -23,13 +22,10 @@ import (
 // reader, and a Read on the closed number reads the old pipe through the table; UnregisterFile
 // then releases it (the write gets EPIPE).
 func TestRegisteredFileOutlivesARawClose(t *testing.T) {
-	requireRegisteredFiles(t)
 	r, w := testutil.Pipe(t)
 	l := newLoop(t, "uring")
-	if err := l.RegisterFile(r); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Close(r); err != nil {
+	register(t, l, r)
+	if err := testutil.Close(t, r); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeErr(w); err != nil {
@@ -51,13 +47,18 @@ func TestRegisteredFileOutlivesARawClose(t *testing.T) {
 // releases the file at once (the pipe's writer gets EPIPE), on every backend.
 func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		if backend == "uring" {
+			requireRegisteredFiles(t)
+		}
 		r, w := testutil.Pipe(t)
 		l := newLoop(t, backend)
-		registerOrSkip(t, l, backend, r)
+		if err := l.RegisterFile(r); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.UnregisterFile(r); err != nil {
 			t.Fatal(err)
 		}
-		if err := unix.Close(r); err != nil {
+		if err := testutil.Close(t, r); err != nil {
 			t.Fatal(err)
 		}
 		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
@@ -67,8 +68,9 @@ func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
 }
 
 // TestRegisterFileOffUringDoesNothing: on every backend but uring (epoll, poll, uring-poll)
-// RegisterFile returns nil and holds no file: a close(2) of the registered read end alone
-// releases it (the pipe's writer gets EPIPE), and requests on the fd read as before.
+// RegisterFile returns nil and holds no file: requests on the fd work as before (a Read of a
+// pipe; a Send and a Recv on a socket), and a close(2) once they are done releases the file at
+// once, with no UnregisterFile (the pipe's writer gets EPIPE; the socket's peer reads EOF).
 func TestRegisterFileOffUringDoesNothing(t *testing.T) {
 	var others []string
 	for _, b := range ringev.Backends() {
@@ -78,44 +80,32 @@ func TestRegisterFileOffUringDoesNothing(t *testing.T) {
 	}
 	eachBackend(t, others, func(t *testing.T, backend string) {
 		r, w := pipeHolding(t, "a")
+		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		if err := l.RegisterFile(r); err != nil {
-			t.Fatalf("RegisterFile on %s: %v, want nil", backend, err)
+		for _, fd := range []int{r, a} {
+			if err := l.RegisterFile(fd); err != nil {
+				t.Fatalf("RegisterFile(%d) on %s: %v, want nil", fd, backend, err)
+			}
 		}
-		var rec recorder
+		var rec, snd, rcv recorder
 		must(t)(l.Read(r, make([]byte, 4), -1, rec.cb, 0))
-		until(t, l, func() bool { return rec.n() > 0 })
+		must(t)(l.Send(a, []byte("ping"), 0, snd.cb, 0))
+		must(t)(l.Recv(a, make([]byte, 8), 0, rcv.cb, 0))
+		testutil.Write(t, peer, []byte("pong"))
+		until(t, l, func() bool { return rec.n() > 0 && snd.n() > 0 && rcv.n() > 0 })
 		wantOne(t, &rec, 1)
-		if err := unix.Close(r); err != nil {
+		wantOne(t, &snd, 4)
+		wantOne(t, &rcv, 4)
+		if err := testutil.Close(t, r); err != nil {
 			t.Fatal(err)
 		}
 		if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
 			t.Fatalf("write after close(2) of the read end registered on %s: %v, want EPIPE (no table holds the file)", backend, err)
 		}
-	})
-}
-
-// TestRegisterFileIsANoOpOffUring: on epoll and poll RegisterFile changes nothing: requests
-// on the fd work, and a plain close(2) once they are done releases the file at once (the peer
-// reads EOF), with no UnregisterFile.
-func TestRegisterFileIsANoOpOffUring(t *testing.T) {
-	eachBackend(t, []string{"epoll", "poll"}, func(t *testing.T, backend string) {
-		a, peer := testutil.Socketpair(t)
-		l := newLoop(t, backend)
-		if err := l.RegisterFile(a); err != nil {
-			t.Fatal(err)
-		}
-		var snd, rcv recorder
-		must(t)(l.Send(a, []byte("ping"), 0, snd.cb, 0))
-		must(t)(l.Recv(a, make([]byte, 8), 0, rcv.cb, 0))
-		testutil.Write(t, peer, []byte("pong"))
-		until(t, l, func() bool { return snd.n() > 0 && rcv.n() > 0 })
-		wantOne(t, &snd, 4)
-		wantOne(t, &rcv, 4)
 		if err := testutil.Close(t, a); err != nil {
 			t.Fatal(err)
 		}
-		expectEOF(t, peer, 0, "close(2) of an fd RegisterFile was given on "+backend)
+		expectEOF(t, peer, 0, "close(2) of a socket RegisterFile was given on "+backend)
 		quiet(t, l)
 	})
 }
@@ -143,7 +133,7 @@ func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 	if err := l.RegisterFile(w); err != nil {
 		t.Fatalf("RegisterFile after the fault: %v (it should make the table now)", err)
 	}
-	if err := unix.Close(r); err != nil {
+	if err := testutil.Close(t, r); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
@@ -151,76 +141,24 @@ func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 	}
 }
 
-// TestRegisterFileRefusesBadInput: a negative fd and one that names no open file get EBADF;
-// another goroutine gets ErrNotOwner; a closed loop ErrClosed; an fd that CloseFd is closing
-// ErrFdClosing (on uring; the emulation has closed it already: EBADF).
+// TestRegisterFileRefusesBadInput: on every backend RegisterFile and UnregisterFile refuse, with
+// the documented error and no effect, a negative fd, one beyond any int32 and each of the
+// loop's own fds (EBADF), a call from another goroutine (ErrNotOwner), an fd that CloseFd is
+// closing (ErrFdClosing on uring, where a Read in the kernel keeps it open; the emulation has
+// closed it already: EBADF) and a closed loop (ErrClosed). RegisterFile of a number that names
+// no open file gets EBADF; UnregisterFile of one, and of an fd never registered, does nothing
+// (nil); a second RegisterFile of a registered fd does nothing.
 func TestRegisterFileRefusesBadInput(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, _ := testutil.Pipe(t)
-		l := newLoop(t, backend)
-		for _, fd := range []int{-1, closedFdNumber(t)} {
-			if err := l.RegisterFile(fd); !errors.Is(err, unix.EBADF) {
-				t.Errorf("RegisterFile(%d): %v, want EBADF", fd, err)
-			}
-		}
-		if err := l.UnregisterFile(-1); !errors.Is(err, unix.EBADF) {
-			t.Errorf("UnregisterFile(-1): %v, want EBADF", err)
-		}
-		done := make(chan error)
-		go func() { done <- l.RegisterFile(r) }()
-		if err := <-done; !errors.Is(err, ringev.ErrNotOwner) {
-			t.Errorf("RegisterFile from another goroutine: %v, want ErrNotOwner", err)
-		}
-		var rd, cls recorder
-		must(t)(l.Read(r, make([]byte, 4), -1, rd.cb, 0))
-		untilWaited(t, l)
-		must(t)(l.CloseFd(r, cls.cb, 0))
-		// On uring the Read in the kernel keeps the close pending; the emulation cancels it
-		// at once and closes the fd, whose number then names no open file.
-		err := l.RegisterFile(r)
-		if want := ringev.ErrFdClosing; backend == "uring" && !errors.Is(err, want) || !errors.Is(err, unix.EBADF) {
-			t.Errorf("RegisterFile right after CloseFd: %v, want ErrFdClosing on uring, EBADF on all", err)
-		}
-		until(t, l, func() bool { return cls.n() > 0 })
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.RegisterFile(0); !errors.Is(err, ringev.ErrClosed) {
-			t.Errorf("RegisterFile on a closed loop: %v, want ErrClosed", err)
-		}
-	})
-}
-
-// TestRegistrationErrors: on every backend, RegisterFile and UnregisterFile refuse, with the
-// documented error and no effect, an fd beyond any int32 (EBADF), each of the loop's own fds
-// (EBADF), a call from another goroutine (ErrNotOwner), a fd that CloseFd is closing
-// (ErrFdClosing on uring, where a Read keeps it open) and a closed loop (ErrClosed);
-// UnregisterFile of a closed number and of an fd never registered does nothing (nil), and a
-// second RegisterFile of a registered fd does nothing.
-func TestRegistrationErrors(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		if backend == "uring" {
-			requireRegisteredFiles(t)
-		}
 		r, w := testutil.Pipe(t)
-		before := map[int]bool{}
-		for _, name := range openFds(t) {
-			var n int
-			fmtSscan(name, &n)
-			before[n] = true
-		}
+		before := openFds(t)
 		l := newLoop(t, backend)
 		// The loop makes its own fds lazily, some with its first request: make one first.
 		var rd recorder
 		must(t)(l.Read(r, make([]byte, 1), -1, rd.cb, 0))
 		testutil.Write(t, w, oneByte)
 		until(t, l, func() bool { return rd.n() > 0 })
-		for _, name := range openFds(t) {
-			var fd int
-			fmtSscan(name, &fd)
-			if before[fd] || isClosed(fd) {
-				continue
-			}
+		for _, fd := range fdsSince(t, before) {
 			if err := l.RegisterFile(fd); !errors.Is(err, unix.EBADF) {
 				t.Errorf("RegisterFile(%d), one of the loop's own fds: %v, want EBADF", fd, err)
 			}
@@ -228,7 +166,7 @@ func TestRegistrationErrors(t *testing.T) {
 				t.Errorf("UnregisterFile(%d), one of the loop's own fds: %v, want EBADF", fd, err)
 			}
 		}
-		for _, fd := range []int{1 << 31, 1 << 40, -1 << 40} {
+		for _, fd := range []int{-1, 1 << 31, 1 << 40, -1 << 40} {
 			if err := l.RegisterFile(fd); !errors.Is(err, unix.EBADF) {
 				t.Errorf("RegisterFile(%d): %v, want EBADF", fd, err)
 			}
@@ -236,32 +174,41 @@ func TestRegistrationErrors(t *testing.T) {
 				t.Errorf("UnregisterFile(%d): %v, want EBADF", fd, err)
 			}
 		}
-		if err := l.UnregisterFile(closedFdNumber(t)); err != nil {
+		closed := closedFdNumber(t)
+		if err := l.RegisterFile(closed); !errors.Is(err, unix.EBADF) {
+			t.Errorf("RegisterFile(%d), a closed number: %v, want EBADF", closed, err)
+		}
+		if err := l.UnregisterFile(closed); err != nil {
 			t.Errorf("UnregisterFile of a closed number: %v, want nil", err)
 		}
 		if err := l.UnregisterFile(w); err != nil {
 			t.Errorf("UnregisterFile of an fd never registered: %v, want nil", err)
+		}
+		if backend == "uring" {
+			requireRegisteredFiles(t)
 		}
 		for range 2 {
 			if err := l.RegisterFile(r); err != nil {
 				t.Fatalf("RegisterFile(%d): %v", r, err)
 			}
 		}
-		done := make(chan error, 1)
-		go func() { done <- l.UnregisterFile(r) }()
-		select {
-		case err := <-done:
-			if !errors.Is(err, ringev.ErrNotOwner) {
-				t.Errorf("UnregisterFile from another goroutine: %v, want ErrNotOwner", err)
+		var foreign [2]error
+		onOtherGoroutine(t, func() { foreign[0], foreign[1] = l.RegisterFile(w), l.UnregisterFile(r) })
+		for i, name := range []string{"RegisterFile", "UnregisterFile"} {
+			if !errors.Is(foreign[i], ringev.ErrNotOwner) {
+				t.Errorf("%s from another goroutine: %v, want ErrNotOwner", name, foreign[i])
 			}
-		case <-time.After(deadline):
-			t.Fatal("UnregisterFile from another goroutine did not return")
 		}
-		// Still registered: a Read works, and on uring the fd is pinned by the table only.
+		// Registered: a Read works; CloseFd then waits for it on uring.
 		var rd2, cls recorder
 		must(t)(l.Read(r, make([]byte, 1), -1, rd2.cb, 0))
 		untilWaited(t, l)
 		must(t)(l.CloseFd(r, cls.cb, 0))
+		testutil.HandOver(t, r)
+		err := l.RegisterFile(r)
+		if want := ringev.ErrFdClosing; backend == "uring" && !errors.Is(err, want) || !errors.Is(err, unix.EBADF) {
+			t.Errorf("RegisterFile right after CloseFd: %v, want ErrFdClosing on uring, EBADF on all", err)
+		}
 		if backend == "uring" {
 			if err := l.UnregisterFile(r); !errors.Is(err, ringev.ErrFdClosing) {
 				t.Errorf("UnregisterFile while CloseFd waits for a Read: %v, want ErrFdClosing", err)
@@ -274,6 +221,9 @@ func TestRegistrationErrors(t *testing.T) {
 		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
+		}
+		if err := l.RegisterFile(w); !errors.Is(err, ringev.ErrClosed) {
+			t.Errorf("RegisterFile on a closed loop: %v, want ErrClosed", err)
 		}
 		if err := l.UnregisterFile(r); !errors.Is(err, ringev.ErrClosed) {
 			t.Errorf("UnregisterFile on a closed loop: %v, want ErrClosed", err)
@@ -308,7 +258,7 @@ func TestRegisterFileRefusesAnFdBeyondTheTable(t *testing.T) {
 	if err := unix.Dup3(r0, high, unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(high) })
+	testutil.Own(t, high)
 	if err := l.RegisterFile(high); !errors.Is(err, unix.ERANGE) {
 		t.Fatalf("RegisterFile(%d) with a table of %d slots: %v, want ERANGE", high, slots, err)
 	}

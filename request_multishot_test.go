@@ -13,8 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A loop makes and closes more buffer groups than a group ID (16 bits) counts while one group
-// stays: every NewBufferGroup succeeds (an ID still in use is not given again).
+// TestRequestBufferGroupIDsAreNotReusedWhileInUse: a loop makes and closes more buffer groups
+// than a group ID (16 bits) counts while one group stays: every NewBufferGroup succeeds (an ID
+// still in use is not given again).
 func TestRequestBufferGroupIDsAreNotReusedWhileInUse(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
@@ -101,11 +102,9 @@ func TestRequestBufferGroupIncrementalConsumption(t *testing.T) {
 // completion that leaves data in the socket (6,000 bytes into buffers of 4,096) has
 // SockNonempty set (IORING_CQE_F_SOCK_NONEMPTY); the one that takes the rest has it clear.
 func TestRequestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore(t *testing.T) {
+	requireOp(t, ringev.OpRecvMultishot)
 	client, server := tcpPair(t, 0)
 	l := newLoop(t, "uring")
-	if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
-		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
-	}
 	g, err := l.NewBufferGroup(4, 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -133,18 +132,18 @@ func TestRequestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore(t *testing.
 	}
 }
 
-// RecvMultishot on a pipe (not a socket) ends with one callback that carries an error, on
-// every backend.
+// TestRequestRecvMultishotOnPipeEndsWithError: RecvMultishot on a pipe (not a socket) is
+// refused at the call or ends with one callback that carries ENOTSOCK, on every backend.
 func TestRequestRecvMultishotOnPipeEndsWithError(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
 		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
 		g, err := l.NewBufferGroup(2, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer g.Close()
-		unix.Write(w, []byte("x"))
+		testutil.Write(t, w, []byte("x"))
 		last, runs := 0, 0
 		var lastErr error
 		h, err := l.RecvMultishot(r, g, 0, func(c *ringev.Completion) {
