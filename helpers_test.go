@@ -1029,21 +1029,17 @@ func newExactLoop(t *testing.T, backend string) *ringev.Loop {
 	return newLoop(t, backend, ringev.WithExactSignals())
 }
 
-// batchLoop is a uring loop with WithBatchWait(n, d), skipped where the kernel lacks
-// IORING_FEAT_MIN_TIMEOUT (Linux 6.12) or io_uring is off.
-func batchLoop(t *testing.T, n int, d time.Duration) *ringev.Loop {
+// requireBatchWait skips the test where the uring backend cannot batch its waits
+// (WithBatchWait needs IORING_FEAT_MIN_TIMEOUT, Linux 6.12: CheckBatchWait's error names it),
+// or cannot be created at all; any other error fails it.
+func requireBatchWait(t *testing.T) {
 	t.Helper()
-	l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(n, d))
-	if errors.Is(err, unix.EOPNOTSUPP) {
-		t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
+	newLoop(t, "uring").Close() // skips where io_uring is not available
+	if err := ringev.CheckBatchWait(); errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("WithBatchWait: %v", err)
+	} else if err != nil {
+		t.Fatalf("CheckBatchWait: %v", err)
 	}
-	requireNew(t, "uring", err)
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("Loop.Close: %v", err)
-		}
-	})
-	return l
 }
 
 // registeredFiles is what requireRegisteredFiles found, once per process: why the uring

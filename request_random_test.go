@@ -19,249 +19,100 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestRequestRandomOps makes many random requests, cancels and closes on random sockets and
-// checks that every request's last callback runs exactly once, that no callback follows it,
-// and that no fd or goroutine is left.
+// TestRequestRandomOps: 100,000 random operations (fewer with -short) on every backend, made
+// between Onces: Recvs, RecvMultishots (provided buffers) and Sends both ways on 8 socket
+// pairs, Cancels of recent and long-finished requests, SetTimeouts right after the call,
+// later, removed and set again, and CloseFd of a pair with a fresh one taking the numbers.
+// Every request gets exactly one last callback (More only on a multishot's earlier ones) and
+// none after it; the bytes of every pair still open add up; at the end CloseFd of every pair
+// leaves the loop with nothing to wait for; no fd or goroutine is left.
 func TestRequestRandomOps(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		fds0 := len(openFds(t))
-		func() {
-			l := newLoop(t, backend)
-			defer l.Close()
-			n := 100000 // issue 12's figure
-			if testing.Short() {
-				n = 10000
-			}
-			randomRequests(t, l, n)
-		}()
-		runtime.GC()
-		if n := len(openFds(t)); n != fds0 {
-			t.Fatalf("%d fds open after the test, %d before", n, fds0)
-		}
-	})
-}
-
-// randomRequests is TestRequestRandomOps's body.
-func randomRequests(t *testing.T, l *ringev.Loop, n int) {
-	rng := rand.New(rand.NewSource(1))
-	type pair struct{ a, b int }
-	var socks []pair
-	newPair := func() pair {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pair{fds[0], fds[1]}
-	}
-	for i := 0; i < 8; i++ {
-		socks = append(socks, newPair())
-	}
-	type state struct {
-		h     ringev.Request
-		last  bool // the last callback ran
-		calls int
-	}
-	reqs := make([]state, 0, n)
-	bad := 0
-	cb := func(c *ringev.Completion) {
-		s := &reqs[c.Token]
-		s.calls++
-		if s.last {
-			bad++
-			t.Errorf("request %d: a callback after its last", c.Token)
-		}
-		if !c.More {
-			s.last = true
-		}
-	}
-	closing := 0
-	onClose := func(c *ringev.Completion) {
-		closing--
-		if c.Err != nil {
-			t.Errorf("CloseFd: %v", c.Err)
-		}
-	}
-	bufs := make([][]byte, 64)
-	for i := range bufs {
-		bufs[i] = make([]byte, 32)
-	}
-	made := 0
-	for made < n && bad == 0 {
-		p := &socks[rng.Intn(len(socks))]
-		tok := uint64(len(reqs))
-		var h ringev.Request
-		var err error
-		switch k := rng.Intn(10); {
-		case k < 4:
-			h, err = l.Recv(p.a, bufs[rng.Intn(len(bufs))], 0, cb, tok)
-		case k < 6:
-			h, err = l.Send(p.b, []byte("hello"), 0, cb, tok)
-		case k < 7:
-			h, err = l.Send(p.a, []byte("back"), 0, cb, tok)
-		case k < 8 && len(reqs) > 0:
-			reqs[rng.Intn(len(reqs))].h.Cancel()
-			continue
-		case k < 9:
-			h, err = l.Recv(p.b, bufs[rng.Intn(len(bufs))], 0, cb, tok)
-			if err == nil && rng.Intn(2) == 0 {
-				h.SetTimeout(time.Duration(rng.Intn(3)) * time.Millisecond)
-			}
-		default:
-			if rng.Intn(4) == 0 {
-				closing += 2
-				if _, err := l.CloseFd(p.a, onClose, 0); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := l.CloseFd(p.b, onClose, 0); err != nil {
-					t.Fatal(err)
-				}
-				*p = newPair()
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("request %d: %v", tok, err)
-		}
-		reqs = append(reqs, state{h: h})
-		made++
-		if rng.Intn(4) == 0 {
-			for j := rng.Intn(4); j >= 0; j-- {
-				l.AddTimer(0, func(*ringev.Timer) {}) // so that no Once waits for long
-				once(t, l)
-			}
-		}
-	}
-	// End: cancel what is left by closing every socket through the loop.
-	for _, p := range socks {
-		closing += 2
-		l.CloseFd(p.a, onClose, 0)
-		l.CloseFd(p.b, onClose, 0)
-	}
-	left := func() bool {
-		if closing > 0 {
-			return false
-		}
-		for i := range reqs {
-			if !reqs[i].last {
-				return false
-			}
-		}
-		return true
-	}
-	until(t, l, left)
-	for i, s := range reqs {
-		if s.calls != 1 {
-			t.Fatalf("request %d: %d callbacks", i, s.calls)
-		}
-	}
-	// Nothing more comes: the loop has nothing left to wait for.
-	if err := onceErr(t, l); !errors.Is(err, ringev.ErrNothingToDo) {
-		t.Fatalf("Once after the last completion: %v, want ErrNothingToDo", err)
-	}
-}
-
-// TestRequestRandomOpsInCallbacksConserveBytes: 100,000 random operations on uring (fewer with
-// -short), half of them made inside callbacks (so many SQEs are prepared at the call and
-// cancelled, re-timed or closed before the enter): Sends on one end of socketpairs, Recvs and
-// RecvMultishots (provided buffers) on the other, Cancels, SetTimeouts right after the call,
-// later, removed and set again, and CloseFd with a fresh pair. Every request gets exactly one
-// last callback (More only on a multishot's earlier ones), and on every pair still open at the
-// end the bytes sent equal the bytes received plus those left in the socket: no SQE turned
-// into a NOP moved data, and no cancelled request lost what it read. No fd or goroutine leaks.
-func TestRequestRandomOpsInCallbacksConserveBytes(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	fds0 := len(openFds(t))
 	n := 100000
 	if testing.Short() {
 		n = 10000
 	}
-	func() {
-		l := newLoop(t, "uring")
-		defer l.Close()
-		g, err := l.NewBufferGroup(16, 64)
-		if err != nil {
-			t.Fatalf("NewBufferGroup: %v", err)
-		}
-		randomOpsInCallbacks(t, l, g, n, randSeed(t))
-	}()
-	runtime.GC()
-	if got := len(openFds(t)); got != fds0 {
-		t.Fatalf("%d fds open after the test, %d before", got, fds0)
-	}
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		runRandomOps(t, backend, opMix{n: n, seed: 1})
+	})
 }
 
-// TestRequestRandomOpsWithBatchWait: TestRequestRandomOpsInCallbacksConserveBytes's 20,000
-// operations on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking
-// waits batch completions.
+// TestRequestRandomOpsInCallbacksConserveBytes: TestRequestRandomOps's mix on uring, half of it
+// made inside callbacks (so many SQEs are prepared at the call and cancelled, re-timed or
+// closed before the enter): no SQE turned into a NOP moved data, and no cancelled request lost
+// what it read.
+func TestRequestRandomOpsInCallbacksConserveBytes(t *testing.T) {
+	n := 100000
+	if testing.Short() {
+		n = 10000
+	}
+	runRandomOps(t, "uring", opMix{n: n, seed: randSeed(t), inCallbacks: true})
+}
+
+// TestRequestRandomOpsWithBatchWait: 20,000 operations of TestRequestRandomOpsInCallbacksConserveBytes's
+// mix on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking waits
+// batch completions.
 func TestRequestRandomOpsWithBatchWait(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	fds0 := len(openFds(t))
-	func() {
-		l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(8, time.Millisecond))
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
-		}
-		requireNew(t, "uring", err)
-		defer l.Close()
-		g, err := l.NewBufferGroup(16, 64)
-		if err != nil {
-			t.Fatalf("NewBufferGroup: %v", err)
-		}
-		randomOpsInCallbacks(t, l, g, 20000, randSeed(t)+1)
-	}()
-	runtime.GC()
-	if got := len(openFds(t)); got != fds0 {
-		t.Fatalf("%d fds open after the test, %d before", got, fds0)
-	}
+	requireBatchWait(t)
+	runRandomOps(t, "uring", opMix{n: 20000, seed: randSeed(t) + 1, inCallbacks: true},
+		ringev.WithBatchWait(8, time.Millisecond))
 }
 
-// TestRequestRandomOpsWithRegistrationConserveBytes: random Recvs, RecvMultishots, Sends, cancels,
-// deadlines and CloseFds (with new socket pairs taking the numbers) on 8 socket pairs, made
-// from callbacks and between Onces, with RegisterFile and UnregisterFile of random ends mixed
-// in: every request ends once, every byte sent is received or left in its socket, and no fd or
-// goroutine is left, on every backend (on epoll, poll and uring-poll the registration does
-// nothing).
+// TestRequestRandomOpsWithRegistrationConserveBytes: TestRequestRandomOpsInCallbacksConserveBytes's
+// mix with RegisterFile and UnregisterFile of random ends among the operations, on every
+// backend (20,000 operations on uring, 4,000 elsewhere, where the registration does nothing).
 func TestRequestRandomOpsWithRegistrationConserveBytes(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		if backend == "uring" {
 			requireRegisteredFiles(t)
 		}
-		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-		fds0 := len(openFds(t))
 		n := 20000
 		if testing.Short() || backend != "uring" {
 			n = 4000
 		}
-		func() {
-			l := newLoop(t, backend)
-			defer l.Close()
-			g, err := l.NewBufferGroup(16, 64)
-			if err != nil {
-				t.Fatalf("NewBufferGroup: %v", err)
-			}
-			randomOps(t, l, g, n, randSeed(t), true)
-		}()
-		runtime.GC()
-		if got := len(openFds(t)); got != fds0 {
-			t.Fatalf("%d fds open after the test, %d before", got, fds0)
-		}
+		runRandomOps(t, backend, opMix{n: n, seed: randSeed(t), inCallbacks: true, register: true})
 	})
 }
 
-func randomOpsInCallbacks(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed int64) {
-	randomOps(t, l, g, n, seed, false)
+// opMix is what randomOps draws.
+type opMix struct {
+	n           int   // requests to make
+	seed        int64 // of the random source
+	inCallbacks bool  // after half the completions, the callback makes up to 4 more operations
+	register    bool  // RegisterFile and UnregisterFile of random ends are among the operations
 }
 
-// randomOps is randomOpsInCallbacks; with reg, registration changes (RegisterFile,
-// UnregisterFile of either end of a pair) are among the ops, at least one is made, and the
-// pairs are unregistered before their close(2) at the end.
-func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed int64, reg bool) {
-	rng := rand.New(rand.NewSource(seed))
+// runRandomOps runs randomOps on a new loop on backend with opts and a buffer group of 16
+// buffers of 64 bytes, and fails the test if an fd or a goroutine is left afterwards.
+func runRandomOps(t *testing.T, backend string, mix opMix, opts ...ringev.Option) {
+	t.Helper()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	fds0 := len(openFds(t))
+	func() {
+		l := newLoop(t, backend, opts...)
+		defer l.Close()
+		g, err := l.NewBufferGroup(16, 64)
+		if err != nil {
+			t.Fatalf("NewBufferGroup: %v", err)
+		}
+		randomOps(t, l, g, mix)
+	}()
+	runtime.GC()
+	if got := len(openFds(t)); got != fds0 {
+		t.Fatalf("%d fds open after the test, %d before", got, fds0)
+	}
+}
+
+// randomOps makes mix.n random requests on l (RecvMultishots into g) and the operations around
+// them, then checks every request's callbacks and the bytes of every pair still open, and
+// closes every pair with CloseFd.
+func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, mix opMix) {
+	rng := rand.New(rand.NewSource(mix.seed))
+	// A pair's bytes, each way: what its Sends moved, and what Recvs took at the other end.
 	type pair struct {
-		a, b           int
-		sent, received int
-		closed         bool
+		a, b                   int
+		sentAB, recvB          int
+		sentBA, recvA          int
+		closed                 bool
 	}
 	newPair := func() *pair {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -274,21 +125,18 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 	for i := range socks {
 		socks[i] = newPair()
 	}
+	// A request's state; count is the pair's counter its bytes count in.
 	type state struct {
 		h     ringev.Request
-		p     *pair
-		send  bool
+		count *int
+		multi bool // a RecvMultishot: more than one callback
 		last  bool
 		calls int
 	}
 	var reqs []state
 	bad, made, closing, flips := 0, 0, 0, 0
-	kinds := 20
-	if reg {
-		kinds = 24 // 20-21: a registration change; 22-23: as the default
-	}
 	payload := []byte("0123456789abcdef0123456789abcdef")
-	var step func(inCallback bool)
+	var step func()
 	cb := func(c *ringev.Completion) {
 		s := &reqs[c.Token]
 		s.calls++
@@ -303,16 +151,13 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 		if !c.More {
 			s.last = true
 		}
-		switch {
-		case s.send:
-			s.p.sent += c.N
-		case c.Err == nil && c.N > 0:
-			s.p.received += c.N
+		if c.Op == ringev.OpSend || c.Err == nil {
+			*s.count += c.N // a Send's N counts what it moved before an error, too
 		}
 		c.ReleaseBuffer()
-		if made < n && rng.Intn(2) == 0 {
+		if mix.inCallbacks && made < mix.n && rng.Intn(2) == 0 {
 			for k := rng.Intn(4); k >= 0; k-- {
-				step(true)
+				step()
 			}
 		}
 	}
@@ -322,41 +167,69 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 			t.Errorf("CloseFd: %v", c.Err)
 		}
 	}
+	closePair := func(p *pair) {
+		closing += 2
+		if _, err := l.CloseFd(p.a, onClose, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.CloseFd(p.b, onClose, 0); err != nil {
+			t.Fatal(err)
+		}
+		p.closed = true
+	}
+	// recent is a request made lately, or now and then any request made so far.
+	recent := func() ringev.Request {
+		if rng.Intn(4) == 0 {
+			return reqs[rng.Intn(len(reqs))].h
+		}
+		return reqs[len(reqs)-1-rng.Intn(min(len(reqs), 8))].h
+	}
 	bufs := make([][]byte, 64)
 	for i := range bufs {
 		bufs[i] = make([]byte, 1+i)
 	}
-	step = func(inCallback bool) {
-		if made >= n || bad > 0 {
+	kinds := 24
+	if mix.register {
+		kinds = 26 // 24-25: a registration change
+	}
+	step = func() {
+		if made >= mix.n || bad > 0 {
 			return
 		}
 		i := rng.Intn(len(socks))
 		p := socks[i]
 		tok := uint64(len(reqs))
 		var h ringev.Request
+		var count *int
+		multi := false
 		var err error
-		send := false
 		switch k := rng.Intn(kinds); {
-		case k < 6:
+		case k < 5:
 			h, err = l.Recv(p.b, bufs[rng.Intn(len(bufs))], 0, cb, tok)
+			count = &p.recvB
 		case k < 7:
+			h, err = l.Recv(p.a, bufs[rng.Intn(len(bufs))], 0, cb, tok)
+			count = &p.recvA
+		case k < 8:
 			h, err = l.RecvMultishot(p.b, g, 0, cb, tok)
+			count, multi = &p.recvB, true
 		case k < 12:
 			h, err = l.Send(p.a, payload[:1+rng.Intn(len(payload))], 0, cb, tok)
-			send = true
-		case k < 15 && len(reqs) > 0:
-			reqs[len(reqs)-1-rng.Intn(min(len(reqs), 8))].h.Cancel()
+			count = &p.sentAB
+		case k < 14:
+			h, err = l.Send(p.b, payload[:1+rng.Intn(len(payload))], 0, cb, tok)
+			count = &p.sentBA
+		case k < 17 && len(reqs) > 0:
+			recent().Cancel()
 			return
-		case k < 18 && len(reqs) > 0:
-			h := reqs[len(reqs)-1-rng.Intn(min(len(reqs), 8))].h
-			switch rng.Intn(3) {
-			case 0:
-				h.SetTimeout(0)
-			default:
-				h.SetTimeout(time.Duration(rng.Intn(2000)) * time.Microsecond)
+		case k < 20 && len(reqs) > 0:
+			if rng.Intn(3) == 0 {
+				recent().SetTimeout(0)
+			} else {
+				recent().SetTimeout(time.Duration(rng.Intn(2000)) * time.Microsecond)
 			}
 			return
-		case k >= 20 && k < 22:
+		case k >= 24:
 			fd := p.a
 			if rng.Intn(2) == 0 {
 				fd = p.b
@@ -374,14 +247,7 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 			return
 		default:
 			if rng.Intn(8) == 0 {
-				closing += 2
-				if _, err := l.CloseFd(p.a, onClose, 0); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := l.CloseFd(p.b, onClose, 0); err != nil {
-					t.Fatal(err)
-				}
-				p.closed = true
+				closePair(p)
 				socks[i] = newPair()
 			}
 			return
@@ -389,17 +255,16 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 		if err != nil {
 			t.Fatalf("request %d: %v", tok, err)
 		}
-		reqs = append(reqs, state{h: h, p: p, send: send})
+		reqs = append(reqs, state{h: h, count: count, multi: multi})
 		made++
 		if rng.Intn(3) == 0 {
 			h.SetTimeout(time.Duration(rng.Intn(3000)) * time.Microsecond)
 		}
-		_ = inCallback
 	}
-	for made < n && bad == 0 {
-		step(false)
+	for made < mix.n && bad == 0 {
+		step()
 		if rng.Intn(4) == 0 {
-			for j := rng.Intn(3); j >= 0; j-- {
+			for j := rng.Intn(4); j >= 0; j-- {
 				l.AddTimer(0, func(*ringev.Timer) {}) // so that no Once waits for long
 				once(t, l)
 			}
@@ -409,7 +274,7 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 	for i := range reqs {
 		reqs[i].h.Cancel()
 	}
-	left := func() bool {
+	ended := func() bool {
 		if closing > 0 {
 			return false
 		}
@@ -420,35 +285,45 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, n int, seed 
 		}
 		return true
 	}
-	until(t, l, left)
+	until(t, l, ended)
 	for i, s := range reqs {
-		if s.calls == 0 || !s.last {
+		if s.calls == 0 || !s.last || s.calls != 1 && !s.multi {
 			t.Fatalf("request %d: %d callbacks, last %v", i, s.calls, s.last)
+		}
+		if s.h.Pending() {
+			t.Fatalf("request %d: Pending after its last callback", i)
 		}
 	}
 	buf := make([]byte, 1<<16)
-	for _, p := range socks {
+	leftIn := func(fd int) int {
 		rest := 0
 		for {
-			m, err := unix.Read(p.b, buf)
+			m, err := unix.Read(fd, buf)
 			if m <= 0 || err != nil {
-				break
+				return rest
 			}
 			rest += m
 		}
-		if p.sent != p.received+rest {
-			t.Errorf("pair %d/%d: %d bytes sent, %d received + %d left in the socket", p.a, p.b, p.sent, p.received, rest)
-		}
-		for _, fd := range []int{p.a, p.b} {
-			if err := l.UnregisterFile(fd); err != nil {
-				t.Errorf("UnregisterFile(%d): %v", fd, err)
-			}
-		}
-		unix.Close(p.a)
-		unix.Close(p.b)
 	}
-	if reg && flips == 0 {
+	for _, p := range socks {
+		if restB := leftIn(p.b); p.sentAB != p.recvB+restB {
+			t.Errorf("pair %d/%d: %d bytes sent a to b, %d received + %d left in the socket", p.a, p.b, p.sentAB, p.recvB, restB)
+		}
+		if restA := leftIn(p.a); p.sentBA != p.recvA+restA {
+			t.Errorf("pair %d/%d: %d bytes sent b to a, %d received + %d left in the socket", p.a, p.b, p.sentBA, p.recvA, restA)
+		}
+		closePair(p)
+	}
+	until(t, l, func() bool { return closing == 0 })
+	if mix.register && flips == 0 {
 		t.Fatal("no registration change was made")
+	}
+	// Nothing more comes: once the group is closed the loop has nothing left to wait for.
+	if err := g.Close(); err != nil {
+		t.Fatalf("BufferGroup.Close: %v", err)
+	}
+	if err := onceErr(t, l); !errors.Is(err, ringev.ErrNothingToDo) {
+		t.Fatalf("Once after the last completion: %v, want ErrNothingToDo", err)
 	}
 }
 
