@@ -109,10 +109,10 @@ func randomOps(t *testing.T, l *ringev.Loop, g *ringev.BufferGroup, mix opMix) {
 	rng := rand.New(rand.NewSource(mix.seed))
 	// A pair's bytes, each way: what its Sends moved, and what Recvs took at the other end.
 	type pair struct {
-		a, b                   int
-		sentAB, recvB          int
-		sentBA, recvA          int
-		closed                 bool
+		a, b          int
+		sentAB, recvB int
+		sentBA, recvA int
+		closed        bool
 	}
 	newPair := func() *pair {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
