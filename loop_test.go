@@ -12,7 +12,6 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
-	"golang.org/x/sys/unix"
 )
 
 // Stop is for Run: a Stop while Run is not running does not make Once return without running a
@@ -174,243 +173,122 @@ func TestLoopNilFunctionsAreRefused(t *testing.T) {
 	}
 }
 
-// TestLoopHandlerPanicLeavesLoopUsable: a handler panics out of Once (recovered by the
-// caller); the loop is not left "inside a handler": the next Once runs the other ready handler,
-// and the panicking one runs again later (level-triggered).
+// TestLoopHandlerPanicLeavesLoopUsable: a handler of every kind (fd handler, timer, immediate,
+// posted function, request callback) that panics out of Once, recovered by Once's caller,
+// leaves the loop usable, on every backend in every dispatch mode. The panic reaches the caller
+// once. Once from the owner is not refused as nested afterwards, and a nested Once from a
+// handler still is. Another ready fd handler, an fd event added afterwards, a timer, a posted
+// function and a new request all run. A panicking fd handler runs again (level-triggered).
+// After a panicking callback, the other completion of its batch runs once, a Read made in the
+// callback completes, and the request's record is released: a CloseFd of its fd, with no
+// request left, closes it at once. Close returns nil (newLoop's cleanup checks it).
 func TestLoopHandlerPanicLeavesLoopUsable(t *testing.T) {
-	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, 2, true)
-		l := newLoop(t, backend, m.opts()...)
-		counts := [2]int{}
-		addFd(t, l, rs[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
-			counts[0]++
-			if counts[0] == 1 {
-				panic("b2 boom")
-			}
-		})
-		addFd(t, l, rs[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { counts[1]++ })
-		recovered := 0
-		for i := 0; counts[0] < 3 || counts[1] < 3; i++ {
-			if i > 20 {
-				t.Fatalf("after 20 Onces: runs %v", counts)
-			}
-			func() {
-				defer func() {
-					p := recover()
-					if p != nil && p != "b2 boom" {
-						panic(p)
-					}
-					if p != nil {
-						recovered++
-					}
-				}()
-				if err := onceErr(t, l); err != nil {
-					t.Fatalf("Once after a handler panicked: %v", err)
-				}
-			}()
-		}
-		if recovered != 1 {
-			t.Fatalf("the handler's panic reached Once's caller %d times, want 1", recovered)
-		}
-	})
-}
-
-// A handler of every kind (fd handler doing its I/O through the loop, timer, immediate, posted
-// function), in the default mode and with WithDispatchAll, that panics leaves the loop usable:
-// after the panic is recovered, an fd handler on another pipe, a timer and a posted function
-// still run, and Close returns nil.
-func TestBreakerPanickingHandlerLeavesLoopUsable(t *testing.T) {
-	for _, all := range []bool{false, true} {
-		for _, kind := range []string{"fd", "timer", "immediate", "post"} {
-			name := kind
-			if all {
-				name += "/dispatch-all"
-			}
-			t.Run(name, func(t *testing.T) {
-				eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-					var opts []ringev.Option
-					opts = append(opts, ringev.WithBackend(backend))
-					if all {
-						opts = append(opts, ringev.WithDispatchAll())
-					}
-					l, err := ringev.New(opts...)
-					if err != nil {
-						if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-							t.Skip(err)
+	const boom = "a handler's panic"
+	for _, kind := range []string{"fd", "timer", "immediate", "post", "callback"} {
+		t.Run(kind, func(t *testing.T) {
+			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+				// 0: the panicking handler's; 1: another handler's; 2: the callback batch's
+				// second Read; 3: a Read made after the panic; 4: an fd event added after it.
+				rs, _ := pipes(t, 5, true)
+				r5, w5 := testutil.Pipe(t) // a Read made in the panicking callback
+				l := newLoop(t, backend, m.opts()...)
+				firstRuns, otherRuns, panics := 0, 0, 0
+				var second, made recorder
+				switch kind {
+				case "fd":
+					addFd(t, l, rs[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+						if firstRuns++; firstRuns == 1 {
+							panic(boom)
 						}
+					})
+				case "timer":
+					l.AddTimer(0, func(*ringev.Timer) { firstRuns++; panic(boom) })
+				case "immediate":
+					l.AddImmediate(func() { firstRuns++; panic(boom) })
+				case "post":
+					if err := l.Post(func() { firstRuns++; panic(boom) }); err != nil {
 						t.Fatal(err)
 					}
+				case "callback":
+					must(t)(l.Read(rs[0], make([]byte, 1), -1, func(*ringev.Completion) {
+						firstRuns++
+						if _, err := l.Read(r5, make([]byte, 1), -1, made.cb, 0); err != nil {
+							t.Errorf("Read in the panicking callback: %v", err)
+						}
+						panic(boom)
+					}, 0))
+					must(t)(l.Read(rs[2], make([]byte, 1), -1, second.cb, 0))
+				}
+				addFd(t, l, rs[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { otherRuns++ })
+				// turn is one Once that recovers the handler's panic, and only that.
+				turn := func() {
 					defer func() {
-						if err := l.Close(); err != nil {
-							t.Errorf("Close: %v", err)
+						if p := recover(); p != nil {
+							if p != boom {
+								panic(p)
+							}
+							panics++
 						}
 					}()
-					r1, w1 := testutil.Pipe(t)
-					r2, w2 := testutil.Pipe(t)
-					unix.Write(w1, []byte("a"))
-					unix.Write(w2, []byte("b"))
-					boom := func() { panic("boom") }
-					var ev1 *ringev.FdEvent
-					switch kind {
-					case "fd":
-						ev1, err = l.AddFd(r1, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
-							var b [1]byte
-							l.ReadNonblocking(r1, b[:])
-							ev.Close()
-							boom()
-						})
-						if err != nil {
-							t.Fatal(err)
+					if err := onceErr(t, l); err != nil {
+						t.Fatalf("Once (after %d panics): %v", panics, err)
+					}
+				}
+				for i := 0; panics == 0; i++ {
+					if i == 50 {
+						t.Fatalf("the panicking %s handler did not run within 50 Onces", kind)
+					}
+					turn()
+				}
+				if kind == "fd" { // the panicking handler runs again, beside the other one
+					for i := 0; firstRuns < 3 || otherRuns < 3; i++ {
+						if i == 20 {
+							t.Fatalf("after 20 Onces: the panicking handler ran %d times, the other %d", firstRuns, otherRuns)
 						}
-					case "timer":
-						l.AddTimer(0, func(*ringev.Timer) { boom() })
-					case "immediate":
-						l.AddImmediate(boom)
-					case "post":
-						l.Post(boom)
+						turn()
 					}
-					_ = ev1
-					panicked := false
-					for i := 0; i < 50 && !panicked; i++ {
-						func() {
-							defer func() { panicked = recover() != nil }()
-							l.Once()
-						}()
+				}
+				if kind == "callback" {
+					must(t)(l.CloseFd(rs[0], func(*ringev.Completion) {}, 0))
+					testutil.HandOver(t, rs[0])
+					if !isClosed(rs[0]) {
+						t.Error("CloseFd of the panicking request's fd, with no request left, did not close it at once: the panic kept its record")
 					}
-					if !panicked {
-						t.Fatal("the handler did not run within 50 Onces")
+					testutil.Write(t, w5, oneByte)
+				}
+				timerRan, postRan, addedRan := false, false, false
+				var after recorder
+				var nested error
+				l.AddTimer(time.Millisecond, func(*ringev.Timer) { timerRan = true })
+				if err := l.Post(func() { postRan = true }); err != nil {
+					t.Fatal(err)
+				}
+				must(t)(l.Read(rs[3], make([]byte, 1), -1, func(c *ringev.Completion) { after.cb(c); nested = l.Once() }, 0))
+				addFd(t, l, rs[4], ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { addedRan = true; ev.SetFlags(0) })
+				others := otherRuns
+				done := func() bool {
+					return timerRan && postRan && addedRan && after.n() > 0 && otherRuns > others &&
+						(kind != "callback" || second.n() > 0 && made.n() > 0)
+				}
+				for end := time.Now().Add(deadline); !done(); turn() {
+					if time.Now().After(end) {
+						t.Fatalf("%v after the panic: timer %v, post %v, added fd event %v, Read %d, other handler %d more; callback batch's second %d, Read made in it %d",
+							deadline, timerRan, postRan, addedRan, after.n(), otherRuns-others, second.n(), made.n())
 					}
-					fdRan, timerRan, postRan := false, false, false
-					ev2, err := l.AddFd(r2, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
-						var b [1]byte
-						if n, err := l.ReadNonblocking(r2, b[:]); n == 1 && err == nil {
-							fdRan = true
-						}
-						ev.Close()
-					})
-					if err != nil {
-						t.Fatalf("AddFd after the panic: %v", err)
-					}
-					defer ev2.Close()
-					l.AddTimer(time.Millisecond, func(*ringev.Timer) { timerRan = true })
-					if err := l.Post(func() { postRan = true }); err != nil {
-						t.Fatal(err)
-					}
-					untilFor(t, l, deadline, "handlers after a panic", func() bool { return fdRan && timerRan && postRan })
-				})
+				}
+				runTimer(t, l, quietFor, 0) // nothing runs twice meanwhile
+				if panics != 1 || firstRuns > 1 && kind != "fd" {
+					t.Errorf("the handler ran %d times and its panic reached Once's caller %d times, want once", firstRuns, panics)
+				}
+				if !errors.Is(nested, ringev.ErrNested) {
+					t.Errorf("Once from a callback after the panic: %v, want ErrNested (the nesting guard is off)", nested)
+				}
+				wantOne(t, &after, 1)
+				if kind == "callback" {
+					wantOne(t, &second, 1)
+					wantOne(t, &made, 1)
+				}
 			})
-		}
+		})
 	}
-}
-
-// A completion callback that panics leaves the loop usable: once the panic is recovered, Once
-// is not refused as nested, the request's record is released (its fd has no request left, so a
-// CloseFd closes it at once) and new requests complete.
-func TestBreakerPanicInCallbackLeavesLoopUsable(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
-		rp, wp := testutil.Pipe(t)
-		r, w := rp, wp
-		if _, err := unix.Write(w, []byte("ab")); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 1)
-		if _, err := l.Read(r, buf, -1, func(*ringev.Completion) { panic("boom") }, 0); err != nil {
-			t.Fatal(err)
-		}
-		panicked := false
-		end := time.Now().Add(5 * time.Second)
-		for !panicked && time.Now().Before(end) {
-			func() {
-				defer func() {
-					if recover() != nil {
-						panicked = true
-					}
-				}()
-				if err := l.Once(); err != nil {
-					t.Fatalf("Once: %v", err)
-				}
-			}()
-		}
-		if !panicked {
-			t.Fatal("the callback did not run within 5 s")
-		}
-		got := 0
-		buf2 := make([]byte, 1)
-		if _, err := l.Read(r, buf2, -1, func(c *ringev.Completion) {
-			if c.Err != nil || c.N != 1 || buf2[0] != 'b' {
-				t.Errorf("second Read: N %d err %v byte %q, want 1 <nil> 'b'", c.N, c.Err, buf2[0])
-			}
-			got++
-		}, 0); err != nil {
-			t.Fatalf("Read after the panic: %v", err)
-		}
-		untilFor(t, l, deadline, "the Read after a panicking callback", func() bool { return got > 0 })
-		closed := false
-		if _, err := l.CloseFd(r, func(c *ringev.Completion) { closed = c.Err == nil }, 0); err != nil {
-			t.Fatal(err)
-		}
-		testutil.HandOver(t, rp) // the loop closes it now
-		if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
-			t.Errorf("CloseFd with no request left did not close the fd at once (fcntl: %v): a record leaked by the panic still counts", err)
-		}
-		untilFor(t, l, deadline, "CloseFd's callback", func() bool { return closed })
-	})
-}
-
-// TestRequestPanicInABatchLeavesTheRestForTheNextOnce: two completions ready in one batch, the
-// first callback makes a Read and panics; recovered outside Once, the loop goes on: the second
-// callback runs exactly once on the next Once, the Read made before the panic completes, a
-// nested Once from a callback is still refused (the nesting guard works) and one from the owner
-// outside callbacks is not (it was reset).
-func TestRequestPanicInABatchLeavesTheRestForTheNextOnce(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r1, w1 := testutil.Pipe(t)
-		r2, w2 := testutil.Pipe(t)
-		r3, w3 := testutil.Pipe(t)
-		testutil.Write(t, w1, []byte("a"))
-		testutil.Write(t, w2, []byte("b"))
-		l := newLoop(t, backend)
-		var second, made recorder
-		firstRuns := 0
-		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
-			firstRuns++
-			if _, err := l.Read(r3, make([]byte, 1), -1, made.cb, 0); err != nil {
-				t.Errorf("Read in the panicking callback: %v", err)
-			}
-			panic("boom")
-		}, 0))
-		must(t)(l.Read(r2, make([]byte, 1), -1, second.cb, 0))
-		panicked := false
-		end := time.Now().Add(deadline)
-		for !panicked && time.Now().Before(end) {
-			func() {
-				defer func() { panicked = recover() != nil }()
-				if err := l.Once(); err != nil {
-					t.Fatalf("Once: %v", err)
-				}
-			}()
-		}
-		if !panicked {
-			t.Fatal("the panicking callback did not run")
-		}
-		testutil.Write(t, w3, []byte("c"))
-		var nested error
-		nestedRan := false
-		must(t)(l.Read(r1, make([]byte, 1), -1, func(*ringev.Completion) {
-			nestedRan = true
-			nested = l.Once()
-		}, 0))
-		testutil.Write(t, w1, []byte("d"))
-		until(t, l, func() bool { return second.n() > 0 && made.n() > 0 && nestedRan })
-		quiet(t, l)
-		if firstRuns != 1 {
-			t.Errorf("the panicking callback ran %d times", firstRuns)
-		}
-		wantOne(t, &second, 1)
-		wantOne(t, &made, 1)
-		if nested == nil {
-			t.Error("Once from a callback after the panic was allowed: the nesting guard is off")
-		}
-	})
 }
