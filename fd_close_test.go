@@ -54,9 +54,11 @@ func TestFdCloseDropsReadinessReportedInSameWait(t *testing.T) {
 	})
 }
 
-// TestFdCloseAutoCloseReleasesFile: with SetAutoClose(true), closing the fd event (from the loop's
-// goroutine, from inside the event's own handler, or by closing the loop) closes the fd, and the
-// socket's peer reads EOF within 100 ms although the loop had been waiting on the fd.
+// TestFdCloseAutoCloseReleasesFile: with SetAutoClose(true), closing the fd event (from the
+// loop's goroutine, or from inside the event's own handler) closes the fd, and the socket's peer
+// reads EOF within 100 ms although the loop had been waiting on the fd; closing the loop does
+// too, on every backend (uring-poll's pending poll is removed before the fd is closed), and the
+// peer reads EOF as soon as Close returns.
 func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		t.Run("FdEventClose", func(t *testing.T) {
@@ -65,7 +67,8 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 			ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 			ev.SetAutoClose(true)
 			testutil.HandOver(t, a)
-			settle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
+			untilWaited(t, l) // the loop watches the fd
+			settle(t, l, 10*time.Millisecond, 3)
 			if err := ev.Close(); err != nil {
 				t.Fatalf("FdEvent.Close with auto-close: %v", err)
 			}
@@ -88,6 +91,7 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 			})
 			ev.SetAutoClose(true)
 			testutil.HandOver(t, a)
+			untilWaited(t, l) // the loop watches the fd
 			settle(t, l, 10*time.Millisecond, 3)
 			testutil.Write(t, peer, []byte{'x'})
 			once(t, l)
@@ -109,6 +113,7 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 			ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
 			ev.SetAutoClose(true)
 			testutil.HandOver(t, a)
+			untilWaited(t, l) // the loop watches the fd
 			settle(t, l, 10*time.Millisecond, 3)
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
@@ -116,25 +121,8 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 			if !isClosed(a) {
 				t.Fatalf("fd %d is still open after Loop.Close with an auto-close event", a)
 			}
-			expectEOF(t, peer, releaseWithin, "auto-close by Loop.Close")
+			expectEOF(t, peer, 0, "auto-close by Loop.Close")
 		})
-	})
-}
-
-// Loop.Close with an auto-close fd event releases the file at once on every backend, uring-poll
-// included (its pending poll is removed before the fd is closed).
-func TestFdCloseByLoopCloseReleasesFileAtOnce(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := testutil.Socketpair(t)
-		l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
-		ev := addFd(t, l, a, ringev.Read, never(t, "idle socket"))
-		ev.SetAutoClose(true)
-		testutil.HandOver(t, a)
-		quiet(t, l) // the loop has waited with the fd watched
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		expectEOF(t, peer, 0, "peer read right after Loop.Close")
 	})
 }
 
@@ -142,8 +130,8 @@ func TestFdCloseByLoopCloseReleasesFileAtOnce(t *testing.T) {
 // removal queued, the new poll not yet armed) and that is then closed with auto-close before any
 // Once releases the file at once: the peer reads EOF within 100 ms. Once with a one-shot poll
 // armed (Read on an idle socket, changed to Error), once with a multishot one (Write on a
-// half-closed full socket, changed to Read|Write). On uring-poll the removal of the old poll
-// stayed in the SQ: Close submitted only when a poll was armed, so the file stayed pinned.
+// half-closed full socket, changed to Read|Write). On uring-poll Close must submit the old
+// poll's removal even when no poll is armed, or the file stays pinned.
 func TestFdCloseRightAfterSetFlagsReleasesFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, c := range []struct {
@@ -163,7 +151,8 @@ func TestFdCloseRightAfterSetFlagsReleasesFile(t *testing.T) {
 				}
 				l := newLoop(t, backend)
 				ev := addFd(t, l, a, c.from, never(t, "waiting event"))
-				settle(t, l, 20*time.Millisecond, 3) // the loop has waited on a
+				untilWaited(t, l) // the loop watches the fd
+				settle(t, l, 20*time.Millisecond, 3)
 				setFlags(t, ev, c.to)
 				ev.SetAutoClose(true)
 				testutil.HandOver(t, a)
@@ -176,9 +165,9 @@ func TestFdCloseRightAfterSetFlagsReleasesFile(t *testing.T) {
 	})
 }
 
-// TestFdCloseOfAMultishotWaitReleasesFile: a Write event that waits on a half-closed full socket (a
-// multishot poll on uring-poll), closed with auto-close by FdEvent.Close, by SetFlags(0) and a
-// plain close(2), or by Loop.Close, releases the file: the peer reads EOF within 100 ms.
+// TestFdCloseOfAMultishotWaitReleasesFile: a Write event that waits on a half-closed full socket
+// (a multishot poll on uring-poll), closed with auto-close by FdEvent.Close, by SetFlags(0) and
+// a plain close(2), or by Loop.Close, releases the file: the peer reads EOF within 100 ms.
 func TestFdCloseOfAMultishotWaitReleasesFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, how := range []string{"FdEventClose", "SetFlags0ThenClose", "LoopClose"} {
@@ -186,6 +175,7 @@ func TestFdCloseOfAMultishotWaitReleasesFile(t *testing.T) {
 				a, peer := halfClosedFull(t)
 				l := newLoop(t, backend)
 				ev := addFd(t, l, a, ringev.Write, never(t, "Write on a full socket"))
+				untilWaited(t, l) // the loop watches the fd
 				settle(t, l, 20*time.Millisecond, 3)
 				switch how {
 				case "FdEventClose":
@@ -253,6 +243,7 @@ func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 			ev := addFd(t, l, old, ringev.Read, never(t, "old socket"))
 			ev.SetAutoClose(true)
 			testutil.HandOver(t, old)
+			untilWaited(t, l) // the loop watches the fd
 			settle(t, l, 10*time.Millisecond, 3)
 			testutil.Write(t, oldPeer, []byte{'o'}) // the old file becomes readable...
 			if err := ev.Close(); err != nil {      // ...and is closed before the loop looks
@@ -264,6 +255,7 @@ func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 			old, oldPeer := testutil.Socketpair(t)
 			l := newLoop(t, backend)
 			oldEv := addFd(t, l, old, ringev.Read, never(t, "old socket"))
+			untilWaited(t, l) // the loop watches the fd
 			settle(t, l, 10*time.Millisecond, 3)
 			testutil.Write(t, oldPeer, []byte{'o'})
 			if err := testutil.Close(t, old); err != nil {
