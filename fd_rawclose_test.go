@@ -16,17 +16,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestFdRawCloseReleasesFile: the fd of a watched (and waited-on) socket is
-// closed with a plain close(2), not through the loop. Its peer reads EOF within 100 ms, the
-// handler never runs, and the loop neither spins nor fails afterwards (on poll, one Once reports
-// the invalid fd with an error wrapping EBADF). uring-poll pins the file until the loop is closed,
-// as documented.
+// TestFdRawCloseReleasesFile: the fd of a watched (and waited-on) socket is closed with a plain
+// close(2), not through the loop. Its peer reads EOF within 100 ms, the handler never runs, and
+// the loop neither spins nor fails afterwards (on poll, one Once reports the invalid fd with an
+// error wrapping EBADF). uring-poll pins the file until the loop is closed, as documented.
 func TestFdRawCloseReleasesFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		addFd(t, l, a, ringev.Read, never(t, "socket closed behind the loop's back"))
-		settle(t, l, 10*time.Millisecond, 3) // the loop has waited on a
+		untilWaited(t, l) // the loop watches a
+		settle(t, l, 10*time.Millisecond, 3)
 		if err := testutil.Close(t, a); err != nil {
 			t.Fatalf("close(2): %v", err)
 		}
@@ -62,11 +62,11 @@ func TestFdRawCloseReleasesFile(t *testing.T) {
 	})
 }
 
-// TestFdRawCloseSecondIdleLoopDoesNotPinFile: a second loop, on another goroutine that stays alive,
-// watches the same socket and never runs Once (or ran one Once and then went idle). The first
-// loop closes the fd (auto-close, or a plain close(2) while it still watches). The peer reads EOF
-// within 100 ms: an idle loop pins no file it does not own. uring-poll, once it has armed its
-// poll, pins the file as documented.
+// TestFdRawCloseSecondIdleLoopDoesNotPinFile: a second loop, on another goroutine that stays
+// alive, watches the same socket and never runs Once (or ran Once until it waited, and then went
+// idle). The first loop closes the fd (auto-close, or a plain close(2) while it still watches).
+// The peer reads EOF within 100 ms: an idle loop pins no file it does not own. uring-poll, once
+// it has armed its poll, pins the file as documented.
 func TestFdRawCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, idle := range []struct {
@@ -79,6 +79,7 @@ func TestFdRawCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
 					l := newLoop(t, backend)
 					ev := addFd(t, l, a, ringev.Read, never(t, "first loop"))
 					il := startIdleLoop(t, backend, a, idle.onceFirst)
+					untilWaited(t, l) // the first loop watches a
 					settle(t, l, 10*time.Millisecond, 3)
 					if how == "AutoClose" {
 						ev.SetAutoClose(true)
@@ -122,8 +123,8 @@ type idleLoop struct {
 	ran  chan error // the idle loop's handler ran (it must not)
 }
 
-// startIdleLoop starts the second loop; with onceFirst it runs one Once (a 1 ms timer) after
-// adding the fd, so that the backend has really armed its watch, before going idle.
+// startIdleLoop starts the second loop; with onceFirst it runs Once after adding the fd until
+// its backend has waited once (ringev.Waits: the watch is armed), before going idle.
 func startIdleLoop(t *testing.T, backend string, fd int, onceFirst bool) *idleLoop {
 	t.Helper()
 	il := &idleLoop{quit: make(chan struct{}), done: make(chan error, 1), ran: make(chan error, 1)}
@@ -141,10 +142,14 @@ func startIdleLoop(t *testing.T, backend string, fd int, onceFirst bool) *idleLo
 			}
 		})
 		if err == nil && onceFirst {
-			fired := false
-			l.AddTimer(time.Millisecond, func(*ringev.Timer) { fired = true })
-			for !fired && err == nil {
+			// A timer ends each wait, so that Once returns; a timer that runs instead of a
+			// wait is made again, twice as long.
+			w0, d := ringev.Waits(l), time.Millisecond
+			for ringev.Waits(l) == w0 && err == nil {
+				tm := l.AddTimer(d, func(*ringev.Timer) {})
 				err = l.Once()
+				tm.Stop()
+				d *= 2
 			}
 		}
 		ready <- err
@@ -209,7 +214,7 @@ var dupCases = []dupCase{
 	{name: "read/syscall/reuse", syscall: true, reuse: true},
 }
 
-// TestFdRawCloseWhileDupKeepsFileOpen (issue 11 item 1): a pipe end n is watched, a dup of it
+// TestFdRawCloseWhileDupKeepsFileOpen: a pipe end n is watched, a dup of it
 // keeps the file open, and n is closed with close(2) behind the loop's back; then the pipe is
 // written (or, for the write end, stays writable). A handler that does its I/O with the loop's
 // methods (Loop.ReadNonblocking, WriteNonblocking) runs at most once more: its I/O fails with
@@ -363,7 +368,7 @@ func closeWhileBlocked(t *testing.T, backend string, within time.Duration) block
 	return r
 }
 
-// TestFdRawCloseWhileBlockedReleasesFile (issue 11 item 2): the loop is blocked in Run watching a
+// TestFdRawCloseWhileBlockedReleasesFile: the loop is blocked in Run watching a
 // socket for Read; another goroutine, once the loop's thread sleeps in its wait system call,
 // closes the socket with close(2). On uring and epoll the peer reads EOF at once (within 1 s,
 // while the loop still sleeps). On poll it does not while the loop sleeps: a sleeping ppoll
@@ -420,30 +425,33 @@ func TestFdRawCloseWhileBlockedReleasesFile(t *testing.T) {
 	}
 }
 
-// An eventfd closed behind the loop's back whose number goes to a new eventfd (same anonymous
-// inode, so fstat cannot tell them apart) is watched afresh, and the old handler never runs, on
-// the backends that keep registrations by file (uring, epoll).
+// TestFdRawCloseThenReuseOfAnonymousInodeIsWatchedAfresh: an eventfd closed behind the loop's
+// back whose number goes to a new eventfd (same anonymous inode, so fstat cannot tell them
+// apart) is watched afresh, and the old handler never runs, on the backends that keep
+// registrations by file (uring, epoll).
 func TestFdRawCloseThenReuseOfAnonymousInodeIsWatchedAfresh(t *testing.T) {
 	eachBackend(t, []string{"uring", "epoll"}, func(t *testing.T, backend string) {
-		l := newLoop(t, backend)
 		a, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 		if err != nil {
 			t.Fatal(err)
 		}
+		testutil.Own(t, a)
+		l := newLoop(t, backend)
 		old := addFd(t, l, a, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { t.Error("the old handler ran") })
 		defer old.Close()
+		untilWaited(t, l) // the loop watches a
 		quiet(t, l)
-		unix.Close(a)
+		testutil.Close(t, a)
 		b, err := unix.Eventfd(1, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC) // readable at once
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer unix.Close(b)
+		testutil.Own(t, b)
 		if b != a {
-			t.Skipf("the new eventfd got fd %d, not the reused %d", b, a)
+			renumber(t, b, a) // something else took the number: move the new eventfd there
 		}
 		ran := 0
-		addFd(t, l, b, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })
+		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })
 		l.AddTimer(2*time.Second, func(*ringev.Timer) {})
 		once(t, l)
 		if ran != 1 {
