@@ -5,6 +5,7 @@ package ringev_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ func TestFdPipeWriterErrorWriteOnlyNotCalled(t *testing.T) {
 	})
 }
 
-// TestFdPeerCloseFlags (issue 11 item 6b): the peer of an AF_UNIX socketpair closes. Each handler
+// TestFdPeerCloseFlags : the peer of an AF_UNIX socketpair closes. Each handler
 // gets the flags it watches among Read, Error, and Write when the kernel reports the socket
 // writable too (POLLOUT, as poll(2) on it says here) — tevent's poll backend does the same —
 // except a handler that watches Write alone: it is not called and loses its Write flag. Every
@@ -106,7 +107,7 @@ func TestFdPeerCloseFlags(t *testing.T) {
 				ev, got, calls := flagsSeen(t, l, a, m)
 				if m&ringev.Write != 0 {
 					// Writable from the start: let it run once, then re-arm it.
-					awaitCalled(t, l, calls, fmt.Sprintf("a %v handler, on a writable socket", m))
+					untilFor(t, l, deadline, fmt.Sprintf("a %v handler, on a writable socket", m), func() bool { return *calls > 0 })
 					*calls, *got = 0, 0
 					if err := ev.SetFlags(m); err != nil {
 						t.Fatalf("SetFlags: %v", err)
@@ -129,7 +130,7 @@ func TestFdPeerCloseFlags(t *testing.T) {
 				if want == 0 {
 					called = calledInQuietPeriod(t, l, calls)
 				} else {
-					awaitCalled(t, l, calls, fmt.Sprintf("a %v handler, on hang-up", m))
+					untilFor(t, l, deadline, fmt.Sprintf("a %v handler, on hang-up", m), func() bool { return *calls > 0 })
 				}
 				t.Logf("revents %#x: a %v handler got %v (called %v), flags now %v", pfd[0].Revents, m, *got, called, ev.Flags())
 				if want == 0 {
@@ -149,7 +150,7 @@ func TestFdPeerCloseFlags(t *testing.T) {
 	})
 }
 
-// TestFdHalfCloseReportsError (issue 11 item 6b): the peer of a TCP connection over loopback
+// TestFdHalfCloseReportsError : the peer of a TCP connection over loopback
 // shuts down its writing side (shutdown(SHUT_WR), a half-close). As in tevent (which asks for
 // POLLRDHUP with TEVENT_FD_READ and TEVENT_FD_ERROR and reports TEVENT_FD_ERROR on it), a
 // handler that watches only Error wakes with Error, one that watches Read|Error gets Read|Error,
@@ -195,7 +196,7 @@ func TestFdHalfCloseReportsError(t *testing.T) {
 						t.Fatalf("SetFlags(Write): %v", err)
 					}
 				}
-				awaitCalled(t, l, calls, fmt.Sprintf("a %v handler, after the peer's shutdown(SHUT_WR)", c.watch))
+				untilFor(t, l, deadline, fmt.Sprintf("a %v handler, after the peer's shutdown(SHUT_WR)", c.watch), func() bool { return *calls > 0 })
 				if *got != c.want {
 					t.Errorf("a %v handler got %v after the peer's shutdown(SHUT_WR), want %v", c.watch, *got, c.want)
 				}
@@ -206,7 +207,7 @@ func TestFdHalfCloseReportsError(t *testing.T) {
 						t.Fatalf("SetFlags(Write): %v", err)
 					}
 					*calls = 0
-					awaitCalled(t, l, calls, "a Write handler, again on the half-closed (still writable) socket")
+					untilFor(t, l, deadline, "a Write handler, again on the half-closed (still writable) socket", func() bool { return *calls > 0 })
 				}
 			})
 		}
@@ -252,89 +253,60 @@ func TestFdHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
 	})
 }
 
-// TestFdWriteOnHalfClosedFullSocketWaitsAsleep: an fd event watching Write alone on a socket
-// whose send queue is full and whose peer has shut down its writing side is not run, and the
-// loop sleeps, until the peer reads; then it runs with Write. On uring-poll a one-shot
-// IORING_OP_POLL_ADD for POLLOUT completed at once with POLLRDHUP (io_uring adds it to every
-// poll) and was re-armed at once: the loop spun inside Once.
-func TestFdWriteOnHalfClosedFullSocketWaitsAsleep(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
-		a, peer := testutil.Socketpair(t)
-		chunk := make([]byte, 64<<10)
-		for {
-			if _, err := unix.Write(a, chunk); err != nil {
-				break // EAGAIN: full
-			}
-		}
-		if err := unix.Shutdown(peer, unix.SHUT_WR); err != nil {
-			t.Fatalf("shutdown(SHUT_WR): %v", err)
-		}
-		l := newLoop(t, b)
-		var got ringev.Flags
-		calls := 0
-		addFd(t, l, a, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
-			calls++
-			got = f
-			ev.SetFlags(0)
-		})
-		settle(t, l, 100*time.Millisecond, 1) // fails if the handler runs, or the loop spins
-		if calls != 0 {
-			t.Fatalf("the Write handler ran %d times before the peer read (flags %v)", calls, got)
-		}
-		drainUntil(t, l, peer, func() bool { return calls > 0 })
-		if got != ringev.Write {
-			t.Fatalf("the Write handler got %v once the peer read, want %v", got, ringev.Write)
-		}
-	})
-}
-
-// TestFdManyHalfClosedWriteWaitersSleepThenRunOnce: 64 half-closed full sockets, each with a Write
-// event: the loop sleeps; once every peer has read, each Write handler runs once.
-func TestFdManyHalfClosedWriteWaitersSleepThenRunOnce(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		const n = 64
-		var as, peers []int
-		for range n {
-			a, p := halfClosedFull(t)
-			as, peers = append(as, a), append(peers, p)
-		}
-		l := newLoop(t, backend)
-		runs := make([]int, n)
-		for i, a := range as {
-			addFd(t, l, a, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
-				runs[i]++
-				ev.SetFlags(0)
+// TestFdWriteOnHalfClosedFullSocketsWaitsAsleep: fd events watching Write alone on sockets whose
+// send queue is full and whose peer has shut down its writing side are not run, and the loop
+// sleeps (no Once but its timer's, no spinning), until the peers read; then each runs once,
+// with Write. One socket, and 64. (On uring-poll a one-shot IORING_OP_POLL_ADD for POLLOUT
+// completes at once with POLLRDHUP, which io_uring adds to every poll: re-armed at once, it
+// would spin the loop inside Once.)
+func TestFdWriteOnHalfClosedFullSocketsWaitsAsleep(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		n        int
+		quiet    time.Duration
+		maxOnces int
+	}{{"One", 1, 100 * time.Millisecond, 1}, {"Many", 64, 50 * time.Millisecond, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+				var as, peers []int
+				for range c.n {
+					a, p := halfClosedFull(t)
+					as, peers = append(as, a), append(peers, p)
+				}
+				l := newLoop(t, backend)
+				runs := make([]int, c.n)
+				got := make([]ringev.Flags, c.n)
+				for i, a := range as {
+					addFd(t, l, a, ringev.Write, func(ev *ringev.FdEvent, f ringev.Flags) {
+						runs[i]++
+						got[i] = f
+						ev.SetFlags(0)
+					})
+				}
+				settle(t, l, c.quiet, c.maxOnces) // fails if a handler runs, or the loop spins
+				for i := range runs {
+					if runs[i] != 0 {
+						t.Fatalf("fd %d's Write handler ran %d times before its peer read (flags %v)", as[i], runs[i], got[i])
+					}
+				}
+				buf := make([]byte, 256<<10)
+				for _, p := range peers {
+					for {
+						if k, err := unix.Read(p, buf); k <= 0 || err != nil {
+							break
+						}
+					}
+				}
+				until(t, l, func() bool { return !slices.Contains(runs, 0) })
+				settle(t, l, 20*time.Millisecond, 3)
+				for i := range runs {
+					if runs[i] != 1 || got[i] != ringev.Write {
+						t.Fatalf("fd %d's Write handler ran %d times, with %v; want once, with %v", as[i], runs[i], got[i], ringev.Write)
+					}
+				}
 			})
-		}
-		settle(t, l, 50*time.Millisecond, 3)
-		for i := range runs {
-			if runs[i] != 0 {
-				t.Fatalf("fd %d's Write handler ran %d times before its peer read", as[i], runs[i])
-			}
-		}
-		buf := make([]byte, 256<<10)
-		for _, p := range peers {
-			for {
-				if k, err := unix.Read(p, buf); k <= 0 || err != nil {
-					break
-				}
-			}
-		}
-		until(t, l, func() bool {
-			for _, r := range runs {
-				if r == 0 {
-					return false
-				}
-			}
-			return true
 		})
-		settle(t, l, 20*time.Millisecond, 3)
-		for i := range runs {
-			if runs[i] != 1 {
-				t.Fatalf("fd %d's Write handler ran %d times, want 1", as[i], runs[i])
-			}
-		}
-	})
+	}
 }
 
 // flagsSeen watches fd with flags on l and returns a pointer to the flags of the handler's
@@ -360,18 +332,4 @@ func calledInQuietPeriod(t *testing.T, l *ringev.Loop, calls *int) bool {
 	t.Helper()
 	runTimer(t, l, quietFor, 0)
 	return *calls > 0
-}
-
-// awaitCalled runs the loop until the handler has been called (*calls > 0), failing the test,
-// named by what, if it has not been by the deadline (a timer: the bound only turns a hang into
-// a failure).
-func awaitCalled(t *testing.T, l *ringev.Loop, calls *int, what string) {
-	t.Helper()
-	late := false
-	tm := l.AddTimer(deadline, func(*ringev.Timer) { late = true })
-	n := untilFor(t, l, 2*deadline, what, func() bool { return *calls > 0 || late })
-	tm.Stop()
-	if *calls == 0 {
-		t.Fatalf("%s: the handler was not called within %v (%d Once calls)", what, deadline, n)
-	}
 }
