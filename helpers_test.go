@@ -385,6 +385,28 @@ func expectPinned(t *testing.T, peer int, what string) {
 	}
 }
 
+// runWait returns how long the thread tid of this process has waited for a CPU so far: the
+// second field of /proc/self/task/TID/schedstat (ns on a run queue). A timing a test asserts on
+// a loaded machine subtracts it, so that it measures the loop, not the machine's other load.
+// Safe from any goroutine: a failure to read it fails the test (Error) and counts as 0.
+func runWait(t testing.TB, tid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
+	var f []string
+	var ns int64
+	if err == nil {
+		if f = strings.Fields(string(b)); len(f) < 2 {
+			err = fmt.Errorf("%q has no second field", b)
+		} else {
+			ns, err = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	if err != nil {
+		t.Errorf("reading the run-queue wait of thread %d: %v", tid, err)
+		return 0
+	}
+	return time.Duration(ns)
+}
+
 // threadCPU is the CPU time (user+system) used so far by the calling OS thread. The loop's
 // goroutine is locked to its thread, so this is the loop's own CPU time.
 func threadCPU(t testing.TB) time.Duration {

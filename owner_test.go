@@ -33,7 +33,8 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 			got = append(got, f)
 			testutil.Drain(t, ev.Fd())
 		})
-		settle(t, l, 5*time.Millisecond, 3) // the backend is armed
+		untilWaited(t, l) // the backend is armed
+		settle(t, l, 5*time.Millisecond, 3)
 		posted := false
 		onOtherGoroutine(t, func() {
 			check := func(what string, err error) {

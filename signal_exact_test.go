@@ -57,10 +57,7 @@ func TestExactSignalsWakeBlockedLoop(t *testing.T) {
 	}
 	far := false
 	l.AddTimer(time.Hour, func(*ringev.Timer) { far = true }) // something to wait for
-	go func() {
-		time.Sleep(20 * time.Millisecond) // let the loop block in its wait
-		unix.Kill(os.Getpid(), unix.SIGUSR2)
-	}()
+	whenBlocked(t, unix.Gettid(), func() { unix.Kill(os.Getpid(), unix.SIGUSR2) })
 	once(t, l) // a wait the signal did not end fails here
 	if got != 1 || far {
 		t.Fatalf("one Once: signal count %d, far timer ran %v; want the signal handler with count 1", got, far)
