@@ -5,6 +5,7 @@ package ringev_test
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -388,7 +389,8 @@ func testOneHandlerPerOnce(t *testing.T, backend string, m mode) {
 }
 
 // Post from another goroutine wakes a loop blocked in its wait: the loop has only a timer 10 s
-// away; a goroutine Posts after 50 ms; Once returns within 2 s having run the posted function. A
+// away; a goroutine Posts once the loop's thread sleeps in its wait; Once returns within 2 s
+// having run the posted function. A
 // safety timer at 2 s ends the wait if the Post did not wake the loop, so Once returning at or
 // after 2 s means the wake-up was lost (timers never fire early: this is not a timing bound).
 func testPostWakesBlockedLoop(t *testing.T, backend string, m mode) {
@@ -398,10 +400,7 @@ func testPostWakesBlockedLoop(t *testing.T, backend string, m mode) {
 	safety := l.AddTimer(2*time.Second, func(*ringev.Timer) { safetyFired = true })
 	posted := false
 	errc := make(chan error, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		errc <- l.Post(func() { posted = true })
-	}()
+	whenBlocked(t, unix.Gettid(), func() { errc <- l.Post(func() { posted = true }) })
 	start := time.Now()
 	once(t, l)
 	elapsed := time.Since(start)
@@ -460,8 +459,9 @@ func testOnceWithNothingLeftReturnsErrNothingToDo(t *testing.T, backend string, 
 }
 
 // Stop ends Run: a ready fd handler that calls Stop on its 5th call makes Run return nil after
-// exactly 5 calls; Stop from another goroutine (after 50 ms) ends a Run blocked on a timer 10 s
-// away within 2 s (a safety timer at 2 s ends the wait if the Stop did not wake the loop).
+// exactly 5 calls; Stop from another goroutine (once the loop's thread sleeps in its wait) ends
+// a Run blocked on a timer 10 s away within 2 s (a safety timer at 2 s ends the wait if the
+// Stop did not wake the loop).
 func testStopEndsRun(t *testing.T, backend string, m mode) {
 	t.Run("FromHandler", func(t *testing.T) {
 		r, w := testutil.Pipe(t)
@@ -488,12 +488,7 @@ func testStopEndsRun(t *testing.T, backend string, m mode) {
 			t.Errorf("Stop from another goroutine did not end Run: the 2 s safety timer ran")
 			l.Stop()
 		})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			time.Sleep(50 * time.Millisecond)
-			l.Stop()
-		}()
+		done := whenBlocked(t, unix.Gettid(), l.Stop)
 		start := time.Now()
 		if err := run(t, l, deadline); err != nil {
 			t.Fatalf("Run stopped from another goroutine: %v, want nil", err)
@@ -555,12 +550,14 @@ func testPostConcurrentWithClose(t *testing.T, backend string, m mode) {
 	l.AddTimer(time.Hour, func(*ringev.Timer) {})
 	errc := make(chan error, 1)
 	posted := make(chan struct{})
+	var posts atomic.Int64
 	go func() {
 		for n := 0; ; n++ {
 			if err := l.Post(func() {}); err != nil {
 				errc <- err
 				return
 			}
+			posts.Add(1)
 			if n == 0 {
 				close(posted)
 			}
@@ -576,7 +573,9 @@ func testPostConcurrentWithClose(t *testing.T, backend string, m mode) {
 	for range 3 {
 		once(t, l) // each runs one posted function
 	}
-	time.Sleep(5 * time.Millisecond) // more Posts, unsynchronised with the loop, right before Close
+	// More Posts, unsynchronised with the loop, right before Close.
+	at := posts.Load()
+	await(t, "100 more Posts", func() bool { return posts.Load() >= at+100 })
 	if err := l.Close(); err != nil {
 		t.Fatalf("Loop.Close while another goroutine posts: %v", err)
 	}
@@ -597,7 +596,8 @@ func testAutoCloseClosesFd(t *testing.T, backend string, m mode) {
 	a, peer := testutil.Socketpair(t) // a is closed by the loop (or, if that fails, at cleanup)
 	l := newLoop(t, backend, m.opts()...)
 	ev := addFd(t, l, a, ringev.Read, never(t, "Read handler of an idle socket"))
-	quiet(t, l) // the loop has waited on a
+	untilWaited(t, l) // the loop has waited on a
+	quiet(t, l)
 	ev.SetAutoClose(true)
 	if err := ev.Close(); err != nil {
 		t.Fatalf("FdEvent.Close with auto-close: %v", err)
@@ -622,7 +622,8 @@ func testClosedFileIsReleased(t *testing.T, backend string, m mode) {
 		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend, m.opts()...)
 		ev := addFd(t, l, a, ringev.Read, never(t, "Read handler of an idle socket"))
-		quiet(t, l) // the loop has waited on a
+		untilWaited(t, l) // the loop has waited on a
+	quiet(t, l)
 		if err := testutil.Close(t, a); err != nil {
 			t.Fatalf("close(2): %v", err)
 		}
@@ -638,8 +639,10 @@ func testClosedFileIsReleased(t *testing.T, backend string, m mode) {
 		idle := never(t, "Read handler of an idle socket")
 		ev1 := addFd(t, l1, a, ringev.Read, idle)
 		ev2 := addFd(t, l2, a, ringev.Read, idle)
+		untilWaited(t, l1) // both loops have waited on a
+		untilWaited(t, l2)
 		quiet(t, l1)
-		quiet(t, l2) // both loops have waited on a
+		quiet(t, l2)
 		ev1.SetAutoClose(true)
 		if err := ev1.Close(); err != nil {
 			t.Fatalf("FdEvent.Close with auto-close: %v", err)

@@ -367,10 +367,14 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 						}
 					})
 				}
+				untilWaited(t, l) // the loop watches the fd
 				settle(t, l, 10*time.Millisecond, 3) // full: nothing to report
 				if err := testutil.Close(t, peer); err != nil {
 					t.Fatalf("close peer: %v", err)
 				}
+				untilFor(t, l, deadline, "the hang-up's handler calls", func() bool {
+					return wev.Flags()&ringev.Write == 0 && (!withReader || len(readFlags) > 0)
+				})
 				settle(t, l, 50*time.Millisecond, 5)
 				if f := wev.Flags(); f&ringev.Write != 0 {
 					t.Fatalf("after hang-up the WRITE-only event still has flags %v; WRITE must be cleared", f)
@@ -398,6 +402,7 @@ func TestTeventHangUpReadHandlerSeesEOF(t *testing.T) {
 			n, rerr = unix.Read(ev.Fd(), buf[:])
 			ev.Close()
 		})
+		untilWaited(t, l) // the loop watches the fd
 		settle(t, l, 10*time.Millisecond, 3)
 		testutil.Close(t, peer)
 		until(t, l, func() bool { return len(got) > 0 })
@@ -423,6 +428,7 @@ func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
 					got = append(got, f)
 					ev.Close()
 				})
+				untilWaited(t, l) // the loop watches the fd
 				settle(t, l, 10*time.Millisecond, 3)
 				if len(got) != 0 {
 					t.Fatalf("handler ran with %v before the hang-up", got)
@@ -454,6 +460,7 @@ func TestTeventInvalidFdNeverSpins(t *testing.T) {
 					fill(t, a)
 				}
 				ev := addFd(t, l, a, mask, never(t, "invalid fd"))
+				untilWaited(t, l) // the loop watches the fd
 				settle(t, l, 10*time.Millisecond, 3)
 				testutil.Close(t, a)
 				errs := settle(t, l, 80*time.Millisecond, 5)
