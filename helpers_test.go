@@ -575,6 +575,34 @@ func untilWaited(t testing.TB, l *ringev.Loop) {
 	tm.Stop()
 }
 
+// awaitWoken waits for done after a Post or a Stop, which must wake the loop whose thread is
+// tid (the Post's function runs, or Run returns, before the loop blocks again), and returns ""
+// when done comes. If the loop's thread is seen asleep in its wait (blockedIn) while done has
+// still not come, the wake-up was lost: it returns that. If done does not come within the
+// deadline (a loop that neither serves nor sleeps), it returns that.
+func awaitWoken(tid int, done <-chan struct{}) (problem string) {
+	end := time.Now().Add(deadline)
+	for {
+		select {
+		case <-done:
+			return ""
+		default:
+		}
+		if in := blockedIn(tid); in != "" {
+			select {
+			case <-done: // served, and asleep again since
+				return ""
+			default:
+			}
+			return fmt.Sprintf("the loop's thread sleeps in %s without having served it: the wake-up was lost", in)
+		}
+		if time.Now().After(end) {
+			return fmt.Sprintf("not served within %v, and the loop's thread never seen asleep", deadline)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
 // whenBlocked calls f on a new goroutine once the thread tid (a loop's: New locks its caller to
 // its thread) sleeps in its wait system call (blockedIn), looked at every 100 µs, and returns a
 // channel closed when f has returned. If the thread has not slept within the deadline, the test

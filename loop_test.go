@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // Stop is for Run: a Stop while Run is not running does not make Once return without running a
@@ -68,15 +69,18 @@ func TestLoopStopFromGoroutineEndsBusyRun(t *testing.T) {
 
 // TestLoopStopRightAfterPostedFunctionIsNotLost: another goroutine calls Stop just after a
 // function it posted ran (the loop is then between its busy look and its blocking wait). Run
-// returns within 1 s every time: a Stop that comes after Once computed "stopping" but before
-// the loop announced its sleep must still end the blocking wait.
+// returns every time before the loop sleeps in its wait again (awaitWoken): a Stop that comes
+// after Once computed "stopping" but before the loop announced its sleep must still end the
+// blocking wait.
 func TestLoopStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		r, _ := testutil.Pipe(t)
 		l := newLoop(t, backend, m.opts()...)
+		tid := unix.Gettid()                                // New locked this goroutine to its thread
 		addFd(t, l, r, ringev.Read, never(t, "empty pipe")) // something to wait for
 		const rounds = 300
 		var lost atomic.Int64
+		var problem atomic.Value
 		for round := range rounds {
 			returned := make(chan struct{})
 			go func() {
@@ -92,10 +96,9 @@ func TestLoopStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 					t.Errorf("round %d: the posted function did not run within %v", round, deadline)
 				}
 				l.Stop()
-				select {
-				case <-returned:
-				case <-time.After(time.Second):
+				if p := awaitWoken(tid, returned); p != "" {
 					lost.Add(1)
+					problem.Store(p)
 					l.Post(func() {}) // wake it so the test goes on
 				}
 			}()
@@ -104,7 +107,7 @@ func TestLoopStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 			}
 			close(returned)
 			if lost.Load() > 0 {
-				t.Fatalf("round %d: Run did not return within 1 s of Stop; it returned only after a posted wake-up", round)
+				t.Fatalf("round %d: Run after Stop: %v; it returned only after a posted wake-up", round, problem.Load())
 			}
 		}
 	})

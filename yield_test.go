@@ -30,8 +30,10 @@ import (
 // yieldHammer is how long each hammer below runs per backend and GOMAXPROCS.
 const yieldHammer = 600 * time.Millisecond
 
-// wakeDeadline is how long a Post, Stop or signal may take to reach a loop before the test calls
-// its wake-up lost (the loops below otherwise block for ever, or wake every 100 µs).
+// wakeDeadline is how long a signal may take to reach a loop before the test calls its wake-up
+// lost (a signal reaches the loop through the Go runtime, not at once), and how long a loop
+// woken by hand after a lost wake-up may take (the loops below otherwise block for ever, or wake
+// every 100 µs).
 const wakeDeadline = 2 * time.Second
 
 // checkYields fails the test if a loop that made yields yields did not yield where it should,
@@ -77,8 +79,8 @@ func idleFd(t *testing.T, l *ringev.Loop, r, w int) (unblock func()) {
 // wait blocks for ever, and the first after 5 ms of loop time yields first), or with a 100 µs
 // timer re-armed for ever (it blocks and yields often), while four goroutines Post at random
 // moments, each waiting for its function to run, and a fifth calls Stop at random moments, each
-// waiting for Run to return: every Post runs and every Stop ends Run within 2 s, on every backend,
-// with GOMAXPROCS 1 and 2.
+// waiting for Run to return: every Post runs, and every Stop ends Run, before the loop sleeps in
+// its wait again (awaitWoken), on every backend, with GOMAXPROCS 1 and 2.
 func TestYieldPostsAndStopsDuringItReachTheLoop(t *testing.T) {
 	for _, withTimer := range []bool{false, true} {
 		name := "idle"
@@ -98,6 +100,7 @@ func TestYieldPostsAndStopsDuringItReachTheLoop(t *testing.T) {
 func hammerPostStop(t *testing.T, backend string, withTimer bool) {
 	r, w := testutil.Pipe(t)
 	l := newLoop(t, backend)
+	tid := unix.Gettid() // New locked this goroutine to its thread
 	unblock := idleFd(t, l, r, w)
 	if withTimer {
 		var rearm func(*ringev.Timer)
@@ -147,13 +150,12 @@ func hammerPostStop(t *testing.T, backend string, withTimer bool) {
 					return
 				}
 				posts.Add(1)
-				select {
-				case <-got:
+				if problem := awaitWoken(tid, got); problem == "" {
 					ran.Add(1)
 					setMax(&maxLat, int64(time.Since(start)))
-				case <-time.After(wakeDeadline):
+				} else {
 					lost.Add(1)
-					t.Errorf("%s: a posted function did not run within %v: the wake-up was lost; goroutines:\n%s", backend, wakeDeadline, allStacks())
+					t.Errorf("%s: a posted function: %s; goroutines:\n%s", backend, problem, allStacks())
 					unblock()
 					select {
 					case <-got:
@@ -174,12 +176,11 @@ func hammerPostStop(t *testing.T, backend string, withTimer bool) {
 			start := time.Now()
 			l.Stop()
 			stops.Add(1)
-			select {
-			case <-runEnds:
+			if problem := awaitWoken(tid, runEnds); problem == "" {
 				setMax(&stopMaxNs, int64(time.Since(start)))
-			case <-time.After(wakeDeadline):
+			} else {
 				stopLost.Add(1)
-				t.Errorf("%s: Run did not return within %v of Stop: the wake-up was lost; goroutines:\n%s", backend, wakeDeadline, allStacks())
+				t.Errorf("%s: Run after Stop: %s; goroutines:\n%s", backend, problem, allStacks())
 				unblock()
 				select {
 				case <-runEnds:
@@ -239,13 +240,14 @@ func hammerPostStop(t *testing.T, backend string, withTimer bool) {
 // TestYieldAPostOrStopAloneDuringItWakesTheLoop: one goroutine, alone, calls Post or Stop at
 // random moments around the 5 ms yield interval and waits for each to take effect (the posted
 // function to run, Run to return) before the next, while the loop in Run has nothing but an
-// idle fd: no other wake-up can cover for a lost one, so each must arrive within 2 s, on every
-// backend, with GOMAXPROCS 1 and 2.
+// idle fd: no other wake-up can cover for a lost one, so the loop never sleeps in its wait
+// before serving each (awaitWoken), on every backend, with GOMAXPROCS 1 and 2.
 func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 	eachProcs(t, func(t *testing.T) {
 		eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 			r, w := testutil.Pipe(t)
 			l := newLoop(t, backend)
+			tid := unix.Gettid() // New locked this goroutine to its thread
 			unblock := idleFd(t, l, r, w)
 			runEnds := make(chan struct{}, 1)
 			got := make(chan struct{}, 1)
@@ -256,16 +258,14 @@ func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 			senderDone := make(chan struct{})
 			go func() {
 				defer close(senderDone)
-				// awaitOrUnblock waits for c; a wake-up not there within wakeDeadline is lost:
-				// a byte on the idle fd gets the loop going again.
+				// awaitOrUnblock waits for c (awaitWoken); after a lost wake-up a byte on the
+				// idle fd gets the loop going again.
 				awaitOrUnblock := func(c chan struct{}, what string, start time.Time) {
-					select {
-					case <-c:
+					if problem := awaitWoken(tid, c); problem == "" {
 						maxLat = max(maxLat, time.Since(start))
-					case <-time.After(wakeDeadline):
+					} else {
 						lost++
-						t.Errorf("%s: after %d posts and %d stops, a %s did not reach the loop within %v: the wake-up was lost",
-							backend, posts, stops, what, wakeDeadline)
+						t.Errorf("%s: after %d posts and %d stops, a %s: %s", backend, posts, stops, what, problem)
 						unblock()
 						select {
 						case <-c:
