@@ -178,7 +178,7 @@ func TestBackendAutoFallsBackWhenIoUringSetupDenied(t *testing.T) {
 	}
 }
 
-// TestBackendAutoFallsBackWhenIoUringEnterDenied (issue 11 item 4): io_uring_setup works but
+// TestBackendAutoFallsBackWhenIoUringEnterDenied: io_uring_setup works but
 // io_uring_enter fails with EPERM (a seccomp filter that denies it alone, installed by a child
 // process: the test re-executes its own binary). "auto" must not accept a backend whose first
 // wait would fail: it chooses epoll, and BackendReason names io_uring_enter; WithBackend("uring")

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestDispatchRequeuingHandlerDoesNotStarveFds (issue 11 item 6): a zero-delay timer re-added from its
+// TestDispatchRequeuingHandlerDoesNotStarveFds: a zero-delay timer re-added from its
 // own handler (or an immediate, or a posted function, that re-queues itself) and a pipe that
 // stays readable; 1,000 Onces. The first Once keeps tevent's order (the timer, immediate or
 // posted function runs before the fd handler), but at most FdStarvationLimit Onces in a row run

@@ -39,7 +39,7 @@ import (
 const deadline = 5 * time.Second
 
 // releaseWithin is how soon a socket's peer must read EOF after the last close of the other end
-// (issue 4 item 1: the file is really released).
+// (loop contract item 5: the file is really released).
 const releaseWithin = 100 * time.Millisecond
 
 // quietFor is the length of quiet's quiet period: the due time of the timer it waits for.

@@ -2,7 +2,7 @@
 
 package ringev_test
 
-// Leaks (issue 4 item 8): after 100,000 AddFd/Close cycles on every backend (with a few Once calls
+// Tests of leaks: after 100,000 AddFd/Close cycles on every backend (with a few Once calls
 // interleaved, so that the backend really arms and disarms its watch), the process has the same
 // open fds as before and no extra goroutines.
 

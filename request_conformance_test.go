@@ -17,7 +17,7 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// requestCases is the request behaviour suite (issue 12), run against every backend by
+// requestCases is the request behaviour suite, run against every backend by
 // TestRequestConformance: uring with SQEs on its ring, the others with the emulation.
 var requestCases = []struct {
 	name string

@@ -5,7 +5,7 @@ package ringev_test
 // The shapes of tevent's own testsuite (lib/tevent/testsuite.c), on every backend, named after
 // what they check: the timer-driven flag-switching cycle (test_event_fd1), both ends of a
 // socketpair filled and drained (test_event_fd2), many handlers with different masks on one fd
-// (test_event_fd3), and tevent's ERROR/hang-up rules (DESIGN.md point 6).
+// (test_event_fd3), and tevent's ERROR/hang-up rules (loop contract item 6).
 
 import (
 	"errors"
