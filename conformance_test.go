@@ -2,6 +2,9 @@
 
 package ringev_test
 
+// The behaviour suite of the loop contract (doc.go, items 1-10), run on every backend in every
+// dispatch mode.
+
 import (
 	"errors"
 	"slices"

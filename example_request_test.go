@@ -2,6 +2,8 @@
 
 package ringev_test
 
+// Examples of requests: an echo server on completions, and RegisterFile.
+
 import (
 	"fmt"
 	"os"

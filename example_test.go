@@ -2,6 +2,8 @@
 
 package ringev_test
 
+// Examples of the loop: fd events on a socketpair, and a repeating timer.
+
 import (
 	"fmt"
 	"time"

@@ -2,6 +2,8 @@
 
 package ringev_test
 
+// Tests of immediates (Loop.AddImmediate, Immediate.Schedule).
+
 import (
 	"testing"
 )

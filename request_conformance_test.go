@@ -2,6 +2,8 @@
 
 package ringev_test
 
+// The behaviour suite of requests, run on every backend and with registered files.
+
 import (
 	"bytes"
 	"errors"

@@ -1,5 +1,7 @@
 package ringev
 
+// Tests of the kernel features a request's op needs (missingReqFeature), with given probes.
+
 import (
 	"errors"
 	"strings"

@@ -367,7 +367,7 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 						}
 					})
 				}
-				untilWaited(t, l) // the loop watches the fd
+				untilWaited(t, l)                    // the loop watches the fd
 				settle(t, l, 10*time.Millisecond, 3) // full: nothing to report
 				if err := testutil.Close(t, peer); err != nil {
 					t.Fatalf("close peer: %v", err)
