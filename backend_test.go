@@ -140,9 +140,9 @@ func deniedChildIfAsked() bool {
 	return true
 }
 
-// TestBackendAutoFallsBackWhenIoUringSetupDenied runs the child for EPERM and ENOSYS and checks: auto picks
-// epoll, BackendReason names the errno; WithBackend("uring") (and "uring-poll") fails with an
-// error wrapping that errno whose text names it; epoll and poll still work.
+// TestBackendAutoFallsBackWhenIoUringSetupDenied runs the child for EPERM and ENOSYS and checks:
+// auto picks epoll, BackendReason names the errno; WithBackend("uring") (and "uring-poll") fails
+// with an error wrapping that errno whose text names it; epoll and poll still work.
 func TestBackendAutoFallsBackWhenIoUringSetupDenied(t *testing.T) {
 	if deniedChildIfAsked() {
 		return

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
@@ -20,6 +19,8 @@ import (
 var requestOps = []ringev.Op{ringev.OpRead, ringev.OpWrite, ringev.OpRecv, ringev.OpSend, ringev.OpAccept,
 	ringev.OpAcceptMultishot, ringev.OpConnect, ringev.OpClose, ringev.OpFsync, ringev.OpRecvMultishot}
 
+// TestCheckOpOnTheEmulationTakesEveryOpButSQE: on epoll, poll and uring-poll CheckOp takes every
+// op a request call makes, and refuses OpSQE with ErrNeedsUring.
 func TestCheckOpOnTheEmulationTakesEveryOpButSQE(t *testing.T) {
 	for _, b := range ringev.Backends() {
 		if b == "uring" {
@@ -39,6 +40,8 @@ func TestCheckOpOnTheEmulationTakesEveryOpButSQE(t *testing.T) {
 	}
 }
 
+// TestCheckOpOnUringAgreesWithTheRequestCall: on uring CheckOp(OpRecvMultishot) says nil exactly
+// when RecvMultishot is taken.
 func TestCheckOpOnUringAgreesWithTheRequestCall(t *testing.T) {
 	a, _ := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
@@ -53,6 +56,9 @@ func TestCheckOpOnUringAgreesWithTheRequestCall(t *testing.T) {
 	}
 }
 
+// TestCheckOpNamesAFeatureTheKernelLacks: on a kernel without the multishot recv (played by
+// hiding its witness from the probe), CheckOp(OpRecvMultishot) wraps EOPNOTSUPP and names
+// IORING_RECV_MULTISHOT, the other ops are taken, and RecvMultishot is refused as CheckOp said.
 func TestCheckOpNamesAFeatureTheKernelLacks(t *testing.T) {
 	defer ringev.SetProbeHides(uring.OpSendZC)() // IORING_RECV_MULTISHOT's witness: a 6.0 kernel's opcode
 	a, _ := testutil.Socketpair(t)
@@ -71,6 +77,8 @@ func TestCheckOpNamesAFeatureTheKernelLacks(t *testing.T) {
 	}
 }
 
+// TestCheckOpRefusesAnUnknownOp: CheckOp of an Op value no request call makes wraps EINVAL, on
+// every backend.
 func TestCheckOpRefusesAnUnknownOp(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
 		l := newLoop(t, b)
@@ -109,20 +117,18 @@ func TestCheckOpOfEveryOpValueAgreesWithItself(t *testing.T) {
 	})
 }
 
+// TestCheckOpFromAnotherGoroutineIsErrNotOwner: CheckOp from a goroutine that does not own the
+// loop returns ErrNotOwner.
 func TestCheckOpFromAnotherGoroutineIsErrNotOwner(t *testing.T) {
 	l := newLoop(t, "epoll")
-	got := make(chan error, 1)
-	go func() { got <- l.CheckOp(ringev.OpRecv) }()
-	select {
-	case err := <-got:
-		if !errors.Is(err, ringev.ErrNotOwner) {
-			t.Fatalf("CheckOp from another goroutine = %v, want ErrNotOwner", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("CheckOp from another goroutine did not return within 5 s")
+	var err error
+	onOtherGoroutine(t, func() { err = l.CheckOp(ringev.OpRecv) })
+	if !errors.Is(err, ringev.ErrNotOwner) {
+		t.Fatalf("CheckOp from another goroutine = %v, want ErrNotOwner", err)
 	}
 }
 
+// TestCheckOpAfterCloseIsErrClosed: CheckOp on a closed loop returns ErrClosed.
 func TestCheckOpAfterCloseIsErrClosed(t *testing.T) {
 	l := newLoop(t, "epoll")
 	l.Close()
@@ -131,11 +137,11 @@ func TestCheckOpAfterCloseIsErrClosed(t *testing.T) {
 	}
 }
 
-// TestCheckOpProbeHidesTakesOnlyLoopsMadeWhileItHolds: SetProbeHides changes the loops made after it
-// and before its restore, and only them, whenever they ask: a loop made before it still finds
-// the multishot recv while it holds, and one made while it held still lacks it after the
-// restore (the answer of a loop does not change, and a hide cannot leak into a loop of another
-// test that merely asks late).
+// TestCheckOpProbeHidesTakesOnlyLoopsMadeWhileItHolds: SetProbeHides changes the loops made after
+// it and before its restore, and only them, whenever they ask: a loop made before it still finds
+// the multishot recv while it holds, and one made while it held still lacks it after the restore
+// (the answer of a loop does not change, and a hide cannot leak into a loop of another test that
+// merely asks late).
 func TestCheckOpProbeHidesTakesOnlyLoopsMadeWhileItHolds(t *testing.T) {
 	before := newLoop(t, "uring") // skips where io_uring is not available
 	if err := before.CheckOp(ringev.OpRecvMultishot); err != nil {

@@ -88,7 +88,8 @@ var requeuers = []requeuer{
 	}},
 }
 
-// With WithDispatchAll, one Once runs every handler of the fds one wait found ready, each once.
+// TestDispatchAllRunsEveryReadyHandlerInOneOnce: With WithDispatchAll, one Once runs every handler
+// of the fds one wait found ready, each once.
 func TestDispatchAllRunsEveryReadyHandlerInOneOnce(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		rs, _ := pipes(t, 4, true)
@@ -104,7 +105,8 @@ func TestDispatchAllRunsEveryReadyHandlerInOneOnce(t *testing.T) {
 	})
 }
 
-// With WithDispatchAll, a handler closed by an earlier handler of the same batch does not run.
+// TestDispatchAllSkipsHandlerClosedEarlierInBatch: With WithDispatchAll, a handler closed by an
+// earlier handler of the same batch does not run.
 func TestDispatchAllSkipsHandlerClosedEarlierInBatch(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		rs, _ := pipes(t, 2, true)

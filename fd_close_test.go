@@ -200,8 +200,8 @@ func TestFdCloseOfAMultishotWaitReleasesFile(t *testing.T) {
 	})
 }
 
-// Auto-closing one fd event disarms the other events on the same fd without an error, and a new
-// file that takes the fd number is not reported to them.
+// TestFdCloseAutoCloseDisarmsOtherEventsOnTheFd: Auto-closing one fd event disarms the other events
+// on the same fd without an error, and a new file that takes the fd number is not reported to them.
 func TestFdCloseAutoCloseDisarmsOtherEventsOnTheFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)
@@ -230,11 +230,11 @@ func TestFdCloseAutoCloseDisarmsOtherEventsOnTheFd(t *testing.T) {
 	})
 }
 
-// TestFdCloseThenNumberReuseIsWatchedCorrectly: right after a watched fd is closed, a new socket gets
-// the same fd number and is watched; the new handler sees the new socket's data, the old handler
-// never runs. Three ways: FdEvent.Close with auto-close; a plain close(2) followed by AddFd of the
-// new socket; and the close and reuse happening inside another handler of the same round, while
-// the old fd's readiness is already reported.
+// TestFdCloseThenNumberReuseIsWatchedCorrectly: right after a watched fd is closed, a new socket
+// gets the same fd number and is watched; the new handler sees the new socket's data, the old
+// handler never runs. Three ways: FdEvent.Close with auto-close; a plain close(2) followed by AddFd
+// of the new socket; and the close and reuse happening inside another handler of the same round,
+// while the old fd's readiness is already reported.
 func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		t.Run("AutoClose", func(t *testing.T) {

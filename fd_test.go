@@ -384,7 +384,8 @@ func TestFdReplacedNumberNotRunFromStaleCache(t *testing.T) {
 	})
 }
 
-// AddFd of a huge fd number that is not open returns EBADF without growing the loop's fd table.
+// TestFdAddHugeUnopenedFdReturnsEBADFWithoutGrowing: AddFd of a huge fd number that is not open
+// returns EBADF without growing the loop's fd table.
 func TestFdAddHugeUnopenedFdReturnsEBADFWithoutGrowing(t *testing.T) {
 	l := newLoop(t, "epoll")
 	var before, after runtime.MemStats

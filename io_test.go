@@ -24,7 +24,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ReadNonblocking and WriteNonblocking move bytes through a non-blocking pipe.
+// TestIONonblockingReadWriteMoveBytes: ReadNonblocking and WriteNonblocking move bytes through a
+// non-blocking pipe.
 func TestIONonblockingReadWriteMoveBytes(t *testing.T) {
 	r, w := testutil.Pipe(t)
 	if n, err := ringev.WriteNonblocking(w, []byte("abc")); n != 3 || err != nil {
@@ -36,8 +37,8 @@ func TestIONonblockingReadWriteMoveBytes(t *testing.T) {
 	}
 }
 
-// ReadNonblocking on an empty non-blocking pipe returns EAGAIN, comparable with errors.Is and
-// without allocating.
+// TestIONonblockingReadEmptyReturnsEAGAIN: ReadNonblocking on an empty non-blocking pipe returns
+// EAGAIN, comparable with errors.Is and without allocating.
 func TestIONonblockingReadEmptyReturnsEAGAIN(t *testing.T) {
 	r, _ := testutil.Pipe(t)
 	buf := make([]byte, 1)
@@ -49,8 +50,8 @@ func TestIONonblockingReadEmptyReturnsEAGAIN(t *testing.T) {
 	}
 }
 
-// WriteNonblocking to a pipe whose reader is closed returns EPIPE (SIGPIPE is ignored by Go for
-// fds other than stdout/stderr).
+// TestIONonblockingWriteToClosedPipeReturnsEPIPE: WriteNonblocking to a pipe whose reader is closed
+// returns EPIPE (SIGPIPE is ignored by Go for fds other than stdout/stderr).
 func TestIONonblockingWriteToClosedPipeReturnsEPIPE(t *testing.T) {
 	r, w := testutil.Pipe(t)
 	testutil.Close(t, r)

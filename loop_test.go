@@ -15,8 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stop is for Run: a Stop while Run is not running does not make Once return without running a
-// handler (it would spin a loop driven by Once); the next Run returns at once.
+// TestLoopStopOutsideRunDoesNotShortCutOnce: Stop is for Run: a Stop while Run is not running does
+// not make Once return without running a handler (it would spin a loop driven by Once); the next
+// Run returns at once.
 func TestLoopStopOutsideRunDoesNotShortCutOnce(t *testing.T) {
 	l := newLoop(t, "epoll")
 	l.Stop()
@@ -162,7 +163,8 @@ func TestLoopNestedOnceInsideHandlerReturnsErrNested(t *testing.T) {
 	})
 }
 
-// Timers, immediates and posts with a nil function are refused at once, not on the loop later.
+// TestLoopNilFunctionsAreRefused: Timers, immediates and posts with a nil function are refused at
+// once, not on the loop later.
 func TestLoopNilFunctionsAreRefused(t *testing.T) {
 	l := newLoop(t, "epoll")
 	if l.AddTimer(0, nil) != nil || l.AddTimerAt(time.Now(), nil) != nil || l.AddImmediate(nil) != nil {

@@ -214,8 +214,9 @@ func TestPostWakesLoopRightAfterBusySpell(t *testing.T) {
 	})
 }
 
-// Posts from 8 goroutines racing the owner's Close: each Post returns nil or ErrClosed, no
-// posted function runs after Close has returned, and nothing deadlocks.
+// TestPostRacingCloseGetsErrClosed: Posts from 8 goroutines racing the owner's Close: each Post
+// returns nil or ErrClosed, no posted function runs after Close has returned, and nothing
+// deadlocks.
 func TestPostRacingCloseGetsErrClosed(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for round := range 20 {

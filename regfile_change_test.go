@@ -362,9 +362,9 @@ func TestRegisterFileFlipsDuringARecvMultishotKeepEveryByte(t *testing.T) {
 	}
 }
 
-// TestRegisterFileChangesFromCallbacksAndHandlersKeepEveryByte: UnregisterFile and RegisterFile called from a
-// request's callback and from an fd handler on the fd whose requests keep going: an echo of 200
-// rounds, the registration flipped at every round, keeps every byte in order.
+// TestRegisterFileChangesFromCallbacksAndHandlersKeepEveryByte: UnregisterFile and RegisterFile
+// called from a request's callback and from an fd handler on the fd whose requests keep going: an
+// echo of 200 rounds, the registration flipped at every round, keeps every byte in order.
 func TestRegisterFileChangesFromCallbacksAndHandlersKeepEveryByte(t *testing.T) {
 	a, b := testutil.Socketpair(t)
 	l := newLoop(t, "uring")

@@ -52,8 +52,8 @@ func TestRequestRecvPollFirstAfterARecvThatDrainedTheSocket(t *testing.T) {
 	}
 }
 
-// TestRequestRecvPollFirstStillTakesDataAlreadyThere: a Recv prepared with POLL_FIRST on a socket that
-// already holds data completes with it.
+// TestRequestRecvPollFirstStillTakesDataAlreadyThere: a Recv prepared with POLL_FIRST on a socket
+// that already holds data completes with it.
 func TestRequestRecvPollFirstStillTakesDataAlreadyThere(t *testing.T) {
 	requirePollFirst(t)
 	a, b := testutil.Socketpair(t)
@@ -67,8 +67,8 @@ func TestRequestRecvPollFirstStillTakesDataAlreadyThere(t *testing.T) {
 	}
 }
 
-// TestRequestRecvPollFirstOffWithWithRecvPollFirstFalse: with WithRecvPollFirst(false) no Recv is prepared with
-// POLL_FIRST, on every backend (the emulation never uses it).
+// TestRequestRecvPollFirstOffWithWithRecvPollFirstFalse: with WithRecvPollFirst(false) no Recv is
+// prepared with POLL_FIRST, on every backend (the emulation never uses it).
 func TestRequestRecvPollFirstOffWithWithRecvPollFirstFalse(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, b := testutil.Socketpair(t)
@@ -81,10 +81,10 @@ func TestRequestRecvPollFirstOffWithWithRecvPollFirstFalse(t *testing.T) {
 	})
 }
 
-// TestRequestRecvPollFirstOffWhenTheProbeHidesIORING_OP_SOCKET: a loop made while SetProbeHides hides
-// IORING_OP_SOCKET, the witness of Linux 5.19 and so of IORING_RECVSEND_POLL_FIRST, plays a
-// 5.18 kernel all through: a Recv after one that drained the socket is prepared without
-// POLL_FIRST (which a 5.18 kernel refuses with EINVAL), as AcceptMultishot is refused.
+// TestRequestRecvPollFirstOffWhenTheProbeHidesIORING_OP_SOCKET: a loop made while SetProbeHides
+// hides IORING_OP_SOCKET, the witness of Linux 5.19 and so of IORING_RECVSEND_POLL_FIRST, plays a
+// 5.18 kernel all through: a Recv after one that drained the socket is prepared without POLL_FIRST
+// (which a 5.18 kernel refuses with EINVAL), as AcceptMultishot is refused.
 func TestRequestRecvPollFirstOffWhenTheProbeHidesIORING_OP_SOCKET(t *testing.T) {
 	requirePollFirst(t)
 	defer ringev.SetProbeHides(uring.OpSocket)()

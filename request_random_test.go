@@ -48,9 +48,9 @@ func TestRequestRandomOpsInCallbacksConserveBytes(t *testing.T) {
 	runRandomOps(t, "uring", opMix{n: n, seed: randSeed(t), inCallbacks: true})
 }
 
-// TestRequestRandomOpsWithBatchWait: 20,000 operations of TestRequestRandomOpsInCallbacksConserveBytes's
-// mix on a loop with WithBatchWait(8, 1 ms): the same guarantees hold when the blocking waits
-// batch completions.
+// TestRequestRandomOpsWithBatchWait: 20,000 operations of
+// TestRequestRandomOpsInCallbacksConserveBytes's mix on a loop with WithBatchWait(8, 1 ms): the
+// same guarantees hold when the blocking waits batch completions.
 func TestRequestRandomOpsWithBatchWait(t *testing.T) {
 	requireBatchWait(t)
 	runRandomOps(t, "uring", opMix{n: 20000, seed: randSeed(t) + 1, inCallbacks: true},

@@ -18,11 +18,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// With WithExactSignals, every raise of a signal at the loop's thread (raise(3): tgkill to the
-// calling thread, delivered before tgkill returns) is counted, even 200 raised back to back
-// before the loop looks, which os/signal would merge, as tevent counts them. (A signal sent to
-// the process as a whole goes to a thread the kernel picks; the kernel itself merges a second
-// one that arrives while the first is still pending there.)
+// TestExactSignalsCountEveryBackToBackRaise: With WithExactSignals, every raise of a signal at the
+// loop's thread (raise(3): tgkill to the calling thread, delivered before tgkill returns) is
+// counted, even 200 raised back to back before the loop looks, which os/signal would merge, as
+// tevent counts them. (A signal sent to the process as a whole goes to a thread the kernel picks;
+// the kernel itself merges a second one that arrives while the first is still pending there.)
 func TestExactSignalsCountEveryBackToBackRaise(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newExactLoop(t, backend)
@@ -48,7 +48,8 @@ func TestExactSignalsCountEveryBackToBackRaise(t *testing.T) {
 	})
 }
 
-// A blocked loop wakes for an exact signal raised from another goroutine.
+// TestExactSignalsWakeBlockedLoop: A blocked loop wakes for an exact signal raised from another
+// goroutine.
 func TestExactSignalsWakeBlockedLoop(t *testing.T) {
 	l := newExactLoop(t, "uring")
 	got := 0
@@ -64,7 +65,8 @@ func TestExactSignalsWakeBlockedLoop(t *testing.T) {
 	}
 }
 
-// Only one loop of the process uses exact signals at a time; after it closes, another may.
+// TestExactSignalsOneLoopAtATime: Only one loop of the process uses exact signals at a time; after
+// it closes, another may.
 func TestExactSignalsOneLoopAtATime(t *testing.T) {
 	a := newExactLoop(t, "epoll")
 	if _, err := a.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
@@ -91,8 +93,8 @@ func TestExactSignalsOneLoopAtATime(t *testing.T) {
 	}
 }
 
-// Closing the exact-signal loop puts the Go runtime's handler back: os/signal receives the
-// signal again.
+// TestExactSignalsCloseRestoresOSSignal: Closing the exact-signal loop puts the Go runtime's
+// handler back: os/signal receives the signal again.
 func TestExactSignalsCloseRestoresOSSignal(t *testing.T) {
 	l := newExactLoop(t, "epoll")
 	if _, err := l.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
@@ -110,7 +112,7 @@ func TestExactSignalsCloseRestoresOSSignal(t *testing.T) {
 	}
 }
 
-// WithExactSignals refuses the signals the Go runtime needs.
+// TestExactSignalsRefuseRuntimeSignals: WithExactSignals refuses the signals the Go runtime needs.
 func TestExactSignalsRefuseRuntimeSignals(t *testing.T) {
 	l := newExactLoop(t, "epoll")
 	for _, sig := range []syscall.Signal{unix.SIGSEGV, unix.SIGURG, unix.SIGPROF, 32, 33} {
@@ -120,8 +122,9 @@ func TestExactSignalsRefuseRuntimeSignals(t *testing.T) {
 	}
 }
 
-// An action installed elsewhere while the loop held the signal (here signal.Ignore) is not
-// overwritten when the loop closes: the process keeps ignoring the signal and survives it.
+// TestExactSignalsCloseKeepsActionInstalledMeanwhile: An action installed elsewhere while the loop
+// held the signal (here signal.Ignore) is not overwritten when the loop closes: the process keeps
+// ignoring the signal and survives it.
 func TestExactSignalsCloseKeepsActionInstalledMeanwhile(t *testing.T) {
 	l := newExactLoop(t, "epoll")
 	if _, err := l.AddSignal(unix.SIGUSR2, func(*ringev.Signal, int) {}); err != nil {

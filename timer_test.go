@@ -37,9 +37,9 @@ func TestTimerRunsPromptlyAmongManyReadyFds(t *testing.T) {
 	})
 }
 
-// A timer or request deadline of the largest time.Duration (a common "never") does not fire at
-// once (now + d must not overflow), and the loop sleeps meanwhile: a 50 ms timer beside it is
-// the only thing that runs, within a handful of Onces.
+// TestTimerHugeDurationsDoNotOverflow: A timer or request deadline of the largest time.Duration (a
+// common "never") does not fire at once (now + d must not overflow), and the loop sleeps meanwhile:
+// a 50 ms timer beside it is the only thing that runs, within a handful of Onces.
 func TestTimerHugeDurationsDoNotOverflow(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)

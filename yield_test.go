@@ -661,12 +661,11 @@ func othersSwitches(t *testing.T, tid int) int {
 	return sum
 }
 
-// TestYieldShortBlockingWaitsLeaveTheRuntimeMonitorAsleep: a loop that waits on a 100 µs timer again
-// and again for 300 ms (every wait blocks in the backend's syscall) makes the process's other
+// TestYieldShortBlockingWaitsLeaveTheRuntimeMonitorAsleep: a loop that waits on a 100 µs timer
+// again and again for 300 ms (every wait blocks in the backend's syscall) makes the process's other
 // threads (the runtime's monitor above all) switch far fewer times than it waits, in one of up to
-// three runs. Without the
-// loop's yields the monitor takes the loop's P every 10 ms and then ticks every 20 µs for a
-// millisecond: about as many switches as 100 µs waits.
+// three runs. Without the loop's yields the monitor takes the loop's P every 10 ms and then ticks
+// every 20 µs for a millisecond: about as many switches as 100 µs waits.
 func TestYieldShortBlockingWaitsLeaveTheRuntimeMonitorAsleep(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs GOMAXPROCS >= 2: with one P the runtime's monitor takes a P blocked in a syscall after 20 µs, whatever the loop does")
