@@ -1069,14 +1069,22 @@ func growStack(n int, at func()) byte {
 	return growStack(n-1, at) + pad[n%len(pad)]
 }
 
-// newExactLoop makes a WithExactSignals loop on backend, closed at cleanup, or skips where the
-// architecture has no exact-signal handler.
-func newExactLoop(t *testing.T, backend string) *ringev.Loop {
+// requireOwnerCheck skips the test where the owner check is off: it compares the caller's stack
+// with the owner's, found by assembly that reads the runtime's g (amd64 and arm64 only).
+func requireOwnerCheck(t testing.TB) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the owner check is off on " + runtime.GOARCH + ": no assembly reads the runtime's g there")
+	}
+}
+
+// requireExactSignals skips the test where WithExactSignals has no signal handler for the
+// architecture (it has one for amd64).
+func requireExactSignals(t testing.TB) {
 	t.Helper()
 	if runtime.GOARCH != "amd64" {
-		t.Skip("WithExactSignals: no handler for " + runtime.GOARCH)
+		t.Skip("WithExactSignals: no exact-signal handler for " + runtime.GOARCH)
 	}
-	return newLoop(t, backend, ringev.WithExactSignals())
 }
 
 // requireBatchWait skips the test where the uring backend cannot batch its waits

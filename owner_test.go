@@ -77,9 +77,7 @@ func TestOwnerOtherGoroutineGetsErrNotOwner(t *testing.T) {
 // and after it shrank back) return ErrNotOwner and change nothing; the owner's own calls work
 // from deep in its stack and afterwards.
 func TestOwnerRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner(t *testing.T) {
-	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
-		t.Skip("the owner check is off on " + runtime.GOARCH)
-	}
+	requireOwnerCheck(t)
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
 		a, _ := testutil.Socketpair(t)
@@ -202,9 +200,7 @@ func TestOwnerForeignCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 // finds the owner's stack bounds at the start of its g, so the owner check is on (it compares
 // the caller's stack with the owner's; without the bounds it would be off).
 func TestOwnerCheckKnowsTheOwnersStack(t *testing.T) {
-	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
-		t.Skip("no assembly reads the runtime's g on " + runtime.GOARCH + ": the owner check is off there")
-	}
+	requireOwnerCheck(t)
 	l := newLoop(t, "epoll")
 	if !ringev.OwnerStackKnown(l) {
 		t.Fatal("New did not find the owner's stack bounds in its runtime g: has runtime.g's first field (stack) moved?")

@@ -365,7 +365,8 @@ func TestRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 // fast check, which remembers that a number is not the loop's, asks again.
 func TestRequestOnAnFdThatBecameTheLoopsOwnIsRefused(t *testing.T) {
 	if ringev.ExactSignalFd() < 0 { // make the process's eventfd first (it stays open)
-		l0 := newExactLoop(t, "epoll")
+		requireExactSignals(t)
+		l0 := newLoop(t, "epoll", ringev.WithExactSignals())
 		if _, err := l0.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +377,8 @@ func TestRequestOnAnFdThatBecameTheLoopsOwnIsRefused(t *testing.T) {
 		t.Fatal("no exact-signal eventfd after AddSignal on a WithExactSignals loop")
 	}
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newExactLoop(t, backend)
+		requireExactSignals(t)
+		l := newLoop(t, backend, ringev.WithExactSignals())
 		nop := func(*ringev.Completion) {}
 		if _, err := l.Fsync(fd, false, nop, 0); err != nil {
 			t.Fatalf("Fsync on fd %d before the loop watches it: %v", fd, err)

@@ -25,7 +25,8 @@ import (
 // the kernel itself merges a second one that arrives while the first is still pending there.)
 func TestExactSignalsCountEveryBackToBackRaise(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		l := newExactLoop(t, backend)
+		requireExactSignals(t)
+		l := newLoop(t, backend, ringev.WithExactSignals())
 		counts := map[syscall.Signal]int{}
 		for _, sig := range []syscall.Signal{unix.SIGUSR1, unix.SIGALRM} {
 			if _, err := l.AddSignal(sig, func(s *ringev.Signal, n int) { counts[sig] += n }); err != nil {
@@ -51,7 +52,8 @@ func TestExactSignalsCountEveryBackToBackRaise(t *testing.T) {
 // TestExactSignalsWakeBlockedLoop: A blocked loop wakes for an exact signal raised from another
 // goroutine.
 func TestExactSignalsWakeBlockedLoop(t *testing.T) {
-	l := newExactLoop(t, "uring")
+	requireExactSignals(t)
+	l := newLoop(t, "uring", ringev.WithExactSignals())
 	got := 0
 	if _, err := l.AddSignal(unix.SIGUSR2, func(_ *ringev.Signal, n int) { got += n }); err != nil {
 		t.Fatal(err)
@@ -68,7 +70,8 @@ func TestExactSignalsWakeBlockedLoop(t *testing.T) {
 // TestExactSignalsOneLoopAtATime: Only one loop of the process uses exact signals at a time; after
 // it closes, another may.
 func TestExactSignalsOneLoopAtATime(t *testing.T) {
-	a := newExactLoop(t, "epoll")
+	requireExactSignals(t)
+	a := newLoop(t, "epoll", ringev.WithExactSignals())
 	if _, err := a.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +90,8 @@ func TestExactSignalsOneLoopAtATime(t *testing.T) {
 		t.Fatalf("second exact-signal loop: %v, want ErrExactSignalsInUse", err)
 	}
 	a.Close()
-	c := newExactLoop(t, "epoll")
+	requireExactSignals(t)
+	c := newLoop(t, "epoll", ringev.WithExactSignals())
 	if _, err := c.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
 		t.Fatalf("exact signals after the first loop closed: %v", err)
 	}
@@ -96,7 +100,8 @@ func TestExactSignalsOneLoopAtATime(t *testing.T) {
 // TestExactSignalsCloseRestoresOSSignal: Closing the exact-signal loop puts the Go runtime's
 // handler back: os/signal receives the signal again.
 func TestExactSignalsCloseRestoresOSSignal(t *testing.T) {
-	l := newExactLoop(t, "epoll")
+	requireExactSignals(t)
+	l := newLoop(t, "epoll", ringev.WithExactSignals())
 	if _, err := l.AddSignal(unix.SIGUSR1, func(*ringev.Signal, int) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +119,8 @@ func TestExactSignalsCloseRestoresOSSignal(t *testing.T) {
 
 // TestExactSignalsRefuseRuntimeSignals: WithExactSignals refuses the signals the Go runtime needs.
 func TestExactSignalsRefuseRuntimeSignals(t *testing.T) {
-	l := newExactLoop(t, "epoll")
+	requireExactSignals(t)
+	l := newLoop(t, "epoll", ringev.WithExactSignals())
 	for _, sig := range []syscall.Signal{unix.SIGSEGV, unix.SIGURG, unix.SIGPROF, 32, 33} {
 		if _, err := l.AddSignal(sig, func(*ringev.Signal, int) {}); err == nil {
 			t.Errorf("AddSignal(%v) with exact signals: no error", sig)
@@ -126,7 +132,8 @@ func TestExactSignalsRefuseRuntimeSignals(t *testing.T) {
 // held the signal (here signal.Ignore) is not overwritten when the loop closes: the process keeps
 // ignoring the signal and survives it.
 func TestExactSignalsCloseKeepsActionInstalledMeanwhile(t *testing.T) {
-	l := newExactLoop(t, "epoll")
+	requireExactSignals(t)
+	l := newLoop(t, "epoll", ringev.WithExactSignals())
 	if _, err := l.AddSignal(unix.SIGUSR2, func(*ringev.Signal, int) {}); err != nil {
 		t.Fatal(err)
 	}

@@ -336,6 +336,7 @@ func TestYieldSignalsDuringItAreEachDelivered(t *testing.T) {
 					r, w := testutil.Pipe(t)
 					var opts []ringev.Option
 					if exact {
+						requireExactSignals(t)
 						opts = append(opts, ringev.WithExactSignals())
 					}
 					l := newLoop(t, backend, opts...)
