@@ -500,7 +500,7 @@ func TestLoopIOBusyLoopRunsTimersAndPosts(t *testing.T) {
 		posted := false
 		var postReturned atomic.Bool
 		go func() {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // some time into the busy spell: any moment will do
 			if err := s.l.Post(func() { posted = true }); err != nil {
 				t.Errorf("Post: %v", err)
 			}
