@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // numbered returns n bytes of little-endian uint32 counters starting at from: no 4-byte-aligned
@@ -47,15 +48,20 @@ func firstDiff(got, want []byte) string {
 	return fmt.Sprintf("got %d bytes, want %d", len(got), len(want))
 }
 
-// echoStream writes msg on c from another goroutine, waits pause before reading (so that the
-// server's output fills and it stops receiving), reads len(msg) bytes back and checks them.
-func echoStream(t *testing.T, c net.Conn, msg []byte, pause time.Duration) error {
+// echoStream writes msg on c from another goroutine, with full first waits until c's receive
+// window is zero (the server's output fills and it stops receiving), reads len(msg) bytes back
+// and checks them.
+func echoStream(t *testing.T, c net.Conn, msg []byte, full bool) error {
 	werr := make(chan error, 1)
 	go func() {
 		_, err := c.Write(msg)
 		werr <- err
 	}()
-	time.Sleep(pause)
+	if full {
+		if err := testutil.AwaitZeroWindow(c.(*net.TCPConn), 10*time.Second); err != nil {
+			return err
+		}
+	}
 	got := make([]byte, len(msg))
 	if _, err := io.ReadFull(c, got); err != nil {
 		return fmt.Errorf("reading the echo of %d bytes: %w", len(msg), err)
@@ -80,7 +86,7 @@ func TestEchoOfALongStreamThroughASlowReaderKeepsItsOrder(t *testing.T) {
 				cfg.Backend, cfg.NewProtocol = backend, echoServer
 				srv := startServer(t, cfg)
 				c := dial(t, srv)
-				if err := echoStream(t, c, numbered(4<<20, 1), 200*time.Millisecond); err != nil {
+				if err := echoStream(t, c, numbered(4<<20, 1), true); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -99,7 +105,7 @@ func TestFourLoopsEchoManyStreamsInOrder(t *testing.T) {
 		for i := range 32 {
 			c := dial(t, srv)
 			wg.Go(func() {
-				if err := echoStream(t, c, numbered(512<<10, uint32(i)<<24), time.Duration(i%4)*20*time.Millisecond); err != nil {
+				if err := echoStream(t, c, numbered(512<<10, uint32(i)<<24), i%4 != 0); err != nil {
 					errs <- fmt.Errorf("client %d: %w", i, err)
 				}
 			})
@@ -166,7 +172,7 @@ func TestFallbackOnSomeLoopsOnlyServesEveryConnection(t *testing.T) {
 	for i := range 64 {
 		c := dial(t, srv)
 		wg.Go(func() {
-			if err := echoStream(t, c, numbered(64<<10, uint32(i)<<24), 0); err != nil {
+			if err := echoStream(t, c, numbered(64<<10, uint32(i)<<24), false); err != nil {
 				errs <- fmt.Errorf("client %d: %w", i, err)
 			}
 		})
@@ -229,7 +235,7 @@ func TestMultishotRecvUnderResetsMidStreamLeavesNoConnection(t *testing.T) {
 		}
 		waitConns(t, srv, 0)
 		c := dial(t, srv)
-		if err := echoStream(t, c, numbered(1<<20, 7), 0); err != nil {
+		if err := echoStream(t, c, numbered(1<<20, 7), false); err != nil {
 			t.Fatal(err)
 		}
 	})

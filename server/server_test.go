@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -144,6 +145,15 @@ func dial(t *testing.T, srv *Server) net.Conn {
 	return c
 }
 
+// awaitFull waits until c, a client that does not read, is full: its receive window is zero
+// (testutil.AwaitZeroWindow), so the server's output to it piles up.
+func awaitFull(t *testing.T, c net.Conn) {
+	t.Helper()
+	if err := testutil.AwaitZeroWindow(c.(*net.TCPConn), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // dialSend dials srv (as dial) and writes req; a failed write fails the test.
 func dialSend(t *testing.T, srv *Server, req string) net.Conn {
 	t.Helper()
@@ -255,7 +265,7 @@ func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
 		t.Run("resp", func(t *testing.T) {
 			srv, c, want := halfClosedBigReplies(t, cfg)
-			time.Sleep(100 * time.Millisecond) // slow to read: the server's output fills first
+			awaitFull(t, c) // slow to read: the server's output fills first
 			if got := readAll(t, c); got != want {
 				t.Errorf("got %d bytes of replies, want %d", len(got), len(want))
 			}
@@ -274,7 +284,7 @@ func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 				}
 				errc <- err
 			}()
-			time.Sleep(100 * time.Millisecond) // slow to read: the server's output fills first
+			awaitFull(t, c) // slow to read: the server's output fills first
 			got := readAll(t, c)
 			if err := <-errc; err != nil {
 				t.Fatalf("writing %d requests then shutdown(SHUT_WR): %v", n, err)
@@ -295,7 +305,7 @@ func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 func TestResetOfAHalfClosedPeerClosesItsConnection(t *testing.T) {
 	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
 		srv, c, _ := halfClosedBigReplies(t, cfg)
-		time.Sleep(200 * time.Millisecond) // the server reads the requests and fills its output
+		awaitFull(t, c) // the server reads the requests and fills its output
 		if n := srv.Conns(); n != 1 {
 			t.Fatalf("%d connections open while the replies wait for the half-closed client, want 1", n)
 		}
@@ -517,7 +527,7 @@ func TestSlowReaderGetsEveryReply(t *testing.T) {
 			_, err := c.Write([]byte(strings.Repeat("PING\r\n", n) + "QUIT\r\n"))
 			errc <- err
 		}()
-		time.Sleep(100 * time.Millisecond) // let the buffers fill
+		awaitFull(t, c) // the replies fill the buffers
 		got := readAll(t, c)
 		if err := <-errc; err != nil {
 			t.Fatal(err)
@@ -628,7 +638,7 @@ func testShutdown(t *testing.T, cfg Config) {
 	idle, busy := dial(t, srv), dial(t, srv)
 	waitConns(t, srv, 2)
 	go busy.Write([]byte(strings.Repeat("PING\r\n", 300000))) // more than the buffers and OutputLimit take
-	time.Sleep(100 * time.Millisecond)
+	awaitFull(t, busy)
 	srv.Shutdown()
 	got := readAll(t, busy)
 	if len(got) == 0 || len(got)%7 != 0 || got != strings.Repeat("+PONG\r\n", len(got)/7) {
@@ -744,7 +754,7 @@ func TestCloseCutsADrainShort(t *testing.T) {
 			}
 		}()
 		waitConns(t, srv, 1)
-		time.Sleep(100 * time.Millisecond) // let the buffers fill
+		awaitFull(t, c) // the echo's replies fill the buffers
 		srv.Shutdown()
 		srv.Close()
 		waitServer(t, srv, "Close (ShutdownTimeout 1 min)")

@@ -11,7 +11,9 @@ package testutil
 import (
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -125,6 +127,38 @@ func Drain(t testing.TB, fd int) int {
 			return total
 		}
 		total += n
+	}
+}
+
+// AwaitZeroWindow waits until the TCP connection c, whose reader does not read, advertises a
+// zero receive window (TCP_INFO's tcpi_rcv_wnd, Linux 6.2): its receive buffer is full, so the
+// peer's output can only pile up until c is read. It returns an error if that does not happen
+// within d. (On a kernel without the field it reads 0, and the wait ends at once.) Safe from any
+// goroutine.
+func AwaitZeroWindow(c syscall.Conn, d time.Duration) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("SyscallConn: %w", err)
+	}
+	end := time.Now().Add(d)
+	for {
+		var info *unix.TCPInfo
+		var ierr error
+		if err := rc.Control(func(fd uintptr) {
+			info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		}); err != nil {
+			return fmt.Errorf("getsockopt(TCP_INFO): %w", err)
+		}
+		if ierr != nil {
+			return fmt.Errorf("getsockopt(TCP_INFO): %w", ierr)
+		}
+		if info.Rcv_wnd == 0 {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("the connection's receive window is still %d bytes after %v: its peer did not fill it", info.Rcv_wnd, d)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
