@@ -61,7 +61,8 @@ func TestRioSignalRemovesTempFile(t *testing.T) {
 			}
 			waited := make(chan error, 1)
 			go func() { waited <- cmd.Wait() }()
-			// Wait for the temporary file, then give the run a moment to start reading it.
+			// Wait for the temporary file (the run catches the signals by then), and signal
+			// some time into the run: any moment after the file exists will do.
 			deadline := time.Now().Add(20 * time.Second)
 			for !strings.Contains(stderr.String(), "temporary file") {
 				select {

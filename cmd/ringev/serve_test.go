@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestParseServeDefaults: each protocol has its default address, the default API, the requests
@@ -190,7 +191,9 @@ func TestServeSecondSignalClosesAtOnce(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	if err := testutil.AwaitZeroWindow(c.(*net.TCPConn), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
 	said := make(chan string, 1)
 	go func() {
