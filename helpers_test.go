@@ -152,9 +152,7 @@ func requireNew(tb testing.TB, backend string, err error) {
 	if err == nil {
 		return
 	}
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-		tb.Skipf("backend %q is not available here (io_uring switched off or missing): %v", backend, err)
-	}
+	testutil.SkipIfIOUringUnavailable(tb, err, "backend "+backend)
 	tb.Fatalf("New(WithBackend(%q)): %v", backend, err)
 }
 
@@ -1089,13 +1087,13 @@ func requireExactSignals(t testing.TB) {
 
 // requireBatchWait skips the test where the uring backend cannot batch its waits
 // (WithBatchWait needs IORING_FEAT_MIN_TIMEOUT, Linux 6.12: CheckBatchWait's error names it),
-// or cannot be created at all; any other error fails it.
+// or io_uring cannot be used at all; any other error fails it.
 func requireBatchWait(t *testing.T) {
 	t.Helper()
-	newLoop(t, "uring").Close() // skips where io_uring is not available
-	if err := ringev.CheckBatchWait(); errors.Is(err, unix.EOPNOTSUPP) {
-		t.Skipf("WithBatchWait: %v", err)
-	} else if err != nil {
+	err := ringev.CheckBatchWait()
+	testutil.SkipIfIOUringUnavailable(t, err, "WithBatchWait")
+	testutil.SkipIfFeatureMissing(t, err)
+	if err != nil {
 		t.Fatalf("CheckBatchWait: %v", err)
 	}
 }
@@ -1166,9 +1164,9 @@ func register(t *testing.T, l *ringev.Loop, fds ...int) {
 func requireOp(t *testing.T, op ringev.Op) {
 	t.Helper()
 	l := newLoop(t, "uring") // skips where io_uring is not available
-	if err := l.CheckOp(op); errors.Is(err, unix.EOPNOTSUPP) {
-		t.Skipf("%v requests on uring: %v", op, err)
-	} else if err != nil {
+	err := l.CheckOp(op)
+	testutil.SkipIfFeatureMissing(t, err)
+	if err != nil {
 		t.Fatalf("CheckOp(%v): %v", op, err)
 	}
 	if err := l.Close(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,9 +22,7 @@ func newTestDeputy(t *testing.T, n int, opts ...Option) *Deputy {
 	lockThread(t)
 	opts = append([]Option{WithSQPoll(time.Millisecond)}, opts...)
 	r, err := New(opts...)
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		t.Skipf("IORING_SETUP_SQPOLL (5.1) unavailable: %v", err)
-	}
+	testutil.SkipIfIOUringUnavailable(t, err, "IORING_SETUP_SQPOLL (5.1)")
 	if err != nil {
 		t.Fatalf("New(WithSQPoll): %v", err)
 	}

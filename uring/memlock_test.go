@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,9 +58,7 @@ func underMemlockLimit(t *testing.T, limit uint64) {
 func TestSetupOverMemlockLimitNamesRLIMITMEMLOCK(t *testing.T) {
 	underMemlockLimit(t, 0)
 	r, err := New(WithEntries(8))
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		t.Skipf("io_uring unavailable: %v", err)
-	}
+	testutil.SkipIfIOUringUnavailable(t, err, "a ring")
 	if err == nil {
 		r.Close()
 		t.Logf("this kernel does not charge ring memory to RLIMIT_MEMLOCK: setup succeeded under a 0-byte limit; " +
@@ -89,9 +88,7 @@ func TestSetupOverMemlockLimitNamesRLIMITMEMLOCK(t *testing.T) {
 func TestRegisterBuffersOverMemlockLimitNamesRLIMITMEMLOCK(t *testing.T) {
 	underMemlockLimit(t, 256<<10)
 	r, err := New(WithEntries(8))
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		t.Skipf("io_uring unavailable: %v", err)
-	}
+	testutil.SkipIfIOUringUnavailable(t, err, "a ring")
 	if err != nil {
 		t.Fatalf("New under a 256 KiB RLIMIT_MEMLOCK: %v", err)
 	}

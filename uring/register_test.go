@@ -17,9 +17,7 @@ import (
 func TestRegisterRingFdUsedByEnter(t *testing.T) {
 	r := newTestRing(t)
 	if err := r.RegisterRingFd(); err != nil {
-		if errors.Is(err, unix.EINVAL) {
-			t.Skipf("IORING_REGISTER_RING_FDS (5.18): %v", err)
-		}
+		skipWithoutRingFds(t, err)
 		t.Fatal(err)
 	}
 	if !r.RingFdRegistered() || r.enterFlags != EnterRegisteredRing || r.enterFd == r.fd {
@@ -200,9 +198,7 @@ func TestProbeAgreesWithWhatOpsDo(t *testing.T) {
 func TestRegisteredRingFdWorksFromAnotherThread(t *testing.T) {
 	r := newTestRing(t, WithFlags(0)) // locks this goroutine to its thread, skips without io_uring
 	if err := r.RegisterRingFd(); err != nil {
-		if errors.Is(err, unix.EINVAL) {
-			t.Skipf("IORING_REGISTER_RING_FDS (5.18): %v", err)
-		}
+		skipWithoutRingFds(t, err)
 		t.Fatalf("RegisterRingFd: %v", err)
 	}
 	done := make(chan error, 1)
@@ -225,5 +221,14 @@ func TestRegisteredRingFdWorksFromAnotherThread(t *testing.T) {
 	}
 	if c := r.PeekCQE(); c == nil || c.UserData != 42 {
 		t.Fatalf("CQE %+v, want user_data 42", c)
+	}
+}
+
+// skipWithoutRingFds skips the test when err, from RegisterRingFd, says the kernel has no
+// registered ring fds (IORING_REGISTER_RING_FDS, Linux 5.18: EINVAL).
+func skipWithoutRingFds(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, unix.EINVAL) {
+		t.Skipf("IORING_REGISTER_RING_FDS (5.18): %v", err)
 	}
 }

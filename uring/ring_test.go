@@ -23,9 +23,7 @@ func newTestRing(t *testing.T, opts ...Option) *Ring {
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
 	r, err := New(opts...)
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		t.Skipf("io_uring unavailable: %v", err)
-	}
+	testutil.SkipIfIOUringUnavailable(t, err, "a ring")
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -11,14 +11,17 @@ import (
 	"testing"
 
 	"github.com/ringev/ringev/internal/bench"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
-// requireUring skips the test where the uring backend cannot be set up (io_uring switched off
-// or missing), naming why.
+// requireUring skips the test where the uring backend cannot be set up because io_uring is
+// switched off or missing here; any other error fails it.
 func requireUring(t *testing.T) {
 	t.Helper()
-	if err := bench.CheckBackend("uring"); err != nil {
-		t.Skipf("the uring backend is not usable here: %v", err)
+	err := bench.CheckBackend("uring")
+	testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
+	if err != nil {
+		t.Fatalf("the uring backend: %v", err)
 	}
 }
 

@@ -48,6 +48,7 @@ func (s *syncBuffer) String() string {
 // TestRioSignalRemovesTempFile: SIGINT and SIGTERM during a run (of the real command, in a
 // child process) stop it, remove its temporary file and exit with 128 + the signal's number.
 func TestRioSignalRemovesTempFile(t *testing.T) {
+	requireUring(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -67,7 +68,6 @@ func TestRioSignalRemovesTempFile(t *testing.T) {
 			for !strings.Contains(stderr.String(), "temporary file") {
 				select {
 				case err := <-waited:
-					skipWithoutIOUring(t, stderr.String())
 					t.Fatalf("the run ended before the signal (%v): %s", err, stderr.String())
 				case <-time.After(10 * time.Millisecond):
 				}
@@ -111,6 +111,7 @@ func TestRioSignalRemovesTempFile(t *testing.T) {
 // exist, pinning to one, IOPOLL on a device that cannot poll) fails before the temporary file is
 // written (no note of it), with the mode named in words, and leaves no file behind.
 func TestRioChecksBeforeWriting(t *testing.T) {
+	requireUring(t)
 	for _, tc := range []struct {
 		args string
 		want string
@@ -129,7 +130,6 @@ func TestRioChecksBeforeWriting(t *testing.T) {
 			t.Logf("%s can poll: --hipri ran", dir)
 			continue
 		}
-		skipWithoutIOUring(t, stderr.String())
 		if st != 1 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%s: status %d, stderr %q; want 1 and %q", tc.args, st, stderr.String(), tc.want)
 		}
@@ -144,11 +144,11 @@ func TestRioChecksBeforeWriting(t *testing.T) {
 
 // TestRunRioPNG: --png draws the chart into the file, which was created before the run.
 func TestRunRioPNG(t *testing.T) {
+	requireUring(t)
 	png := filepath.Join(t.TempDir(), "rio.png")
 	var out, errb bytes.Buffer
 	st := run([]string{"bench", "rio", "--op", "nop", "--runtime", "100ms", "--rate-iops", "1000", "--png", png}, &out, &errb)
 	if st != 0 {
-		skipWithoutIOUring(t, errb.String())
 		t.Fatalf("status %d: %s", st, errb.String())
 	}
 	data, err := os.ReadFile(png)
@@ -246,10 +246,10 @@ func TestRunRioExitStatus(t *testing.T) {
 
 // TestRunRioJSON: a short nop run prints one JSON result.
 func TestRunRioJSON(t *testing.T) {
+	requireUring(t)
 	var out, errb bytes.Buffer
 	st := run([]string{"bench", "rio", "--op", "nop", "--runtime", "200ms", "--rate-iops", "1000", "--json"}, &out, &errb)
 	if st != 0 {
-		skipWithoutIOUring(t, errb.String())
 		t.Fatalf("status %d: %s", st, errb.String())
 	}
 	var rs []map[string]any
@@ -261,6 +261,7 @@ func TestRunRioJSON(t *testing.T) {
 // TestRioRefusesADirectoryAndATooLargeTempFile: --file naming a directory, and a temporary file
 // larger than the free space of $TMPDIR, fail at once (status 1) with the reason, writing nothing.
 func TestRioRefusesADirectoryAndATooLargeTempFile(t *testing.T) {
+	requireUring(t)
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir)
 	for _, tc := range []struct{ args, want string }{
@@ -270,7 +271,6 @@ func TestRioRefusesADirectoryAndATooLargeTempFile(t *testing.T) {
 		var out, errb bytes.Buffer
 		st := run(append([]string{"bench", "rio", "--runtime", "100ms"}, strings.Fields(tc.args)...), &out, &errb)
 		if !strings.Contains(errb.String(), tc.want) {
-			skipWithoutIOUring(t, errb.String()) // rio checks the ring before the temporary file
 		}
 		if st != 1 || !strings.Contains(errb.String(), tc.want) || strings.Contains(errb.String(), "writing") {
 			t.Errorf("%s: status %d, stderr %q; want 1 and %q, and nothing written", tc.args, st, errb.String(), tc.want)
@@ -278,16 +278,5 @@ func TestRioRefusesADirectoryAndATooLargeTempFile(t *testing.T) {
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 			t.Errorf("%s: left in $TMPDIR: %v", tc.args, ents)
 		}
-	}
-}
-
-// skipWithoutIOUring skips the test when a ringev command's stderr says io_uring is switched off
-// (kernel.io_uring_disabled, seccomp: EPERM) or missing (ENOSYS), naming the reason.
-func skipWithoutIOUring(t *testing.T, stderr string) {
-	t.Helper()
-	// The setup's own failure only: other calls (CPU pinning, setrlimit) can say EPERM too.
-	if strings.Contains(stderr, "io_uring_disabled") || strings.Contains(stderr, "io_uring_setup") &&
-		(strings.Contains(stderr, "function not implemented") || strings.Contains(stderr, "operation not permitted")) {
-		t.Skipf("io_uring unavailable (kernel.io_uring_disabled, seccomp or ENOSYS): %s", stderr)
 	}
 }

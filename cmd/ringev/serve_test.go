@@ -234,12 +234,16 @@ func serveBanner(t *testing.T, env string, args ...string) string {
 	return banner
 }
 
-// requireBatchWait skips the test where a uring loop cannot have the batching wait, naming
-// the reason (IORING_FEAT_MIN_TIMEOUT, Linux 6.12, or io_uring off).
+// requireBatchWait skips the test where a uring loop cannot have the batching wait
+// (IORING_FEAT_MIN_TIMEOUT, Linux 6.12: CheckBatchWait's error names it), or io_uring cannot be
+// used at all; any other error fails it.
 func requireBatchWait(t *testing.T) {
 	t.Helper()
-	if err := ringev.CheckBatchWait(); err != nil {
-		t.Skipf("no batching wait here (IORING_FEAT_MIN_TIMEOUT, Linux 6.12, or io_uring): %v", err)
+	err := ringev.CheckBatchWait()
+	testutil.SkipIfIOUringUnavailable(t, err, "the batching wait")
+	testutil.SkipIfFeatureMissing(t, err)
+	if err != nil {
+		t.Fatalf("CheckBatchWait: %v", err)
 	}
 }
 

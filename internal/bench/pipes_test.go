@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,13 +46,13 @@ func testShapes() []string {
 	return out
 }
 
-// requireBackend skips the test when ringev.New rejects backend here, naming why.
+// requireBackend skips the test when backend cannot be set up here because io_uring is switched
+// off or missing, naming why; any other error fails it.
 func requireBackend(t testing.TB, backend string) {
 	t.Helper()
-	if err := CheckBackend(backend); err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-			t.Skipf("backend %s not usable here (io_uring switched off or missing): %v", backend, err)
-		}
+	err := CheckBackend(backend)
+	testutil.SkipIfIOUringUnavailable(t, err, "backend "+backend)
+	if err != nil {
 		t.Fatalf("backend %s: %v", backend, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 	"gonum.org/v1/plot/vg"
 )
@@ -22,15 +23,6 @@ func quickRio() RioConfig {
 	c := DefaultRioConfig()
 	c.Op, c.Runtime = OpNop, 300*time.Millisecond
 	return c
-}
-
-// skipWithoutIOUring skips when io_uring (or SQPOLL, for an SQPOLL config) is
-// unavailable, naming the feature.
-func skipWithoutIOUring(t *testing.T, cfg RioConfig, err error) {
-	t.Helper()
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		t.Skipf("io_uring feature unavailable (SQPOLL %v): %v", cfg.SQPoll, err)
-	}
 }
 
 // TestRioScheduleLinear: the linear limiter issues I/O i at exactly i/rate s.
@@ -81,7 +73,7 @@ func TestRioRateHolds(t *testing.T) {
 	cfg := quickRio()
 	cfg.RateIOPS, cfg.Runtime = 4000, time.Second
 	r, err := RunRio(cfg)
-	skipWithoutIOUring(t, cfg, err)
+	testutil.SkipIfIOUringUnavailable(t, err, rioWhat(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +182,7 @@ func TestRioReadsTempFile(t *testing.T) {
 		cfg := DefaultRioConfig()
 		cfg.Size, cfg.Runtime, cfg.Direct, cfg.IODepth, cfg.RateIOPS = 4<<20, 200*time.Millisecond, direct, 16, 2000
 		r, err := RunRio(cfg)
-		skipWithoutIOUring(t, cfg, err)
+		testutil.SkipIfIOUringUnavailable(t, err, rioWhat(cfg))
 		if err != nil && direct && strings.Contains(err.Error(), "O_DIRECT not supported here") {
 			t.Logf("O_DIRECT unsupported in %s: %v", dir, err)
 			continue
@@ -214,7 +206,7 @@ func TestRioSQPollModes(t *testing.T) {
 	cfg.SQPoll, cfg.SQIdle, cfg.RateIOPS = true, time.Millisecond, 100
 	g := RioGrid{Rates: []int{100}, Idles: []time.Duration{time.Millisecond}}
 	rs, err := RunRioGrid(cfg, g)
-	skipWithoutIOUring(t, cfg, err)
+	testutil.SkipIfIOUringUnavailable(t, err, rioWhat(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +305,7 @@ func TestRioStop(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
 	start := time.Now()
 	_, err := RunRio(cfg)
-	skipWithoutIOUring(t, cfg, err)
+	testutil.SkipIfIOUringUnavailable(t, err, rioWhat(cfg))
 	if !errors.Is(err, ErrStopped) {
 		t.Errorf("RunRio: %v, want ErrStopped", err)
 	}
@@ -386,4 +378,12 @@ func TestRioPNGSize(t *testing.T) {
 	if w := width([]RioResult{long}, false); w <= minPx+100 {
 		t.Errorf("run chart with a long title %d px wide, want it widened past %d", w, minPx)
 	}
+}
+
+// rioWhat names what a rio run with cfg sets up, for a skip: io_uring, with SQPOLL or not.
+func rioWhat(cfg RioConfig) string {
+	if cfg.SQPoll {
+		return "io_uring with SQPOLL"
+	}
+	return "io_uring"
 }

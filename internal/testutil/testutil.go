@@ -1,6 +1,6 @@
-// Package testutil holds the fd helpers that ringev's tests share across packages: nonblocking
-// pipes and socketpairs owned by the test, the writes and drains they need, and skips by
-// kernel release. It does not import the root package, so that the root package's own tests
+// Package testutil holds the helpers that ringev's tests share across packages: nonblocking
+// pipes and socketpairs owned by the test, the writes and drains they need, a wait for a full
+// TCP connection, and the skips for io_uring and kernel features. It does not import the root package, so that the root package's own tests
 // can use it; their loop helpers are in the root package's helpers_test.go.
 //
 // An fd the test owns is closed when the test ends, unless the test closed it first (Close) or
@@ -9,6 +9,7 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -159,6 +160,26 @@ func AwaitZeroWindow(c syscall.Conn, d time.Duration) error {
 			return fmt.Errorf("the connection's receive window is still %d bytes after %v: its peer did not fill it", info.Rcv_wnd, d)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// SkipIfIOUringUnavailable skips the test when err, from setting up what (a ring, a uring loop,
+// a backend), says that io_uring cannot be used here: it wraps EPERM (kernel.io_uring_disabled,
+// a seccomp profile) or ENOSYS (a kernel without io_uring). It does nothing for any other error,
+// nil included: the caller fails on those, so that a skip is never a failure in disguise.
+func SkipIfIOUringUnavailable(t testing.TB, err error, what string) {
+	t.Helper()
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+		t.Skipf("%s: io_uring is switched off or missing here: %v", what, err)
+	}
+}
+
+// SkipIfFeatureMissing skips the test when err says the kernel lacks a feature: ringev's errors
+// for a missing feature wrap EOPNOTSUPP and name it. It does nothing for any other error.
+func SkipIfFeatureMissing(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("a kernel feature is missing: %v", err)
 	}
 }
 
