@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // Hostile clients (the breaker's tests): each runs on every backend with each driver, on one
@@ -27,9 +28,7 @@ func brkDrivers(t *testing.T, test func(t *testing.T, cfg Config)) {
 				d.NewProtocol = func() Protocol { return NewRESP(NewKeyspace()) }
 				srv, err := Start(d)
 				if err != nil {
-					if strings.Contains(err.Error(), "operation not permitted") || strings.Contains(err.Error(), "function not implemented") {
-						t.Skip(err)
-					}
+					testutil.SkipIfIOUringUnavailable(t, err, "backend "+b)
 					t.Fatal(err)
 				}
 				defer func() {

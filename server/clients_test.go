@@ -4,7 +4,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -16,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // Tests against the real clients (and the real Redis), which .ci/run installs from Debian:
@@ -96,12 +94,8 @@ func TestRedisBenchmarkAgainstRESPWithBatchWait(t *testing.T) {
 				LoopOptions: []ringev.Option{ringev.WithBatchWait(16, time.Millisecond)}}
 			cfg.Logf = t.Logf
 			srv, err := Start(cfg)
-			if errors.Is(err, unix.EOPNOTSUPP) {
-				t.Skipf("the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.12): %v", err)
-			}
-			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-				t.Skipf("io_uring is not available here: %v", err)
-			}
+			testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
+			testutil.SkipIfFeatureMissing(t, err) // WithBatchWait: IORING_FEAT_MIN_TIMEOUT, Linux 6.12
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // withoutRecvMultishot makes the requests driver find no multishot recv on any loop, as on a
@@ -54,7 +55,9 @@ func TestDefaultRecvIsMultishot(t *testing.T) {
 			srv := startServer(t, Config{NewProtocol: echoServer, Backend: b, API: APIRequests})
 			if srv.Recv() != RecvMultishot {
 				if err := recvMultishotHere(t, b); err != nil {
-					t.Skipf("IORING_RECV_MULTISHOT (Linux 6.0): %v", err)
+					testutil.SkipIfIOUringUnavailable(t, err, "backend "+b)
+					testutil.SkipIfFeatureMissing(t, err) // IORING_RECV_MULTISHOT, Linux 6.0
+					t.Fatalf("probing for the multishot recv: %v", err)
 				}
 				t.Fatalf("Recv() = %q with Config.Recv \"\", want %q", srv.Recv(), RecvMultishot)
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +27,8 @@ func startMultishotRESP(t *testing.T) *Server {
 	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Backend: "uring", API: APIRequests,
 		Recv: RecvMultishot, Logf: t.Logf})
 	if err != nil {
-		t.Skipf("no multishot recv here (IORING_RECV_MULTISHOT, Linux 6.0): %v", err)
+		testutil.SkipIfFeatureMissing(t, err) // IORING_RECV_MULTISHOT, Linux 6.0
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopServer(t, srv) })
 	return srv
