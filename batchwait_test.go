@@ -22,7 +22,7 @@ import (
 // writeWhenBlocked writes one byte to each of fds, from another goroutine, once the loop's
 // thread tid sleeps in its wait (whenBlocked): the bytes arrive during a blocking wait.
 func writeWhenBlocked(t *testing.T, tid int, fds ...int) <-chan struct{} {
-	return whenBlocked(t, tid, func() {
+	return testutil.WhenBlocked(t, tid, func() {
 		for _, fd := range fds {
 			if _, err := unix.Write(fd, []byte{1}); err != nil {
 				t.Errorf("write: %v", err)
@@ -171,7 +171,7 @@ func TestBatchWaitHoldsAPostUntilTheWaitEnds(t *testing.T) {
 	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1)) // a request in the kernel (Close cancels it)
 	ran := false
 	start := time.Now()
-	whenBlocked(t, tid, func() { l.Post(func() { ran = true }) })
+	testutil.WhenBlocked(t, tid, func() { l.Post(func() { ran = true }) })
 	untilFor(t, l, deadline, "the posted function", func() bool { return ran })
 	if got := time.Since(start); got < wait*5/6 {
 		t.Fatalf("the posted function ran %v after the wait began; the batching wait is %v", got, wait)
@@ -190,7 +190,7 @@ func TestBatchWaitStopEndsRunWhenTheWaitEnds(t *testing.T) {
 	var rec recorder
 	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1))
 	start := time.Now()
-	whenBlocked(t, tid, l.Stop)
+	testutil.WhenBlocked(t, tid, l.Stop)
 	if err := run(t, l, deadline); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -323,9 +323,9 @@ func TestBatchWaitOfTwoBacksOffWhenALoneRequestCannotFillIt(t *testing.T) {
 // WithBatchWait can be made, and otherwise an error wrapping the errno New's does; it leaves no
 // fd open.
 func TestCheckBatchWaitAgreesWithNew(t *testing.T) {
-	before := openFds(t)
+	before := testutil.OpenFds(t)
 	checkErr := ringev.CheckBatchWait()
-	if after := openFds(t); !slices.Equal(before, after) {
+	if after := testutil.OpenFds(t); !slices.Equal(before, after) {
 		t.Errorf("CheckBatchWait left fds: %v before, %v after", before, after)
 	}
 	l, err := ringev.New(ringev.WithBackend("uring"), ringev.WithBatchWait(16, 50*time.Microsecond))

@@ -403,7 +403,7 @@ func testPostWakesBlockedLoop(t *testing.T, backend string, m mode) {
 	safety := l.AddTimer(2*time.Second, func(*ringev.Timer) { safetyFired = true })
 	posted := false
 	errc := make(chan error, 1)
-	whenBlocked(t, unix.Gettid(), func() { errc <- l.Post(func() { posted = true }) })
+	testutil.WhenBlocked(t, unix.Gettid(), func() { errc <- l.Post(func() { posted = true }) })
 	start := time.Now()
 	once(t, l)
 	elapsed := time.Since(start)
@@ -491,7 +491,7 @@ func testStopEndsRun(t *testing.T, backend string, m mode) {
 			t.Errorf("Stop from another goroutine did not end Run: the 2 s safety timer ran")
 			l.Stop()
 		})
-		done := whenBlocked(t, unix.Gettid(), l.Stop)
+		done := testutil.WhenBlocked(t, unix.Gettid(), l.Stop)
 		start := time.Now()
 		if err := run(t, l, deadline); err != nil {
 			t.Fatalf("Run stopped from another goroutine: %v, want nil", err)
@@ -610,7 +610,7 @@ func testAutoCloseClosesFd(t *testing.T, backend string, m mode) {
 		t.Fatalf("fcntl(F_GETFD) on the auto-closed fd: err = %v, want EBADF", err)
 	}
 	testutil.HandOver(t, a)
-	expectEOF(t, peer, 0, "after the auto-close")
+	testutil.ExpectEOF(t, peer, 0, "after the auto-close")
 }
 
 // A closed file is really released even while a loop watches it (loop contract item 5; a
@@ -629,14 +629,14 @@ func testClosedFileIsReleased(t *testing.T, backend string, m mode) {
 			t.Fatalf("close(2): %v", err)
 		}
 		if backend == notCloseSafe {
-			expectPinned(t, peer, "uring-poll: close(2) of a watched fd")
+			testutil.ExpectPinned(t, peer, "uring-poll: close(2) of a watched fd")
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
 			}
-			expectEOF(t, peer, time.Second, "uring-poll: after Loop.Close") // the ring's teardown is the kernel's, later
+			testutil.ExpectEOF(t, peer, time.Second, "uring-poll: after Loop.Close") // the ring's teardown is the kernel's, later
 			return
 		}
-		expectEOF(t, peer, 0, "after close(2) of a watched fd")
+		testutil.ExpectEOF(t, peer, 0, "after close(2) of a watched fd")
 		if err := ev.Close(); err != nil { // before the fd number can be reused
 			t.Logf("FdEvent.Close after its fd was closed behind the loop's back: %v", err)
 		}
@@ -658,14 +658,14 @@ func testClosedFileIsReleased(t *testing.T, backend string, m mode) {
 		}
 		testutil.HandOver(t, a)
 		if backend == notCloseSafe {
-			expectPinned(t, peer, "uring-poll: auto-close in one loop while a second loop watches")
+			testutil.ExpectPinned(t, peer, "uring-poll: auto-close in one loop while a second loop watches")
 			if err := l2.Close(); err != nil {
 				t.Fatalf("Loop.Close of the second loop: %v", err)
 			}
-			expectEOF(t, peer, time.Second, "uring-poll: after the second loop's Close")
+			testutil.ExpectEOF(t, peer, time.Second, "uring-poll: after the second loop's Close")
 			return
 		}
-		expectEOF(t, peer, 0, "after auto-close in one loop while a second loop watches")
+		testutil.ExpectEOF(t, peer, 0, "after auto-close in one loop while a second loop watches")
 		if err := ev2.Close(); err != nil { // before the fd number can be reused
 			t.Logf("FdEvent.Close in the second loop after the fd was closed: %v", err)
 		}

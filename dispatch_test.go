@@ -92,7 +92,7 @@ var requeuers = []requeuer{
 // of the fds one wait found ready, each once.
 func TestDispatchAllRunsEveryReadyHandlerInOneOnce(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		rs, _ := pipes(t, 4, true)
+		rs, _ := testutil.Pipes(t, 4, true)
 		l := newLoop(t, backend, modeAll.opts()...)
 		var ran [4]int
 		for i, r := range rs {
@@ -109,7 +109,7 @@ func TestDispatchAllRunsEveryReadyHandlerInOneOnce(t *testing.T) {
 // earlier handler of the same batch does not run.
 func TestDispatchAllSkipsHandlerClosedEarlierInBatch(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		rs, _ := pipes(t, 2, true)
+		rs, _ := testutil.Pipes(t, 2, true)
 		l := newLoop(t, backend, modeAll.opts()...)
 		var evs [2]*ringev.FdEvent
 		ran := 0

@@ -51,6 +51,9 @@ func RideWindows(l *Loop) (ring, syscall uint64) {
 
 // State of a loop, a request or the process.
 
+// WakeFd returns the eventfd that Post and Stop write to wake l's blocking wait.
+func WakeFd(l *Loop) int { return l.wakeFd }
+
 // OwnerStackKnown reports whether l checks its owner by the owner's stack bounds (see owned).
 func OwnerStackKnown(l *Loop) bool { return l.stack != &anyStack }
 

@@ -72,10 +72,10 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 			if err := ev.Close(); err != nil {
 				t.Fatalf("FdEvent.Close with auto-close: %v", err)
 			}
-			if !isClosed(a) {
+			if !testutil.IsClosed(a) {
 				t.Fatalf("fd %d is still open after FdEvent.Close with auto-close", a)
 			}
-			expectEOF(t, peer, releaseWithin, "auto-close by FdEvent.Close")
+			testutil.ExpectEOF(t, peer, testutil.ReleaseWithin, "auto-close by FdEvent.Close")
 			settle(t, l, 10*time.Millisecond, 3)
 		})
 		t.Run("FromOwnHandler", func(t *testing.T) {
@@ -98,10 +98,10 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 			if runs != 1 {
 				t.Fatalf("handler ran %d times, want 1", runs)
 			}
-			if !isClosed(a) {
+			if !testutil.IsClosed(a) {
 				t.Fatalf("fd %d is still open after auto-close from its handler", a)
 			}
-			expectEOF(t, peer, releaseWithin, "auto-close from the event's own handler")
+			testutil.ExpectEOF(t, peer, testutil.ReleaseWithin, "auto-close from the event's own handler")
 			settle(t, l, 20*time.Millisecond, 3)
 			if runs != 1 {
 				t.Fatalf("handler ran %d times after its event was closed, want 1 in all", runs)
@@ -118,10 +118,10 @@ func TestFdCloseAutoCloseReleasesFile(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
 			}
-			if !isClosed(a) {
+			if !testutil.IsClosed(a) {
 				t.Fatalf("fd %d is still open after Loop.Close with an auto-close event", a)
 			}
-			expectEOF(t, peer, 0, "auto-close by Loop.Close")
+			testutil.ExpectEOF(t, peer, 0, "auto-close by Loop.Close")
 		})
 	})
 }
@@ -145,7 +145,7 @@ func TestFdCloseRightAfterSetFlagsReleasesFile(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				var a, peer int
 				if c.half {
-					a, peer = halfClosedFull(t)
+					a, peer = testutil.HalfClosedFull(t)
 				} else {
 					a, peer = testutil.Socketpair(t)
 				}
@@ -159,7 +159,7 @@ func TestFdCloseRightAfterSetFlagsReleasesFile(t *testing.T) {
 				if err := ev.Close(); err != nil {
 					t.Fatalf("FdEvent.Close: %v", err)
 				}
-				expectEOF(t, peer, releaseWithin, "auto-close right after SetFlags")
+				testutil.ExpectEOF(t, peer, testutil.ReleaseWithin, "auto-close right after SetFlags")
 			})
 		}
 	})
@@ -172,7 +172,7 @@ func TestFdCloseOfAMultishotWaitReleasesFile(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		for _, how := range []string{"FdEventClose", "SetFlags0ThenClose", "LoopClose"} {
 			t.Run(how, func(t *testing.T) {
-				a, peer := halfClosedFull(t)
+				a, peer := testutil.HalfClosedFull(t)
 				l := newLoop(t, backend)
 				ev := addFd(t, l, a, ringev.Write, never(t, "Write on a full socket"))
 				untilWaited(t, l) // the loop watches the fd
@@ -194,7 +194,7 @@ func TestFdCloseOfAMultishotWaitReleasesFile(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				expectEOF(t, peer, releaseWithin, how+" of a multishot-waiting Write event")
+				testutil.ExpectEOF(t, peer, testutil.ReleaseWithin, how+" of a multishot-waiting Write event")
 			})
 		}
 	})
@@ -285,7 +285,7 @@ func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 					}
 					// The new socket has no data yet: readiness reported for the old file
 					// must not reach its handler.
-					newFd, newPeer, _ = socketpairAt(t, old)
+					newFd, newPeer, _ = testutil.SocketpairAt(t, old)
 					addFd(t, l, newFd, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 						newFlags = append(newFlags, f)
 						var buf [16]byte
@@ -342,7 +342,7 @@ func TestFdCloseThenNumberReuseIsWatchedCorrectly(t *testing.T) {
 // with a new handler, and checks that the new handler sees its data once.
 func checkReuse(t *testing.T, l *ringev.Loop, num int) {
 	t.Helper()
-	nw, peer, natural := socketpairAt(t, num)
+	nw, peer, natural := testutil.SocketpairAt(t, num)
 	if !natural {
 		t.Logf("fd number %d was taken by something else; moved the new socket there with dup3", num)
 	}

@@ -79,7 +79,7 @@ func TestFdPipeWriterErrorWriteOnlyNotCalled(t *testing.T) {
 			seen |= f
 		})
 		// Fill the pipe so that Write is not ready, then close the read end.
-		fill(t, pw)
+		testutil.Fill(t, pw)
 		testutil.Close(t, pr)
 		until(t, l, func() bool { return errRuns > 0 })
 		if seen&ringev.Error == 0 {
@@ -175,7 +175,7 @@ func TestFdHalfCloseReportsError(t *testing.T) {
 				name += "/beside-" + c.beside.String()
 			}
 			t.Run(name, func(t *testing.T) {
-				client, server := tcpPair(t, 0)
+				client, server := testutil.TCPPair(t, 0)
 				l := newLoop(t, b)
 				if c.beside != 0 {
 					addFd(t, l, server, c.beside, func(*ringev.FdEvent, ringev.Flags) {})
@@ -220,7 +220,7 @@ func TestFdHalfCloseReportsError(t *testing.T) {
 // Write, once.
 func TestFdHalfClosedReadAndWriteEventsOnOneFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, peer := halfClosedFull(t)
+		a, peer := testutil.HalfClosedFull(t)
 		l := newLoop(t, backend)
 		var rd, wr int
 		var wgot ringev.Flags
@@ -270,7 +270,7 @@ func TestFdWriteOnHalfClosedFullSocketsWaitsAsleep(t *testing.T) {
 			eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 				var as, peers []int
 				for range c.n {
-					a, p := halfClosedFull(t)
+					a, p := testutil.HalfClosedFull(t)
 					as, peers = append(as, a), append(peers, p)
 				}
 				l := newLoop(t, backend)

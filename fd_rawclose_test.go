@@ -31,19 +31,19 @@ func TestFdRawCloseReleasesFile(t *testing.T) {
 			t.Fatalf("close(2): %v", err)
 		}
 		if backend == notCloseSafe {
-			expectPinned(t, peer, "plain close(2) of an fd uring-poll watches")
+			testutil.ExpectPinned(t, peer, "plain close(2) of an fd uring-poll watches")
 			settle(t, l, 50*time.Millisecond, 5)
 			if err := l.Close(); err != nil {
 				t.Fatalf("Loop.Close: %v", err)
 			}
-			if ok, took, last := peerEOF(peer, time.Second); !ok {
+			if ok, took, last := testutil.PeerEOF(peer, time.Second); !ok {
 				t.Fatalf("uring-poll: the file is still pinned 1 s after Loop.Close (last read: %s)", last)
 			} else {
 				t.Logf("uring-poll: file released %v after Loop.Close", took)
 			}
 			return
 		}
-		expectEOF(t, peer, releaseWithin, "plain close(2) behind the loop's back")
+		testutil.ExpectEOF(t, peer, testutil.ReleaseWithin, "plain close(2) behind the loop's back")
 		errs := settle(t, l, 100*time.Millisecond, 5)
 		for _, err := range errs {
 			if !errors.Is(err, unix.EBADF) {
@@ -93,19 +93,19 @@ func TestFdRawCloseSecondIdleLoopDoesNotPinFile(t *testing.T) {
 					if backend == notCloseSafe && (idle.onceFirst || how == "PlainClose") {
 						// Pinned by the idle loop's armed poll, or by the first loop's own
 						// poll after a plain close(2).
-						expectPinned(t, peer, "uring-poll: fd closed while a poll is armed on it")
+						testutil.ExpectPinned(t, peer, "uring-poll: fd closed while a poll is armed on it")
 						if err := il.stop(); err != nil {
 							t.Error(err)
 						}
 						if err := l.Close(); err != nil {
 							t.Fatalf("Loop.Close: %v", err)
 						}
-						if ok, _, last := peerEOF(peer, time.Second); !ok {
+						if ok, _, last := testutil.PeerEOF(peer, time.Second); !ok {
 							t.Fatalf("uring-poll: the file is still pinned 1 s after both loops were closed (last read: %s)", last)
 						}
 						return
 					}
-					expectEOF(t, peer, releaseWithin, "fd closed while a second, idle loop watches it")
+					testutil.ExpectEOF(t, peer, testutil.ReleaseWithin, "fd closed while a second, idle loop watches it")
 					if err := il.stop(); err != nil {
 						t.Fatal(err)
 					}
@@ -306,7 +306,7 @@ func rawCloseWithDup(t *testing.T, b string, m mode, c dupCase) {
 		}
 	}
 	before := h1
-	r2, _, _ := pipeAt(t, n)
+	r2, _, _ := testutil.PipeAt(t, n)
 	h2 := 0
 	addFd(t, l, r2, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { h2++ })
 	run = runTimer(t, l, period, 0)
@@ -348,12 +348,12 @@ func closeWhileBlocked(t *testing.T, backend string, within time.Duration) block
 	go func() {
 		r := blockedClose{peer: peer, loop: l}
 		for start := time.Now(); r.blockedIn == "" && time.Since(start) < deadline; time.Sleep(time.Millisecond) {
-			r.blockedIn = blockedIn(tid)
+			r.blockedIn = testutil.BlockedIn(tid)
 		}
 		if r.blockedIn != "" {
 			testutil.Close(t, a) // close(2) behind the loop's back, while it sleeps
-			r.eof, r.took, _ = peerEOF(peer, within)
-			r.stillIn = blockedIn(tid)
+			r.eof, r.took, _ = testutil.PeerEOF(peer, within)
+			r.stillIn = testutil.BlockedIn(tid)
 		}
 		res <- r
 		l.Stop() // wakes the loop (poll: its ppoll returns)
@@ -412,15 +412,15 @@ func TestFdRawCloseWhileBlockedReleasesFile(t *testing.T) {
 				if !errors.Is(r.runErr, unix.EBADF) {
 					t.Errorf("Run after the wake-up: %v, want an error wrapping EBADF (POLLNVAL)", r.runErr)
 				}
-				expectEOF(t, r.peer, time.Second, "poll: after the loop woke")
+				testutil.ExpectEOF(t, r.peer, time.Second, "poll: after the loop woke")
 				return
 			}
 			// uring-poll
-			expectPinned(t, r.peer, "uring-poll: after the wake-up, before Loop.Close")
+			testutil.ExpectPinned(t, r.peer, "uring-poll: after the wake-up, before Loop.Close")
 			if err := r.loop.Close(); err != nil {
 				t.Errorf("Loop.Close: %v", err)
 			}
-			expectEOF(t, r.peer, time.Second, "uring-poll: after Loop.Close")
+			testutil.ExpectEOF(t, r.peer, time.Second, "uring-poll: after Loop.Close")
 		})
 	}
 }
@@ -448,7 +448,7 @@ func TestFdRawCloseThenReuseOfAnonymousInodeIsWatchedAfresh(t *testing.T) {
 		}
 		testutil.Own(t, b)
 		if b != a {
-			renumber(t, b, a) // something else took the number: move the new eventfd there
+			testutil.Renumber(t, b, a) // something else took the number: move the new eventfd there
 		}
 		ran := 0
 		addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) { ran++; ev.Close() })

@@ -20,7 +20,7 @@ import (
 func TestFdManyReadyRunInFairRotation(t *testing.T) {
 	const n = 150
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, n, true)
+		rs, _ := testutil.Pipes(t, n, true)
 		l := newLoop(t, backend, m.opts()...)
 		counts := make([]int, n)
 		total := 0
@@ -61,7 +61,7 @@ func TestFdManyReadyRunInFairRotation(t *testing.T) {
 func TestFdManyReadyDrainingHandlersEachRunOnce(t *testing.T) {
 	const n = 200
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, n, true)
+		rs, _ := testutil.Pipes(t, n, true)
 		l := newLoop(t, backend, m.opts()...)
 		counts := make([]int, n)
 		total := 0
@@ -92,8 +92,8 @@ func TestFdManyReadyDrainingHandlersEachRunOnce(t *testing.T) {
 func TestFdSlotsGrowWhileHandlersRun(t *testing.T) {
 	const n = 40
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, n, true)
-		nr, nw := pipes(t, 3, false)
+		rs, _ := testutil.Pipes(t, n, true)
+		nr, nw := testutil.Pipes(t, 3, false)
 		var high []int
 		for k, r := range nr {
 			want := 700 + 97*k + int(time.Now().UnixNano()%7)
@@ -160,7 +160,7 @@ func TestFdSlotsGrowWhileHandlersRun(t *testing.T) {
 func TestFdHandlerClosesAllOtherReadyEvents(t *testing.T) {
 	const n = 100
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, n, true)
+		rs, _ := testutil.Pipes(t, n, true)
 		l := newLoop(t, backend, m.opts()...)
 		evs := make([]*ringev.FdEvent, n)
 		ran := 0
@@ -195,7 +195,7 @@ func TestFdHandlerClosesAllOtherReadyEvents(t *testing.T) {
 func TestFdHandlerDisarmsOthersThenRearmsOne(t *testing.T) {
 	const n = 80
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, n, true)
+		rs, _ := testutil.Pipes(t, n, true)
 		l := newLoop(t, backend, m.opts()...)
 		evs := make([]*ringev.FdEvent, n)
 		counts := make([]int, n)
@@ -363,7 +363,7 @@ func TestFdReplacedNumberNotRunFromStaleCache(t *testing.T) {
 					t.Errorf("Close: %v", err)
 				}
 				testutil.HandOver(t, rs[1-i]) // closed by the auto-close; its number is free
-				newR, w, _ := pipeAt(t, num)
+				newR, w, _ := testutil.PipeAt(t, num)
 				newW = w
 				ev2 := addFd(t, l, num, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { newRuns++ })
 				ev2.SetAutoClose(true)

@@ -2,26 +2,24 @@
 
 package ringev_test
 
-// The helpers of the root package's tests, in one family: loops and their backends and modes,
-// fds the test owns, waits on a loop, quiet periods, request recorders, sockets, signals, and
-// one skip helper per kernel feature. Lower-level fd helpers that other packages share
-// (testutil.Pipe, Socketpair, Write, Drain) come from internal/testutil; a helper that only one
-// test file needs stays next to its tests.
+// The loop helpers of the root package's tests: loops and their backends and modes, fd events,
+// waits on a loop (once, until, untilWaited) and quiet periods, request recorders, signals, the
+// fd_speed harness, and one skip helper per kernel feature. The fd, socket and thread helpers
+// that every package's tests share (owned pipes and sockets, a file's release, a thread asleep
+// in its wait) are internal/testutil's; a helper that only one test file needs stays next to its
+// tests.
 //
 // Every wait has a deadline (deadline) that only turns a hang into a failure. Behaviour is
-// asserted with counts (handler runs, Once calls, waits), never with how long something took,
-// except where the contract states the bound itself (a file released within 100 ms).
+// asserted with counts (handler runs, Once calls, waits) and conditions, never with how long
+// something took, except where the contract states the bound itself (a file released within
+// 100 ms), and then without the time the loop waited for a CPU (testutil.RunWait).
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,11 +34,7 @@ import (
 
 // deadline bounds every wait in the suite. It is generous on purpose: it only turns a hang into
 // a failure, it is not a performance bound.
-const deadline = 5 * time.Second
-
-// releaseWithin is how soon a socket's peer must read EOF after the last close of the other end
-// (loop contract item 5: the file is really released).
-const releaseWithin = 100 * time.Millisecond
+const deadline = testutil.Deadline
 
 // quietFor is the length of quiet's quiet period: the due time of the timer it waits for.
 const quietFor = 10 * time.Millisecond
@@ -184,65 +178,6 @@ func never(t *testing.T, what string) ringev.FdHandler {
 	}
 }
 
-// renumber moves fd, which the test owns, to fd number num with dup3(2) (closing whatever had
-// num) and closes fd's old number; the result is owned by the test.
-func renumber(t testing.TB, fd, num int) int {
-	t.Helper()
-	if err := unix.Dup3(fd, num, unix.O_CLOEXEC); err != nil {
-		t.Fatalf("dup3(%d, %d): %v", fd, num, err)
-	}
-	testutil.Close(t, fd)
-	return testutil.Own(t, num)
-}
-
-// socketpairAt is testutil.Socketpair whose first end has fd number num (just freed): the
-// kernel hands out the lowest free number, and if something else took it meanwhile the end is
-// moved there with dup3(2). It reports whether the number was reused without dup3.
-func socketpairAt(t testing.TB, num int) (a, b int, natural bool) {
-	t.Helper()
-	a, b = testutil.Socketpair(t)
-	switch num {
-	case a:
-		return a, b, true
-	case b: // the kernel gave the free number to the other end: swap roles
-		return b, a, true
-	}
-	return renumber(t, a, num), b, false
-}
-
-// pipeAt is testutil.Pipe whose read end has fd number num (just freed), as socketpairAt. The
-// returned ends are the test's: the caller hands r over if the loop auto-closes it.
-func pipeAt(t testing.TB, num int) (r, w int, natural bool) {
-	t.Helper()
-	r, w = testutil.Pipe(t)
-	if r == num {
-		return r, w, true
-	}
-	if w == num { // move the write end out of the way first
-		fd, err := unix.FcntlInt(uintptr(w), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			t.Fatalf("F_DUPFD_CLOEXEC: %v", err)
-		}
-		testutil.Close(t, w)
-		w = testutil.Own(t, fd)
-	}
-	return renumber(t, r, num), w, false
-}
-
-// pipes makes n nonblocking pipes (testutil.Pipe), each with one unread byte when filled.
-func pipes(t testing.TB, n int, filled bool) (rs, ws []int) {
-	t.Helper()
-	for range n {
-		r, w := testutil.Pipe(t)
-		if filled {
-			testutil.Write(t, w, oneByte)
-		}
-		rs = append(rs, r)
-		ws = append(ws, w)
-	}
-	return rs, ws
-}
-
 // always makes an fd that stays readable for the rest of the test (an eventfd whose count is
 // never read), watches it with a handler that counts its runs in runs, and hands it to the
 // loop's auto-close.
@@ -254,166 +189,6 @@ func always(t testing.TB, l *ringev.Loop, runs *atomic.Int64) {
 	}
 	ev := addFd(t, l, efd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { runs.Add(1) })
 	ev.SetAutoClose(true)
-}
-
-// fill writes to the nonblocking pipe or socket fd until even a one-byte write gets EAGAIN, and
-// returns how many bytes it holds.
-func fill(t testing.TB, fd int) int {
-	t.Helper()
-	chunk := make([]byte, 4096)
-	total := 0
-	for len(chunk) > 0 {
-		n, err := unix.Write(fd, chunk)
-		switch {
-		case err == unix.EAGAIN:
-			chunk = chunk[:len(chunk)/2]
-		case err != nil:
-			t.Fatalf("filling fd %d: %v", fd, err)
-		case total > 64<<20:
-			t.Fatalf("fd %d took %d bytes and does not fill up", fd, total)
-		default:
-			total += n
-		}
-	}
-	return total
-}
-
-// openFds lists the process's open fd numbers (/proc/self/fd, without the fd of the listing).
-func openFds(t *testing.T) []string {
-	t.Helper()
-	d, err := os.Open("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot list open fds: %v", err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		t.Fatalf("reading /proc/self/fd: %v", err)
-	}
-	self := strconv.Itoa(int(d.Fd()))
-	names = slices.DeleteFunc(names, func(n string) bool { return n == self })
-	slices.Sort(names)
-	return names
-}
-
-// fdsSince returns the fds open now that were not in before (a list of openFds), leaving out
-// those closed meanwhile.
-func fdsSince(t *testing.T, before []string) []int {
-	t.Helper()
-	var fds []int
-	for _, name := range openFds(t) {
-		fd, err := strconv.Atoi(name)
-		if err != nil {
-			t.Fatalf("/proc/self/fd lists %q", name)
-		}
-		if !slices.Contains(before, name) && !isClosed(fd) {
-			fds = append(fds, fd)
-		}
-	}
-	return fds
-}
-
-// isClosed reports whether fd is not open (fcntl F_GETFD fails with EBADF).
-func isClosed(fd int) bool {
-	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-	return err == unix.EBADF
-}
-
-// closedFdNumber returns an fd number that is not open.
-func closedFdNumber(t testing.TB) int {
-	t.Helper()
-	for fd := 4000; fd < 5000; fd++ {
-		if isClosed(fd) {
-			return fd
-		}
-	}
-	t.Fatal("no closed fd number between 4000 and 5000")
-	return -1
-}
-
-// peerEOF waits up to within (0: one look) for a nonblocking read on peer to report that the
-// other end's file is released (EOF, or ECONNRESET when it was closed with unread data),
-// discarding data. It returns whether it was, how long that took, and what the last read
-// returned.
-func peerEOF(peer int, within time.Duration) (bool, time.Duration, string) {
-	start := time.Now()
-	end := start.Add(within)
-	var buf [4096]byte
-	for {
-		n, err := unix.Read(peer, buf[:])
-		switch {
-		case err == nil && n == 0:
-			return true, time.Since(start), "EOF"
-		case err == unix.ECONNRESET:
-			return true, time.Since(start), "ECONNRESET"
-		case err == nil, err == unix.EINTR:
-			continue // data the other end had written: read on to EOF
-		case err != unix.EAGAIN:
-			return false, time.Since(start), fmt.Sprintf("read error %v", err)
-		}
-		rem := time.Until(end)
-		if rem <= 0 {
-			return false, time.Since(start), "EAGAIN (the other end's file is still open)"
-		}
-		ms := int((rem + time.Millisecond - 1) / time.Millisecond)
-		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(peer), Events: unix.POLLIN}}, ms)
-	}
-}
-
-// expectEOF fails the test unless peer reads EOF within the given time (0: at once): the other
-// end's file was really released.
-func expectEOF(t *testing.T, peer int, within time.Duration, what string) {
-	t.Helper()
-	if ok, _, last := peerEOF(peer, within); !ok {
-		when := "at once"
-		if within > 0 {
-			when = "within " + within.String()
-		}
-		t.Fatalf("%s: the peer did not read EOF %s (last read: %s): the file was not released", what, when, last)
-	}
-}
-
-// expectPinned asserts a documented pin: the file stays open (the peer reads no EOF within
-// releaseWithin) because the kernel holds a reference to it (uring-poll's pending
-// IORING_OP_POLL_ADD, or a request in flight on uring).
-func expectPinned(t *testing.T, peer int, what string) {
-	t.Helper()
-	if ok, took, _ := peerEOF(peer, releaseWithin); ok {
-		t.Fatalf("%s: the peer read EOF after %v, but the file is documented to stay open here (the kernel holds it); the doc or the test is out of date", what, took)
-	}
-}
-
-// runWait returns how long the thread tid of this process has waited for a CPU so far: the
-// second field of /proc/self/task/TID/schedstat (ns on a run queue). A timing a test asserts on
-// a loaded machine subtracts it, so that it measures the loop, not the machine's other load.
-// Safe from any goroutine: a failure to read it fails the test (Error) and counts as 0.
-func runWait(t testing.TB, tid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
-	var f []string
-	var ns int64
-	if err == nil {
-		if f = strings.Fields(string(b)); len(f) < 2 {
-			err = fmt.Errorf("%q has no second field", b)
-		} else {
-			ns, err = strconv.ParseInt(f[1], 10, 64)
-		}
-	}
-	if err != nil {
-		t.Errorf("reading the run-queue wait of thread %d: %v", tid, err)
-		return 0
-	}
-	return time.Duration(ns)
-}
-
-// threadCPU is the CPU time (user+system) used so far by the calling OS thread. The loop's
-// goroutine is locked to its thread, so this is the loop's own CPU time.
-func threadCPU(t testing.TB) time.Duration {
-	t.Helper()
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		t.Fatalf("getrusage(RUSAGE_THREAD): %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // turns is what runTimer saw: the Once calls it made, the errors they returned, and the CPU
@@ -443,7 +218,7 @@ func runTimer(t testing.TB, l *ringev.Loop, d time.Duration, maxOnces int) turns
 	if tm == nil {
 		t.Fatal("AddTimer returned nil")
 	}
-	cpu0, wall0 := threadCPU(t), time.Now()
+	cpu0, wall0 := testutil.ThreadCPU(t), time.Now()
 	var r turns
 	for !fired {
 		if maxOnces > 0 && r.onces >= maxOnces {
@@ -461,7 +236,7 @@ func runTimer(t testing.TB, l *ringev.Loop, d time.Duration, maxOnces int) turns
 		}
 		r.onces++
 	}
-	r.cpu, r.wall = threadCPU(t)-cpu0, time.Since(wall0)
+	r.cpu, r.wall = testutil.ThreadCPU(t)-cpu0, time.Since(wall0)
 	return r
 }
 
@@ -484,18 +259,6 @@ func quiet(t testing.TB, l *ringev.Loop) {
 	if errs := settle(t, l, quietFor, 1); len(errs) > 0 {
 		t.Fatalf("Once in a quiet period: %v", errs[0])
 	}
-}
-
-// tempFile creates an empty regular file in the test's temporary directory; it is closed at
-// cleanup (after a loop created before it is closed).
-func tempFile(t testing.TB) *os.File {
-	t.Helper()
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }
 
 // drainUntil runs l (as until does) while reading and dropping what the non-blocking fd has
@@ -571,55 +334,6 @@ func untilWaited(t testing.TB, l *ringev.Loop) {
 		return false
 	})
 	tm.Stop()
-}
-
-// awaitWoken waits for done after a Post or a Stop, which must wake the loop whose thread is
-// tid (the Post's function runs, or Run returns, before the loop blocks again), and returns ""
-// when done comes. If the loop's thread is seen asleep in its wait (blockedIn) while done has
-// still not come, the wake-up was lost: it returns that. If done does not come within the
-// deadline (a loop that neither serves nor sleeps), it returns that.
-func awaitWoken(tid int, done <-chan struct{}) (problem string) {
-	end := time.Now().Add(deadline)
-	for {
-		select {
-		case <-done:
-			return ""
-		default:
-		}
-		if in := blockedIn(tid); in != "" {
-			select {
-			case <-done: // served, and asleep again since
-				return ""
-			default:
-			}
-			return fmt.Sprintf("the loop's thread sleeps in %s without having served it: the wake-up was lost", in)
-		}
-		if time.Now().After(end) {
-			return fmt.Sprintf("not served within %v, and the loop's thread never seen asleep", deadline)
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
-}
-
-// whenBlocked calls f on a new goroutine once the thread tid (a loop's: New locks its caller to
-// its thread) sleeps in its wait system call (blockedIn), looked at every 100 µs, and returns a
-// channel closed when f has returned. If the thread has not slept within the deadline, the test
-// fails and f is called all the same, so that the loop ends.
-func whenBlocked(t testing.TB, tid int, f func()) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		end := time.Now().Add(deadline)
-		for blockedIn(tid) == "" {
-			if time.Now().After(end) {
-				t.Errorf("thread %d did not sleep in its wait within %v", tid, deadline)
-				break
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-		f()
-	}()
-	return done
 }
 
 // hangGrace is how long a guarded call may stay blocked after its deadline and the wake-up that
@@ -749,48 +463,6 @@ func must(t *testing.T) func(ringev.Request, error) ringev.Request {
 		}
 		return h
 	}
-}
-
-// listener returns a non-blocking TCP listener on 127.0.0.1 and its address.
-func listener(t *testing.T) (int, *unix.SockaddrInet4) {
-	t.Helper()
-	fd := tcpSocket(t)
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, 64); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fd, sa.(*unix.SockaddrInet4)
-}
-
-// tcpSocket is a non-blocking, close-on-exec IPv4 TCP socket owned by the test.
-func tcpSocket(t *testing.T) int {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testutil.Own(t, fd)
-}
-
-// dial connects a blocking client socket, owned by the test, to sa (the listener's backlog
-// completes it).
-func dial(t *testing.T, sa *unix.SockaddrInet4) int {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.Own(t, fd)
-	if err := unix.Connect(fd, sa); err != nil {
-		t.Fatal(err)
-	}
-	return fd
 }
 
 // stopped reports whether t has ended (t.Context is done): a goroutine that spins until the
@@ -937,108 +609,6 @@ func (s *speed) check(t *testing.T) {
 	if left := testutil.Drain(t, s.r); s.writes-s.reads != left {
 		t.Fatalf("%d bytes written, %d read, %d left in the pipe", s.writes, s.reads, left)
 	}
-}
-
-// pipeHolding returns a pipe whose read end holds data.
-func pipeHolding(t *testing.T, data string) (r, w int) {
-	t.Helper()
-	r, w = testutil.Pipe(t)
-	testutil.Write(t, w, []byte(data))
-	return r, w
-}
-
-// expectHeld reads the pipe's read end r and fails unless it holds exactly data.
-func expectHeld(t *testing.T, r int, data string) {
-	t.Helper()
-	buf := make([]byte, 64)
-	n, err := unix.Read(r, buf)
-	if err != nil || string(buf[:n]) != data {
-		t.Fatalf("the pipe holds %q (err %v), want %q: the cancelled request read from it", buf[:max(n, 0)], err, data)
-	}
-}
-
-// halfClosedFull returns a socketpair whose first end's send queue is full and whose peer has
-// shut down its writing side: a Write event on a waits (on uring-poll with a multishot poll).
-func halfClosedFull(t *testing.T) (a, peer int) {
-	t.Helper()
-	a, peer = testutil.Socketpair(t)
-	fill(t, a)
-	if err := unix.Shutdown(peer, unix.SHUT_WR); err != nil {
-		t.Fatalf("shutdown(SHUT_WR): %v", err)
-	}
-	return a, peer
-}
-
-// tcpPair returns the two ends of a TCP connection over loopback, both nonblocking and owned
-// by the test: the dialled client and the accepted server. With buf > 0 the client's receive
-// buffer and the server's send buffer are fixed at buf bytes (no autotuning), so that a full
-// send queue on the server stays full until the client reads.
-func tcpPair(t *testing.T, buf int) (client, server int) {
-	t.Helper()
-	lfd, sa := listener(t)
-	c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client = testutil.Own(t, c)
-	if buf > 0 {
-		if err := unix.SetsockoptInt(c, unix.SOL_SOCKET, unix.SO_RCVBUF, buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := unix.Connect(c, sa); err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	if err := unix.SetNonblock(c, true); err != nil {
-		t.Fatal(err)
-	}
-	pfd := []unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(pfd, int(deadline/time.Millisecond)); n != 1 {
-		t.Fatalf("the listener has no connection to accept within %v (poll: %d, %v)", deadline, n, err)
-	}
-	s, _, err := unix.Accept4(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-	if err != nil {
-		t.Fatalf("accept4: %v", err)
-	}
-	server = testutil.Own(t, s)
-	if buf > 0 {
-		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_SNDBUF, buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return client, server
-}
-
-// waitSyscalls are the system calls a loop blocks in: ppoll (poll), epoll_pwait2 or
-// epoll_pwait (epoll), io_uring_enter (uring, uring-poll).
-var waitSyscalls = map[int]string{unix.SYS_PPOLL: "ppoll", unix.SYS_EPOLL_PWAIT2: "epoll_pwait2",
-	unix.SYS_EPOLL_PWAIT: "epoll_pwait", unix.SYS_IO_URING_ENTER: "io_uring_enter"}
-
-// blockedIn returns the wait system call thread tid is blocked in ("" if it is not), from
-// /proc/self/task/TID/syscall (the number of the call a sleeping thread is in) and .../stat
-// (state S).
-func blockedIn(tid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/syscall", tid))
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return ""
-	}
-	nr, err := strconv.Atoi(f[0])
-	if err != nil {
-		return ""
-	}
-	st, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
-	if err != nil {
-		return ""
-	}
-	// The state follows the command name, which is in parentheses.
-	if i := strings.LastIndexByte(string(st), ')'); i < 0 || !strings.HasPrefix(string(st[i:]), ") S") {
-		return ""
-	}
-	return waitSyscalls[nr]
 }
 
 // onOtherGoroutine runs f on a new goroutine and waits for it (with a deadline).

@@ -191,7 +191,7 @@ func TestLoopIOFairWithMoreReadyFdsThanOneLookReports(t *testing.T) {
 	for _, variant := range []string{"Echo", "AddClose"} {
 		t.Run(variant, func(t *testing.T) {
 			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-				rs, ws := pipes(t, n, true) // one byte each
+				rs, ws := testutil.Pipes(t, n, true) // one byte each
 				dr, _ := testutil.Pipe(t)
 				l := newLoop(t, backend, m.opts()...)
 				calls := make([]int, n)
@@ -352,7 +352,7 @@ func TestLoopIOAddFdOnReusedNumberNotRunFromEarlierLook(t *testing.T) {
 			if err := eb.Close(); err != nil {
 				t.Errorf("FdEvent.Close: %v", err)
 			}
-			nr, nw, _ := pipeAt(t, num)
+			nr, nw, _ := testutil.PipeAt(t, num)
 			newW = nw
 			ev2 := addFd(t, l, num, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 				newCalls++

@@ -140,7 +140,7 @@ func TestLoopReadNonblockingReturnsWhatReadReturns(t *testing.T) {
 		sa, sb := testutil.Socketpair(t) // empty socket
 		fr, fw := testutil.Pipe(t)       // end of file
 		testutil.Close(t, fw)
-		bad := closedFdNumber(t)
+		bad := testutil.ClosedFdNumber(t)
 		l := newLoop(t, backend)
 		testutil.Write(t, tw, []byte("12"))
 		buf := new([16]byte)
@@ -196,7 +196,7 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 		tr, tw := testutil.Pipe(t)
 		dr, dw := testutil.Pipe(t)
 		fr, fw := testutil.Pipe(t)
-		held := fill(t, fw)
+		held := testutil.Fill(t, fw)
 		xr, xw := testutil.Pipe(t)
 		testutil.Close(t, xr)
 		l := newLoop(t, backend)
@@ -225,7 +225,7 @@ func TestLoopWriteNonblockingReturnsWhatWriteReturns(t *testing.T) {
 			}
 			if rescued { // the test read from the pipe: fill it again
 				testutil.Drain(t, fr)
-				held = fill(t, fw)
+				held = testutil.Fill(t, fw)
 			}
 			if n, err := l.WriteNonblocking(xw, buf[:1]); n != 0 || err != unix.EPIPE || !errors.Is(err, unix.EPIPE) {
 				t.Errorf("run %d: pipe without reader: WriteNonblocking = %d, %v; want 0, unix.EPIPE itself", calls, n, err)

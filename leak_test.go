@@ -28,10 +28,10 @@ const leakCycles = 100_000
 func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		ignore := goleak.IgnoreCurrent()
-		before := openFds(t)
+		before := testutil.OpenFds(t)
 		r, w := testutil.Pipe(t) // closed at cleanup, after the checks below
 		l := newLoop(t, backend) // closed by the test; cleanup's second Close returns nil
-		withLoop := openFds(t)
+		withLoop := testutil.OpenFds(t)
 		start := time.Now()
 		runs := 0
 		h := func(ev *ringev.FdEvent, f ringev.Flags) { runs++; testutil.Drain(t, ev.Fd()) }
@@ -59,7 +59,7 @@ func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 			}
 		}
 		took := time.Since(start)
-		if now := openFds(t); !slices.Equal(now, withLoop) {
+		if now := testutil.OpenFds(t); !slices.Equal(now, withLoop) {
 			t.Errorf("after %d AddFd/Close cycles the open fds are %v, were %v", leakCycles, now, withLoop)
 		}
 		if err := l.Close(); err != nil {
@@ -67,7 +67,7 @@ func TestLeakNoFdsOrGoroutinesAfterManyAddFdClose(t *testing.T) {
 		}
 		unix.Close(r) // the Pipe cleanup closes them again: harmless, nothing opens fds meanwhile
 		unix.Close(w)
-		if now := openFds(t); !slices.Equal(now, before) {
+		if now := testutil.OpenFds(t); !slices.Equal(now, before) {
 			t.Errorf("after Loop.Close the open fds are %v, were %v before the loop", now, before)
 		}
 		goleak.VerifyNone(t, ignore)

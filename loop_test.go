@@ -97,7 +97,7 @@ func TestLoopStopRightAfterPostedFunctionIsNotLost(t *testing.T) {
 					t.Errorf("round %d: the posted function did not run within %v", round, deadline)
 				}
 				l.Stop()
-				if p := awaitWoken(tid, returned); p != "" {
+				if p := testutil.AwaitWoken(tid, ringev.WakeFd(l), returned); p != "" {
 					lost.Add(1)
 					problem.Store(p)
 					l.Post(func() {}) // wake it so the test goes on
@@ -194,7 +194,7 @@ func TestLoopHandlerPanicLeavesLoopUsable(t *testing.T) {
 			eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 				// 0: the panicking handler's; 1: another handler's; 2: the callback batch's
 				// second Read; 3: a Read made after the panic; 4: an fd event added after it.
-				rs, _ := pipes(t, 5, true)
+				rs, _ := testutil.Pipes(t, 5, true)
 				r5, w5 := testutil.Pipe(t) // a Read made in the panicking callback
 				l := newLoop(t, backend, m.opts()...)
 				firstRuns, otherRuns, panics := 0, 0, 0
@@ -256,7 +256,7 @@ func TestLoopHandlerPanicLeavesLoopUsable(t *testing.T) {
 				if kind == "callback" {
 					must(t)(l.CloseFd(rs[0], func(*ringev.Completion) {}, 0))
 					testutil.HandOver(t, rs[0])
-					if !isClosed(rs[0]) {
+					if !testutil.IsClosed(rs[0]) {
 						t.Error("CloseFd of the panicking request's fd, with no request left, did not close it at once: the panic kept its record")
 					}
 					testutil.Write(t, w5, oneByte)

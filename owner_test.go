@@ -81,7 +81,7 @@ func TestOwnerRequestCallsFromAGoroutineTheOwnerStartedGetErrNotOwner(t *testing
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
 		a, _ := testutil.Socketpair(t)
-		lfd, sa := listener(t)
+		lfd, sa := testutil.Listener(t)
 		l := newLoop(t, backend)
 		var rec recorder
 		h := must(t)(l.Read(r, make([]byte, 1), -1, rec.cb, 0))

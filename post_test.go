@@ -128,16 +128,16 @@ func TestPostWakesLoopBlockedInWait(t *testing.T) {
 		for i := 0; i < tries; i++ {
 			var t0, ranAt time.Time
 			var loopWait0, loopWait1, posterWait time.Duration
-			posted := whenBlocked(t, tid, func() {
+			posted := testutil.WhenBlocked(t, tid, func() {
 				runtime.LockOSThread() // its waits for a CPU are this thread's
 				defer runtime.UnlockOSThread()
 				ptid := unix.Gettid()
-				pw0, lw0 := runWait(t, ptid), runWait(t, tid)
+				pw0, lw0 := testutil.RunWait(t, ptid), testutil.RunWait(t, tid)
 				t0, loopWait0 = time.Now(), lw0
-				if err := l.Post(func() { ranAt, loopWait1 = time.Now(), runWait(t, tid) }); err != nil {
+				if err := l.Post(func() { ranAt, loopWait1 = time.Now(), testutil.RunWait(t, tid) }); err != nil {
 					t.Errorf("Post: %v", err)
 				}
-				posterWait = runWait(t, ptid) - pw0
+				posterWait = testutil.RunWait(t, ptid) - pw0
 			})
 			once(t, l)
 			<-posted
@@ -191,7 +191,7 @@ func TestPostWakesLoopRightAfterBusySpell(t *testing.T) {
 					l.Stop() // Run would otherwise wait for its deadline
 					return
 				}
-				if problem := awaitWoken(tid, ran); problem != "" {
+				if problem := testutil.AwaitWoken(tid, ringev.WakeFd(l), ran); problem != "" {
 					t.Errorf("post %d: %s", i, problem)
 					l.Stop()
 					return

@@ -18,7 +18,7 @@ import (
 // submitted when UnregisterFile empties the slot still reads its byte (UnregisterFile submits
 // it first, and the kernel keeps the registered file to its completion).
 func TestUnregisterFileSubmitsThePreparedRequestsFirst(t *testing.T) {
-	r, _ := pipeHolding(t, "ab")
+	r, _ := testutil.PipeHolding(t, "ab")
 	l := newLoop(t, "uring")
 	register(t, l, r)
 	var rec recorder
@@ -57,7 +57,7 @@ func TestUnregisterFileBetweenAReadAndItsSetTimeout(t *testing.T) {
 	}
 	quiet(t, l)
 	testutil.Write(t, w, []byte("z"))
-	expectHeld(t, r, "z")
+	testutil.ExpectHeld(t, r, "z")
 }
 
 // TestUnregisterFileAfterALinkedDeadline: a Read given a deadline right after it is made
@@ -84,7 +84,7 @@ func TestUnregisterFileAfterALinkedDeadline(t *testing.T) {
 		t.Fatalf("%d completions, first N %d err %v; want one with ETIME", rec.n(), c.N, c.Err)
 	}
 	testutil.Write(t, w, []byte("z"))
-	expectHeld(t, r, "z")
+	testutil.ExpectHeld(t, r, "z")
 }
 
 // TestUnregisterFileWithAFullSQAndQueuedDeadlines: 600 one-byte Recvs on a registered socket

@@ -98,7 +98,7 @@ func TestRegisteredFileAutoClosedByItsFdEventIsReleased(t *testing.T) {
 	if err := ev.Close(); err != nil {
 		t.Fatal(err)
 	}
-	expectEOF(t, peer, releaseWithin, "auto-close of a registered fd by FdEvent.Close")
+	testutil.ExpectEOF(t, peer, testutil.ReleaseWithin, "auto-close of a registered fd by FdEvent.Close")
 }
 
 // TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile: after an fd event's auto-close
@@ -119,7 +119,7 @@ func TestRegisteredFileAutoClosedThenNumberReusedReachesTheNewFile(t *testing.T)
 	if err := ev.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, newPeer, _ := socketpairAt(t, num)
+	_, newPeer, _ := testutil.SocketpairAt(t, num)
 	var snd recorder
 	must(t)(l.Send(num, []byte("new"), 0, snd.cb, 0))
 	until(t, l, func() bool { return snd.n() > 0 })
@@ -144,10 +144,10 @@ func TestRegisteredFileWithCloseFdPendingAtLoopCloseIsReleasedAtOnce(t *testing.
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !isClosed(a) {
+	if !testutil.IsClosed(a) {
 		t.Fatal("Loop.Close left open the fd that CloseFd was closing")
 	}
-	expectEOF(t, peer, 0, "Loop.Close with a CloseFd of a registered fd pending")
+	testutil.ExpectEOF(t, peer, 0, "Loop.Close with a CloseFd of a registered fd pending")
 }
 
 // TestRegisteredFileClosedAfterLoopCloseIsReleasedAtOnce: Loop.Close lets go of the
@@ -165,7 +165,7 @@ func TestRegisteredFileClosedAfterLoopCloseIsReleasedAtOnce(t *testing.T) {
 	if err := testutil.Close(t, a); err != nil {
 		t.Fatal(err)
 	}
-	expectEOF(t, peer, 0, "close(2) of a registered fd after Loop.Close")
+	testutil.ExpectEOF(t, peer, 0, "close(2) of a registered fd after Loop.Close")
 }
 
 // TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce: Loop.Close closes a registered fd
@@ -175,7 +175,7 @@ func TestRegisteredFileAutoClosedByLoopCloseIsReleasedAtOnce(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	expectEOF(t, peer, 0, "Loop.Close auto-closing a registered fd")
+	testutil.ExpectEOF(t, peer, 0, "Loop.Close auto-closing a registered fd")
 }
 
 // TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered: CloseFd of a registered
@@ -198,8 +198,8 @@ func TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered(t *testin
 	testutil.HandOver(t, a)
 	until(t, l, func() bool { return cls.n() > 0 && rcv.n() > 0 && snd.n() > 0 })
 	wantOne(t, &cls, 0)
-	expectEOF(t, oldPeer, releaseWithin, "CloseFd of the registered socket")
-	_, newPeer, _ := socketpairAt(t, num)
+	testutil.ExpectEOF(t, oldPeer, testutil.ReleaseWithin, "CloseFd of the registered socket")
+	_, newPeer, _ := testutil.SocketpairAt(t, num)
 	if err := l.RegisterFile(num); err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +222,14 @@ func TestRegisteredFileCloseFdInFlightThenTheNumberReusedAndRegistered(t *testin
 // accepts two connections, then CloseFd of the listener ends it (its last completion
 // ECANCELED), closes it with no error, and releases the socket: a new connection is refused.
 func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
-	ln, sa := listener(t)
+	ln, sa := testutil.Listener(t)
 	l := newLoop(t, "uring")
 	register(t, l, ln)
 	var acc, cls recorder
 	must(t)(l.AcceptMultishot(ln, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, acc.cb, 0))
 	untilWaited(t, l)
-	dial(t, sa)
-	dial(t, sa)
+	testutil.Dial(t, sa)
+	testutil.Dial(t, sa)
 	until(t, l, func() bool { return acc.n() >= 2 })
 	for _, c := range acc.got {
 		if c.Err != nil || !c.More {
@@ -261,7 +261,7 @@ func TestRegisteredFileAcceptMultishotThenCloseFd(t *testing.T) {
 func TestRegisteredFileLoopCloseWithManyInFlightLeaksNothing(t *testing.T) {
 	requireRegisteredFiles(t) // before fds0: it makes and closes a loop of its own
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	fds0 := len(openFds(t))
+	fds0 := len(testutil.OpenFds(t))
 	const n = 64
 	type pair struct{ a, b int }
 	ps := make([]pair, n)
@@ -297,7 +297,7 @@ func TestRegisteredFileLoopCloseWithManyInFlightLeaksNothing(t *testing.T) {
 	}
 	for i, p := range ps {
 		if i%2 == 0 {
-			if !isClosed(p.a) {
+			if !testutil.IsClosed(p.a) {
 				t.Errorf("fd %d: Loop.Close left open the fd a CloseFd was closing", p.a)
 			}
 		} else if err := testutil.Close(t, p.a); err != nil {
@@ -305,11 +305,11 @@ func TestRegisteredFileLoopCloseWithManyInFlightLeaksNothing(t *testing.T) {
 		}
 	}
 	for i, p := range ps {
-		expectEOF(t, p.b, 0, "peer "+strconv.Itoa(i)+" after Loop.Close")
+		testutil.ExpectEOF(t, p.b, 0, "peer "+strconv.Itoa(i)+" after Loop.Close")
 		testutil.Close(t, p.b)
 	}
 	runtime.GC()
-	if got := len(openFds(t)); got != fds0 {
+	if got := len(testutil.OpenFds(t)); got != fds0 {
 		t.Fatalf("%d fds open after the test, %d before", got, fds0)
 	}
 }

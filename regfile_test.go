@@ -79,7 +79,7 @@ func TestRegisterFileOffUringDoesNothing(t *testing.T) {
 		}
 	}
 	eachBackend(t, others, func(t *testing.T, backend string) {
-		r, w := pipeHolding(t, "a")
+		r, w := testutil.PipeHolding(t, "a")
 		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		for _, fd := range []int{r, a} {
@@ -105,7 +105,7 @@ func TestRegisterFileOffUringDoesNothing(t *testing.T) {
 		if err := testutil.Close(t, a); err != nil {
 			t.Fatal(err)
 		}
-		expectEOF(t, peer, 0, "close(2) of a socket RegisterFile was given on "+backend)
+		testutil.ExpectEOF(t, peer, 0, "close(2) of a socket RegisterFile was given on "+backend)
 		quiet(t, l)
 	})
 }
@@ -117,7 +117,7 @@ func TestRegisterFileOffUringDoesNothing(t *testing.T) {
 // and a close(2) releases it), and a later call tries again.
 func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 	requireRegisteredFiles(t)
-	r, w := pipeHolding(t, "a")
+	r, w := testutil.PipeHolding(t, "a")
 	l := newLoop(t, "uring")
 	restore := ringev.SetFileTableFault(fmt.Errorf("uring: io_uring_register(%s): %w", uring.RegisterOpName(uring.RegisterFiles2), unix.EINVAL))
 	err := l.RegisterFile(r)
@@ -151,14 +151,14 @@ func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 func TestRegisterFileRefusesBadInput(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
-		before := openFds(t)
+		before := testutil.OpenFds(t)
 		l := newLoop(t, backend)
 		// The loop makes its own fds lazily, some with its first request: make one first.
 		var rd recorder
 		must(t)(l.Read(r, make([]byte, 1), -1, rd.cb, 0))
 		testutil.Write(t, w, oneByte)
 		until(t, l, func() bool { return rd.n() > 0 })
-		for _, fd := range fdsSince(t, before) {
+		for _, fd := range testutil.FdsSince(t, before) {
 			if err := l.RegisterFile(fd); !errors.Is(err, unix.EBADF) {
 				t.Errorf("RegisterFile(%d), one of the loop's own fds: %v, want EBADF", fd, err)
 			}
@@ -174,7 +174,7 @@ func TestRegisterFileRefusesBadInput(t *testing.T) {
 				t.Errorf("UnregisterFile(%d): %v, want EBADF", fd, err)
 			}
 		}
-		closed := closedFdNumber(t)
+		closed := testutil.ClosedFdNumber(t)
 		if err := l.RegisterFile(closed); !errors.Is(err, unix.EBADF) {
 			t.Errorf("RegisterFile(%d), a closed number: %v, want EBADF", closed, err)
 		}

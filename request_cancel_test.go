@@ -71,7 +71,7 @@ func TestRequestCancelRacingCompletionRunsCallbackOnce(t *testing.T) {
 // is prepared when it is made; the cancel turns it into a NOP.)
 func TestRequestCancelBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, _ := pipeHolding(t, "ab")
+		r, _ := testutil.PipeHolding(t, "ab")
 		l := newLoop(t, backend)
 		var rec recorder
 		h, err := l.Read(r, make([]byte, 1), -1, rec.cb, 0)
@@ -85,7 +85,7 @@ func TestRequestCancelBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
 		if c := rec.last(t); rec.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) || c.N != 0 {
 			t.Fatalf("%d callbacks, last N %d err %v, want one with ECANCELED", rec.n(), c.N, c.Err)
 		}
-		expectHeld(t, r, "ab")
+		testutil.ExpectHeld(t, r, "ab")
 	})
 }
 

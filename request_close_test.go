@@ -19,7 +19,7 @@ import (
 func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		fds0 := len(openFds(t))
+		fds0 := len(testutil.OpenFds(t))
 		a, b := testutil.Socketpair(t)
 		calls := 0
 		func() {
@@ -42,7 +42,7 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 		}
 		testutil.Close(t, a)
 		testutil.Close(t, b)
-		if n := len(openFds(t)); n != fds0 {
+		if n := len(testutil.OpenFds(t)); n != fds0 {
 			t.Fatalf("%d fds open after the loop closed, %d before", n, fds0)
 		}
 	})
@@ -54,7 +54,7 @@ func TestRequestLoopCloseWithRequestsInFlight(t *testing.T) {
 // Close would be lost: no callback gets them.
 func TestRequestLoopCloseBeforeTheEnterReadsNothing(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, _ := pipeHolding(t, "ab")
+		r, _ := testutil.PipeHolding(t, "ab")
 		l := newLoop(t, backend)
 		cb := func(*ringev.Completion) { t.Error("a callback ran after Close") }
 		if _, err := l.Read(r, make([]byte, 1), -1, cb, 0); err != nil {
@@ -63,7 +63,7 @@ func TestRequestLoopCloseBeforeTheEnterReadsNothing(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		expectHeld(t, r, "ab")
+		testutil.ExpectHeld(t, r, "ab")
 	})
 }
 
@@ -86,10 +86,10 @@ func TestRequestLoopCloseFinishesPendingCloseFd(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if !isClosed(a) {
+		if !testutil.IsClosed(a) {
 			t.Fatal("Loop.Close left open the fd that CloseFd was closing")
 		}
-		expectEOF(t, b, 2*time.Second, "the peer after Loop.Close with a CloseFd pending")
+		testutil.ExpectEOF(t, b, 2*time.Second, "the peer after Loop.Close with a CloseFd pending")
 	})
 }
 
@@ -99,11 +99,11 @@ func TestRequestLoopCloseFinishesPendingCloseFd(t *testing.T) {
 // no callback.
 func TestRequestLoopCloseLeaksNoAcceptedFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		ln, sa := listener(t)
+		ln, sa := testutil.Listener(t)
 		for range 20 {
-			dial(t, sa)
+			testutil.Dial(t, sa)
 		}
-		before := len(openFds(t))
+		before := len(testutil.OpenFds(t))
 		l := newLoop(t, backend)
 		var got []int
 		must(t)(l.AcceptMultishot(ln, unix.SOCK_CLOEXEC, func(c *ringev.Completion) {
@@ -118,7 +118,7 @@ func TestRequestLoopCloseLeaksNoAcceptedFd(t *testing.T) {
 		for _, fd := range got {
 			unix.Close(fd)
 		}
-		after := len(openFds(t))
+		after := len(testutil.OpenFds(t))
 		if after != before {
 			t.Fatalf("after Close and closing the %d fds handed to callbacks: %d fds open, %d before New: accepted fds leaked", len(got), after, before)
 		}
@@ -138,11 +138,11 @@ func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
 		testutil.Close(t, conn) // behind the loop's back
 		switch backend {
 		case "uring":
-			expectPinned(t, b, "uring: a raw close with a recv in flight")
+			testutil.ExpectPinned(t, b, "uring: a raw close with a recv in flight")
 		case notCloseSafe:
 			// Not close-safe by design (WithBackend): its POLL_ADD holds the file too.
 		default:
-			expectEOF(t, b, releaseWithin, backend+": a raw close with a recv in flight (the emulation holds no file reference)")
+			testutil.ExpectEOF(t, b, testutil.ReleaseWithin, backend+": a raw close with a recv in flight (the emulation holds no file reference)")
 		}
 		// The request is still pending (it watches a closed fd). What to do after the fact:
 		// cancel it; on uring the file goes with it. (Before the fact: CloseFd.)
@@ -152,7 +152,7 @@ func TestRequestRawCloseWithRequestInFlight(t *testing.T) {
 			t.Fatalf("after Cancel: %d completions, last %+v", rec.n(), c)
 		}
 		if backend == "uring" {
-			expectEOF(t, b, releaseWithin, "uring: Cancel of the recv on a raw-closed fd")
+			testutil.ExpectEOF(t, b, testutil.ReleaseWithin, "uring: Cancel of the recv on a raw-closed fd")
 		}
 	})
 }

@@ -37,7 +37,7 @@ func TestRequestCloseFdBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
 		if c := cls.last(t); c.Err != nil {
 			t.Fatalf("CloseFd: %v", c.Err)
 		}
-		expectHeld(t, dup, "ab")
+		testutil.ExpectHeld(t, dup, "ab")
 	})
 }
 
@@ -52,13 +52,13 @@ func TestRequestCloseFdWithAPreparedReadThenTheNumberReused(t *testing.T) {
 	must(t)(l.Read(num, make([]byte, 1), -1, old.cb, 0))
 	must(t)(l.CloseFd(num, cls.cb, 0))
 	testutil.HandOver(t, num)
-	if !isClosed(num) {
+	if !testutil.IsClosed(num) {
 		t.Fatal("CloseFd with only an unsubmitted Read did not close the fd at once")
 	}
 	testutil.Close(t, w)
 	r2, w2 := testutil.Pipe(t)
 	if r2 != num {
-		renumber(t, r2, num) // the number is the new pipe's read end, closed at cleanup
+		testutil.Renumber(t, r2, num) // the number is the new pipe's read end, closed at cleanup
 	}
 	testutil.Write(t, w2, []byte("n"))
 	buf := make([]byte, 1)
@@ -189,7 +189,7 @@ func TestRequestCloseFdCancelledStillCloses(t *testing.T) {
 		if closeRuns != 1 || recvRuns != 1 {
 			t.Fatalf("callbacks: CloseFd %d, Recv %d; want 1 each", closeRuns, recvRuns)
 		}
-		if !isClosed(a) {
+		if !testutil.IsClosed(a) {
 			t.Fatal("the fd is still open")
 		}
 	})
@@ -242,7 +242,7 @@ func TestRequestCloseFdThenAddFdOnTheReusedNumber(t *testing.T) {
 		}
 		testutil.HandOver(t, r) // the loop closes it now
 		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
-		_, nw, _ := pipeAt(t, r)
+		_, nw, _ := testutil.PipeAt(t, r)
 		newRuns := 0
 		ev, err := l.AddFd(r, ringev.Read, func(ev *ringev.FdEvent, _ ringev.Flags) {
 			newRuns++
@@ -286,13 +286,13 @@ func TestRequestCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) 
 				}
 				testutil.HandOver(t, r)
 				untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
-				pipeAt(t, r) // a new file takes the number
+				testutil.PipeAt(t, r) // a new file takes the number
 				if via == "event" {
 					ev.Close()
 				} else if err := l.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if isClosed(r) {
+				if testutil.IsClosed(r) {
 					t.Fatalf("the %s's Close closed fd %d again, now another file's", via, r)
 				}
 			})
@@ -306,9 +306,9 @@ func TestRequestCloseFdThenAutoCloseEventDoesNotCloseReusedNumber(t *testing.T) 
 // afterwards.
 func TestRequestCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		before := openFds(t)
+		before := testutil.OpenFds(t)
 		l := newLoop(t, backend)
-		for _, fd := range fdsSince(t, before) {
+		for _, fd := range testutil.FdsSince(t, before) {
 			if ev, err := l.AddFd(fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {}); err == nil {
 				ev.Close()
 				t.Errorf("AddFd(%d), one of the loop's own fds, was accepted", fd)
@@ -317,7 +317,7 @@ func TestRequestCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
 				t.Errorf("Read(%d), one of the loop's own fds, was accepted", fd)
 			}
 			if _, err := l.CloseFd(fd, func(*ringev.Completion) {}, 0); err == nil {
-				if isClosed(fd) {
+				if testutil.IsClosed(fd) {
 					t.Errorf("CloseFd(%d), one of the loop's own fds, closed it", fd)
 				} else {
 					t.Errorf("CloseFd(%d), one of the loop's own fds, was accepted", fd)

@@ -106,7 +106,7 @@ func testReqWrite(t *testing.T, backend string) {
 }
 
 func testReqFileOffset(t *testing.T, backend string) {
-	f := tempFile(t)
+	f := testutil.TempFile(t)
 	fd := int(f.Fd())
 	l := newLoop(t, backend)
 	var wr, rd recorder
@@ -184,12 +184,12 @@ func closeAccepted(t *testing.T, r *recorder) {
 }
 
 func testReqAccept(t *testing.T, backend string) {
-	lfd, sa := listener(t)
+	lfd, sa := testutil.Listener(t)
 	l := newLoop(t, backend)
 	var rec recorder
 	closeAccepted(t, &rec)
 	must(t)(l.Accept(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rec.cb, 0))
-	dial(t, sa)
+	testutil.Dial(t, sa)
 	until(t, l, func() bool { return rec.n() > 0 })
 	c := rec.last(t)
 	if c.Err != nil || c.N <= 0 || c.More {
@@ -198,14 +198,14 @@ func testReqAccept(t *testing.T, backend string) {
 }
 
 func testReqAcceptMultishot(t *testing.T, backend string) {
-	lfd, sa := listener(t)
+	lfd, sa := testutil.Listener(t)
 	l := newLoop(t, backend)
 	var rec recorder
 	closeAccepted(t, &rec)
 	h, err := l.AcceptMultishot(lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, rec.cb, 0)
 	must(t)(h, err)
 	for i := 0; i < 3; i++ {
-		dial(t, sa)
+		testutil.Dial(t, sa)
 	}
 	until(t, l, func() bool { return rec.n() >= 3 })
 	for _, c := range rec.got {
@@ -223,8 +223,8 @@ func testReqAcceptMultishot(t *testing.T, backend string) {
 }
 
 func testReqConnect(t *testing.T, backend string) {
-	lfd, sa := listener(t)
-	fd := tcpSocket(t)
+	lfd, sa := testutil.Listener(t)
+	fd := testutil.TCPSocket(t)
 	l := newLoop(t, backend)
 	var rec recorder
 	must(t)(l.Connect(fd, sa, rec.cb, 0))
@@ -238,7 +238,7 @@ func testReqConnect(t *testing.T, backend string) {
 }
 
 func testReqFsync(t *testing.T, backend string) {
-	f := tempFile(t)
+	f := testutil.TempFile(t)
 	f.WriteString("x")
 	l := newLoop(t, backend)
 	var rec recorder
@@ -349,7 +349,7 @@ func testReqDeadlineLate(t *testing.T, backend string) {
 }
 
 func testReqCloseFd(t *testing.T, backend string) {
-	lfd, _ := listener(t)
+	lfd, _ := testutil.Listener(t)
 	conn, b := testutil.Socketpair(t) // conn is handed to the loop's CloseFd; b is the peer
 	ldup, err := unix.Dup(lfd)
 	if err != nil {
@@ -364,7 +364,7 @@ func testReqCloseFd(t *testing.T, backend string) {
 	testutil.HandOver(t, conn)
 	must(t)(l.CloseFd(ldup, cls.cb, 0))
 	until(t, l, func() bool { return cls.n() == 2 })
-	expectEOF(t, b, releaseWithin, "CloseFd of the recv's socket")
+	testutil.ExpectEOF(t, b, testutil.ReleaseWithin, "CloseFd of the recv's socket")
 	for _, r := range []*recorder{&rcv, &acc} {
 		if c := r.last(t); r.n() != 1 || !errors.Is(c.Err, unix.ECANCELED) {
 			t.Fatalf("%d completions, last %+v", r.n(), c)
@@ -375,7 +375,7 @@ func testReqCloseFd(t *testing.T, backend string) {
 			t.Fatalf("close: %+v", c)
 		}
 	}
-	if !isClosed(conn) {
+	if !testutil.IsClosed(conn) {
 		t.Fatalf("fd %d still open after CloseFd", conn)
 	}
 }
@@ -393,7 +393,7 @@ func testReqFdReuse(t *testing.T, backend string) {
 	must(t)(l.CloseFd(old, cls.cb, 0))
 	until(t, l, func() bool { return cls.n() > 0 })
 	// A new socketpair takes the freed number.
-	c, d, _ := socketpairAt(t, old)
+	c, d, _ := testutil.SocketpairAt(t, old)
 	must(t)(l.Recv(c, make([]byte, 8), 0, newRec.cb, 2))
 	testutil.Write(t, d, []byte("new"))
 	until(t, l, func() bool { return newRec.n() > 0 && oldRec.n() > 0 })
@@ -851,7 +851,7 @@ func testReqConnectRefused(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	sa := bound.(*unix.SockaddrInet4)
-	fd := tcpSocket(t)
+	fd := testutil.TCPSocket(t)
 	l := newLoop(t, backend)
 	var rec recorder
 	must(t)(l.Connect(fd, sa, rec.cb, 0))
@@ -862,7 +862,7 @@ func testReqConnectRefused(t *testing.T, backend string) {
 }
 
 func testReqMultishotDeadline(t *testing.T, backend string) {
-	lfd, _ := listener(t)
+	lfd, _ := testutil.Listener(t)
 	l := newLoop(t, backend)
 	var rec recorder
 	h := must(t)(l.AcceptMultishot(lfd, 0, rec.cb, 0))

@@ -76,7 +76,7 @@ func TestRequestDeadlineLinkTimeoutHoldsAtEverySQPosition(t *testing.T) {
 		}
 	}
 	testutil.Write(t, w, []byte("z"))
-	expectHeld(t, r, "z")
+	testutil.ExpectHeld(t, r, "z")
 }
 
 // TestRequestDeadlineFullSQInOneHandler: 600 Reads made in one handler, each given a deadline
@@ -134,7 +134,7 @@ func TestRequestDeadlineFullSQInOneHandler(t *testing.T) {
 		}
 	}
 	testutil.Write(t, w, []byte("q"))
-	expectHeld(t, r, "q")
+	testutil.ExpectHeld(t, r, "q")
 }
 
 // TestRequestDeadlineOnAnEarlierRequestInTheHandler: on uring, a deadline given in the handler
@@ -394,5 +394,5 @@ func TestRequestDeadlineAndCancelAfterARideSubmittedTheRead(t *testing.T) {
 		t.Fatalf("B: %d callbacks, last err %v; want one with ECANCELED", rb.n(), c.Err)
 	}
 	testutil.Write(t, w, []byte("k"))
-	expectHeld(t, r, "k")
+	testutil.ExpectHeld(t, r, "k")
 }

@@ -103,7 +103,7 @@ func TestRequestBufferGroupIncrementalConsumption(t *testing.T) {
 // SockNonempty set (IORING_CQE_F_SOCK_NONEMPTY); the one that takes the rest has it clear.
 func TestRequestRecvMultishotSaysSockNonemptyWhileTheSocketHoldsMore(t *testing.T) {
 	requireOp(t, ringev.OpRecvMultishot)
-	client, server := tcpPair(t, 0)
+	client, server := testutil.TCPPair(t, 0)
 	l := newLoop(t, "uring")
 	g, err := l.NewBufferGroup(4, 4096)
 	if err != nil {

@@ -46,7 +46,7 @@ func TestRequestSendToClosedPeerEndsWithEPIPE(t *testing.T) {
 func TestRequestConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		// a port nobody listens on: bind one, do not listen
-		p := tcpSocket(t)
+		p := testutil.TCPSocket(t)
 		if err := unix.Bind(p, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestRequestConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := tcpSocket(t)
+		s := testutil.TCPSocket(t)
 		l := newLoop(t, backend)
 		var got error
 		done := false
@@ -67,7 +67,7 @@ func TestRequestConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 		must(t)(l.CloseFd(s, func(*ringev.Completion) { closed = true }, 0))
 		testutil.HandOver(t, s)
 		untilFor(t, l, deadline, "CloseFd", func() bool { return closed })
-		if !isClosed(s) {
+		if !testutil.IsClosed(s) {
 			t.Fatal("CloseFd after a refused Connect left the socket open")
 		}
 	})
@@ -78,7 +78,7 @@ func TestRequestConnectRefusedEndsWithECONNREFUSED(t *testing.T) {
 // emulation's wait for Write and errors (hangup) learns of the reset.
 func TestRequestSendWaitingForRoomEndsOnPeerReset(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		peer, a := tcpPair(t, 32<<10)
+		peer, a := testutil.TCPPair(t, 32<<10)
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		var snd recorder
@@ -99,7 +99,7 @@ func TestRequestSendWaitingForRoomEndsOnPeerReset(t *testing.T) {
 func TestRequestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
-		fill(t, w)
+		testutil.Fill(t, w)
 		l := newLoop(t, backend)
 		var wr recorder
 		must(t)(l.Write(w, make([]byte, 4096), -1, wr.cb, 1))
@@ -121,7 +121,7 @@ func TestRequestWriteWaitingOnFullPipeEndsWithEPIPEWhenReaderCloses(t *testing.T
 // with ECONNRESET or EPIPE, and the user's handler does not run again.
 func TestRequestSendBesideUserReadEventEndsOnHalfCloseThenReset(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		peer, a := tcpPair(t, 32<<10)
+		peer, a := testutil.TCPPair(t, 32<<10)
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		runs := 0
@@ -157,7 +157,7 @@ func TestRequestSendBesideUserReadEventEndsOnHalfCloseThenReset(t *testing.T) {
 // sleeps), and the peer's reset then completes it with ECONNRESET or EPIPE.
 func TestRequestRecvAndSendOnHalfClosedThenResetSocket(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		peer, a := tcpPair(t, 32<<10)
+		peer, a := testutil.TCPPair(t, 32<<10)
 		fillTCP(t, a)
 		l := newLoop(t, backend)
 		var rcv, snd recorder
@@ -186,7 +186,7 @@ func fillTCP(t *testing.T, a int) {
 	t.Helper()
 	end := time.Now().Add(deadline)
 	for {
-		n := fill(t, a)
+		n := testutil.Fill(t, a)
 		info, err := unix.GetsockoptTCPInfo(a, unix.IPPROTO_TCP, unix.TCP_INFO)
 		if err != nil {
 			t.Fatalf("getsockopt(TCP_INFO) of fd %d: %v", a, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
@@ -86,7 +87,7 @@ type opMix struct {
 func runRandomOps(t *testing.T, backend string, mix opMix, opts ...ringev.Option) {
 	t.Helper()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	fds0 := len(openFds(t))
+	fds0 := len(testutil.OpenFds(t))
 	func() {
 		l := newLoop(t, backend, opts...)
 		defer l.Close()
@@ -97,7 +98,7 @@ func runRandomOps(t *testing.T, backend string, mix opMix, opts ...ringev.Option
 		randomOps(t, l, g, mix)
 	}()
 	runtime.GC()
-	if got := len(openFds(t)); got != fds0 {
+	if got := len(testutil.OpenFds(t)); got != fds0 {
 		t.Fatalf("%d fds open after the test, %d before", got, fds0)
 	}
 }

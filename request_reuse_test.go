@@ -27,7 +27,7 @@ func regularFileAt(t *testing.T, num int, data []byte) int {
 	}
 	f := testutil.Own(t, fd)
 	if fd != num {
-		f = renumber(t, f, num)
+		f = testutil.Renumber(t, f, num)
 	}
 	return f
 }
@@ -60,7 +60,7 @@ func TestRequestOnNumberReusedByRegularFile(t *testing.T) {
 			t.Fatalf("read %q from the regular file", buf)
 		}
 		testutil.Close(t, f)
-		r2, w2, _ := pipeAt(t, num)
+		r2, w2, _ := testutil.PipeAt(t, num)
 		var rd2 recorder
 		must(t)(l.Read(r2, make([]byte, 8), -1, rd2.cb, 4))
 		settle(t, l, 10*time.Millisecond, 3)
@@ -94,7 +94,7 @@ func TestRequestOnNumberReusedInsideAnotherFdsCallback(t *testing.T) {
 		must(t)(l.Read(r2, make([]byte, 1), -1, func(c *ringev.Completion) {
 			other.cb(c)
 			testutil.Close(t, r1)
-			nr, nw, _ = pipeAt(t, num)
+			nr, nw, _ = testutil.PipeAt(t, num)
 			if _, err := unix.Write(nw, []byte("b")); err != nil {
 				t.Error(err)
 			}

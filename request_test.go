@@ -104,7 +104,7 @@ func TestRequestCQOverflowLosesNothing(t *testing.T) {
 	})
 	t.Run("FileWrites", func(t *testing.T) {
 		eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-			f := tempFile(t)
+			f := testutil.TempFile(t)
 			l := newLoop(t, backend)
 			fd := int(f.Fd())
 			runs := make([]int, n)
@@ -321,7 +321,7 @@ func TestRequestAndFdEventShareOneFd(t *testing.T) {
 func TestRequestChainStarvesNeitherFdsNorTimers(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		r, w := testutil.Pipe(t)
-		f := tempFile(t)
+		f := testutil.TempFile(t)
 		l := newLoop(t, backend)
 		fd := int(f.Fd())
 		buf := []byte("x")

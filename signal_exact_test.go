@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,7 +61,7 @@ func TestExactSignalsWakeBlockedLoop(t *testing.T) {
 	}
 	far := false
 	l.AddTimer(time.Hour, func(*ringev.Timer) { far = true }) // something to wait for
-	whenBlocked(t, unix.Gettid(), func() { unix.Kill(os.Getpid(), unix.SIGUSR2) })
+	testutil.WhenBlocked(t, unix.Gettid(), func() { unix.Kill(os.Getpid(), unix.SIGUSR2) })
 	once(t, l) // a wait the signal did not end fails here
 	if got != 1 || far {
 		t.Fatalf("one Once: signal count %d, far timer ran %v; want the signal handler with count 1", got, far)

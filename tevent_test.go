@@ -350,7 +350,7 @@ func TestTeventHangUpWriteOnlyHandlerNotCalledAndLosesWrite(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				a, peer := testutil.Socketpair(t)
 				l := newLoop(t, backend)
-				fill(t, a)
+				testutil.Fill(t, a)
 				wev := addFd(t, l, a, ringev.Write, never(t, "WRITE-only handler on a full socket"))
 				var readFlags []ringev.Flags
 				if withReader {
@@ -421,7 +421,7 @@ func TestTeventHangUpErrorHandlerSeesError(t *testing.T) {
 				a, peer := testutil.Socketpair(t)
 				l := newLoop(t, backend)
 				if mask&ringev.Write != 0 {
-					fill(t, a)
+					testutil.Fill(t, a)
 				}
 				var got []ringev.Flags
 				addFd(t, l, a, mask, func(ev *ringev.FdEvent, f ringev.Flags) {
@@ -457,7 +457,7 @@ func TestTeventInvalidFdNeverSpins(t *testing.T) {
 				a, _ := testutil.Socketpair(t)
 				l := newLoop(t, backend)
 				if mask&ringev.Write != 0 {
-					fill(t, a)
+					testutil.Fill(t, a)
 				}
 				ev := addFd(t, l, a, mask, never(t, "invalid fd"))
 				untilWaited(t, l) // the loop watches the fd

@@ -16,7 +16,7 @@ import (
 func TestTimerRunsPromptlyAmongManyReadyFds(t *testing.T) {
 	const n = 150
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
-		rs, _ := pipes(t, n, true)
+		rs, _ := testutil.Pipes(t, n, true)
 		l := newLoop(t, backend, m.opts()...)
 		fdRuns := 0
 		for _, r := range rs {

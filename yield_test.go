@@ -150,7 +150,7 @@ func hammerPostStop(t *testing.T, backend string, withTimer bool) {
 					return
 				}
 				posts.Add(1)
-				if problem := awaitWoken(tid, got); problem == "" {
+				if problem := testutil.AwaitWoken(tid, ringev.WakeFd(l), got); problem == "" {
 					ran.Add(1)
 					setMax(&maxLat, int64(time.Since(start)))
 				} else {
@@ -176,7 +176,7 @@ func hammerPostStop(t *testing.T, backend string, withTimer bool) {
 			start := time.Now()
 			l.Stop()
 			stops.Add(1)
-			if problem := awaitWoken(tid, runEnds); problem == "" {
+			if problem := testutil.AwaitWoken(tid, ringev.WakeFd(l), runEnds); problem == "" {
 				setMax(&stopMaxNs, int64(time.Since(start)))
 			} else {
 				stopLost.Add(1)
@@ -261,7 +261,7 @@ func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 				// awaitOrUnblock waits for c (awaitWoken); after a lost wake-up a byte on the
 				// idle fd gets the loop going again.
 				awaitOrUnblock := func(c chan struct{}, what string, start time.Time) {
-					if problem := awaitWoken(tid, c); problem == "" {
+					if problem := testutil.AwaitWoken(tid, ringev.WakeFd(l), c); problem == "" {
 						maxLat = max(maxLat, time.Since(start))
 					} else {
 						lost++
@@ -473,7 +473,7 @@ func TestYieldThenNestedOnceAndCloseInAHandlerAreErrNested(t *testing.T) {
 func TestYieldLoopsMadeAndClosedConcurrentlyLeakNothing(t *testing.T) {
 	eachProcs(t, func(t *testing.T) {
 		ignore := goleak.IgnoreCurrent()
-		before := openFds(t)
+		before := testutil.OpenFds(t)
 		backends := withFallback()
 		var wg sync.WaitGroup
 		errs := make(chan error, 64)
@@ -551,7 +551,7 @@ func TestYieldLoopsMadeAndClosedConcurrentlyLeakNothing(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		if now := openFds(t); !slices.Equal(now, before) {
+		if now := testutil.OpenFds(t); !slices.Equal(now, before) {
 			t.Errorf("open fds after: %v, before: %v", now, before)
 		}
 		goleak.VerifyNone(t, ignore)
@@ -593,14 +593,14 @@ func TestYieldNoneBesideACPUBoundGoroutineOnOneProc(t *testing.T) {
 		const d = 2 * time.Millisecond
 		var arm func()
 		arm = func() {
-			want, waited := time.Now().Add(d), runWait(t, tid)
+			want, waited := time.Now().Add(d), testutil.RunWait(t, tid)
 			l.AddTimer(d, func(*ringev.Timer) {
-				late = append(late, time.Since(want)-(runWait(t, tid)-waited))
+				late = append(late, time.Since(want)-(testutil.RunWait(t, tid)-waited))
 				arm()
 			})
 		}
-		start, waited0 := time.Now(), runWait(t, tid)
-		own := func() time.Duration { return time.Since(start) - (runWait(t, tid) - waited0) }
+		start, waited0 := time.Now(), testutil.RunWait(t, tid)
+		own := func() time.Duration { return time.Since(start) - (testutil.RunWait(t, tid) - waited0) }
 		arm()
 		for own() < 1500*time.Millisecond {
 			if time.Since(start) > 10*deadline {
