@@ -63,7 +63,7 @@ done < <(comm -23 "$tmp/now" <(sort -u "$named"))
 nb=$(wc -l <"$tmp/before")
 nn=$(wc -l <"$tmp/now")
 if [ "$status" -eq 0 ]; then
-  echo "testmap: all $nb tests before are mapped to the $nn tests now ($(rows "$map" | awk -F' \\| ' '{print $6}' | sed 's/ |$//' | sort | uniq -c | awk '{printf "%s%d %s", sep, $1, $2" "$3; sep=", "}')); nothing lost"
+  echo "testmap: all $nb tests before are mapped to the $nn tests now ($(rows "$map" | awk -F'|' '{gsub(/ /, "", $6); print $6}' | sort | uniq -c | awk '{printf "%s%d %s", sep, $1, $2; sep=", "}')); nothing lost"
 fi
 
 if [ "${1:-}" = -w ]; then
