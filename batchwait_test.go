@@ -149,7 +149,7 @@ func TestBatchWaitOfOneMicrosecondEndsAtTheFirstCompletion(t *testing.T) {
 	tid := unix.Gettid() // New locked this goroutine to its thread
 	var rec recorder
 	must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 1))
-	l.AddTimer(3*time.Second, func(*ringev.Timer) {}) // without the fix the read waits for it
+	l.AddTimer(3*time.Second, func(*ringev.Timer) {}) // a wait that ignores the min_wait would last until this timer
 	start := time.Now()
 	writeWhenBlocked(t, tid, w)
 	untilFor(t, l, deadline, "the read's completion", func() bool { return rec.n() == 1 })
