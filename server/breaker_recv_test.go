@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -53,17 +52,14 @@ func firstDiff(got, want []byte) string {
 // and checks them.
 func echoStream(t *testing.T, c net.Conn, msg []byte, full bool) error {
 	werr := make(chan error, 1)
-	go func() {
-		_, err := c.Write(msg)
-		werr <- err
-	}()
+	go func() { werr <- writeAll(c, msg) }()
 	if full {
 		if err := testutil.AwaitZeroWindow(c.(*net.TCPConn), 10*time.Second); err != nil {
 			return err
 		}
 	}
 	got := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, got); err != nil {
+	if err := readFull(c, got); err != nil {
 		return fmt.Errorf("reading the echo of %d bytes: %w", len(msg), err)
 	}
 	if err := <-werr; err != nil {

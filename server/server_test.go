@@ -167,11 +167,56 @@ func dialSend(t *testing.T, srv *Server, req string) net.Conn {
 // readAll reads until EOF; it fails the test on any other error (a reset, the deadline).
 func readAll(t *testing.T, c net.Conn) string {
 	t.Helper()
-	b, err := io.ReadAll(c)
-	if err != nil {
-		t.Fatalf("reading until EOF: %v (after %d bytes: %.200q)", err, len(b), b)
+	var b []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := readSome(c, buf)
+		b = append(b, buf[:n]...)
+		if err == io.EOF {
+			return string(b)
+		}
+		if err != nil {
+			t.Fatalf("reading until EOF: %v (after %d bytes: %.200q)", err, len(b), b)
+		}
 	}
-	return string(b)
+}
+
+// readSome is c.Read with a deadline of ioTimeout from now: a hang guard that ends a read that
+// makes no progress, where dial's deadline would also end a long exchange that a busy machine
+// makes slowly.
+func readSome(c net.Conn, p []byte) (int, error) {
+	c.SetReadDeadline(time.Now().Add(ioTimeout))
+	return c.Read(p)
+}
+
+// readFull is io.ReadFull with readSome's deadline on each read.
+func readFull(c net.Conn, p []byte) error {
+	for got := 0; got < len(p); {
+		n, err := readSome(c, p[got:])
+		got += n
+		if err != nil {
+			if err == io.EOF && got < len(p) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAll writes p to c in pieces of 64 KiB, each with a deadline of ioTimeout from then (as
+// readSome).
+func writeAll(c net.Conn, p []byte) error {
+	for len(p) > 0 {
+		k := min(len(p), 64<<10)
+		c.SetWriteDeadline(time.Now().Add(ioTimeout))
+		n, err := c.Write(p[:k])
+		p = p[n:]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitConns waits until srv has n connections open, at most 10 s.
@@ -278,7 +323,7 @@ func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 			const n = 150000 // 7.6 MB of requests, 20 MB of replies
 			errc := make(chan error, 1)
 			go func() { // the write may wait for the server to read: it waits for its output
-				_, err := c.Write([]byte(strings.Repeat(wrkRequest, n)))
+				err := writeAll(c, []byte(strings.Repeat(wrkRequest, n)))
 				if err == nil {
 					err = c.(*net.TCPConn).CloseWrite()
 				}
@@ -524,7 +569,7 @@ func TestSlowReaderGetsEveryReply(t *testing.T) {
 		const n = 300000 // 2.4 MB of requests, 2.1 MB of replies: more than the socket buffers hold
 		errc := make(chan error, 1)
 		go func() {
-			_, err := c.Write([]byte(strings.Repeat("PING\r\n", n) + "QUIT\r\n"))
+			err := writeAll(c, []byte(strings.Repeat("PING\r\n", n)+"QUIT\r\n"))
 			errc <- err
 		}()
 		awaitFull(t, c) // the replies fill the buffers
