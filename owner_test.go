@@ -234,3 +234,16 @@ func TestOwnerCheckFollowsTheOwnersStackWhenItMoves(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnedTellsTheOwner: Owned is true on the loop's goroutine only.
+func TestOwnedTellsTheOwner(t *testing.T) {
+	l := newLoop(t, "poll")
+	if !l.Owned() {
+		t.Error("Owned() = false on the owner's goroutine")
+	}
+	got := make(chan bool)
+	go func() { got <- l.Owned() }()
+	if <-got {
+		t.Error("Owned() = true on another goroutine")
+	}
+}

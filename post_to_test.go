@@ -2,9 +2,9 @@
 
 package ringev_test
 
-// Tests of Loop.PostTo and Loop.Owned: a function posted from one loop to another runs there,
-// a sleeping loop is woken through the ring (IORING_OP_MSG_RING) on uring and through its
-// eventfd elsewhere or without MSG_RING, and the calls that cannot work say so.
+// Tests of Loop.PostTo: a function posted from one loop to another runs there, a sleeping loop
+// is woken through the ring (IORING_OP_MSG_RING) on uring and through its eventfd elsewhere or
+// without MSG_RING, and the calls that cannot work say so.
 
 import (
 	"errors"
@@ -138,7 +138,7 @@ func TestPostToKeepsOrderUnderLoad(t *testing.T) {
 			}
 			if i%64 == 0 {
 				src.AddTimer(0, func(*ringev.Timer) {})
-				testutil.Once(t, src, deadline) // let src's ring submit what it queued
+				once(t, src) // let src's ring submit what it queued
 			}
 		}
 		src.AddTimer(time.Hour, func(*ringev.Timer) {})
@@ -163,43 +163,36 @@ func TestPostToErrors(t *testing.T) {
 		if err := <-errc; !errors.Is(err, ringev.ErrNotOwner) {
 			t.Errorf("PostTo from another goroutine = %v, want ErrNotOwner", err)
 		}
-		other := make(chan *ringev.Loop)
+		type made struct {
+			l   *ringev.Loop
+			err error
+		}
+		other := make(chan made)
 		go func() {
 			l, err := ringev.New(ringev.WithBackend(backend))
 			if err == nil {
-				l.Close()
+				err = l.Close()
 			}
-			other <- l
+			other <- made{l, err}
 		}()
-		closed := <-other
-		if closed == nil {
-			t.Skip("could not make a second loop")
+		m := <-other
+		if m.err != nil {
+			t.Fatalf("a second loop on %s, closed: %v", backend, m.err)
 		}
+		closed := m.l
 		if err := src.PostTo(closed, func() {}); !errors.Is(err, ringev.ErrClosed) {
 			t.Errorf("PostTo a closed loop = %v, want ErrClosed", err)
 		}
 	})
 }
 
-// TestOwnedTellsTheOwner: Owned is true on the loop's goroutine only.
-func TestOwnedTellsTheOwner(t *testing.T) {
-	l := newLoop(t, "poll")
-	if !l.Owned() {
-		t.Error("Owned() = false on the owner's goroutine")
-	}
-	got := make(chan bool)
-	go func() { got <- l.Owned() }()
-	if <-got {
-		t.Error("Owned() = true on another goroutine")
-	}
-}
-
 // requireMsgRing skips the test when the kernel lacks IORING_OP_MSG_RING (Linux 5.18).
 func requireMsgRing(t *testing.T) {
 	t.Helper()
 	r, err := uring.New(uring.WithEntries(2))
+	testutil.SkipIfIOUringUnavailable(t, err, "IORING_OP_MSG_RING")
 	if err != nil {
-		t.Skipf("io_uring unavailable: %v", err)
+		t.Fatal(err)
 	}
 	defer r.Close()
 	p, err := r.Probe()
