@@ -5,6 +5,7 @@ package ringev_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -488,42 +489,58 @@ func TestLoopIODispatchAllBatchRunsOnItsWait(t *testing.T) {
 // the loop methods, a 20 ms timer runs, never early, at the first Once that starts after its
 // deadline (or the one after, if that one runs the posted function, which comes first), and a
 // function posted from another goroutine runs at the first Once that starts after Post
-// returned, in every mode.
+// returned, in every mode. The loop is busy meanwhile: at least 10 read events, asserted in a
+// round where the loop's thread had 2 ms of CPU (a few hundred events' worth); a round where
+// the machine gave it less is run again, up to 5 rounds.
 func TestLoopIOBusyLoopRunsTimersAndPosts(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
+		runtime.LockOSThread() // the loop's CPU time is this thread's
+		defer runtime.UnlockOSThread()
 		s := newSpeed(t, backend, true, 0, m.opts()...)
 		watch(t, s.l, 2*deadline, unblockRead(s.w))
 		s.run(t, 100)
-		start := time.Now()
-		var timerAt time.Duration
-		tm := s.l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { timerAt = time.Since(start) })
-		posted := false
-		var postReturned atomic.Bool
-		go func() {
-			time.Sleep(5 * time.Millisecond) // some time into the busy spell: any moment will do
-			if err := s.l.Post(func() { posted = true }); err != nil {
-				t.Errorf("Post: %v", err)
+		var rounds []string
+		for round := 1; ; round++ {
+			start, cpu := time.Now(), testutil.ThreadCPU(t)
+			var timerAt time.Duration
+			tm := s.l.AddTimer(20*time.Millisecond, func(*ringev.Timer) { timerAt = time.Since(start) })
+			posted := false
+			var postReturned atomic.Bool
+			go func() {
+				time.Sleep(5 * time.Millisecond) // some time into the busy spell: any moment will do
+				if err := s.l.Post(func() { posted = true }); err != nil {
+					t.Errorf("Post: %v", err)
+				}
+				postReturned.Store(true)
+			}()
+			reads := s.reads
+			for timerAt == 0 || !posted {
+				timerDue := !time.Now().Before(tm.Deadline())
+				postDue, postedBefore := postReturned.Load(), posted
+				once(t, s.l)
+				ranPost := posted && !postedBefore
+				if postDue && !posted {
+					t.Fatalf("a Once that started after Post returned did not run the posted function (%d read events meanwhile)", s.reads-reads)
+				}
+				if timerDue && timerAt == 0 && !ranPost {
+					t.Fatalf("a Once that started after the timer's deadline ran neither the timer nor the posted function (%d read events meanwhile)", s.reads-reads)
+				}
 			}
-			postReturned.Store(true)
-		}()
-		reads := s.reads
-		for timerAt == 0 || !posted {
-			timerDue := !time.Now().Before(tm.Deadline())
-			postDue, postedBefore := postReturned.Load(), posted
-			once(t, s.l)
-			ranPost := posted && !postedBefore
-			if postDue && !posted {
-				t.Fatalf("a Once that started after Post returned did not run the posted function (%d read events meanwhile)", s.reads-reads)
+			if timerAt < 20*time.Millisecond {
+				t.Fatalf("the 20 ms timer ran after %v", timerAt)
 			}
-			if timerDue && timerAt == 0 && !ranPost {
-				t.Fatalf("a Once that started after the timer's deadline ran neither the timer nor the posted function (%d read events meanwhile)", s.reads-reads)
+			cpu = testutil.ThreadCPU(t) - cpu
+			n := s.reads - reads
+			if cpu >= 2*time.Millisecond {
+				if n < 10 {
+					t.Fatalf("only %d read events while waiting for the timer and the post (%v of CPU)", n, cpu)
+				}
+				break
 			}
-		}
-		if timerAt < 20*time.Millisecond {
-			t.Fatalf("the 20 ms timer ran after %v", timerAt)
-		}
-		if s.reads-reads < 10 {
-			t.Fatalf("only %d read events while waiting for the timer and the post", s.reads-reads)
+			rounds = append(rounds, fmt.Sprintf("%d read events in %v of CPU", n, cpu))
+			if round == 5 {
+				t.Fatalf("in 5 rounds the loop's thread never had 2 ms of CPU while waiting for the timer: %s", strings.Join(rounds, "; "))
+			}
 		}
 		s.check(t)
 	})
