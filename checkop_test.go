@@ -117,17 +117,6 @@ func TestCheckOpOfEveryOpValueAgreesWithItself(t *testing.T) {
 	})
 }
 
-// TestCheckOpFromAnotherGoroutineIsErrNotOwner: CheckOp from a goroutine that does not own the
-// loop returns ErrNotOwner.
-func TestCheckOpFromAnotherGoroutineIsErrNotOwner(t *testing.T) {
-	l := newLoop(t, "epoll")
-	var err error
-	onOtherGoroutine(t, func() { err = l.CheckOp(ringev.OpRecv) })
-	if !errors.Is(err, ringev.ErrNotOwner) {
-		t.Fatalf("CheckOp from another goroutine = %v, want ErrNotOwner", err)
-	}
-}
-
 // TestCheckOpAfterCloseIsErrClosed: CheckOp on a closed loop returns ErrClosed.
 func TestCheckOpAfterCloseIsErrClosed(t *testing.T) {
 	l := newLoop(t, "epoll")

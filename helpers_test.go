@@ -611,6 +611,17 @@ func (s *speed) check(t *testing.T) {
 	}
 }
 
+// keepAlive gives l a timer far in the future, so that Once blocks (and a Post wakes it)
+// instead of returning ErrNothingToDo.
+func keepAlive(t *testing.T, l *ringev.Loop) {
+	t.Helper()
+	tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
+	if tm == nil {
+		t.Fatal("AddTimer returned nil")
+	}
+	t.Cleanup(func() { tm.Stop() })
+}
+
 // onOtherGoroutine runs f on a new goroutine and waits for it (with a deadline).
 func onOtherGoroutine(t *testing.T, f func()) {
 	t.Helper()
@@ -741,6 +752,24 @@ func requireOp(t *testing.T, op ringev.Op) {
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// requireMsgRing skips the test when the kernel lacks IORING_OP_MSG_RING (Linux 5.18).
+func requireMsgRing(t *testing.T) {
+	t.Helper()
+	r, err := uring.New(uring.WithEntries(2))
+	testutil.SkipIfIOUringUnavailable(t, err, "IORING_OP_MSG_RING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := r.Probe()
+	if err != nil {
+		t.Skipf("IORING_REGISTER_PROBE (5.6) unavailable: %v", err)
+	}
+	if err := p.RequireOp(uring.OpMsgRing); err != nil {
+		t.Skip(err)
 	}
 }
 

@@ -9,7 +9,6 @@ package ringev_test
 import (
 	"bytes"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,17 +19,6 @@ import (
 	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
-
-// keepAlive gives l a timer far in the future, so that Once blocks (and a Post wakes it)
-// instead of returning ErrNothingToDo.
-func keepAlive(t *testing.T, l *ringev.Loop) {
-	t.Helper()
-	tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
-	if tm == nil {
-		t.Fatal("AddTimer returned nil")
-	}
-	t.Cleanup(func() { tm.Stop() })
-}
 
 // onLoopInHandler reports whether the caller runs inside a handler of l on its owner
 // goroutine: Once then returns ErrNested (from any other goroutine, ErrNotOwner).
@@ -277,10 +265,10 @@ func TestNotOwnerImmediateScheduleRunsItAgain(t *testing.T) {
 // the fd.
 func TestNotOwnerFdEventSetAutoCloseClosesTheFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := ownedSocketpair(t)
+		a, _ := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		keepAlive(t, l)
-		ev := addFd(t, l, a.fd, ringev.Read, never(t, "fd event"))
+		ev := addFd(t, l, a, ringev.Read, never(t, "fd event"))
 		var set atomic.Bool
 		onOtherGoroutine(t, func() {
 			ev.SetAutoClose(true)
@@ -289,11 +277,11 @@ func TestNotOwnerFdEventSetAutoCloseClosesTheFd(t *testing.T) {
 			}
 		})
 		until(t, l, set.Load)
-		a.HandOver()
+		testutil.HandOver(t, a)
 		if err := ev.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if !isClosed(a.fd) {
+		if !testutil.IsClosed(a) {
 			t.Fatal("FdEvent.Close after SetAutoClose(true) from another goroutine left the fd open")
 		}
 	})
@@ -384,19 +372,21 @@ func TestNotOwnerCompletionReleaseBufferRearmsTheRecv(t *testing.T) {
 }
 
 // TestNotOwnerCallsReturnErrNotOwner: every method that only the owner may call returns an
-// error wrapping ErrNotOwner from another goroutine and changes nothing: the owner's fd event,
-// request and buffer group work afterwards.
+// error wrapping ErrNotOwner from another goroutine and changes nothing: the owner's fd event
+// (armed in the backend before the calls) runs once, for READ, and keeps its flags, and its
+// request and buffer group work afterwards; a Post from that goroutine runs.
 func TestNotOwnerCallsReturnErrNotOwner(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, peer := testutil.Socketpair(t)
 		x, _ := testutil.Socketpair(t)
 		r, w := testutil.Pipe(t)
 		l := newLoop(t, backend)
-		var evRuns atomic.Int32
+		var evGot []ringev.Flags
 		ev := addFd(t, l, a, ringev.Read, func(ev *ringev.FdEvent, f ringev.Flags) {
 			testutil.Drain(t, ev.Fd())
-			evRuns.Add(1)
+			evGot = append(evGot, f)
 		})
+		untilWaited(t, l) // the backend is armed
 		var rec recorder
 		req := must(t)(l.Read(r, make([]byte, 8), -1, rec.cb, 0))
 		g, err := l.NewBufferGroup(2, 16)
@@ -445,17 +435,26 @@ func TestNotOwnerCallsReturnErrNotOwner(t *testing.T) {
 			{"Request.SetTimeout", func() error { return req.SetTimeout(time.Nanosecond) }},
 			{"PostTo", func() error { return l.PostTo(l, func() {}) }},
 		}
+		var posted atomic.Bool
 		onOtherGoroutine(t, func() {
 			for _, c := range calls {
 				if err := c.call(); !errors.Is(err, ringev.ErrNotOwner) {
 					t.Errorf("%s from another goroutine: %v, want ErrNotOwner", c.name, err)
 				}
 			}
+			if err := l.Post(func() { posted.Store(true) }); err != nil {
+				t.Errorf("Post from another goroutine: %v", err)
+			}
 		})
+		until(t, l, posted.Load)
 		// Nothing changed: the fd event reads, the request completes, the group serves.
 		testutil.Write(t, peer, []byte("x"))
 		testutil.Write(t, w, []byte("y"))
-		until(t, l, func() bool { return evRuns.Load() > 0 && rec.n() > 0 })
+		until(t, l, func() bool { return len(evGot) > 0 && rec.n() > 0 })
+		settle(t, l, 20*time.Millisecond, 3)
+		if len(evGot) != 1 || evGot[0] != ringev.Read {
+			t.Errorf("the fd event after the foreign calls got %v, want one READ", evGot)
+		}
 		if c := rec.last(t); c.Err != nil || c.N != 1 {
 			t.Errorf("the owner's Read after the foreign Cancel and SetTimeout: %+v", c)
 		}
@@ -477,36 +476,6 @@ func TestNotOwnerOwnedIsFalse(t *testing.T) {
 	onOtherGoroutine(t, func() {
 		if l.Owned() {
 			t.Error("Owned from another goroutine returned true")
-		}
-	})
-}
-
-// TestNotOwnerNonblockingIOWorks: Loop.WriteNonblocking and ReadNonblocking from another
-// goroutine, while the loop runs, are write(2) and read(2): the bytes go through.
-func TestNotOwnerNonblockingIOWorks(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		r, w := testutil.Pipe(t)
-		l := newLoop(t, backend)
-		keepAlive(t, l)
-		var got atomic.Value
-		go func() {
-			defer l.Stop()
-			if n, err := l.WriteNonblocking(w, []byte("ab")); n != 2 || err != nil {
-				t.Errorf("WriteNonblocking from another goroutine = %d, %v", n, err)
-				return
-			}
-			buf := make([]byte, 4)
-			n, err := l.ReadNonblocking(r, buf)
-			if err != nil {
-				t.Errorf("ReadNonblocking from another goroutine: %v", err)
-			}
-			got.Store(string(buf[:n]))
-		}()
-		if err := testutil.Run(t, l, deadline); err != nil {
-			t.Fatal(err)
-		}
-		if s, _ := got.Load().(string); s != "ab" {
-			t.Fatalf("read %q from another goroutine, want %q", s, "ab")
 		}
 	})
 }
@@ -545,7 +514,7 @@ func TestNotOwnerGettersOfFixedStateWork(t *testing.T) {
 				rounds.Add(1)
 			}
 		}()
-		if err := testutil.Run(t, l, deadline); err != nil {
+		if err := run(t, l, deadline); err != nil {
 			t.Fatal(err)
 		}
 		await(t, "100 rounds of getters", func() bool { return rounds.Load() == 100 })
@@ -584,17 +553,19 @@ func TestNotOwnerGettersOfLoopStateThroughPost(t *testing.T) {
 	})
 }
 
-// TestNotOwnerCallsWhileOwnerClosesDoNotRace: AddTimer, AddTimerAt, AddImmediate, Timer.Stop,
-// Immediate.Schedule and Cancel, FdEvent.SetAutoClose, Signal.Close and BufferGroup.Release,
-// called over and over from another goroutine while the owner runs the loop and then closes
-// it, read nothing the owner writes (no data race under -race); after Close the additions
-// return nil.
+// TestNotOwnerCallsWhileOwnerClosesDoNotRace: calls from another goroutine, made over and over
+// while the owner runs the loop, closes an fd event and then closes the loop, read nothing the
+// owner writes (no data race under -race): the calls only the owner may make (AddFd, Loop.Close,
+// FdEvent.Close and SetFlags, AddSignal) return ErrNotOwner throughout; ReadNonblocking is
+// read(2) (nothing was written: EAGAIN); AddTimer, AddTimerAt, AddImmediate, Timer.Stop,
+// Immediate.Schedule and Cancel, FdEvent.SetAutoClose, Signal.Close and BufferGroup.Release
+// work, and after Close the additions return nil.
 func TestNotOwnerCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := ownedSocketpair(t)
-		l := newLoop(t, backend)
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend) // the test closes it; cleanup's second Close returns nil
 		keepAlive(t, l)
-		ev := addFd(t, l, a.fd, ringev.Read, never(t, "fd event"))
+		ev := addFd(t, l, a, ringev.Read, never(t, "fd event"))
 		sig, err := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {})
 		if err != nil {
 			t.Fatal(err)
@@ -607,16 +578,33 @@ func TestNotOwnerCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 		var calls atomic.Int64
 		var afterClose atomic.Bool
 		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		t.Cleanup(func() { close(stop); wg.Wait() })
+		done := make(chan struct{})
+		t.Cleanup(func() { // also after a failure: the goroutine must not outlive the test
+			close(stop)
+			select {
+			case <-done:
+			case <-time.After(deadline):
+				t.Errorf("the other goroutine's calls did not return within %v", deadline)
+			}
+		})
 		go func() {
-			defer wg.Done()
+			defer close(done)
+			buf := make([]byte, 1)
 			for {
 				select {
 				case <-stop:
 					return
 				default:
+				}
+				_, err := l.AddFd(a, ringev.Read, never(t, "fd added from another goroutine"))
+				_, serr := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {})
+				for _, e := range []error{err, serr, l.Close(), ev.Close(), ev.SetFlags(ringev.Write)} {
+					if !errors.Is(e, ringev.ErrNotOwner) {
+						t.Errorf("call from another goroutine: %v, want ErrNotOwner", e)
+					}
+				}
+				if n, err := l.ReadNonblocking(a, buf); n != 0 || err != unix.EAGAIN {
+					t.Errorf("ReadNonblocking from another goroutine = %d, %v; want 0, EAGAIN (nothing was written)", n, err)
 				}
 				closed := afterClose.Load()
 				tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
@@ -639,11 +627,16 @@ func TestNotOwnerCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 			}
 		}()
 		until(t, l, func() bool { return calls.Load() >= 50 })
+		if err := ev.Close(); err != nil {
+			t.Errorf("FdEvent.Close on the owner: %v", err)
+		}
+		at := calls.Load()
+		until(t, l, func() bool { return calls.Load() >= at+50 })
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
 		afterClose.Store(true)
-		at := calls.Load()
+		at = calls.Load()
 		await(t, "50 more rounds after Loop.Close", func() bool { return calls.Load() >= at+50 })
 	})
 }

@@ -186,24 +186,6 @@ func TestPostToErrors(t *testing.T) {
 	})
 }
 
-// requireMsgRing skips the test when the kernel lacks IORING_OP_MSG_RING (Linux 5.18).
-func requireMsgRing(t *testing.T) {
-	t.Helper()
-	r, err := uring.New(uring.WithEntries(2))
-	testutil.SkipIfIOUringUnavailable(t, err, "IORING_OP_MSG_RING")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := r.Probe()
-	if err != nil {
-		t.Skipf("IORING_REGISTER_PROBE (5.6) unavailable: %v", err)
-	}
-	if err := p.RequireOp(uring.OpMsgRing); err != nil {
-		t.Skip(err)
-	}
-}
-
 // TestPostToWakeSurvivesTheLookBeforeBlocking: a MSG_RING wake-up that reaches a uring loop
 // just before it blocks, while it has a request in the kernel (so that it first looks without
 // blocking), ends the wait in that look: the loop does not block with the wake-up swallowed.

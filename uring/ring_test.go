@@ -20,9 +20,20 @@ const waitTimeout = 5 * time.Second
 // skips the test, naming the cause, when io_uring is unavailable.
 func newTestRing(t *testing.T, opts ...Option) *Ring {
 	t.Helper()
+	return newFeatureRing(t, "", opts...)
+}
+
+// newFeatureRing is newTestRing for setup flags the kernel may refuse: it also skips, naming
+// feature, when New fails with EINVAL (flags this kernel does not know) or EPERM (SQPOLL without
+// privilege before 5.11).
+func newFeatureRing(t *testing.T, feature string, opts ...Option) *Ring {
+	t.Helper()
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
 	r, err := New(opts...)
+	if feature != "" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM)) {
+		t.Skipf("%s not granted: %v", feature, err)
+	}
 	testutil.SkipIfIOUringUnavailable(t, err, "a ring")
 	if err != nil {
 		t.Fatalf("New: %v", err)

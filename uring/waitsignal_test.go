@@ -5,7 +5,6 @@ package uring
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -33,36 +32,13 @@ var setupKinds = []struct {
 // signalPeriods are the intervals at which the waiting thread gets SIGURG.
 var signalPeriods = []time.Duration{10 * time.Millisecond, time.Millisecond}
 
-// newSetupRing is newTestRing with exact setup flags: it skips, naming feature, when the kernel
-// rejects them (EINVAL; EPERM for SQPOLL without privilege before 5.11).
-func newSetupRing(t *testing.T, feature string, opts ...Option) *Ring {
-	t.Helper()
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
-	r, err := New(opts...)
-	switch {
-	case errors.Is(err, unix.ENOSYS):
-		t.Skipf("io_uring unavailable: %v", err)
-	case feature != "" && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM)):
-		t.Skipf("%s not granted: %v", feature, err)
-	case err != nil:
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return r
-}
-
 // forEachSetupAndPeriod runs f as a subtest for every setup-flag set and signal period, on a new
 // ring whose thread gets SIGURG every period while f runs (stop ends the signals).
 func forEachSetupAndPeriod(t *testing.T, f func(t *testing.T, r *Ring, stop func())) {
 	for _, k := range setupKinds {
 		for _, p := range signalPeriods {
 			t.Run(fmt.Sprintf("%s/%v", k.name, p), func(t *testing.T) {
-				r := newSetupRing(t, k.feature, k.opts...)
+				r := newFeatureRing(t, k.feature, k.opts...)
 				stop := signalThread(unix.Gettid(), p)
 				stopped := false
 				stopOnce := func() {
