@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests that the steady state allocates nothing: an fd event round, handler I/O through the loop,

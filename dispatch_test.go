@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of what one Once runs, and in which order: requeuing handlers, WithDispatchAll and

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Export guts for testing: the package's external tests (package ringev_test) reach the loop's
 // counters and its fault seams through these, and only through these.
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of closing a watched fd through the loop (FdEvent.Close, auto-close, Loop.Close): the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of fd events on hang-up, half-close and error: which handlers run, with which flags, and

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of a watched fd closed with close(2) behind the loop's back: the handler stops, the file

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of fd events (Loop.AddFd, FdEvent): many ready fds, slot growth, handles and their storage.

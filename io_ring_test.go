@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of handler I/O through the ring (Loop.ReadNonblocking and WriteNonblocking on uring):

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of the loop's life: Run, Once and Stop, nesting, nil functions, and a panicking handler.

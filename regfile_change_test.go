@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of registration changes while requests are made: UnregisterFile and RegisterFile before,

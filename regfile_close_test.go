@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of closing a registered fd (CloseFd, auto-close, Loop.Close, close(2) after Loop.Close):

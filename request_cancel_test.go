@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of Request.Cancel: one last callback, with ECANCELED or the result, whenever the cancel

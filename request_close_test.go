@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of requests when the loop is closed, or their fd is closed with close(2): no callback

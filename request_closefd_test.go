@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of Loop.CloseFd: it cancels the fd's requests, closes the fd after their last callbacks,

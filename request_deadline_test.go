@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of Request.SetTimeout: a deadline ends a request with ETIME, as a LINK_TIMEOUT or a loop

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of multishot requests and buffer groups (RecvMultishot, NewBufferGroup): group IDs,

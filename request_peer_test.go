@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of requests whose peer goes away: a close, a reset, a half-close or a refused connect

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of timers (Loop.AddTimer): the largest durations, and a due timer's turn among ready fds.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package testutil
 
 // The fd, socket and thread helpers of the tests: fds at given numbers, full pipes and

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package testutil holds the helpers that ringev's tests share across packages: nonblocking
 // pipes and socketpairs owned by the test, the writes and drains they need, a wait for a full
 // TCP connection, and the skips for io_uring and kernel features. It does not import the root package, so that the root package's own tests
