@@ -2,12 +2,14 @@
 
 package ringev_test
 
-// Benchmarks of the loop: tevent's fd_speed shapes, an echo, and requests.
+// Benchmarks of the loop: tevent's fd_speed shapes, an echo, requests, and the owner's cost of
+// the calls that are safe from any goroutine (timers, immediates).
 
 import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
@@ -146,5 +148,59 @@ func BenchmarkRequestSendRecv(b *testing.B) {
 				b.Fatal(c.err)
 			}
 		})
+	}
+}
+
+// BenchmarkImmediateScheduleAndRun: one Schedule of a made immediate and the Once that runs it,
+// on the owner's goroutine (Schedule is safe from any goroutine: this is the owner's cost).
+func BenchmarkImmediateScheduleAndRun(b *testing.B) {
+	l := newLoop(b, "poll")
+	keepAlive(b, l)
+	b.ReportAllocs()
+	runs := 0
+	im := l.AddImmediate(func() { runs++ })
+	if err := l.Once(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		im.Schedule()
+		if err := l.Once(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if runs != b.N+1 {
+		b.Fatalf("%d runs, want %d", runs, b.N+1)
+	}
+}
+
+// BenchmarkTimerAddAndRun: AddTimer(0) and the Once that runs it, on the owner's goroutine.
+func BenchmarkTimerAddAndRun(b *testing.B) {
+	l := newLoop(b, "poll")
+	keepAlive(b, l)
+	b.ReportAllocs()
+	runs := 0
+	h := func(*ringev.Timer) { runs++ }
+	for range b.N {
+		l.AddTimer(0, h)
+		if err := l.Once(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if runs != b.N {
+		b.Fatalf("%d runs, want %d", runs, b.N)
+	}
+}
+
+// BenchmarkTimerAddAndStop: AddTimer and Stop before it is due, on the owner's goroutine.
+func BenchmarkTimerAddAndStop(b *testing.B) {
+	l := newLoop(b, "poll")
+	keepAlive(b, l)
+	b.ReportAllocs()
+	h := func(*ringev.Timer) {}
+	for range b.N {
+		if !l.AddTimer(time.Minute, h).Stop() {
+			b.Fatal("Stop returned false")
+		}
 	}
 }

@@ -613,13 +613,13 @@ func (s *speed) check(t *testing.T) {
 
 // keepAlive gives l a timer far in the future, so that Once blocks (and a Post wakes it)
 // instead of returning ErrNothingToDo.
-func keepAlive(t *testing.T, l *ringev.Loop) {
-	t.Helper()
+func keepAlive(tb testing.TB, l *ringev.Loop) {
+	tb.Helper()
 	tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
 	if tm == nil {
-		t.Fatal("AddTimer returned nil")
+		tb.Fatal("AddTimer returned nil")
 	}
-	t.Cleanup(func() { tm.Stop() })
+	tb.Cleanup(func() { tm.Stop() })
 }
 
 // onOtherGoroutine runs f on a new goroutine and waits for it (with a deadline).
