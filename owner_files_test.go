@@ -2,6 +2,8 @@
 
 package ringev_test
 
+// The ring's one owner: only the uring backend's root files import package uring.
+
 import (
 	"go/parser"
 	"go/token"

@@ -296,7 +296,7 @@ func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 					}
 					awaitOrUnblock(got, "Post", start)
 				}
-				time.Sleep(6 * time.Millisecond) // the last Stop after a yield, too
+				time.Sleep(6 * time.Millisecond) // a pace past the 5 ms yield interval, as above: not a condition
 				last.Store(true)
 				l.Stop()
 				awaitOrUnblock(ownerDone, "last Stop", time.Now())
