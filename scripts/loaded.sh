@@ -5,7 +5,8 @@
 # exits non-zero if any run failed.
 #
 #   scripts/loaded.sh [N]          (default 5; LOGDIR picks the log directory, default a new
-#                                   temporary one; the other variables go to scripts/test.sh)
+#                                   temporary one; FAILFAST=1 stops after the first failed run;
+#                                   the other variables go to scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
@@ -46,6 +47,10 @@ for i in $(seq 1 "$n"); do
   echo "run $i: $result in ${took}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   if [ "$result" = FAIL ]; then
     grep -E '^(--- FAIL|FAIL|panic:)|_test\.go:[0-9]+:' "$logdir/run$i.log" | head -20 | sed 's/^/    /'
+    if [ "${FAILFAST:-0}" = 1 ]; then
+      n=$i
+      break
+    fi
   fi
 done
 echo "loaded.sh: $passed of $n runs passed, $failed failed (logs in $logdir)"
