@@ -8,7 +8,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -18,8 +17,8 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 )
 
 // waitFor bounds every wait of these tests.
@@ -41,11 +40,10 @@ func requireBackend(t *testing.T, backend string) {
 		errc <- err
 	}()
 	err := <-errc
-	switch {
-	case err == nil:
-	case backend == "uring" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)):
-		t.Skipf("io_uring is switched off or missing here (the uring backend): %v", err)
-	default:
+	if backend == "uring" {
+		testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
+	}
+	if err != nil {
 		t.Fatalf("backend %s: %v", backend, err)
 	}
 }
