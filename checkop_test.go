@@ -46,8 +46,9 @@ func TestCheckOpOnUringAgreesWithTheRequestCall(t *testing.T) {
 	a, _ := testutil.Socketpair(t)
 	l := newLoop(t, "uring")
 	g, err := l.NewBufferGroup(8, 64)
+	testutil.SkipIfFeatureMissing(t, err) // IORING_REGISTER_PBUF_RING, Linux 5.19
 	if err != nil {
-		t.Skipf("IORING_REGISTER_PBUF_RING (Linux 5.19): %v", err)
+		t.Fatalf("NewBufferGroup: %v", err)
 	}
 	checked := l.CheckOp(ringev.OpRecvMultishot)
 	_, made := l.RecvMultishot(a, g, 0, func(*ringev.Completion) {}, 0) // Close (cleanup) ends it
@@ -133,8 +134,10 @@ func TestCheckOpAfterCloseIsErrClosed(t *testing.T) {
 // merely asks late).
 func TestCheckOpProbeHidesTakesOnlyLoopsMadeWhileItHolds(t *testing.T) {
 	before := newLoop(t, "uring") // skips where io_uring is not available
-	if err := before.CheckOp(ringev.OpRecvMultishot); err != nil {
-		t.Skipf("IORING_RECV_MULTISHOT (Linux 6.0): %v", err)
+	err := before.CheckOp(ringev.OpRecvMultishot)
+	testutil.SkipIfFeatureMissing(t, err) // IORING_RECV_MULTISHOT, Linux 6.0
+	if err != nil {
+		t.Fatalf("CheckOp(OpRecvMultishot): %v", err)
 	}
 	other := newLoop(t, "uring")
 	restore := ringev.SetProbeHides(uring.OpSendZC) // IORING_RECV_MULTISHOT's witness

@@ -10,15 +10,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// requireOp skips the test, naming the op and its release, when the kernel's
-// probe says it does not support op.
-func requireOp(t *testing.T, r *Ring, op uint8) {
+// requireProbe returns r's probe, skipping the test where the kernel has none
+// (IORING_REGISTER_PROBE, Linux 5.6).
+func requireProbe(t *testing.T, r *Ring) *Probe {
 	t.Helper()
 	p, err := r.Probe()
 	if err != nil {
 		t.Skipf("IORING_REGISTER_PROBE (5.6) unavailable: %v", err)
 	}
-	if err := p.RequireOp(op); err != nil {
+	return p
+}
+
+// requireOp skips the test, naming the op and its release, when the kernel's
+// probe says it does not support op.
+func requireOp(t *testing.T, r *Ring, op uint8) {
+	t.Helper()
+	if err := requireProbe(t, r).RequireOp(op); err != nil {
 		t.Skip(err)
 	}
 }

@@ -154,10 +154,7 @@ func TestRegisterErrorNamesTheCall(t *testing.T) {
 // EPOLL_WAIT), and the first opcode past LastOp, reported unsupported, fails with -EINVAL.
 func TestProbeAgreesWithWhatOpsDo(t *testing.T) {
 	r := newTestRing(t)
-	p, err := r.Probe()
-	if err != nil {
-		t.Skipf("IORING_REGISTER_PROBE (5.6): %v", err)
-	}
+	p := requireProbe(t, r)
 	if !p.OpSupported(OpNop) {
 		t.Fatal("probe says NOP unsupported")
 	}

@@ -69,10 +69,7 @@ func getSQE(t *testing.T, r *Ring) *SQE {
 // TestNewReportsSetupFlags: by default New gets SINGLE_ISSUER|DEFER_TASKRUN (6.1).
 func TestNewReportsSetupFlags(t *testing.T) {
 	r := newTestRing(t)
-	want := SetupSingleIssuer | SetupDeferTaskrun
-	if r.SetupFlags()&want != want {
-		t.Skipf("IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN (6.1) not granted; got setup flags %#x", r.SetupFlags())
-	}
+	requireDeferTaskrun(t, r)
 	if r.Fd() < 0 {
 		t.Errorf("Fd() = %d", r.Fd())
 	}

@@ -15,7 +15,7 @@ import (
 func requireDeferTaskrun(t *testing.T, r *Ring) {
 	t.Helper()
 	if want := SetupSingleIssuer | SetupDeferTaskrun; r.SetupFlags()&want != want {
-		t.Skip("IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN (6.1) not granted")
+		t.Skipf("IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN (6.1) not granted; got setup flags %#x", r.SetupFlags())
 	}
 }
 

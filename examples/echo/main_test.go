@@ -7,15 +7,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/server"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 )
 
 func TestEchoServesANetDialClient(t *testing.T) {
@@ -26,8 +25,8 @@ func TestEchoServesANetDialClient(t *testing.T) {
 			e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", echo{}, server.WithBackend(backend), server.WithLoops(1))
 			if err != nil {
 				cancel()
-				if backend == "uring" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)) {
-					t.Skipf("io_uring is switched off or missing here: %v", err)
+				if backend == "uring" {
+					testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
 				}
 				t.Fatal(err)
 			}
