@@ -117,19 +117,3 @@ func TestRequestZeroAllocsWithDeadline(t *testing.T) {
 		}
 	})
 }
-
-// TestRideMeasuringDoesNotAllocate: measuring windows, and switching path at each window end,
-// allocate nothing: a read event of fd_speed1 with windows of 5 runs allocates 0.
-func TestRideMeasuringDoesNotAllocate(t *testing.T) {
-	requireRide(t)
-	s := newSpeed(t, "uring", true, 0, ringev.WithIOPath(ringev.IOPathAuto))
-	ringev.SetRideWindow(s.l, 5, true)
-	s.run(t, 1000)
-	if a := testing.AllocsPerRun(1000, func() { s.run(t, 1) }); a != 0 {
-		t.Fatalf("%.2f allocations per read event, want 0", a)
-	}
-	s.check(t)
-	if ring, sys := ringev.RideWindows(s.l); ring == 0 || sys == 0 {
-		t.Fatalf("%d windows through the ring, %d with read(2)/write(2); want both", ring, sys)
-	}
-}

@@ -45,15 +45,6 @@ func BatchingWaits(l *Loop) uint64 {
 // timer included).
 func TimersPending(l *Loop) int { return len(l.timers) }
 
-// RideWindows returns how many measuring windows l has run on each path (ring, syscall).
-func RideWindows(l *Loop) (ring, syscall uint64) {
-	if l.ride == nil {
-		return 0, 0
-	}
-	w := l.ride.ctl.dec.windows
-	return w[pathRing], w[pathSyscall]
-}
-
 // State of a loop, a request or the process.
 
 // WakeFd returns the eventfd that Post and Stop write to wake l's blocking wait.
@@ -143,6 +134,7 @@ func SetFeatureHides(mask uint32) (restore func()) {
 // PickVisits returns how many entries of l's fd dispatch order its picks have looked at (or
 // sorted), and how many fd handlers l has run.
 func PickVisits(l *Loop) (visits, runs uint64) { return l.skipped + l.dispatch, l.dispatch }
+
 // Races played on a loop.
 
 // LookTakesWake plays the race PostTo's wake-up through the ring must survive: l (a uring loop

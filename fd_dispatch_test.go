@@ -59,14 +59,14 @@ func TestFdDispatchAlwaysReadyRunLeastRecentlyRunFirst(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		for _, k := range readyCounts {
 			t.Run(fmt.Sprint(k), func(t *testing.T) {
-				rs, _ := pipes(t, k, true)
+				rs, _ := testutil.Pipes(t, k, true)
 				l := newLoop(t, backend, m.opts()...)
 				g := newLRULog(t, k)
 				for i, r := range rs {
 					g.ready[i] = true
 					addFd(t, l, r, ringev.Read, func(*ringev.FdEvent, ringev.Flags) { g.ran(i) })
 				}
-				testutil.OnceUntil(t, l, func() bool { return g.clock >= uint64(k+min(k, 100)) || g.bad > 0 }, 4*deadline)
+				untilFor(t, l, 4*deadline, "the dispatch rounds", func() bool { return g.clock >= uint64(k+min(k, 100)) || g.bad > 0 })
 			})
 		}
 	})
@@ -81,7 +81,7 @@ func TestFdDispatchChangingReadinessRunsLeastRecentlyRunFirst(t *testing.T) {
 	eachMode(t, withFallback(), allModes, func(t *testing.T, backend string, m mode) {
 		for _, k := range readyCounts {
 			t.Run(fmt.Sprint(k), func(t *testing.T) {
-				rs, ws := pipes(t, k, false)
+				rs, ws := testutil.Pipes(t, k, false)
 				l := newLoop(t, backend, m.opts()...)
 				g := newLRULog(t, k)
 				pending := 0
@@ -101,7 +101,7 @@ func TestFdDispatchChangingReadinessRunsLeastRecentlyRunFirst(t *testing.T) {
 						testutil.Write(t, ws[i], oneByte)
 					}
 					pending = len(set)
-					testutil.OnceUntil(t, l, func() bool { return pending == 0 || g.bad > 0 }, deadline)
+					until(t, l, func() bool { return pending == 0 || g.bad > 0 })
 					if g.bad > 0 {
 						return
 					}
@@ -119,8 +119,8 @@ func TestFdDispatchPickCostDoesNotGrowWithReadyFds(t *testing.T) {
 	eachBackend(t, withFallback(), func(t *testing.T, backend string) {
 		for _, k := range readyCounts {
 			t.Run(fmt.Sprint(k), func(t *testing.T) {
-				rs, _ := pipes(t, k, true)
-				idle, _ := pipes(t, 2000, false)
+				rs, _ := testutil.Pipes(t, k, true)
+				idle, _ := testutil.Pipes(t, 2000, false)
 				l := newLoop(t, backend)
 				runs := 0
 				for _, r := range rs {
@@ -129,9 +129,9 @@ func TestFdDispatchPickCostDoesNotGrowWithReadyFds(t *testing.T) {
 				for _, r := range idle {
 					addFd(t, l, r, ringev.Read, never(t, "idle pipe's Read handler"))
 				}
-				testutil.OnceUntil(t, l, func() bool { return runs >= 2*k }, deadline) // warm-up: every fd ran
+				until(t, l, func() bool { return runs >= 2*k }) // warm-up: every fd ran
 				v0, n0 := ringev.PickVisits(l)
-				testutil.OnceUntil(t, l, func() bool { return runs >= 2*k+max(k, 100) }, deadline)
+				until(t, l, func() bool { return runs >= 2*k+max(k, 100) })
 				v1, n1 := ringev.PickVisits(l)
 				if per := float64(v1-v0) / float64(n1-n0); per > 1.1 {
 					t.Fatalf("%d ready fds, 2000 idle: the picks looked at %.2f entries of the dispatch order per handler run (%d for %d runs), want 1",

@@ -397,6 +397,14 @@ func once(t testing.TB, l *ringev.Loop) {
 	}
 }
 
+// onceWithin calls Once once, with a timer due in d so that it waits at most about that long:
+// requests made before it reach the kernel (or the emulation's wait) before the test goes on.
+func onceWithin(t testing.TB, l *ringev.Loop, d time.Duration) {
+	t.Helper()
+	l.AddTimer(d, func(*ringev.Timer) {})
+	once(t, l)
+}
+
 // until calls Once until cond holds (cond is checked before each call, so no call is made if
 // it already holds) and returns how many Once calls it made. It fails the test (Fatal) if Once
 // returns an error or cond does not hold within the deadline.

@@ -119,11 +119,11 @@ func TestRequestLastCallbackThatPanicsGivesBackItsRecord(t *testing.T) {
 // they accepted are closed: no fd is left.
 func TestRequestHeldAcceptsAreClosedWhenTheLoopCloses(t *testing.T) {
 	const n = 40
-	ln, sa := listener(t) // backlog 64
+	ln, sa := testutil.Listener(t) // backlog 64
 	for range n {
-		dial(t, sa)
+		testutil.Dial(t, sa)
 	}
-	before := len(openFds(t))
+	before := len(testutil.OpenFds(t))
 	l, err := ringev.New(ringev.WithBackend("uring"))
 	requireNew(t, "uring", err)
 	var got []int
@@ -159,7 +159,7 @@ func TestRequestHeldAcceptsAreClosedWhenTheLoopCloses(t *testing.T) {
 	if held == 0 {
 		t.Skipf("all %d accepts ran in one Once: none was held at Close", len(got))
 	}
-	if after := len(openFds(t)); after != before {
+	if after := len(testutil.OpenFds(t)); after != before {
 		t.Fatalf("%d fds open after Close with %d accepts held, %d before the loop (%d connections handed to callbacks, closed)", after, held, before, len(got))
 	}
 }
