@@ -100,10 +100,8 @@ type options struct {
 // IORING_RECVSEND_POLL_FIRST (Linux 5.19, io_uring_prep_recv(3)). By default a Recv on an fd whose
 // previous Recv took less than its buffer (the socket was empty then, as it is after a request
 // and before its reply is answered) asks the kernel to wait for the socket to be readable before
-// the first attempt, sparing that attempt (a tcp_recvmsg that would find nothing: in a profile
-// of `ringev serve http` under wrk, ~0.23 µs of a request's 6-8 µs; docs/design.md, "A Recv that
-// polls first"). When data is
-// there after all, the kernel's poll finds it at once and the Recv completes as without the flag.
+// the first attempt, sparing that attempt (a tcp_recvmsg that would find nothing; docs/design.md,
+// "A Recv that polls first"). When data is there after all, the kernel's poll finds it at once and the Recv completes as without the flag.
 // Kernels without it, and the epoll and poll backends (whose emulated reads wait for readiness
 // anyway), ignore the option.
 func WithRecvPollFirst(on bool) Option {

@@ -4,8 +4,8 @@ package ringev
 
 // This file is the loop's hot path, kept together so that it shares as few code pages as
 // possible: on machines where every system call costs a TLB refill (PTI), each distinct page
-// touched between two syscalls costs about 10 ns, and a loop turn runs three syscalls per
-// event (docs/design.md, "Where the time goes"). The assembly it calls (internal/rawsys) is one
+// touched between two syscalls costs a TLB refill, and a loop turn runs a few syscalls per event
+// (docs/design.md, "Where the time goes"). The assembly it calls (internal/rawsys) is one
 // more page.
 
 import (
@@ -626,9 +626,9 @@ const yieldInterval = 5_000_000
 // scheduler runs, not in syscalls: a loop goroutine, locked to its thread, that goes from one
 // short wait to the next never returns to the scheduler, so after 10 ms the monitor finds it in
 // a syscall "too long", takes its P away and hands it off, and then, having done something, ticks
-// every 20 µs for the next millisecond. That repeats every 10 ms: at redis-benchmark -P 1 the
-// monitor's thread took 0.45-0.77 µs per request, on every backend. A Gosched of the locked
-// goroutine costs two thread hand-offs, once every 5 ms.
+// every 20 µs for the next millisecond. That repeats every 10 ms, and the monitor's thread then
+// costs a share of each request on every backend (docs/design.md, "The loop's time slice"). A
+// Gosched of the locked goroutine costs two thread hand-offs, once every 5 ms.
 //
 // It yields only where that comes straight back (schedSamples.idle): with GOMAXPROCS 1 the monitor takes
 // a P blocked in a syscall after 20 µs anyway, and with goroutines waiting for a P a Gosched puts
