@@ -1,0 +1,528 @@
+package main
+
+// Tests of the chat: net.Dial clients (fifty, where the rule is about everyone) drive it on
+// every backend with one and two loops, and check each rule of its spec; the admin address is
+// driven with net/http's client, and bad flags with the command itself.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// waitFor bounds every wait of these tests.
+const waitFor = 10 * time.Second
+
+// clients is how many clients the tests of rules about everyone connect.
+const clients = 50
+
+// TestMain runs the command itself (main) when the test binary is started with CHAT_MAIN=1:
+// the bad flags test runs it so.
+func TestMain(m *testing.M) {
+	if os.Getenv("CHAT_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestChatAnnouncesJoinsToEveryClientWithANick: a client's first line is its nick, announced to
+// every client with a nick, itself included; a client without a nick hears no join, and a blank
+// first line is no nick.
+func TestChatAnnouncesJoinsToEveryClientWithANick(t *testing.T) {
+	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
+		quiet := s.dial(t, "quiet")
+		s.joinAll(t, clients) // checks every join line
+		quiet.send("\r\n\n")  // blank lines: still no nick
+		quiet.join()          // its own join is the first line it reads: it heard none before
+	})
+}
+
+// TestChatDeliversEachSendersLinesInOrder: every line a client with a nick sends reaches every
+// other client with a nick as "NICK: L", in the order it was sent, and never the sender itself;
+// lines end in LF or CRLF and may arrive in pieces.
+func TestChatDeliversEachSendersLinesInOrder(t *testing.T) {
+	const lines = 20
+	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
+		cs := s.joinAll(t, clients)
+		errc := make(chan error, 2*len(cs))
+		var wg sync.WaitGroup
+		for i, c := range cs {
+			wg.Go(func() { errc <- sendLines(c, i, lines) })
+			wg.Go(func() { errc <- readLines(c, cs, lines) })
+		}
+		wg.Wait() // every read and write has a deadline
+		close(errc)
+		for err := range errc {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// sendLines sends c's lines "line K from NICK", K from 0: each in one write, or all in one, or
+// each in two pieces, as i says; some clients end them with CRLF.
+func sendLines(c *client, i, lines int) error {
+	end := "\n"
+	if i%3 == 0 {
+		end = "\r\n"
+	}
+	var all strings.Builder
+	for k := range lines {
+		line := fmt.Sprintf("line %d from %s%s", k, c.name, end)
+		switch i % 4 {
+		case 0:
+			all.WriteString(line)
+			continue
+		case 1:
+			if err := c.write(line[:3]); err != nil {
+				return err
+			}
+			line = line[3:]
+		}
+		if err := c.write(line); err != nil {
+			return err
+		}
+	}
+	return c.write(all.String())
+}
+
+// readLines reads the lines of every client of cs but c, and checks their sender and order.
+func readLines(c *client, cs []*client, lines int) error {
+	next := map[string]int{}
+	for range (len(cs) - 1) * lines {
+		got, err := c.read()
+		if err != nil {
+			return err
+		}
+		nick, _, _ := strings.Cut(got, ": ")
+		if nick == c.name || got != fmt.Sprintf("%s: line %d from %s\n", nick, next[nick], nick) {
+			return fmt.Errorf("%s read %q, want line %d of %s (and never its own)", c.name, got, next[nick], nick)
+		}
+		next[nick]++
+	}
+	return nil
+}
+
+// TestChatAdminSayReachesEveryClientWithANick: POST /say?msg=M sends "* admin: M" to every
+// client with a nick and answers "sent to N", N the number of connections; other methods get
+// 405.
+func TestChatAdminSayReachesEveryClientWithANick(t *testing.T) {
+	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
+		quiet := s.dial(t, "quiet")
+		cs := s.joinAll(t, clients)
+		msg := "hello, everyone ✓"
+		if got, want := s.say(t, msg), fmt.Sprintf("sent to %d\n", clients+1); got != want {
+			t.Errorf("POST /say answered %q, want %q", got, want)
+		}
+		for _, c := range cs {
+			c.expect("* admin: " + msg + "\n")
+		}
+		quiet.join() // it heard nothing before its own join
+		if status, body := s.request(t, http.MethodGet, "/say?msg=x"); status != http.StatusMethodNotAllowed {
+			t.Errorf("GET /say: %d %q, want 405", status, body)
+		}
+	})
+}
+
+// TestChatAnnouncesLeaves: when a client with a nick leaves, every other client with a nick
+// reads "* NICK left"; a client without a nick leaves unannounced; /say counts those left.
+func TestChatAnnouncesLeaves(t *testing.T) {
+	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
+		quiet := s.dial(t, "quiet")
+		cs := s.joinAll(t, clients)
+		cs[0].conn.Close()
+		quiet.conn.Close()
+		s.awaitCount(t, clients-1)
+		s.say(t, "end")
+		for _, c := range cs[1:] {
+			c.readUntil("* admin: end\n", "* n00 left\n")
+		}
+	})
+}
+
+// TestChatClosesIdleClients: a client that sends nothing for --idle is closed, whether it has
+// no nick or listens to others talking, and the others read that it left; one that talks stays.
+func TestChatClosesIdleClients(t *testing.T) {
+	const idle = time.Second
+	eachSetup(t, []string{"--idle", idle.String()}, func(t *testing.T, s *chatServer) {
+		dialed := time.Now() // before the server's idle clocks start
+		quiet := s.dial(t, "quiet")
+		talker, listener := s.dial(t, "talker"), s.dial(t, "listener")
+		talker.join()
+		joined := time.Now()
+		listener.join() // listener's last line
+		talker.expect("* listener joined\n")
+		closed := make(chan error, 2) // the idle ones: quiet hears nothing, listener talker's lines
+		go func() { closed <- quiet.awaitEOF(dialed, idle, "") }()
+		go func() { closed <- listener.awaitEOF(joined, idle, "talker: ") }()
+		tick := time.NewTicker(idle / 10)
+		defer tick.Stop()
+		timeout := time.After(waitFor)
+		for k, open := 0, 2; open > 0; k++ { // talker talks until both are closed
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatal(err)
+				}
+				open--
+			case <-tick.C:
+				talker.send(fmt.Sprintf("line %d\n", k))
+			case <-timeout:
+				t.Fatalf("the idle clients were not closed within %v", waitFor)
+			}
+		}
+		s.awaitCount(t, 1)
+		s.say(t, "still here")
+		talker.readUntil("* admin: still here\n", "* listener left\n")
+	})
+}
+
+// TestChatRejectsBadFlags: the command exits with status 2 and a message naming the problem.
+func TestChatRejectsBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--idle", "soon"}, `invalid value "soon" for flag -idle`},
+		{[]string{"--idle", "0s"}, "--idle 0s"},
+		{[]string{"--loops", "-1"}, "-1 loops"},
+		{[]string{"--backend", "nope"}, "unknown backend"},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"9000"}, `["9000"]`},
+		{[]string{"--addr", "127.0.0.1:99999"}, "127.0.0.1:99999"},
+		{[]string{"--admin", "127.0.0.1:99999"}, "--admin"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := append([]string{"--addr", "127.0.0.1:0", "--admin", "127.0.0.1:0"}, tc.args...)
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], args...)
+			cmd.Env = append(os.Environ(), "CHAT_MAIN=1")
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("chat %q: %v, output %q; want exit status 2 and %q", args, err, out, tc.want)
+			}
+		})
+	}
+}
+
+// eachSetup runs test with the chat served on each backend with one and two loops (subtests
+// "backend/N-loops"), args added to its flags. Each subtest fails if it leaves a goroutine or
+// an fd behind.
+func eachSetup(t *testing.T, args []string, test func(t *testing.T, s *chatServer)) {
+	for _, backend := range []string{"uring", "epoll", "poll"} {
+		for _, loops := range []string{"1", "2"} {
+			t.Run(backend+"/"+loops+"-loops", func(t *testing.T) {
+				noLeaks(t)
+				test(t, startChat(t, append([]string{"--backend", backend, "--loops", loops}, args...)...))
+			})
+		}
+	}
+}
+
+// chatServer is a chat run by startChat: its two addresses.
+type chatServer struct {
+	addr, admin string
+}
+
+// startChat runs the chat (run) on free ports of 127.0.0.1 with args, and returns once it
+// serves (a client has come and gone); cleanup cancels its context and waits for run to return, failing the test on an
+// error. The uring backend is skipped where io_uring is switched off or missing (EPERM, ENOSYS),
+// naming that.
+func startChat(t *testing.T, args ...string) *chatServer {
+	t.Helper()
+	s := &chatServer{freePort(t), freePort(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, append([]string{"--addr", s.addr, "--admin", s.admin}, args...)) }()
+	for deadline := time.Now().Add(waitFor); ; time.Sleep(time.Millisecond) {
+		select {
+		case err := <-errc:
+			cancel()
+			if slices.Contains(args, "uring") && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)) {
+				t.Skipf("io_uring is switched off or missing here (the uring backend): %v", err)
+			}
+			t.Fatalf("run %q: %v", args, err)
+		default:
+		}
+		if c, err := net.Dial("tcp", s.addr); err == nil {
+			c.Close() // a client that leaves without a nick
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("the chat did not accept within %v", waitFor)
+		}
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(waitFor):
+			t.Errorf("the chat did not end within %v of its context's cancellation", waitFor)
+		}
+	})
+	s.awaitCount(t, 0) // the server has seen the first client leave
+	return s
+}
+
+// freePort returns an address of 127.0.0.1 with a port that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// client is one net.Dial client of the chat.
+type client struct {
+	t    *testing.T
+	name string
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// dial connects a client named name (the nick it will send) and reads the greeting; cleanup
+// closes it.
+func (s *chatServer) dial(t *testing.T, name string) *client {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", s.addr, waitFor)
+	if err != nil {
+		t.Fatalf("dial %s: %v", s.addr, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c := &client{t: t, name: name, conn: conn, r: bufio.NewReader(conn)}
+	c.expect("welcome; first line is your nick\n")
+	return c
+}
+
+// write writes s within waitFor.
+func (c *client) write(s string) error {
+	c.conn.SetWriteDeadline(time.Now().Add(waitFor))
+	if _, err := io.WriteString(c.conn, s); err != nil {
+		return fmt.Errorf("%s: writing %q: %w", c.name, s, err)
+	}
+	return nil
+}
+
+// read reads one line within waitFor.
+func (c *client) read() (string, error) {
+	c.conn.SetReadDeadline(time.Now().Add(waitFor))
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return line, fmt.Errorf("%s: reading a line: %w (read %q)", c.name, err, line)
+	}
+	return line, nil
+}
+
+// send is write, failing the test on an error (call it from the test's goroutine).
+func (c *client) send(s string) {
+	c.t.Helper()
+	if err := c.write(s); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// line is read, failing the test on an error (call it from the test's goroutine).
+func (c *client) line() string {
+	c.t.Helper()
+	line, err := c.read()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return line
+}
+
+// expect reads one line and fails the test unless it is want.
+func (c *client) expect(want string) {
+	c.t.Helper()
+	if got := c.line(); got != want {
+		c.t.Fatalf("%s read %q, want %q", c.name, got, want)
+	}
+}
+
+// join sends the client's nick and reads its own join line.
+func (c *client) join() {
+	c.t.Helper()
+	c.send(c.name + "\n")
+	c.expect("* " + c.name + " joined\n")
+}
+
+// readUntil reads lines until marker, failing the test unless once comes exactly once before
+// it, among "* admin: count\n" lines (awaitCount's).
+func (c *client) readUntil(marker, once string) {
+	c.t.Helper()
+	n := 0
+	for line := c.line(); line != marker; line = c.line() {
+		switch line {
+		case once:
+			n++
+		case "* admin: count\n":
+		default:
+			c.t.Fatalf("%s read %q, want only %q and the admin's lines before %q", c.name, line, once, marker)
+		}
+	}
+	if n != 1 {
+		c.t.Fatalf("%s read %q %d times before %q, want once", c.name, once, n, marker)
+	}
+}
+
+// awaitEOF reads until the server closes the connection, within waitFor, then closes it too.
+// It fails if a line does not start with prefix (with prefix "", if a line comes) or if the
+// end came before idle had passed since since (a time before the connection's last line).
+func (c *client) awaitEOF(since time.Time, idle time.Duration, prefix string) error {
+	c.conn.SetReadDeadline(time.Now().Add(waitFor))
+	defer c.conn.Close()
+	for {
+		line, err := c.r.ReadString('\n')
+		switch {
+		case errors.Is(err, io.EOF) && line == "":
+			if took := time.Since(since); took < idle {
+				return fmt.Errorf("%s was closed %v after its last line, before the idle timeout %v", c.name, took, idle)
+			}
+			return nil
+		case err != nil || prefix == "" || !strings.HasPrefix(line, prefix):
+			return fmt.Errorf("%s read %q, %v; want only lines starting with %q, then EOF", c.name, line, err, prefix)
+		}
+	}
+}
+
+// joinAll connects n clients named n00, n01, ... and joins them one after the other, each once
+// the one before has read its own join line. Then each must read the joins of those after it,
+// in any order (with two loops the joins of two clients may cross), and nothing else.
+func (s *chatServer) joinAll(t *testing.T, n int) []*client {
+	t.Helper()
+	cs := make([]*client, n)
+	for i := range cs {
+		cs[i] = s.dial(t, fmt.Sprintf("n%02d", i))
+		cs[i].join()
+	}
+	for i, c := range cs {
+		var got, want []string
+		for _, later := range cs[i+1:] {
+			got = append(got, c.line())
+			want = append(want, "* "+later.name+" joined\n")
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s read the joins %q, want those of every later client %q", c.name, got, want)
+		}
+	}
+	return cs
+}
+
+// say posts msg to the admin address and returns the answer's body; a status other than 200
+// fails the test.
+func (s *chatServer) say(t *testing.T, msg string) string {
+	t.Helper()
+	status, body := s.request(t, http.MethodPost, "/say?msg="+url.QueryEscape(msg))
+	if status != http.StatusOK {
+		t.Fatalf("POST /say?msg=%q: %d %q", msg, status, body)
+	}
+	return body
+}
+
+// request sends a request with method to path on the admin address, within waitFor, and
+// returns its status and body. The connection is not kept.
+func (s *chatServer) request(t *testing.T, method, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+s.admin+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &http.Client{Timeout: waitFor, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// awaitCount posts "count" to the admin address until it answers "sent to n" (a connection
+// the client closed ends on the server's loop a moment later), within waitFor.
+func (s *chatServer) awaitCount(t *testing.T, n int) {
+	t.Helper()
+	want := fmt.Sprintf("sent to %d\n", n)
+	deadline := time.Now().Add(waitFor)
+	for got := s.say(t, "count"); got != want; got = s.say(t, "count") {
+		if time.Now().After(deadline) {
+			t.Fatalf("/say still answers %q %v on, want %q", got, waitFor, want)
+		}
+		time.Sleep(5 * time.Millisecond) // the pace of the polling
+	}
+}
+
+var warmOnce sync.Once
+
+// noLeaks makes the test fail, when it has ended and its cleanups have run, if a goroutine or an
+// fd opened during it is still there (after waitFor for those on their way out).
+func noLeaks(t *testing.T) {
+	t.Helper()
+	warmOnce.Do(func() { // the runtime's netpoller opens its fds at the first use of the network
+		if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			l.Close()
+		}
+	})
+	ignore := goleak.IgnoreCurrent()
+	before := openFds(t)
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, ignore)
+		var left []string
+		for deadline := time.Now().Add(waitFor); ; time.Sleep(time.Millisecond) {
+			left = left[:0]
+			for fd, what := range openFds(t) {
+				if before[fd] != what {
+					left = append(left, fd+" -> "+what)
+				}
+			}
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("fds left open: %v", left)
+		}
+	})
+}
+
+// openFds lists the process's open fds and what each names.
+func openFds(t *testing.T) map[string]string {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("listing fds: %v", err)
+	}
+	m := make(map[string]string, len(ents))
+	for _, e := range ents {
+		m[e.Name()], _ = os.Readlink("/proc/self/fd/" + e.Name())
+	}
+	return m
+}
