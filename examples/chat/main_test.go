@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Tests of the chat: net.Dial clients (fifty, where the rule is about everyone) drive it on
@@ -21,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 )
 
 // waitFor bounds every wait of these tests.
@@ -32,24 +34,42 @@ const waitFor = 10 * time.Second
 const clients = 50
 
 // TestMain runs the command itself (main) when the test binary is started with CHAT_MAIN=1:
-// the bad flags test runs it so.
+// the bad flags test runs it so. Otherwise it opens the runtime's netpoller fds (opened at the
+// first use of the network) before any test counts the open fds.
 func TestMain(m *testing.M) {
 	if os.Getenv("CHAT_MAIN") == "1" {
 		main()
 		os.Exit(0)
 	}
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+			c.Close()
+		}
+		l.Close()
+	}
 	os.Exit(m.Run())
 }
 
 // TestChatAnnouncesJoinsToEveryClientWithANick: a client's first line is its nick, announced to
-// every client with a nick, itself included; a client without a nick hears no join, and a blank
-// first line is no nick.
+// every client with a nick, itself included, and to no client without one.
 func TestChatAnnouncesJoinsToEveryClientWithANick(t *testing.T) {
 	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
 		quiet := s.dial(t, "quiet")
 		s.joinAll(t, clients) // checks every join line
-		quiet.send("\r\n\n")  // blank lines: still no nick
 		quiet.join()          // its own join is the first line it reads: it heard none before
+	})
+}
+
+// TestChatTakesNoBlankLineAsNick: blank lines (LF or CRLF) before the first line with text give
+// no nick: the client hears no join, and its first line with text is its nick.
+func TestChatTakesNoBlankLineAsNick(t *testing.T) {
+	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
+		blank := s.dial(t, "blank")
+		blank.send("\r\n\n")
+		other := s.dial(t, "other")
+		other.join()
+		blank.join() // its own join is the first line it reads: "other" joined while it had none
+		other.expect("* blank joined\n")
 	})
 }
 
@@ -121,8 +141,7 @@ func readLines(c *client, cs []*client, lines int) error {
 }
 
 // TestChatAdminSayReachesEveryClientWithANick: POST /say?msg=M sends "* admin: M" to every
-// client with a nick and answers "sent to N", N the number of connections; other methods get
-// 405.
+// client with a nick, and to no other, and answers "sent to N", N the number of connections.
 func TestChatAdminSayReachesEveryClientWithANick(t *testing.T) {
 	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
 		quiet := s.dial(t, "quiet")
@@ -135,9 +154,19 @@ func TestChatAdminSayReachesEveryClientWithANick(t *testing.T) {
 			c.expect("* admin: " + msg + "\n")
 		}
 		quiet.join() // it heard nothing before its own join
-		if status, body := s.request(t, http.MethodGet, "/say?msg=x"); status != http.StatusMethodNotAllowed {
+	})
+}
+
+// TestChatAdminSayTakesOnlyPost: GET /say is answered 405 Method Not Allowed and says nothing.
+func TestChatAdminSayTakesOnlyPost(t *testing.T) {
+	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
+		c := s.dial(t, "c")
+		c.join()
+		if status, body := s.request(t, http.MethodGet, "/say?msg=get"); status != http.StatusMethodNotAllowed {
 			t.Errorf("GET /say: %d %q, want 405", status, body)
 		}
+		s.say(t, "post")
+		c.expect("* admin: post\n") // and not "* admin: get" before it
 	})
 }
 
@@ -244,9 +273,9 @@ type chatServer struct {
 }
 
 // startChat runs the chat (run) on free ports of 127.0.0.1 with args, and returns once it
-// serves (a client has come and gone); cleanup cancels its context and waits for run to return, failing the test on an
-// error. The uring backend is skipped where io_uring is switched off or missing (EPERM, ENOSYS),
-// naming that.
+// serves (a client has come and gone); cleanup cancels its context and waits for run to return,
+// failing the test on an error. The uring backend is skipped where io_uring is switched off or
+// missing (testutil.SkipIfIOUringUnavailable).
 func startChat(t *testing.T, args ...string) *chatServer {
 	t.Helper()
 	s := &chatServer{freePort(t), freePort(t)}
@@ -257,8 +286,8 @@ func startChat(t *testing.T, args ...string) *chatServer {
 		select {
 		case err := <-errc:
 			cancel()
-			if slices.Contains(args, "uring") && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)) {
-				t.Skipf("io_uring is switched off or missing here (the uring backend): %v", err)
+			if slices.Contains(args, "uring") {
+				testutil.SkipIfIOUringUnavailable(t, err, "the chat on the uring backend")
 			}
 			t.Fatalf("run %q: %v", args, err)
 		default:
@@ -481,48 +510,22 @@ func (s *chatServer) awaitCount(t *testing.T, n int) {
 	}
 }
 
-var warmOnce sync.Once
-
-// noLeaks makes the test fail, when it has ended and its cleanups have run, if a goroutine or an
-// fd opened during it is still there (after waitFor for those on their way out).
+// noLeaks makes the test fail, when it has ended and its cleanups have run, if a goroutine
+// (goleak) or an fd (testutil.FdsSince) opened during it is still there, after waitFor for
+// those on their way out. Call it first, so that its check runs after the other cleanups.
 func noLeaks(t *testing.T) {
 	t.Helper()
-	warmOnce.Do(func() { // the runtime's netpoller opens its fds at the first use of the network
-		if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-			l.Close()
-		}
-	})
 	ignore := goleak.IgnoreCurrent()
-	before := openFds(t)
+	before := testutil.OpenFds(t)
 	t.Cleanup(func() {
 		goleak.VerifyNone(t, ignore)
-		var left []string
-		for deadline := time.Now().Add(waitFor); ; time.Sleep(time.Millisecond) {
-			left = left[:0]
-			for fd, what := range openFds(t) {
-				if before[fd] != what {
-					left = append(left, fd+" -> "+what)
-				}
-			}
-			if len(left) == 0 || time.Now().After(deadline) {
-				break
-			}
+		left := testutil.FdsSince(t, before)
+		for deadline := time.Now().Add(waitFor); len(left) > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // the pace of the polling: a close on another goroutine
+			left = testutil.FdsSince(t, before)
 		}
 		if len(left) > 0 {
 			t.Errorf("fds left open: %v", left)
 		}
 	})
-}
-
-// openFds lists the process's open fds and what each names.
-func openFds(t *testing.T) map[string]string {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatalf("listing fds: %v", err)
-	}
-	m := make(map[string]string, len(ents))
-	for _, e := range ents {
-		m[e.Name()], _ = os.Readlink("/proc/self/fd/" + e.Name())
-	}
-	return m
 }
