@@ -6,9 +6,10 @@
 //	go run ./examples/chat/load --addr 127.0.0.1:9000 --pid $(pgrep -n chat)
 //
 // It prints one line: deliveries, time, deliveries/s, and the CPU time the client and, with
-// --pid, the server used in that interval (getrusage(2), and the server's threads' schedstat):
-// when the client's CPU time is near the wall time, the client is the bottleneck and the
-// server's CPU time is the figure that compares servers.
+// --pid, the server used in that interval (getrusage(2), and the server's threads' schedstat),
+// with the time the server's threads waited for a CPU: when the client's CPU time is near the
+// wall time, the client is the bottleneck, and when the server waited long, the machine's other
+// load was: the server's CPU time is then the figure that compares servers.
 package main
 
 import (
@@ -82,12 +83,14 @@ func load(addr string, clients, lines, size, batch, pid int, deadline time.Time)
 		wg.Go(func() { <-start; errc <- send(c, i, lines, size, batch) })
 		wg.Go(func() { errc <- receive(readers[i], i, clients, lines) })
 	}
-	cpu0, srv0 := selfCPU(), procCPU(pid)
+	cpu0 := selfCPU()
+	srv0, wait0 := procCPU(pid)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	took := time.Since(t0)
-	cpu1, srv1 := selfCPU(), procCPU(pid)
+	cpu1 := selfCPU()
+	srv1, wait1 := procCPU(pid)
 	close(errc)
 	var errs []error
 	for err := range errc {
@@ -98,7 +101,7 @@ func load(addr string, clients, lines, size, batch, pid int, deadline time.Time)
 	}
 	server := "not measured"
 	if pid > 0 {
-		server = fmt.Sprintf("%.3f s", (srv1 - srv0).Seconds())
+		server = fmt.Sprintf("%.3f s (waited %.3f s for a CPU)", (srv1 - srv0).Seconds(), (wait1 - wait0).Seconds())
 	}
 	fmt.Printf("chat load: %d clients x %d lines, %d deliveries in %.4f s (%.0f deliveries/s); CPU time: client %.3f s, server %s\n",
 		clients, lines, clients*want, took.Seconds(), float64(clients*want)/took.Seconds(), (cpu1 - cpu0).Seconds(), server)
@@ -165,20 +168,21 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// procCPU is the CPU time process pid's threads have used (the first field of each
-// /proc/PID/task/TID/schedstat, in ns: finer than /proc/PID/stat's 10 ms ticks), 0 for pid 0.
-func procCPU(pid int) time.Duration {
+// procCPU is the CPU time process pid's threads have used and the time they waited on a run
+// queue for a CPU (the first two fields of each /proc/PID/task/TID/schedstat, in ns: finer than
+// /proc/PID/stat's 10 ms ticks), 0 for pid 0.
+func procCPU(pid int) (cpu, wait time.Duration) {
 	if pid <= 0 {
-		return 0
+		return 0, 0
 	}
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	var ns int64
 	for _, t := range tasks {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if f := strings.Fields(string(b)); len(f) > 0 {
+		if f := strings.Fields(string(b)); len(f) > 1 {
 			n, _ := strconv.ParseInt(f[0], 10, 64)
-			ns += n
+			w, _ := strconv.ParseInt(f[1], 10, 64)
+			cpu, wait = cpu+time.Duration(n), wait+time.Duration(w)
 		}
 	}
-	return time.Duration(ns)
+	return cpu, wait
 }
