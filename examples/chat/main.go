@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command chat is a line chat on ringev's connection layer (package server).
 //
 // A client is greeted with "welcome; first line is your nick". Its first line is its nick, and

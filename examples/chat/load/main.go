@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command load times a chat of examples/chat's spec under load: --clients clients join one
 // after the other (each waits for its own join line), then all of them send --lines lines at
 // once, and each reads until it has every other client's lines, checking their sender and
