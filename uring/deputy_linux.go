@@ -477,6 +477,19 @@ func (d *Deputy) ready() uint32 {
 	return n
 }
 
+// readyBesides is ready() without the CQEs in r's CQ.
+func (d *Deputy) readyBesides(r *Ring) uint32 {
+	other := d.comp
+	if r == d.comp {
+		other = d.ring
+	}
+	n := other.CQReady()
+	if d.hasMerged {
+		n++
+	}
+	return n
+}
+
 // SubmitAndWaitTimeout submits like Submit, then waits until at least n CQEs
 // are ready in the two rings together (each half of a duplicated cancel
 // counts as one, so PeekCQE may still return nil: wait again) or timeout has
@@ -511,10 +524,14 @@ func (d *Deputy) SubmitAndWaitTimeout(n uint32, timeout time.Duration) (int, err
 		}
 		var werr error
 		switch {
+		// The count asked of the one ring is n less the CQEs of the other (which has
+		// nothing in flight, so its count stays): not n less d.ready() plus the ring's
+		// own count read again, which a CQE arriving between the two reads would make
+		// one too many, a wait for a CQE that never comes.
 		case d.inflightComp == 0:
-			_, werr = d.ring.SubmitAndWaitTimeout(n-d.ready()+d.ring.CQReady(), remaining)
+			_, werr = d.ring.SubmitAndWaitTimeout(n-d.readyBesides(d.ring), remaining)
 		case d.inflightRing == 0:
-			_, werr = d.comp.SubmitAndWaitTimeout(n-d.ready()+d.comp.CQReady(), remaining)
+			_, werr = d.comp.SubmitAndWaitTimeout(n-d.readyBesides(d.comp), remaining)
 		default:
 			fromComp, fromRing := d.comp.CQReady(), d.ring.CQReady()
 			if err := d.waitEventfd(remaining); err != nil {
