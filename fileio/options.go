@@ -1,0 +1,135 @@
+package fileio
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mode is how a Ring hands operations to the kernel.
+type Mode string
+
+// The modes. ModeAuto is what NewRing uses without WithMode.
+const (
+	// ModeAuto picks ModeDefault where io_uring works, else ModeThreads, and Reason says why.
+	ModeAuto Mode = "auto"
+	// ModePlain is an io_uring without setup flags: the owner's io_uring_enter(2) submits,
+	// and completion work runs as task work that interrupts the owner's thread.
+	ModePlain Mode = "plain"
+	// ModeDeferTaskrun is an io_uring with IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN (Linux
+	// 6.1): completion work runs only when the owner waits, in one batch, never as an
+	// interruption.
+	ModeDeferTaskrun Mode = "defer-taskrun"
+	// ModeSQPoll is an io_uring with IORING_SETUP_SQPOLL (5.1; unprivileged since 5.11): a
+	// kernel thread submits what the owner publishes, without a system call while it is
+	// awake (see WithSQIdle).
+	ModeSQPoll Mode = "sqpoll"
+	// ModeDeputy is ModeSQPoll with deputy submission (uring.Deputy): when the SQ thread
+	// sleeps, the owner submits up to WithDeputy's N operations itself, at once, and wakes
+	// the thread for what follows.
+	ModeDeputy Mode = "deputy"
+	// ModeThreads is the fallback without io_uring: pread(2)/pwrite(2) on a bounded pool of
+	// goroutines, each blocking an OS thread while its call runs (see WithThreads).
+	ModeThreads Mode = "threads"
+)
+
+// ModeDefault is the io_uring mode ModeAuto picks: the one that measured best for the
+// shapes of `ringev bench file` on the machines this was built on (docs/design.md,
+// "File I/O: the default submission mode"). With it, 4 KiB O_DIRECT random reads from 64
+// goroutines spent the least CPU per operation at the same IOPS, and the page cache is read
+// by the caller (see WithPageCacheFirst) whatever the mode.
+const ModeDefault = ModeDeferTaskrun
+
+// Modes returns the modes WithMode accepts, ModeAuto first.
+func Modes() []Mode {
+	return []Mode{ModeAuto, ModePlain, ModeDeferTaskrun, ModeSQPoll, ModeDeputy, ModeThreads}
+}
+
+// Defaults of the options.
+const (
+	DefaultEntries = 256 // SQ entries
+	DefaultDeputy  = 8   // deputy N
+	DefaultThreads = 64  // fallback pool size
+	// DefaultSQIdle is the SQ thread's idle time before it sleeps in the SQPOLL modes.
+	DefaultSQIdle = 10 * time.Millisecond
+	// DefaultFileSlots is the size of the registered-file table.
+	DefaultFileSlots = 1024
+)
+
+// config is what the options set.
+type config struct {
+	mode      Mode
+	entries   int
+	sqIdle    time.Duration
+	sqCPU     int
+	deputy    int
+	threads   int
+	pageFirst bool
+	regFiles  bool
+}
+
+// Option configures NewRing.
+type Option func(*config)
+
+// WithMode selects the submission mode (default ModeAuto). An io_uring mode that cannot be
+// set up makes NewRing fail with the reason; only ModeAuto falls back to ModeThreads.
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithEntries sets the ring's SQ entries (default DefaultEntries, 1..32768; the kernel rounds
+// up to a power of two). At most four times as many operations are in the kernel at once;
+// more wait, in order, in the owner.
+func WithEntries(n int) Option { return func(c *config) { c.entries = n } }
+
+// WithSQIdle sets how long the SQ thread of the SQPOLL modes polls without work before it
+// sleeps (default DefaultSQIdle; the kernel's unit is milliseconds, rounded up).
+func WithSQIdle(d time.Duration) Option { return func(c *config) { c.sqIdle = d } }
+
+// WithSQThreadCPU pins the SQ thread of the SQPOLL modes to cpu (IORING_SETUP_SQ_AFF).
+func WithSQThreadCPU(cpu int) Option { return func(c *config) { c.sqCPU = cpu } }
+
+// WithDeputy sets ModeDeputy's N: the most operations the owner submits itself when it finds
+// the SQ thread asleep (default DefaultDeputy, >= 1).
+func WithDeputy(n int) Option { return func(c *config) { c.deputy = n } }
+
+// WithThreads sets the size of ModeThreads' pool (default DefaultThreads, >= 1): the most
+// pread/pwrite calls, and so OS threads, at work at once.
+func WithThreads(n int) Option { return func(c *config) { c.threads = n } }
+
+// WithPageCacheFirst sets whether a read of a file opened without O_DIRECT is first tried on
+// the caller's goroutine with preadv2(2) RWF_NOWAIT (Linux 4.14), which copies from the page
+// cache and returns EAGAIN instead of waiting for the device; only what is not cached goes to
+// the ring. Default true: a ring round trip costs more than the read it replaces when the
+// data is cached. The call never waits for I/O, so it holds no OS thread.
+func WithPageCacheFirst(on bool) Option { return func(c *config) { c.pageFirst = on } }
+
+// WithRegisteredFiles sets whether the ring's files go in its registered-file table
+// (IORING_REGISTER_FILES2 sparse, Linux 5.19), which saves the kernel a file lookup per
+// operation (default true; kernels without sparse tables use plain fds).
+func WithRegisteredFiles(on bool) Option { return func(c *config) { c.regFiles = on } }
+
+func defaultConfig() config {
+	return config{mode: ModeAuto, entries: DefaultEntries, sqIdle: DefaultSQIdle, sqCPU: -1,
+		deputy: DefaultDeputy, threads: DefaultThreads, pageFirst: true, regFiles: true}
+}
+
+// validate checks the options; errors wrap unix.EINVAL and name the option.
+func (c *config) validate() error {
+	known := false
+	for _, m := range Modes() {
+		known = known || m == c.mode
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("fileio: WithMode(%q): unknown mode (known: %v): %w", c.mode, Modes(), unix.EINVAL)
+	case c.entries < 1 || c.entries > 32768:
+		return fmt.Errorf("fileio: WithEntries(%d): must be 1..32768: %w", c.entries, unix.EINVAL)
+	case c.deputy < 1:
+		return fmt.Errorf("fileio: WithDeputy(%d): must be >= 1: %w", c.deputy, unix.EINVAL)
+	case c.threads < 1:
+		return fmt.Errorf("fileio: WithThreads(%d): must be >= 1: %w", c.threads, unix.EINVAL)
+	case c.sqIdle < 0:
+		return fmt.Errorf("fileio: WithSQIdle(%v): must be >= 0: %w", c.sqIdle, unix.EINVAL)
+	}
+	return nil
+}
