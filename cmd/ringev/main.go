@@ -5,6 +5,7 @@
 //	ringev bench pipes [--backend a,b] [--shape s,t] [--fds N,M] [--busy N,M] [--mode m,n]
 //	                   [--events N] [--json] [--png FILE]
 //	ringev bench rio [flags]
+//	ringev bench file [flags]
 //	ringev bench net [flags]
 //	ringev probe [--json]
 //	ringev serve resp|http|echo [flags]
@@ -35,6 +36,7 @@ const usageTop = `usage: ringev <command> [arguments]
 commands:
   bench pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
   bench rio     fio-style random-read latency over ringev's io_uring binding
+  bench file    random reads or writes through ringev's file API against os.File
   bench net     ringev's servers against redis-server, nginx, gnet... with real clients
   probe         what this kernel's io_uring supports
   serve         a RESP, HTTP or echo server on the loop (see 'ringev serve --help')
@@ -50,6 +52,7 @@ const usageBench = `usage: ringev bench <benchmark> [flags]
 benchmarks:
   pipes   tevent's pipe benchmark shapes on every backend and the Go netpoller
   rio     fio-style random-read latency over ringev's io_uring binding
+  file    random reads or writes through ringev's file API against os.File
   net     ringev's servers against redis-server, nginx, gnet... with real clients
 
 Run 'ringev bench BENCHMARK --help' (e.g. 'ringev bench rio --help') for its flags.
@@ -116,6 +119,10 @@ printed when every run is done.
 `
 
 func main() {
+	// A row of `ringev bench file` runs in a child process of its own.
+	if done, status := bench.FileRowChild(os.Stdout, os.Stderr); done {
+		os.Exit(status)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -132,6 +139,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return dispatch("ringev bench: unknown benchmark", usageBench, []command{
 		{"pipes", runPipes},
 		{"rio", runRio},
+		{"file", runFile},
 		{"net", runBenchNet},
 	}, args, stdout, stderr)
 }

@@ -318,17 +318,26 @@ func openTarget(cfg RioConfig) (t *rioTarget, cleanup func(), err error) {
 // os.TempDir and syncs it; it returns its path. Closing stop ends the writing
 // and removes the file (the error wraps ErrStopped).
 func createTempFile(size int64, notes io.Writer, stop <-chan struct{}) (string, error) {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(os.TempDir(), &fs); err == nil && uint64(size) > fs.Bavail*uint64(fs.Bsize) {
-		return "", fmt.Errorf("temporary file of %s does not fit in %s (%s free): use a smaller --size or --file",
-			formatBytes(size), os.TempDir(), formatBytes(int64(fs.Bavail*uint64(fs.Bsize))))
+	return writeTempFile("", "ringev-rio-*.dat", "rio", size, notes, stop)
+}
+
+// writeTempFile is createTempFile in directory dir ("": os.TempDir) with the
+// name pattern of os.CreateTemp; what names the benchmark in the note.
+func writeTempFile(dir, pattern, what string, size int64, notes io.Writer, stop <-chan struct{}) (string, error) {
+	if dir == "" {
+		dir = os.TempDir()
 	}
-	f, err := os.CreateTemp("", "ringev-rio-*.dat")
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err == nil && uint64(size) > fs.Bavail*uint64(fs.Bsize) {
+		return "", fmt.Errorf("temporary file of %s does not fit in %s (%s free): use a smaller --size or --file",
+			formatBytes(size), dir, formatBytes(int64(fs.Bavail*uint64(fs.Bsize))))
+	}
+	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return "", fmt.Errorf("temporary file: %w", err)
 	}
 	if notes != nil {
-		fmt.Fprintf(notes, "rio: writing %s temporary file %s\n", formatBytes(size), f.Name())
+		fmt.Fprintf(notes, "%s: writing %s temporary file %s\n", what, formatBytes(size), f.Name())
 	}
 	fail := func(err error) (string, error) {
 		f.Close()
