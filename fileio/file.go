@@ -31,6 +31,8 @@ type File struct {
 
 	// nowait: reads try preadv2 RWF_NOWAIT first (a regular file without O_DIRECT).
 	nowait atomic.Bool
+	// registered mirrors slot >= 0 for Registered.
+	registered atomic.Bool
 
 	// refs counts the calls in progress; closedBit is set by Close, which then waits for
 	// the count to reach 0 (drained is closed by the call that brings it there).
@@ -78,6 +80,11 @@ func (f *File) Fd() uintptr { return uintptr(f.fd) }
 
 // Direct reports whether the file was opened with O_DIRECT.
 func (f *File) Direct() bool { return f.direct }
+
+// Registered reports whether the file is in its ring's registered-file table
+// (IORING_REGISTER_FILES2 sparse, Linux 5.19; see WithRegisteredFiles), so that its operations
+// carry IOSQE_FIXED_FILE and the kernel skips a file lookup for each.
+func (f *File) Registered() bool { return f.registered.Load() }
 
 // Stat returns the file's os.FileInfo (fstat(2)).
 func (f *File) Stat() (os.FileInfo, error) { return f.f.Stat() }

@@ -596,9 +596,14 @@ func (e *uringEngine) control1(o *op) {
 					o.err, ok = err, false
 				}
 			}
-			if ok {
+			if !ok {
+				for _, rr := range e.rings() {
+					rr.UpdateFiles(uint32(slot), []int32{-1}) // no slot half set
+				}
+			} else {
 				e.fileFree = e.fileFree[:n-1]
 				f.slot = slot
+				f.registered.Store(true)
 			}
 		}
 	case kindCtlUnregisterFile:
@@ -610,6 +615,7 @@ func (e *uringEngine) control1(o *op) {
 			}
 			e.fileFree = append(e.fileFree, f.slot)
 			f.slot = -1
+			f.registered.Store(false)
 		}
 	case kindCtlCancelFile:
 		for p := e.pendHead; p != nil; {

@@ -1,0 +1,197 @@
+package fileio_test
+
+// Tests of NewRing: options, modes, and the fallback to ModeThreads where io_uring is denied
+// (a seccomp filter, as Docker's default profile, in a child process).
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev/fileio"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+func TestRingRejectsBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		opt  fileio.Option
+		name string
+	}{
+		{fileio.WithMode("bogus"), "WithMode"},
+		{fileio.WithEntries(0), "WithEntries"},
+		{fileio.WithEntries(1 << 16), "WithEntries"},
+		{fileio.WithDeputy(0), "WithDeputy"},
+		{fileio.WithThreads(0), "WithThreads"},
+		{fileio.WithSQIdle(-1), "WithSQIdle"},
+	} {
+		r, err := fileio.NewRing(c.opt)
+		if err == nil {
+			r.Close()
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: error %v does not wrap EINVAL and name the option", c.name, err)
+		}
+	}
+}
+
+func TestRingUsesTheModeAskedFor(t *testing.T) {
+	for _, m := range ringModes {
+		t.Run(string(m), func(t *testing.T) {
+			r := newRing(t, fileio.WithMode(m))
+			if r.Mode() != m {
+				t.Errorf("Mode() = %q, want %q", r.Mode(), m)
+			}
+			if r.Reason() != "" {
+				t.Errorf("Reason() = %q for a mode asked for by name, want empty", r.Reason())
+			}
+		})
+	}
+}
+
+func TestRingAutoUsesTheDefaultMode(t *testing.T) {
+	skipUnlessIoUring(t)
+	r := newRing(t)
+	if r.Mode() != fileio.ModeDefault {
+		t.Errorf("Mode() = %q, want ModeDefault %q", r.Mode(), fileio.ModeDefault)
+	}
+	if !strings.Contains(r.Reason(), string(fileio.ModeDefault)) {
+		t.Errorf("Reason() = %q does not name the default mode", r.Reason())
+	}
+}
+
+// deniedEnv carries "NR:ERRNO" to the child of runDenied.
+const deniedEnv = "RINGEV_FILEIO_DENIED"
+
+// runDenied reruns test in a child process that denies system call nr with errno (seccomp) and
+// returns the KEY=VALUE lines the child printed with the prefix "DENIED ".
+func runDenied(t *testing.T, test string, nr uint32, errno syscall.Errno) map[string]string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", deniedEnv, nr, int(errno)))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child failed: %v\n%s", err, out)
+	}
+	res := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "DENIED "); ok {
+			k, val, _ := strings.Cut(v, "=")
+			res[k] = val
+		}
+	}
+	switch s := res["seccomp"]; {
+	case strings.HasPrefix(s, "unavailable"):
+		t.Skipf("the child cannot install a seccomp filter here: %s", s)
+	case s != "installed":
+		t.Fatalf("the child did not install its filter:\n%s", out)
+	}
+	return res
+}
+
+// deniedChild is the child's side of runDenied: it denies the call, then makes rings and uses a
+// file, printing what happened; it reports whether it was the child.
+func deniedChild() bool {
+	v := os.Getenv(deniedEnv)
+	if v == "" {
+		return false
+	}
+	nrs, es, _ := strings.Cut(v, ":")
+	nr, _ := strconv.Atoi(nrs)
+	e, _ := strconv.Atoi(es)
+	if err := testutil.DenySyscall(uint32(nr), syscall.Errno(e)); err != nil {
+		fmt.Printf("DENIED seccomp=unavailable: %v\n", err)
+		return true
+	}
+	fmt.Println("DENIED seccomp=installed")
+	r, err := fileio.NewRing()
+	if err != nil {
+		fmt.Printf("DENIED auto=error: %v\n", err)
+	} else {
+		fmt.Printf("DENIED auto=%s\nDENIED reason=%s\nDENIED io=%s\n", r.Mode(), r.Reason(), useFile(r))
+		r.Close()
+	}
+	r, err = fileio.NewRing(fileio.WithMode(fileio.ModeDeferTaskrun))
+	if err == nil {
+		r.Close()
+	}
+	fmt.Printf("DENIED named-err=%v\nDENIED named-wraps=%v\n", err, errors.Is(err, syscall.Errno(e)))
+	return true
+}
+
+// useFile writes, reads back and syncs a file on r: "ok" or what failed.
+func useFile(r *fileio.Ring) string {
+	dir, err := os.MkdirTemp("", "fileio-denied-")
+	if err != nil {
+		return err.Error()
+	}
+	defer os.RemoveAll(dir)
+	f, err := r.Open(filepath.Join(dir, "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("fallback"), 3); err != nil {
+		return err.Error()
+	}
+	buf := make([]byte, 8)
+	if _, err := f.ReadAt(buf, 3); err != nil || string(buf) != "fallback" {
+		return fmt.Sprintf("read %q, %v", buf, err)
+	}
+	if err := f.Sync(); err != nil {
+		return err.Error()
+	}
+	return "ok"
+}
+
+func TestRingFallsBackToThreadsWhenIoUringSetupIsDenied(t *testing.T) {
+	if deniedChild() {
+		return
+	}
+	for _, errno := range []syscall.Errno{unix.EPERM, unix.ENOSYS} {
+		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
+			res := runDenied(t, "TestRingFallsBackToThreadsWhenIoUringSetupIsDenied", unix.SYS_IO_URING_SETUP, errno)
+			checkFallback(t, res, errno, "io_uring_setup")
+		})
+	}
+}
+
+func TestRingFallsBackToThreadsWhenIoUringEnterIsDenied(t *testing.T) {
+	if deniedChild() {
+		return
+	}
+	skipUnlessIoUring(t)
+	res := runDenied(t, "TestRingFallsBackToThreadsWhenIoUringEnterIsDenied", unix.SYS_IO_URING_ENTER, unix.EPERM)
+	checkFallback(t, res, unix.EPERM, "NOP")
+}
+
+// checkFallback checks a denied child's report: ModeAuto ran ModeThreads and said why, naming
+// the errno and what failed; files worked; a mode asked for by name failed with the errno.
+func checkFallback(t *testing.T, res map[string]string, errno syscall.Errno, what string) {
+	t.Helper()
+	text := errno.Error()
+	if res["auto"] != string(fileio.ModeThreads) {
+		t.Errorf("auto chose %q, want %q", res["auto"], fileio.ModeThreads)
+	}
+	if r := res["reason"]; !strings.Contains(r, text) || !strings.Contains(r, what) {
+		t.Errorf("Reason %q does not say %q and %q", r, text, what)
+	}
+	if res["io"] != "ok" {
+		t.Errorf("file I/O on the fallback: %s", res["io"])
+	}
+	if e := res["named-err"]; e == "<nil>" || !strings.Contains(e, text) {
+		t.Errorf("WithMode(defer-taskrun): error %q does not say %q", e, text)
+	}
+	if res["named-wraps"] != "true" {
+		t.Errorf("WithMode(defer-taskrun): the error does not wrap %s", unix.ErrnoName(errno))
+	}
+}

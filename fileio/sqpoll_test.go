@@ -1,0 +1,86 @@
+package fileio_test
+
+// Tests of the SQPOLL modes: a kernel SQ thread submits; with deputy submission the owner
+// submits itself while that thread sleeps.
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev/fileio"
+)
+
+// sqThreads returns the IDs of this process's io_uring SQ threads (comm iou-sqp-*) and their
+// states (/proc/self/task/TID/stat: R running, S sleeping).
+func sqThreads(t *testing.T) map[int]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for _, e := range ents {
+		comm, err := os.ReadFile("/proc/self/task/" + e.Name() + "/comm")
+		if err != nil || !strings.HasPrefix(string(comm), "iou-sqp-") {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		id, _ := strconv.Atoi(e.Name())
+		out[id] = fields[0]
+	}
+	return out
+}
+
+func TestRingSQPollSubmitsThroughAnSQThread(t *testing.T) {
+	skipUnlessSQPoll(t)
+	before := sqThreads(t)
+	r := newRing(t, fileio.WithMode(fileio.ModeSQPoll), fileio.WithPageCacheFirst(false))
+	waitFor(t, "an SQ thread (iou-sqp-*)", func() bool { return len(sqThreads(t)) > len(before) })
+	data := pattern(4096)
+	f := openFile(t, r, tempFile(t, data), os.O_RDONLY)
+	buf := make([]byte, 4096)
+	for range 100 {
+		if n, err := f.ReadAt(buf, 0); n != 4096 || err != nil || !bytes.Equal(buf, data) {
+			t.Fatalf("ReadAt = %d, %v", n, err)
+		}
+	}
+	if got := r.Stats().RingOps; got != 100 {
+		t.Errorf("Stats().RingOps = %d, want 100", got)
+	}
+}
+
+func TestRingDeputySubmitsWhileTheSQThreadSleeps(t *testing.T) {
+	skipUnlessSQPoll(t)
+	before := sqThreads(t)
+	r := newRing(t, fileio.WithMode(fileio.ModeDeputy), fileio.WithSQIdle(time.Millisecond), fileio.WithPageCacheFirst(false))
+	var sqt int
+	waitFor(t, "an SQ thread (iou-sqp-*)", func() bool {
+		for id := range sqThreads(t) {
+			if _, ok := before[id]; !ok {
+				sqt = id
+				return true
+			}
+		}
+		return false
+	})
+	f := openFile(t, r, tempFile(t, pattern(4096)), os.O_RDONLY)
+	buf := make([]byte, 4096)
+	for i := 0; r.Stats().DeputySQEs == 0; i++ {
+		if i == 100 {
+			t.Fatalf("100 reads each made while the SQ thread slept, none submitted by the deputy: %+v", r.Stats())
+		}
+		waitFor(t, "the SQ thread asleep", func() bool { return sqThreads(t)[sqt] == "S" })
+		if n, err := f.ReadAt(buf, 0); n != 4096 || err != nil {
+			t.Fatalf("ReadAt = %d, %v", n, err)
+		}
+	}
+}
