@@ -599,10 +599,14 @@ func prepBytes(s *uring.SQE, r *reqRec) {
 	switch {
 	case r.c.Op >= OpRecv:
 		s.OpFlags = uint32(r.flags)
+		return
 	case r.off >= 0:
 		s.Off = uint64(r.off + int64(r.done))
 	default:
 		s.Off = ^uint64(0) // the file position
+	}
+	if r.flags > 0 { // ReadFixed, WriteFixed: the registered buffer's index + 1
+		s.Opcode, s.BufIndex = fixedOpcode[r.c.Op], uint16(r.flags-1)
 	}
 }
 

@@ -112,6 +112,7 @@ type requests struct {
 	cbFd   int32  // the fd of the request whose callback is running; -1: none
 	cbRec  uint32 // 1 + the index of the record whose last callback is running; 0: none
 	dead   bool
+	fixed  bool // RegisterBuffers has registered the loop's fixed buffers
 	onTmr  func(t *Timer)
 }
 

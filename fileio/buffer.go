@@ -5,25 +5,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev/internal/aligned"
 )
 
 // Alignment is the address alignment of AlignedBuffer, in bytes: a page, which satisfies
 // every device's O_DIRECT rule (usually 512 bytes, at most the page size).
-const Alignment = 4096
+const Alignment = aligned.Page
 
 // AlignedBuffer returns n zeroed bytes whose first byte is aligned to Alignment, for O_DIRECT
 // reads and writes (whose buffer address, length and offset must be multiples of the device's
 // logical block size: keep n and the offsets multiples of 4096, or of 512 where the device
 // allows it). The memory is ordinary Go heap memory, which the garbage collector never moves.
 // It panics if n < 0, as make does.
-func AlignedBuffer(n int) []byte {
-	b := make([]byte, n+Alignment)
-	skip := (Alignment - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%Alignment)) % Alignment
-	return b[skip : skip+n : skip+n]
-}
+func AlignedBuffer(n int) []byte { return aligned.Bytes(n) }
 
 // FixedBuffer is one of a ring's registered buffers (IORING_REGISTER_BUFFERS, Linux 5.1), or a
 // part of one, for ReadFixed and WriteFixed: the kernel has its pages pinned and mapped, so an
