@@ -40,11 +40,27 @@ func sqThreads(t *testing.T) map[int]string {
 	return out
 }
 
+// newSQThread waits for an SQ thread that is not in before and returns its ID.
+func newSQThread(t *testing.T, before map[int]string) int {
+	t.Helper()
+	var sqt int
+	waitFor(t, "a new SQ thread (iou-sqp-*)", func() bool {
+		for id := range sqThreads(t) {
+			if _, ok := before[id]; !ok {
+				sqt = id
+				return true
+			}
+		}
+		return false
+	})
+	return sqt
+}
+
 func TestRingSQPollSubmitsThroughAnSQThread(t *testing.T) {
 	skipUnlessSQPoll(t)
 	before := sqThreads(t)
 	r := newRing(t, fileio.WithMode(fileio.ModeSQPoll), fileio.WithPageCacheFirst(false))
-	waitFor(t, "an SQ thread (iou-sqp-*)", func() bool { return len(sqThreads(t)) > len(before) })
+	newSQThread(t, before)
 	data := pattern(4096)
 	f := openFile(t, r, tempFile(t, data), os.O_RDONLY)
 	buf := make([]byte, 4096)
@@ -62,16 +78,7 @@ func TestRingDeputySubmitsWhileTheSQThreadSleeps(t *testing.T) {
 	skipUnlessSQPoll(t)
 	before := sqThreads(t)
 	r := newRing(t, fileio.WithMode(fileio.ModeDeputy), fileio.WithSQIdle(time.Millisecond), fileio.WithPageCacheFirst(false))
-	var sqt int
-	waitFor(t, "an SQ thread (iou-sqp-*)", func() bool {
-		for id := range sqThreads(t) {
-			if _, ok := before[id]; !ok {
-				sqt = id
-				return true
-			}
-		}
-		return false
-	})
+	sqt := newSQThread(t, before)
 	f := openFile(t, r, tempFile(t, pattern(4096)), os.O_RDONLY)
 	buf := make([]byte, 4096)
 	for i := 0; r.Stats().DeputySQEs == 0; i++ {

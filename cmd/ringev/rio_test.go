@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringev/ringev/internal/bench"
 )
 
 // mainEnv, set in the environment, makes the test binary run the command with its arguments
@@ -21,6 +23,10 @@ import (
 const mainEnv = "RINGEV_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	// A row of `bench file` runs in a new process of this binary (bench.ExecFileRow).
+	if done, status := bench.FileRowChild(os.Stdout, os.Stderr); done {
+		os.Exit(status)
+	}
 	if os.Getenv(mainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
