@@ -3,7 +3,6 @@ package fileio
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -106,27 +105,7 @@ func (f *File) ReadFixedContext(ctx context.Context, b FixedBuffer, off int64) (
 	if b.r != f.r {
 		return 0, f.opError(kindReadFixed, off, errForeignBuffer)
 	}
-	if err := f.begin(ctx, kindReadFixed, off); err != nil {
-		return 0, err
-	}
-	defer f.decref()
-	p := b.b
-	for len(p) > 0 {
-		m, err := f.read1(ctx, kindReadFixed, p, b.index, off)
-		if err != nil {
-			return n, err
-		}
-		if m == 0 {
-			return n, io.EOF
-		}
-		n += m
-		p = p[m:]
-		off += int64(m)
-		if f.direct && len(p) > 0 {
-			return n, io.EOF
-		}
-	}
-	return n, nil
+	return f.readFull(ctx, kindReadFixed, b.b, b.index, off)
 }
 
 // WriteFixed writes the registered buffer b at offset off (IORING_OP_WRITE_FIXED, Linux 5.1),
@@ -140,25 +119,5 @@ func (f *File) WriteFixedContext(ctx context.Context, b FixedBuffer, off int64) 
 	if b.r != f.r {
 		return 0, f.opError(kindWriteFixed, off, errForeignBuffer)
 	}
-	if f.append {
-		return 0, f.opError(kindWriteFixed, off, errAppend)
-	}
-	if err := f.begin(ctx, kindWriteFixed, off); err != nil {
-		return 0, err
-	}
-	defer f.decref()
-	p := b.b
-	for len(p) > 0 {
-		m, err := f.write1(ctx, kindWriteFixed, p, b.index, off)
-		if err != nil {
-			return n, err
-		}
-		if m == 0 {
-			return n, f.opError(kindWriteFixed, off, io.ErrShortWrite)
-		}
-		n += m
-		p = p[m:]
-		off += int64(m)
-	}
-	return n, nil
+	return f.writeFull(ctx, kindWriteFixed, b.b, b.index, off)
 }

@@ -211,12 +211,18 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // for; the error then wraps ctx.Err() and unix.ECANCELED, and n counts what was read before.
 // In ModeThreads a read already running is waited for.
 func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (n int, err error) {
-	if err := f.begin(ctx, kindRead, off); err != nil {
+	return f.readFull(ctx, kindRead, p, 0, off)
+}
+
+// readFull reads all of p at off (kindRead or kindReadFixed, buffer index for the latter),
+// one read1 after another: io.ReaderAt's contract.
+func (f *File) readFull(ctx context.Context, kind opKind, p []byte, index uint16, off int64) (n int, err error) {
+	if err := f.begin(ctx, kind, off); err != nil {
 		return 0, err
 	}
 	defer f.decref()
 	for len(p) > 0 {
-		m, err := f.read1(ctx, kindRead, p, 0, off)
+		m, err := f.read1(ctx, kind, p, index, off)
 		if err != nil {
 			return n, err
 		}
@@ -268,32 +274,34 @@ var errAppend = errors.New("invalid use of WriteAt on file opened with O_APPEND"
 // WriteAtContext is WriteAt with a context, cancelled as ReadAtContext is; n counts what was
 // written before.
 func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (n int, err error) {
+	return f.writeFull(ctx, kindWrite, p, 0, off)
+}
+
+// writeFull writes all of p at off (kindWrite or kindWriteFixed, buffer index for the
+// latter), one operation after another: io.WriterAt's contract.
+func (f *File) writeFull(ctx context.Context, kind opKind, p []byte, index uint16, off int64) (n int, err error) {
 	if f.append {
-		return 0, f.opError(kindWrite, off, errAppend)
+		return 0, f.opError(kind, off, errAppend)
 	}
-	if err := f.begin(ctx, kindWrite, off); err != nil {
+	if err := f.begin(ctx, kind, off); err != nil {
 		return 0, err
 	}
 	defer f.decref()
 	for len(p) > 0 {
-		m, err := f.write1(ctx, kindWrite, p, 0, off)
+		o := getOp()
+		o.kind, o.buf, o.index, o.off = kind, p, index, off
+		m, err := f.do(ctx, o)
 		if err != nil {
 			return n, err
 		}
 		if m == 0 {
-			return n, f.opError(kindWrite, off, io.ErrShortWrite)
+			return n, f.opError(kind, off, io.ErrShortWrite)
 		}
 		n += m
 		p = p[m:]
 		off += int64(m)
 	}
 	return n, nil
-}
-
-func (f *File) write1(ctx context.Context, kind opKind, p []byte, index uint16, off int64) (int, error) {
-	o := getOp()
-	o.kind, o.buf, o.index, o.off = kind, p, index, off
-	return f.do(ctx, o)
 }
 
 // maxIovecs is the most iovecs one readv or writev takes (IOV_MAX).

@@ -108,52 +108,34 @@ func putOp(o *op) {
 }
 
 // opStack is a multi-producer stack of records, taken whole by its single consumer (so there
-// is no ABA problem: nothing is popped singly). link selects the record's link field.
+// is no ABA problem: nothing is popped singly). A record is linked through one of its link
+// fields (next for the operations, cnext for the cancel requests).
 type opStack struct {
 	head atomic.Pointer[op]
 }
 
-// push adds o; it reports whether the stack was empty.
-func (s *opStack) push(o *op) bool {
+// linkNext and linkCancel select a record's link field.
+func linkNext(o *op) **op   { return &o.next }
+func linkCancel(o *op) **op { return &o.cnext }
+
+// push adds o through its link; it reports whether the stack was empty.
+func (s *opStack) push(o *op, link func(*op) **op) bool {
 	for {
 		old := s.head.Load()
-		o.next = old
+		*link(o) = old
 		if s.head.CompareAndSwap(old, o) {
 			return old == nil
 		}
 	}
 }
 
-// pushCancel adds o through its cancel link.
-func (s *opStack) pushCancel(o *op) bool {
-	for {
-		old := s.head.Load()
-		o.cnext = old
-		if s.head.CompareAndSwap(old, o) {
-			return old == nil
-		}
-	}
-}
-
-// takeAll empties the stack and returns its records oldest first (linked by next).
-func (s *opStack) takeAll() *op {
+// takeAll empties the stack and returns its records oldest first, linked through link.
+func (s *opStack) takeAll(link func(*op) **op) *op {
 	h := s.head.Swap(nil)
 	var prev *op
 	for h != nil {
-		n := h.next
-		h.next = prev
-		prev, h = h, n
-	}
-	return prev
-}
-
-// takeAllCancel is takeAll for a stack linked by cnext.
-func (s *opStack) takeAllCancel() *op {
-	h := s.head.Swap(nil)
-	var prev *op
-	for h != nil {
-		n := h.cnext
-		h.cnext = prev
+		n := *link(h)
+		*link(h) = prev
 		prev, h = h, n
 	}
 	return prev

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,50 +68,17 @@ func TestRingAutoUsesTheDefaultMode(t *testing.T) {
 	}
 }
 
-// deniedEnv carries "NR:ERRNO" to the child of runDenied.
+// deniedEnv carries "NR:ERRNO" to the child of testutil.RunDenied.
 const deniedEnv = "RINGEV_FILEIO_DENIED"
 
-// runDenied reruns test in a child process that denies system call nr with errno (seccomp) and
-// returns the KEY=VALUE lines the child printed with the prefix "DENIED ".
-func runDenied(t *testing.T, test string, nr uint32, errno syscall.Errno) map[string]string {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", deniedEnv, nr, int(errno)))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child failed: %v\n%s", err, out)
-	}
-	res := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "DENIED "); ok {
-			k, val, _ := strings.Cut(v, "=")
-			res[k] = val
-		}
-	}
-	switch s := res["seccomp"]; {
-	case strings.HasPrefix(s, "unavailable"):
-		t.Skipf("the child cannot install a seccomp filter here: %s", s)
-	case s != "installed":
-		t.Fatalf("the child did not install its filter:\n%s", out)
-	}
-	return res
-}
-
-// deniedChild is the child's side of runDenied: it denies the call, then makes rings and uses a
-// file, printing what happened; it reports whether it was the child.
+// deniedChild is the child's side of testutil.RunDenied: it denies the call, then makes rings
+// and uses a file, printing what happened; it reports whether it was the child.
 func deniedChild() bool {
-	v := os.Getenv(deniedEnv)
-	if v == "" {
-		return false
+	child, installed := testutil.DenyFromEnv(deniedEnv)
+	if !installed {
+		return child
 	}
-	nrs, es, _ := strings.Cut(v, ":")
-	nr, _ := strconv.Atoi(nrs)
-	e, _ := strconv.Atoi(es)
-	if err := testutil.DenySyscall(uint32(nr), syscall.Errno(e)); err != nil {
-		fmt.Printf("DENIED seccomp=unavailable: %v\n", err)
-		return true
-	}
-	fmt.Println("DENIED seccomp=installed")
+	errno := deniedErrno()
 	r, err := fileio.NewRing()
 	if err != nil {
 		fmt.Printf("DENIED auto=error: %v\n", err)
@@ -124,8 +90,15 @@ func deniedChild() bool {
 	if err == nil {
 		r.Close()
 	}
-	fmt.Printf("DENIED named-err=%v\nDENIED named-wraps=%v\n", err, errors.Is(err, syscall.Errno(e)))
+	fmt.Printf("DENIED named-err=%v\nDENIED named-wraps=%v\n", err, errors.Is(err, errno))
 	return true
+}
+
+// deniedErrno is the errno the child's filter returns (from deniedEnv, "NR:ERRNO").
+func deniedErrno() syscall.Errno {
+	_, es, _ := strings.Cut(os.Getenv(deniedEnv), ":")
+	e, _ := strconv.Atoi(es)
+	return syscall.Errno(e)
 }
 
 // useFile writes, reads back and syncs a file on r: "ok" or what failed.
@@ -159,7 +132,7 @@ func TestRingFallsBackToThreadsWhenIoUringSetupIsDenied(t *testing.T) {
 	}
 	for _, errno := range []syscall.Errno{unix.EPERM, unix.ENOSYS} {
 		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
-			res := runDenied(t, "TestRingFallsBackToThreadsWhenIoUringSetupIsDenied", unix.SYS_IO_URING_SETUP, errno)
+			res := testutil.RunDenied(t, "TestRingFallsBackToThreadsWhenIoUringSetupIsDenied", deniedEnv, unix.SYS_IO_URING_SETUP, errno)
 			checkFallback(t, res, errno, "io_uring_setup")
 		})
 	}
@@ -170,7 +143,7 @@ func TestRingFallsBackToThreadsWhenIoUringEnterIsDenied(t *testing.T) {
 		return
 	}
 	skipUnlessIoUring(t)
-	res := runDenied(t, "TestRingFallsBackToThreadsWhenIoUringEnterIsDenied", unix.SYS_IO_URING_ENTER, unix.EPERM)
+	res := testutil.RunDenied(t, "TestRingFallsBackToThreadsWhenIoUringEnterIsDenied", deniedEnv, unix.SYS_IO_URING_ENTER, unix.EPERM)
 	checkFallback(t, res, unix.EPERM, "NOP")
 }
 

@@ -195,12 +195,12 @@ func (e *uringEngine) teardown() {
 
 // queue pushes o and wakes the owner if it sleeps.
 func (e *uringEngine) queue(o *op) {
-	e.q.push(o)
+	e.q.push(o, linkNext)
 	e.wake()
 }
 
 func (e *uringEngine) pushCancel(o *op) {
-	e.cancels.pushCancel(o)
+	e.cancels.push(o, linkCancel)
 	e.wake()
 }
 
@@ -293,14 +293,14 @@ func (e *uringEngine) loop() {
 // take handles everything pushed since the last turn; it reports whether there was any.
 func (e *uringEngine) take() bool {
 	worked := false
-	for o := e.q.takeAll(); o != nil; {
+	for o := e.q.takeAll(linkNext); o != nil; {
 		next := o.next // o may be completed, and reused by its caller, below
 		o.next = nil
 		e.take1(o)
 		o = next
 		worked = true
 	}
-	for o := e.cancels.takeAllCancel(); o != nil; {
+	for o := e.cancels.takeAll(linkCancel); o != nil; {
 		next := o.cnext
 		o.cnext = nil
 		e.cancel1(o)

@@ -89,14 +89,7 @@ func parseFile(args []string) (fileOptions, error) {
 	fs.Func("file", "file", nonEmpty(&c.File, "file"))
 	fs.Func("dir", "dir", nonEmpty(&c.Dir, "directory"))
 	fs.Func("size", "size", func(s string) (err error) { c.Size, err = parseSize(s); return err })
-	fs.Func("bs", "bs", func(s string) error {
-		n, err := parseSize(s)
-		if err == nil && (n <= 0 || n > 1<<30) {
-			err = errors.New("must be 1 byte .. 1 GiB")
-		}
-		c.BS = int(n)
-		return err
-	})
+	fs.Func("bs", "bs", blockSize(&c.BS))
 	fs.Func("rw", "rw", oneOf(&c.RW, "access pattern", bench.RWRandRead, bench.RWRandWrite))
 	fs.Func("goroutines", "list", func(s string) error {
 		c.Goroutines = nil
@@ -213,21 +206,8 @@ func runFile(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if png != nil && len(results) == 0 {
-		png.discard()
-	} else if png != nil {
-		if err := png.write(func(w io.Writer) error { return bench.WriteFilePNG(w, results) }); err != nil {
-			fmt.Fprintf(stderr, "ringev bench file: --png: %v\n", err)
-			if runErr == nil {
-				return 1
-			}
-		}
-	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "ringev bench file: %v\n", runErr)
-		return 1
-	}
-	return 0
+	return finishRun("ringev bench file", png, len(results),
+		func(w io.Writer) error { return bench.WriteFilePNG(w, results) }, runErr, stderr)
 }
 
 var _ flag.Value = (*directFlag)(nil)

@@ -6,13 +6,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -146,51 +143,6 @@ func TestRunFileJSONAndPNG(t *testing.T) {
 // TestFileSignalRemovesTempFile: SIGINT and SIGTERM during a run (of the real command, in a
 // child process) stop it, remove its temporary file and exit with 128 + the signal's number.
 func TestFileSignalRemovesTempFile(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "bench", "file", "--size", "1m", "--seconds", "1h", "--direct=false",
-				"--goroutines", "2", "--rate", "1000")
-			cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR="+dir)
-			var stdout, stderr syncBuffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			waited := make(chan error, 1)
-			go func() { waited <- cmd.Wait() }()
-			deadline := time.Now().Add(20 * time.Second)
-			for !strings.Contains(stderr.String(), "temporary file") {
-				select {
-				case err := <-waited:
-					t.Fatalf("the run ended before the signal (%v): %s", err, stderr.String())
-				case <-time.After(10 * time.Millisecond):
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("no temporary file after 20 s: stderr %q", stderr.String())
-				}
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			select {
-			case err = <-waited:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("still running 20 s after %v", sig)
-			}
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
-				t.Errorf("exit: %v, want status %d", err, 128+int(sig))
-			}
-			if !strings.Contains(stderr.String(), "temporary file removed") {
-				t.Errorf("stderr %q does not say the file was removed", stderr.String())
-			}
-			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-				t.Errorf("left in $TMPDIR: %v", ents)
-			}
-		})
-	}
+	checkSignalRemovesTempFile(t, []string{"bench", "file", "--size", "1m", "--seconds", "1h", "--direct=false",
+		"--goroutines", "2", "--rate", "1000"}, "ringev-file-*.dat")
 }

@@ -257,6 +257,28 @@ func (p *pngOut) write(draw func(io.Writer) error) error {
 	return nil
 }
 
+// finishRun ends a benchmark command cmd whose run returned n results and runErr: it draws the
+// chart of --png (nothing, and no file left behind, when there are no results) and reports the
+// run's error. It returns the exit status: 1 when the run failed or a chart with results could not
+// be written, else 0.
+func finishRun(cmd string, png *pngOut, n int, draw func(io.Writer) error, runErr error, stderr io.Writer) int {
+	if png != nil && n == 0 { // the run failed at once: no chart, and no empty file
+		png.discard()
+	} else if png != nil {
+		if err := png.write(draw); err != nil {
+			fmt.Fprintf(stderr, "%s: --png: %v\n", cmd, err)
+			if runErr == nil {
+				return 1
+			}
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, runErr)
+		return 1
+	}
+	return 0
+}
+
 // exitStatus maps an error to the exit status: 0 for nil and flag.ErrHelp, 2 for a usageError,
 // 1 for anything else.
 func exitStatus(err error) int {

@@ -114,6 +114,18 @@ func parseRuntime(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// blockSize parses a block size for fs.Func: a size (parseSize) of 1 byte .. 1 GiB.
+func blockSize(dst *int) func(string) error {
+	return func(s string) error {
+		n, err := parseSize(s)
+		if err == nil && (n <= 0 || n > 1<<30) {
+			err = errors.New("must be 1 byte .. 1 GiB")
+		}
+		*dst = int(n)
+		return err
+	}
+}
+
 // intFlag parses a whole number for fs.Func.
 func intFlag(dst *int, min int) func(string) error {
 	return func(s string) error {
@@ -138,14 +150,7 @@ func parseRio(args []string) (rioOptions, error) {
 	fs := newFlagSet("ringev bench rio")
 	fs.StringVar(&c.File, "file", "", "file")
 	fs.Func("size", "size", func(s string) (err error) { c.Size, err = parseSize(s); return err })
-	fs.Func("bs", "bs", func(s string) error {
-		n, err := parseSize(s)
-		if err == nil && (n <= 0 || n > 1<<30) {
-			err = errors.New("must be 1 byte .. 1 GiB")
-		}
-		c.BS = int(n)
-		return err
-	})
+	fs.Func("bs", "bs", blockSize(&c.BS))
 	fs.Func("iodepth", "iodepth", intFlag(&c.IODepth, 1))
 	fs.Func("rate-iops", "rate", intFlag(&c.RateIOPS, 0))
 	fs.Func("rate-process", "process", func(s string) error {
@@ -280,21 +285,8 @@ func runRio(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if png != nil && len(results) == 0 { // the run failed at once: no chart, and no empty file
-		png.discard()
-	} else if png != nil {
-		if err := png.write(func(w io.Writer) error { return bench.WriteRioPNG(w, results, o.stats[0], !o.grid.Empty()) }); err != nil {
-			fmt.Fprintf(stderr, "ringev bench rio: --png: %v\n", err)
-			if runErr == nil {
-				return 1
-			}
-		}
-	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "ringev bench rio: %v\n", runErr)
-		return 1
-	}
-	return 0
+	return finishRun("ringev bench rio", png, len(results),
+		func(w io.Writer) error { return bench.WriteRioPNG(w, results, o.stats[0], !o.grid.Empty()) }, runErr, stderr)
 }
 
 // notifyStop catches sigs until caught is called: the first one closes stop.

@@ -2,8 +2,13 @@ package testutil
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
+	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,4 +49,61 @@ func DenySyscall(nr uint32, errno syscall.Errno) error {
 		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC): %w", e)
 	}
 	return nil
+}
+
+// RunDenied reruns the test named test (the caller) in a child process of the test binary whose
+// environment sets env to "NR:ERRNO"; the child (DenyFromEnv) denies system call nr with errno
+// before it does what the test checks. It returns the KEY=VALUE pairs the child printed on lines
+// that start with "DENIED ". A child that cannot install its filter skips the test, naming why;
+// a child that fails, or does not say it installed the filter, fails it.
+func RunDenied(t testing.TB, test, env string, nr uint32, errno syscall.Errno) map[string]string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("seccomp is Linux only")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", env, nr, int(errno)))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child failed: %v\n%s", err, out)
+	}
+	res := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "DENIED "); ok {
+			k, val, _ := strings.Cut(v, "=")
+			res[k] = val
+		}
+	}
+	switch s := res["seccomp"]; {
+	case strings.HasPrefix(s, "unavailable"):
+		t.Skipf("the child cannot install a seccomp filter here: %s", s)
+	case s != "installed":
+		t.Fatalf("the child did not install its filter:\n%s", out)
+	}
+	return res
+}
+
+// DenyFromEnv is the child's side of RunDenied. When env is set, it denies the system call env
+// names with its errno (DenySyscall) and prints "DENIED seccomp=installed", or why not
+// ("DENIED seccomp=unavailable: ..." or "=bad ..."), and reports child true and whether the
+// filter is on; the caller then prints its "DENIED key=value" lines and returns. When env is
+// not set it does nothing and reports false.
+func DenyFromEnv(env string) (child, installed bool) {
+	v := os.Getenv(env)
+	if v == "" {
+		return false, false
+	}
+	nrs, es, _ := strings.Cut(v, ":")
+	nr, err1 := strconv.Atoi(nrs)
+	e, err2 := strconv.Atoi(es)
+	if err1 != nil || err2 != nil {
+		fmt.Printf("DENIED seccomp=bad %s=%q\n", env, v)
+		return true, false
+	}
+	if err := DenySyscall(uint32(nr), syscall.Errno(e)); err != nil {
+		fmt.Printf("DENIED seccomp=unavailable: %v\n", err)
+		return true, false
+	}
+	fmt.Println("DENIED seccomp=installed")
+	return true, true
 }
