@@ -45,7 +45,6 @@ type File struct {
 	// Owner-only (io_uring modes).
 	slot     int32 // registered-file index, -1 for none
 	inflight int   // operations of this file in the kernel
-	closing  bool  // the owner fails the file's new operations
 }
 
 const closedBit = 1 << 40

@@ -34,11 +34,11 @@ const (
 	ModeThreads Mode = "threads"
 )
 
-// ModeDefault is the io_uring mode ModeAuto picks: the one that measured best for the
-// shapes of `ringev bench file` on the machines this was built on (docs/design.md,
-// "File I/O: the default submission mode"). With it, 4 KiB O_DIRECT random reads from 64
-// goroutines spent the least CPU per operation at the same IOPS, and the page cache is read
-// by the caller (see WithPageCacheFirst) whatever the mode.
+// ModeDefault is the io_uring mode ModeAuto picks: the one that measured best for the shapes of
+// `ringev bench file` (docs/design.md, "File I/O"). With it, 4 KiB O_DIRECT random reads from 16
+// and 64 goroutines took the least CPU per read at the most IOPS but SQPOLL's; the SQPOLL modes
+// gave more IOPS for about twice the CPU, as their kernel thread polls a core. Reads served by
+// the page cache do not reach the ring (WithPageCacheFirst), so the mode does not matter there.
 const ModeDefault = ModeDeferTaskrun
 
 // Modes returns the modes WithMode accepts, ModeAuto first.

@@ -119,7 +119,7 @@ func parseFile(args []string) (fileOptions, error) {
 	withOS := true
 	fs.BoolVar(&withOS, "os", true, "os rows")
 	fs.Func("seconds", "seconds", func(s string) (err error) {
-		if c.Seconds, err = parseRuntime(s); err == nil && c.Seconds <= 0 {
+		if c.Duration, err = parseRuntime(s); err == nil && c.Duration <= 0 {
 			err = errors.New("must be > 0")
 		}
 		return err

@@ -26,7 +26,7 @@ func TestParseFileDefaults(t *testing.T) {
 	c := o.cfg
 	if c.BS != 4096 || c.Size != 1<<30 || c.RW != "randread" || !slices.Equal(c.Goroutines, []int{1, 16, 64, 256}) ||
 		!slices.Equal(c.Direct, []bool{false, true}) || !slices.Equal(c.Modes, []fileio.Mode{fileio.ModeAuto}) ||
-		c.NoOS || c.Seconds != 5*time.Second || c.Rate != 0 || !c.PageCacheFirst || o.json || o.png != "" {
+		c.NoOS || c.Duration != 5*time.Second || c.Rate != 0 || !c.PageCacheFirst || o.json || o.png != "" {
 		t.Errorf("defaults %+v", o)
 	}
 }
@@ -43,7 +43,7 @@ func TestParseFileFlags(t *testing.T) {
 	if c.File != "/x" || c.Dir != "/d" || c.Size != 2<<30 || c.BS != 8192 || c.RW != "randwrite" ||
 		!slices.Equal(c.Goroutines, []int{2, 3}) || !slices.Equal(c.Direct, []bool{false}) ||
 		!slices.Equal(c.Modes, []fileio.Mode{fileio.ModePlain, fileio.ModeDeputy}) || !c.NoOS ||
-		c.Seconds != 500*time.Millisecond || c.Rate != 2000 || c.PageCacheFirst || c.SQIdle != 3*time.Millisecond ||
+		c.Duration != 500*time.Millisecond || c.Rate != 2000 || c.PageCacheFirst || c.SQIdle != 3*time.Millisecond ||
 		c.Deputy != 4 || c.Seed != 9 || !o.json || o.png != "x.png" {
 		t.Errorf("parsed %+v", o)
 	}

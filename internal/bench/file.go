@@ -44,7 +44,7 @@ const (
 const (
 	DefaultFileSize    = 1 << 30
 	DefaultFileBS      = 4096
-	DefaultFileSeconds = 5 * time.Second
+	DefaultFileDuration = 5 * time.Second
 )
 
 // DefaultFileGoroutines are the goroutine counts of a default run.
@@ -72,8 +72,8 @@ type FileConfig struct {
 	Modes []fileio.Mode
 	// NoOS leaves out the os.File rows.
 	NoOS bool
-	// Seconds is the measured time of each row.
-	Seconds time.Duration
+	// Duration is the measured time of each row (--seconds).
+	Duration time.Duration
 	// Rate limits each row to this many operations per second in total (0: as fast as
 	// possible).
 	Rate int
@@ -101,7 +101,7 @@ type FileConfig struct {
 func DefaultFileConfig() FileConfig {
 	return FileConfig{Size: DefaultFileSize, BS: DefaultFileBS, RW: RWRandRead,
 		Goroutines: slices.Clone(DefaultFileGoroutines), Direct: []bool{false, true},
-		Modes: []fileio.Mode{fileio.ModeAuto}, Seconds: DefaultFileSeconds, PageCacheFirst: true}
+		Modes: []fileio.Mode{fileio.ModeAuto}, Duration: DefaultFileDuration, PageCacheFirst: true}
 }
 
 // Validate checks the config's values and returns an error naming the field.
@@ -119,8 +119,8 @@ func (c FileConfig) Validate() error {
 		return errors.New("direct: no cache mode given")
 	case len(c.Modes) == 0 && c.NoOS:
 		return errors.New("mode: no API to measure")
-	case c.Seconds <= 0:
-		return fmt.Errorf("seconds %v: must be > 0", c.Seconds)
+	case c.Duration <= 0:
+		return fmt.Errorf("seconds %v: must be > 0", c.Duration)
 	case c.Rate < 0:
 		return fmt.Errorf("rate %d: must be >= 0 (0: unlimited)", c.Rate)
 	case c.File == "" && c.Size < int64(c.BS):
@@ -148,7 +148,7 @@ type FileRow struct {
 	Mode           fileio.Mode   `json:"mode"`
 	Goroutines     int           `json:"goroutines"`
 	Direct         bool          `json:"direct"`
-	Seconds        time.Duration `json:"seconds"`
+	Duration       time.Duration `json:"duration"`
 	Rate           int           `json:"rate"`
 	PageCacheFirst bool          `json:"page_cache_first"`
 	SQIdle         time.Duration `json:"sq_idle"`
@@ -202,7 +202,7 @@ func fileRows(cfg FileConfig, path string, seed uint64) []FileRow {
 	var rows []FileRow
 	for _, d := range cfg.Direct {
 		for _, g := range cfg.Goroutines {
-			base := FileRow{Path: path, BS: cfg.BS, RW: cfg.RW, Goroutines: g, Direct: d, Seconds: cfg.Seconds,
+			base := FileRow{Path: path, BS: cfg.BS, RW: cfg.RW, Goroutines: g, Direct: d, Duration: cfg.Duration,
 				Rate: cfg.Rate, PageCacheFirst: cfg.PageCacheFirst, SQIdle: cfg.SQIdle, Deputy: cfg.Deputy, Seed: seed}
 			if !cfg.NoOS {
 				r := base
@@ -253,14 +253,14 @@ func RunFile(cfg FileConfig) ([]FileResult, error) {
 	if runRow == nil {
 		runRow = RunFileRow
 	}
-	ui := newProgressUI(cfg.Progress, time.Duration(len(rows))*cfg.Seconds)
+	ui := newProgressUI(cfg.Progress, time.Duration(len(rows))*cfg.Duration)
 	defer ui.finish()
 	var out []FileResult
 	for i, row := range rows {
 		if stopped(cfg.Stop) {
 			return out, ErrStopped
 		}
-		ui.begin(fmt.Sprintf("[%d/%d] %s", i+1, len(rows), row.describe()), row.Seconds)
+		ui.begin(fmt.Sprintf("[%d/%d] %s", i+1, len(rows), row.describe()), row.Duration)
 		res, err := runRow(row, cfg.Stop)
 		ui.end()
 		if err != nil {
@@ -324,7 +324,7 @@ type readerWriterAt interface {
 }
 
 // RunFileRow measures one row in this process: it opens the file (with the ring, for ringev),
-// reads it once for a page-cache row, then runs row.Goroutines goroutines for row.Seconds,
+// reads it once for a page-cache row, then runs row.Goroutines goroutines for row.Duration,
 // each doing one operation at a time at random BS-aligned offsets. Closing stop ends the row
 // early with an error wrapping ErrStopped. The thread count is the process's, so in a process
 // that ran other rows before it counts their idle threads too.
@@ -443,7 +443,7 @@ func RunFileRow(row FileRow, stop <-chan struct{}) (res FileResult, err error) {
 			}
 		}()
 	}
-	timer := time.NewTimer(row.Seconds)
+	timer := time.NewTimer(row.Duration)
 	select {
 	case <-timer.C:
 	case <-stop:

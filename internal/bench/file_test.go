@@ -30,7 +30,7 @@ func TestRunFileRowMeasuresReadsAndWrites(t *testing.T) {
 	for _, api := range []string{APIOS, APIRingev} {
 		for _, rw := range []string{RWRandRead, RWRandWrite} {
 			row := FileRow{Path: path, BS: 4096, RW: rw, API: api, Mode: fileio.ModeAuto, Goroutines: 3,
-				Seconds: 100 * time.Millisecond, PageCacheFirst: true, Seed: 1}
+				Duration: 100 * time.Millisecond, PageCacheFirst: true, Seed: 1}
 			res, err := RunFileRow(row, nil)
 			if err != nil {
 				t.Fatalf("%s %s: %v", api, rw, err)
@@ -48,7 +48,7 @@ func TestRunFileRowMeasuresReadsAndWrites(t *testing.T) {
 func TestRunFileRemovesItsTempFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DefaultFileConfig()
-	cfg.Dir, cfg.Size, cfg.Goroutines, cfg.Direct, cfg.Seconds = dir, 1<<20, []int{2}, []bool{false}, 50*time.Millisecond
+	cfg.Dir, cfg.Size, cfg.Goroutines, cfg.Direct, cfg.Duration = dir, 1<<20, []int{2}, []bool{false}, 50*time.Millisecond
 	rs, err := RunFile(cfg)
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("RunFile: %d rows, %v", len(rs), err)
@@ -62,7 +62,7 @@ func TestRunFileStopsAndRemovesItsTempFile(t *testing.T) {
 	dir := t.TempDir()
 	stop := make(chan struct{})
 	cfg := DefaultFileConfig()
-	cfg.Dir, cfg.Size, cfg.Goroutines, cfg.Direct, cfg.Seconds = dir, 1<<20, []int{2}, []bool{false}, time.Hour
+	cfg.Dir, cfg.Size, cfg.Goroutines, cfg.Direct, cfg.Duration = dir, 1<<20, []int{2}, []bool{false}, time.Hour
 	cfg.Stop = stop
 	cfg.RunRow = func(row FileRow, s <-chan struct{}) (FileResult, error) {
 		close(stop) // the first row is under way: stop it
@@ -95,7 +95,7 @@ func TestFileConfigValidateNamesTheField(t *testing.T) {
 		{func(c *FileConfig) { c.Direct = nil }, "direct"},
 		{func(c *FileConfig) { c.Modes, c.NoOS = nil, true }, "no API"},
 		{func(c *FileConfig) { c.Modes = []fileio.Mode{"x"} }, "mode"},
-		{func(c *FileConfig) { c.Seconds = 0 }, "seconds"},
+		{func(c *FileConfig) { c.Duration = 0 }, "seconds"},
 		{func(c *FileConfig) { c.Rate = -1 }, "rate"},
 		{func(c *FileConfig) { c.Size = 100 }, "size"},
 	} {
