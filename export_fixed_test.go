@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev
 
 // ForgeFixedBuffer makes a FixedBuffer of l over b with index, registered or not: a test's

@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Registered (fixed) buffers for requests: Loop.RegisterBuffers, Loop.ReadFixed and

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Tests of registered (fixed) buffers for requests: Loop.RegisterBuffers, ReadFixed and

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Tests of `ringev bench file`: its flags, help, exit statuses, output, chart, and its

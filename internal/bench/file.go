@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // `ringev bench file`: fio-style random reads or writes of BS bytes over one file, from N
@@ -42,8 +44,8 @@ const (
 
 // Defaults of FileConfig.
 const (
-	DefaultFileSize    = 1 << 30
-	DefaultFileBS      = 4096
+	DefaultFileSize     = 1 << 30
+	DefaultFileBS       = 4096
 	DefaultFileDuration = 5 * time.Second
 )
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // Tests of the file benchmark: a row measured in this process, the run's temporary file, its
