@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Tests that an operation allocates nothing in steady state: the record comes from a pool, the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Benchmarks of 4 KiB random reads from the page cache by 16 goroutines (GOMAXPROCS x 8):

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Tests of AlignedBuffer, registered (fixed) buffers and ReadFixed/WriteFixed, and registered

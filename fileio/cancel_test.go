@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Tests of cancellation by context: an operation the owner has not taken is dropped, one it

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Tests of File.Close and Ring.Close with operations in flight: each returns an error wrapping

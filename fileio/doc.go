@@ -46,4 +46,12 @@
 // kernel is cancelled with IORING_OP_ASYNC_CANCEL and waited for: the call returns only once
 // the kernel is done with its buffer. File.Close and Ring.Close cancel what is in flight; each
 // such call returns an error wrapping os.ErrClosed, once, and no goroutine stays parked.
+//
+// # Platforms
+//
+// io_uring is Linux's. On macOS and the BSDs, NewRing with ModeAuto runs ModeThreads (pread,
+// pwrite and fsync on the pool; O_DIRECT, the page-cache-first read and fixed-buffer
+// registration are Linux's), Reason names the system, and an io_uring mode asked for by name
+// fails with an error that names the system and wraps errors.ErrUnsupported. On Windows the
+// package is empty: its API uses golang.org/x/sys/unix.
 package fileio

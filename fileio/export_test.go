@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio
 
 // PauseOwner holds r's owner (io_uring modes) at its current turn until resume is called, so

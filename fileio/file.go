@@ -1,3 +1,5 @@
+//go:build unix
+
 package fileio
 
 import (
@@ -43,8 +45,7 @@ type File struct {
 	closeErr    error
 
 	// Owner-only (io_uring modes).
-	slot     int32 // registered-file index, -1 for none
-	inflight int   // operations of this file in the kernel
+	slot int32 // registered-file index, -1 for none
 }
 
 const closedBit = 1 << 40
@@ -59,15 +60,12 @@ func newFile(r *Ring, f *os.File) (*File, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("fileio: adopt %s (fd %d): fstat: %w", f.Name(), fd, err)
 	}
-	ff := &File{r: r, f: f, fd: fd, name: f.Name(), direct: fl&unix.O_DIRECT != 0, append: fl&unix.O_APPEND != 0,
+	ff := &File{r: r, f: f, fd: fd, name: f.Name(), direct: isDirect(fl), append: fl&unix.O_APPEND != 0,
 		drained: make(chan struct{}), slot: -1}
 	if ff.direct {
-		var stx unix.Statx_t
-		if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &stx) == nil && stx.Mask&unix.STATX_DIOALIGN != 0 {
-			ff.dioMem, ff.dioOff = stx.Dio_mem_align, stx.Dio_offset_align
-		}
+		ff.dioMem, ff.dioOff = dioAlign(fd)
 	}
-	ff.nowait.Store(r.cfg.pageFirst && !ff.direct && st.Mode&unix.S_IFMT == unix.S_IFREG)
+	ff.nowait.Store(r.cfg.pageFirst && haveNowait && !ff.direct && st.Mode&unix.S_IFMT == unix.S_IFREG)
 	return ff, nil
 }
 
@@ -357,7 +355,7 @@ func (f *File) vectored(ctx context.Context, kind opKind, bufs [][]byte, off int
 				b = b[skip:]
 			}
 			if len(b) > 0 {
-				o.iovs = append(o.iovs, unix.Iovec{Base: &b[0], Len: uint64(len(b))})
+				o.iovs = append(o.iovs, iovec(b))
 			}
 		}
 		var m int

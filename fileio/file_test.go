@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Tests of File's operations in every mode: reads and writes at offsets, the end of the file,

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Helpers shared by the fileio tests: rings and files that close themselves when the test

@@ -1,3 +1,5 @@
+//go:build unix
+
 package fileio
 
 import (
@@ -41,8 +43,6 @@ func (k opKind) String() string {
 	}
 	return "control"
 }
-
-func (k opKind) control() bool { return k >= kindCtlRegisterFile }
 
 // States of an op record. A caller queues a record (stQueued); the owner takes it (stOwned),
 // submits it and completes it (stDone, then the done channel). A caller whose context ends
@@ -106,42 +106,6 @@ func putOp(o *op) {
 	o.state.Store(stIdle)
 	opPool.Put(o)
 }
-
-// opStack is a multi-producer stack of records, taken whole by its single consumer (so there
-// is no ABA problem: nothing is popped singly). A record is linked through one of its link
-// fields (next for the operations, cnext for the cancel requests).
-type opStack struct {
-	head atomic.Pointer[op]
-}
-
-// linkNext and linkCancel select a record's link field.
-func linkNext(o *op) **op   { return &o.next }
-func linkCancel(o *op) **op { return &o.cnext }
-
-// push adds o through its link; it reports whether the stack was empty.
-func (s *opStack) push(o *op, link func(*op) **op) bool {
-	for {
-		old := s.head.Load()
-		*link(o) = old
-		if s.head.CompareAndSwap(old, o) {
-			return old == nil
-		}
-	}
-}
-
-// takeAll empties the stack and returns its records oldest first, linked through link.
-func (s *opStack) takeAll(link func(*op) **op) *op {
-	h := s.head.Swap(nil)
-	var prev *op
-	for h != nil {
-		n := *link(h)
-		*link(h) = prev
-		prev, h = h, n
-	}
-	return prev
-}
-
-func (s *opStack) empty() bool { return s.head.Load() == nil }
 
 // complete is the owner's (or a worker's) last word on a record it owns: it stores the
 // result and wakes the caller, unless the caller has asked to cancel it and the owner has not

@@ -1,3 +1,5 @@
+//go:build unix
+
 package fileio
 
 import (
@@ -65,7 +67,8 @@ type Ring struct {
 //
 // Errors: one wrapping unix.EINVAL that names a bad option; for an io_uring mode asked for by
 // name, the setup error (wrapping the io_uring_setup(2), io_uring_enter(2) or
-// io_uring_register(2) errno, and naming SQPOLL for the SQPOLL modes).
+// io_uring_register(2) errno, and naming SQPOLL for the SQPOLL modes); off Linux, for an io_uring
+// mode asked for by name, one naming the system and wrapping errors.ErrUnsupported.
 func NewRing(opts ...Option) (*Ring, error) {
 	c := defaultConfig()
 	for _, o := range opts {

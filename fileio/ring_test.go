@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Tests of NewRing: options, modes, and the fallback to ModeThreads where io_uring is denied

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fileio_test
 
 // Tests of the SQPOLL modes: a kernel SQ thread submits; with deputy submission the owner

@@ -1,11 +1,10 @@
+//go:build unix
+
 package fileio
 
 import (
 	"sync"
 	"sync/atomic"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // The fallback engine (ModeThreads): a bounded pool of goroutines takes the operations from a
@@ -55,39 +54,5 @@ func (e *threadEngine) worker() {
 		}
 		e.ops.Add(1)
 		complete(o, run(o))
-	}
-}
-
-// run makes o's system call and returns its result (bytes or -errno).
-func run(o *op) int32 {
-	fd := o.file.fd
-	for {
-		var r uintptr
-		var errno unix.Errno
-		switch o.kind {
-		case kindRead, kindReadFixed:
-			r, _, errno = unix.Syscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(o.buf))),
-				uintptr(len(o.buf)), uintptr(o.off), 0, 0)
-		case kindWrite, kindWriteFixed:
-			r, _, errno = unix.Syscall6(unix.SYS_PWRITE64, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(o.buf))),
-				uintptr(len(o.buf)), uintptr(o.off), 0, 0)
-		case kindReadv:
-			r, _, errno = unix.Syscall6(unix.SYS_PREADV, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(o.iovs))),
-				uintptr(len(o.iovs)), uintptr(o.off), 0, 0)
-		case kindWritev:
-			r, _, errno = unix.Syscall6(unix.SYS_PWRITEV, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(o.iovs))),
-				uintptr(len(o.iovs)), uintptr(o.off), 0, 0)
-		case kindFsync:
-			_, _, errno = unix.Syscall(unix.SYS_FSYNC, uintptr(fd), 0, 0)
-		case kindFdatasync:
-			_, _, errno = unix.Syscall(unix.SYS_FDATASYNC, uintptr(fd), 0, 0)
-		}
-		switch errno {
-		case 0:
-			return int32(r)
-		case unix.EINTR:
-			continue
-		}
-		return -int32(errno)
 	}
 }

@@ -441,7 +441,6 @@ func (e *uringEngine) fill() bool {
 		e.prep(sqe, o)
 		sqe.SetUserData(e.userData(slot))
 		e.inflight++
-		o.file.inflight++
 		e.prepared++
 		worked = true
 		count++
@@ -519,7 +518,6 @@ func (e *uringEngine) reap() int {
 		e.free = append(e.free, slot)
 		o.slot = -1
 		e.inflight--
-		o.file.inflight--
 		if (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) && (e.closing || o.file.refs.Load()&closedBit != 0) {
 			res = resClosed
 		}
@@ -574,7 +572,6 @@ func (e *uringEngine) fail(err error) {
 		if o != nil {
 			e.slots[i] = nil
 			e.inflight--
-			o.file.inflight--
 			o.slot = -1
 			complete(o, resClosed)
 		}
@@ -657,3 +654,42 @@ func (e *uringEngine) control1(o *op) {
 	}
 	complete(o, 0)
 }
+
+// control reports whether k is run by the owner itself, never by the kernel.
+func (k opKind) control() bool { return k >= kindCtlRegisterFile }
+
+// opStack is a multi-producer stack of records, taken whole by its single consumer (so there
+// is no ABA problem: nothing is popped singly). A record is linked through one of its link
+// fields (next for the operations, cnext for the cancel requests).
+type opStack struct {
+	head atomic.Pointer[op]
+}
+
+// linkNext and linkCancel select a record's link field.
+func linkNext(o *op) **op   { return &o.next }
+func linkCancel(o *op) **op { return &o.cnext }
+
+// push adds o through its link; it reports whether the stack was empty.
+func (s *opStack) push(o *op, link func(*op) **op) bool {
+	for {
+		old := s.head.Load()
+		*link(o) = old
+		if s.head.CompareAndSwap(old, o) {
+			return old == nil
+		}
+	}
+}
+
+// takeAll empties the stack and returns its records oldest first, linked through link.
+func (s *opStack) takeAll(link func(*op) **op) *op {
+	h := s.head.Swap(nil)
+	var prev *op
+	for h != nil {
+		n := *link(h)
+		*link(h) = prev
+		prev, h = h, n
+	}
+	return prev
+}
+
+func (s *opStack) empty() bool { return s.head.Load() == nil }
