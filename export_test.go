@@ -165,3 +165,9 @@ func LookTakesWake(l *Loop, d time.Duration) (blocked bool, err error) {
 	_, err = b.wait(int64(d), nil)
 	return b.blocking != before, err
 }
+
+// ForgeFixedBuffer makes a FixedBuffer of l over b with index, registered or not: a test's
+// way to give the kernel memory that is not the registered buffer's.
+func ForgeFixedBuffer(l *Loop, b []byte, index int) FixedBuffer {
+	return FixedBuffer{l: l, b: b, index: uint16(index)}
+}

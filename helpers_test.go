@@ -748,6 +748,18 @@ func register(t *testing.T, l *ringev.Loop, fds ...int) {
 	}
 }
 
+// registerBuffers is Loop.RegisterBuffers that fails the test on error, or skips it where the
+// kernel refuses to pin the memory (testutil.SkipIfFixedBuffersRefused).
+func registerBuffers(t *testing.T, l *ringev.Loop, n, size int) []ringev.FixedBuffer {
+	t.Helper()
+	bufs, err := l.RegisterBuffers(n, size)
+	testutil.SkipIfFixedBuffersRefused(t, err)
+	if err != nil {
+		t.Fatalf("RegisterBuffers: %v", err)
+	}
+	return bufs
+}
+
 // requireOp skips the test where the uring backend cannot run requests of op on this kernel
 // (CheckOp's error wraps EOPNOTSUPP and names the feature); any other error fails it.
 func requireOp(t *testing.T, op ringev.Op) {

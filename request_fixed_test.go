@@ -17,20 +17,9 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// registerBuffers is Loop.RegisterBuffers that fails the test on error, or skips it where the
-// kernel refuses to pin the memory (IORING_REGISTER_BUFFERS, RLIMIT_MEMLOCK).
-func registerBuffers(t *testing.T, l *ringev.Loop, n, size int) []ringev.FixedBuffer {
-	t.Helper()
-	bufs, err := l.RegisterBuffers(n, size)
-	if errors.Is(err, unix.ENOMEM) {
-		t.Skipf("fixed buffers (IORING_REGISTER_BUFFERS) refused here: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("RegisterBuffers: %v", err)
-	}
-	return bufs
-}
-
+// TestRequestFixedWriteThenRead: on every backend, WriteFixed of a registered buffer then
+// ReadFixed into part of another give back the bytes written, with a Write's and a Read's
+// completion; the buffers are page-aligned.
 func TestRequestFixedWriteThenRead(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		f := testutil.TempFile(t)
@@ -88,6 +77,8 @@ func TestRequestFixedGoesThroughReadFixedOnUring(t *testing.T) {
 	})
 }
 
+// TestRequestFixedRefusesAnotherLoopsBuffer: ReadFixed with a buffer no loop registered (the
+// zero FixedBuffer) fails at once with an error wrapping EFAULT.
 func TestRequestFixedRefusesAnotherLoopsBuffer(t *testing.T) {
 	f := testutil.TempFile(t)
 	l := newLoop(t, "epoll")
@@ -96,6 +87,8 @@ func TestRequestFixedRefusesAnotherLoopsBuffer(t *testing.T) {
 	}
 }
 
+// TestRequestFixedRegisterTwiceFailsWithEBUSY: a loop registers buffers once (a second
+// RegisterBuffers wraps EBUSY), and a count of 0 wraps EINVAL.
 func TestRequestFixedRegisterTwiceFailsWithEBUSY(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		l := newLoop(t, backend)

@@ -87,9 +87,10 @@ func BenchmarkFileReadAt(b *testing.B) {
 				name = "ring/" + name
 			}
 			b.Run(name, func(b *testing.B) {
+				requireMode(b, m)
 				r, err := fileio.NewRing(fileio.WithMode(m), fileio.WithPageCacheFirst(first))
 				if err != nil {
-					b.Skip(err)
+					b.Fatal(err)
 				}
 				defer r.Close()
 				f, err := r.Open(benchFile(b), os.O_RDONLY, 0)

@@ -31,20 +31,6 @@ func TestAlignedBufferIsAligned(t *testing.T) {
 	}
 }
 
-// registerBuffers registers n buffers of size on r, skipping where the kernel refuses fixed
-// buffers (IORING_REGISTER_BUFFERS, Linux 5.1).
-func registerBuffers(t *testing.T, r *fileio.Ring, n, size int) []fileio.FixedBuffer {
-	t.Helper()
-	bufs, err := r.RegisterBuffers(n, size)
-	if err != nil {
-		if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EOPNOTSUPP) {
-			t.Skipf("fixed buffers (IORING_REGISTER_BUFFERS) refused here: %v", err)
-		}
-		t.Fatalf("RegisterBuffers: %v", err)
-	}
-	return bufs
-}
-
 func TestFileWriteFixedThenReadFixed(t *testing.T) {
 	forModes(t, func(t *testing.T, r *fileio.Ring) {
 		bufs := registerBuffers(t, r, 2, 8192)
@@ -120,15 +106,13 @@ func TestRingRegisterBuffersRejectsBadSizes(t *testing.T) {
 }
 
 func TestFileRegisteredInTheRingsTable(t *testing.T) {
+	requireDeferTaskrun(t)
+	requireRegisteredFiles(t)
 	for _, on := range []bool{true, false} {
 		r := newRing(t, fileio.WithMode(fileio.ModeDeferTaskrun), fileio.WithRegisteredFiles(on))
 		f := openFile(t, r, tempFile(t, pattern(100)), os.O_RDONLY)
-		if on && !f.Registered() {
-			// Sparse file tables came with Linux 5.19.
-			t.Skip("the registered-file table (IORING_REGISTER_FILES2 sparse, Linux 5.19) is unavailable here")
-		}
-		if !on && f.Registered() {
-			t.Errorf("WithRegisteredFiles(false): file registered")
+		if f.Registered() != on {
+			t.Errorf("WithRegisteredFiles(%v): Registered() = %v", on, f.Registered())
 		}
 		buf := make([]byte, 100)
 		if n, err := f.ReadAt(buf, 0); n != 100 || err != nil {

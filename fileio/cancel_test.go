@@ -24,6 +24,7 @@ var uringModes = []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio
 func forUringModes(t *testing.T, test func(t *testing.T, r *fileio.Ring), opts ...fileio.Option) {
 	for _, m := range uringModes {
 		t.Run(string(m), func(t *testing.T) {
+			requireMode(t, m)
 			test(t, newRing(t, append([]fileio.Option{fileio.WithMode(m)}, opts...)...))
 		})
 	}

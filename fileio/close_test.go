@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringev/ringev/fileio"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // blockedReads starts n reads of an empty pipe on r, each on its own goroutine; it returns
@@ -52,10 +53,10 @@ func TestFileCloseWithOperationsInFlight(t *testing.T) {
 	for _, m := range uringModes {
 		t.Run(string(m), func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-			fds := openFds(t)
+			requireMode(t, m)
+			fds := testutil.OpenFds(t)
 			r, err := fileio.NewRing(fileio.WithMode(m))
 			if err != nil {
-				skipIfUnsupported(t, err)
 				t.Fatal(err)
 			}
 			const n = 20
@@ -68,8 +69,8 @@ func TestFileCloseWithOperationsInFlight(t *testing.T) {
 			if err := r.Close(); err != nil {
 				t.Fatalf("Ring.Close: %v", err)
 			}
-			if got := openFds(t); got != fds+1 { // the pipe's write end, closed by Cleanup
-				t.Errorf("open fds: %d after, %d before (+1 for the pipe's write end)", got, fds)
+			if left := testutil.FdsSince(t, fds); len(left) != 1 { // the pipe's write end, closed by Cleanup
+				t.Errorf("fds %v open since the ring was made, want 1 (the pipe's write end)", left)
 			}
 		})
 	}
@@ -79,10 +80,10 @@ func TestRingCloseWithOperationsInFlight(t *testing.T) {
 	for _, m := range uringModes {
 		t.Run(string(m), func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-			fds := openFds(t)
+			requireMode(t, m)
+			fds := testutil.OpenFds(t)
 			r, err := fileio.NewRing(fileio.WithMode(m), fileio.WithEntries(4))
 			if err != nil {
-				skipIfUnsupported(t, err)
 				t.Fatal(err)
 			}
 			// More reads than the kernel is given (4 entries: 8 in the kernel), so that some
@@ -94,8 +95,8 @@ func TestRingCloseWithOperationsInFlight(t *testing.T) {
 				t.Fatalf("Ring.Close: %v", err)
 			}
 			collectClosed(t, out, n)
-			if got := openFds(t); got != fds+1 {
-				t.Errorf("open fds: %d after, %d before (+1 for the pipe's write end)", got, fds)
+			if left := testutil.FdsSince(t, fds); len(left) != 1 {
+				t.Errorf("fds %v open since the ring was made, want 1 (the pipe's write end)", left)
 			}
 		})
 	}

@@ -7,14 +7,18 @@ package fileio_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev/fileio"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // waitTimeout bounds every wait of a test.
@@ -24,13 +28,14 @@ const waitTimeout = 10 * time.Second
 var ringModes = []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy,
 	fileio.ModeThreads}
 
-// newRing starts a ring with opts, closed at the end of the test; a mode the kernel refuses
-// skips the test, naming the feature.
+// newRing starts a ring with opts, closed at the end of the test. A test that asks for a mode
+// first skips through requireMode where the kernel lacks it; here any error fails the test.
+// After the test's rings are closed, checkLeaks fails it if they left an fd or a goroutine.
 func newRing(t testing.TB, opts ...fileio.Option) *fileio.Ring {
 	t.Helper()
+	checkLeaks(t)
 	r, err := fileio.NewRing(opts...)
 	if err != nil {
-		skipIfUnsupported(t, err)
 		t.Fatalf("NewRing: %v", err)
 	}
 	t.Cleanup(func() {
@@ -41,22 +46,37 @@ func newRing(t testing.TB, opts ...fileio.Option) *fileio.Ring {
 	return r
 }
 
-// skipIfUnsupported skips the test when err says io_uring, or the mode's feature, is missing
-// here (ENOSYS, EPERM, EINVAL from io_uring_setup).
-func skipIfUnsupported(t testing.TB, err error) {
+// leakChecked holds the tests checkLeaks has set up a check for.
+var leakChecked sync.Map
+
+// checkLeaks, on its first call in a test, notes the open fds and the running goroutines and
+// registers a cleanup that runs after those registered later (the Close of every ring made
+// since): it fails the test if an fd opened since is still open or a goroutine started since
+// still runs (goleak retries for a while, for goroutines on their way out).
+func checkLeaks(t testing.TB) {
 	t.Helper()
-	switch {
-	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
-		t.Skipf("io_uring unavailable here: %v", err)
-	case errors.Is(err, unix.EINVAL):
-		t.Skipf("the kernel refuses this ring's setup flags: %v", err)
+	if _, done := leakChecked.LoadOrStore(t, true); done {
+		return
 	}
+	fds := testutil.OpenFds(t)
+	goroutines := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		leakChecked.Delete(t)
+		if left := testutil.FdsSince(t, fds); len(left) > 0 {
+			t.Errorf("fds %v left open after the test's rings were closed", left)
+		}
+		if err := goleak.Find(goroutines); err != nil {
+			t.Errorf("after the test's rings were closed: %v", err)
+		}
+	})
 }
 
-// forModes runs test once per mode of ringModes, each as a subtest with its own ring.
+// forModes runs test once per mode of ringModes, each as a subtest with its own ring; a mode
+// the kernel lacks is skipped (requireMode).
 func forModes(t *testing.T, test func(t *testing.T, r *fileio.Ring), opts ...fileio.Option) {
 	for _, m := range ringModes {
 		t.Run(string(m), func(t *testing.T) {
+			requireMode(t, m)
 			test(t, newRing(t, append([]fileio.Option{fileio.WithMode(m)}, opts...)...))
 		})
 	}
@@ -101,27 +121,6 @@ func skipUnlessDirect(t testing.TB, dir string) {
 	}
 	f.Close()
 	os.Remove(p)
-}
-
-// skipUnlessSQPoll skips the test when an SQPOLL ring cannot be set up here
-// (IORING_SETUP_SQPOLL, Linux 5.1; 5.11 without privileges).
-func skipUnlessSQPoll(t testing.TB) {
-	t.Helper()
-	r, err := fileio.NewRing(fileio.WithMode(fileio.ModeSQPoll))
-	if err != nil {
-		t.Skipf("IORING_SETUP_SQPOLL unavailable: %v", err)
-	}
-	r.Close()
-}
-
-// skipUnlessIoUring skips the test when io_uring cannot be used here.
-func skipUnlessIoUring(t testing.TB) {
-	t.Helper()
-	r, err := fileio.NewRing(fileio.WithMode(fileio.ModePlain))
-	if err != nil {
-		t.Skipf("io_uring unavailable: %v", err)
-	}
-	r.Close()
 }
 
 // waitFor polls cond until it holds, failing the test at the deadline.
@@ -180,15 +179,127 @@ func pipeFile(t testing.TB, r *fileio.Ring) (*fileio.File, *os.File) {
 	return f, pw
 }
 
-// openFds counts the process's open file descriptors.
-func openFds(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // timeAfter is the channel of the test deadline.
 func timeAfter() <-chan time.Time { return time.After(waitTimeout) }
+
+// The skip helpers, one per kernel feature. Each probes once per test binary, skips naming the
+// feature where the kernel lacks it, and fails the test on any other error: a skip is never a
+// failure in disguise.
+
+// probe is the cached outcome of one feature probe: skip says why the feature is missing.
+type probe struct {
+	once sync.Once
+	skip string
+	err  error
+}
+
+// check runs f once (its skip reason, or an unexpected error) and skips or fails t by it.
+func (p *probe) check(t testing.TB, f func() (skip string, err error)) {
+	t.Helper()
+	p.once.Do(func() { p.skip, p.err = f() })
+	if p.err != nil {
+		t.Fatalf("probing: %v", p.err)
+	}
+	if p.skip != "" {
+		t.Skip(p.skip)
+	}
+}
+
+// probeMode sets up a ring in mode m and closes it; errnos are the setup errors that mean the
+// kernel lacks feature.
+func probeMode(m fileio.Mode, feature string, errnos ...unix.Errno) (string, error) {
+	r, err := fileio.NewRing(fileio.WithMode(m))
+	for _, e := range errnos {
+		if errors.Is(err, e) {
+			return fmt.Sprintf("%s unavailable here: %v", feature, err), nil
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return "", r.Close()
+}
+
+var ioUringProbe, deferTaskrunProbe, sqPollProbe, registeredFilesProbe probe
+
+// requireIoUring skips the test where io_uring cannot be used at all (ENOSYS: no io_uring in
+// the kernel; EPERM: kernel.io_uring_disabled or a seccomp policy).
+func requireIoUring(t testing.TB) {
+	t.Helper()
+	ioUringProbe.check(t, func() (string, error) {
+		return probeMode(fileio.ModePlain, "io_uring (switched off or missing)", unix.ENOSYS, unix.EPERM)
+	})
+}
+
+// requireDeferTaskrun skips the test where the kernel refuses IORING_SETUP_DEFER_TASKRUN with
+// SINGLE_ISSUER (Linux 6.1; EINVAL before).
+func requireDeferTaskrun(t testing.TB) {
+	t.Helper()
+	requireIoUring(t)
+	deferTaskrunProbe.check(t, func() (string, error) {
+		return probeMode(fileio.ModeDeferTaskrun, "IORING_SETUP_DEFER_TASKRUN (Linux 6.1)", unix.EINVAL)
+	})
+}
+
+// requireSQPoll skips the test where the kernel refuses IORING_SETUP_SQPOLL (Linux 5.1; without
+// privileges, 5.11: EPERM before; EINVAL where the flag is unknown).
+func requireSQPoll(t testing.TB) {
+	t.Helper()
+	requireIoUring(t)
+	sqPollProbe.check(t, func() (string, error) {
+		return probeMode(fileio.ModeSQPoll, "IORING_SETUP_SQPOLL (Linux 5.1, 5.11 unprivileged)", unix.EINVAL, unix.EPERM)
+	})
+}
+
+// requireMode skips the test where the kernel lacks what mode m needs: nothing for
+// ModeThreads, io_uring for ModePlain, and the setup flag of the others.
+func requireMode(t testing.TB, m fileio.Mode) {
+	t.Helper()
+	switch m {
+	case fileio.ModeThreads:
+	case fileio.ModePlain:
+		requireIoUring(t)
+	case fileio.ModeDeferTaskrun:
+		requireDeferTaskrun(t)
+	case fileio.ModeSQPoll, fileio.ModeDeputy:
+		requireSQPoll(t)
+	default:
+		t.Fatalf("requireMode: unknown mode %q", m)
+	}
+}
+
+// requireRegisteredFiles skips the test where a ring cannot keep a registered-file table
+// (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19): a file opened on a
+// ring WithRegisteredFiles(true) is then not Registered.
+func requireRegisteredFiles(t testing.TB) {
+	t.Helper()
+	requireIoUring(t)
+	registeredFilesProbe.check(t, func() (string, error) {
+		r, err := fileio.NewRing(fileio.WithMode(fileio.ModePlain), fileio.WithRegisteredFiles(true))
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		f, err := r.Open(os.DevNull, os.O_RDONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		if !f.Registered() {
+			return "the registered-file table (IORING_REGISTER_FILES2 sparse, Linux 5.19) is unavailable here", nil
+		}
+		return "", nil
+	})
+}
+
+// registerBuffers registers n buffers of size on r; it skips the test where the kernel refuses
+// to pin them (testutil.SkipIfFixedBuffersRefused) and fails it on any other error.
+func registerBuffers(t testing.TB, r *fileio.Ring, n, size int) []fileio.FixedBuffer {
+	t.Helper()
+	bufs, err := r.RegisterBuffers(n, size)
+	testutil.SkipIfFixedBuffersRefused(t, err)
+	if err != nil {
+		t.Fatalf("RegisterBuffers(%d, %d): %v", n, size, err)
+	}
+	return bufs
+}

@@ -48,6 +48,7 @@ func TestRingRejectsBadOptions(t *testing.T) {
 func TestRingUsesTheModeAskedFor(t *testing.T) {
 	for _, m := range ringModes {
 		t.Run(string(m), func(t *testing.T) {
+			requireMode(t, m)
 			r := newRing(t, fileio.WithMode(m))
 			if r.Mode() != m {
 				t.Errorf("Mode() = %q, want %q", r.Mode(), m)
@@ -60,7 +61,7 @@ func TestRingUsesTheModeAskedFor(t *testing.T) {
 }
 
 func TestRingAutoUsesTheDefaultMode(t *testing.T) {
-	skipUnlessIoUring(t)
+	requireMode(t, fileio.ModeDefault)
 	r := newRing(t)
 	if r.Mode() != fileio.ModeDefault {
 		t.Errorf("Mode() = %q, want ModeDefault %q", r.Mode(), fileio.ModeDefault)
@@ -144,7 +145,7 @@ func TestRingFallsBackToThreadsWhenIoUringEnterIsDenied(t *testing.T) {
 	if deniedChild() {
 		return
 	}
-	skipUnlessIoUring(t)
+	requireIoUring(t)
 	res := testutil.RunDenied(t, "TestRingFallsBackToThreadsWhenIoUringEnterIsDenied", deniedEnv, unix.SYS_IO_URING_ENTER, unix.EPERM)
 	checkFallback(t, res, unix.EPERM, "NOP")
 }

@@ -59,7 +59,7 @@ func newSQThread(t *testing.T, before map[int]string) int {
 }
 
 func TestRingSQPollSubmitsThroughAnSQThread(t *testing.T) {
-	skipUnlessSQPoll(t)
+	requireSQPoll(t)
 	before := sqThreads(t)
 	r := newRing(t, fileio.WithMode(fileio.ModeSQPoll), fileio.WithPageCacheFirst(false))
 	newSQThread(t, before)
@@ -77,15 +77,16 @@ func TestRingSQPollSubmitsThroughAnSQThread(t *testing.T) {
 }
 
 func TestRingDeputySubmitsWhileTheSQThreadSleeps(t *testing.T) {
-	skipUnlessSQPoll(t)
+	requireSQPoll(t)
 	before := sqThreads(t)
 	r := newRing(t, fileio.WithMode(fileio.ModeDeputy), fileio.WithSQIdle(time.Millisecond), fileio.WithPageCacheFirst(false))
 	sqt := newSQThread(t, before)
 	f := openFile(t, r, tempFile(t, pattern(4096)), os.O_RDONLY)
 	buf := make([]byte, 4096)
+	deadline := time.Now().Add(waitTimeout)
 	for i := 0; r.Stats().DeputySQEs == 0; i++ {
-		if i == 100 {
-			t.Fatalf("100 reads each made while the SQ thread slept, none submitted by the deputy: %+v", r.Stats())
+		if i == 100 || time.Now().After(deadline) {
+			t.Fatalf("%d reads each made while the SQ thread slept, none submitted by the deputy: %+v", i, r.Stats())
 		}
 		waitFor(t, "the SQ thread asleep", func() bool { return sqThreads(t)[sqt] == "S" })
 		if n, err := f.ReadAt(buf, 0); n != 4096 || err != nil {

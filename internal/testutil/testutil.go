@@ -185,6 +185,17 @@ func SkipIfFeatureMissing(t testing.TB, err error) {
 	}
 }
 
+// SkipIfFixedBuffersRefused skips the test when err, from registering fixed buffers
+// (IORING_REGISTER_BUFFERS, Linux 5.1), says the kernel refuses them here: ENOMEM (the pinned
+// pages exceed RLIMIT_MEMLOCK without CAP_IPC_LOCK) or EOPNOTSUPP. It does nothing for any other
+// error, nil included.
+func SkipIfFixedBuffersRefused(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("fixed buffers (IORING_REGISTER_BUFFERS) refused here: %v", err)
+	}
+}
+
 // KernelAtLeast reports whether the running kernel's version (uname(2) release) is at least
 // major.minor. An unreadable release counts as too old.
 func KernelAtLeast(major, minor int) bool {
