@@ -38,7 +38,8 @@ flags:
   --goroutines N,M     goroutine counts, one set of rows each, 1..65536 (default 1,16,64,256)
   --direct WHICH       both, true (O_DIRECT only) or false (page cache only); --direct alone
                        is true (default both)
-  --mode LIST          ringev submission modes, comma-separated, of %s
+  --mode LIST          ringev submission modes, comma-separated, each one of
+                       %s
                        (default auto: %s where io_uring works, else threads)
   --os                 include the os.File rows (default true; --os=false leaves them out)
   --seconds D          measured time per row: a Go duration or seconds (default 5)
@@ -141,6 +142,10 @@ func parseFile(args []string) (fileOptions, error) {
 	fs.StringVar(&o.png, "png", "", "png")
 	fs.BoolVar(&o.json, "json", false, "json")
 	if err := parseOnlyFlags(fs, args, "bench file"); err != nil {
+		if i := len(args) - fs.NArg(); fs.NArg() > 0 && i > 0 && strings.TrimLeft(args[i-1], "-") == "direct" {
+			// --direct alone is true, so a value after a space is an argument.
+			return o, &usageError{fmt.Sprintf("unexpected argument %q after --direct: --direct takes its value after '=' (--direct=both, --direct=true or --direct=false)", fs.Arg(0))}
+		}
 		return o, err
 	}
 	c.Direct, c.NoOS = direct.v, !withOS

@@ -78,6 +78,8 @@ func TestParseFileBadFlags(t *testing.T) {
 		{"--os=false --mode=", "--mode"},
 		{"--size 1k", "smaller than bs"},
 		{"extra", "unexpected argument"},
+		{"--direct both", "--direct takes its value after '='"},
+		{"--direct maybe", "--direct=both"},
 	} {
 		_, err := parseFile(strings.Fields(tc.args))
 		if err == nil || exitStatus(err) != 2 || !strings.Contains(err.Error(), tc.want) {
@@ -87,7 +89,7 @@ func TestParseFileBadFlags(t *testing.T) {
 }
 
 // TestRunFileHelpAndExitStatus: --help is 0 and names the JSON fields, a bad flag 2 naming it,
-// a missing file 1 naming it.
+// a missing file or one that is not a regular file 1 naming it.
 func TestRunFileHelpAndExitStatus(t *testing.T) {
 	var out, errb bytes.Buffer
 	if st := run([]string{"bench", "file", "--help"}, &out, &errb); st != 0 || !strings.Contains(out.String(), "cpu_us_per_op") ||
@@ -103,6 +105,11 @@ func TestRunFileHelpAndExitStatus(t *testing.T) {
 	if st := run([]string{"bench", "file", "--file", missing, "--seconds", "0.1", "--direct=false"}, &out, &errb); st != 1 ||
 		!strings.Contains(errb.String(), missing) {
 		t.Errorf("missing file: status %d, stderr %q", st, errb.String())
+	}
+	errb.Reset()
+	if st := run([]string{"bench", "file", "--file", os.DevNull, "--seconds", "0.1", "--direct=false"}, &out, &errb); st != 1 ||
+		!strings.Contains(errb.String(), "--file "+os.DevNull+": not a regular file") {
+		t.Errorf("--file %s: status %d, stderr %q", os.DevNull, st, errb.String())
 	}
 }
 

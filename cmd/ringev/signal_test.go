@@ -7,16 +7,40 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
+// processesWithEnv returns the IDs of the processes whose environment holds kv ("KEY=VALUE"):
+// those a run started (bench file's rows) carry its $TMPDIR.
+func processesWithEnv(kv string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		if slices.Contains(strings.Split(string(env), "\x00"), kv) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // checkSignalRemovesTempFile runs the command args (a benchmark that writes a temporary file
 // named like pattern) in a child process with its own $TMPDIR, once per signal: SIGINT and
 // SIGTERM sent once the file is there must stop the run, remove the file and exit with 128 +
-// the signal's number, saying so on stderr and printing nothing on stdout.
+// the signal's number, saying so on stderr and printing nothing on stdout, and leave no process
+// it started running.
 func checkSignalRemovesTempFile(t *testing.T, args []string, pattern string) {
 	t.Helper()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
@@ -31,6 +55,12 @@ func checkSignalRemovesTempFile(t *testing.T, args []string, pattern string) {
 			}
 			waited := make(chan error, 1)
 			go func() { waited <- cmd.Wait() }()
+			t.Cleanup(func() { // a failed check may leave the run or its processes behind
+				cmd.Process.Kill()
+				for _, pid := range processesWithEnv("TMPDIR=" + dir) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
 			// Wait for the temporary file (the run catches the signals by then), and signal
 			// some time into the run: any moment after the file exists will do.
 			deadline := time.Now().Add(20 * time.Second)
@@ -68,6 +98,9 @@ func checkSignalRemovesTempFile(t *testing.T, args []string, pattern string) {
 			}
 			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 				t.Errorf("left in $TMPDIR after %v: %v", sig, ents)
+			}
+			if pids := processesWithEnv("TMPDIR=" + dir); len(pids) != 0 {
+				t.Errorf("processes %v of the run (their $TMPDIR is the run's) still alive after %v", pids, sig)
 			}
 			if stdout.String() != "" {
 				t.Errorf("stdout %q, want nothing", stdout.String())

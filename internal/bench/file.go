@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -603,7 +604,7 @@ func FileRowChild(stdout, stderr io.Writer) (done bool, status int) {
 
 // ExecFileRow returns a FileConfig.RunRow that measures each row in a new process: exe (this
 // program, which must call FileRowChild first) with FileRowEnv set. Closing stop kills the
-// process.
+// process, and so does the death of this one (PR_SET_PDEATHSIG).
 func ExecFileRow(exe string) func(FileRow, <-chan struct{}) (FileResult, error) {
 	return func(row FileRow, stop <-chan struct{}) (FileResult, error) {
 		var res FileResult
@@ -615,6 +616,8 @@ func ExecFileRow(exe string) func(FileRow, <-chan struct{}) (FileResult, error) 
 		cmd.Env = append(os.Environ(), FileRowEnv+"="+string(b), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb
+		// A row outlives no parent, even one killed by SIGKILL.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			return res, fmt.Errorf("starting the row's process: %w", err)
 		}
