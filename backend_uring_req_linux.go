@@ -631,10 +631,23 @@ func prepReq(s *uring.SQE, r *ringRec) {
 		}
 		s.PrepFsync(fd, fl)
 	case OpRecvMultishot:
-		s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
+		if r.turn {
+			prepTurn(s, r)
+		} else {
+			s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
+		}
 	case OpSQE:
 		*s = r.sqe
 	}
+}
+
+// prepTurn prepares in s a RecvMultishot's turn (BufferGroup.pump): one IORING_OP_RECV (Linux
+// 5.6) into one buffer of its group (IOSQE_BUFFER_SELECT, 5.7), with MSG_DONTWAIT, so that it
+// takes at most one buffer and never waits for data (-EAGAIN when the socket is empty).
+func prepTurn(s *uring.SQE, r *ringRec) {
+	s.PrepRecv(r.c.Fd, nil, int(r.flags)|unix.MSG_DONTWAIT)
+	s.Len = uint32(r.group.size)
+	s.SetBufferGroup(r.group.bgid)
 }
 
 // fdBits adds to s, r's SQE just prepared, what r's fd state asks for: IOSQE_FIXED_FILE when

@@ -55,14 +55,7 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	}
 	h := Request{rec: r, gen: r.gen}
 	for _, g := range rq.groups {
-		for i := 0; i < len(g.parked); i++ {
-			if p := g.parked[i]; p.c.Fd == fd {
-				g.unpark(p)
-				i--
-				p.cancelReq = true
-				rq.finish(p, -int32(unix.ECANCELED), 0)
-			}
-		}
+		g.finishParked(fd)
 	}
 	rq.drv.cancelFd(int32(fd))
 	if f.live == 0 && f.closeRec == r {

@@ -114,9 +114,9 @@ func (r *reqRec) takeBuffer(res int32, flags uint32) int32 {
 
 // opDone is told the result of r's operation (its last CQE, or the emulation's last
 // syscall). It finishes a short write or send (the rest goes as the same request), re-arms a
-// multishot request that the kernel ended while it still works (a RecvMultishot that got
-// data, an AcceptMultishot that got a connection), parks a RecvMultishot whose group ran dry,
-// and otherwise queues the last completion.
+// multishot request that the kernel ended while it still works (an AcceptMultishot that got a
+// connection; a RecvMultishot that got data, found no data at its turn, or whose group ran
+// dry: BufferGroup.ended), and otherwise queues the last completion.
 func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	if r.state == stFree || r.state == stDone {
 		return
@@ -146,23 +146,7 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 			return
 		}
 	case OpRecvMultishot:
-		if res > 0 && !r.cancelReq {
-			rq.complete(r, res, flags)
-			r.state = stQueued
-			rq.drv.start(r)
-			return
-		}
-		if res == -int32(unix.ENOBUFS) && !r.cancelReq && !r.group.closed {
-			// The group ran dry: the kernel's multishot ended, nothing is lost (the data
-			// stays in the socket). Tell the callback, and re-arm when a buffer comes back.
-			rq.queue(r, res, compMore)
-			if r.group.avail > 0 {
-				r.state = stQueued
-				rq.drv.start(r)
-				return
-			}
-			r.state = stParked
-			r.group.parked = append(r.group.parked, r)
+		if r.group.ended(r, res, flags) {
 			return
 		}
 	}

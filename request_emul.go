@@ -168,6 +168,11 @@ func (e *emulReqs) start(rec *reqRec) {
 		}
 		e.rq.opDone(rec, errRes(err), 0)
 		return
+	case OpRecvMultishot:
+		if r.turn {
+			e.turn(r)
+			return
+		}
 	case OpConnect:
 		if r.done == 0 {
 			r.done = -1 // connect(2) made; the rest waits for Write
@@ -478,6 +483,28 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		rq.opDone(&r.reqRec, res, 0)
 	}
 	return false
+}
+
+// turn makes r's turn (BufferGroup.pump) at once: one receive into one free buffer of its group,
+// with MSG_DONTWAIT, its result to opDone (ENOBUFS without a free buffer, EAGAIN without data).
+func (e *emulReqs) turn(r *emulRec) {
+	g := emulGroupOf(r.group)
+	if len(g.free) == 0 {
+		e.rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
+		return
+	}
+	bid := g.free[len(g.free)-1]
+	p := g.buf(int(bid), g.size)
+	n, errno := rawsys.Syscall6(unix.SYS_RECVFROM, uintptr(r.c.Fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+	switch {
+	case errno != 0:
+		e.rq.opDone(&r.reqRec, -int32(errno), 0)
+	case n > 0:
+		g.free = g.free[:len(g.free)-1]
+		e.rq.opDone(&r.reqRec, int32(n), compBuffer|uint32(bid)<<compBufShift)
+	default:
+		e.rq.opDone(&r.reqRec, 0, 0) // end of file
+	}
 }
 
 // retime: the emulation's deadlines are the loop's timers.

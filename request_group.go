@@ -21,21 +21,32 @@ import (
 // socket) and the loop re-arms it when a buffer is released. A group belongs to its loop's
 // goroutine.
 //
+// Fairness: requests whose receive ran dry wait in one queue, in the order they ran dry, and the
+// loop gives them their turns from its head as buffers come back: a turn is one receive into one
+// buffer (on uring an IORING_OP_RECV with IOSQE_BUFFER_SELECT and MSG_DONTWAIT, not a multishot,
+// which would take every free buffer), after which the request goes to the back of the queue. A
+// request goes back to multishot receives when no other request of the group waits for a buffer,
+// or when its socket had no data at its turn. So connections that flood a small group each get
+// their share, on every backend (liburing #1043: a multishot re-armed first took every buffer).
+//
 // A backend makes each group inside a struct of its own that adds its side (reqDriver.newGroup:
 // ringGroup on uring, emulGroup in the emulation).
 type BufferGroup struct {
-	l      *Loop
-	bgid   uint16
-	size   int
-	n      int
-	slab   []byte
-	avail  int       // buffers the kernel (or the emulation) can pick
-	parked []*reqRec // RecvMultishots waiting for a buffer
-	closed bool
-	inc    bool    // incremental consumption (IOU_PBUF_RING_INC)
-	off    []int32 // per buffer: bytes the kernel used so far (incremental consumption)
-	refs   []int32 // per buffer: completions holding a view of it, not released yet
-	out    []bool  // per buffer: the kernel is done with it (it comes back when refs is 0)
+	l       *Loop
+	bgid    uint16
+	size    int
+	n       int
+	slab    []byte
+	avail   int       // buffers the kernel (or the emulation) can pick
+	parked  []*reqRec // RecvMultishots waiting for their turn, in order from phead (see pump)
+	phead   int
+	turns   int  // turns in flight: one-buffer receives pump started, not completed yet
+	pumping bool // pump is running (a turn that the emulation completes at once calls it again)
+	closed  bool
+	inc     bool    // incremental consumption (IOU_PBUF_RING_INC)
+	off     []int32 // per buffer: bytes the kernel used so far (incremental consumption)
+	refs    []int32 // per buffer: completions holding a view of it, not released yet
+	out     []bool  // per buffer: the kernel is done with it (it comes back when refs is 0)
 }
 
 // take records that a completion holds n bytes of buffer bid (more: the kernel goes on
@@ -151,23 +162,114 @@ func (g *BufferGroup) Release(id int) {
 	g.out[id] = false
 	g.l.req.drv.provide(g, id)
 	g.avail++
-	if len(g.parked) > 0 {
-		rq := g.l.req
-		for i, r := range g.parked {
-			g.parked[i] = nil
-			r.state = stQueued
-			rq.drv.start(r)
-		}
-		g.parked = g.parked[:0]
+	if g.phead < len(g.parked) {
+		g.pump()
 	}
 }
 
-// unpark removes r from the parked list.
+// ended is opDone's for r, a RecvMultishot whose receive (a multishot, or a turn) ended with res
+// and completion flags: it queues the completion of data and re-arms r (rearm), re-arms r as a
+// multishot after a turn that found no data (EAGAIN), or queues r for a turn after ENOBUFS (park),
+// and reports true; else (an error, end of file, a cancel, the group closed) it reports false and
+// opDone ends r. The end of a turn frees its place for the next request in the queue (pump).
+func (g *BufferGroup) ended(r *reqRec, res int32, flags uint32) bool {
+	rq := g.l.req
+	turn := r.turn
+	if turn {
+		r.turn = false
+		g.turns--
+	}
+	switch {
+	case r.cancelReq:
+	case res > 0:
+		rq.complete(r, res, flags)
+		g.rearm(r)
+		return true
+	case g.closed:
+	case res == -int32(unix.EAGAIN) && turn:
+		// The socket had nothing at its turn: wait for data as a multishot again.
+		r.state = stQueued
+		rq.drv.start(r)
+		g.pump()
+		return true
+	case res == -int32(unix.ENOBUFS):
+		// The group ran dry: the receive ended, nothing is lost (the data stays in the
+		// socket). Tell the callback, and queue for a turn when a buffer comes back.
+		rq.queue(r, res, compMore)
+		g.park(r)
+		return true
+	}
+	if turn {
+		g.pump()
+	}
+	return false
+}
+
+// park puts r, a RecvMultishot whose receive ended (its group ran dry, or its turn is over), at
+// the back of the group's queue, and starts the turns that the free buffers allow.
+func (g *BufferGroup) park(r *reqRec) {
+	r.state = stParked
+	g.parked = append(g.parked, r)
+	g.pump()
+}
+
+// rearm re-arms r, a RecvMultishot whose receive ended with data: as a multishot when no other
+// request of the group waits for a buffer or has a turn, else at the back of the queue (park).
+func (g *BufferGroup) rearm(r *reqRec) {
+	if g.phead == len(g.parked) && g.turns == 0 {
+		r.state = stQueued
+		g.l.req.drv.start(r)
+		return
+	}
+	g.park(r)
+}
+
+// pump gives turns to the requests at the head of the queue while the group has a free buffer
+// for each turn in flight: a turn (reqVars.turn) is one receive into one buffer that never waits
+// for data (see BufferGroup), whose end comes back to opDone.
+func (g *BufferGroup) pump() {
+	if g.pumping || g.closed {
+		return // the caller's loop goes on; a closed group gives no turns
+	}
+	g.pumping = true
+	rq := g.l.req
+	for g.phead < len(g.parked) && g.avail > g.turns {
+		r := g.parked[g.phead]
+		g.parked[g.phead] = nil
+		if g.phead++; g.phead == len(g.parked) {
+			g.parked, g.phead = g.parked[:0], 0
+		}
+		r.state, r.turn = stQueued, true
+		g.turns++
+		rq.drv.start(r)
+	}
+	if g.phead > 32 && g.phead > len(g.parked)/2 {
+		n := copy(g.parked, g.parked[g.phead:])
+		clear(g.parked[n:])
+		g.parked, g.phead = g.parked[:n], 0
+	}
+	g.pumping = false
+}
+
+// unpark removes r from the queue.
 func (g *BufferGroup) unpark(r *reqRec) {
-	for i, x := range g.parked {
-		if x == r {
+	for i := g.phead; i < len(g.parked); i++ {
+		if g.parked[i] == r {
 			g.parked = append(g.parked[:i], g.parked[i+1:]...)
 			return
+		}
+	}
+}
+
+// finishParked ends, with ECANCELED, every queued request of the group on fd (CloseFd).
+func (g *BufferGroup) finishParked(fd int) {
+	rq := g.l.req
+	for i := g.phead; i < len(g.parked); i++ {
+		if p := g.parked[i]; p.c.Fd == fd {
+			g.unpark(p)
+			i--
+			p.cancelReq = true
+			rq.finish(p, -int32(unix.ECANCELED), 0)
 		}
 	}
 }
@@ -198,10 +300,10 @@ func (g *BufferGroup) Close() error {
 			break
 		}
 	}
-	for _, r := range g.parked {
+	for _, r := range g.parked[g.phead:] {
 		g.l.req.finish(r, -int32(unix.ECANCELED), 0)
 	}
-	g.parked = nil
+	g.parked, g.phead = nil, 0
 	if g.l.closed {
 		return nil
 	}
@@ -213,7 +315,9 @@ func (g *BufferGroup) Close() error {
 // release the buffer when done with it), IORING_OP_RECV with IORING_RECV_MULTISHOT (Linux
 // 6.0) and a provided buffer ring on uring. When g has no free buffer, a completion with
 // ENOBUFS and More set says so; the request re-arms itself when a buffer is released, and no
-// data is lost. At most 8 of its completions run per Once, behind those of other requests.
+// data is lost; while other requests of g also wait for buffers, it receives into one buffer
+// per turn, in turn with them (see BufferGroup). At most 8 of its completions run per Once,
+// behind those of other requests.
 // Its last completion (More unset) is N 0 at end of file, or an error (ECANCELED after
 // Cancel or CloseFd, ETIME at its deadline).
 func (l *Loop) RecvMultishot(fd int, g *BufferGroup, flags int, cb Callback, token uint64) (Request, error) {

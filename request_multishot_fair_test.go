@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // fairRun is the shape of a sink run: early clients send from the start, late ones join at
@@ -203,4 +204,67 @@ func sinkFairness(t *testing.T, backend string, r fairRun) {
 	if worst < minShare {
 		t.Errorf("a client got %.2f of the fair share over the last %v, want at least %.2f", worst, r.window, minShare)
 	}
+}
+
+// TestRequestMultishotGoesOnAfterATurnFindsNoData: two RecvMultishots whose group (one buffer)
+// ran dry take turns as buffers come back; a turn that finds its socket empty leaves its request
+// waiting for data (it is not ended), and later data still arrives, in order, on every backend.
+func TestRequestMultishotGoesOnAfterATurnFindsNoData(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, aPeer := testutil.Socketpair(t)
+		c, cPeer := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
+			t.Skipf("%v: %v", ringev.OpRecvMultishot, err)
+		}
+		g, err := l.NewBufferGroup(1, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([][]byte, 2)
+		enobufs := make([]int, 2)
+		var held []int
+		ended := false
+		cb := func(x *ringev.Completion) {
+			switch {
+			case !x.More:
+				ended = true
+				t.Errorf("request %d ended: %+v", x.Token, *x)
+			case errors.Is(x.Err, unix.ENOBUFS):
+				enobufs[x.Token]++
+			case x.Err != nil:
+				t.Errorf("completion %+v", *x)
+			default:
+				got[x.Token] = append(got[x.Token], x.Buf...)
+				held = append(held, x.BufferID())
+			}
+		}
+		n := func() int { return len(got[0]) + len(got[1]) }
+		release := func() {
+			for _, id := range held {
+				g.Release(id)
+			}
+			held = held[:0]
+		}
+		must(t)(l.RecvMultishot(a, g, 0, cb, 0))
+		must(t)(l.RecvMultishot(c, g, 0, cb, 1))
+		testutil.Write(t, aPeer, []byte("abcd"))
+		until(t, l, func() bool { return n() == 4 || ended }) // a holds the only buffer
+		testutil.Write(t, aPeer, []byte("efgh"))
+		testutil.Write(t, cPeer, []byte("1234"))
+		until(t, l, func() bool { return enobufs[0] > 0 && enobufs[1] > 0 || ended }) // both wait
+		// The first in the queue takes its 4 bytes and goes behind the other.
+		release()
+		until(t, l, func() bool { return n() == 8 || ended })
+		release() // the other takes its 4 bytes: both sockets are empty now
+		until(t, l, func() bool { return n() == 12 || ended })
+		release()                          // each turn finds its socket empty:
+		onceWithin(t, l, time.Millisecond) // one Once enters the ring, which issues the turns inline
+		testutil.Write(t, aPeer, []byte("ij"))
+		testutil.Write(t, cPeer, []byte("56"))
+		until(t, l, func() bool { release(); return n() == 16 || ended })
+		if string(got[0]) != "abcdefghij" || string(got[1]) != "123456" {
+			t.Fatalf("received %q and %q, want %q and %q", got[0], got[1], "abcdefghij", "123456")
+		}
+	})
 }

@@ -68,6 +68,7 @@ type reqVars struct {
 	noFd      bool  // SubmitSQE without an fd: not counted in requests.fds[fd].live
 	cancelReq bool  // Cancel (or CloseFd, or the deadline) asked
 	timedOut  bool  // the deadline passed
+	turn      bool  // a RecvMultishot's receive is a turn: one buffer, no wait (BufferGroup.pump)
 }
 
 // reqFd is the core's state for one fd number.
