@@ -819,7 +819,7 @@ func (d *ringReqs) run(n int) bool {
 					cp.Buf = cp.Buf[:res]
 				}
 			} else {
-				cp.N, cp.Err = 0, errnoErr(res)
+				cp.N, cp.Err = 0, r.compErr(res)
 				if r.c.Op&1 != 0 {
 					cp.Buf = nil
 				}

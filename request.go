@@ -72,7 +72,8 @@ type Completion struct {
 	// Accept, 0 for Connect, Close and Fsync, the CQE's Res for SubmitSQE. With an error from
 	// Write or Send, N counts the bytes written before it.
 	N int
-	// Err is nil or an error that wraps the errno (errors.Is(err, unix.ECONNRESET) works):
+	// Err is nil or a *RequestError, which names the op, the fd and (for ETIME) the deadline,
+	// and wraps the errno (errors.Is(err, unix.ECONNRESET) works); a callback may keep it:
 	// unix.ECANCELED when a cancel (Request.Cancel, CloseFd) won, unix.ETIME when the
 	// request's deadline passed (Request.SetTimeout), unix.ENOBUFS when a RecvMultishot's
 	// buffer group ran dry (the request stays: the loop re-arms it when a buffer is released).

@@ -58,6 +58,7 @@ func (h Request) SetTimeout(d time.Duration) error {
 		l.timers.remove(r.timer.index)
 	}
 	r.fast = false // also for d <= 0: a LINK_TIMEOUT linked before stays, and its CQE comes
+	r.timeout = d
 	if d <= 0 {
 		r.deadline = 0
 	} else if r.deadline = l.deadlineIn(d); r.deadline == 0 {

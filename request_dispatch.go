@@ -9,22 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reqError is the error of a failed request: it wraps the errno, and being one byte it
-// converts to an error without allocating.
-type reqError uint8
-
-func (e reqError) Error() string { return "ringev: request: " + unix.Errno(e).Error() }
-
-func (e reqError) Unwrap() error { return unix.Errno(e) }
-
-// errnoErr is the error for a negative CQE result (res = -errno).
-func errnoErr(res int32) error {
-	if -res < 256 {
-		return reqError(-res)
-	}
-	return unix.Errno(-res)
-}
-
 // cqEntry is one completion waiting for its callback in requests.cq.
 type cqEntry struct {
 	rec   *reqRec
@@ -278,7 +262,7 @@ func (rq *requests) runQueued(n int) bool {
 					c.Buf = c.Buf[:res]
 				}
 			} else {
-				c.N, c.Err = 0, errnoErr(res)
+				c.N, c.Err = 0, r.compErr(res)
 				if r.c.Op&1 != 0 {
 					c.Buf = nil
 				}
@@ -329,9 +313,9 @@ func (rq *requests) runOne() bool {
 	case e.res >= 0 && (r.res >= 0 || c.More):
 		// a result, no error (r.res < 0: a Write's or Send's error after a part, below)
 	case r.res < 0 && !c.More:
-		c.Err = errnoErr(r.res) // Write, Send: N is the count before the error
+		c.Err = r.compErr(r.res) // Write, Send: N is the count before the error
 	default: // e.res < 0
-		c.N, c.Err = 0, errnoErr(e.res)
+		c.N, c.Err = 0, r.compErr(e.res)
 	}
 	switch r.c.Op {
 	case OpRead, OpRecv:

@@ -9,6 +9,7 @@ package ringev
 
 import (
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,7 +56,9 @@ type reqRec struct {
 	timer    Timer               // the deadline's timer (emulation, multishot, or set after submission)
 	sa       unix.RawSockaddrAny // Connect's address
 	salen    uint32
-	keep     []byte // memory the op addresses, kept reachable until the last completion (SubmitSQE's)
+	keep     []byte        // memory the op addresses, kept reachable until the last completion (SubmitSQE's)
+	timeout  time.Duration // SetTimeout's last d (for the error when the deadline passed)
+	lastErr  *RequestError // the last error a completion of this record got (see compErr)
 }
 
 // reqVars is the part of a record that one use of it changes after newReq filled it in:
