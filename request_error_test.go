@@ -70,9 +70,7 @@ func TestRequestErrorCloseFdNamesOpAndFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, _ := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
-			t.Skipf("%v: %v", ringev.OpRecvMultishot, err)
-		}
+		requireOps(t, l, ringev.OpRecvMultishot)
 		g, err := l.NewBufferGroup(4, 64)
 		if err != nil {
 			t.Fatal(err)

@@ -53,6 +53,17 @@ func TestRequestMultishotFairUnderENOBUFS(t *testing.T) {
 	})
 }
 
+// requireOps skips the test when l cannot run requests of ops, naming the kernel feature that
+// CheckOp says is missing.
+func requireOps(t *testing.T, l *ringev.Loop, ops ...ringev.Op) {
+	t.Helper()
+	for _, op := range ops {
+		if err := l.CheckOp(op); err != nil {
+			t.Skipf("%v requests cannot run here: %v", op, err)
+		}
+	}
+}
+
 // sink is the server side of a fairness run: the loop's accepted connections and what each
 // received.
 type sink struct {
@@ -105,11 +116,7 @@ func (s *sink) onRecv(c *ringev.Completion) {
 func sinkFairness(t *testing.T, backend string, r fairRun) {
 	lfd, sa := listener(t)
 	l := newLoop(t, backend)
-	for _, op := range []ringev.Op{ringev.OpAcceptMultishot, ringev.OpRecvMultishot} {
-		if err := l.CheckOp(op); err != nil {
-			t.Skipf("%v: %v", op, err)
-		}
-	}
+	requireOps(t, l, ringev.OpAcceptMultishot, ringev.OpRecvMultishot)
 	g, err := l.NewBufferGroup(r.bufs, r.bufSize)
 	if err != nil {
 		t.Fatal(err)
@@ -214,9 +221,7 @@ func TestRequestMultishotGoesOnAfterATurnFindsNoData(t *testing.T) {
 		a, aPeer := testutil.Socketpair(t)
 		c, cPeer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
-			t.Skipf("%v: %v", ringev.OpRecvMultishot, err)
-		}
+		requireOps(t, l, ringev.OpRecvMultishot)
 		g, err := l.NewBufferGroup(1, 4)
 		if err != nil {
 			t.Fatal(err)
