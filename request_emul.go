@@ -497,6 +497,8 @@ func (e *emulReqs) turn(r *emulRec) {
 	p := g.buf(int(bid), g.size)
 	n, errno := rawsys.Syscall6(unix.SYS_RECVFROM, uintptr(r.c.Fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 	switch {
+	case errno == unix.EINTR:
+		e.rq.opDone(&r.reqRec, -int32(unix.EAGAIN), 0) // wait for data as a multishot
 	case errno != 0:
 		e.rq.opDone(&r.reqRec, -int32(errno), 0)
 	case n > 0:
