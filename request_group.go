@@ -27,7 +27,7 @@ import (
 // which would take every free buffer), after which the request goes to the back of the queue. A
 // request goes back to multishot receives when no other request of the group waits for a buffer,
 // or when its socket had no data at its turn. So connections that flood a small group each get
-// their share, on every backend (liburing #1043: a multishot re-armed first took every buffer).
+// their share, on every backend.
 //
 // A backend makes each group inside a struct of its own that adds its side (reqDriver.newGroup:
 // ringGroup on uring, emulGroup in the emulation).

@@ -1,7 +1,7 @@
 package ringev_test
 
 // Multishot recv fairness under buffer exhaustion: connections that share one small buffer
-// group, all sending as fast as they can, each get their turn on every backend (liburing #1043).
+// group, all sending as fast as they can, each get their turn on every backend.
 
 import (
 	"errors"
