@@ -143,8 +143,8 @@ func (g *BufferGroup) Size() int { return g.size }
 
 // Release gives back one completion's hold on buffer id (Completion.BufferID): the buffer goes
 // back to the kernel once no completion holds it and the kernel is done with it (with
-// incremental consumption, several completions share a buffer), and the RecvMultishots that
-// ran dry are re-armed. Release each completion's buffer once; releasing a buffer no
+// incremental consumption, several completions share a buffer), and a RecvMultishot waiting for
+// a buffer gets its turn (see BufferGroup). Release each completion's buffer once; releasing a buffer no
 // completion holds, an out-of-range id, and a release after the group's or the loop's Close
 // are ignored. It is safe from any goroutine: from one that does not own the loop the release
 // is posted to the loop, as Post does.
