@@ -1,3 +1,5 @@
+//go:build unix
+
 package ringev
 
 // Completion errors: what Completion.Err holds when a request failed, naming the request.
@@ -11,8 +13,9 @@ import (
 
 // RequestError is the error of a failed request's completion (Completion.Err). It names the
 // operation and its fd, and when the request's deadline passed, that deadline. It wraps the
-// errno: errors.Is(err, unix.ETIME) holds for a deadline, unix.ECANCELED for a cancel.
-// errors.As(err, &re) with re a *RequestError reaches its fields.
+// errno: errors.Is(err, unix.ETIME) holds for a deadline (ETIMEDOUT where the system has no
+// ETIME), unix.ECANCELED for a cancel. errors.As(err, &re) with re a *RequestError reaches its
+// fields.
 //
 // The loop never changes a RequestError once a callback got it, so a callback may keep it.
 type RequestError struct {
@@ -49,7 +52,7 @@ func (r *reqRec) compErr(res int32) error {
 	if r.noFd {
 		e.Fd = -1
 	}
-	if r.timedOut && e.Errno == unix.ETIME {
+	if r.timedOut && e.Errno == eTime {
 		e.Timeout = r.timeout
 	}
 	if p := r.lastErr; p != nil && *p == e {
