@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Completion errors name their request: the operation, its fd and, for a deadline, the deadline,
@@ -70,14 +72,17 @@ func TestRequestErrorCloseFdNamesOpAndFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, _ := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		requireOps(t, l, ringev.OpRecvMultishot)
+		if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
+			requireOp(t, ringev.OpRecvMultishot) // skips where the kernel lacks the feature
+			t.Fatalf("CheckOp: %v", err)
+		}
 		g, err := l.NewBufferGroup(4, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var rec, closed recorder
 		must(t)(l.RecvMultishot(a, g, 0, rec.cb, 0))
-		onceWithin(t, l, time.Millisecond) // the recv waits in the kernel (or for readiness)
+		untilWaited(t, l) // the recv waits in the kernel (or for readiness)
 		must(t)(l.CloseFd(a, closed.cb, 0))
 		until(t, l, func() bool { return rec.n() > 0 && closed.n() > 0 })
 		wantOne(t, &closed, 0)
@@ -93,7 +98,7 @@ func TestRequestErrorCloseFdNamesOpAndFd(t *testing.T) {
 func TestRequestErrorKernelNamesOpAndFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		sa := refusingAddr(t)
-		fd := tcpSocket(t)
+		fd := testutil.TCPSocket(t)
 		l := newLoop(t, backend)
 		var rec recorder
 		must(t)(l.Connect(fd, sa, rec.cb, 0))

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ringev_test
 
 // Multishot recv fairness under buffer exhaustion: connections that share one small buffer
@@ -53,17 +55,6 @@ func TestRequestMultishotFairUnderENOBUFS(t *testing.T) {
 	})
 }
 
-// requireOps skips the test when l cannot run requests of ops, naming the kernel feature that
-// CheckOp says is missing.
-func requireOps(t *testing.T, l *ringev.Loop, ops ...ringev.Op) {
-	t.Helper()
-	for _, op := range ops {
-		if err := l.CheckOp(op); err != nil {
-			t.Skipf("%v requests cannot run here: %v", op, err)
-		}
-	}
-}
-
 // sink is the server side of a fairness run: the loop's accepted connections and what each
 // received.
 type sink struct {
@@ -114,9 +105,14 @@ func (s *sink) onRecv(c *ringev.Completion) {
 // sinkFairness runs r on backend and checks that every client got at least minShare of the
 // fair share over the window.
 func sinkFairness(t *testing.T, backend string, r fairRun) {
-	lfd, sa := listener(t)
+	lfd, sa := testutil.Listener(t)
 	l := newLoop(t, backend)
-	requireOps(t, l, ringev.OpAcceptMultishot, ringev.OpRecvMultishot)
+	for _, op := range []ringev.Op{ringev.OpAcceptMultishot, ringev.OpRecvMultishot} {
+		if err := l.CheckOp(op); err != nil {
+			requireOp(t, op) // skips where the kernel lacks the feature
+			t.Fatalf("CheckOp(%v): %v", op, err)
+		}
+	}
 	g, err := l.NewBufferGroup(r.bufs, r.bufSize)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +134,7 @@ func sinkFairness(t *testing.T, backend string, r fairRun) {
 	var sent []*atomic.Int64
 	start := func(n int) {
 		for range n {
-			fd := dial(t, sa)
+			fd := testutil.Dial(t, sa)
 			clients = append(clients, fd)
 			c := new(atomic.Int64)
 			sent = append(sent, c)
@@ -237,7 +233,10 @@ func TestRequestMultishotGoesOnAfterATurnFindsNoData(t *testing.T) {
 		a, aPeer := testutil.Socketpair(t)
 		c, cPeer := testutil.Socketpair(t)
 		l := newLoop(t, backend)
-		requireOps(t, l, ringev.OpRecvMultishot)
+		if err := l.CheckOp(ringev.OpRecvMultishot); err != nil {
+			requireOp(t, ringev.OpRecvMultishot) // skips where the kernel lacks the feature
+			t.Fatalf("CheckOp: %v", err)
+		}
 		g, err := l.NewBufferGroup(1, 4)
 		if err != nil {
 			t.Fatal(err)
@@ -279,8 +278,8 @@ func TestRequestMultishotGoesOnAfterATurnFindsNoData(t *testing.T) {
 		until(t, l, func() bool { return n() == 8 || ended })
 		release() // the other takes its 4 bytes: both sockets are empty now
 		until(t, l, func() bool { return n() == 12 || ended })
-		release()                          // each turn finds its socket empty:
-		onceWithin(t, l, time.Millisecond) // one Once enters the ring, which issues the turns inline
+		release()         // each turn finds its socket empty:
+		untilWaited(t, l) // the wait's enter issues the turns (MSG_DONTWAIT) before the data below
 		testutil.Write(t, aPeer, []byte("ij"))
 		testutil.Write(t, cPeer, []byte("56"))
 		until(t, l, func() bool { release(); return n() == 16 || ended })
