@@ -93,17 +93,21 @@ func TestRequestErrorCloseFdNamesOpAndFd(t *testing.T) {
 	})
 }
 
-// TestRequestErrorKernelNamesOpAndFd: a connect the kernel refuses fails with an error that
-// names the connect and its fd, and wraps ECONNREFUSED.
+// TestRequestErrorKernelNamesOpAndFd: a request the kernel fails names its op and fd and wraps
+// the errno: a connect refused (ECONNREFUSED), and a write to a pipe's read end (EBADF), which
+// ends on the request path's fast way (no deadline, no cancel).
 func TestRequestErrorKernelNamesOpAndFd(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		sa := refusingAddr(t)
 		fd := testutil.TCPSocket(t)
+		r, _ := testutil.Pipe(t)
 		l := newLoop(t, backend)
-		var rec recorder
+		var rec, write recorder
 		must(t)(l.Connect(fd, sa, rec.cb, 0))
-		until(t, l, func() bool { return rec.n() > 0 })
+		must(t)(l.Write(r, make([]byte, 8), -1, write.cb, 0))
+		until(t, l, func() bool { return rec.n() > 0 && write.n() > 0 })
 		wantNamed(t, rec.last(t).Err, unix.ECONNREFUSED, onFd("connect", fd))
+		wantNamed(t, write.last(t).Err, unix.EBADF, onFd("write", r))
 	})
 }
 
