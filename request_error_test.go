@@ -115,11 +115,7 @@ func TestRequestErrorKernelNamesOpAndFd(t *testing.T) {
 // to it is refused. The port stays bound until the test ends.
 func refusingAddr(t *testing.T) *unix.SockaddrInet4 {
 	t.Helper()
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(s) })
+	s := testutil.TCPSocket(t)
 	if err := unix.Bind(s, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
