@@ -77,9 +77,9 @@ func echoStream(t *testing.T, c net.Conn, msg []byte, full bool) error {
 // with each driver and the default Recv.
 func TestEchoOfALongStreamThroughASlowReaderKeepsItsOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
-		for _, cfg := range append(drivers, Config{API: APIRequests}) {
+		for _, cfg := range append(drivers, srvConfig{API: APIRequests}) {
 			t.Run(driverName(cfg), func(t *testing.T) {
-				cfg.Backend, cfg.NewProtocol = backend, echoServer
+				cfg.Backend, cfg.Handler = backend, echoServer()
 				srv := startServer(t, cfg)
 				c := dial(t, srv)
 				if err := echoStream(t, c, numbered(4<<20, 1), true); err != nil {
@@ -95,7 +95,7 @@ func TestEchoOfALongStreamThroughASlowReaderKeepsItsOrder(t *testing.T) {
 // streams back in order, on every backend.
 func TestFourLoopsEchoManyStreamsInOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
-		srv := startServer(t, Config{Backend: backend, API: APIRequests, Loops: 4, NewProtocol: echoServer})
+		srv := startServer(t, srvConfig{Backend: backend, API: APIRequests, Loops: 4, Handler: echoServer()})
 		var wg sync.WaitGroup
 		errs := make(chan error, 32)
 		for i := range 32 {
@@ -133,22 +133,22 @@ func recvCheckFailing(t *testing.T, err error, fail func(call int64) bool) *atom
 // errNoRecvMultishot is the error of a kernel without the multishot recv, as the loop words it.
 var errNoRecvMultishot = fmt.Errorf("ringev: recv-multishot: needs IORING_RECV_MULTISHOT with provided buffer rings (Linux 6.0), which this kernel lacks: %w", unix.EOPNOTSUPP)
 
-// TestFallbackOnSomeLoopsOnlyServesEveryConnection: with Config.Recv "" and four loops of which
-// two lack the multishot recv, Start succeeds, logs one line per loop that fell back, and 64
-// connections (spread over the loops by SO_REUSEPORT) each get their numbered stream back.
+// TestFallbackOnSomeLoopsOnlyServesEveryConnection: with no receive mode named and four loops of
+// which two lack the multishot recv, Listen succeeds, logs one line per loop that fell back, and
+// 64 connections (spread over the loops by SO_REUSEPORT) each get their numbered stream back.
 func TestFallbackOnSomeLoopsOnlyServesEveryConnection(t *testing.T) {
 	calls := recvCheckFailing(t, errNoRecvMultishot, func(call int64) bool { return call%2 == 1 })
 	var mu sync.Mutex
 	var logs []string
-	cfg := Config{Addr: "127.0.0.1:0", NewProtocol: echoServer, API: APIRequests, Loops: 4,
-		Logf: func(format string, args ...any) {
+	cfg := srvConfig{Handler: echoServer(), API: APIRequests, Loops: 4,
+		Opts: []Option{WithLogf(func(format string, args ...any) {
 			mu.Lock()
 			logs = append(logs, fmt.Sprintf(format, args...))
 			mu.Unlock()
-		}}
-	srv, err := Start(cfg)
+		})}}
+	srv, err := listenServer(t, cfg)
 	if err != nil {
-		t.Fatalf("Start with two of four loops lacking the multishot recv: %v", err)
+		t.Fatalf("Listen with two of four loops lacking the multishot recv: %v", err)
 	}
 	t.Cleanup(func() { stopServer(t, srv) })
 	if n := calls.Load(); n != 4 {
@@ -180,11 +180,11 @@ func TestFallbackOnSomeLoopsOnlyServesEveryConnection(t *testing.T) {
 	}
 }
 
-// TestStartFailingOnOneOfFourLoopsLeavesNothingBehind: when one loop of four cannot start its
-// driver (an error other than EOPNOTSUPP from the multishot recv's check, with Config.Recv ""),
-// Start returns that error, and no fd (listening sockets, rings, eventfds) and no goroutine of
-// the server is left, the loops that had started included.
-func TestStartFailingOnOneOfFourLoopsLeavesNothingBehind(t *testing.T) {
+// TestListenFailingOnOneOfFourLoopsLeavesNothingBehind: when one loop of four cannot start its
+// driver (the multishot recv's check failing, with WithRecv(RecvMultishot)), Listen returns
+// that error, and no fd (listening sockets, rings, eventfds) and no goroutine of the engine is
+// left, the loops that had started included.
+func TestListenFailingOnOneOfFourLoopsLeavesNothingBehind(t *testing.T) {
 	errOdd := fmt.Errorf("a loop's own trouble: %w", unix.EPERM)
 	for _, backend := range []string{"auto", "epoll"} {
 		t.Run(backend, func(t *testing.T) {
@@ -192,23 +192,23 @@ func TestStartFailingOnOneOfFourLoopsLeavesNothingBehind(t *testing.T) {
 			runtime.GC()
 			before, goroutines := fdCount(t), runtime.NumGoroutine()
 			// Recv named: the default would fall back to per-conn on any error instead
-			srv, err := Start(Config{Addr: "127.0.0.1:0", Backend: backend, NewProtocol: echoServer, API: APIRequests, Recv: RecvMultishot, Loops: 4})
+			srv, err := listenServer(t, srvConfig{Backend: backend, Handler: echoServer(), API: APIRequests, Recv: RecvMultishot, Loops: 4})
 			if err == nil {
 				stopServer(t, srv)
-				t.Fatal("Start succeeded with one loop's driver failing")
+				t.Fatal("Listen succeeded with one loop's driver failing")
 			}
 			if !errors.Is(err, unix.EPERM) {
-				t.Errorf("Start: %v, want the failing loop's error (EPERM)", err)
+				t.Errorf("Listen: %v, want the failing loop's error (EPERM)", err)
 			}
 			if n := fdCount(t); n != before {
-				t.Errorf("%d fds open after the failed Start, %d before", n, before)
+				t.Errorf("%d fds open after the failed Listen, %d before", n, before)
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)
 			}
 			if n := runtime.NumGoroutine(); n > goroutines {
-				t.Errorf("%d goroutines after the failed Start, %d before", n, goroutines)
+				t.Errorf("%d goroutines after the failed Listen, %d before", n, goroutines)
 			}
 		})
 	}
@@ -220,7 +220,7 @@ func TestStartFailingOnOneOfFourLoopsLeavesNothingBehind(t *testing.T) {
 // every backend with the default Recv.
 func TestMultishotRecvUnderResetsMidStreamLeavesNoConnection(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
-		srv := startServer(t, Config{Backend: backend, API: APIRequests, NewProtocol: echoServer})
+		srv := startServer(t, srvConfig{Backend: backend, API: APIRequests, Handler: echoServer()})
 		for i := range 20 {
 			c := dial(t, srv)
 			tc := c.(*net.TCPConn)

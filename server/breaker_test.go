@@ -18,31 +18,20 @@ import (
 // Hostile clients (the breaker's tests): each runs on every backend with each driver, on one
 // loop, and checks that a well-behaved client is still served promptly while they misbehave.
 
-// brkDrivers runs test for every usable backend and driver.
-func brkDrivers(t *testing.T, test func(t *testing.T, cfg Config)) {
+// brkDrivers runs test for every usable backend and driver, with a RESP server's address.
+func brkDrivers(t *testing.T, test func(t *testing.T, addr string)) {
 	for _, b := range ringev.Backends() {
-		for _, d := range []Config{{API: APIReadiness}, {API: APIRequests, Recv: RecvMultishot}, {API: APIRequests, Recv: RecvPerConn}} {
+		for _, d := range drivers {
 			d.Backend = b
 			t.Run(b+"/"+d.API+d.Recv, func(t *testing.T) {
-				d.Addr = "127.0.0.1:0"
-				d.NewProtocol = func() Protocol { return NewRESP(NewKeyspace()) }
-				srv, err := Start(d)
+				d.Handler = NewRESP(NewKeyspace())
+				srv, err := listenServer(t, d)
 				if err != nil {
 					testutil.SkipIfIOUringUnavailable(t, err, "backend "+b)
 					t.Fatal(err)
 				}
-				defer func() {
-					srv.Shutdown()
-					done := make(chan error, 1)
-					go func() { done <- srv.Wait() }()
-					select {
-					case <-done:
-					case <-time.After(10 * time.Second):
-						t.Errorf("server did not stop within 10 s")
-					}
-				}()
-				d.Addr = srv.Addr()
-				test(t, d)
+				defer stopServer(t, srv)
+				test(t, srv.Addr().String())
 			})
 		}
 	}
@@ -66,7 +55,7 @@ func brkPing(t *testing.T, c net.Conn, rd *bufio.Reader, d time.Duration, what s
 // and then trickles: a fourth client's PINGs are answered within 1 s each all along, and the
 // process's heap stays below 64 MiB more than at the start.
 func TestBreakerHostileClientsDoNotStallOthers(t *testing.T) {
-	brkDrivers(t, func(t *testing.T, cfg Config) {
+	brkDrivers(t, func(t *testing.T, addr string) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -75,7 +64,7 @@ func TestBreakerHostileClientsDoNotStallOthers(t *testing.T) {
 		var wg sync.WaitGroup
 		defer func() { close(stop); wg.Wait() }()
 		dial := func() net.Conn {
-			c, err := net.Dial("tcp", cfg.Addr)
+			c, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -59,13 +59,13 @@ var benchmarkLines = []string{"PING_INLINE", "PING_MBULK", "SET", "GET", "INCR",
 // error reply.) With each driver and receive mode.
 func TestRedisBenchmarkAgainstRESP(t *testing.T) {
 	rb := needProgram(t, "redis-benchmark", "redis-tools")
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
 		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
 			t.Skipf("the other backends run the same drivers; redis-benchmark runs on uring and epoll")
 		}
-		cfg.NewProtocol = respServer
+		cfg.Handler = respServer()
 		srv := startServer(t, cfg)
-		host, port, _ := net.SplitHostPort(srv.Addr())
+		host, port, _ := net.SplitHostPort(srv.Addr().String())
 		for _, pipeline := range []string{"1", "16"} {
 			out := runClient(t, rb, "-h", host, "-p", port, "-t", benchmarkTests, "-n", "2000", "-P", pipeline, "-q")
 			if strings.Contains(out, "ERR") || strings.Contains(out, "WARN") {
@@ -90,17 +90,16 @@ func TestRedisBenchmarkAgainstRESPWithBatchWait(t *testing.T) {
 	rb := needProgram(t, "redis-benchmark", "redis-tools")
 	for _, recv := range []string{RecvPerConn, RecvMultishot} {
 		t.Run(recv, func(t *testing.T) {
-			cfg := Config{Addr: "127.0.0.1:0", Backend: "uring", API: APIRequests, Recv: recv, NewProtocol: respServer,
-				LoopOptions: []ringev.Option{ringev.WithBatchWait(16, time.Millisecond)}}
-			cfg.Logf = t.Logf
-			srv, err := Start(cfg)
+			cfg := srvConfig{Backend: "uring", API: APIRequests, Recv: recv, Handler: respServer(),
+				Opts: []Option{WithLoopOptions(ringev.WithBatchWait(16, time.Millisecond))}}
+			srv, err := listenServer(t, cfg)
 			testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
 			testutil.SkipIfFeatureMissing(t, err) // WithBatchWait: IORING_FEAT_MIN_TIMEOUT, Linux 6.12
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { stopServer(t, srv) })
-			host, port, _ := net.SplitHostPort(srv.Addr())
+			host, port, _ := net.SplitHostPort(srv.Addr().String())
 			for _, pipeline := range []string{"1", "16"} {
 				out := runClient(t, rb, "-h", host, "-p", port, "-t", "set,get", "-n", "2000", "-c", "4", "-P", pipeline, "-q")
 				if strings.Contains(out, "ERR") || !strings.Contains(out, "GET: ") {
@@ -117,11 +116,11 @@ func TestRedisBenchmarkAgainstRESPWithBatchWait(t *testing.T) {
 // answered and no connection or fd is left open; with each driver.
 func TestRedisBenchmarkReconnecting(t *testing.T) {
 	rb := needProgram(t, "redis-benchmark", "redis-tools")
-	forEachDriver(t, false, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = respServer
+	forEachDriver(t, false, func(t *testing.T, cfg srvConfig) {
+		cfg.Handler = respServer()
 		srv := startServer(t, cfg)
 		before := fdCount(t)
-		host, port, _ := net.SplitHostPort(srv.Addr())
+		host, port, _ := net.SplitHostPort(srv.Addr().String())
 		out := runClient(t, rb, "-h", host, "-p", port, "-t", "ping_mbulk,set", "-n", "3000", "-c", "20", "-k", "0", "-q")
 		if strings.Contains(out, "ERR") || !strings.Contains(out, "SET: ") {
 			t.Errorf("redis-benchmark -k 0:\n%s", out)
@@ -228,13 +227,13 @@ func TestWrkAgainstHTTP(t *testing.T) {
 	if err := os.WriteFile(script, []byte(pipelineLua), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
 		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
 			t.Skipf("the other backends run the same drivers; wrk runs on uring and epoll")
 		}
-		cfg.NewProtocol = httpServer
+		cfg.Handler = httpServer()
 		srv := startServer(t, cfg)
-		url := "http://" + srv.Addr() + "/plaintext"
+		url := "http://" + srv.Addr().String() + "/plaintext"
 		wrkRate(t, wrk, "-t1", "-c32", "-d1s", url)
 		wrkRate(t, wrk, "-t1", "-c32", "-d1s", "-s", script, url, "--", "16")
 		waitConns(t, srv, 0)
@@ -245,11 +244,11 @@ func TestWrkAgainstHTTP(t *testing.T) {
 // response a 200, and no connection or fd left behind; with each driver.
 func TestWrkConnectionCloseChurn(t *testing.T) {
 	wrk := needProgram(t, "wrk", "wrk")
-	forEachDriver(t, false, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = httpServer
+	forEachDriver(t, false, func(t *testing.T, cfg srvConfig) {
+		cfg.Handler = httpServer()
 		srv := startServer(t, cfg)
 		before := fdCount(t)
-		wrkRate(t, wrk, "-t1", "-c16", "-d1s", "-H", "Connection: close", "http://"+srv.Addr()+"/plaintext")
+		wrkRate(t, wrk, "-t1", "-c16", "-d1s", "-H", "Connection: close", "http://"+srv.Addr().String()+"/plaintext")
 		waitConns(t, srv, 0)
 		if n := fdCount(t); n > before {
 			t.Errorf("%d fds open after the churn, %d before", n, before)

@@ -14,6 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// MaxInput is the layer's cap on a connection's unconsumed input, in bytes (4 MiB), above the
+// limits of ringev's own handlers (MaxRESPRequest, MaxHeaderBytes+MaxBodyBytes): a connection
+// whose handler left that much is closed without a reply (ErrInputTooLarge).
+const MaxInput = 4 << 20
+
 // Conn is one connection of an Engine. Its methods belong to its loop's goroutine (the
 // Handler's methods and functions given to Loop.Post run there), except Write, WriteString,
 // Close and Abort, which are safe from any goroutine: from another one they queue what they do
@@ -281,6 +286,12 @@ func (c *Conn) Pending() int {
 }
 
 func (c *Conn) pending() int { return len(c.pend) + len(c.out) }
+
+// WriteLimit is the pending output, in bytes, past which the connection is no longer read
+// (WithWriteLimit). A handler that answers requests stops answering once Pending and what it
+// has yet to write pass it, and leaves the other requests in the input: OnData is given them
+// again once the output has drained to half of it, without waiting for more bytes.
+func (c *Conn) WriteLimit() int { return c.l.limit }
 
 // Close closes the connection gracefully: no more input is handed to OnData, the output
 // written before it is sent, then the connection's writing side is shut down and it lingers

@@ -10,6 +10,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// readChunk is the size of one read, in bytes: the loop's read buffer, and the room a
+// connection's own input buffer is given before a read into it.
+const readChunk = 16 << 10
+
+// acceptBatch is the most connections one call of the listener's handler accepts, so that a
+// flood of connections does not starve the connections already open.
+const acceptBatch = 64
+
+// lingerTimeout bounds a lingering close (both drivers' linger): the time the peer has to
+// close its side after the server has sent its last byte and shut down its own.
+const lingerTimeout = time.Second
+
+// shutProbeInterval is how often a connection that waits for Write alone (its peer has shut
+// down its writing side, see Conn.peerShut) tries to write: a reset fails the write and
+// closes it.
+const shutProbeInterval = time.Second
+
 // The connections' readiness driver (APIReadiness): fd events on the listening socket and on
 // each connection, read(2) and write(2) through the loop's non-blocking I/O
 // (Loop.ReadNonblocking and WriteNonblocking, which ride the ring on uring).

@@ -10,6 +10,60 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The receive modes of the requests driver (WithRecv).
+const (
+	// RecvMultishot: one multishot recv per connection into the loop's buffer group
+	// (IORING_RECV_MULTISHOT, Linux 6.0, into a provided buffer ring,
+	// IORING_REGISTER_PBUF_RING, 5.19). An idle connection owns no buffer, and a busy one makes
+	// no SQE per recv. The default (see DefaultRecv).
+	RecvMultishot = "multishot"
+	// RecvPerConn: one recv at a time per connection, into a RecvBufferSize buffer the
+	// connection owns while the recv waits (always, for an idle connection).
+	RecvPerConn = "per-conn"
+	// DefaultRecv is the requests driver's receive mode when WithRecv names none:
+	// RecvMultishot. A loop whose kernel lacks the multishot recv (Loop.CheckOp) or refuses
+	// its provided buffer ring (NewBufferGroup: a kernel before 5.19, or an error such as
+	// ENOMEM) receives RecvPerConn instead and says so through WithLogf; WithRecv(RecvMultishot)
+	// named outright makes Listen fail there with that error (naming the feature where one is
+	// missing).
+	DefaultRecv = RecvMultishot
+)
+
+// Sizes of the requests driver's receive buffers.
+const (
+	// RecvBufferSize is the size of one receive buffer, in bytes (4 KiB): each buffer of the
+	// group in RecvMultishot mode, each connection's buffer in RecvPerConn mode.
+	RecvBufferSize = 4 << 10
+	// RecvGroupBuffers is the number of buffers in each loop's group in RecvMultishot mode
+	// (512: 2 MiB per loop). A buffer is held only from a completion to the end of its
+	// callback, so the group runs dry only when more completions are queued than it has
+	// buffers; then a recv gets ENOBUFS, loses nothing, and is re-armed by the loop.
+	RecvGroupBuffers = 512
+)
+
+// Tokens of a connection's requests (Completion.Token).
+const (
+	tokRecv uint64 = iota + 1
+	tokSend
+	tokClose
+)
+
+// drainGrace is how long a drain lets an idle connection's requests already received (whose
+// completion the loop has not run yet) be served before it starts its lingering close.
+const drainGrace = 10 * time.Millisecond
+
+// The free lists' bounds: what a loop keeps for reuse is at most freeBufs buffers of up to
+// freeBufCap bytes (16 MiB) and freeRecvBufs RecvPerConn buffers (4 MiB).
+const (
+	freeBufs     = 256
+	freeBufCap   = 64 << 10
+	freeRecvBufs = 1024
+)
+
+// recvMultishotCheck is loop.CheckOp(ringev.OpRecvMultishot); tests replace it to play a kernel
+// without the multishot recv.
+var recvMultishotCheck = func(loop *ringev.Loop) error { return loop.CheckOp(ringev.OpRecvMultishot) }
+
 // The connections' requests driver (APIRequests, the default): a multishot accept on the
 // listening socket; per connection a multishot recv into the loop's buffer group (or, with
 // RecvPerConn or where the kernel lacks the multishot recv, one recv at a time into a buffer of

@@ -43,11 +43,12 @@
 // (APIReadiness). Cancelling Listen's context, or Engine.Shutdown, shuts the engine down
 // gracefully: accepting stops, what arrived is served, output is sent, connections close.
 //
-// # Protocols
+// # ringev's own servers
 //
-// The package also holds ringev's RESP (a small Redis), HTTP/1.1 plaintext and echo servers,
-// which `ringev serve` and `ringev bench net` run against real clients. They are Protocols:
-// a Protocol turns the bytes a connection received into its replies (parse, then append to an
-// output buffer), and Start runs it on loops of its own with the same two drivers
-// (Config.API): the requests driver (requests.go) and the readiness driver (readiness.go).
+// The package also holds the servers that `ringev serve` and `ringev bench net` run against
+// real clients, each a Handler and an example of one: RESP (a small Redis over a Keyspace),
+// HTTP (HTTP/1.1 plaintext, with a request timeout of 10 s and an idle timeout of 75 s by
+// default) and Echo. RESP and HTTP parse the input they Peek, append their replies to
+// Conn.AvailableBuffer, Write them and Discard what they parsed, stopping once the output
+// passes the connection's write limit.
 package server

@@ -2,12 +2,12 @@
 
 package server
 
-// Echo is the echo protocol: every byte received is sent back, in order. It keeps no state.
+// Echo is the echo server, a Handler: every byte received is sent back, in order. It keeps no
+// state; the connection closes when the client's does.
 type Echo struct{}
 
-// Serve consumes as much of in as fits below OutputLimit and appends it to out; it never asks for
-// the connection to be closed (the driver closes it when the client does).
-func (Echo) Serve(in, out []byte) (int, []byte, bool) {
-	n := min(len(in), max(0, OutputLimit-len(out)))
-	return n, append(out, in[:n]...), false
+// OnData writes back every byte of the connection's input.
+func (Echo) OnData(c *Conn) {
+	b, _ := c.Next(-1)
+	c.Write(b)
 }

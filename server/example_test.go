@@ -5,6 +5,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 
@@ -12,17 +13,15 @@ import (
 )
 
 // A RESP server on a free port, asked PING and SET/GET by a client, then shut down.
-func ExampleStart() {
-	ks := server.NewKeyspace() // shared by the loops (one here)
-	srv, err := server.Start(server.Config{
-		Addr:        "127.0.0.1:0",
-		NewProtocol: func() server.Protocol { return server.NewRESP(ks) },
-	})
+func ExampleNewRESP() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", server.NewRESP(server.NewKeyspace()), server.WithLoops(1))
 	if err != nil {
-		fmt.Println("Start:", err)
+		fmt.Println("Listen:", err)
 		return
 	}
-	c, err := net.Dial("tcp", srv.Addr())
+	c, err := net.Dial("tcp", e.Addr().String())
 	if err != nil {
 		fmt.Println("Dial:", err)
 		return
@@ -35,8 +34,8 @@ func ExampleStart() {
 		fmt.Printf("%q\n", line)
 	}
 	c.Close()
-	srv.Shutdown() // stop accepting, finish what the connections sent, close them
-	if err := srv.Wait(); err != nil {
+	stop() // stop accepting, finish what the connections sent, close them
+	if err := e.Wait(); err != nil {
 		fmt.Println("Wait:", err)
 	}
 	// Output:
@@ -46,46 +45,45 @@ func ExampleStart() {
 	// "hello\r\n"
 }
 
-// upper is a protocol of one's own: each line received is sent back in upper case. Serve sees
-// the bytes received and not yet consumed; it consumes whole lines only, and leaves a partial line
-// for the next call, when the rest of it has arrived.
+// upper is a handler of one's own: each line received is sent back in upper case. OnData sees
+// the bytes received and not yet consumed; it consumes whole lines only, and leaves a partial
+// line for the next call, when the rest of it has arrived.
 type upper struct{}
 
-func (upper) Serve(in, out []byte) (int, []byte, bool) {
-	used := 0
-	for len(out) < server.OutputLimit {
-		i := bytes.IndexByte(in[used:], '\n')
+func (upper) OnData(c *server.Conn) {
+	for {
+		in, _ := c.Peek(-1)
+		i := bytes.IndexByte(in, '\n')
 		if i < 0 {
-			break // an incomplete line: wait for more
+			if len(in) > 1024 { // bound the input a connection may leave
+				c.WriteString("line too long\n")
+				c.Close()
+			}
+			return // an incomplete line: wait for more
 		}
-		line := in[used : used+i+1]
-		used += i + 1
+		line := in[:i+1]
 		if string(line) == "quit\n" {
-			return used, append(out, "bye\n"...), true // closeAfter: reply, then close
+			c.WriteString("bye\n")
+			c.Close() // after "bye" is sent
+			return
 		}
-		out = append(out, bytes.ToUpper(line)...)
+		c.Write(bytes.ToUpper(line))
+		c.Discard(i + 1)
 	}
-	if used == 0 && len(in) > 1024 {
-		return len(in), append(out, "line too long\n"...), true // bound the input buffer
-	}
-	return used, out, false
 }
 
-// A protocol of one's own on the requests driver (the default API), with two loops on two OS
-// threads.
-func ExampleProtocol() {
-	srv, err := server.Start(server.Config{
-		Addr:        "127.0.0.1:0",
-		Loops:       2,
-		NewProtocol: func() server.Protocol { return upper{} },
-	})
+// A handler of one's own on two loops, each on its own OS thread.
+func ExampleListen() {
+	ctx, stop := context.WithCancel(context.Background())
+	e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", upper{}, server.WithLoops(2))
 	if err != nil {
-		fmt.Println("Start:", err)
+		stop()
+		fmt.Println("Listen:", err)
 		return
 	}
-	defer srv.Wait()
-	defer srv.Shutdown()
-	c, err := net.Dial("tcp", srv.Addr())
+	defer e.Wait()
+	defer stop()
+	c, err := net.Dial("tcp", e.Addr().String())
 	if err != nil {
 		fmt.Println("Dial:", err)
 		return

@@ -15,7 +15,7 @@ import (
 // the input's pushes, or an error quoting 128 bytes of it.
 func maxReply(in []byte) int { return 4096 + 32*len(in) }
 
-// FuzzRESP: whatever a client sends, Serve neither panics nor consumes more than it was given nor
+// FuzzRESP: whatever a client sends, serve neither panics nor consumes more than it was given nor
 // leaves unbounded output, and the parser finds the same commands whether the input arrives in
 // one read or in two.
 func FuzzRESP(f *testing.F) {
@@ -27,11 +27,11 @@ func FuzzRESP(f *testing.F) {
 	f.Add([]byte("*2\r\n$4\r\nPING\r\n$1\r\nabcd\r\nQUIT\r\nPING\r\n"), uint16(12))
 	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
 		r := NewRESP(NewKeyspace())
-		n, out, closeAfter := r.Serve(in, nil)
-		if n < 0 || n > len(in) || !closeAfter && n < len(in) && len(out) < OutputLimit && completeRESP(in[n:]) {
+		n, out, closeAfter := r.serve(in, nil, outputLimit)
+		if n < 0 || n > len(in) || !closeAfter && n < len(in) && len(out) < outputLimit && completeRESP(in[n:]) {
 			t.Fatalf("consumed %d of %d bytes (close %v)", n, len(in), closeAfter)
 		}
-		if len(out) > OutputLimit+maxReply(in) {
+		if len(out) > outputLimit+maxReply(in) {
 			t.Fatalf("%d bytes of output for %d bytes of input", len(out), len(in))
 		}
 		whole := parseAll(in, len(in))
@@ -72,7 +72,7 @@ func parseAll(in []byte, cut int) string {
 	return got.String()
 }
 
-// FuzzHTTP: whatever a client sends, Serve neither panics nor consumes more than it was given nor
+// FuzzHTTP: whatever a client sends, serve neither panics nor consumes more than it was given nor
 // leaves unbounded output, and answers the same whether the input arrives in one read or in two.
 func FuzzHTTP(f *testing.F) {
 	for _, r := range []string{wrkRequest, curlRequest, wrkRequest + wrkRequest,
@@ -86,7 +86,7 @@ func FuzzHTTP(f *testing.F) {
 		if whole != split || closeWhole != closeSplit {
 			t.Fatalf("in one read (close %v):\n%q\nin two (close %v):\n%q", closeWhole, whole, closeSplit, split)
 		}
-		if len(whole) > OutputLimit+maxReply(in) {
+		if len(whole) > outputLimit+maxReply(in) {
 			t.Fatalf("%d bytes of output for %d bytes of input", len(whole), len(in))
 		}
 	})
@@ -96,11 +96,11 @@ func FuzzHTTP(f *testing.F) {
 // the rest, and returns the responses and closeAfter.
 func serveInTwo(t *testing.T, in []byte, cut int) (string, bool) {
 	h := NewHTTP()
-	h.Tick(testDate)
+	h.setDate(testDate)
 	var out []byte
 	buf, pos := in[:cut], 0
 	for round := 0; round < 2; round++ {
-		n, o, closeAfter := h.Serve(buf[pos:], out)
+		n, o, closeAfter := h.serve(buf[pos:], out, outputLimit)
 		if n < 0 || n > len(buf)-pos {
 			t.Fatalf("consumed %d of %d bytes", n, len(buf)-pos)
 		}

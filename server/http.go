@@ -5,6 +5,7 @@ package server
 import (
 	"bytes"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,48 +20,110 @@ const (
 	MaxBodyBytes = 64 << 10
 )
 
-// HTTP is an HTTP/1.1 server by the rules of TechEmpower's plaintext test: GET (or HEAD) of
-// /plaintext or / answers "Hello, World!" as text/plain with Server and Date headers; connections
-// are kept alive (HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with "Connection:
-// keep-alive"), and pipelined requests are answered in order. Other paths get 404, other methods
-// 405 (the connection stays open). A malformed request gets 400, a head over MaxHeaderBytes 431,
-// a body over MaxBodyBytes 413, Transfer-Encoding (chunked bodies are not read) 501, a version
-// other than 1.0 and 1.1 505; each of these closes the connection after the reply.
+// HTTP is an HTTP/1.1 server by the rules of TechEmpower's plaintext test, a Handler: GET (or
+// HEAD) of /plaintext or / answers "Hello, World!" as text/plain with Server and Date headers;
+// connections are kept alive (HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with
+// "Connection: keep-alive"), and pipelined requests are answered in order. Other paths get
+// 404, other methods 405 (the connection stays open). A malformed request gets 400, a head
+// over MaxHeaderBytes 431, a body over MaxBodyBytes 413, Transfer-Encoding (chunked bodies are
+// not read) 501, a version other than 1.0 and 1.1 505; each of these closes the connection
+// after the reply.
 //
-// One HTTP serves the connections of one loop; its Date is refreshed by Tick, once a second.
+// A request must be complete within RequestTimeout of its first byte, and a kept-alive
+// connection is closed after IdleTimeout without a request: a client that trickles its
+// request (slowloris) or holds connections open for ever is cut off. One HTTP serves every
+// loop of an engine; its Date is refreshed once a second (OnTick).
 type HTTP struct {
-	date  []byte // IMF-fixdate, "Mon, 02 Jan 2006 15:04:05 GMT"
-	hello []byte // the whole 200 response of a kept-alive GET, rebuilt by Tick
+	// RequestTimeout bounds the time from a request's first byte to its last
+	// (Conn.SetRequestTimeout, set in OnOpen): NewHTTP's is DefaultHTTPRequestTimeout; 0
+	// leaves the engine's (WithRequestTimeout: none by default).
+	RequestTimeout time.Duration
+	// IdleTimeout closes a connection on which nothing was received or sent for that long
+	// (Conn.SetIdleTimeout): NewHTTP's is DefaultHTTPIdleTimeout; 0 leaves the engine's
+	// (WithIdleTimeout: none by default).
+	IdleTimeout time.Duration
+
+	cur atomic.Pointer[httpDate]
 }
 
-// NewHTTP returns an HTTP server with its Date set to now.
+// The timeouts NewHTTP gives an HTTP server.
+const (
+	// DefaultHTTPRequestTimeout: a request must be complete within 10 s of its first byte.
+	DefaultHTTPRequestTimeout = 10 * time.Second
+	// DefaultHTTPIdleTimeout: a kept-alive connection without a request for 75 s is closed,
+	// nginx's keepalive_timeout. It outlasts the idle times of the clients that reuse
+	// connections (browsers, wrk, load balancers' pools of 60 s), and an idle connection
+	// costs the server an fd and under 2 KiB, so a long one is cheap; it is there so that
+	// abandoned connections do not hold fds for ever.
+	DefaultHTTPIdleTimeout = 75 * time.Second
+)
+
+// httpDate is the Date header of one second, and the whole 200 response of a kept-alive GET
+// with it.
+type httpDate struct {
+	sec   int64  // Unix seconds
+	date  []byte // IMF-fixdate, "Mon, 02 Jan 2006 15:04:05 GMT"
+	hello []byte
+}
+
+// NewHTTP returns an HTTP server with the default timeouts and its Date set to now.
 func NewHTTP() *HTTP {
-	h := &HTTP{}
-	h.Tick(time.Now())
+	h := &HTTP{RequestTimeout: DefaultHTTPRequestTimeout, IdleTimeout: DefaultHTTPIdleTimeout}
+	h.setDate(time.Now())
 	return h
 }
 
-// Tick sets the Date of the responses to now.
-func (h *HTTP) Tick(now time.Time) {
-	h.date = now.UTC().AppendFormat(h.date[:0], "Mon, 02 Jan 2006 15:04:05 GMT")
-	h.hello = h.appendResponse(h.hello[:0], "200 OK", helloBody, false, "")
+// setDate sets the Date of the responses to now's second (from any goroutine).
+func (h *HTTP) setDate(now time.Time) {
+	now = now.UTC()
+	if d := h.cur.Load(); d != nil && d.sec == now.Unix() {
+		return
+	}
+	d := &httpDate{sec: now.Unix(), date: now.AppendFormat(nil, "Mon, 02 Jan 2006 15:04:05 GMT")}
+	d.hello = appendResponse(nil, d, "200 OK", helloBody, false, "")
+	h.cur.Store(d)
 }
 
 const helloBody = "Hello, World!"
 
-// Serve answers the complete requests at the start of in (see Protocol).
-func (h *HTTP) Serve(in, out []byte) (int, []byte, bool) {
+// OnOpen sets the connection's timeouts (RequestTimeout, IdleTimeout) where they are not 0.
+func (h *HTTP) OnOpen(c *Conn) { setTimeouts(c, h.IdleTimeout, h.RequestTimeout) }
+
+// OnTick refreshes the Date header, every second on each loop.
+func (h *HTTP) OnTick(*Loop) time.Duration {
+	h.setDate(time.Now())
+	return time.Second
+}
+
+// OnData answers the complete requests of the connection's input, in order, until the pending
+// output passes the connection's write limit (the others wait for the call that follows the
+// output's drain), and closes the connection after a response that ends it.
+func (h *HTTP) OnData(c *Conn) {
+	in, _ := c.Peek(-1)
+	used, out, closeAfter := h.serve(in, c.AvailableBuffer(), c.WriteLimit()-c.Pending()+1)
+	c.Write(out)
+	c.Discard(used)
+	if closeAfter {
+		c.Close()
+	}
+}
+
+// serve answers the complete requests at the start of in, appending the responses to out,
+// until len(out) reaches limit. It returns the bytes of in consumed, out, and closeAfter: the
+// last response ends the connection ("Connection: close", HTTP/1.0, or a refused request).
+func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
+	d := h.cur.Load()
 	used := 0
-	for used < len(in) && len(out) < OutputLimit {
+	for used < len(in) && len(out) < limit {
 		req, n, status := parseRequest(in[used:])
 		if status != "" {
-			return len(in), h.appendResponse(out, status, status[4:], false, "close"), true
+			return len(in), appendResponse(out, d, status, status[4:], false, "close"), true
 		}
 		if n == 0 {
 			break
 		}
 		used += n
-		out = h.respond(out, &req)
+		out = respond(out, d, &req)
 		if !req.keepAlive {
 			return len(in), out, true
 		}
@@ -69,7 +132,7 @@ func (h *HTTP) Serve(in, out []byte) (int, []byte, bool) {
 }
 
 // respond appends the response to a well-formed request.
-func (h *HTTP) respond(out []byte, req *request) []byte {
+func respond(out []byte, d *httpDate, req *request) []byte {
 	conn := ""
 	switch {
 	case !req.keepAlive:
@@ -84,23 +147,23 @@ func (h *HTTP) respond(out []byte, req *request) []byte {
 	get, head := string(req.method) == "GET", string(req.method) == "HEAD"
 	switch {
 	case string(path) != "/plaintext" && string(path) != "/":
-		return h.appendResponse(out, "404 Not Found", "Not Found", head, conn)
+		return appendResponse(out, d, "404 Not Found", "Not Found", head, conn)
 	case !get && !head:
-		return h.appendResponse(out, "405 Method Not Allowed\r\nAllow: GET, HEAD", "Method Not Allowed", false, conn)
+		return appendResponse(out, d, "405 Method Not Allowed\r\nAllow: GET, HEAD", "Method Not Allowed", false, conn)
 	case get && conn == "":
-		return append(out, h.hello...)
+		return append(out, d.hello...)
 	}
-	return h.appendResponse(out, "200 OK", helloBody, head, conn)
+	return appendResponse(out, d, "200 OK", helloBody, head, conn)
 }
 
-// appendResponse appends a response with a text/plain body (its head only for HEAD). status is
-// the status code and reason, possibly followed by more header lines; conn is the Connection
-// header's value ("" for none).
-func (h *HTTP) appendResponse(out []byte, status, body string, head bool, conn string) []byte {
+// appendResponse appends a response with a text/plain body (its head only for HEAD) and d's
+// Date. status is the status code and reason, possibly followed by more header lines; conn is
+// the Connection header's value ("" for none).
+func appendResponse(out []byte, d *httpDate, status, body string, head bool, conn string) []byte {
 	out = append(out, "HTTP/1.1 "...)
 	out = append(out, status...)
 	out = append(out, "\r\nServer: ringev\r\nDate: "...)
-	out = append(out, h.date...)
+	out = append(out, d.date...)
 	out = append(out, "\r\nContent-Type: text/plain\r\nContent-Length: "...)
 	out = strconv.AppendInt(out, int64(len(body)), 10)
 	if conn != "" {

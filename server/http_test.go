@@ -39,8 +39,8 @@ func errorResponse(status string) string {
 // serveHTTP runs in through a fresh HTTP server ticked to testDate, in one call.
 func serveHTTP(in string) (n int, out string, closeAfter bool) {
 	h := NewHTTP()
-	h.Tick(testDate)
-	n, b, closeAfter := h.Serve([]byte(in), nil)
+	h.setDate(testDate)
+	n, b, closeAfter := h.serve([]byte(in), nil, outputLimit)
 	return n, string(b), closeAfter
 }
 
@@ -165,13 +165,13 @@ func TestHTTPBodySkippedAndMethodRefused(t *testing.T) {
 	}
 }
 
-// TestHTTPDateFollowsTick: Tick changes the Date of the next responses.
-func TestHTTPDateFollowsTick(t *testing.T) {
+// TestHTTPDateFollowsSetDate: setDate (OnTick's) changes the Date of the next responses.
+func TestHTTPDateFollowsSetDate(t *testing.T) {
 	h := NewHTTP()
-	h.Tick(testDate)
-	h.Tick(testDate.Add(2 * time.Second))
-	_, out, _ := h.Serve([]byte(wrkRequest), nil)
+	h.setDate(testDate)
+	h.setDate(testDate.Add(2 * time.Second))
+	_, out, _ := h.serve([]byte(wrkRequest), nil, outputLimit)
 	if !strings.Contains(string(out), "Date: Tue, 01 Dec 2026 00:00:00 GMT\r\n") {
-		t.Errorf("after a Tick 2 s later:\n%s", out)
+		t.Errorf("after a setDate 2 s later:\n%s", out)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // Keyspace is the RESP server's in-memory database: keys holding strings, lists, sets, hashes
 // and sorted sets, as in Redis, without expiry or persistence. Every loop of a server shares one
-// Keyspace; RESP.Serve holds its lock while it runs the commands of one read. Like Redis without
+// Keyspace; RESP.OnData holds its lock while it runs the commands of one read. Like Redis without
 // maxmemory, it grows with what clients store.
 type Keyspace struct {
 	mu   sync.Mutex

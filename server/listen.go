@@ -11,16 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// listenTCP opens a non-blocking TCP listening socket on addr for the Protocol servers (Start):
-// listenSocket for "tcp", with SO_REUSEPORT, and the address bound as "host:port".
-func listenTCP(addr string) (fd int, bound string, err error) {
-	fd, a, err := listenSocket("tcp", addr, true)
-	if err != nil {
-		return -1, "", err
-	}
-	return fd, a.String(), nil
-}
-
 // listenSocket opens a non-blocking, close-on-exec socket for network on addr: a listening
 // stream socket for "tcp", "tcp4", "tcp6" (backlog 4096, capped by net.core.somaxconn) and
 // "unix" (a path), or a bound datagram socket for "udp", "udp4", "udp6". TCP and UDP sockets get

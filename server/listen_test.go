@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -71,7 +72,8 @@ func TestListenTCP6(t *testing.T) {
 	})
 }
 
-// TestListenErrors: Listen names what it cannot do, and leaves nothing open.
+// TestListenErrors: Listen names what it cannot do (the unknown name, the address in use, with
+// SO_REUSEPORT on two loops or with one acceptor), and leaves nothing open.
 func TestListenErrors(t *testing.T) {
 	noLeaks(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -84,15 +86,17 @@ func TestListenErrors(t *testing.T) {
 		name, network, addr string
 		opts                []Option
 		is                  error
+		says                string // the error names it
 	}{
-		{"unknown network", "sctp", "127.0.0.1:0", nil, nil},
-		{"udp for Listen", "udp", "127.0.0.1:0", nil, nil},
-		{"unknown API", "tcp", "127.0.0.1:0", []Option{WithAPI("carrier-pigeon")}, nil},
-		{"unknown balancing", "tcp", "127.0.0.1:0", []Option{WithBalance("random")}, nil},
-		{"unknown receive mode", "tcp", "127.0.0.1:0", []Option{WithRecv("telepathy")}, nil},
-		{"unknown backend", "tcp", "127.0.0.1:0", []Option{WithBackend("kqueue")}, nil},
-		{"address in use", "tcp", busy.Addr().String(), []Option{WithBalance(BalanceRoundRobin)}, unix.EADDRINUSE},
-		{"bad port", "tcp", "127.0.0.1:no-such-port", nil, nil},
+		{"unknown network", "sctp", "127.0.0.1:0", nil, nil, "sctp"},
+		{"udp for Listen", "udp", "127.0.0.1:0", nil, nil, "udp"},
+		{"unknown API", "tcp", "127.0.0.1:0", []Option{WithAPI("carrier-pigeon")}, nil, "carrier-pigeon"},
+		{"unknown balancing", "tcp", "127.0.0.1:0", []Option{WithBalance("random")}, nil, "random"},
+		{"unknown receive mode", "tcp", "127.0.0.1:0", []Option{WithRecv("telepathy")}, nil, "telepathy"},
+		{"unknown backend", "tcp", "127.0.0.1:0", []Option{WithBackend("kqueue")}, nil, "kqueue"},
+		{"address in use", "tcp", busy.Addr().String(), []Option{WithBalance(BalanceRoundRobin)}, unix.EADDRINUSE, busy.Addr().String()},
+		{"address in use, reuseport", "tcp", busy.Addr().String(), nil, unix.EADDRINUSE, busy.Addr().String()},
+		{"bad port", "tcp", "127.0.0.1:no-such-port", nil, nil, "no-such-port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := Listen(ctx, tc.network, tc.addr, newRecorder(), append(tc.opts, WithLoops(2))...)
@@ -103,6 +107,9 @@ func TestListenErrors(t *testing.T) {
 			}
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error %v, want one wrapping %v", err, tc.is)
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %v does not name %q", err, tc.says)
 			}
 			t.Log(err)
 		})

@@ -398,10 +398,13 @@ func (l *Loop) flush() {
 		list[i] = nil
 		c.dirty = false
 		if !c.closed {
-			if len(c.pend) > 0 {
+			// Past the write limit, reading pauses before the send: a send that takes the
+			// whole output at once (readiness) then resumes it, and OnData is given what it
+			// left, as it is when a later send drains the output.
+			c.afterOutput()
+			if len(c.pend) > 0 && !c.closed {
 				l.drv.send(c)
 			}
-			c.afterOutput()
 		}
 	}
 	l.spare = list[:0]

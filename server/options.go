@@ -147,3 +147,37 @@ func resolve(network string, opts []Option) (options, error) {
 	}
 	return o, nil
 }
+
+// The I/O APIs of WithAPI: the drivers that do the connections' I/O.
+const (
+	// APIReadiness: fd events and the loop's non-blocking read(2)/write(2) (conn_readiness.go).
+	APIReadiness = "readiness"
+	// APIRequests: completion requests: multishot accept, recv (see WithRecv), send and close
+	// as requests (conn_requests.go); on every backend (SQEs on uring, emulated with readiness
+	// and non-blocking syscalls on epoll and poll).
+	APIRequests = "requests"
+	// DefaultAPI is WithAPI's default: APIRequests. On uring it makes ~0.2-0.3 syscalls per
+	// request where the readiness API makes ~2.1 (a read and a write each; redis-benchmark
+	// -P 1, 50 connections), for no more CPU per request; on epoll and poll the emulation
+	// makes the syscalls the readiness API makes (recvfrom/sendto for read/write) at about
+	// the same cost. See docs/serve.md.
+	DefaultAPI = APIRequests
+)
+
+// checkAPI returns the API api names ("" is DefaultAPI), or an error naming an unknown API or
+// receive mode.
+func checkAPI(api, recv string) (string, error) {
+	switch api {
+	case "":
+		api = DefaultAPI
+	case APIReadiness, APIRequests:
+	default:
+		return "", fmt.Errorf("server: unknown API %q (known: %s, %s)", api, APIRequests, APIReadiness)
+	}
+	switch recv {
+	case "", RecvMultishot, RecvPerConn:
+	default:
+		return "", fmt.Errorf("server: unknown receive mode %q (known: %s, %s)", recv, RecvMultishot, RecvPerConn)
+	}
+	return api, nil
+}

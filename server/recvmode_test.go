@@ -2,7 +2,7 @@
 
 package server
 
-// Tests of the requests driver's receive mode by default (Config.Recv ""): multishot where the
+// Tests of the requests driver's receive mode by default (no WithRecv): multishot where the
 // loop can, per connection where the kernel lacks the multishot recv.
 
 import (
@@ -30,7 +30,7 @@ func withoutRecvMultishot(t *testing.T) {
 }
 
 // echoOnce sends msg to srv over a new connection and checks it comes back.
-func echoOnce(t *testing.T, srv *Server, msg string) {
+func echoOnce(t *testing.T, srv *Engine, msg string) {
 	t.Helper()
 	c := dialSend(t, srv, msg)
 	got := make([]byte, len(msg))
@@ -52,14 +52,14 @@ func recvMultishotHere(t *testing.T, backend string) error {
 func TestDefaultRecvIsMultishot(t *testing.T) {
 	for _, b := range ringev.Backends() {
 		t.Run(b, func(t *testing.T) {
-			srv := startServer(t, Config{NewProtocol: echoServer, Backend: b, API: APIRequests})
+			srv := startServer(t, srvConfig{Handler: echoServer(), Backend: b, API: APIRequests})
 			if srv.Recv() != RecvMultishot {
 				if err := recvMultishotHere(t, b); err != nil {
 					testutil.SkipIfIOUringUnavailable(t, err, "backend "+b)
 					testutil.SkipIfFeatureMissing(t, err) // IORING_RECV_MULTISHOT, Linux 6.0
 					t.Fatalf("probing for the multishot recv: %v", err)
 				}
-				t.Fatalf("Recv() = %q with Config.Recv \"\", want %q", srv.Recv(), RecvMultishot)
+				t.Fatalf("Recv() = %q with no receive mode named, want %q", srv.Recv(), RecvMultishot)
 			}
 			echoOnce(t, srv, "multishot by default")
 		})
@@ -70,14 +70,14 @@ func TestDefaultRecvFallsBackToPerConnWithoutMultishot(t *testing.T) {
 	withoutRecvMultishot(t)
 	var mu sync.Mutex
 	var logs []string
-	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: echoServer, API: APIRequests, Loops: 2,
-		Logf: func(format string, args ...any) {
+	srv, err := listenServer(t, srvConfig{Handler: echoServer(), API: APIRequests, Loops: 2,
+		Opts: []Option{WithLogf(func(format string, args ...any) {
 			mu.Lock()
 			logs = append(logs, fmt.Sprintf(format, args...))
 			mu.Unlock()
-		}})
+		})}})
 	if err != nil {
-		t.Fatalf("Start with Recv \"\" and no multishot recv: %v, want a per-conn server", err)
+		t.Fatalf("Listen with no receive mode named and no multishot recv: %v, want a per-conn server", err)
 	}
 	t.Cleanup(func() { stopServer(t, srv) })
 	if srv.Recv() != RecvPerConn {
@@ -96,7 +96,7 @@ func TestDefaultRecvFallsBackOnAnyErrorItMeets(t *testing.T) {
 	old := recvMultishotCheck
 	recvMultishotCheck = func(*ringev.Loop) error { return fmt.Errorf("a buffer ring refused: %w", unix.ENOMEM) }
 	t.Cleanup(func() { recvMultishotCheck = old })
-	srv := startServer(t, Config{NewProtocol: echoServer, API: APIRequests})
+	srv := startServer(t, srvConfig{Handler: echoServer(), API: APIRequests})
 	if srv.Recv() != RecvPerConn {
 		t.Fatalf("Recv() = %q after an ENOMEM on the default's way, want %q", srv.Recv(), RecvPerConn)
 	}
@@ -106,17 +106,17 @@ func TestDefaultRecvFallsBackOnAnyErrorItMeets(t *testing.T) {
 func TestNamedMultishotRecvFailsWithoutIt(t *testing.T) {
 	withoutRecvMultishot(t)
 	before := fdCount(t)
-	_, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: echoServer, API: APIRequests, Recv: RecvMultishot})
+	_, err := listenServer(t, srvConfig{Handler: echoServer(), API: APIRequests, Recv: RecvMultishot})
 	if !errors.Is(err, unix.EOPNOTSUPP) || !strings.Contains(err.Error(), "IORING_RECV_MULTISHOT") {
-		t.Fatalf("Start with Recv multishot and no multishot recv: %v, want EOPNOTSUPP naming IORING_RECV_MULTISHOT", err)
+		t.Fatalf("Listen with RecvMultishot and no multishot recv: %v, want EOPNOTSUPP naming IORING_RECV_MULTISHOT", err)
 	}
 	if n := fdCount(t); n != before {
-		t.Errorf("%d fds open after the failed Start, %d before", n, before)
+		t.Errorf("%d fds open after the failed Listen, %d before", n, before)
 	}
 }
 
 func TestReadinessAPIHasNoRecvMode(t *testing.T) {
-	srv := startServer(t, Config{NewProtocol: echoServer, API: APIReadiness})
+	srv := startServer(t, srvConfig{Handler: echoServer(), API: APIReadiness})
 	if srv.Recv() != "" {
 		t.Errorf("Recv() = %q with the readiness API, want \"\"", srv.Recv())
 	}

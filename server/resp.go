@@ -5,36 +5,68 @@ package server
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
-// RESP is a small Redis: the RESP2 protocol (multibulk and inline commands, pipelining) over a
-// Keyspace, with the commands redis-benchmark's default run sends and a few more: PING, ECHO,
-// SET (no options), GET, INCR, DEL, MSET, LPUSH, RPUSH, LPOP, RPOP, LRANGE, SADD, SPOP, HSET,
-// ZADD (no flags), ZPOPMIN, CONFIG GET (save and appendonly, which redis-benchmark asks first),
-// DBSIZE, FLUSHALL and QUIT. Replies and error texts are Redis 7.0's, checked against
-// redis-server 7.0.15: "ERR unknown command 'x', with args beginning with: 'a' ", "ERR wrong
-// number of arguments for 'get' command", "WRONGTYPE Operation against a key holding the wrong
-// kind of value", "ERR Protocol error: invalid multibulk length" (after which the connection is
-// closed), ...
+// RESP is a small Redis, a Handler: the RESP2 protocol (multibulk and inline commands,
+// pipelining) over a Keyspace, with the commands redis-benchmark's default run sends and a few
+// more: PING, ECHO, SET (no options), GET, INCR, DEL, MSET, LPUSH, RPUSH, LPOP, RPOP, LRANGE,
+// SADD, SPOP, HSET, ZADD (no flags), ZPOPMIN, CONFIG GET (save and appendonly, which
+// redis-benchmark asks first), DBSIZE, FLUSHALL and QUIT. Replies and error texts are Redis
+// 7.0's, checked against redis-server 7.0.15: "ERR unknown command 'x', with args beginning
+// with: 'a' ", "ERR wrong number of arguments for 'get' command", "WRONGTYPE Operation against
+// a key holding the wrong kind of value", "ERR Protocol error: invalid multibulk length" (after
+// which the connection is closed), ...
 //
-// One RESP serves the connections of one loop; several may share a Keyspace.
+// One RESP serves every loop of an engine; several may share a Keyspace. Idle connections are
+// kept, as Redis keeps them (its timeout 0), unless IdleTimeout is set.
 type RESP struct {
-	ks     *Keyspace
+	// IdleTimeout, if not 0, closes a connection on which nothing was received or sent for
+	// that long (Conn.SetIdleTimeout, set in OnOpen); 0 leaves the engine's (WithIdleTimeout).
+	IdleTimeout time.Duration
+	// RequestTimeout, if not 0, closes a connection whose command is not complete within that
+	// long of its first byte (Conn.SetRequestTimeout); 0 leaves the engine's
+	// (WithRequestTimeout).
+	RequestTimeout time.Duration
+
+	ks *Keyspace
+	// Under ks.mu: the parser's reused buffers, and a command name in lower case, to look it
+	// up without allocating.
 	parser respParser
-	lower  [16]byte // a command name in lower case, to look it up without allocating
+	lower  [16]byte
 }
 
-// NewRESP returns a RESP server over ks.
+// NewRESP returns a RESP server over ks, with no timeouts of its own.
 func NewRESP(ks *Keyspace) *RESP { return &RESP{ks: ks} }
 
-// Serve runs the commands at the start of in, appending their replies to out (see Protocol). A
-// protocol error appends Redis's error reply and asks for the connection to be closed, as does
-// QUIT; a command larger than MaxRESPRequest closes it without a reply.
-func (r *RESP) Serve(in, out []byte) (int, []byte, bool) {
+// OnOpen sets the connection's timeouts (IdleTimeout, RequestTimeout) where they are not 0.
+func (r *RESP) OnOpen(c *Conn) { setTimeouts(c, r.IdleTimeout, r.RequestTimeout) }
+
+// OnData runs the complete commands of the connection's input and writes their replies, in
+// order. It stops once the pending output passes the connection's write limit, leaving the
+// other commands for the call that follows the output's drain. A protocol error writes
+// Redis's error reply and closes the connection, as QUIT does after its +OK; a command larger
+// than MaxRESPRequest closes it without a reply.
+func (r *RESP) OnData(c *Conn) {
+	in, _ := c.Peek(-1)
+	room := c.WriteLimit() - c.Pending()
 	r.ks.mu.Lock()
-	defer r.ks.mu.Unlock()
+	used, out, closeAfter := r.serve(in, c.AvailableBuffer(), room+1)
+	r.ks.mu.Unlock()
+	c.Write(out)
+	c.Discard(used)
+	if closeAfter {
+		c.Close()
+	}
+}
+
+// serve runs the commands at the start of in, appending their replies to out, until len(out)
+// reaches limit (or in holds no complete command). It returns the bytes of in consumed, out,
+// and closeAfter: a protocol error (its reply appended), QUIT, or a command over
+// MaxRESPRequest (no reply) ends the connection. The caller holds r.ks.mu.
+func (r *RESP) serve(in, out []byte, limit int) (int, []byte, bool) {
 	used := 0
-	for used < len(in) && len(out) < OutputLimit {
+	for used < len(in) && len(out) < limit {
 		args, n, err := r.parser.next(in[used:])
 		if pe, ok := err.(protocolError); ok {
 			return len(in), appendError(out, "ERR "+pe.Error()), true
@@ -56,6 +88,16 @@ func (r *RESP) Serve(in, out []byte) (int, []byte, bool) {
 		}
 	}
 	return used, out, false
+}
+
+// setTimeouts sets c's idle and request timeouts where they are not 0 (OnOpen of RESP and HTTP).
+func setTimeouts(c *Conn, idle, request time.Duration) {
+	if idle != 0 {
+		c.SetIdleTimeout(idle)
+	}
+	if request != 0 {
+		c.SetRequestTimeout(request)
+	}
 }
 
 // command is one entry of the command table.

@@ -31,13 +31,16 @@ var benchmarkRequests = []string{
 	"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$10\r\nappendonly\r\n",
 }
 
+// outputLimit is the limit the parsers' unit tests give serve: the default write limit.
+const outputLimit = DefaultWriteLimit
+
 // serveAll runs in through a fresh RESP in one call and returns the replies and closeAfter.
 func serveAll(t *testing.T, in string) (string, bool) {
 	t.Helper()
 	r := NewRESP(NewKeyspace())
-	n, out, closeAfter := r.Serve([]byte(in), nil)
+	n, out, closeAfter := r.serve([]byte(in), nil, outputLimit)
 	if !closeAfter && n != len(in) {
-		t.Fatalf("Serve(%q) consumed %d of %d bytes", in, n, len(in))
+		t.Fatalf("serve(%q) consumed %d of %d bytes", in, n, len(in))
 	}
 	return string(out), closeAfter
 }
@@ -133,12 +136,12 @@ func TestRESPRequestOverLimitClosesSilently(t *testing.T) {
 	fmt.Fprintf(&in, "$%d\r\n", MaxRESPBulk) // legal, but the command is not complete...
 	in.Write(bytes.Repeat([]byte("v"), MaxRESPBulk-10))
 	r := NewRESP(NewKeyspace())
-	if n, out, closeAfter := r.Serve(in.Bytes(), nil); n != 0 || closeAfter || len(out) != 0 {
+	if n, out, closeAfter := r.serve(in.Bytes(), nil, outputLimit); n != 0 || closeAfter || len(out) != 0 {
 		t.Fatalf("a legal incomplete command: n %d, close %v, out %q", n, closeAfter, out)
 	}
 	bulk := fmt.Sprintf("$%d\r\n%s\r\n", MaxRESPBulk, strings.Repeat("v", MaxRESPBulk))
 	big := "*3\r\n" + bulk + bulk + "$1\r\n" // ...this one, still incomplete, is too big
-	if _, out, closeAfter := r.Serve([]byte(big), nil); !closeAfter || len(out) != 0 {
+	if _, out, closeAfter := r.serve([]byte(big), nil, outputLimit); !closeAfter || len(out) != 0 {
 		t.Errorf("over MaxRESPRequest: close %v, out %q; want a silent close", closeAfter, out)
 	}
 }
@@ -199,22 +202,22 @@ func TestRESPQuitRepliesThenCloses(t *testing.T) {
 	}
 }
 
-// TestRESPStopsAtOutputLimit: Serve stops once the output reaches OutputLimit and leaves the
+// TestRESPStopsAtOutputLimit: serve stops once the output reaches its limit and leaves the
 // other commands for the next call; every command is answered once over the calls.
 func TestRESPStopsAtOutputLimit(t *testing.T) {
 	r := NewRESP(NewKeyspace())
-	in := []byte(strings.Repeat("PING\r\n", OutputLimit)) // 7 bytes of reply each: more than the limit
+	in := []byte(strings.Repeat("PING\r\n", outputLimit)) // 7 bytes of reply each: more than the limit
 	replies := 0
 	for len(in) > 0 {
-		n, out, closeAfter := r.Serve(in, nil)
-		if closeAfter || n == 0 || len(out) >= OutputLimit+len("+PONG\r\n") {
+		n, out, closeAfter := r.serve(in, nil, outputLimit)
+		if closeAfter || n == 0 || len(out) >= outputLimit+len("+PONG\r\n") {
 			t.Fatalf("n %d, out %d bytes, close %v", n, len(out), closeAfter)
 		}
 		replies += bytes.Count(out, []byte("+PONG\r\n"))
 		in = in[n:]
 	}
-	if replies != OutputLimit {
-		t.Errorf("%d replies to %d PINGs", replies, OutputLimit)
+	if replies != outputLimit {
+		t.Errorf("%d replies to %d PINGs", replies, outputLimit)
 	}
 }
 

@@ -2,8 +2,9 @@
 
 package server
 
-// The requests driver's send hold: replies to a message that the multishot recv delivers in two
-// completions (the first with Completion.SockNonempty) go out in one send.
+// Replies to a message that the multishot recv delivers in two completions (the first with
+// Completion.SockNonempty) go out in one send: the turn's end sends what both completions'
+// OnData calls wrote.
 
 import (
 	"io"
@@ -19,13 +20,12 @@ import (
 
 // startMultishotRESP starts a RESP server on one uring loop, requests API, multishot recv; the
 // test skips, naming the feature, where io_uring or the multishot recv is missing.
-func startMultishotRESP(t *testing.T) *Server {
+func startMultishotRESP(t *testing.T) *Engine {
 	t.Helper()
 	if !slices.Contains(usableBackends(t), "uring") {
 		t.Skip("io_uring cannot be used here (the uring backend)")
 	}
-	srv, err := Start(Config{Addr: "127.0.0.1:0", NewProtocol: respServer, Backend: "uring", API: APIRequests,
-		Recv: RecvMultishot, Logf: t.Logf})
+	srv, err := listenServer(t, srvConfig{Handler: respServer(), Backend: "uring", API: APIRequests, Recv: RecvMultishot})
 	if err != nil {
 		testutil.SkipIfFeatureMissing(t, err) // IORING_RECV_MULTISHOT, Linux 6.0
 		t.Fatal(err)
@@ -36,12 +36,12 @@ func startMultishotRESP(t *testing.T) *Server {
 
 // TestPipelineSplitAtABufferEndIsAnsweredInOneSend: with incremental buffer consumption
 // (IOU_PBUF_RING_INC, Linux 6.12) a pipeline that reaches past the end of the group buffer in
-// use arrives in two recv completions, the first with SockNonempty set; the driver holds the
-// first part's replies and sends them with the rest's: one send per pipeline, 100 for 100.
+// use arrives in two recv completions, the first with SockNonempty set; the first part's replies
+// go with the rest's, at the turn's end: one send per pipeline, 100 for 100.
 func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
 	srv := startMultishotRESP(t)
-	d := srv.drivers[0].(*reqDriver)
-	if !d.group.Incremental() {
+	l := srv.Loops()[0]
+	if !l.drv.(*connReqs).group.Incremental() {
 		t.Skip("the group's buffers are not consumed incrementally (IOU_PBUF_RING_INC, Linux 6.12): no message is split at a buffer's end")
 	}
 	const pipelines, depth = 100, 16 // 100 × 96 bytes: past the ends of the first two 4 KiB buffers
@@ -58,9 +58,9 @@ func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
 		}
 	}
 	c.Close()          // (an open one would make the shutdown linger for a second)
-	stopServer(t, srv) // the driver's counter is read once its loop has ended
-	if d.sends != pipelines {
-		t.Errorf("%d sends for %d pipelines of %d bytes (group buffers of %d bytes), want one each", d.sends, pipelines, len(req), RecvBufferSize)
+	stopServer(t, srv) // the loop's counter is read once it has ended
+	if l.sends != pipelines {
+		t.Errorf("%d sends for %d pipelines of %d bytes (group buffers of %d bytes), want one each", l.sends, pipelines, len(req), RecvBufferSize)
 	}
 }
 

@@ -5,7 +5,7 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,13 +53,28 @@ func forEachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 	}
 }
 
+// srvConfig is what the servers' tests vary: the backend ("" is auto), the driver and its
+// receive mode, the number of loops (0 is 1), the handler, and more options.
+type srvConfig struct {
+	Backend, API, Recv string
+	Loops              int
+	Handler            Handler
+	Opts               []Option
+}
+
+// options are cfg's engine options, with the test's log.
+func (cfg srvConfig) options(t *testing.T) []Option {
+	return append([]Option{WithBackend(cfg.Backend), WithAPI(cfg.API), WithRecv(cfg.Recv),
+		WithLoops(max(cfg.Loops, 1)), WithLogf(t.Logf)}, cfg.Opts...)
+}
+
 // drivers are the connection drivers the TCP tests run: the readiness API, and the requests
-// API with each Recv mode.
-var drivers = []Config{{API: APIReadiness}, {API: APIRequests, Recv: RecvMultishot}, {API: APIRequests, Recv: RecvPerConn}}
+// API with each receive mode.
+var drivers = []srvConfig{{API: APIReadiness}, {API: APIRequests, Recv: RecvMultishot}, {API: APIRequests, Recv: RecvPerConn}}
 
 // driverName names a driver's subtest: "readiness", "requests-multishot", "requests-per-conn",
-// "requests" (its default Recv mode).
-func driverName(cfg Config) string {
+// "requests" (its default receive mode).
+func driverName(cfg srvConfig) string {
 	if cfg.API == APIRequests && cfg.Recv != "" {
 		return cfg.API + "-" + cfg.Recv
 	}
@@ -69,11 +83,11 @@ func driverName(cfg Config) string {
 
 // forEachDriver runs test as a subtest with each of drivers, or, with all false (the tests
 // whose cost is in their clients), with the readiness API and the requests API in its default
-// Recv mode; test adds the rest of the Config to the one it is given.
-func forEachDriver(t *testing.T, all bool, test func(t *testing.T, cfg Config)) {
+// receive mode; test adds the rest of the srvConfig to the one it is given.
+func forEachDriver(t *testing.T, all bool, test func(t *testing.T, cfg srvConfig)) {
 	list := drivers
 	if !all {
-		list = []Config{{API: APIReadiness}, {API: APIRequests}}
+		list = []srvConfig{{API: APIReadiness}, {API: APIRequests}}
 	}
 	for _, cfg := range list {
 		t.Run(driverName(cfg), func(t *testing.T) { test(t, cfg) })
@@ -82,62 +96,72 @@ func forEachDriver(t *testing.T, all bool, test func(t *testing.T, cfg Config)) 
 
 // forEachBackendDriver runs test on each usable backend with each driver (see forEachDriver);
 // cfg.Backend is set.
-func forEachBackendDriver(t *testing.T, all bool, test func(t *testing.T, cfg Config)) {
+func forEachBackendDriver(t *testing.T, all bool, test func(t *testing.T, cfg srvConfig)) {
 	forEachBackend(t, func(t *testing.T, backend string) {
-		forEachDriver(t, all, func(t *testing.T, cfg Config) {
+		forEachDriver(t, all, func(t *testing.T, cfg srvConfig) {
 			cfg.Backend = backend
 			test(t, cfg)
 		})
 	})
 }
 
-// startServer starts a server on 127.0.0.1, any port; the test's cleanup shuts it down and fails
-// the test if that does not end within 10 s or ends with an error.
-func startServer(t *testing.T, cfg Config) *Server {
+// listenServer starts an engine with cfg on 127.0.0.1, any port (no cleanup).
+func listenServer(t *testing.T, cfg srvConfig) (*Engine, error) {
 	t.Helper()
-	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:0"
-	}
-	cfg.Logf = t.Logf
-	srv, err := Start(cfg)
+	return Listen(context.Background(), "tcp", "127.0.0.1:0", cfg.Handler, cfg.options(t)...)
+}
+
+// startServer starts an engine with cfg on 127.0.0.1, any port; the test's cleanup shuts it
+// down and fails the test if that does not end within 10 s or ends with an error.
+func startServer(t *testing.T, cfg srvConfig) *Engine {
+	t.Helper()
+	srv, err := listenServer(t, cfg)
 	if err != nil {
-		t.Fatalf("Start: %v", err)
+		t.Fatalf("Listen: %v", err)
 	}
 	t.Cleanup(func() { stopServer(t, srv) })
 	return srv
 }
 
-// stopServer shuts srv down and waits for it, at most 10 s.
-func stopServer(t *testing.T, srv *Server) {
+// shutdown starts srv's graceful shutdown (Engine.Shutdown, bounded by d) on another
+// goroutine and returns at once; waitServer waits for its end.
+func shutdown(srv *Engine, d time.Duration) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}()
+}
+
+// stopServer shuts srv down (its drain bounded by 5 s) and waits for it, at most 10 s.
+func stopServer(t *testing.T, srv *Engine) {
 	t.Helper()
-	srv.Shutdown()
+	shutdown(srv, 5*time.Second)
 	waitServer(t, srv, "Shutdown")
 }
 
-// waitServer waits until srv.Wait returns, at most 10 s after what (Shutdown, Close) was asked;
+// waitServer waits until srv has ended, at most 10 s after what (Shutdown, Close) was asked;
 // an error from Wait fails the test.
-func waitServer(t *testing.T, srv *Server, what string) {
+func waitServer(t *testing.T, srv *Engine, what string) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
+	case <-srv.Done():
+		if err := srv.Wait(); err != nil {
 			t.Errorf("Wait: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("Wait did not return within 10 s of %s (%d connections open)", what, srv.Conns())
+		t.Fatalf("the engine did not end within 10 s of %s (%d connections open)", what, srv.Conns())
 	}
 }
 
-func respServer() Protocol { return NewRESP(NewKeyspace()) }
-func httpServer() Protocol { return NewHTTP() }
-func echoServer() Protocol { return Echo{} }
+func respServer() Handler { return NewRESP(NewKeyspace()) }
+func httpServer() Handler { return NewHTTP() }
+func echoServer() Handler { return Echo{} }
 
 // dial connects to srv with deadlines on every read and write.
-func dial(t *testing.T, srv *Server) net.Conn {
+func dial(t *testing.T, srv *Engine) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", srv.Addr(), ioTimeout)
+	c, err := net.DialTimeout("tcp", srv.Addr().String(), ioTimeout)
 	if err != nil {
 		t.Fatalf("dial %s: %v", srv.Addr(), err)
 	}
@@ -156,7 +180,7 @@ func awaitFull(t *testing.T, c net.Conn) {
 }
 
 // dialSend dials srv (as dial) and writes req; a failed write fails the test.
-func dialSend(t *testing.T, srv *Server, req string) net.Conn {
+func dialSend(t *testing.T, srv *Engine, req string) net.Conn {
 	t.Helper()
 	c := dial(t, srv)
 	if _, err := c.Write([]byte(req)); err != nil {
@@ -165,7 +189,9 @@ func dialSend(t *testing.T, srv *Server, req string) net.Conn {
 	return c
 }
 
-// readAll reads until EOF; it fails the test on any other error (a reset, the deadline).
+// readAll reads until EOF, each read within ioTimeout (a long stream may take longer than one
+// ioTimeout under -race on a busy machine; a stalled one fails within one); it fails the test
+// on any other error (a reset, the deadline).
 func readAll(t *testing.T, c net.Conn) string {
 	t.Helper()
 	var b []byte
@@ -221,7 +247,7 @@ func writeAll(c net.Conn, p []byte) error {
 }
 
 // waitConns waits until srv has n connections open, at most 10 s.
-func waitConns(t *testing.T, srv *Server, n int) {
+func waitConns(t *testing.T, srv *Engine, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for srv.Conns() != n {
@@ -235,8 +261,8 @@ func waitConns(t *testing.T, srv *Server, n int) {
 // TestEchoOverTCP: the echo server sends back what it receives, on every backend, with each
 // driver.
 func TestEchoOverTCP(t *testing.T) {
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = echoServer
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
+		cfg.Handler = echoServer()
 		srv := startServer(t, cfg)
 		c := dial(t, srv)
 		msg := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320 KB: more than one read, and than OutputLimit
@@ -252,15 +278,15 @@ func TestEchoOverTCP(t *testing.T) {
 // side at once (`printf 'PING\r\n' | nc -N`: the data and the FIN arrive together, POLLRDHUP
 // with POLLIN) reads every reply and then EOF, not a reset, on every backend, with each driver.
 func TestHalfClosedPeerGetsItsReplies(t *testing.T) {
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
 		for _, tc := range []struct {
-			proto     func() Protocol
+			proto     func() Handler
 			req, want string
 		}{
 			{echoServer, "hello ringev", "hello ringev"},
 			{respServer, "PING\r\nPING\r\n", "+PONG\r\n+PONG\r\n"},
 		} {
-			cfg.NewProtocol = tc.proto
+			cfg.Handler = tc.proto()
 			srv := startServer(t, cfg)
 			c := dialSend(t, srv, tc.req)
 			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
@@ -288,9 +314,9 @@ func bigReplies() (req, want string) {
 // halfClosedBigReplies starts a RESP server with cfg, sends it bigReplies' requests on a new
 // connection and shuts down that connection's writing side; it returns the server, the
 // connection and the replies the client should read.
-func halfClosedBigReplies(t *testing.T, cfg Config) (*Server, net.Conn, string) {
+func halfClosedBigReplies(t *testing.T, cfg srvConfig) (*Engine, net.Conn, string) {
 	t.Helper()
-	cfg.NewProtocol = respServer
+	cfg.Handler = respServer()
 	srv := startServer(t, cfg)
 	req, want := bigReplies()
 	c := dialSend(t, srv, req)
@@ -308,7 +334,7 @@ func halfClosedBigReplies(t *testing.T, cfg Config) (*Server, net.Conn, string) 
 // client has started reading (so that whether the server's output is full then varies); on every
 // backend, with the readiness API and the requests API.
 func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
-	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, false, func(t *testing.T, cfg srvConfig) {
 		t.Run("resp", func(t *testing.T) {
 			srv, c, want := halfClosedBigReplies(t, cfg)
 			awaitFull(t, c) // slow to read: the server's output fills first
@@ -318,7 +344,7 @@ func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 			waitConns(t, srv, 0)
 		})
 		t.Run("http", func(t *testing.T) {
-			cfg.NewProtocol = httpServer
+			cfg.Handler = httpServer()
 			srv := startServer(t, cfg)
 			c := dial(t, srv)
 			const n = 150000 // 7.6 MB of requests, 20 MB of replies
@@ -349,7 +375,7 @@ func TestHalfClosedPeerGetsRepliesLargerThanItsSocketBuffers(t *testing.T) {
 // server (within 10 s), though a reset does not wake a handler that waits for Write alone; on
 // every backend, with the readiness API and the requests API.
 func TestResetOfAHalfClosedPeerClosesItsConnection(t *testing.T) {
-	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, false, func(t *testing.T, cfg srvConfig) {
 		srv, c, _ := halfClosedBigReplies(t, cfg)
 		awaitFull(t, c) // the server reads the requests and fills its output
 		if n := srv.Conns(); n != 1 {
@@ -378,7 +404,7 @@ func processCPU(t *testing.T) time.Duration {
 // at a whole core in every window); then the client reads every reply; on every backend, with the
 // readiness API and the requests API.
 func TestHalfClosedSlowReaderLeavesTheServerAsleep(t *testing.T) {
-	forEachBackendDriver(t, false, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, false, func(t *testing.T, cfg srvConfig) {
 		srv, c, want := halfClosedBigReplies(t, cfg)
 		quietest, wall := time.Duration(1<<62), time.Duration(0)
 		for range 4 { // the first windows may still see the requests served
@@ -402,8 +428,8 @@ func TestHalfClosedSlowReaderLeavesTheServerAsleep(t *testing.T) {
 // TestRESPPipelinedOverTCP: a thousand commands in one write get a thousand replies in order, on
 // every backend, with each driver.
 func TestRESPPipelinedOverTCP(t *testing.T) {
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = respServer
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
+		cfg.Handler = respServer()
 		srv := startServer(t, cfg)
 		c := dialSend(t, srv, strings.Repeat("INCR n\r\n", 1000)+"QUIT\r\n")
 		got := readAll(t, c)
@@ -421,15 +447,15 @@ func TestRESPPipelinedOverTCP(t *testing.T) {
 // are answered, then the server closes the connection (the client reads EOF, not a reset), and
 // no connection is left open; on every backend, with each driver.
 func TestMalformedRequestGetsErrorThenClose(t *testing.T) {
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
 		for _, tc := range []struct {
-			proto     func() Protocol
+			proto     func() Handler
 			req, want string
 		}{
 			{respServer, "PING\r\n*1\r\n$x\r\nPING\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
 			{httpServer, wrkRequest + "GET / HTTP/1.1\nHost: h\n\n" + wrkRequest, "HTTP/1.1 400 Bad Request\r\n"},
 		} {
-			cfg.NewProtocol = tc.proto
+			cfg.Handler = tc.proto()
 			srv := startServer(t, cfg)
 			c := dialSend(t, srv, tc.req)
 			if got := readAll(t, c); !strings.Contains(got, tc.want) {
@@ -445,8 +471,8 @@ func TestMalformedRequestGetsErrorThenClose(t *testing.T) {
 // closes its side, and keeps sending, is closed by the server within lingerTimeout (plus slack),
 // with each driver (the requests driver's bound is its recv's deadline).
 func TestLingeringCloseEndsAtItsTimeout(t *testing.T) {
-	forEachDriver(t, true, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = respServer
+	forEachDriver(t, true, func(t *testing.T, cfg srvConfig) {
+		cfg.Handler = respServer()
 		srv := startServer(t, cfg)
 		c := dialSend(t, srv, "PING\r\nQUIT\r\n")
 		if got := readAll(t, c); got != "+PONG\r\n+OK\r\n" {
@@ -470,10 +496,10 @@ func TestLingeringCloseEndsAtItsTimeout(t *testing.T) {
 // bytes (some answered with an error and closed by the server, some left incomplete), read what
 // comes back and close, leave no connection open; with each driver.
 func TestRandomInputLeavesNoConnection(t *testing.T) {
-	forEachDriver(t, true, func(t *testing.T, cfg Config) {
+	forEachDriver(t, true, func(t *testing.T, cfg srvConfig) {
 		rng := rand.New(rand.NewPCG(13, uint64(len(driverName(cfg)))))
-		for _, proto := range []func() Protocol{respServer, httpServer} {
-			cfg.NewProtocol = proto
+		for _, proto := range []func() Handler{respServer, httpServer} {
+			cfg.Handler = proto()
 			srv := startServer(t, cfg)
 			for range 100 {
 				c := dial(t, srv)
@@ -500,11 +526,11 @@ func TestRandomInputLeavesNoConnection(t *testing.T) {
 // RLIMIT_NOFILE when it prepares an accept SQE, so a lower limit set later does not bind an
 // accept already armed.
 func TestAcceptResumesAfterFdsRunOut(t *testing.T) {
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
 		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
 			t.Skipf("the other backends run the same drivers; tested on uring and epoll")
 		}
-		cfg.NewProtocol = respServer
+		cfg.Handler = respServer()
 		const n = 12
 		var fds [n]int
 		for i := range fds {
@@ -563,8 +589,8 @@ func TestAcceptResumesAfterFdsRunOut(t *testing.T) {
 // the server stop reading while its output is full (OutputLimit); once the client reads, every
 // reply arrives, in order; with each driver.
 func TestSlowReaderGetsEveryReply(t *testing.T) {
-	forEachDriver(t, true, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol = respServer
+	forEachDriver(t, true, func(t *testing.T, cfg srvConfig) {
+		cfg.Handler = respServer()
 		srv := startServer(t, cfg)
 		c := dial(t, srv)
 		const n = 300000 // 2.4 MB of requests, 2.1 MB of replies: more than the socket buffers hold
@@ -619,7 +645,7 @@ func raiseNofile(t *testing.T, n uint64) {
 func TestDroppedConnectionsLeaveNoFd(t *testing.T) {
 	for _, backend := range []string{"auto", "epoll"} {
 		t.Run(backend, func(t *testing.T) {
-			forEachDriver(t, true, func(t *testing.T, cfg Config) {
+			forEachDriver(t, true, func(t *testing.T, cfg srvConfig) {
 				testDroppedConnections(t, backend, cfg)
 			})
 		})
@@ -627,16 +653,16 @@ func TestDroppedConnectionsLeaveNoFd(t *testing.T) {
 }
 
 // testDroppedConnections is TestDroppedConnectionsLeaveNoFd on one backend with one driver.
-func testDroppedConnections(t *testing.T, backend string, cfg Config) {
+func testDroppedConnections(t *testing.T, backend string, cfg srvConfig) {
 	raiseNofile(t, 4096)
 	for _, p := range []struct {
-		proto       func() Protocol
+		proto       func() Handler
 		half, whole string
 	}{
 		{respServer, "*3\r\n$3\r\nSET\r\n$1\r\nk", "PING\r\n"},
 		{httpServer, "GET /plaintext HTTP/1.1\r\nHost: 127.", wrkRequest},
 	} {
-		cfg.Backend, cfg.NewProtocol = backend, p.proto
+		cfg.Backend, cfg.Handler = backend, p.proto()
 		srv := startServer(t, cfg)
 		// The process's first dial opens the Go runtime's poller (an epoll fd and an eventfd):
 		// one served connection before the count keeps them out of it.
@@ -646,7 +672,7 @@ func testDroppedConnections(t *testing.T, backend string, cfg Config) {
 		for batch := range 10 {
 			conns := make([]*net.TCPConn, 0, 1000)
 			for i := range 1000 {
-				c, err := net.DialTimeout("tcp", srv.Addr(), ioTimeout)
+				c, err := net.DialTimeout("tcp", srv.Addr().String(), ioTimeout)
 				if err != nil {
 					t.Fatalf("batch %d, dial %d: %v", batch, i, err)
 				}
@@ -684,9 +710,9 @@ func testDroppedConnections(t *testing.T, backend string, cfg Config) {
 
 // servedAfter dials srv, sends req (a whole request) and waits for the first byte of its
 // reply, then closes the connection: the server has accepted every connection made before.
-func servedAfter(t *testing.T, srv *Server, req string) {
+func servedAfter(t *testing.T, srv *Engine, req string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", srv.Addr(), ioTimeout)
+	c, err := net.DialTimeout("tcp", srv.Addr().String(), ioTimeout)
 	if err != nil {
 		t.Fatalf("dial %s: %v", srv.Addr(), err)
 	}
@@ -725,9 +751,9 @@ func TestShutdownWritesPendingRepliesThenCloses(t *testing.T) {
 }
 
 // testShutdown is TestShutdownWritesPendingRepliesThenCloses with one driver.
-func testShutdown(t *testing.T, cfg Config) {
-	cfg.Addr, cfg.NewProtocol, cfg.Logf = "127.0.0.1:0", respServer, t.Logf
-	srv, err := Start(cfg)
+func testShutdown(t *testing.T, cfg srvConfig) {
+	cfg.Handler = respServer()
+	srv, err := listenServer(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +761,7 @@ func testShutdown(t *testing.T, cfg Config) {
 	waitConns(t, srv, 2)
 	go busy.Write([]byte(strings.Repeat("PING\r\n", 300000))) // more than the buffers and OutputLimit take
 	awaitFull(t, busy)
-	srv.Shutdown()
+	shutdown(srv, DefaultDrainTimeout)
 	got := readAll(t, busy)
 	if len(got) == 0 || len(got)%7 != 0 || got != strings.Repeat("+PONG\r\n", len(got)/7) {
 		t.Errorf("the busy connection got %d bytes (%.50q...): want whole +PONG replies", len(got), got)
@@ -744,7 +770,7 @@ func testShutdown(t *testing.T, cfg Config) {
 		t.Errorf("the idle connection got %q", got)
 	}
 	waitServer(t, srv, "Shutdown")
-	if _, err := net.DialTimeout("tcp", srv.Addr(), time.Second); err == nil {
+	if _, err := net.DialTimeout("tcp", srv.Addr().String(), time.Second); err == nil {
 		t.Error("the server still accepts connections after Shutdown")
 	}
 }
@@ -752,9 +778,9 @@ func testShutdown(t *testing.T, cfg Config) {
 // TestLoopsShareTheKeyspace: with 4 loops (SO_REUSEPORT), connections land on several loops and
 // see one keyspace; with each driver.
 func TestLoopsShareTheKeyspace(t *testing.T) {
-	forEachDriver(t, false, func(t *testing.T, cfg Config) {
+	forEachDriver(t, false, func(t *testing.T, cfg srvConfig) {
 		ks := NewKeyspace()
-		cfg.Loops, cfg.NewProtocol = 4, func() Protocol { return NewRESP(ks) }
+		cfg.Loops, cfg.Handler = 4, NewRESP(ks)
 		srv := startServer(t, cfg)
 		for i := range 40 {
 			c := dial(t, srv)
@@ -773,8 +799,8 @@ func TestHTTPDateRefreshedByTimer(t *testing.T) {
 }
 
 // testHTTPDate is TestHTTPDateRefreshedByTimer with one driver.
-func testHTTPDate(t *testing.T, cfg Config) {
-	cfg.NewProtocol = httpServer
+func testHTTPDate(t *testing.T, cfg srvConfig) {
+	cfg.Handler = httpServer()
 	srv := startServer(t, cfg)
 	c := dial(t, srv)
 	r := bufio.NewReader(c)
@@ -801,42 +827,26 @@ func testHTTPDate(t *testing.T, cfg Config) {
 	}
 }
 
-// TestStartRefusesAnUnknownAPIOrRecvMode: an API or Recv mode Start does not know is an error
-// naming it; nothing is left open.
-func TestStartRefusesAnUnknownAPIOrRecvMode(t *testing.T) {
-	before := fdCount(t)
-	for _, cfg := range []Config{{API: "magic"}, {API: APIRequests, Recv: "telepathy"}} {
-		cfg.Addr, cfg.NewProtocol = "127.0.0.1:0", echoServer
-		_, err := Start(cfg)
-		if err == nil || !strings.Contains(err.Error(), "magic") && !strings.Contains(err.Error(), "telepathy") {
-			t.Errorf("Start(API %q, Recv %q): %v, want an error naming it", cfg.API, cfg.Recv, err)
-		}
-	}
-	if n := fdCount(t); n != before {
-		t.Errorf("%d fds open after the failed Starts, %d before", n, before)
-	}
-}
-
 // TestBackendReasonSaysWhyAutoChose: with Backend "" (auto) the server says why its loops got
 // their backend (the loop's "auto: ..." reason, which names the failing kernel feature when
 // io_uring cannot be used); with a backend named, it says nothing.
 func TestBackendReasonSaysWhyAutoChose(t *testing.T) {
-	srv := startServer(t, Config{NewProtocol: echoServer})
+	srv := startServer(t, srvConfig{Handler: echoServer()})
 	if r := srv.BackendReason(); !strings.HasPrefix(r, "auto: ") || !strings.Contains(r, srv.Backend()) {
 		t.Errorf("auto chose %s; BackendReason %q, want an \"auto: \" reason naming it", srv.Backend(), r)
 	}
-	named := startServer(t, Config{NewProtocol: echoServer, Backend: "poll"})
+	named := startServer(t, srvConfig{Handler: echoServer(), Backend: "poll"})
 	if r := named.BackendReason(); r != "" {
 		t.Errorf("backend named: BackendReason %q, want \"\"", r)
 	}
 }
 
 // TestCloseCutsADrainShort: Close after Shutdown closes a connection whose peer does not read
-// (a drain that would wait out its ShutdownTimeout, here a minute) at once, and the loops end.
+// (a drain that would wait out its bound, here a minute) at once, and the loops end.
 func TestCloseCutsADrainShort(t *testing.T) {
-	forEachDriver(t, false, func(t *testing.T, cfg Config) {
-		cfg.NewProtocol, cfg.Addr, cfg.ShutdownTimeout = echoServer, "127.0.0.1:0", time.Minute
-		srv, err := Start(cfg)
+	forEachDriver(t, false, func(t *testing.T, cfg srvConfig) {
+		cfg.Handler = echoServer()
+		srv, err := listenServer(t, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -851,31 +861,13 @@ func TestCloseCutsADrainShort(t *testing.T) {
 		}()
 		waitConns(t, srv, 1)
 		awaitFull(t, c) // the echo's replies fill the buffers
-		srv.Shutdown()
+		shutdown(srv, time.Minute)
 		srv.Close()
-		waitServer(t, srv, "Close (ShutdownTimeout 1 min)")
+		waitServer(t, srv, "Close (a drain bounded by 1 min)")
 		if n := srv.Conns(); n != 0 {
 			t.Errorf("%d connections open after Close, want 0", n)
 		}
 	})
-}
-
-// TestStartNamesAnAddressInUse: an address taken by a socket without SO_REUSEPORT is an error
-// naming the address and wrapping EADDRINUSE; no fd is left open.
-func TestStartNamesAnAddressInUse(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	before := fdCount(t)
-	_, err = Start(Config{Addr: l.Addr().String(), Loops: 2, NewProtocol: echoServer})
-	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), l.Addr().String()) {
-		t.Errorf("Start on a taken address: %v", err)
-	}
-	if n := fdCount(t); n != before {
-		t.Errorf("%d fds open after the failed Start, %d before", n, before)
-	}
 }
 
 // TestIdleConnectionsOwnNoBuffers: 5,000 connections that have each been served one request and
@@ -884,7 +876,7 @@ func TestStartNamesAnAddressInUse(t *testing.T) {
 // with the readiness driver and with the requests driver's multishot recv (the kernel picks a
 // buffer of the loop's group only when bytes arrive).
 func TestIdleConnectionsOwnNoBuffers(t *testing.T) {
-	for _, cfg := range []Config{{API: APIReadiness}, {API: APIRequests, Recv: RecvMultishot}} {
+	for _, cfg := range []srvConfig{{API: APIReadiness}, {API: APIRequests, Recv: RecvMultishot}} {
 		t.Run(driverName(cfg), func(t *testing.T) {
 			if per := idleHeapPerConn(t, cfg, 5000); per > 2048 {
 				t.Errorf("%.0f bytes of heap per idle connection, want < 2048", per)
@@ -897,7 +889,7 @@ func TestIdleConnectionsOwnNoBuffers(t *testing.T) {
 // idle connections holds its recv's buffer (RecvBufferSize) and no other: between
 // RecvBufferSize and RecvBufferSize + 2 KiB of heap each.
 func TestIdlePerConnRecvOwnsOneBuffer(t *testing.T) {
-	per := idleHeapPerConn(t, Config{API: APIRequests, Recv: RecvPerConn}, 5000)
+	per := idleHeapPerConn(t, srvConfig{API: APIRequests, Recv: RecvPerConn}, 5000)
 	if per < RecvBufferSize || per > RecvBufferSize+2048 {
 		t.Errorf("%.0f bytes of heap per idle connection, want %d to %d", per, RecvBufferSize, RecvBufferSize+2048)
 	}
@@ -906,9 +898,9 @@ func TestIdlePerConnRecvOwnsOneBuffer(t *testing.T) {
 // idleHeapPerConn opens n connections to a RESP server run with cfg, has each served a PING,
 // leaves them idle, and returns the server's heap growth per connection, in bytes. The clients
 // are raw sockets, so that their own memory is not counted.
-func idleHeapPerConn(t *testing.T, cfg Config, n int) float64 {
+func idleHeapPerConn(t *testing.T, cfg srvConfig, n int) float64 {
 	raiseNofile(t, uint64(2*n+256))
-	cfg.NewProtocol = respServer
+	cfg.Handler = respServer()
 	srv := startServer(t, cfg)
 	sa := sockaddr(t, srv)
 	heap := func() uint64 {
@@ -937,11 +929,8 @@ func idleHeapPerConn(t *testing.T, cfg Config, n int) float64 {
 }
 
 // sockaddr is srv's address for unix.Connect.
-func sockaddr(t *testing.T, srv *Server) unix.Sockaddr {
-	addr, err := net.ResolveTCPAddr("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
+func sockaddr(t *testing.T, srv *Engine) unix.Sockaddr {
+	addr := srv.Addr().(*net.TCPAddr)
 	sa := &unix.SockaddrInet4{Port: addr.Port}
 	copy(sa.Addr[:], addr.IP.To4())
 	return sa
@@ -999,11 +988,11 @@ func rawReply(t *testing.T, fd int, reply []byte) {
 // fewer than 100 heap allocations in the whole process (the server's loop, the test's client
 // and the runtime): serving a request allocates nothing, with each driver, on uring and epoll.
 func TestServingAllocatesNothingPerRequest(t *testing.T) {
-	forEachBackendDriver(t, true, func(t *testing.T, cfg Config) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
 		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
 			t.Skipf("the other backends run the same drivers; measured on uring and epoll")
 		}
-		cfg.NewProtocol = respServer
+		cfg.Handler = respServer()
 		srv := startServer(t, cfg)
 		sa := sockaddr(t, srv)
 		var fds [4]int

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 const usageServe = `usage: ringev serve resp|http|echo [--addr HOST:PORT] [--backend B]
                                    [--api requests|readiness] [--recv multishot|per-conn] [--loops N]
                                    [--batch-wait DURATION [--batch N]]
+                                   [--request-timeout D] [--idle-timeout D]
 
 Serves a protocol on ringev's loop until SIGINT or SIGTERM:
   resp   a small Redis (RESP2, inline commands, pipelining, an in-memory keyspace) with the
@@ -63,6 +65,15 @@ flags:
                     and wakes a thread to hold it, which costs more than the batch saves
   --batch N         completions a batching wait waits for, 1..1024 (default %d; without
                     --batch-wait it sizes the default batching wait)
+  --request-timeout D
+                    a connection whose request is not complete within D of its first
+                    byte is closed, however slowly the bytes come (a slowloris client is
+                    cut off at D); a duration such as 10s, or off. Default: 10s for http,
+                    off for resp (as Redis) and echo
+  --idle-timeout D  a connection on which nothing was received or sent for D is closed;
+                    a duration such as 75s, or off. Default: 75s for http (nginx's
+                    keepalive_timeout), off for resp (Redis keeps idle clients: its
+                    timeout 0) and echo
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
 writes the replies, closes them and exits 0. The close lingers: the server shuts its side
@@ -73,6 +84,10 @@ second SIGINT or SIGTERM closes them at once).
 
 // maxLoops bounds --loops.
 const maxLoops = 1024
+
+// serveDrainTimeout bounds serve's graceful shutdown on SIGINT or SIGTERM: connections still
+// open after it are closed.
+const serveDrainTimeout = 5 * time.Second
 
 // serveOptions is the parsed command line of `ringev serve`.
 type serveOptions struct {
@@ -88,6 +103,15 @@ type serveOptions struct {
 	// batchAuto: no --batch-wait, the requests API, backend auto or uring: the batching wait is
 	// defaultBatchWait where the kernel and GOMAXPROCS allow it (autoBatchOff), decided at start
 	batchAuto bool
+	// request, idle: --request-timeout and --idle-timeout (0: none), the protocol's defaults
+	// (serveTimeouts) unless given
+	request, idle time.Duration
+}
+
+// serveTimeouts are the protocols' default --request-timeout and --idle-timeout: HTTP's
+// (server.NewHTTP's), none for RESP (Redis keeps idle clients) and echo.
+var serveTimeouts = map[string][2]time.Duration{
+	"http": {server.DefaultHTTPRequestTimeout, server.DefaultHTTPIdleTimeout},
 }
 
 // defaultBatchWait and defaultBatch are serve's batching wait when --batch-wait is not given
@@ -170,6 +194,17 @@ func parseServe(args []string) (serveOptions, error) {
 		o.batch = int(n)
 		return err
 	})
+	requestSet, idleSet := false, false
+	fs.Func("request-timeout", "request timeout", func(s string) (err error) {
+		o.request, err = parseTimeout(s)
+		requestSet = true
+		return err
+	})
+	fs.Func("idle-timeout", "idle timeout", func(s string) (err error) {
+		o.idle, err = parseTimeout(s)
+		idleSet = true
+		return err
+	})
 	fs.Func("loops", "number of loops", func(s string) error {
 		n, err := parseCount(s)
 		if err == nil && n > maxLoops {
@@ -226,7 +261,29 @@ func parseServe(args []string) (serveOptions, error) {
 	if o.addr == "" {
 		o.addr = serveProtocols[o.proto]
 	}
+	if !requestSet {
+		o.request = serveTimeouts[o.proto][0]
+	}
+	if !idleSet {
+		o.idle = serveTimeouts[o.proto][1]
+	}
 	return o, nil
+}
+
+// parseTimeout parses a --request-timeout or --idle-timeout value: "off" or 0 (none), or a
+// positive duration.
+func parseTimeout(s string) (time.Duration, error) {
+	if s == "off" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("not a duration (e.g. 10s, 500ms) nor off")
+	}
+	if d < 0 {
+		return 0, errors.New("must not be negative (0 or off: none)")
+	}
+	return d, nil
 }
 
 // parseBatchWait parses a --batch-wait value (serve's, and bench net's): "off" (0), or a
@@ -273,17 +330,21 @@ func checkAddr(s string) error {
 	return nil
 }
 
-// newProtocol returns the server.Config.NewProtocol of a protocol name; the loops of one RESP
-// server share its keyspace.
-func newProtocol(name string) func() server.Protocol {
-	switch name {
+// newHandler returns the handler of `ringev serve`'s protocol, with o's timeouts, and the
+// engine options it needs: the loops of one RESP server share its keyspace; echo, which has no
+// timeouts of its own, gets the engine's.
+func newHandler(o serveOptions) (server.Handler, []server.Option) {
+	switch o.proto {
 	case "resp":
-		ks := server.NewKeyspace()
-		return func() server.Protocol { return server.NewRESP(ks) }
+		h := server.NewRESP(server.NewKeyspace())
+		h.RequestTimeout, h.IdleTimeout = o.request, o.idle
+		return h, nil
 	case "http":
-		return func() server.Protocol { return server.NewHTTP() }
+		h := server.NewHTTP()
+		h.RequestTimeout, h.IdleTimeout = o.request, o.idle
+		return h, nil
 	}
-	return func() server.Protocol { return server.Echo{} }
+	return server.Echo{}, []server.Option{server.WithRequestTimeout(o.request), server.WithIdleTimeout(o.idle)}
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -304,16 +365,18 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if o.batchWait > 0 {
 		loopOpts = append(loopOpts, ringev.WithBatchWait(o.batch, o.batchWait))
 	}
-	srv, err := server.Start(server.Config{
-		LoopOptions: loopOpts,
-		Addr:        o.addr,
-		Backend:     o.backend,
-		API:         o.api,
-		Recv:        o.recv,
-		Loops:       o.loops,
-		NewProtocol: newProtocol(o.proto),
-		Logf:        func(format string, args ...any) { fmt.Fprintf(stderr, "ringev serve: "+format+"\n", args...) },
-	})
+	h, hopts := newHandler(o)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv, err := server.Listen(ctx, "tcp", o.addr, h, append([]server.Option{
+		server.WithLoopOptions(loopOpts...),
+		server.WithBackend(o.backend),
+		server.WithAPI(o.api),
+		server.WithRecv(o.recv),
+		server.WithLoops(o.loops),
+		server.WithDrainTimeout(serveDrainTimeout),
+		server.WithLogf(func(format string, args ...any) { fmt.Fprintf(stderr, "ringev serve: "+format+"\n", args...) }),
+	}, hopts...)...)
 	if err != nil {
 		fmt.Fprintf(stderr, "ringev serve %s: %v\n", o.proto, err)
 		return 1
@@ -343,7 +406,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		api += ", no batching wait (--batch-wait off)"
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
-		o.proto, srv.Addr(), srv.Backend(), o.loops, api)
+		o.proto, srv.Addr().String(), srv.Backend(), o.loops, api)
 	if o.backend == "auto" && srv.Backend() != ringev.Backends()[0] { // a fallback: say why
 		fmt.Fprintf(stderr, "ringev serve %s: %s\n", o.proto, srv.BackendReason())
 	}
@@ -352,7 +415,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	select {
 	case sig := <-sigs:
 		fmt.Fprintf(stderr, "ringev serve %s: %s: finishing %d connection(s)\n", o.proto, signalName(sig), srv.Conns())
-		srv.Shutdown()
+		stop() // the graceful shutdown, bounded by serveDrainTimeout
 		select {
 		case err = <-ended:
 		case sig = <-sigs: // a second signal: no more waiting for slow peers
