@@ -23,7 +23,8 @@ import (
 
 // TestParseServeDefaults: each protocol has its default address, the default API, the requests
 // API's default receive mode, auto backend, one loop, the default batching wait decided at start
-// (the requests API); the protocol may come after the flags.
+// (the requests API), its default timeouts (http: 10 s per request, 75 s idle; resp: none); the
+// protocol may come after the flags.
 func TestParseServeDefaults(t *testing.T) {
 	for _, args := range [][]string{{"resp"}, {"--loops", "1", "resp"}} {
 		o, err := parseServe(args)
@@ -36,8 +37,17 @@ func TestParseServeDefaults(t *testing.T) {
 		}
 	}
 	o, err := parseServe([]string{"http", "--addr", "0.0.0.0:9000", "--backend", "epoll", "--api", "readiness", "--loops", "4"})
-	if err != nil || o != (serveOptions{proto: "http", addr: "0.0.0.0:9000", backend: "epoll", api: "readiness", loops: 4}) {
+	if err != nil || o != (serveOptions{proto: "http", addr: "0.0.0.0:9000", backend: "epoll", api: "readiness", loops: 4,
+		request: 10 * time.Second, idle: 75 * time.Second}) {
 		t.Errorf("%+v, %v", o, err)
+	}
+	o, err = parseServe([]string{"http", "--request-timeout", "300ms", "--idle-timeout", "off"})
+	if err != nil || o.request != 300*time.Millisecond || o.idle != 0 {
+		t.Errorf("http --request-timeout 300ms --idle-timeout off: %+v, %v", o, err)
+	}
+	o, err = parseServe([]string{"resp", "--idle-timeout", "1m", "--request-timeout", "0"})
+	if err != nil || o.idle != time.Minute || o.request != 0 {
+		t.Errorf("resp --idle-timeout 1m --request-timeout 0: %+v, %v", o, err)
 	}
 	o, err = parseServe([]string{"resp", "--api", "requests", "--batch-wait", "50us"})
 	if err != nil || o.batchWait != 50*time.Microsecond || o.batch != 16 {
@@ -85,6 +95,8 @@ func TestParseServeBadInput(t *testing.T) {
 		{[]string{"resp", "--batch-wait", "off", "--batch", "8"}, []string{"--batch", "--batch-wait is off"}},
 		{[]string{"resp", "--api", "readiness", "--batch-wait", "50us"}, []string{"--batch-wait", "only the requests API", "--api is readiness"}},
 		{[]string{"resp", "--api", "requests", "--backend", "epoll", "--batch-wait", "50us"}, []string{"--batch-wait", "only the uring backend", "--backend is epoll"}},
+		{[]string{"http", "--request-timeout", "soon"}, []string{"--request-timeout", "not a duration"}},
+		{[]string{"http", "--idle-timeout", "-1s"}, []string{"--idle-timeout", "must not be negative"}},
 	} {
 		_, err := parseServe(tc.args)
 		if exitStatus(err) != 2 {
@@ -123,10 +135,16 @@ func startServeEcho(t *testing.T, args ...string) (net.Conn, *bufio.Scanner, <-c
 // the address).
 func startServeEchoBanner(t *testing.T, args ...string) (net.Conn, *bufio.Scanner, <-chan int, string) {
 	t.Helper()
+	return startServeBanner(t, "echo", args...)
+}
+
+// startServeBanner is startServeEchoBanner for protocol proto.
+func startServeBanner(t *testing.T, proto string, args ...string) (net.Conn, *bufio.Scanner, <-chan int, string) {
+	t.Helper()
 	r, w := io.Pipe()
 	code := make(chan int, 1)
 	go func() {
-		code <- run(append([]string{"serve", "echo", "--addr", "127.0.0.1:0"}, args...), io.Discard, w)
+		code <- run(append([]string{"serve", proto, "--addr", "127.0.0.1:0"}, args...), io.Discard, w)
 		w.Close()
 	}()
 	lines := bufio.NewScanner(r)
@@ -167,15 +185,7 @@ func echoThenSIGTERM(t *testing.T, c net.Conn, lines *bufio.Scanner, code <-chan
 	if _, err := io.ReadFull(c, got); err != nil || string(got) != "ping" {
 		t.Fatalf("echo: %q, %v", got, err)
 	}
-	syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
-	select {
-	case n := <-code:
-		if n != 0 {
-			t.Errorf("exit status %d after SIGTERM, want 0", n)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ringev serve did not exit within 10 s of SIGTERM")
-	}
+	sigterm(t, code)
 }
 
 // TestServeSecondSignalClosesAtOnce: a second SIGTERM during the drain (a client that sends and
@@ -341,5 +351,106 @@ func TestServeReadinessAPIHasNoDefaultBatchingWait(t *testing.T) {
 		if b := serveBanner(t, "", args...); strings.Contains(b, "batching wait") {
 			t.Errorf("serve echo %q: %q, want no batching wait mentioned", args, b)
 		}
+	}
+}
+
+// closedWithin reads from c until it ends (EOF or a reset) and returns how long that took from
+// start; the test fails if it has not ended within limit.
+func closedWithin(t *testing.T, c net.Conn, start time.Time, limit time.Duration) time.Duration {
+	t.Helper()
+	c.SetReadDeadline(start.Add(limit))
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("the connection is still open %v after its start", limit)
+			}
+			return time.Since(start)
+		}
+	}
+}
+
+// TestServeHTTPRequestTimeoutClosesATricklingClient: `serve http --request-timeout 300ms` closes
+// a connection whose request comes one byte every 50 ms (a slowloris client) 300 ms after its
+// first byte, though the bytes keep coming; then serve stops on SIGTERM.
+func TestServeHTTPRequestTimeoutClosesATricklingClient(t *testing.T) {
+	c, lines, code, _ := startServeBanner(t, "http", "--request-timeout", "300ms")
+	start := time.Now()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // one header byte every 50 ms, never the end of the head
+		req := []byte("GET / HTTP/1.1\r\nHost: h\r\nX-Slow: " + strings.Repeat("a", 1000))
+		for i := 0; ; i++ {
+			if _, err := c.Write(req[i%len(req) : i%len(req)+1]); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	took := closedWithin(t, c, start, 5*time.Second)
+	if took < 300*time.Millisecond {
+		t.Errorf("closed %v after the first byte, before its request timeout (300 ms)", took)
+	}
+	t.Logf("the trickling client was closed %v after its first byte", took)
+	sigtermExits(t, lines, code)
+}
+
+// TestServeHTTPIdleTimeoutClosesAnIdleConnection: `serve http --idle-timeout 300ms` answers a
+// request, then closes the kept-alive connection once it has been idle for 300 ms.
+func TestServeHTTPIdleTimeoutClosesAnIdleConnection(t *testing.T) {
+	c, lines, code, _ := startServeBanner(t, "http", "--idle-timeout", "300ms")
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: h\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	for { // the response's head, then its 13-byte body
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the response: %v", err)
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	if _, err := io.ReadFull(r, make([]byte, len("Hello, World!"))); err != nil {
+		t.Fatal(err)
+	}
+	idle := time.Now()
+	if _, err := r.ReadByte(); err == nil {
+		t.Fatal("more bytes after the response")
+	}
+	if took := time.Since(idle); took < 300*time.Millisecond || took > 4*time.Second {
+		t.Errorf("the idle connection closed after %v, want 300 ms (and within 4 s)", took)
+	}
+	sigtermExits(t, lines, code)
+}
+
+// sigtermExits reads the rest of the stderr of a serve started by startServeBanner, stops it
+// with SIGTERM and wants exit status 0 within 10 s.
+func sigtermExits(t *testing.T, lines *bufio.Scanner, code <-chan int) {
+	t.Helper()
+	go func() { // the rest of stderr
+		for lines.Scan() {
+		}
+	}()
+	sigterm(t, code)
+}
+
+// sigterm sends SIGTERM to serve and wants exit status 0 within 10 s.
+func sigterm(t *testing.T, code <-chan int) {
+	t.Helper()
+	syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+	select {
+	case n := <-code:
+		if n != 0 {
+			t.Errorf("exit status %d after SIGTERM, want 0", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ringev serve did not exit within 10 s of SIGTERM")
 	}
 }
