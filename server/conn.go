@@ -416,7 +416,7 @@ func (c *Conn) deliver(data []byte) {
 		return
 	}
 	if c.idle > 0 {
-		c.active = c.l.now()
+		c.active = c.l.turnTime()
 	}
 	if len(c.in) == 0 && !c.paused {
 		c.serve(data)
@@ -468,7 +468,7 @@ func (c *Conn) serve(data []byte) {
 	}
 	c.in = append(c.in[:0], rest...) // rest may be c.in's tail: append moves it to the start
 	if c.reqTO > 0 && (consumed || c.reqStart == 0) {
-		c.reqStart = l.now()
+		c.reqStart = l.turnTime()
 		c.armTimer(c.reqStart + int64(c.reqTO))
 	}
 }
@@ -476,7 +476,7 @@ func (c *Conn) serve(data []byte) {
 // sentSome follows output the kernel took: the end of backpressure, and what afterOutput does.
 func (c *Conn) sentSome() {
 	if c.idle > 0 {
-		c.active = c.l.now()
+		c.active = c.l.turnTime()
 	}
 	if c.paused {
 		c.maybeResume()

@@ -174,7 +174,7 @@ func (d *connRdy) read(c *Conn) {
 	if into {
 		c.in = c.in[:len(c.in)+n]
 		if c.idle > 0 {
-			c.active = c.l.now()
+			c.active = c.l.turnTime()
 		}
 		c.received()
 		return
