@@ -38,6 +38,13 @@ func FuzzRESP(f *testing.F) {
 		if split := parseAll(in, int(cut)%(len(in)+1)); whole != split {
 			t.Fatalf("in one read: %s\nin two: %s", whole, split)
 		}
+		var fast, slow respParser
+		if plain, ok := fast.plainWords(in); ok { // a line without quotes: both splits agree
+			quoted, err := slow.quotedWords(in)
+			if err != nil || fmt.Sprintf("%q", plain) != fmt.Sprintf("%q", quoted) {
+				t.Fatalf("%q: split without copies %q, by sdssplitargs's rules %q (%v)", in, plain, quoted, err)
+			}
+		}
 	})
 }
 

@@ -47,8 +47,8 @@ type respParser struct {
 // next parses the command at the start of in. It returns its arguments (none for an empty
 // command: an empty inline line or a multibulk count <= 0, both ignored as Redis does), the bytes
 // consumed, or n == 0 when in holds no complete command yet. A multibulk argument is a view into
-// in; an inline argument lives in the parser's scratch buffer. The error is a protocolError or
-// errRequestTooBig.
+// in, and so is an inline one without quotes; a quoted inline one lives in the parser's scratch
+// buffer. The error is a protocolError or errRequestTooBig.
 func (p *respParser) next(in []byte) (args [][]byte, n int, err error) {
 	if len(in) == 0 {
 		return nil, 0, nil
@@ -130,6 +130,19 @@ func (p *respParser) inline(in []byte) ([][]byte, int, error) {
 	if i := bytes.IndexByte(text, 0); i >= 0 {
 		text = text[:i]
 	}
+	if args, ok := p.plainWords(text); ok {
+		return args, nl + 1, nil
+	}
+	args, err := p.quotedWords(text)
+	if err != nil {
+		return nil, 0, err
+	}
+	return args, nl + 1, nil
+}
+
+// quotedWords splits an inline line into its words by sdssplitargs's rules (splitWord), into the
+// parser's scratch buffer.
+func (p *respParser) quotedWords(text []byte) ([][]byte, error) {
 	// The words go to scratch first and become args once scratch has stopped moving.
 	p.args, p.scratch, p.starts = p.args[:0], p.scratch[:0], p.starts[:0]
 	for i := 0; ; {
@@ -143,14 +156,36 @@ func (p *respParser) inline(in []byte) ([][]byte, int, error) {
 		var ok bool
 		p.scratch, i, ok = splitWord(text, i, p.scratch)
 		if !ok {
-			return nil, 0, protocolError("unbalanced quotes in request")
+			return nil, protocolError("unbalanced quotes in request")
 		}
 		p.starts = append(p.starts, len(p.scratch))
 	}
 	for j := 0; j < len(p.starts); j += 2 {
 		p.args = append(p.args, p.scratch[p.starts[j]:p.starts[j+1]])
 	}
-	return p.args, nl + 1, nil
+	return p.args, nil
+}
+
+// plainWords splits a line without quotes (the usual inline command, "PING") into views of its
+// words, as splitWord would split them, without copying; ok is false when the line holds a
+// quote, which only splitWord reads right.
+func (p *respParser) plainWords(text []byte) (args [][]byte, ok bool) {
+	p.args = p.args[:0]
+	for i := 0; i < len(text); {
+		for i < len(text) && isSpace(text[i]) {
+			i++
+		}
+		start := i
+		for ; i < len(text) && !isSpace(text[i]); i++ {
+			if text[i] == '"' || text[i] == '\'' {
+				return nil, false
+			}
+		}
+		if i > start {
+			p.args = append(p.args, text[start:i])
+		}
+	}
+	return p.args, true
 }
 
 // splitWord appends the word starting at text[i] to dst, unquoted, and returns the offset after
