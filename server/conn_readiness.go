@@ -204,6 +204,9 @@ func (d *connRdy) write(c *Conn) {
 		c.wblocked = true
 	}
 	if n > 0 {
+		if c.idle > 0 {
+			c.active = c.l.turnTime()
+		}
 		c.sentSome()
 	}
 	d.update(c)

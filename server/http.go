@@ -99,10 +99,9 @@ func (h *HTTP) OnTick(*Loop) time.Duration {
 // output passes the connection's write limit (the others wait for the call that follows the
 // output's drain), and closes the connection after a response that ends it.
 func (h *HTTP) OnData(c *Conn) {
-	in, _ := c.Peek(-1)
-	used, out, closeAfter := h.serve(in, c.AvailableBuffer(), c.WriteLimit()-c.Pending()+1)
-	c.Write(out)
-	c.Discard(used)
+	in, out := c.Buffers()
+	used, out, closeAfter := h.serve(in, out, c.WriteLimit()-c.Pending()+1)
+	c.Commit(used, out)
 	if closeAfter {
 		c.Close()
 	}
@@ -230,22 +229,24 @@ func parseRequest(b []byte) (req request, n int, status string) {
 		if colon <= 0 || !isToken(line[:colon]) {
 			return req, 0, statusBadRequest // also a folded line (obs-fold), which starts with a space
 		}
-		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		name, value := line[:colon], trimOWS(line[colon+1:])
 		for _, c := range value {
 			if c < ' ' && c != '\t' || c == 0x7f {
 				return req, 0, statusBadRequest
 			}
 		}
+		// The fields read are told apart by their length first: most fields are none of them,
+		// and a case-insensitive comparison costs more than a length.
 		switch {
-		case bytes.EqualFold(name, []byte("Host")):
+		case len(name) == len("Host") && bytes.EqualFold(name, []byte("Host")):
 			hosts++
-		case bytes.EqualFold(name, []byte("Connection")):
+		case len(name) == len("Connection") && bytes.EqualFold(name, []byte("Connection")):
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				tok = bytes.Trim(tok, " \t")
+				tok = trimOWS(tok)
 				closeTok = closeTok || bytes.EqualFold(tok, []byte("close"))
 				keepAliveTok = keepAliveTok || bytes.EqualFold(tok, []byte("keep-alive"))
 			}
-		case bytes.EqualFold(name, []byte("Content-Length")):
+		case len(name) == len("Content-Length") && bytes.EqualFold(name, []byte("Content-Length")):
 			v, ok := parseLength(value)
 			switch {
 			case !ok || bodyLen >= 0 && v != bodyLen:
@@ -254,7 +255,7 @@ func parseRequest(b []byte) (req request, n int, status string) {
 				return req, 0, statusTooLarge
 			}
 			bodyLen = v
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+		case len(name) == len("Transfer-Encoding") && bytes.EqualFold(name, []byte("Transfer-Encoding")):
 			return req, 0, statusNotImplemented
 		}
 	}
@@ -271,11 +272,31 @@ func parseRequest(b []byte) (req request, n int, status string) {
 	return req, pos, ""
 }
 
+// trimOWS removes the optional white space (spaces and tabs) around a field value or a list
+// element (RFC 9110, 5.6.3).
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // parseRequestLine parses "METHOD SP request-target SP HTTP/x.y" into req.
 func parseRequestLine(line []byte, req *request) (status string) {
-	method, rest, ok1 := bytes.Cut(line, []byte(" "))
-	target, version, ok2 := bytes.Cut(rest, []byte(" "))
-	if !ok1 || !ok2 || !isToken(method) || len(target) == 0 {
+	sp1 := bytes.IndexByte(line, ' ')
+	if sp1 < 0 {
+		return statusBadRequest
+	}
+	method, rest := line[:sp1], line[sp1+1:]
+	sp2 := bytes.IndexByte(rest, ' ')
+	if sp2 < 0 {
+		return statusBadRequest
+	}
+	target, version := rest[:sp2], rest[sp2+1:]
+	if !isToken(method) || len(target) == 0 {
 		return statusBadRequest
 	}
 	for _, c := range target {

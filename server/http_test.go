@@ -3,8 +3,12 @@
 package server
 
 import (
+	"bufio"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -174,4 +178,86 @@ func TestHTTPDateFollowsSetDate(t *testing.T) {
 	if !strings.Contains(string(out), "Date: Tue, 01 Dec 2026 00:00:00 GMT\r\n") {
 		t.Errorf("after a setDate 2 s later:\n%s", out)
 	}
+}
+
+// slowClient is one connection of a slowloris client: it sends one byte of a request head that
+// never ends every interval, and returns the time from its first byte until the server closed
+// it (EOF or a reset), or an error: the dial failed, or the server had not closed it within
+// limit of its first byte.
+func slowClient(addr string, interval, limit time.Duration) (time.Duration, error) {
+	c, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	head := "GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + strings.Repeat("a", 1000)
+	start := time.Now() // before the first byte is written: the server cannot have it earlier
+	buf := make([]byte, 512)
+	for i := 0; ; i++ {
+		if _, err := c.Write([]byte{head[i%len(head)]}); err != nil {
+			return time.Since(start), nil // a reset
+		}
+		if time.Since(start) > limit {
+			return 0, fmt.Errorf("still open %v after its first byte", time.Since(start))
+		}
+		c.SetReadDeadline(time.Now().Add(interval)) // the pause before the next byte
+		for {
+			n, err := c.Read(buf)
+			if err == nil && n > 0 {
+				continue // a response, if the server sent one: the close follows
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				break
+			}
+			return time.Since(start), nil // EOF or a reset: closed
+		}
+	}
+}
+
+// TestHTTPClosesSlowlorisConnectionsAtTheRequestTimeout: 1,000 net.Dial clients that each send
+// one byte of a request head every 100 ms, never ending it, are all closed by an HTTP server
+// whose RequestTimeout is 500 ms: none before 500 ms after its first byte, every one within 3 s
+// of it; meanwhile a client that sends whole requests is answered, each within 1 s. On every
+// backend, with both drivers.
+func TestHTTPClosesSlowlorisConnectionsAtTheRequestTimeout(t *testing.T) {
+	const n, interval, timeout, limit = 1000, 100 * time.Millisecond, 500 * time.Millisecond, 3 * time.Second
+	raiseNofile(t, 2*n+512)
+	forEachBackendDriver(t, false, func(t *testing.T, cfg srvConfig) {
+		h := NewHTTP()
+		h.RequestTimeout, h.IdleTimeout = timeout, 0
+		cfg.Handler = h
+		srv := startServer(t, cfg)
+		addr := srv.Addr().String()
+		var wg sync.WaitGroup
+		took := make([]time.Duration, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { took[i], errs[i] = slowClient(addr, interval, limit) })
+		}
+		good := dial(t, srv)
+		r := bufio.NewReader(good)
+		for end := time.Now().Add(time.Second); time.Now().Before(end); {
+			good.SetDeadline(time.Now().Add(time.Second))
+			if _, err := good.Write([]byte(wrkRequest)); err != nil {
+				t.Fatalf("the well-behaved client: %v", err)
+			}
+			if got, err := r.Peek(len(helloResponse(""))); err != nil || !strings.HasSuffix(string(got), "Hello, World!") {
+				t.Fatalf("the well-behaved client: %q, %v; want a response within 1 s", got, err)
+			}
+			r.Discard(len(helloResponse("")))
+		}
+		good.Close()
+		wg.Wait()
+		slices.Sort(took)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("slow client %d: %v", i, err)
+			}
+		}
+		t.Logf("%d slow clients closed after %v (first) to %v (last) from their first byte", n, took[0], took[n-1])
+		if took[0] < timeout {
+			t.Errorf("a slow client was closed %v after its first byte, before the request timeout (%v)", took[0], timeout)
+		}
+		waitConns(t, srv, 0)
+	})
 }

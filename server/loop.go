@@ -4,7 +4,6 @@ package server
 
 import (
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,6 +141,12 @@ func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<-
 	} else {
 		err = l.startStream(lfd)
 	}
+	if err == nil && lfd < 0 {
+		// A loop with nothing to wait for yet (no listener: it is handed connections) must
+		// not end: an fd that never becomes ready keeps it until maybeDone stops it. Not a
+		// timer: with one pending, every wait of the loop computes a deadline.
+		err = l.keepAlive()
+	}
 	if err != nil {
 		l.stop()
 		ev.Close()
@@ -152,9 +157,6 @@ func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<-
 	if e.onTick != nil {
 		l.ticked(nil)
 	}
-	// A loop with nothing to wait for yet (no listener: it is handed connections) must not
-	// end: a timer that never fires keeps it until maybeDone stops it.
-	ev.AddTimer(math.MaxInt64, func(*ringev.Timer) {})
 	if err := ev.Run(); err != nil {
 		e.loopErr(l.idx, err)
 	}
@@ -162,6 +164,22 @@ func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<-
 	if err := ev.Close(); err != nil {
 		e.loopErr(l.idx, err)
 	}
+}
+
+// keepAlive watches an eventfd that is never written (closed with the loop), so that the loop
+// waits while it has nothing else to wait for. Errors: eventfd(2)'s, or the loop's AddFd's.
+func (l *Loop) keepAlive() error {
+	fd, err := eventfd()
+	if err != nil {
+		return fmt.Errorf("server: eventfd for loop %d: %w", l.idx, err)
+	}
+	ev, err := l.ev.AddFd(fd, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {})
+	if err != nil {
+		unix.Close(fd)
+		return err
+	}
+	ev.SetAutoClose(true)
+	return nil
 }
 
 // startStream makes the connection driver and starts it on lfd.
@@ -257,6 +275,7 @@ func (l *Loop) wakeLocked() {
 // drain takes the inbox on the loop's goroutine: bytes written to connections from other
 // goroutines join their output, then the closes, the sockets handed over, the functions.
 func (l *Loop) drain() {
+	l.clockSet = false // a posted function runs in a turn of its own (see turnTime)
 	l.mu.Lock()
 	l.woken = false
 	l.tkW, l.inW = l.inW, l.tkW[:0]
@@ -408,6 +427,9 @@ func (l *Loop) flush() {
 			// left, as it is when a later send drains the output.
 			c.afterOutput()
 			if len(c.pend) > 0 && !c.closed {
+				if c.idle > 0 {
+					c.active = l.turnTime() // sending is activity (see sentSome)
+				}
 				l.drv.send(c)
 			}
 		}
@@ -451,17 +473,25 @@ func (p *bufPool) put(b []byte) {
 // now is the loop's clock: ns since the loop started (monotonic).
 func (l *Loop) now() int64 { return int64(time.Since(l.epoch)) }
 
-// turnTime is now as read once in the loop's turn: the time of the connections' activity and of
-// their requests' starts. A clock read per turn rather than two per request (a receive and a
-// send) matters: it is a vDSO call of some 50 instructions. The turn's end (flush, which reading
-// the clock schedules) makes the next turn read it anew, so the time is never older than the
-// turn's handlers.
+// turnTime is now as read once in the loop's turn: the time of the connections' activity, for
+// their idle timeouts. A clock read per turn rather than two per request (a receive and a send)
+// matters: it is a vDSO call of some 50 instructions. The turn's end (flush, which reading the
+// clock schedules) makes the next turn read it anew, and so do the layer's timers and posted
+// functions, which run in turns of their own: the fds' turn can come before a scheduled flush
+// only after FdStarvationLimit such turns. (A request's start, which a client can play with,
+// reads the clock itself.)
 func (l *Loop) turnTime() int64 {
-	if !l.clockSet {
-		l.clock, l.clockSet = l.now(), true
-		if !l.flushing {
-			l.schedule()
-		}
+	if l.clockSet {
+		return l.clock
+	}
+	return l.readClock()
+}
+
+// readClock is turnTime's first read in a turn (out of line: turnTime is inlined).
+func (l *Loop) readClock() int64 {
+	l.clock, l.clockSet = l.now(), true
+	if !l.flushing {
+		l.schedule()
 	}
 	return l.clock
 }

@@ -48,13 +48,12 @@ func (r *RESP) OnOpen(c *Conn) { setTimeouts(c, r.IdleTimeout, r.RequestTimeout)
 // Redis's error reply and closes the connection, as QUIT does after its +OK; a command larger
 // than MaxRESPRequest closes it without a reply.
 func (r *RESP) OnData(c *Conn) {
-	in, _ := c.Peek(-1)
+	in, out := c.Buffers()
 	room := c.WriteLimit() - c.Pending()
 	r.ks.mu.Lock()
-	used, out, closeAfter := r.serve(in, c.AvailableBuffer(), room+1)
+	used, out, closeAfter := r.serve(in, out, room+1)
 	r.ks.mu.Unlock()
-	c.Write(out)
-	c.Discard(used)
+	c.Commit(used, out)
 	if closeAfter {
 		c.Close()
 	}

@@ -21,6 +21,11 @@ func accept4(fd int) (int, error) {
 	return nfd, err
 }
 
+// eventfd is eventfd(2), non-blocking and close-on-exec, with a count of 0.
+func eventfd() (int, error) {
+	return unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+}
+
 // usableCPUs is the number of CPUs the process may run on (its affinity mask), at least 1.
 func usableCPUs() int {
 	var set unix.CPUSet

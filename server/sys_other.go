@@ -18,6 +18,10 @@ func accept4(int) (int, error) {
 	return -1, fmt.Errorf("server: accept4(2) on %s: %w", runtime.GOOS, unix.ENOSYS)
 }
 
+func eventfd() (int, error) {
+	return -1, fmt.Errorf("server: eventfd(2) on %s: %w", runtime.GOOS, unix.ENOSYS)
+}
+
 func usableCPUs() int { return max(1, runtime.NumCPU()) }
 
 func submitMsg(*ringev.Loop, int, *unix.Msghdr, []byte, ringev.Callback, uint64, bool) error {
