@@ -225,13 +225,13 @@ func parseRequest(b []byte) (req request, n int, status string) {
 		if len(line) == 0 {
 			break // the end of the head
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !isToken(line[:colon]) {
+		colon := tokenEnd(line)
+		if colon == 0 || colon == len(line) || line[colon] != ':' {
 			return req, 0, statusBadRequest // also a folded line (obs-fold), which starts with a space
 		}
 		name, value := line[:colon], trimOWS(line[colon+1:])
 		for _, c := range value {
-			if c < ' ' && c != '\t' || c == 0x7f {
+			if badValueByte[c] {
 				return req, 0, statusBadRequest
 			}
 		}
@@ -284,26 +284,22 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// parseRequestLine parses "METHOD SP request-target SP HTTP/x.y" into req.
+// parseRequestLine parses "METHOD SP request-target SP HTTP/x.y" into req, in one pass: the
+// method is a token, the target has no control character, space or DEL.
 func parseRequestLine(line []byte, req *request) (status string) {
-	sp1 := bytes.IndexByte(line, ' ')
-	if sp1 < 0 {
+	sp1 := tokenEnd(line)
+	if sp1 == 0 || sp1 == len(line) || line[sp1] != ' ' {
 		return statusBadRequest
 	}
 	method, rest := line[:sp1], line[sp1+1:]
-	sp2 := bytes.IndexByte(rest, ' ')
-	if sp2 < 0 {
+	sp2 := 0
+	for sp2 < len(rest) && rest[sp2] > ' ' && rest[sp2] != 0x7f {
+		sp2++
+	}
+	if sp2 == 0 || sp2 == len(rest) || rest[sp2] != ' ' {
 		return statusBadRequest
 	}
 	target, version := rest[:sp2], rest[sp2+1:]
-	if !isToken(method) || len(target) == 0 {
-		return statusBadRequest
-	}
-	for _, c := range target {
-		if c <= ' ' || c == 0x7f {
-			return statusBadRequest
-		}
-	}
 	if target[0] != '/' && string(target) != "*" { // origin-form, or asterisk-form (OPTIONS)
 		return statusBadRequest
 	}
@@ -337,15 +333,24 @@ func parseLength(b []byte) (int, bool) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// isToken reports whether b is an RFC 9110 token (a method or a field name): one or more tchars.
-func isToken(b []byte) bool {
-	for _, c := range b {
-		if !tchar[c] {
-			return false
-		}
+// tokenEnd returns the length of the RFC 9110 token (a method or a field name: tchars) that b
+// starts with: the index of its first byte that is not a tchar, or len(b).
+func tokenEnd(b []byte) int {
+	i := 0
+	for i < len(b) && tchar[b[i]] {
+		i++
 	}
-	return len(b) > 0
+	return i
 }
+
+// badValueByte tells the bytes a field value may not hold: the control characters but tab,
+// and DEL (RFC 9110, 5.5).
+var badValueByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c < ' ' && c != '\t' || c == 0x7f
+	}
+	return t
+}()
 
 // tchar is RFC 9110's tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~.
 var tchar = func() (t [256]bool) {
