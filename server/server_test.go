@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -637,110 +636,6 @@ func raiseNofile(t *testing.T, n uint64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
-}
-
-// TestDroppedConnectionsLeaveNoFd: 10,000 connections opened, sent half a request and dropped
-// (half with a FIN, half with a reset), 1,000 open at a time, leave no connection and no fd behind;
-// with each driver.
-func TestDroppedConnectionsLeaveNoFd(t *testing.T) {
-	for _, backend := range []string{"auto", "epoll"} {
-		t.Run(backend, func(t *testing.T) {
-			forEachDriver(t, true, func(t *testing.T, cfg srvConfig) {
-				testDroppedConnections(t, backend, cfg)
-			})
-		})
-	}
-}
-
-// testDroppedConnections is TestDroppedConnectionsLeaveNoFd on one backend with one driver.
-func testDroppedConnections(t *testing.T, backend string, cfg srvConfig) {
-	raiseNofile(t, 4096)
-	for _, p := range []struct {
-		proto       func() Handler
-		half, whole string
-	}{
-		{respServer, "*3\r\n$3\r\nSET\r\n$1\r\nk", "PING\r\n"},
-		{httpServer, "GET /plaintext HTTP/1.1\r\nHost: 127.", wrkRequest},
-	} {
-		cfg.Backend, cfg.Handler = backend, p.proto()
-		srv := startServer(t, cfg)
-		// The process's first dial opens the Go runtime's poller (an epoll fd and an eventfd):
-		// one served connection before the count keeps them out of it.
-		servedAfter(t, srv, p.whole)
-		waitConns(t, srv, 0)
-		before := testutil.OpenFds(t)
-		for batch := range 10 {
-			conns := make([]*net.TCPConn, 0, 1000)
-			for i := range 1000 {
-				c, err := net.DialTimeout("tcp", srv.Addr().String(), ioTimeout)
-				if err != nil {
-					t.Fatalf("batch %d, dial %d: %v", batch, i, err)
-				}
-				tc := c.(*net.TCPConn)
-				tc.SetDeadline(time.Now().Add(ioTimeout))
-				if _, err := tc.Write([]byte(p.half)); err != nil {
-					t.Fatal(err)
-				}
-				conns = append(conns, tc)
-			}
-			for i, c := range conns {
-				if i%2 == 0 {
-					c.SetLinger(0) // close with a reset
-				}
-				c.Close() // nothing else uses c: its fd is closed when Close returns
-			}
-			// Until the server has accepted them, dropped connections wait in the listener's
-			// backlog, where they count in no Conns and hold no fd of this process: Conns 0
-			// says nothing. The backlog is a FIFO and the server one loop, so a connection
-			// made now and served shows the whole batch accepted (and the backlog kept under
-			// 1,000, far from its 4,096, so no connection is dropped and established late).
-			servedAfter(t, srv, p.whole)
-		}
-		waitConns(t, srv, 0) // every connection was accepted: 0 now means every one closed
-		deadline := time.Now().Add(10 * time.Second)
-		for len(testutil.FdsSince(t, before)) > 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if fds := testutil.FdsSince(t, before); len(fds) > 0 {
-			t.Errorf("fds %s open after 10,000 dropped connections (%d before)", describeFds(fds), len(before))
-		}
-		stopServer(t, srv)
-	}
-}
-
-// servedAfter dials srv, sends req (a whole request) and waits for the first byte of its
-// reply, then closes the connection: the server has accepted every connection made before.
-func servedAfter(t *testing.T, srv *Engine, req string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", srv.Addr().String(), ioTimeout)
-	if err != nil {
-		t.Fatalf("dial %s: %v", srv.Addr(), err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(ioTimeout))
-	if _, err := c.Write([]byte(req)); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	if _, err := c.Read(make([]byte, 1)); err != nil {
-		t.Fatalf("no reply to %q: %v", req, err)
-	}
-}
-
-// describeFds names each fd with what it is (/proc/self/fd's link: socket:[inode],
-// anon_inode:[eventpoll], ...), for a failure's message.
-func describeFds(fds []int) string {
-	var b strings.Builder
-	for i, fd := range fds {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-		if err != nil {
-			link = "closed"
-		}
-		fmt.Fprintf(&b, "%d (%s)", fd, link)
-	}
-	return b.String()
 }
 
 // TestShutdownWritesPendingRepliesThenCloses: Shutdown serves what a connection has sent, writes
