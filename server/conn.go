@@ -224,9 +224,8 @@ func (c *Conn) write(p []byte) {
 // Buffers returns, in one call, what Peek(-1) and AvailableBuffer return: the input, and an
 // empty buffer over the output's free room. A handler that parses requests and appends its
 // replies takes both, parses in, appends to out, and ends with Commit (ringev's RESP and HTTP
-// do): two calls where the four (Peek, AvailableBuffer, Write, Discard) cost some 120
-// instructions a request more. From another goroutine both are nil; on a closed connection
-// out is.
+// do): two calls per request where Peek, AvailableBuffer, Write and Discard make four. From
+// another goroutine both are nil; on a closed connection out is.
 func (c *Conn) Buffers() (in, out []byte) {
 	if !c.l.ev.Owned() {
 		return nil, nil

@@ -48,7 +48,7 @@
 // The package also holds the servers that `ringev serve` and `ringev bench net` run against
 // real clients, each a Handler and an example of one: RESP (a small Redis over a Keyspace),
 // HTTP (HTTP/1.1 plaintext, with a request timeout of 10 s and an idle timeout of 75 s by
-// default) and Echo. RESP and HTTP parse the input they Peek, append their replies to
-// Conn.AvailableBuffer, Write them and Discard what they parsed, stopping once the output
-// passes the connection's write limit.
+// default) and Echo. RESP and HTTP take the input and the output's free room with
+// Conn.Buffers, parse the one, append their replies to the other and Commit both, stopping once
+// the output passes the connection's write limit.
 package server

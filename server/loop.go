@@ -475,7 +475,7 @@ func (l *Loop) now() int64 { return int64(time.Since(l.epoch)) }
 
 // turnTime is now as read once in the loop's turn: the time of the connections' activity, for
 // their idle timeouts. A clock read per turn rather than two per request (a receive and a send)
-// matters: it is a vDSO call of some 50 instructions. The turn's end (flush, which reading the
+// matters: each is a vDSO call on the hot path. The turn's end (flush, which reading the
 // clock schedules) makes the next turn read it anew, and so do the layer's timers and posted
 // functions, which run in turns of their own: the fds' turn can come before a scheduled flush
 // only after FdStarvationLimit such turns. (A request's start, which a client can play with,
