@@ -640,3 +640,46 @@ func TestNotOwnerCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 		await(t, "50 more rounds after Loop.Close", func() bool { return calls.Load() >= at+50 })
 	})
 }
+
+// TestNotOwnerRequestCallsWhileOwnerMakesRequestsDoNotRace: a request call (Loop.Read) from
+// another goroutine returns ErrNotOwner without reading the request state the owner is making
+// at the same time (its first request, fds of growing numbers): the race detector sees no race.
+func TestNotOwnerRequestCallsWhileOwnerMakesRequestsDoNotRace(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		rs, _ := testutil.Pipes(t, 16, false)
+		l := newLoop(t, backend)
+		var calls atomic.Int64
+		stop, done := make(chan struct{}), make(chan struct{})
+		t.Cleanup(func() { // also after a failure: the goroutine must not outlive the test
+			close(stop)
+			select {
+			case <-done:
+			case <-time.After(deadline):
+				t.Errorf("the other goroutine's calls did not return within %v", deadline)
+			}
+		})
+		go func() {
+			defer close(done)
+			buf := make([]byte, 1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, fd := range rs {
+					if _, err := l.Read(fd, buf, -1, func(*ringev.Completion) {}, 0); !errors.Is(err, ringev.ErrNotOwner) {
+						t.Errorf("Loop.Read on fd %d from another goroutine: %v, want ErrNotOwner", fd, err)
+					}
+				}
+				calls.Add(1)
+			}
+		}()
+		await(t, "the other goroutine's first calls", func() bool { return calls.Load() > 0 })
+		for _, fd := range rs { // the loop's first requests, on fds it has not seen
+			must(t)(l.Read(fd, make([]byte, 1), -1, func(*ringev.Completion) {}, 0))
+		}
+		at := calls.Load()
+		await(t, "more calls after the owner's requests", func() bool { return calls.Load() > at+10 })
+	})
+}

@@ -241,9 +241,11 @@ func (h Request) Pending() bool { return h.rec != nil && h.rec.gen == h.gen && h
 // Buf is buf[:N]. The errors of every request call, and the rules for buf (the kernel's
 // until the last callback) and fd (close it with CloseFd), are in Request's documentation.
 func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
-	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-		rq.okOps&(1<<OpRead) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
-		return rq.drv.rw(OpRead, fd, buf, max(off, -1), cb, token), nil
+	if l.owned() { // first: another goroutine must not read the owner's request state
+		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+			rq.okOps&(1<<OpRead) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+			return rq.drv.rw(OpRead, fd, buf, max(off, -1), cb, token), nil
+		}
 	}
 	r, err := l.newReqChecked(OpRead, fd, buf, true, cb, token)
 	if err != nil {
@@ -257,9 +259,11 @@ func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (R
 // on uring. The loop finishes a short write (the rest goes as the same request, with the same
 // deadline), so N is len(buf); on an error after a part was written, N counts that part.
 func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
-	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-		rq.okOps&(1<<OpWrite) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
-		return rq.drv.rw(OpWrite, fd, buf, max(off, -1), cb, token), nil
+	if l.owned() { // first: another goroutine must not read the owner's request state
+		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+			rq.okOps&(1<<OpWrite) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+			return rq.drv.rw(OpWrite, fd, buf, max(off, -1), cb, token), nil
+		}
 	}
 	r, err := l.newReqChecked(OpWrite, fd, buf, true, cb, token)
 	if err != nil {
@@ -272,9 +276,11 @@ func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (
 // Recv receives into buf from socket fd with flags (unix.MSG_*): IORING_OP_RECV (5.6) on
 // uring. N is the bytes received, 0 when the peer shut down; Buf is buf[:N].
 func (l *Loop) Recv(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
-	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-		rq.okOps&(1<<OpRecv) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
-		return rq.drv.rw(OpRecv, fd, buf, int64(flags), cb, token), nil
+	if l.owned() { // first: another goroutine must not read the owner's request state
+		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+			rq.okOps&(1<<OpRecv) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+			return rq.drv.rw(OpRecv, fd, buf, int64(flags), cb, token), nil
+		}
 	}
 	r, err := l.newReqChecked(OpRecv, fd, buf, true, cb, token)
 	if err != nil {
@@ -289,9 +295,11 @@ func (l *Loop) Recv(fd int, buf []byte, flags int, cb Callback, token uint64) (R
 // kernel completes short (the socket buffer filled) is finished by the loop: the rest goes
 // as the same request, so N is len(buf), or, on an error after a part was sent, that part.
 func (l *Loop) Send(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
-	if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-		rq.okOps&(1<<OpSend) != 0 && l.owned() && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
-		return rq.drv.rw(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), cb, token), nil
+	if l.owned() { // first: another goroutine must not read the owner's request state
+		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
+			rq.okOps&(1<<OpSend) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+			return rq.drv.rw(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), cb, token), nil
+		}
 	}
 	r, err := l.newReqChecked(OpSend, fd, buf, true, cb, token)
 	if err != nil {

@@ -180,11 +180,11 @@ func (rq *requests) opOK(op Op) error {
 // fastOK reports whether a request of op on fd with buf (needBuf: op needs a non-empty one) and
 // cb may take the fast way: the checks of newReqChecked, made as few compares: fd is a number
 // the loop has seen and found not to be one of its own since it last made one, and no CloseFd
-// closes it (reqFd.okSeq, which also fails once the loop is closed); op was checked before; the
-// caller owns the loop. It is small enough to be inlined into each request call.
+// closes it (reqFd.okSeq, which also fails once the loop is closed); op was checked before. The
+// caller has checked that it owns the loop. It is small enough to be inlined into each request call.
 func (rq *requests) fastOK(op Op, fd int, buf []byte, needBuf bool, cb Callback) bool {
 	return uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq && rq.okOps&(1<<op) != 0 &&
-		rq.l.owned() && cb != nil && (!needBuf || uint(len(buf)-1) < maxRideLen)
+		cb != nil && (!needBuf || uint(len(buf)-1) < maxRideLen)
 }
 
 // take pops a free record for op on fd (counted on fd unless op is OpClose or OpSQE, which
@@ -219,8 +219,11 @@ func (r *reqRec) setArg(arg int64) {
 // newReq validates and takes a record for op on fd (needBuf: the op needs a non-empty buf):
 // the fast way when fastOK, else newReqChecked, which gives each failure its error.
 func (l *Loop) newReq(op Op, fd int, buf []byte, needBuf bool, cb Callback, token uint64) (*reqRec, error) {
-	if rq := l.req; rq != nil && rq.fastOK(op, fd, buf, needBuf, cb) {
-		return rq.take(op, fd, buf, cb, token), nil
+	// The owner check comes first: another goroutine must not read the owner's request state.
+	if l.owned() {
+		if rq := l.req; rq != nil && rq.fastOK(op, fd, buf, needBuf, cb) {
+			return rq.take(op, fd, buf, cb, token), nil
+		}
 	}
 	return l.newReqChecked(op, fd, buf, needBuf, cb, token)
 }
