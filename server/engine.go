@@ -134,7 +134,14 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 		if i > 0 && o.balance != BalanceReusePort {
 			break
 		}
-		fd, bound, err := listenSocket(e.network, bind, o.balance == BalanceReusePort)
+		reuse := reuseNone
+		if o.balance == BalanceReusePort {
+			reuse = reuseFirst
+			if i > 0 {
+				reuse = reuseJoin
+			}
+		}
+		fd, bound, err := listenSocket(e.network, bind, reuse)
 		if err != nil {
 			closeAll()
 			return nil, err

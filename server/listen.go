@@ -11,13 +11,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Port sharing of listenSocket's sockets.
+const (
+	reuseNone  = iota // the socket is the only one on its address
+	reuseFirst        // the first of a SO_REUSEPORT group: the address must be free
+	reuseJoin         // a later one of the group: it joins the port the first one bound
+)
+
 // listenSocket opens a non-blocking, close-on-exec socket for network on addr: a listening
 // stream socket for "tcp", "tcp4", "tcp6" (backlog 4096, capped by net.core.somaxconn) and
 // "unix" (a path), or a bound datagram socket for "udp", "udp4", "udp6". TCP and UDP sockets get
-// SO_REUSEADDR, and SO_REUSEPORT with reuseport, so that several loops can each have one on the
-// same port. It returns the fd and the address bound (with the port a port 0 got). Errors name
-// the network and address and wrap the errno (unix.EADDRINUSE, unix.EACCES, ...).
-func listenSocket(network, addr string, reuseport bool) (fd int, bound net.Addr, err error) {
+// SO_REUSEADDR, and SO_REUSEPORT unless reuse is reuseNone, so that several loops can each have
+// one on the same port. SO_REUSEPORT would also let the socket share a port with another
+// process's SO_REUSEPORT sockets (the kernel then splits the clients between them), so with
+// reuseFirst the address is first tried without it (claimFree): a port in use is an error, as
+// with net.Listen. It returns the fd and the address bound (with the port a port 0 got). Errors
+// name the network and address and wrap the errno (unix.EADDRINUSE, unix.EACCES, ...).
+func listenSocket(network, addr string, reuse int) (fd int, bound net.Addr, err error) {
 	var sa unix.Sockaddr
 	family, typ := unix.AF_INET, unix.SOCK_STREAM
 	switch network {
@@ -61,6 +71,11 @@ func listenSocket(network, addr string, reuseport bool) (fd int, bound net.Addr,
 	default:
 		return -1, nil, fmt.Errorf("server: unknown network %q (known: tcp, tcp4, tcp6, unix, udp, udp4, udp6)", network)
 	}
+	if reuse == reuseFirst && family != unix.AF_UNIX {
+		if err := claimFree(network, family, typ, sa); err != nil {
+			return -1, nil, fmt.Errorf("server: bind %s %s: %w (another socket is bound there)", network, addr, err)
+		}
+	}
 	fd, err = unix.Socket(family, typ|sockFlags, 0)
 	if err != nil {
 		return -1, nil, fmt.Errorf("server: socket for %s %s: %w", network, addr, err)
@@ -73,7 +88,7 @@ func listenSocket(network, addr string, reuseport bool) (fd int, bound net.Addr,
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 			return fail("SO_REUSEADDR on", err)
 		}
-		if reuseport {
+		if reuse != reuseNone {
 			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 				return fail("SO_REUSEPORT on", err)
 			}
@@ -100,6 +115,40 @@ func listenSocket(network, addr string, reuseport bool) (fd int, bound net.Addr,
 		return fail("getsockname of", err)
 	}
 	return fd, sockaddrToNet(got, typ), nil
+}
+
+// claimFree tells whether sa is free for a socket of network without SO_REUSEPORT: it binds a
+// probe socket there and closes it. A TCP probe has SO_REUSEADDR, as the listening socket has,
+// so connections in TIME_WAIT do not count; a UDP probe has not, so that any socket bound there
+// does. Port 0 is always free. It returns the errno of socket(2) or bind(2)
+// (unix.EADDRINUSE when the address is taken).
+func claimFree(network string, family, typ int, sa unix.Sockaddr) error {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		if a.Port == 0 {
+			return nil
+		}
+	case *unix.SockaddrInet6:
+		if a.Port == 0 {
+			return nil
+		}
+	}
+	fd, err := unix.Socket(family, typ|sockFlags, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if typ == unix.SOCK_STREAM {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return err
+		}
+	}
+	if family == unix.AF_INET6 && network[len(network)-1] == '6' {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+			return err
+		}
+	}
+	return unix.Bind(fd, sa)
 }
 
 // sockaddrToNet converts sa (of a socket of type typ) to a *net.TCPAddr, *net.UDPAddr or

@@ -34,7 +34,9 @@ type options struct {
 const (
 	// BalanceReusePort: each loop listens on the address with its own socket (SO_REUSEPORT) and
 	// the kernel spreads the connections by a hash of their addresses. The default. A Unix
-	// socket cannot be shared so: there it is BalanceRoundRobin.
+	// socket cannot be shared so: there it is BalanceRoundRobin. The port is shared by the
+	// engine's loops only: an address another socket holds, even another process's
+	// SO_REUSEPORT one, is an error wrapping unix.EADDRINUSE, as with net.Listen.
 	BalanceReusePort = "reuseport"
 	// BalanceRoundRobin: the first loop accepts every connection and hands them to the loops
 	// in turn (itself included).
