@@ -113,7 +113,9 @@ func (c *Conn) LocalAddr() net.Addr {
 	return c.laddr
 }
 
-// RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr.
+// RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr. Once the socket
+// has closed (in OnClose) it can no longer be asked: it is nil there unless asked before, so a
+// handler that logs it at the close asks for it in OnOpen.
 func (c *Conn) RemoteAddr() net.Addr {
 	if c.raddr == nil && !c.closed && c.l.ev.Owned() {
 		if sa, err := unix.Getpeername(c.fd); err == nil {
