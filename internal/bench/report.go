@@ -117,14 +117,19 @@ func SetRatios(rs []Result) {
 	}
 }
 
-// completionRatioNote is the line under the table when a completion row's ratio is to epoll's
+// ratioNote is the line under the table that says what the last column is, when a row has a
+// ratio.
+const ratioNote = "ratio to epoll: the row's events/sec divided by epoll's in the same shape and mode; above 1 is faster than epoll\n"
+
+// completionRatioNote is the line after ratioNote when a completion row's ratio is to epoll's
 // readiness row.
-const completionRatioNote = "ratio to epoll: to epoll in the same shape and mode, but a completion row's (backend/completion...) to epoll's readiness row (default)\n"
+const completionRatioNote = "  but a completion row's (backend/completion...) is divided by epoll's readiness row's (default)\n"
 
 // WriteTable prints rs as a table, one row per result in the order given, with the columns
 // shape, backend (Label: "uring" in the default mode, "uring/all" in mode all), events, seconds,
 // events/sec, ns/event and ratio to epoll (RatioToEpoll; "-" when there is none), right-aligned;
-// then, when a completion row's ratio is to epoll's readiness row, a line that says so; then one
+// then, when a row has a ratio, a line that says what it is (ratioNote: above 1 is faster); then,
+// when a completion row's ratio is to epoll's readiness row, a line that says so; then one
 // note line per result with signals (the context shape: raised vs counted) or with spurious
 // handler calls, and one per completion run on uring whose pipes were not registered
 // (RegisteredFiles false): "SHAPE LABEL: pipes not in the registered-file table (WHY)".
@@ -141,6 +146,11 @@ func WriteTable(w io.Writer, rs []Result) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if slices.ContainsFunc(rs, func(r Result) bool { return r.RatioToEpoll > 0 }) {
+		if _, err := fmt.Fprint(w, ratioNote); err != nil {
+			return err
+		}
 	}
 	if slices.ContainsFunc(rs, func(r Result) bool { return r.RatioMode != "" && r.RatioMode != r.modeOf() }) {
 		if _, err := fmt.Fprint(w, completionRatioNote); err != nil {

@@ -86,6 +86,29 @@ func TestWriteTableSaysACompletionRowsRatioIsToReadiness(t *testing.T) {
 	}
 }
 
+// TestWriteTableSaysWhatTheRatioIs: a line under the table says what the ratio column is
+// (events/sec divided by epoll's; above 1 is faster) when a row has a ratio, and none when no
+// row has.
+func TestWriteTableSaysWhatTheRatioIs(t *testing.T) {
+	rs := []Result{
+		newResult("epoll", PipesModeDefault, ShapeFdSpeed1, 1000, 0.004),
+		newResult("uring", PipesModeDefault, ShapeFdSpeed1, 1000, 0.001),
+	}
+	for _, tc := range []struct {
+		rs   []Result
+		note bool
+	}{{rs, true}, {rs[1:], false}} {
+		SetRatios(tc.rs)
+		var b strings.Builder
+		if err := WriteTable(&b, tc.rs); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "above 1 is faster than epoll"); got != tc.note {
+			t.Errorf("%d rows: note %v, want %v; table:\n%s", len(tc.rs), got, tc.note, b.String())
+		}
+	}
+}
+
 // TestLabel: the backend alone in the default mode and for the netpoller, else backend/mode.
 func TestLabel(t *testing.T) {
 	for _, tc := range [][3]string{
@@ -99,7 +122,7 @@ func TestLabel(t *testing.T) {
 }
 
 // TestWriteTable: a header and one aligned row per result, "-" where there is no ratio, and
-// notes for signals and spurious calls.
+// notes for the ratio, signals and spurious calls.
 func TestWriteTable(t *testing.T) {
 	var b strings.Builder
 	rs := append(sampleResults(), newResult("uring", PipesModeAll, FdManyShape(100), 1000, 0.001))
@@ -108,8 +131,8 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	if len(lines) != 1+6+3 {
-		t.Fatalf("got %d lines, want a header, 6 rows and 3 notes:\n%s", len(lines), b.String())
+	if len(lines) != 1+6+4 {
+		t.Fatalf("got %d lines, want a header, 6 rows and 4 notes:\n%s", len(lines), b.String())
 	}
 	header := strings.Fields(lines[0])
 	if strings.Join(header, " ") != "shape backend events seconds events/sec ns/event ratio to epoll" {
@@ -129,14 +152,17 @@ func TestWriteTable(t *testing.T) {
 	if f := strings.Fields(lines[6]); strings.Join(f, " ") != "fd_many100 uring/all 1000 0.001 1000000 1000 -" {
 		t.Errorf("row %q", lines[6])
 	}
-	if lines[7] != "context epoll: signals raised 280000, counted 1234" {
-		t.Errorf("signal note %q", lines[7])
+	if lines[7]+"\n" != ratioNote {
+		t.Errorf("ratio note %q", lines[7])
 	}
-	if lines[8] != "fd_speed2 poll: 3 spurious handler calls" {
-		t.Errorf("spurious note %q", lines[8])
+	if lines[8] != "context epoll: signals raised 280000, counted 1234" {
+		t.Errorf("signal note %q", lines[8])
 	}
-	if lines[9] != "fd_many100 uring/all: 2 spurious handler calls" {
+	if lines[9] != "fd_speed2 poll: 3 spurious handler calls" {
 		t.Errorf("spurious note %q", lines[9])
+	}
+	if lines[10] != "fd_many100 uring/all: 2 spurious handler calls" {
+		t.Errorf("spurious note %q", lines[10])
 	}
 }
 
