@@ -36,8 +36,8 @@ flags:
   --bs N               bytes per operation (default 4k)
   --rw RW              randread or randwrite (default randread)
   --goroutines N,M     goroutine counts, one set of rows each, 1..65536 (default 1,16,64,256)
-  --direct WHICH       both, true (O_DIRECT only) or false (page cache only); --direct alone
-                       is true (default both)
+  --direct=WHICH       both, true (O_DIRECT only) or false (page cache only), after '=';
+                       --direct alone is true (default both)
   --mode LIST          ringev submission modes, comma-separated, each one of
                        %s
                        (default auto: %s where io_uring works, else threads)

@@ -174,6 +174,12 @@ func dispatch(unknown, usage string, cmds []command, args []string, stdout, stde
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
+	if strings.HasPrefix(args[0], "-") {
+		name, noun, _ := strings.Cut(unknown, ": unknown ")
+		fmt.Fprintf(stderr, "%s: %q is not a %s: a flag goes after the %s (e.g. '%s %s --help')\n\n%s",
+			name, args[0], noun, noun, name, cmds[len(cmds)-1].name, usage)
+		return 2
+	}
 	fmt.Fprintf(stderr, "%s %q\n\n%s", unknown, args[0], usage)
 	return 2
 }

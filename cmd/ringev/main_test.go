@@ -161,6 +161,9 @@ func TestRunExitStatus(t *testing.T) {
 	}{
 		{nil, 2, "", "usage: ringev"},
 		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		// A flag before the command: said to be a flag, not an unknown command.
+		{[]string{"--bogus"}, 2, "", `ringev: "--bogus" is not a command: a flag goes after the command (e.g. 'ringev serve --help')`},
+		{[]string{"bench", "--json"}, 2, "", `ringev bench: "--json" is not a benchmark: a flag goes after the benchmark (e.g. 'ringev bench net --help')`},
 		{[]string{"--help"}, 0, "usage: ringev", ""},
 		{[]string{"help"}, 0, "usage: ringev <command>", ""},
 		{[]string{"help", "probe"}, 0, "usage: ringev probe", ""},
