@@ -115,7 +115,7 @@ func resolve(network string, opts []Option) (options, error) {
 		opt(&o)
 	}
 	if o.loops < 0 {
-		return o, fmt.Errorf("server: %d loops", o.loops)
+		return o, fmt.Errorf("server: WithLoops(%d): a negative number of loops (0: one per CPU)", o.loops)
 	}
 	if o.loops == 0 {
 		o.loops = usableCPUs()
@@ -138,8 +138,19 @@ func resolve(network string, opts []Option) (options, error) {
 	if network == "unix" && o.balance == BalanceReusePort {
 		o.balance = BalanceRoundRobin
 	}
-	if o.idle < 0 || o.request < 0 || o.writeLimit < 0 || o.drain < 0 {
-		return o, fmt.Errorf("server: negative timeout or limit")
+	for _, neg := range []struct {
+		name string
+		v    int64
+		s    string
+	}{
+		{"WithIdleTimeout", int64(o.idle), o.idle.String()},
+		{"WithRequestTimeout", int64(o.request), o.request.String()},
+		{"WithWriteLimit", int64(o.writeLimit), fmt.Sprint(o.writeLimit)},
+		{"WithDrainTimeout", int64(o.drain), o.drain.String()},
+	} {
+		if neg.v < 0 {
+			return o, fmt.Errorf("server: %s(%s): negative (0: the default)", neg.name, neg.s)
+		}
 	}
 	if o.writeLimit == 0 {
 		o.writeLimit = DefaultWriteLimit

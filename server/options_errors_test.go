@@ -1,0 +1,39 @@
+//go:build linux
+
+package server
+
+// Tests that Listen's error for a bad option value names the option.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestListenNamesTheBadOption: a negative loop count, timeout or limit is an error naming the
+// option and its value; nothing is started.
+func TestListenNamesTheBadOption(t *testing.T) {
+	noLeaks(t)
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithLoops(-1), "WithLoops(-1)"},
+		{WithIdleTimeout(-time.Second), "WithIdleTimeout(-1s)"},
+		{WithRequestTimeout(-time.Millisecond), "WithRequestTimeout(-1ms)"},
+		{WithWriteLimit(-5), "WithWriteLimit(-5)"},
+		{WithDrainTimeout(-time.Minute), "WithDrainTimeout(-1m0s)"},
+	} {
+		e, err := Listen(context.Background(), "tcp", "127.0.0.1:0", newRecorder(), tc.opt)
+		if err == nil {
+			e.Close()
+			e.Wait()
+			t.Errorf("Listen with %s succeeded", tc.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %q does not name %s", err, tc.want)
+		}
+	}
+}
