@@ -398,15 +398,16 @@ func processCPU(t *testing.T) time.Duration {
 
 // TestHalfClosedSlowReaderLeavesTheServerAsleep: while a client that has shut down its writing
 // side does not read the replies the server waits to write (16 MiB, see bigReplies), the server
-// sleeps: in the quietest of four 150 ms windows the whole process uses less than half a core (a
+// sleeps once the client's receive window is full: in the quietest of four 150 ms windows the whole process uses less than half a core (a
 // handler woken by the half-close on every dispatch, as the level-triggered Error is, would spin
 // at a whole core in every window); then the client reads every reply; on every backend, with the
 // readiness API and the requests API.
 func TestHalfClosedSlowReaderLeavesTheServerAsleep(t *testing.T) {
 	forEachBackendDriver(t, false, func(t *testing.T, cfg srvConfig) {
 		srv, c, want := halfClosedBigReplies(t, cfg)
+		awaitFull(t, c) // the server has written all the client's window takes: it waits now
 		quietest, wall := time.Duration(1<<62), time.Duration(0)
-		for range 4 { // the first windows may still see the requests served
+		for range 4 { // the first windows may still see the last requests served
 			cpu0, wall0 := processCPU(t), time.Now()
 			time.Sleep(150 * time.Millisecond)
 			if cpu := processCPU(t) - cpu0; cpu < quietest {
