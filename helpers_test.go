@@ -1003,3 +1003,31 @@ func guard(l *ringev.Loop, errp *error) func() {
 	}()
 	return func() { close(done) }
 }
+
+// callsFromAnotherGoroutine runs round over and over on another goroutine until the test ends
+// or round returns false; cleanup fails the test if a round has not returned within the
+// deadline then.
+func callsFromAnotherGoroutine(t *testing.T, round func() bool) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { // also after a failure: the goroutine must not outlive the test
+		close(stop)
+		select {
+		case <-done:
+		case <-time.After(deadline):
+			t.Errorf("the other goroutine's calls did not return within %v", deadline)
+		}
+	})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !round() {
+				return
+			}
+		}
+	}()
+}

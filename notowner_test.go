@@ -577,55 +577,38 @@ func TestNotOwnerCallsWhileOwnerClosesDoNotRace(t *testing.T) {
 		im := l.AddImmediate(func() {})
 		var calls atomic.Int64
 		var afterClose atomic.Bool
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		t.Cleanup(func() { // also after a failure: the goroutine must not outlive the test
-			close(stop)
-			select {
-			case <-done:
-			case <-time.After(deadline):
-				t.Errorf("the other goroutine's calls did not return within %v", deadline)
+		buf := make([]byte, 1)
+		callsFromAnotherGoroutine(t, func() bool {
+			_, err := l.AddFd(a, ringev.Read, never(t, "fd added from another goroutine"))
+			_, serr := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {})
+			for _, e := range []error{err, serr, l.Close(), ev.Close(), ev.SetFlags(ringev.Write)} {
+				if !errors.Is(e, ringev.ErrNotOwner) {
+					t.Errorf("call from another goroutine: %v, want ErrNotOwner", e)
+				}
 			}
+			if n, err := l.ReadNonblocking(a, buf); n != 0 || err != unix.EAGAIN {
+				t.Errorf("ReadNonblocking from another goroutine = %d, %v; want 0, EAGAIN (nothing was written)", n, err)
+			}
+			closed := afterClose.Load()
+			tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
+			at := l.AddTimerAt(time.Now().Add(time.Hour), func(*ringev.Timer) {})
+			im2 := l.AddImmediate(func() {})
+			if closed && (tm != nil || at != nil || im2 != nil) {
+				t.Error("an addition from another goroutine after Close returned a handle")
+				return false
+			}
+			tm.Stop()
+			at.Stop()
+			im.Schedule()
+			im.Cancel()
+			ev.SetAutoClose(false)
+			g.Release(0)
+			if calls.Load() == 20 {
+				sig.Close()
+			}
+			calls.Add(1)
+			return true
 		})
-		go func() {
-			defer close(done)
-			buf := make([]byte, 1)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, err := l.AddFd(a, ringev.Read, never(t, "fd added from another goroutine"))
-				_, serr := l.AddSignal(syscall.SIGUSR1, func(*ringev.Signal, int) {})
-				for _, e := range []error{err, serr, l.Close(), ev.Close(), ev.SetFlags(ringev.Write)} {
-					if !errors.Is(e, ringev.ErrNotOwner) {
-						t.Errorf("call from another goroutine: %v, want ErrNotOwner", e)
-					}
-				}
-				if n, err := l.ReadNonblocking(a, buf); n != 0 || err != unix.EAGAIN {
-					t.Errorf("ReadNonblocking from another goroutine = %d, %v; want 0, EAGAIN (nothing was written)", n, err)
-				}
-				closed := afterClose.Load()
-				tm := l.AddTimer(time.Hour, func(*ringev.Timer) {})
-				at := l.AddTimerAt(time.Now().Add(time.Hour), func(*ringev.Timer) {})
-				im2 := l.AddImmediate(func() {})
-				if closed && (tm != nil || at != nil || im2 != nil) {
-					t.Error("an addition from another goroutine after Close returned a handle")
-					return
-				}
-				tm.Stop()
-				at.Stop()
-				im.Schedule()
-				im.Cancel()
-				ev.SetAutoClose(false)
-				g.Release(0)
-				if calls.Load() == 20 {
-					sig.Close()
-				}
-				calls.Add(1)
-			}
-		}()
 		until(t, l, func() bool { return calls.Load() >= 50 })
 		if err := ev.Close(); err != nil {
 			t.Errorf("FdEvent.Close on the owner: %v", err)
@@ -649,32 +632,16 @@ func TestNotOwnerRequestCallsWhileOwnerMakesRequestsDoNotRace(t *testing.T) {
 		rs, _ := testutil.Pipes(t, 16, false)
 		l := newLoop(t, backend)
 		var calls atomic.Int64
-		stop, done := make(chan struct{}), make(chan struct{})
-		t.Cleanup(func() { // also after a failure: the goroutine must not outlive the test
-			close(stop)
-			select {
-			case <-done:
-			case <-time.After(deadline):
-				t.Errorf("the other goroutine's calls did not return within %v", deadline)
+		buf := make([]byte, 1)
+		callsFromAnotherGoroutine(t, func() bool {
+			for _, fd := range rs {
+				if _, err := l.Read(fd, buf, -1, func(*ringev.Completion) {}, 0); !errors.Is(err, ringev.ErrNotOwner) {
+					t.Errorf("Loop.Read on fd %d from another goroutine: %v, want ErrNotOwner", fd, err)
+				}
 			}
+			calls.Add(1)
+			return true
 		})
-		go func() {
-			defer close(done)
-			buf := make([]byte, 1)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				for _, fd := range rs {
-					if _, err := l.Read(fd, buf, -1, func(*ringev.Completion) {}, 0); !errors.Is(err, ringev.ErrNotOwner) {
-						t.Errorf("Loop.Read on fd %d from another goroutine: %v, want ErrNotOwner", fd, err)
-					}
-				}
-				calls.Add(1)
-			}
-		}()
 		await(t, "the other goroutine's first calls", func() bool { return calls.Load() > 0 })
 		for _, fd := range rs { // the loop's first requests, on fds it has not seen
 			must(t)(l.Read(fd, make([]byte, 1), -1, func(*ringev.Completion) {}, 0))
