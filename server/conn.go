@@ -31,7 +31,9 @@ type Conn struct {
 	fd  int
 	ctx any
 
-	laddr, raddr net.Addr
+	// laddr and raddr are the addresses once the loop has asked for them (atomic: read from any
+	// goroutine).
+	laddr, raddr atomic.Pointer[net.Addr]
 
 	// Input: in is what the handler left unconsumed (a free-list buffer), nil when empty.
 	// During OnData, view is the input it sees (in, or bytes received and not yet copied) and
@@ -102,27 +104,34 @@ func (c *Conn) Context() any { return c.ctx }
 func (c *Conn) SetContext(v any) { c.ctx = v }
 
 // LocalAddr is the connection's local address (getsockname(2), asked once), a *net.TCPAddr or
-// *net.UnixAddr; nil from another goroutine than the loop's until the loop has asked, and when
-// the socket cannot tell.
-func (c *Conn) LocalAddr() net.Addr {
-	if c.laddr == nil && !c.closed && c.l.ev.Owned() {
-		if sa, err := unix.Getsockname(c.fd); err == nil {
-			c.laddr = sockaddrToNet(sa, unix.SOCK_STREAM)
-		}
-	}
-	return c.laddr
-}
+// *net.UnixAddr; safe from any goroutine, but nil from another goroutine than the loop's until
+// the loop has asked, and when the socket cannot tell.
+func (c *Conn) LocalAddr() net.Addr { return c.addr(&c.laddr, unix.Getsockname) }
 
 // RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr. Once the socket
 // has closed (in OnClose) it can no longer be asked: it is nil there unless asked before, so a
 // handler that logs it at the close asks for it in OnOpen.
-func (c *Conn) RemoteAddr() net.Addr {
-	if c.raddr == nil && !c.closed && c.l.ev.Owned() {
-		if sa, err := unix.Getpeername(c.fd); err == nil {
-			c.raddr = sockaddrToNet(sa, unix.SOCK_STREAM)
-		}
+func (c *Conn) RemoteAddr() net.Addr { return c.addr(&c.raddr, unix.Getpeername) }
+
+// addr is LocalAddr's and RemoteAddr's work: the address in p, else, on the loop's goroutine
+// and while the socket is open, what get says (kept in p).
+func (c *Conn) addr(p *atomic.Pointer[net.Addr], get func(int) (unix.Sockaddr, error)) net.Addr {
+	if a := p.Load(); a != nil {
+		return *a
 	}
-	return c.raddr
+	if !c.l.ev.Owned() || c.closed {
+		return nil
+	}
+	sa, err := get(c.fd)
+	if err != nil {
+		return nil
+	}
+	a := sockaddrToNet(sa, unix.SOCK_STREAM)
+	if a == nil {
+		return nil
+	}
+	p.Store(&a)
+	return a
 }
 
 // input is the connection's unconsumed input.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ringev/ringev"
 )
@@ -242,6 +243,52 @@ func TestConnLoopOnlyMethodsRefuseOtherGoroutines(t *testing.T) {
 				t.Errorf("RemoteAddr on the loop: %v", a)
 			}
 		})
+	})
+}
+
+// TestConnAddrsFromAnotherGoroutineAreRaceFree: LocalAddr and RemoteAddr may be called from
+// any goroutine while the loop asks the kernel for them and while the connection closes.
+func TestConnAddrsFromAnotherGoroutineAreRaceFree(t *testing.T) {
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		stop, done := make(chan struct{}), make(chan struct{})
+		var seen net.Addr
+		go func() {
+			defer close(done)
+			for {
+				if a := sc.RemoteAddr(); a != nil {
+					seen = a
+				}
+				sc.LocalAddr()
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+		onLoop(t, sc.Loop(), func() {
+			if sc.RemoteAddr() == nil || sc.LocalAddr() == nil {
+				t.Error("RemoteAddr or LocalAddr nil on the loop")
+			}
+		})
+		c.Close()
+		r.closedWith(t)
+		close(stop)
+		select {
+		case <-done:
+		case <-time.After(waitFor):
+			t.Fatal("the goroutine calling RemoteAddr did not end")
+		}
+		if seen != nil && seen.String() != c.LocalAddr().String() {
+			t.Errorf("RemoteAddr from another goroutine: %v, want %v", seen, c.LocalAddr())
+		}
+		if a := sc.RemoteAddr(); a == nil || a.String() != c.LocalAddr().String() {
+			t.Errorf("RemoteAddr after the close: %v, want %v (asked on the loop before)", a, c.LocalAddr())
+		}
 	})
 }
 
