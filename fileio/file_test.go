@@ -53,6 +53,23 @@ func TestFileReadAtFromTheRing(t *testing.T) {
 	}, fileio.WithPageCacheFirst(false))
 }
 
+// TestFileReadAtIntoABufferOver4GiB: a buffer longer than an SQE's 32-bit length reads the
+// whole file through the ring, not a length cut to its low 32 bits (then 0: a false io.EOF).
+func TestFileReadAtIntoABufferOver4GiB(t *testing.T) {
+	data := pattern(10000)
+	forModes(t, func(t *testing.T, r *fileio.Ring) {
+		f := openFile(t, r, tempFile(t, data), os.O_RDONLY)
+		buf := hugeBuffer(t, 1<<32+4096)
+		n, err := f.ReadAt(buf, 0)
+		if n != len(data) || err != io.EOF {
+			t.Fatalf("ReadAt(4 GiB + 4 KiB, 0) of a %d-byte file = %d, %v; want %d, io.EOF", len(data), n, err, len(data))
+		}
+		if !bytes.Equal(buf[:n], data) {
+			t.Fatal("wrong bytes")
+		}
+	}, fileio.WithPageCacheFirst(false))
+}
+
 func TestFileReadAtShortAtEndOfFile(t *testing.T) {
 	data := pattern(10000)
 	forModes(t, func(t *testing.T, r *fileio.Ring) {

@@ -303,3 +303,19 @@ func registerBuffers(t testing.TB, r *fileio.Ring, n, size int) []fileio.FixedBu
 	}
 	return bufs
 }
+
+// hugeBuffer returns n bytes of anonymous memory reserved but not backed (MAP_NORESERVE: only
+// the pages written take memory), unmapped when the test ends; it skips where an int cannot
+// hold n.
+func hugeBuffer(t testing.TB, n uint64) []byte {
+	t.Helper()
+	if n > uint64(^uint(0)>>1) {
+		t.Skipf("a %d-byte buffer does not fit an int here", n)
+	}
+	b, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		t.Fatalf("mmap of %d bytes: %v", n, err)
+	}
+	t.Cleanup(func() { unix.Munmap(b) })
+	return b
+}

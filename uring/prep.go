@@ -43,6 +43,14 @@ func sliceAddr[T any](s []T) uint64 {
 	return addr(&s[0])
 }
 
+// MaxRW is the most bytes one read, write, send or recv moves (the kernel's MAX_RW_COUNT:
+// INT_MAX rounded down to a 4 KiB page); a longer buffer is a short transfer of MaxRW.
+const MaxRW = 0x7ffff000
+
+// RWLen is an SQE's Len for a buffer of n bytes: n, at most MaxRW, so that a buffer of 4 GiB
+// or more is not cut to the low 32 bits of its length (4 GiB would be 0: a false end of file).
+func RWLen(n int) uint32 { return uint32(min(n, MaxRW)) }
+
 // bytesAddr is sliceAddr for a byte slice, the buffer of the read, write, send and recv
 // methods: not generic, so that it is inlined on their hot path.
 func bytesAddr(b []byte) uint64 {
@@ -88,13 +96,13 @@ func (s *SQE) PrepFsync(fd int, flags uint32) {
 // must lie inside the registered buffer bufIndex (Ring.RegisterBuffers).
 // Res is the number of bytes read or -errno (-EFAULT outside the buffer).
 func (s *SQE) PrepReadFixed(fd int, buf []byte, off uint64, bufIndex uint16) {
-	s.prepRW(OpReadFixed, fd, bytesAddr(buf), uint32(len(buf)), off)
+	s.prepRW(OpReadFixed, fd, bytesAddr(buf), RWLen(len(buf)), off)
 	s.BufIndex = bufIndex
 }
 
 // PrepWriteFixed prepares IORING_OP_WRITE_FIXED (5.1); see PrepReadFixed.
 func (s *SQE) PrepWriteFixed(fd int, buf []byte, off uint64, bufIndex uint16) {
-	s.prepRW(OpWriteFixed, fd, bytesAddr(buf), uint32(len(buf)), off)
+	s.prepRW(OpWriteFixed, fd, bytesAddr(buf), RWLen(len(buf)), off)
 	s.BufIndex = bufIndex
 }
 
@@ -249,25 +257,25 @@ func (s *SQE) PrepStatx(dirfd int, path *byte, flags int, mask uint32, st *unix.
 // PrepRead prepares IORING_OP_READ (5.6), pread(2) of fd into buf at off
 // (^uint64(0): the file position). Res is the number of bytes or -errno.
 func (s *SQE) PrepRead(fd int, buf []byte, off uint64) {
-	s.prepRW(OpRead, fd, bytesAddr(buf), uint32(len(buf)), off)
+	s.prepRW(OpRead, fd, bytesAddr(buf), RWLen(len(buf)), off)
 }
 
 // PrepWrite prepares IORING_OP_WRITE (5.6), pwrite(2); see PrepRead.
 func (s *SQE) PrepWrite(fd int, buf []byte, off uint64) {
-	s.prepRW(OpWrite, fd, bytesAddr(buf), uint32(len(buf)), off)
+	s.prepRW(OpWrite, fd, bytesAddr(buf), RWLen(len(buf)), off)
 }
 
 // PrepSend prepares IORING_OP_SEND (5.6), send(2) of buf on socket fd with
 // msg flags (unix.MSG_*). Res is the number of bytes or -errno.
 func (s *SQE) PrepSend(fd int, buf []byte, flags int) {
-	s.prepRW(OpSend, fd, bytesAddr(buf), uint32(len(buf)), 0)
+	s.prepRW(OpSend, fd, bytesAddr(buf), RWLen(len(buf)), 0)
 	s.OpFlags = uint32(flags)
 }
 
 // PrepRecv prepares IORING_OP_RECV (5.6), recv(2) into buf from socket fd
 // with msg flags. Res is the number of bytes (0 at EOF) or -errno.
 func (s *SQE) PrepRecv(fd int, buf []byte, flags int) {
-	s.prepRW(OpRecv, fd, bytesAddr(buf), uint32(len(buf)), 0)
+	s.prepRW(OpRecv, fd, bytesAddr(buf), RWLen(len(buf)), 0)
 	s.OpFlags = uint32(flags)
 }
 
