@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"math"
 	"net"
@@ -48,8 +49,11 @@ type Conn struct {
 	pend []byte
 	out  []byte
 
-	// async is what other goroutines wrote, under l.mu, until the loop takes it (drain).
-	async []byte
+	// async is what other goroutines wrote, under l.mu, until the loop takes it (drain, or
+	// the loop's own Write or Close, which must come after it); queued is set while it holds
+	// bytes (read without the lock).
+	async  []byte
+	queued atomic.Bool
 	// gone is set once the connection is closing or closed: Write, Close and Abort fail.
 	gone atomic.Bool
 
@@ -219,6 +223,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // write is Write on the loop's goroutine, of an open connection.
 func (c *Conn) write(p []byte) {
+	if c.queued.Load() {
+		p = c.writeAfterAsync(p)
+	}
 	if c.pend == nil {
 		c.pend = c.l.bufs.get()
 	}
@@ -314,17 +321,41 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 	}
 	if len(c.async) == 0 {
 		l.inW = append(l.inW, c)
+		c.queued.Store(true)
 	}
 	c.async = append(c.async, p...)
 	l.wakeLocked()
 	return len(p), nil
 }
 
+// writeAfterAsync is Write's first step on the loop while bytes other goroutines wrote wait in
+// c.async: they join the output first, so that the order is the order of the writes. A p in the
+// output's free room (AvailableBuffer) is copied first: those bytes would overwrite it.
+func (c *Conn) writeAfterAsync(p []byte) []byte {
+	if n := len(c.pend); len(p) > 0 && n < cap(c.pend) && &p[0] == &c.pend[:n+1][n] {
+		p = bytes.Clone(p)
+	}
+	c.takeAsyncNow()
+	return p
+}
+
+// takeAsyncNow is takeAsync on the loop outside drain: before a Write or a Close on the loop,
+// the bytes other goroutines wrote before it join the output.
+func (c *Conn) takeAsyncNow() {
+	c.l.mu.Lock()
+	c.takeAsync()
+	c.l.mu.Unlock()
+}
+
 // takeAsync moves what other goroutines wrote into the output (drain, under l.mu).
 func (c *Conn) takeAsync() {
+	c.queued.Store(false)
 	if c.closing || c.closed {
 		c.async = c.async[:0]
 		return
+	}
+	if len(c.async) == 0 {
+		return // taken already by takeAsyncNow
 	}
 	if len(c.pend) == 0 {
 		c.pend, c.async = c.async, c.pend[:0]
@@ -413,6 +444,9 @@ func (c *Conn) closeWith(reason error, asked bool) {
 	}
 	if c.closing || c.closed {
 		return
+	}
+	if c.queued.Load() {
+		c.takeAsyncNow() // what other goroutines wrote before the close is sent
 	}
 	c.setReason(reason)
 	c.closing, c.reqStart = true, 0

@@ -195,6 +195,40 @@ func TestConnWriteAndCloseFromAnotherGoroutine(t *testing.T) {
 	})
 }
 
+// TestConnCloseSendsWhatAnotherGoroutineWroteBefore: bytes another goroutine wrote (Write
+// returned) before the handler's Close reach the peer before its EOF.
+func TestConnCloseSendsWhatAnotherGoroutineWroteBefore(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			written := make(chan error)
+			go func() {
+				_, err := c.WriteString("bye\n")
+				written <- err
+			}()
+			select {
+			case err := <-written:
+				if err != nil {
+					t.Errorf("Write from another goroutine: %v", err)
+				}
+			case <-time.After(waitFor):
+				t.Error("Write from another goroutine did not return")
+			}
+			if err := c.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		if _, err := c.Write([]byte("quit\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readToEOF(t, c); got != "bye\n" {
+			t.Fatalf("the peer read %q before EOF, want %q", got, "bye\n")
+		}
+	})
+}
+
 // TestConnAbortFromAnotherGoroutine: Abort from another goroutine resets the connection.
 func TestConnAbortFromAnotherGoroutine(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // broadcaster is a recorder whose "go" line writes 100 lines to every other connection.
@@ -136,6 +137,44 @@ func TestConnAvailableBufferWritesInPlace(t *testing.T) {
 		c.Write([]byte("x\n"))
 		if got := readN(t, c, 12); got != "in place: x\n" {
 			t.Fatalf("got %q", got)
+		}
+	})
+}
+
+// TestConnWriteOnTheLoopComesAfterAnotherGoroutinesWrite: bytes another goroutine wrote (Write
+// returned) before the handler writes reach the peer first, also when the handler's bytes were
+// appended to AvailableBuffer.
+func TestConnWriteOnTheLoopComesAfterAnotherGoroutinesWrite(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			written := make(chan error)
+			go func() {
+				_, err := c.WriteString("first:" + line + "\n")
+				written <- err
+			}()
+			select {
+			case err := <-written:
+				if err != nil {
+					t.Errorf("Write from another goroutine: %v", err)
+				}
+			case <-time.After(waitFor):
+				t.Error("Write from another goroutine did not return")
+			}
+			if line == "inplace" {
+				c.Write(append(c.AvailableBuffer(), "then:"+line+"\n"...))
+			} else {
+				c.WriteString("then:" + line + "\n")
+			}
+		}
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		for _, line := range []string{"copy", "inplace"} {
+			c.Write([]byte(line + "\n"))
+			want := "first:" + line + "\nthen:" + line + "\n"
+			if got := readN(t, c, len(want)); got != want {
+				t.Fatalf("the peer read %q, want %q", got, want)
+			}
 		}
 	})
 }
