@@ -148,6 +148,10 @@ func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 		}
 		f.wr.push(r)
 	} else {
+		if f.ev == nil && readsWriteOnly(fd, op) {
+			e.rq.opDone(&r.reqRec, -int32(unix.EBADF), 0)
+			return h
+		}
 		f.rd.push(r)
 	}
 	e.arm(f)
@@ -204,9 +208,25 @@ func (e *emulReqs) start(rec *reqRec) {
 		}
 		f.wr.push(r)
 	} else {
+		if f.ev == nil && readsWriteOnly(r.c.Fd, r.c.Op) {
+			e.rq.opDone(rec, -int32(unix.EBADF), 0)
+			return
+		}
 		f.rd.push(r)
 	}
 	e.arm(f)
+}
+
+// readsWriteOnly reports whether op is a read or recv on an fd opened write-only (a pipe's
+// write end), which readiness would never end: it completes with read(2)'s EBADF, as on uring.
+// It is asked when an fd first waits (it has no fd event yet): one fcntl(2) per fd, no read
+// before the loop's wait.
+func readsWriteOnly(fd int, op Op) bool {
+	if op != OpRead && op != OpRecv {
+		return false
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && fl&unix.O_ACCMODE == unix.O_WRONLY
 }
 
 // errRes is a syscall's error as a CQE result.
