@@ -201,19 +201,7 @@ func TestConnCloseSendsWhatAnotherGoroutineWroteBefore(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		r := newRecorder()
 		r.line = func(c *Conn, line string) {
-			written := make(chan error)
-			go func() {
-				_, err := c.WriteString("bye\n")
-				written <- err
-			}()
-			select {
-			case err := <-written:
-				if err != nil {
-					t.Errorf("Write from another goroutine: %v", err)
-				}
-			case <-time.After(waitFor):
-				t.Error("Write from another goroutine did not return")
-			}
+			writeFromElsewhere(t, c, "bye\n")
 			if err := c.Close(); err != nil {
 				t.Errorf("Close: %v", err)
 			}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 )
 
 // broadcaster is a recorder whose "go" line writes 100 lines to every other connection.
@@ -148,19 +147,7 @@ func TestConnWriteOnTheLoopComesAfterAnotherGoroutinesWrite(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		r := newRecorder()
 		r.line = func(c *Conn, line string) {
-			written := make(chan error)
-			go func() {
-				_, err := c.WriteString("first:" + line + "\n")
-				written <- err
-			}()
-			select {
-			case err := <-written:
-				if err != nil {
-					t.Errorf("Write from another goroutine: %v", err)
-				}
-			case <-time.After(waitFor):
-				t.Error("Write from another goroutine did not return")
-			}
+			writeFromElsewhere(t, c, "first:"+line+"\n")
 			if line == "inplace" {
 				c.Write(append(c.AvailableBuffer(), "then:"+line+"\n"...))
 			} else {

@@ -232,6 +232,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// writeFromElsewhere writes s to c from another goroutine and waits until Write has returned
+// (at most waitFor); an error is reported with t.Error (it may run on the loop's goroutine).
+func writeFromElsewhere(t *testing.T, c *Conn, s string) {
+	written := make(chan error)
+	go func() {
+		_, err := c.WriteString(s)
+		written <- err
+	}()
+	select {
+	case err := <-written:
+		if err != nil {
+			t.Errorf("Write from another goroutine: %v", err)
+		}
+	case <-time.After(waitFor):
+		t.Error("Write from another goroutine did not return")
+	}
+}
+
 // onLoop runs f on l's goroutine and waits for it.
 func onLoop(t *testing.T, l *Loop, f func()) {
 	t.Helper()
