@@ -231,7 +231,7 @@ func TestChatRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"--idle", "soon"}, `invalid value "soon" for flag -idle`},
 		{[]string{"--idle", "0s"}, "--idle 0s"},
-		{[]string{"--loops", "-1"}, "-1 loops"},
+		{[]string{"--loops", "-1"}, "WithLoops(-1)"},
 		{[]string{"--backend", "nope"}, "unknown backend"},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"9000"}, `["9000"]`},
