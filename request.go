@@ -242,8 +242,7 @@ func (h Request) Pending() bool { return h.rec != nil && h.rec.gen == h.gen && h
 // until the last callback) and fd (close it with CloseFd), are in Request's documentation.
 func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
 	if l.owned() { // first: another goroutine must not read the owner's request state
-		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-			rq.okOps&(1<<OpRead) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		if rq := l.req; rq != nil && rq.fastOK(OpRead, fd, buf, true, cb) {
 			return rq.drv.rw(OpRead, fd, buf, max(off, -1), cb, token), nil
 		}
 	}
@@ -260,8 +259,7 @@ func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (R
 // deadline), so N is len(buf); on an error after a part was written, N counts that part.
 func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
 	if l.owned() { // first: another goroutine must not read the owner's request state
-		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-			rq.okOps&(1<<OpWrite) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		if rq := l.req; rq != nil && rq.fastOK(OpWrite, fd, buf, true, cb) {
 			return rq.drv.rw(OpWrite, fd, buf, max(off, -1), cb, token), nil
 		}
 	}
@@ -277,8 +275,7 @@ func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (
 // uring. N is the bytes received, 0 when the peer shut down; Buf is buf[:N].
 func (l *Loop) Recv(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
 	if l.owned() { // first: another goroutine must not read the owner's request state
-		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-			rq.okOps&(1<<OpRecv) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		if rq := l.req; rq != nil && rq.fastOK(OpRecv, fd, buf, true, cb) {
 			return rq.drv.rw(OpRecv, fd, buf, int64(flags), cb, token), nil
 		}
 	}
@@ -296,8 +293,7 @@ func (l *Loop) Recv(fd int, buf []byte, flags int, cb Callback, token uint64) (R
 // as the same request, so N is len(buf), or, on an error after a part was sent, that part.
 func (l *Loop) Send(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
 	if l.owned() { // first: another goroutine must not read the owner's request state
-		if rq := l.req; rq != nil && uint(fd) < uint(len(rq.fds)) && rq.fds[fd].okSeq == rq.ownSeq &&
-			rq.okOps&(1<<OpSend) != 0 && cb != nil && uint(len(buf)-1) < maxRideLen { // fastOK, written out
+		if rq := l.req; rq != nil && rq.fastOK(OpSend, fd, buf, true, cb) {
 			return rq.drv.rw(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), cb, token), nil
 		}
 	}
