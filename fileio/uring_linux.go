@@ -531,7 +531,18 @@ func (e *uringEngine) armWake() {
 	if e.wakeOn {
 		return
 	}
-	sqe := e.getSQE()
+	var sqe *uring.SQE
+	if e.dep != nil {
+		// On the companion ring: the read's completion, task work of the task that
+		// submitted it, would otherwise wake the SQ thread just before the owner
+		// submits, and the deputy would never submit.
+		if sqe = e.dep.GetCompanionSQE(); sqe == nil {
+			e.submit()
+			sqe = e.dep.GetCompanionSQE()
+		}
+	} else {
+		sqe = e.getSQE()
+	}
 	if sqe == nil {
 		return
 	}

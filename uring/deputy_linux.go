@@ -66,6 +66,9 @@ type DeputyStats struct {
 	DeputySQEs uint64
 	// SQPollSQEs is the number of caller SQEs handed to the SQPOLL ring.
 	SQPollSQEs uint64
+	// CompanionSQEs is the number of SQEs from GetCompanionSQE, all
+	// submitted through the companion ring.
+	CompanionSQEs uint64
 	// Wakeups is the number of io_uring_enter(2) calls with
 	// IORING_ENTER_SQ_WAKEUP the Deputy made itself (after a deputy
 	// submission that left nothing for the SQPOLL ring).
@@ -94,7 +97,8 @@ type Deputy struct {
 	efd  int   // eventfd registered with both rings
 	pfd  [1]unix.PollFd
 
-	staged  []SQE // SQEs handed out by GetSQE, not yet copied to a ring
+	staged  []SQE  // SQEs handed out by GetSQE, not yet copied to a ring
+	pinned  []bool // staged[i] came from GetCompanionSQE
 	nStaged int
 
 	inflightRing int // requests on ring whose final CQE is not yet seen
@@ -162,7 +166,8 @@ func NewDeputy(r *Ring, n int) (*Deputy, error) {
 		comp.Close()
 		return nil, fmt.Errorf("uring: NewDeputy: eventfd: %w", err)
 	}
-	d := &Deputy{ring: r, comp: comp, n: n, efd: efd, staged: make([]SQE, r.sqEntries), open: true}
+	d := &Deputy{ring: r, comp: comp, n: n, efd: efd, staged: make([]SQE, r.sqEntries),
+		pinned: make([]bool, r.sqEntries), open: true}
 	for _, rr := range []*Ring{r, comp} {
 		if err := rr.RegisterEventfd(d.efd, false); err != nil {
 			d.Close()
@@ -218,8 +223,26 @@ func (d *Deputy) GetSQE() *SQE {
 		return nil
 	}
 	sqe := &d.staged[d.nStaged]
+	d.pinned[d.nStaged] = false
 	d.nStaged++
 	*sqe = SQE{}
+	return sqe
+}
+
+// GetCompanionSQE is GetSQE for an SQE that Submit always sends through the
+// companion ring, whether the SQ thread sleeps or not, and that never wakes
+// the SQ thread. Use it for a request that waits for an event, such as a
+// read of an eventfd or a poll: when such a request completes after an
+// event, the kernel runs its completion as task work of the task that
+// submitted it. On the SQPOLL ring that task is the SQ thread, which the
+// completion wakes and keeps awake for its idle time, so that the next
+// Submit finds it awake and deputy submission never happens. A link chain
+// goes whole to the ring of its first SQE.
+func (d *Deputy) GetCompanionSQE() *SQE {
+	sqe := d.GetSQE()
+	if sqe != nil {
+		d.pinned[d.nStaged-1] = true
+	}
 	return sqe
 }
 
@@ -283,7 +306,7 @@ func (d *Deputy) Submit() (int, error) {
 		d.stats.Asleep++
 		k = d.deputySplit()
 	}
-	taken, toComp, toRing := 0, 0, 0
+	taken, toComp, toRing, split := 0, 0, 0, 0
 	for i := 0; i < d.nStaged; {
 		// A link chain moves as a whole: its length, and its room.
 		j := i + 1
@@ -291,7 +314,7 @@ func (d *Deputy) Submit() (int, error) {
 			j++
 		}
 		home, other := d.ring, d.comp
-		if i < k {
+		if i < k || d.pinned[i] {
 			home, other = d.comp, d.ring
 		}
 		if d.duplicated(i) {
@@ -307,10 +330,15 @@ func (d *Deputy) Submit() (int, error) {
 			for x := i; x < j; x++ {
 				*home.GetSQE() = d.staged[x]
 			}
-			if home == d.comp {
+			switch {
+			case d.pinned[i]:
 				toComp += j - i
+				d.stats.CompanionSQEs += uint64(j - i)
+			case home == d.comp:
+				toComp += j - i
+				split += j - i
 				d.stats.DeputySQEs += uint64(j - i)
-			} else {
+			default:
 				toRing += j - i
 				d.stats.SQPollSQEs += uint64(j - i)
 			}
@@ -320,6 +348,7 @@ func (d *Deputy) Submit() (int, error) {
 	}
 	// Keep what did not fit, in order.
 	copy(d.staged, d.staged[taken:d.nStaged])
+	copy(d.pinned, d.pinned[taken:d.nStaged])
 	d.nStaged -= taken
 	d.inflightComp += toComp
 	d.inflightRing += toRing
@@ -335,7 +364,7 @@ func (d *Deputy) Submit() (int, error) {
 		if _, err := d.ring.Submit(); err != nil {
 			return taken, err
 		}
-	} else if asleep && d.ring.SQThreadSleeping() {
+	} else if split > 0 && d.ring.SQThreadSleeping() {
 		d.stats.Wakeups++
 		if err := d.ring.WakeupSQThread(); err != nil {
 			return taken, err

@@ -146,6 +146,63 @@ func TestDeputySubmitsWhileSQThreadSleeps(t *testing.T) {
 	}
 }
 
+// TestDeputyCompanionSQEDoesNotWakeTheSQThread: an SQE from
+// GetCompanionSQE, submitted while the SQ thread sleeps, completes through
+// the companion ring and leaves the thread asleep.
+func TestDeputyCompanionSQEDoesNotWakeTheSQThread(t *testing.T) {
+	d := newTestDeputy(t, 4)
+	waitAsleep(t, d)
+	sqe := d.GetCompanionSQE()
+	sqe.PrepNop()
+	sqe.SetUserData(9)
+	if n, err := d.Submit(); n != 1 || err != nil {
+		t.Fatalf("Submit = %d, %v; want 1, nil", n, err)
+	}
+	if !d.Ring().SQThreadSleeping() {
+		t.Errorf("the SQ thread was woken by a companion SQE: %+v", d.Stats())
+	}
+	if cqe := reapDeputy(t, d, 1); cqe[0].UserData != 9 || cqe[0].Res != 0 {
+		t.Errorf("CQE %+v, want user_data 9 res 0", cqe[0])
+	}
+	if st := d.Stats(); st.CompanionSQEs != 1 || st.DeputySQEs != 0 || st.SQPollSQEs != 0 || st.Wakeups != 0 {
+		t.Errorf("stats %+v: want CompanionSQEs 1 and nothing else", st)
+	}
+}
+
+// TestDeputyCompanionSQEGoesToTheCompanionRingWhileTheSQThreadIsAwake: a
+// companion SQE staged behind one for the SQPOLL ring goes to the companion
+// ring, and a wait on both rings (ppoll on the eventfd) ends when the
+// companion request completes after an event from another goroutine.
+func TestDeputyCompanionSQEGoesToTheCompanionRingWhileTheSQThreadIsAwake(t *testing.T) {
+	d := newTestDeputy(t, 1)
+	quiet, _ := newPipe(t)
+	rfd, wfd := newPipe(t)
+	stageNops(t, d, 1, 1) // to the companion ring if the SQ thread sleeps: N is 1
+	sqe := d.GetSQE()     // so this one goes to the SQPOLL ring
+	sqe.PrepPollAdd(quiet, unix.POLLIN)
+	sqe.SetUserData(2)
+	sqe = d.GetCompanionSQE()
+	sqe.PrepPollAdd(rfd, unix.POLLIN)
+	sqe.SetUserData(3)
+	if _, err := d.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.Stats(); st.CompanionSQEs != 1 || st.SQPollSQEs < 1 {
+		t.Fatalf("stats %+v: want CompanionSQEs 1 and the quiet poll on the SQPOLL ring", st)
+	}
+	if cqe := reapDeputy(t, d, 1); cqe[0].UserData != 1 {
+		t.Fatalf("CQE %+v, want the NOP's (user_data 1)", cqe[0])
+	}
+	go unix.Write(wfd, []byte{1})
+	if cqe := reapDeputy(t, d, 1); cqe[0].UserData != 3 || cqe[0].Res&unix.POLLIN == 0 {
+		t.Errorf("CQE %+v, want user_data 3 with POLLIN", cqe[0])
+	}
+	sqe = d.GetSQE()
+	sqe.PrepPollRemove(2)
+	sqe.SetUserData(4)
+	check(t, reapAfterSubmit(t, d, map[uint64]int32{2: -int32(unix.ECANCELED), 4: 0}))
+}
+
 // TestDeputySplitsBurstLargerThanN: of a burst of 3N+1 SQEs while the SQ
 // thread sleeps, N complete through the companion ring at once and the rest
 // through the SQ thread; every one completes exactly once.
