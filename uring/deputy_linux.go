@@ -20,7 +20,9 @@ import (
 // by io_uring_enter(2), in the caller's own context; the rest go to the SQPOLL
 // ring. Only then is the SQ thread woken: it does not contend with the
 // deputy's submission, and is awake for what follows. When the thread is awake
-// every SQE goes to the SQPOLL ring.
+// every SQE goes to the SQPOLL ring. A request that waits for an event (a
+// poll, an eventfd read) is better staged with GetCompanionSQE: it always goes
+// to the companion ring, so that its completion does not wake the SQ thread.
 //
 // The caller sees one completion stream (PeekCQE / CQESeen, the companion
 // ring first) and waits on both rings at once (SubmitAndWaitTimeout: on the
