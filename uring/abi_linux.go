@@ -10,6 +10,10 @@ package uring
 // cmd_op; Addr is also splice_off_in; OpFlags is rw_flags, poll32_events,
 // cancel_flags, timeout_flags and the other per-opcode flag words; BufIndex
 // is also buf_group; SpliceFdIn is also file_index and addr_len.
+//
+// Every Prep method resets the whole SQE, user data and flags included (unlike
+// liburing's io_uring_prep_* helpers, which leave user_data alone): call it
+// first, then SetUserData and SetFlags.
 type SQE struct {
 	Opcode      uint8  // IORING_OP_*
 	Flags       uint8  // IOSQE_* (SQEFixedFile, SQEIOLink, ...)

@@ -8,46 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Deputy submission (docs/design.md, "Deputy submission"): Hao Xu's RFC
-// "submit sqes in the original context when waking up sqthread", which the
-// kernel never took, done in user space.
-//
-// An SQPOLL ring whose SQ thread sleeps (IORING_SQ_NEED_WAKEUP) delays every
-// submission by the thread's wake-up. A Deputy pairs such a ring with a
-// companion ring without SQPOLL. SQEs are prepared in the Deputy's own staging
-// array (GetSQE). Submit looks at NEED_WAKEUP once. When the SQ thread sleeps,
-// up to N staged SQEs are copied to the companion ring and submitted at once
-// by io_uring_enter(2), in the caller's own context; the rest go to the SQPOLL
-// ring. Only then is the SQ thread woken: it does not contend with the
-// deputy's submission, and is awake for what follows. When the thread is awake
-// every SQE goes to the SQPOLL ring. A request that waits for an event (a
-// poll, an eventfd read) is better staged with GetCompanionSQE: it always goes
-// to the companion ring, so that its completion does not wake the SQ thread.
-//
-// The caller sees one completion stream (PeekCQE / CQESeen, the companion
-// ring first) and waits on both rings at once (SubmitAndWaitTimeout: on the
-// one ring that has requests in flight, or on an eventfd registered with
-// both). Rules that keep "no SQE lost, none completed twice":
-//
-//   - A staged SQE is copied to exactly one ring (the copy is what the kernel
-//     reads; the staging slot is reused only after the copy). SQEs that find
-//     no room stay staged, in order, for the next Submit.
-//   - A link chain (SQEIOLink / SQEIOHardlink) is never split between rings.
-//   - IORING_OP_ASYNC_CANCEL and IORING_OP_POLL_REMOVE (the plain remove, not
-//     the update form) outside a link chain are submitted to both rings, since
-//     their target may be on either; the two CQEs are merged into one with the
-//     caller's user_data (see mergeCancel), so cancellation reaches a request
-//     on either ring and the caller gets exactly one CQE per SQE.
-//
-// Deputy submission is opt-in (NewDeputy with N >= 1) and never crosses
-// thread groups: the companion ring is created by NewDeputy, its fd never
-// leaves the Deputy, and the Deputy is ordinary process memory, so the
-// deputy's io_uring_enter always runs in the process that created it (the
-// RFC's same_thread_group() condition). With SINGLE_ISSUER (when the kernel
-// grants it) the kernel further restricts it to the creating thread.
-//
-// IOSQE_IO_DRAIN and ordering between requests hold only within one ring.
-
 // DeputyTag and DeputyTagMask reserve user_data values for the Deputy's own
 // requests: a user_data u with u&DeputyTagMask == DeputyTag must not be used
 // by callers of a Deputy (the halves of a duplicated cancel carry it).
@@ -89,9 +49,50 @@ type deputyCancel struct {
 	res      [2]int32
 }
 
-// Deputy is an SQPOLL ring with deputy submission. It is not safe for
-// concurrent use and follows the Ring's thread rule: create it and use it
-// from one goroutine locked to its OS thread (runtime.LockOSThread).
+// Deputy is an SQPOLL ring with deputy submission (docs/design.md, "Deputy
+// submission"): Hao Xu's RFC "submit sqes in the original context when waking
+// up sqthread", which the kernel never took, done in user space. It is not
+// safe for concurrent use and follows the Ring's thread rule: create it and
+// use it from one goroutine locked to its OS thread (runtime.LockOSThread).
+//
+// An SQPOLL ring whose SQ thread sleeps (IORING_SQ_NEED_WAKEUP) delays every
+// submission by the thread's wake-up. A Deputy pairs such a ring with a
+// companion ring without SQPOLL. SQEs are prepared in the Deputy's own staging
+// array (GetSQE). Submit looks at NEED_WAKEUP once. When the SQ thread sleeps,
+// up to N staged SQEs are copied to the companion ring and submitted at once
+// by io_uring_enter(2), in the caller's own context; the rest go to the SQPOLL
+// ring. Only then is the SQ thread woken: it does not contend with the
+// deputy's submission, and is awake for what follows. When the thread is awake
+// every SQE goes to the SQPOLL ring. A request that waits for an event (a
+// poll, an eventfd read) is better staged with GetCompanionSQE: it always goes
+// to the companion ring, so that its completion does not wake the SQ thread.
+//
+// The caller sees one completion stream (PeekCQE / CQESeen, the companion
+// ring first) and waits on both rings at once (SubmitAndWaitTimeout: on the
+// one ring that has requests in flight, or on an eventfd registered with
+// both). Rules that keep "no SQE lost, none completed twice":
+//
+//   - A staged SQE is copied to exactly one ring (the copy is what the kernel
+//     reads; the staging slot is reused only after the copy). SQEs that find
+//     no room stay staged, in order, for the next Submit.
+//   - A link chain (SQEIOLink / SQEIOHardlink) is never split between rings.
+//   - IORING_OP_ASYNC_CANCEL and IORING_OP_POLL_REMOVE (the plain remove, not
+//     the update form) outside a link chain are submitted to both rings, since
+//     their target may be on either; the two CQEs are merged into one with the
+//     caller's user_data, so cancellation reaches a request on either ring and
+//     the caller gets exactly one CQE per SQE.
+//
+// Deputy submission is opt-in (NewDeputy with N >= 1) and never crosses
+// thread groups: the companion ring is created by NewDeputy, its fd never
+// leaves the Deputy, and the Deputy is ordinary process memory, so the
+// deputy's io_uring_enter always runs in the process that created it (the
+// RFC's same_thread_group() condition). With SINGLE_ISSUER (when the kernel
+// grants it) the kernel further restricts it to the creating thread.
+//
+// IOSQE_IO_DRAIN and ordering between requests hold only within one ring.
+//
+// User data u with u&DeputyTagMask == DeputyTag is the Deputy's own (see
+// DeputyTag).
 type Deputy struct {
 	ring *Ring // the SQPOLL ring (owned by the caller)
 	comp *Ring // the companion ring without SQPOLL (owned by the Deputy)

@@ -33,7 +33,11 @@
 //     wait as it ends the kernel's, a signal never does), SubmitAndWaitMin
 //     (min_wait, 6.12),
 //     WakeupSQThread.
-//   - prep.go: one Prep method per opcode, in kernel order.
+//   - prep.go: one Prep method per opcode, in kernel order. Each resets the
+//     whole SQE: SetUserData and SetFlags come after it.
+//   - deputy_linux.go: Deputy, an SQPOLL ring whose owner submits a few SQEs
+//     itself while the SQ thread sleeps (ringev's user-space version of the
+//     IORING_ENTER_SQ_DEPUTY RFC; fileio's ModeDeputy).
 //   - register_linux.go: every io_uring_register(2) call, through doRegister.
 //   - probe_linux.go: Probe (IORING_REGISTER_PROBE) and ProbeKernel, behind
 //     `ringev probe`.

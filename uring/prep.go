@@ -10,7 +10,7 @@ import (
 )
 
 // Every Prep method resets the whole SQE (user data and flags included), so
-// call it first and SetUserData / SetFlags after it. Methods are in kernel
+// call it first and SetUserData / SetFlags after it (see SQE). Methods are in kernel
 // opcode order; each names its opcode constant, so Probe.OpSupported can be
 // asked about exactly the op a method prepares. Semantics follow
 // io_uring_enter(2) and the liburing io_uring_prep_*(3) man pages.
@@ -325,11 +325,13 @@ func (s *SQE) PrepEpollWait(epfd int, events []unix.EpollEvent, flags uint32) {
 	s.OpFlags = flags
 }
 
-// SetUserData sets the value passed back in CQE.UserData.
+// SetUserData sets the value passed back in CQE.UserData. Call it after the
+// Prep method, which resets it.
 func (s *SQE) SetUserData(u uint64) { s.UserData = u }
 
 // SetFlags sets the IOSQE_* flags (SQEIOLink, SQEIOHardlink, SQEAsync,
 // SQEFixedFile, SQEBufferSelect, SQECQESkipSuccess, ...), replacing any set.
+// Call it after the Prep method, which resets them.
 func (s *SQE) SetFlags(f uint8) { s.Flags = f }
 
 // AddFlags adds IOSQE_* flags to those already set (PrepRecvMultishot sets
