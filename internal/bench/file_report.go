@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"gonum.org/v1/plot"
@@ -56,7 +57,7 @@ func WriteFileTable(w io.Writer, rs []FileResult) error {
 	if head.Rate > 0 {
 		rate = fmt.Sprintf("%d IOPS", head.Rate)
 	}
-	fmt.Fprintf(w, "file: %s %s, rate %s, %.0f s per row\n", head.RW, formatBytes(int64(head.BS)), rate, head.Seconds)
+	fmt.Fprintf(w, "file: %s %s, rate %s, %g s per row\n", head.RW, formatBytes(int64(head.BS)), rate, math.Round(head.Seconds*100)/100)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "cache\tgoroutines\tapi\tIOPS\tp50 µs\tp99 µs\tp99.9 µs\tCPU µs/op\tthreads\tIOPS/os\tCPU/os\tvia ring\t\n")
 	for _, r := range rs {

@@ -137,3 +137,16 @@ func TestWriteFileTableGivesRatiosToOSFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFileTableShowsASubSecondRowsTime: a row measured for 0.3 s (--seconds 0.3) is said
+// to be 0.3 s long, not rounded to "0 s".
+func TestWriteFileTableShowsASubSecondRowsTime(t *testing.T) {
+	rs := []FileResult{{API: APIOS, Goroutines: 4, Mode: "pread", IOPS: 1000, RW: RWRandRead, BS: 4096, Seconds: 0.3004}}
+	var b bytes.Buffer
+	if err := WriteFileTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	if head, _, _ := strings.Cut(b.String(), "\n"); !strings.Contains(head, ", 0.3 s per row") {
+		t.Errorf("heading %q, want it to say 0.3 s per row", head)
+	}
+}
