@@ -91,7 +91,8 @@ func WithSQIdle(d time.Duration) Option { return func(c *config) { c.sqIdle = d 
 func WithSQThreadCPU(cpu int) Option { return func(c *config) { c.sqCPU = cpu } }
 
 // WithDeputy sets ModeDeputy's N: the most operations the owner submits itself when it finds
-// the SQ thread asleep (default DefaultDeputy, >= 1).
+// the SQ thread asleep (default DefaultDeputy, >= 1). It does not choose the mode:
+// WithMode(ModeDeputy) turns deputy submission on, and other modes ignore N.
 func WithDeputy(n int) Option { return func(c *config) { c.deputy = n } }
 
 // WithThreads sets the size of ModeThreads' pool (default DefaultThreads, >= 1): the most

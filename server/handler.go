@@ -19,6 +19,10 @@ import (
 //
 // A Handler may also implement OpenHandler, CloseHandler, TickHandler and
 // BackpressureHandler.
+//
+// A panic in a Handler method is not recovered: it ends the process (net/http, unlike this,
+// recovers a handler's panic and closes only that connection). A Handler that must survive a
+// panic of its own recovers it and closes the connection with Conn.Abort.
 type Handler interface {
 	OnData(c *Conn)
 }
