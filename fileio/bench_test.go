@@ -103,3 +103,41 @@ func BenchmarkFileReadAt(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRingPipeReadAfterIdle reads one byte of a pipe that another goroutine writes 200 µs
+// after the read starts, one read at a time: the owner sleeps with the read in the kernel, and
+// again after it, so each read wakes it. enters/op is the owner's io_uring_enter(2) calls (and
+// ModeDeputy's ppoll waits) per read, with the regime's idle gaps.
+func BenchmarkRingPipeReadAfterIdle(b *testing.B) {
+	for _, m := range []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy} {
+		b.Run(string(m), func(b *testing.B) {
+			requireMode(b, m)
+			r, err := fileio.NewRing(fileio.WithMode(m))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pw.Close()
+			f, err := r.Adopt(pr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf, one := make([]byte, 1), []byte{1}
+			s0 := r.Stats()
+			b.ResetTimer()
+			for range b.N {
+				t := time.AfterFunc(200*time.Microsecond, func() { pw.Write(one) })
+				if _, err := f.ReadAt(buf, 0); err != nil {
+					b.Fatal(err)
+				}
+				t.Stop()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(r.Stats().Enters-s0.Enters)/float64(b.N), "enters/op")
+		})
+	}
+}

@@ -266,12 +266,16 @@ func (e *uringEngine) loop() {
 			e.sleeping.Store(0)
 			continue
 		}
+		// SQEs the deputy staged before the eventfd read wait for SQ entries; the read
+		// itself, staged by armWake, goes to the companion ring's SQ at the wait's
+		// submission (that SQ is empty between submissions).
+		held := e.dep != nil && e.dep.Staged() > 0
 		e.armWake()
 		wait := time.Duration(-1)
-		if e.sqFull || !e.wakeOn || (e.dep != nil && e.dep.Staged() > 0) {
+		if e.sqFull || !e.wakeOn || held {
 			// An SQ thread frees SQ entries without posting CQEs, and a caller cannot
 			// wake an owner whose eventfd read found no SQ entry (or waits in the
-			// deputy's staging for one): look again soon.
+			// deputy's staging behind SQEs that found none): look again soon.
 			wait = sqFullPoll
 		}
 		_, err := e.sq.SubmitAndWaitTimeout(1, wait)
