@@ -84,7 +84,8 @@ func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
 func WithEntries(n int) Option { return func(c *config) { c.entries = n } }
 
 // WithSQIdle sets how long the SQ thread of the SQPOLL modes polls without work before it
-// sleeps (default DefaultSQIdle; the kernel's unit is milliseconds, rounded up).
+// sleeps (default DefaultSQIdle; the kernel's unit is milliseconds, rounded up). 0 is not "sleep
+// at once": the kernel then uses its own default, one second (io_uring_setup(2), sq_thread_idle).
 func WithSQIdle(d time.Duration) Option { return func(c *config) { c.sqIdle = d } }
 
 // WithSQThreadCPU pins the SQ thread of the SQPOLL modes to cpu (IORING_SETUP_SQ_AFF).
