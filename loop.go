@@ -222,7 +222,7 @@ type Loop struct {
 	running     bool  // Run is running: Once returns early on Stop
 	busy        bool  // the last wait found something: look without blocking first (see wait)
 	fresh       bool  // WithFreshReadiness: never use readiness from an earlier Once
-	after       uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set)
+	after       uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set), afterReq (the request emulation's handler ran)
 	exactSig    bool  // WithExactSignals
 	epfd        int   // the backend's epoll set, which the busy path reads directly; -1: none
 	beFd        int   // the backend's own fd beyond the epoll set (its io_uring instance); -1: none
@@ -641,16 +641,34 @@ func (l *Loop) dispatchRest() error {
 const (
 	afterAll = 1 << iota // WithDispatchAll: run the other ready handlers
 	afterErr             // pendErr is set: return it
+	afterReq             // the handler was the request emulation's: run the completions it queued
 )
 
-// afterFd is dispatchRest's work when Loop.after is not 0.
+// afterFd is dispatchRest's work when Loop.after is not 0. After the request emulation's fd
+// handler (afterReq), which runs no code of the caller's but makes the syscalls of the
+// requests waiting on its fd, the completions it queued run in the same Once, as its one
+// handler: the batch the next Once would run (an fd handler ran, so it is the completions'
+// turn, see runTurn), without that Once's checks first.
 func (l *Loop) afterFd() error {
+	if l.after == afterReq { // the emulation's steady case first
+		l.after = 0
+		if l.req.pending() {
+			l.runTurn()
+		}
+		return nil
+	}
 	if l.after&afterAll != 0 {
 		for !l.stopReq.Load() && l.dispatchFd() {
 		}
 	}
 	if l.pendErr != nil {
 		return l.takePendErr()
+	}
+	if l.after&afterReq != 0 {
+		l.after &^= afterReq
+		if l.req.pending() {
+			l.runTurn()
+		}
 	}
 	return nil
 }

@@ -390,6 +390,7 @@ func (f *emulFd) handle(ev *FdEvent, flags Flags) {
 	if f.ev != nil {
 		e.arm(f)
 	}
+	e.l.after |= afterReq // what completed runs in this Once (Loop.afterFd)
 }
 
 // nonblockStream reports whether fd is O_NONBLOCK and neither a regular file nor a block
