@@ -415,12 +415,16 @@ func nonblockStream(fd int) bool {
 // syscall bookkeeping (internal/rawsys), as Loop.ReadNonblocking does; on a regular file, or
 // on an fd not known to be non-blocking, through unix.Syscall6.
 func (f *emulFd) sys(trap, a1, a2, a3, a4 uintptr) (uintptr, unix.Errno) {
-	if (f.ev != nil || f.nonblock) && !f.notPollable {
+	if f.raw() {
 		return rawsys.Syscall6(trap, a1, a2, a3, a4, 0, 0)
 	}
 	n, _, errno := unix.Syscall6(trap, a1, a2, a3, a4, 0, 0)
 	return n, errno
 }
+
+// raw reports whether f's fd cannot block, so that its syscalls go through internal/rawsys (see
+// sys). Small enough to be inlined into perform, whose read and write make that call themselves.
+func (f *emulFd) raw() bool { return (f.ev != nil || f.nonblock) && !f.notPollable }
 
 // perform makes r's syscall. It reports true when r must wait for readiness again (EAGAIN,
 // or a multishot op that goes on); otherwise it told the core (complete or opDone).
@@ -432,7 +436,9 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	switch r.c.Op {
 	case OpRead:
 		p := r.c.Buf
-		if r.off < 0 {
+		if r.off < 0 && f.raw() {
+			n, errno = rawsys.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		} else if r.off < 0 {
 			n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 		} else {
 			n, errno = f.sys(sysPread, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off))
@@ -445,6 +451,8 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 			switch {
 			case r.c.Op == OpSend:
 				n, errno = rawsys.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+			case r.off < 0 && f.raw():
+				n, errno = rawsys.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 			case r.off < 0:
 				n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 			default:
