@@ -230,7 +230,12 @@ func (l *Loop) runTurn() bool {
 	// callback panics out of Once. A callback cannot close the loop (Close returns ErrNested).
 	l.inside = true
 	defer rq.endBatch()
-	ran := rq.drv.run(reqBatch)
+	var ran bool
+	if rq.emul {
+		ran = rq.runQueued(reqBatch) // emulReqs.run, without the interface call
+	} else {
+		ran = rq.drv.run(reqBatch)
+	}
 	if rq.head == len(rq.cq) {
 		rq.cq, rq.head = rq.cq[:0], 0
 	} else if rq.head > len(rq.cq)/2 && rq.head > 64 {
@@ -388,14 +393,22 @@ func (rq *requests) deferRequest(e cqEntry) {
 }
 
 // endBatch ends runTurn's batch of callbacks (deferred: a callback may panic, and then the
-// record of a last callback goes back to the pool here).
+// record of a last callback goes back to the pool here, putBack). Small enough to be inlined
+// into runTurn's deferred call.
 func (rq *requests) endBatch() {
 	rq.l.inside, rq.cbFd = false, -1
 	if rq.cbRec != 0 {
-		r := rq.recs[rq.cbRec-1]
-		rq.cbRec = 0
-		rq.recycle(r)
+		rq.putBack()
 	}
+}
+
+// putBack puts the record of a last callback that panicked (cbRec) back in the pool.
+//
+//go:noinline
+func (rq *requests) putBack() {
+	r := rq.recs[rq.cbRec-1]
+	rq.cbRec = 0
+	rq.recycle(r)
 }
 
 // shutdown is Loop.Close's: every request is cancelled, no callback runs. A connection that an

@@ -117,6 +117,7 @@ type requests struct {
 	cbRec  uint32 // 1 + the index of the record whose last callback is running; 0: none
 	dead   bool
 	fixed  bool // RegisterBuffers has registered the loop's fixed buffers
+	emul   bool // drv is the emulation's (runTurn calls its run, runQueued, directly)
 	onTmr  func(t *Timer)
 }
 
@@ -138,7 +139,7 @@ func (l *Loop) newRequests() *requests {
 	if d := newRingReqs(l, rq); d != nil {
 		rq.drv = d
 	} else {
-		rq.drv = &emulReqs{l: l, rq: rq}
+		rq.drv, rq.emul = &emulReqs{l: l, rq: rq}, true
 	}
 	l.req = rq
 	return rq
