@@ -145,18 +145,17 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 
 // finishFast is finish for the last result of a fast request (reqRec.fast) that opDone would
 // pass on unchanged (a read's, or a write's whole count or error before any part): no deadline
-// timer, no count before an error, no group buffer.
+// timer, no count before an error, no group buffer. Only the emulation calls it (perform): it
+// has no CQ, so every entry's pos is 0 (see cqEntry.pos) and a new one goes last.
 func (rq *requests) finishFast(r *reqRec, res int32) {
 	r.state = stDone
-	var e *cqEntry
-	if n := len(rq.cq); n < cap(rq.cq) && (n == rq.head || int32(rq.cq[n-1].pos-rq.pos) <= 0) {
+	if n := len(rq.cq); n < cap(rq.cq) {
 		rq.cq = rq.cq[:n+1] // push's steady case, written out
-		e = &rq.cq[n]
-		e.pos = rq.pos
+		rq.cq[n] = cqEntry{rec: r, gen: r.gen, res: res}
 	} else {
-		e = rq.push()
+		e := rq.push()
+		e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, 0, 0
 	}
-	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, 0, 0
 	f := &rq.fds[r.c.Fd]
 	if r.c.Op == OpRecv {
 		f.drained = res >= 0 && int(res) < len(r.c.Buf)
