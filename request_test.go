@@ -391,3 +391,30 @@ func TestRequestOnAnFdThatBecameTheLoopsOwnIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestEmulatedReadCompletesInTheOnceThatFindsItsFdReady: on the emulation (every
+// backend but uring) a Read of a pipe that holds data runs its callback in one Once: the Once
+// whose wait finds the fd ready makes the read(2) and runs the callback, as uring's runs the
+// callbacks of the CQEs its wait found (not in a second Once after the next one's checks).
+func TestRequestEmulatedReadCompletesInTheOnceThatFindsItsFdReady(t *testing.T) {
+	var emulated []string
+	for _, b := range ringev.Backends() {
+		if b != "uring" {
+			emulated = append(emulated, b)
+		}
+	}
+	eachBackend(t, emulated, func(t *testing.T, backend string) {
+		r, _ := testutil.PipeHolding(t, "ab")
+		l := newLoop(t, backend)
+		got := -1
+		if _, err := l.Read(r, make([]byte, 8), -1, func(c *ringev.Completion) { got = c.N }, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Once(); err != nil {
+			t.Fatal(err)
+		}
+		if got != 2 {
+			t.Fatalf("after one Once the callback got %d bytes, want 2 (-1: it had not run)", got)
+		}
+	})
+}
