@@ -86,6 +86,17 @@ var (
 // withFallback is every registered backend and uringFallback.
 func withFallback() []string { return append(ringev.Backends(), uringFallback) }
 
+// backendsBut returns ringev.Backends() without the one named.
+func backendsBut(name string) []string {
+	var out []string
+	for _, b := range ringev.Backends() {
+		if b != name {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // eachBackend runs fn as one subtest per backend, named after it.
 func eachBackend(t *testing.T, backends []string, fn func(t *testing.T, backend string)) {
 	t.Helper()

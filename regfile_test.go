@@ -72,13 +72,7 @@ func TestUnregisterFileThenCloseReleasesTheFile(t *testing.T) {
 // pipe; a Send and a Recv on a socket), and a close(2) once they are done releases the file at
 // once, with no UnregisterFile (the pipe's writer gets EPIPE; the socket's peer reads EOF).
 func TestRegisterFileOffUringDoesNothing(t *testing.T) {
-	var others []string
-	for _, b := range ringev.Backends() {
-		if b != "uring" {
-			others = append(others, b)
-		}
-	}
-	eachBackend(t, others, func(t *testing.T, backend string) {
+	eachBackend(t, backendsBut("uring"), func(t *testing.T, backend string) {
 		r, w := testutil.PipeHolding(t, "a")
 		a, peer := testutil.Socketpair(t)
 		l := newLoop(t, backend)

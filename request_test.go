@@ -397,13 +397,7 @@ func TestRequestOnAnFdThatBecameTheLoopsOwnIsRefused(t *testing.T) {
 // whose wait finds the fd ready makes the read(2) and runs the callback, as uring's runs the
 // callbacks of the CQEs its wait found (not in a second Once after the next one's checks).
 func TestRequestEmulatedReadCompletesInTheOnceThatFindsItsFdReady(t *testing.T) {
-	var emulated []string
-	for _, b := range ringev.Backends() {
-		if b != "uring" {
-			emulated = append(emulated, b)
-		}
-	}
-	eachBackend(t, emulated, func(t *testing.T, backend string) {
+	eachBackend(t, backendsBut("uring"), func(t *testing.T, backend string) {
 		r, _ := testutil.PipeHolding(t, "ab")
 		l := newLoop(t, backend)
 		got := -1
