@@ -356,12 +356,14 @@ func (d *Deputy) Submit() (int, error) {
 	d.inflightComp += toComp
 	d.inflightRing += toRing
 
-	if toComp > 0 {
+	// A ring's SQ may also hold SQEs an earlier Submit's error left there: submit
+	// them now, or a wait would wait for their CQEs for ever.
+	if toComp > 0 || d.comp.SQReady() > 0 {
 		if _, err := d.comp.Submit(); err != nil {
 			return taken, err
 		}
 	}
-	if toRing > 0 {
+	if toRing > 0 || d.ring.SQReady() > 0 {
 		// Ring.Submit adds IORING_ENTER_SQ_WAKEUP when NEED_WAKEUP is
 		// (still) set, after publishing the tail.
 		if _, err := d.ring.Submit(); err != nil {

@@ -203,6 +203,38 @@ func TestDeputyCompanionSQEGoesToTheCompanionRingWhileTheSQThreadIsAwake(t *test
 	check(t, reapAfterSubmit(t, d, map[uint64]int32{2: -int32(unix.ECANCELED), 4: 0}))
 }
 
+// TestDeputyRetriesWhatAFailedSubmitLeftInTheCompanionRing: SQEs that a Submit copied to
+// the companion ring and could not submit (EEXIST: another thread entered the SINGLE_ISSUER
+// companion) complete after the owner's next SubmitAndWaitTimeout, even when that call's own
+// SQEs all go to the SQPOLL ring because the companion's SQ is full of them.
+func TestDeputyRetriesWhatAFailedSubmitLeftInTheCompanionRing(t *testing.T) {
+	d := newTestDeputy(t, 4, WithEntries(4))
+	if d.Companion().SetupFlags()&SetupSingleIssuer == 0 {
+		t.Skip("IORING_SETUP_SINGLE_ISSUER (6.0) refused for the companion ring: no EEXIST to provoke")
+	}
+	waitAsleep(t, d)
+	stageNops(t, d, 1, 4) // all four to the companion ring: N is 4
+	var err error
+	onOtherThread(t, func() { _, err = d.Submit() })
+	if !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("Submit from another thread: %v, want EEXIST", err)
+	}
+	if st := d.Stats(); st.DeputySQEs != 4 || d.Companion().SQReady() != 4 {
+		t.Fatalf("stats %+v, companion SQ %d: want the four NOPs copied and left there", st, d.Companion().SQReady())
+	}
+	stageNops(t, d, 5, 1) // the companion's SQ is full: to the SQPOLL ring
+	if _, err := d.SubmitAndWaitTimeout(5, waitTimeout); err != nil {
+		t.Fatalf("SubmitAndWaitTimeout(5, %v): %v (the four left in the companion's SQ never submitted?)", waitTimeout, err)
+	}
+	got := map[uint64]bool{}
+	for _, c := range reapDeputy(t, d, 5) {
+		got[c.UserData] = true
+	}
+	if len(got) != 5 {
+		t.Errorf("user_data seen %v, want 1 to 5", got)
+	}
+}
+
 // TestDeputySplitsBurstLargerThanN: of a burst of 3N+1 SQEs while the SQ
 // thread sleeps, N complete through the companion ring at once and the rest
 // through the SQ thread; every one completes exactly once.
