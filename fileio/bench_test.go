@@ -109,7 +109,7 @@ func BenchmarkFileReadAt(b *testing.B) {
 // again after it, so each read wakes it. enters/op is the owner's io_uring_enter(2) calls (and
 // ModeDeputy's ppoll waits) per read, with the regime's idle gaps.
 func BenchmarkRingPipeReadAfterIdle(b *testing.B) {
-	for _, m := range []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy} {
+	for _, m := range []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy, fileio.ModeNetpoll} {
 		b.Run(string(m), func(b *testing.B) {
 			requireMode(b, m)
 			r, err := fileio.NewRing(fileio.WithMode(m))

@@ -18,7 +18,8 @@ import (
 )
 
 // uringModes are the modes that cancel in the kernel.
-var uringModes = []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy}
+var uringModes = []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy,
+	fileio.ModeNetpoll}
 
 // forUringModes is forModes without ModeThreads.
 func forUringModes(t *testing.T, test func(t *testing.T, r *fileio.Ring), opts ...fileio.Option) {

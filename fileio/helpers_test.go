@@ -26,7 +26,7 @@ const waitTimeout = 10 * time.Second
 
 // ringModes are the modes each operation is tested in.
 var ringModes = []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy,
-	fileio.ModeThreads}
+	fileio.ModeNetpoll, fileio.ModeThreads}
 
 // newRing starts a ring with opts, closed at the end of the test. A test that asks for a mode
 // first skips through requireMode where the kernel lacks it; here any error fails the test.
@@ -252,12 +252,12 @@ func requireSQPoll(t testing.TB) {
 }
 
 // requireMode skips the test where the kernel lacks what mode m needs: nothing for
-// ModeThreads, io_uring for ModePlain, and the setup flag of the others.
+// ModeThreads, io_uring for ModePlain and ModeNetpoll, and the setup flag of the others.
 func requireMode(t testing.TB, m fileio.Mode) {
 	t.Helper()
 	switch m {
 	case fileio.ModeThreads:
-	case fileio.ModePlain:
+	case fileio.ModePlain, fileio.ModeNetpoll:
 		requireIoUring(t)
 	case fileio.ModeDeferTaskrun:
 		requireDeferTaskrun(t)

@@ -31,6 +31,19 @@ const (
 	// sleeps, the owner submits up to WithDeputy's N operations itself, at once, and wakes
 	// the thread for what follows.
 	ModeDeputy Mode = "deputy"
+	// ModeNetpoll is an io_uring without setup flags whose owner goroutine is not locked to an
+	// OS thread and never waits in a system call: the ring signals an eventfd when it posts
+	// completions (IORING_REGISTER_EVENTFD, Linux 5.2; io_uring_register(2)), and the owner
+	// waits by reading that eventfd through Go's netpoller, so the ring costs no OS thread of
+	// its own, and no runtime template thread (runtime.LockOSThread starts one). Its
+	// submissions are io_uring_enter(2) calls that do not wait, from whichever thread runs the
+	// owner then; each completion's work runs as task work on the thread that submitted it,
+	// which the kernel interrupts for it (TWA_SIGNAL: no IORING_SETUP_COOP_TASKRUN, which
+	// would leave it to a thread that may be asleep). Work the kernel hands to its io-wq
+	// workers (buffered writes, fsync) belongs to the submitting thread too: if that thread
+	// exits first (Go ends a thread only when a goroutine exits while locked to it), work not
+	// yet started fails with ECANCELED.
+	ModeNetpoll Mode = "netpoll"
 	// ModeThreads is the fallback without io_uring: pread(2)/pwrite(2) on a bounded pool of
 	// goroutines, each blocking an OS thread while its call runs (see WithThreads).
 	ModeThreads Mode = "threads"
@@ -45,7 +58,7 @@ const ModeDefault = ModeDeferTaskrun
 
 // Modes returns the modes WithMode accepts, ModeAuto first.
 func Modes() []Mode {
-	return []Mode{ModeAuto, ModePlain, ModeDeferTaskrun, ModeSQPoll, ModeDeputy, ModeThreads}
+	return []Mode{ModeAuto, ModePlain, ModeDeferTaskrun, ModeSQPoll, ModeDeputy, ModeNetpoll, ModeThreads}
 }
 
 // Defaults of the options.

@@ -43,8 +43,9 @@ type Stats struct {
 }
 
 // Ring runs file operations for any number of goroutines: on an io_uring owned by one
-// goroutine locked to its own OS thread, or, where io_uring is unavailable, on a bounded pool
-// of threads (ModeThreads). Its methods are safe for concurrent use.
+// goroutine (locked to its own OS thread in every io_uring mode but ModeNetpoll), or, where
+// io_uring is unavailable, on a bounded pool of threads (ModeThreads). Its methods are safe
+// for concurrent use.
 type Ring struct {
 	cfg    config
 	mode   Mode

@@ -34,7 +34,7 @@ func TestRingOtherAutoRunsThreadsAndNamesTheSystem(t *testing.T) {
 }
 
 func TestRingOtherIoUringModeFailsWithErrUnsupported(t *testing.T) {
-	for _, m := range []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy} {
+	for _, m := range []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy, fileio.ModeNetpoll} {
 		r, err := fileio.NewRing(fileio.WithMode(m))
 		if err == nil {
 			r.Close()

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -169,5 +171,67 @@ func checkFallback(t *testing.T, res map[string]string, errno syscall.Errno, wha
 	}
 	if res["named-wraps"] != "true" {
 		t.Errorf("WithMode(defer-taskrun): the error does not wrap %s", unix.ErrnoName(errno))
+	}
+}
+
+// processThreads counts the process's threads (/proc/self/task: Go's, and io_uring's kernel
+// threads of the process).
+func processThreads(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatalf("reading /proc/self/task: %v", err)
+	}
+	return len(ents)
+}
+
+// TestRingNetpollOwnerHoldsNoThread opens many ModeNetpoll rings, reads through each of them
+// from concurrent goroutines, and counts the process's threads while every owner sleeps: an
+// owner locked to its thread (as in the other io_uring modes) would hold one thread per ring,
+// and the count would grow by at least the number of rings. Go's own threads (one per P, a
+// netpoller, spinning ones) may grow by a few; the test allows half the number of rings.
+func TestRingNetpollOwnerHoldsNoThread(t *testing.T) {
+	requireMode(t, fileio.ModeNetpoll)
+	path := tempFile(t, pattern(1<<16))
+	rings := 32 + 2*runtime.GOMAXPROCS(0)
+	before := processThreads(t)
+	rs := make([]*fileio.Ring, rings)
+	files := make([]*fileio.File, rings)
+	for i := range files {
+		rs[i] = newRing(t, fileio.WithMode(fileio.ModeNetpoll), fileio.WithPageCacheFirst(false))
+		files[i] = openFile(t, rs[i], path, os.O_RDONLY)
+	}
+	errs := make(chan error, rings)
+	for _, f := range files {
+		go func() {
+			buf := make([]byte, 4096)
+			var err error
+			for j := range 20 {
+				if _, err = f.ReadAt(buf, int64(j%16)*4096); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	deadline := time.After(waitTimeout)
+	for range files {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("ReadAt: %v", err)
+			}
+		case <-deadline:
+			t.Fatalf("reads not done after %v", waitTimeout)
+		}
+	}
+	for _, r := range rs {
+		if r.Stats().RingOps == 0 {
+			t.Fatalf("a ring ran no operation: the reads did not reach the owners")
+		}
+	}
+	after := processThreads(t)
+	if after-before >= rings/2 {
+		t.Errorf("%d rings with sleeping owners: %d threads, %d before; want fewer than %d more", rings, after, before, rings/2)
 	}
 }

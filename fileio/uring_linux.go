@@ -3,6 +3,7 @@ package fileio
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -14,12 +15,14 @@ import (
 	"github.com/ringev/ringev/uring"
 )
 
-// The io_uring engine. One goroutine, locked to its OS thread (SINGLE_ISSUER and
-// DEFER_TASKRUN accept only the thread that created the ring), owns the ring. Callers push
-// records on a lock-free stack and, when the owner sleeps, wake it through an eventfd that
-// a read on the ring waits on. Each turn the owner takes everything pushed since the last one,
-// prepares an SQE per operation, submits them with one io_uring_enter(2), and completes what
-// the CQ holds; it sleeps in io_uring_enter only when a turn found nothing to do.
+// The io_uring engine. One goroutine owns the ring, locked to its OS thread (SINGLE_ISSUER and
+// DEFER_TASKRUN accept only the thread that created the ring) in every mode but ModeNetpoll.
+// Callers push records on a lock-free stack and, when the owner sleeps, wake it through an
+// eventfd. Each turn the owner takes everything pushed since the last one, prepares an SQE per
+// operation, submits them with one io_uring_enter(2), and completes what the CQ holds; it
+// sleeps only when a turn found nothing to do: in io_uring_enter, on a read of the eventfd in
+// the ring, or, in ModeNetpoll, on a read of the eventfd through Go's netpoller, which the ring
+// signals for its completions (IORING_REGISTER_EVENTFD).
 
 // user_data of the owner's own requests; an operation's is its slot and generation (the top
 // 16 bits 0, clear of uring.DeputyTag).
@@ -49,6 +52,7 @@ type uringEngine struct {
 	sleeping atomic.Int32
 	efd      int
 	cancelFn func(*op)
+	efile    *os.File // ModeNetpoll: the eventfd, nonblocking, on Go's netpoller
 
 	ringOps, submits, waits, wakeups, cancelsN, depSQEs atomic.Uint64
 
@@ -90,8 +94,10 @@ func startUring(r *Ring, mode Mode) (*uringEngine, error) {
 }
 
 func (e *uringEngine) run(ready chan<- error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if e.mode != ModeNetpoll {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	if err := e.setup(); err != nil {
 		e.teardown()
 		ready <- err
@@ -115,6 +121,9 @@ func (e *uringEngine) setup() error {
 	case ModePlain:
 		opts = append(opts, uring.WithFlags(0))
 		what += " without setup flags"
+	case ModeNetpoll:
+		opts = append(opts, uring.WithFlags(0))
+		what += " without setup flags (netpoll owner)"
 	case ModeDeferTaskrun:
 		opts = append(opts, uring.WithFlags(uring.SetupSingleIssuer|uring.SetupDeferTaskrun))
 		what += " with SINGLE_ISSUER|DEFER_TASKRUN (6.1)"
@@ -136,7 +145,11 @@ func (e *uringEngine) setup() error {
 		}
 		e.sq = e.dep
 	}
-	_ = e.ring.RegisterRingFd() // saves a file lookup per enter where the kernel has it (5.18)
+	if e.mode != ModeNetpoll {
+		// Saves a file lookup per enter where the kernel has it (5.18). The registration
+		// is the thread's: an owner that moves between threads cannot use it.
+		_ = e.ring.RegisterRingFd()
+	}
 	// A NOP must complete: a seccomp filter may allow io_uring_setup and deny io_uring_enter.
 	sqe := e.sq.GetSQE()
 	sqe.PrepNop()
@@ -147,7 +160,17 @@ func (e *uringEngine) setup() error {
 	for cqe := e.sq.PeekCQE(); cqe != nil; cqe = e.sq.PeekCQE() {
 		e.sq.CQESeen()
 	}
-	if e.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
+	if e.mode == ModeNetpoll {
+		if e.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+			return fmt.Errorf("fileio: eventfd: %w", err)
+		}
+		if err := e.ring.RegisterEventfd(e.efd, false); err != nil {
+			return fmt.Errorf("fileio: %s: register eventfd %d: %w", what, e.efd, err)
+		}
+		// A nonblocking fd goes on the netpoller: a Read that finds the counter 0
+		// parks the goroutine, not the thread.
+		e.efile = os.NewFile(uintptr(e.efd), "fileio-eventfd")
+	} else if e.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 		return fmt.Errorf("fileio: eventfd: %w", err)
 	}
 	cq := int(e.ring.CQEntries())
@@ -188,7 +211,10 @@ func (e *uringEngine) teardown() {
 	if e.ring != nil {
 		e.ring.Close()
 	}
-	if e.efd >= 0 {
+	switch {
+	case e.efile != nil:
+		e.efile.Close()
+	case e.efd >= 0:
 		unix.Close(e.efd)
 	}
 }
@@ -259,6 +285,10 @@ func (e *uringEngine) loop() {
 			continue
 		}
 		e.waits.Add(1)
+		if e.efile != nil {
+			e.waitNetpoll()
+			continue
+		}
 		if e.fatal != nil {
 			// No ring to wait on: the eventfd itself wakes the owner.
 			var b [8]byte
@@ -292,6 +322,20 @@ func (e *uringEngine) loop() {
 			e.fail(err)
 		}
 	}
+}
+
+// waitNetpoll is ModeNetpoll's sleep: a read of the eventfd that the ring signals when it posts
+// CQEs and callers write when they queue, parked in Go's netpoller. A CQE posted since the last
+// reap has already signalled, so the read returns at once. With the SQ full (the kernel
+// refused a submission) it sleeps sqFullPoll instead and looks again.
+func (e *uringEngine) waitNetpoll() {
+	if e.sqFull {
+		time.Sleep(sqFullPoll)
+	} else if _, err := e.efile.Read(e.wakeBuf[:]); err != nil {
+		e.fail(fmt.Errorf("fileio: read eventfd %d: %w", e.efd, err))
+		time.Sleep(sqFullPoll) // no hot loop on a broken eventfd
+	}
+	e.sleeping.Store(0)
 }
 
 // take handles everything pushed since the last turn; it reports whether there was any.
