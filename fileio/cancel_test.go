@@ -134,3 +134,27 @@ func TestFileCancelledContextStartsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestFileCancelMoreThanTheCQHolds cancels, in one turn of the owner, more reads in the kernel
+// than the CQ has room for with their cancels' own completions (each cancelled read posts two
+// CQEs: its -ECANCELED and the IORING_OP_ASYNC_CANCEL's). The CQEs beyond the CQ wait in the
+// kernel's overflow list (IORING_SQ_CQ_OVERFLOW); every read must still return.
+func TestFileCancelMoreThanTheCQHolds(t *testing.T) {
+	const reads = 48 // WithEntries(16): a CQ of 64, of which the owner lets 48 operations in
+	forUringModes(t, func(t *testing.T, r *fileio.Ring) {
+		f, _ := pipeFile(t, r)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make([]<-chan result, reads)
+		for i := range done {
+			done[i] = async(func() (int, error) { return f.ReadAtContext(ctx, make([]byte, 1), 0) })
+		}
+		waitFor(t, "the reads in the kernel", func() bool { return r.Stats().RingOps == reads })
+		resume := fileio.PauseOwner(r)
+		cancel()
+		waitFor(t, "every cancel queued", func() bool { return fileio.QueuedCancels(r) == reads })
+		resume()
+		for i := range done {
+			checkCancelled(t, await(t, "a cancelled read", done[i]).err)
+		}
+	}, fileio.WithEntries(16))
+}

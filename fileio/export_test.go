@@ -16,3 +16,16 @@ func PauseOwner(r *Ring) (resume func()) {
 	putOp(o)
 	return func() { close(ch) }
 }
+
+// QueuedCancels returns how many cancel requests wait for r's owner (io_uring modes; 0 in
+// ModeThreads). Call it while the owner is held by PauseOwner.
+func QueuedCancels(r *Ring) int {
+	if r.uring == nil {
+		return 0
+	}
+	n := 0
+	for o := r.uring.cancels.head.Load(); o != nil; o = o.cnext {
+		n++
+	}
+	return n
+}

@@ -266,7 +266,10 @@ func (e *uringEngine) loop() {
 		if e.fill() {
 			worked = true
 		}
-		if e.prepared > 0 {
+		// CQEs that found the CQ full wait in the kernel's overflow list until an enter
+		// with GETEVENTS (which Submit passes then) moves them in; the other modes' waits
+		// do, ModeNetpoll's eventfd read does not.
+		if e.prepared > 0 || (e.efile != nil && e.ring.CQOverflowPending()) {
 			e.submit()
 		}
 		if e.reap() > 0 {
