@@ -358,12 +358,14 @@ func (d *Deputy) Submit() (int, error) {
 
 	// A ring's SQ may also hold SQEs an earlier Submit's error left there: submit
 	// them now, or a wait would wait for their CQEs for ever.
-	if toComp > 0 || d.comp.SQReady() > 0 {
+	// So may CQEs that found a CQ full (the overflow list), which only an enter with
+	// GETEVENTS (Ring.Submit passes it then) moves into the CQ: no wait would see them.
+	if toComp > 0 || d.comp.SQReady() > 0 || d.comp.cqNeedsFlush() {
 		if _, err := d.comp.Submit(); err != nil {
 			return taken, err
 		}
 	}
-	if toRing > 0 || d.ring.SQReady() > 0 {
+	if toRing > 0 || d.ring.SQReady() > 0 || d.ring.cqNeedsFlush() {
 		// Ring.Submit adds IORING_ENTER_SQ_WAKEUP when NEED_WAKEUP is
 		// (still) set, after publishing the tail.
 		if _, err := d.ring.Submit(); err != nil {
