@@ -41,8 +41,8 @@ const (
 	// which the kernel interrupts for it (TWA_SIGNAL: no IORING_SETUP_COOP_TASKRUN, which
 	// would leave it to a thread that may be asleep). Work the kernel hands to its io-wq
 	// workers (buffered writes, fsync) belongs to the submitting thread too: if that thread
-	// exits first (Go ends a thread only when a goroutine exits while locked to it), work not
-	// yet started fails with ECANCELED.
+	// exits first (Go ends a thread only when a goroutine exits while locked to it), the
+	// kernel cancels work not yet started, and the owner submits it again.
 	ModeNetpoll Mode = "netpoll"
 	// ModeThreads is the fallback without io_uring: pread(2)/pwrite(2) on a bounded pool of
 	// goroutines, each blocking an OS thread while its call runs (see WithThreads).

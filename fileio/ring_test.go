@@ -235,3 +235,55 @@ func TestRingNetpollOwnerHoldsNoThread(t *testing.T) {
 		t.Errorf("%d rings with sleeping owners: %d threads, %d before; want fewer than %d more", rings, after, before, rings/2)
 	}
 }
+
+// TestRingNetpollRetriesWorkOfAnExitedThread writes and syncs a file on a disk file system
+// (work the kernel hands to io-wq workers, which belong to the submitting thread) while
+// goroutines end locked to their threads, so that Go ends threads that may have run the owner.
+// Work of such a thread not yet started comes back -ECANCELED; nobody asked for that, and no
+// call may fail with it.
+func TestRingNetpollRetriesWorkOfAnExitedThread(t *testing.T) {
+	requireMode(t, fileio.ModeNetpoll)
+	dir, err := os.Getwd() // the package's directory: a disk, where t.TempDir may be tmpfs
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err = os.MkdirTemp(dir, "netpoll-exit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	r := newRing(t, fileio.WithMode(fileio.ModeNetpoll))
+	f := openFile(t, r, filepath.Join(dir, "data"), os.O_CREATE|os.O_RDWR)
+	const writers, writes = 16, 400
+	errs := make(chan error, writers)
+	for g := range writers {
+		go func() {
+			buf := make([]byte, 64<<10)
+			for i := range writes {
+				exited := make(chan struct{})
+				go func() { runtime.LockOSThread(); close(exited) }() // its thread ends with it
+				_, err := f.WriteAt(buf, int64(g*writes+i)*int64(len(buf)))
+				if err == nil && i%4 == 0 {
+					err = f.Sync()
+				}
+				<-exited
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	deadline := time.After(6 * waitTimeout)
+	for range writers {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("while threads exit: %v", err)
+			}
+		case <-deadline:
+			t.Fatalf("writes not done after %v", 6*waitTimeout)
+		}
+	}
+}

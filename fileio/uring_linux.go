@@ -384,6 +384,17 @@ func (e *uringEngine) take1(o *op) {
 	e.pendTail = o
 }
 
+// repend puts o back at the head of the pending list.
+func (e *uringEngine) repend(o *op) {
+	o.pprev, o.pnext = nil, e.pendHead
+	if e.pendHead != nil {
+		e.pendHead.pprev = o
+	} else {
+		e.pendTail = o
+	}
+	e.pendHead = o
+}
+
 func (e *uringEngine) unpend(o *op) {
 	if o.pprev != nil {
 		o.pprev.pnext = o.pnext
@@ -569,6 +580,14 @@ func (e *uringEngine) reap() int {
 		e.free = append(e.free, slot)
 		o.slot = -1
 		e.inflight--
+		if res == -int32(unix.ECANCELED) && e.efile != nil && !e.closing && o.file.refs.Load()&closedBit == 0 &&
+			o.state.Load() == stOwned {
+			// ModeNetpoll: nobody cancelled it, so the thread that submitted it exited
+			// (a goroutine ended locked to it) and took its io-wq work along before
+			// it started: submit it again, first.
+			e.repend(o)
+			continue
+		}
 		if (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) && (e.closing || o.file.refs.Load()&closedBit != 0) {
 			res = resClosed
 		}
