@@ -179,6 +179,23 @@ func pipeFile(t testing.TB, r *fileio.Ring) (*fileio.File, *os.File) {
 	return f, pw
 }
 
+// awaitErrs takes n results from errs within timeout and fails the test on the first error
+// or at the deadline.
+func awaitErrs(t testing.TB, what string, errs <-chan error, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-deadline:
+			t.Fatalf("%s: not done after %v", what, timeout)
+		}
+	}
+}
+
 // timeAfter is the channel of the test deadline.
 func timeAfter() <-chan time.Time { return time.After(waitTimeout) }
 

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -214,17 +213,7 @@ func TestRingNetpollOwnerHoldsNoThread(t *testing.T) {
 			errs <- err
 		}()
 	}
-	deadline := time.After(waitTimeout)
-	for range files {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatalf("ReadAt: %v", err)
-			}
-		case <-deadline:
-			t.Fatalf("reads not done after %v", waitTimeout)
-		}
-	}
+	awaitErrs(t, "reads", errs, rings, waitTimeout)
 	for _, r := range rs {
 		if r.Stats().RingOps == 0 {
 			t.Fatalf("a ring ran no operation: the reads did not reach the owners")
@@ -275,15 +264,5 @@ func TestRingNetpollRetriesWorkOfAnExitedThread(t *testing.T) {
 			errs <- nil
 		}()
 	}
-	deadline := time.After(6 * waitTimeout)
-	for range writers {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatalf("while threads exit: %v", err)
-			}
-		case <-deadline:
-			t.Fatalf("writes not done after %v", 6*waitTimeout)
-		}
-	}
+	awaitErrs(t, "writes while threads exit", errs, writers, 6*waitTimeout)
 }
