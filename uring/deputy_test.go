@@ -169,11 +169,11 @@ func TestDeputyCompanionSQEDoesNotWakeTheSQThread(t *testing.T) {
 	}
 }
 
-// TestDeputyCompanionSQEGoesToTheCompanionRingWhileTheSQThreadIsAwake: a
+// TestDeputyCompanionSQEGoesToTheCompanionRingBesideSQPollRequests: a
 // companion SQE staged behind one for the SQPOLL ring goes to the companion
 // ring, and a wait on both rings (ppoll on the eventfd) ends when the
 // companion request completes after an event from another goroutine.
-func TestDeputyCompanionSQEGoesToTheCompanionRingWhileTheSQThreadIsAwake(t *testing.T) {
+func TestDeputyCompanionSQEGoesToTheCompanionRingBesideSQPollRequests(t *testing.T) {
 	d := newTestDeputy(t, 1)
 	quiet, _ := newPipe(t)
 	rfd, wfd := newPipe(t)
@@ -209,9 +209,7 @@ func TestDeputyCompanionSQEGoesToTheCompanionRingWhileTheSQThreadIsAwake(t *test
 // SQEs all go to the SQPOLL ring because the companion's SQ is full of them.
 func TestDeputyRetriesWhatAFailedSubmitLeftInTheCompanionRing(t *testing.T) {
 	d := newTestDeputy(t, 4, WithEntries(4))
-	if d.Companion().SetupFlags()&SetupSingleIssuer == 0 {
-		t.Skip("IORING_SETUP_SINGLE_ISSUER (6.0) refused for the companion ring: no EEXIST to provoke")
-	}
+	requireSingleIssuer(t, d.Companion()) // the EEXIST that leaves SQEs behind
 	waitAsleep(t, d)
 	stageNops(t, d, 1, 4) // all four to the companion ring: N is 4
 	var err error

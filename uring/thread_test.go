@@ -19,6 +19,14 @@ func requireDeferTaskrun(t *testing.T, r *Ring) {
 	}
 }
 
+// requireSingleIssuer skips unless the ring got SINGLE_ISSUER.
+func requireSingleIssuer(t *testing.T, r *Ring) {
+	t.Helper()
+	if r.SetupFlags()&SetupSingleIssuer == 0 {
+		t.Skipf("IORING_SETUP_SINGLE_ISSUER (6.0) not granted; got setup flags %#x", r.SetupFlags())
+	}
+}
+
 // onOtherThread runs f on a goroutine locked to another OS thread and waits.
 func onOtherThread(t *testing.T, f func()) {
 	t.Helper()
