@@ -222,7 +222,7 @@ type Loop struct {
 	running     bool  // Run is running: Once returns early on Stop
 	busy        bool  // the last wait found something: look without blocking first (see wait)
 	fresh       bool  // WithFreshReadiness: never use readiness from an earlier Once
-	after       uint8 // afterAll (WithDispatchAll: one Once runs every ready fd handler), afterErr (pendErr is set), afterReq (the request emulation's handler ran)
+	after       uint8 // afterAll, afterErr, afterReq: what dispatchRest has to do (see afterFd)
 	exactSig    bool  // WithExactSignals
 	epfd        int   // the backend's epoll set, which the busy path reads directly; -1: none
 	beFd        int   // the backend's own fd beyond the epoll set (its io_uring instance); -1: none

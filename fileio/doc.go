@@ -12,14 +12,15 @@
 // # How it works
 //
 // One goroutine owns the ring, locked to its own OS thread in every io_uring mode but
-// ModeNetpoll (Go's os.File instead blocks one thread per pread that waits for the device). A call takes a recycled operation record from
-// a pool, pushes it on a lock-free stack and parks on the record's channel; no allocation per
-// operation. The owner takes everything pushed since its last turn, prepares one SQE per
-// operation, submits them all with one io_uring_enter(2), and wakes each caller with its
-// result. When it has nothing to do it sleeps in io_uring_enter, and the first caller to find
-// it asleep wakes it through an eventfd that a read in the ring waits on. In ModeNetpoll the
-// owner is not locked: it sleeps in a read of an eventfd that the ring signals for its
-// completions, parked in Go's netpoller, so the ring holds no thread while it waits.
+// ModeNetpoll (Go's os.File instead blocks one thread per pread that waits for the device). A
+// call takes a recycled operation record from a pool, pushes it on a lock-free stack and parks
+// on the record's channel; no allocation per operation. The owner takes everything pushed
+// since its last turn, prepares one SQE per operation, submits them all with one
+// io_uring_enter(2), and wakes each caller with its result. When it has nothing to do it sleeps
+// in io_uring_enter, and the first caller to find it asleep wakes it through an eventfd that a
+// read in the ring waits on. In ModeNetpoll the owner is not locked: it sleeps in a read of an
+// eventfd that the ring signals for its completions, parked in Go's netpoller, so the ring
+// holds no thread while it waits.
 //
 // Reads of files opened without O_DIRECT first try the page cache on the calling goroutine
 // (preadv2(2) with RWF_NOWAIT, Linux 4.14, which never waits for the device); only what is not
