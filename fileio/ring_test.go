@@ -243,7 +243,7 @@ func TestRingNetpollRetriesWorkOfAnExitedThread(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	r := newRing(t, fileio.WithMode(fileio.ModeNetpoll))
 	f := openFile(t, r, filepath.Join(dir, "data"), os.O_CREATE|os.O_RDWR)
-	const writers, writes = 16, 400
+	const writers, writes = 16, 100
 	errs := make(chan error, writers)
 	for g := range writers {
 		go func() {
