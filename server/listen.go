@@ -73,7 +73,11 @@ func listenSocket(network, addr string, reuse int) (fd int, bound net.Addr, err 
 	}
 	if reuse == reuseFirst && family != unix.AF_UNIX {
 		if err := claimFree(network, family, typ, sa); err != nil {
-			return -1, nil, fmt.Errorf("server: bind %s %s: %w (another socket is bound there)", network, addr, err)
+			why := ""
+			if errors.Is(err, unix.EADDRINUSE) {
+				why = " (another socket is bound there)"
+			}
+			return -1, nil, fmt.Errorf("server: bind %s %s: %w%s", network, addr, err, why)
 		}
 	}
 	fd, err = unix.Socket(family, typ|sockFlags, 0)

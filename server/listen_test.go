@@ -17,6 +17,45 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// TestListenAddressInUseSaysAnotherSocketIsBound: Listen on a port another socket holds fails
+// with an error that wraps EADDRINUSE and says why.
+func TestListenAddressInUseSaysAnotherSocketIsBound(t *testing.T) {
+	noLeaks(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	e, err := Listen(context.Background(), "tcp", busy.Addr().String(), newRecorder(), WithLoops(2))
+	if err == nil {
+		e.Close()
+		e.Wait()
+		t.Fatal("Listen succeeded on a port in use")
+	}
+	if !errors.Is(err, unix.EADDRINUSE) || !strings.Contains(err.Error(), "another socket is bound there") {
+		t.Errorf("error %q, want one wrapping EADDRINUSE that says another socket is bound there", err)
+	}
+}
+
+// TestListenAddressNotAvailableBlamesNoOtherSocket: Listen on an address no interface of the
+// machine has (TEST-NET-1, with a port, so that the port-in-use probe runs) fails with
+// EADDRNOTAVAIL, and the error does not say another socket is bound there.
+func TestListenAddressNotAvailableBlamesNoOtherSocket(t *testing.T) {
+	noLeaks(t)
+	e, err := Listen(context.Background(), "tcp", "192.0.2.1:40000", newRecorder(), WithLoops(2))
+	if err == nil {
+		e.Close()
+		e.Wait()
+		t.Skip("192.0.2.1 can be bound here (net.ipv4.ip_nonlocal_bind is set?)")
+	}
+	if !errors.Is(err, unix.EADDRNOTAVAIL) {
+		t.Fatalf("error %q, want one wrapping EADDRNOTAVAIL", err)
+	}
+	if strings.Contains(err.Error(), "another socket") {
+		t.Errorf("error %q blames another socket for an address the machine does not have", err)
+	}
+}
+
 // TestListenUnixSocket: an engine on a Unix stream socket serves a net.Dial("unix") client
 // with two loops (round-robin: SO_REUSEPORT cannot share a Unix socket), and removes the
 // socket's file when it ends.
