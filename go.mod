@@ -1,13 +1,13 @@
 module github.com/ringev/ringev
 
-go 1.26.8
+go 1.25.0
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.50.0
-	golang.org/x/term v0.48.0
+	golang.org/x/sys v0.47.0
+	golang.org/x/term v0.45.0
 	gonum.org/v1/plot v0.17.0
 )
 
