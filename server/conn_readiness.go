@@ -76,10 +76,10 @@ func (d *connRdy) accept(ev *ringev.FdEvent, _ ringev.Flags) {
 			continue
 		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
 			// The connection stays in the backlog; retrying at once would spin.
-			d.l.e.logf("accept: %v; pausing accept for 100 ms", err)
+			d.l.acceptFailed(err)
 			d.acceptPaused = true
 			ev.SetFlags(0)
-			d.l.ev.AddTimer(100*time.Millisecond, func(*ringev.Timer) {
+			d.l.ev.AddTimer(acceptPause, func(*ringev.Timer) {
 				d.acceptPaused = false
 				if d.lev != nil {
 					d.lev.SetFlags(ringev.Read)

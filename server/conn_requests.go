@@ -140,7 +140,7 @@ func (d *connReqs) armAccept() error {
 
 // accepted is the multishot accept's callback: once per connection, and once more when it
 // ends (ECANCELED when the listener is closed; EMFILE and the like when fds or memory ran out:
-// re-armed after 100 ms, the connections waiting in the backlog meanwhile).
+// re-armed after acceptPause, the connections waiting in the backlog meanwhile).
 func (d *connReqs) accepted(x *ringev.Completion) {
 	if x.Err == nil {
 		d.l.accepted(x.N)
@@ -149,8 +149,8 @@ func (d *connReqs) accepted(x *ringev.Completion) {
 	if x.More || d.lfd < 0 || d.l.draining {
 		return
 	}
-	d.l.e.logf("accept: %v; pausing accept for 100 ms", x.Err)
-	d.l.ev.AddTimer(100*time.Millisecond, func(*ringev.Timer) {
+	d.l.acceptFailed(x.Err)
+	d.l.ev.AddTimer(acceptPause, func(*ringev.Timer) {
 		if d.lfd >= 0 && !d.l.draining {
 			if err := d.armAccept(); err != nil {
 				d.l.e.logf("accept: %v", err)

@@ -64,6 +64,9 @@ type Loop struct {
 	closeFn            func()
 	// turns counts the flushes (ends of turns that had output); sends, the sends made (tests).
 	turns, sends uint64
+	// acceptPauses counts the accept pauses of the current episode of accept failing for lack of
+	// fds or memory (acceptFailed); 0: accepting works.
+	acceptPauses int
 	// ringWakes and postWakes count the inbox's wake-ups from another loop (PostTo) and from
 	// elsewhere (Post) (tests).
 	ringWakes, postWakes atomic.Uint64
@@ -318,9 +321,29 @@ func (l *Loop) handOff(fd int) {
 	l.wakeLocked()
 }
 
+// acceptPause is how long a driver stops accepting after accept failed for lack of fds or
+// memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connections wait in the listener's backlog, and
+// retrying at once would spin.
+const acceptPause = 100 * time.Millisecond
+
+// acceptFailed is what a driver calls when accept failed with err for lack of fds or memory and
+// it pauses accepting for acceptPause. Only the first pause of an episode is logged: while fds
+// are short every retry fails again, which would be a line every acceptPause. The episode ends
+// at the next connection accepted (accepted logs it, with its count of pauses).
+func (l *Loop) acceptFailed(err error) {
+	if l.acceptPauses == 0 {
+		l.e.logf("accept: %v; pausing accept, retrying every %v until it succeeds", err, acceptPause)
+	}
+	l.acceptPauses++
+}
+
 // accepted is what a driver calls with a socket its listener accepted: the connection is
 // served here (BalanceReusePort) or handed to the loop the balancing picks.
 func (l *Loop) accepted(fd int) {
+	if l.acceptPauses != 0 {
+		l.e.logf("accept: accepting again after %d pauses", l.acceptPauses)
+		l.acceptPauses = 0
+	}
 	if l.e.o.balance == BalanceReusePort || len(l.e.loops) == 1 {
 		l.addConn(fd, false)
 		return

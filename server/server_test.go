@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -522,60 +524,13 @@ func TestRandomInputLeavesNoConnection(t *testing.T) {
 // 4 above what the process and the server need), the server pauses accepting instead of failing
 // or spinning, and once fds are available again every connection left in the backlog is
 // served; with each driver on uring and epoll (the requests driver's multishot accept ends with
-// EMFILE and is re-armed). The limit is lowered before the server starts: io_uring reads
-// RLIMIT_NOFILE when it prepares an accept SQE, so a lower limit set later does not bind an
-// accept already armed.
+// EMFILE and is re-armed).
 func TestAcceptResumesAfterFdsRunOut(t *testing.T) {
 	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
-		if cfg.Backend != "uring" && cfg.Backend != "epoll" {
-			t.Skipf("the other backends run the same drivers; tested on uring and epoll")
-		}
-		cfg.Handler = respServer()
-		const n = 12
-		var fds [n]int
-		for i := range fds {
-			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fds[i] = fd
-			defer unix.Close(fd)
-			tv := unix.Timeval{Sec: 10}
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-		}
-		before := fdCount(t)
-		probe := startServer(t, cfg) // how many fds a server takes
-		need := fdCount(t) - before
-		stopServer(t, probe)
-		var old unix.Rlimit
-		if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
-			t.Fatal(err)
-		}
-		restored := false
-		restore := func() {
-			if !restored {
-				restored = true
-				unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
-			}
-		}
-		defer restore()
-		low := unix.Rlimit{Cur: uint64(fdCount(t) + need + 4), Max: old.Max}
-		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
-			t.Fatal(err)
-		}
-		srv := startServer(t, cfg)
-		sa := sockaddr(t, srv)
-		for _, fd := range fds { // connect needs no new fd: they wait in the backlog
-			if err := unix.Connect(fd, sa); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := unix.Write(fd, pingRequest); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(300 * time.Millisecond) // several accept pauses
-		if got := srv.Conns(); got >= n {
-			t.Fatalf("%d connections accepted with RLIMIT_NOFILE %d: the limit did not bite", got, low.Cur)
+		srv, fds, restore := startShortOfFds(t, cfg)
+		awaitAcceptPauses(t, srv, 3)
+		if got := srv.Conns(); got >= len(fds) {
+			t.Fatalf("%d connections accepted: the limit did not bite", got)
 		}
 		restore()
 		reply := make([]byte, 16)
@@ -583,6 +538,107 @@ func TestAcceptResumesAfterFdsRunOut(t *testing.T) {
 			rawReply(t, fd, reply)
 		}
 	})
+}
+
+// TestAcceptPauseIsLoggedOncePerEpisode: while accept keeps failing for lack of fds, the server
+// logs the first pause of the episode and, once it accepts again, its end; not a line per pause
+// (every 100 ms); with each driver on uring and epoll.
+func TestAcceptPauseIsLoggedOncePerEpisode(t *testing.T) {
+	forEachBackendDriver(t, true, func(t *testing.T, cfg srvConfig) {
+		var mu sync.Mutex
+		var paused, resumed int
+		cfg.Opts = append(cfg.Opts, WithLogf(func(format string, args ...any) {
+			line := fmt.Sprintf(format, args...)
+			t.Log(line)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case strings.Contains(line, "pausing accept"):
+				paused++
+			case strings.Contains(line, "accepting again"):
+				resumed++
+			}
+		}))
+		srv, fds, restore := startShortOfFds(t, cfg)
+		awaitAcceptPauses(t, srv, 3)
+		restore()
+		reply := make([]byte, 16)
+		for _, fd := range fds {
+			rawReply(t, fd, reply)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if paused != 1 || resumed != 1 {
+			t.Errorf("one episode of three pauses or more logged %d pause lines and %d resume lines, want 1 and 1", paused, resumed)
+		}
+	})
+}
+
+// awaitAcceptPauses waits until srv's (one) loop has paused accepting n times in the current
+// episode of accept failing (Loop.acceptFailed).
+func awaitAcceptPauses(t *testing.T, srv *Engine, n int) {
+	t.Helper()
+	l := srv.Loops()[0]
+	eventually(t, fmt.Sprintf("%d accept pauses", n), func() bool {
+		var got int
+		onLoop(t, l, func() { got = l.acceptPauses })
+		return got >= n
+	})
+}
+
+// startShortOfFds starts a RESP server with cfg (uring and epoll only: the other backends run
+// the same drivers) under an RLIMIT_NOFILE 4 above what the process and the server need, and
+// connects 12 sockets to it, each with a PING sent: the server accepts 4 of them at most, the
+// others wait in the backlog. restore puts the limit back (the test's cleanup does too). The
+// limit is lowered before the server starts: io_uring reads RLIMIT_NOFILE when it prepares an
+// accept SQE, so a lower limit set later does not bind an accept already armed.
+func startShortOfFds(t *testing.T, cfg srvConfig) (srv *Engine, fds [12]int, restore func()) {
+	t.Helper()
+	if cfg.Backend != "uring" && cfg.Backend != "epoll" {
+		t.Skipf("the other backends run the same drivers; tested on uring and epoll")
+	}
+	cfg.Handler = respServer()
+	for i := range fds {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds[i] = fd
+		t.Cleanup(func() { unix.Close(fd) })
+		tv := unix.Timeval{Sec: 10}
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	before := fdCount(t)
+	probe := startServer(t, cfg) // how many fds a server takes
+	need := fdCount(t) - before
+	stopServer(t, probe)
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore = func() {
+		if !restored {
+			restored = true
+			unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+		}
+	}
+	t.Cleanup(restore)
+	low := unix.Rlimit{Cur: uint64(fdCount(t) + need + 4), Max: old.Max}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	srv = startServer(t, cfg)
+	sa := sockaddr(t, srv)
+	for _, fd := range fds { // connect needs no new fd: they wait in the backlog
+		if err := unix.Connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Write(fd, pingRequest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv, fds, restore
 }
 
 // TestSlowReaderGetsEveryReply: a client that sends a long pipeline before reading anything makes
