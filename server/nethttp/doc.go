@@ -1,0 +1,39 @@
+// Package nethttp serves any net/http Handler over HTTP/1.1 on ringev's loops (package
+// server), with no goroutine and no buffer for an idle connection.
+//
+//	err := nethttp.Serve(ctx, ":8080", mux) // until ctx is done
+//
+// or, with an http.Server's settings and the engine's options:
+//
+//	s := nethttp.New(&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+//	err := server.Serve(ctx, "tcp", ":8080", s, server.WithLoops(2))
+//	s.Wait()
+//
+// # How a request is served
+//
+// A request's head is found and parsed on the connection's loop, by net/http's own
+// http.ReadRequest, and checked as net/http's server checks it (Host, header names and
+// values, the protocol version). Its handler then runs on a goroutine of its own, which ends
+// with the response: a handler may block. The request's body is read by net/http's own body
+// reader (Content-Length or chunked, trailers included) from the bytes the loop hands it as
+// they arrive; a handler that reads slowly holds back the connection's reading. Responses are
+// written as net/http writes them, byte for byte: status line, Date, a sniffed Content-Type,
+// Content-Length for a response that ends within its first 2 KiB, chunked otherwise
+// (HTTP/1.1), HEAD, 1xx, trailers, "Connection: close" and HTTP/1.0 keep-alive; Flusher,
+// Hijacker (the loop stops parsing and the net.Conn returned reads what followed the head),
+// "Expect: 100-continue", and http.ResponseController's deadlines and full duplex. Pipelined
+// requests are answered one after another, in order, as net/http does. A handler's panic is
+// recovered and logged as net/http does, and closes the connection. r.Context() is cancelled
+// when the connection closes.
+//
+// Bad input gets net/http's answers: 400 (with net/http's texts), 431 past MaxHeaderBytes, 501
+// for a Transfer-Encoding it does not implement, 505, 417; request smuggling by both
+// Content-Length and Transfer-Encoding, or by conflicting lengths, is refused as net/http
+// refuses it. A differential test sends the same raw requests to both servers.
+//
+// Differences from net/http's server: there is no HTTP/2 (nor h2c); ConnState is called on the
+// connection's loop (it must not block); BaseContext and ConnContext are not used. A handler
+// that wraps the body in http.MaxBytesReader and passes its limit does not get
+// "Connection: close" added to its response, as it does on net/http, whose own
+// ResponseWriter is told so through an unexported method.
+package nethttp

@@ -1,0 +1,155 @@
+//go:build unix
+
+package nethttp
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ringev/ringev/server"
+)
+
+// netConn is a connection as a net.Conn: what ConnState is given, and what Hijack returns.
+// Once hijacked, Read takes the client's bytes from a pipe the loop feeds (those that came
+// after the request's head first), and Write queues to the Conn, waiting while its output is
+// past the write limit.
+type netConn struct {
+	h     *conn
+	c     *server.Conn
+	laddr net.Addr
+	raddr net.Addr
+	in    *pipe // set when hijacked
+
+	mu       sync.Mutex
+	wdl      time.Time
+	unsynced int
+}
+
+func newNetConn(h *conn) *netConn {
+	return &netConn{h: h, c: h.c, laddr: h.c.LocalAddr(), raddr: h.c.RemoteAddr()}
+}
+
+// hijack hands the connection to the handler of x (from its goroutine): the loop stops
+// parsing, and the input left after the request's head goes to the returned conn.
+func (h *conn) hijack(x *exchange) (*netConn, error) {
+	nc := newNetConn(h)
+	nc.in = newPipe(nc.more)
+	done := make(chan bool, 1)
+	err := h.c.Loop().Post(func() {
+		if h.x != x {
+			done <- false
+			return
+		}
+		h.wmu.Lock()
+		gone := h.gone
+		h.wmu.Unlock()
+		if gone {
+			done <- false
+			return
+		}
+		h.x = nil
+		h.hj = nc
+		h.c.SetIdleTimeout(0)
+		h.c.SetRequestTimeout(0)
+		if x.body != nil {
+			x.body.close()
+		}
+		h.state(http.StateHijacked)
+		nc.fill()
+		done <- true
+	})
+	if err != nil || !<-done {
+		return nil, errHijackClosed
+	}
+	return nc, nil
+}
+
+// fill moves the Conn's input into the pipe (on the loop), and pauses reading while the pipe
+// is full.
+func (nc *netConn) fill() {
+	in, _ := nc.c.Peek(-1)
+	if len(in) == 0 {
+		return
+	}
+	n := nc.in.put(in)
+	nc.c.Discard(n)
+	if n < len(in) {
+		nc.h.pauseRead()
+	}
+}
+
+// more is called by Read once the pipe has room again.
+func (nc *netConn) more() {
+	nc.c.Loop().Post(func() {
+		nc.fill()
+		if nc.c.Buffered() == 0 {
+			nc.h.resumeRead()
+		}
+	})
+}
+
+func (nc *netConn) Read(b []byte) (int, error) {
+	if nc.in == nil {
+		return 0, net.ErrClosed
+	}
+	n, err := nc.in.Read(b)
+	switch err {
+	case io.ErrClosedPipe:
+		err = net.ErrClosed
+	case os.ErrDeadlineExceeded:
+		err = &net.OpError{Op: "read", Net: "tcp", Source: nc.laddr, Addr: nc.raddr, Err: err}
+	}
+	return n, err
+}
+
+func (nc *netConn) Write(b []byte) (int, error) {
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	if !nc.wdl.IsZero() && !time.Now().Before(nc.wdl) {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Source: nc.laddr, Addr: nc.raddr, Err: os.ErrDeadlineExceeded}
+	}
+	n, err := nc.c.Write(b)
+	if err != nil {
+		return n, err
+	}
+	if nc.unsynced += n; nc.unsynced >= syncEvery {
+		nc.unsynced = 0
+		if err := nc.h.syncWrites(nc.wdl); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (nc *netConn) Close() error {
+	if nc.in != nil {
+		nc.in.close()
+	}
+	return nc.c.Close()
+}
+
+func (nc *netConn) LocalAddr() net.Addr  { return nc.laddr }
+func (nc *netConn) RemoteAddr() net.Addr { return nc.raddr }
+
+func (nc *netConn) SetDeadline(t time.Time) error {
+	nc.SetReadDeadline(t)
+	return nc.SetWriteDeadline(t)
+}
+
+func (nc *netConn) SetReadDeadline(t time.Time) error {
+	if nc.in != nil {
+		nc.in.setDeadline(t)
+	}
+	return nil
+}
+
+func (nc *netConn) SetWriteDeadline(t time.Time) error {
+	nc.mu.Lock()
+	nc.wdl = t
+	nc.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,178 @@
+//go:build unix
+
+package nethttp
+
+import (
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// pipeCap is how many bytes a pipe holds before the loop stops filling it (64 KiB): the
+// connection's further input waits in the Conn, then in the kernel (PauseRead).
+const pipeCap = 64 << 10
+
+// pipe carries a byte stream from the loop to one goroutine: a request's body, or a hijacked
+// connection's input. The loop appends what it received (put), the goroutine reads (Read,
+// which blocks until bytes, the end or an error come, or the read deadline passes). It holds
+// at most pipeCap bytes; once a Read has taken it below half of that after a put was refused,
+// more is called (on the reader's goroutine) to have the loop fill it again.
+type pipe struct {
+	mu       sync.Mutex
+	buf      []byte
+	off      int
+	eof      bool  // the stream ended: Read returns io.EOF once buf is empty
+	err      error // the stream broke: Read returns it once buf is empty
+	closed   bool  // the reader is gone: Read fails, put drops
+	full     bool  // a put was refused for room: more is due once there is room
+	waiting  bool  // a Read waits for ready
+	ready    chan struct{}
+	deadline time.Time
+	more     func()
+}
+
+func newPipe(more func()) *pipe {
+	return &pipe{ready: make(chan struct{}, 1), more: more}
+}
+
+// put appends what fits of b (on the loop) and returns how many bytes it took.
+func (p *pipe) put(b []byte) int {
+	p.mu.Lock()
+	if p.closed || p.eof || p.err != nil {
+		p.mu.Unlock()
+		return len(b) // dropped: nobody will read it
+	}
+	n := min(len(b), pipeCap-(len(p.buf)-p.off))
+	if n < len(b) {
+		p.full = true
+	}
+	if n > 0 {
+		if p.off > 0 && len(p.buf)+n > cap(p.buf) {
+			p.buf = p.buf[:copy(p.buf, p.buf[p.off:])]
+			p.off = 0
+		}
+		p.buf = append(p.buf, b[:n]...)
+		p.wakeLocked()
+	}
+	p.mu.Unlock()
+	return n
+}
+
+// putAll appends all of b, past pipeCap if need be (on the loop).
+func (p *pipe) putAll(b []byte) {
+	p.mu.Lock()
+	if !p.closed && !p.eof && p.err == nil {
+		p.buf = append(p.buf, b...)
+		p.wakeLocked()
+	}
+	p.mu.Unlock()
+}
+
+// end marks the end of the stream: err nil is io.EOF after the bytes put; another error is
+// returned by Read once they are read.
+func (p *pipe) end(err error) {
+	p.mu.Lock()
+	if err == nil {
+		p.eof = true
+	} else if p.err == nil && !p.eof {
+		p.err = err
+	}
+	p.wakeLocked()
+	p.mu.Unlock()
+}
+
+func (p *pipe) wakeLocked() {
+	if p.waiting {
+		p.waiting = false
+		select {
+		case p.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Read reads what the loop put, waiting for it.
+func (p *pipe) Read(b []byte) (int, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return 0, io.ErrClosedPipe
+		}
+		if avail := len(p.buf) - p.off; avail > 0 {
+			if len(b) == 0 {
+				p.mu.Unlock()
+				return 0, nil
+			}
+			n := copy(b, p.buf[p.off:])
+			p.off += n
+			if p.off == len(p.buf) {
+				p.buf, p.off = p.buf[:0], 0
+			}
+			more := p.full && len(p.buf)-p.off <= pipeCap/2
+			if more {
+				p.full = false
+			}
+			p.mu.Unlock()
+			if more && p.more != nil {
+				p.more()
+			}
+			return n, nil
+		}
+		switch {
+		case p.err != nil:
+			err := p.err
+			p.mu.Unlock()
+			return 0, err
+		case p.eof:
+			p.mu.Unlock()
+			return 0, io.EOF
+		}
+		dl := p.deadline
+		if !dl.IsZero() && !time.Now().Before(dl) {
+			p.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
+		p.waiting = true
+		p.mu.Unlock()
+		if dl.IsZero() {
+			<-p.ready
+			continue
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(dl))
+		} else {
+			timer.Reset(time.Until(dl))
+		}
+		select {
+		case <-p.ready:
+		case <-timer.C:
+		}
+	}
+}
+
+// close ends the reader's side: later reads fail and later puts are dropped.
+func (p *pipe) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.buf, p.off = nil, 0
+	p.wakeLocked()
+	p.mu.Unlock()
+}
+
+// setDeadline sets the time after which a Read that would wait fails with
+// os.ErrDeadlineExceeded; zero removes it. A Read waiting now re-checks.
+func (p *pipe) setDeadline(t time.Time) {
+	p.mu.Lock()
+	p.deadline = t
+	p.waiting = true
+	p.wakeLocked()
+	p.mu.Unlock()
+}

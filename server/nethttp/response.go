@@ -1,0 +1,808 @@
+//go:build unix
+
+package nethttp
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"os"
+	"path"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// response is a request's http.ResponseWriter (and http.Flusher, http.Hijacker, io.ReaderFrom,
+// and what http.ResponseController asks for). It writes what net/http's server writes, byte
+// for byte: the same buffering before chunking decides Content-Length, the same sniffed
+// Content-Type, the same chunks, Connection and Date headers.
+type response struct {
+	x       *exchange
+	req     *http.Request
+	reqBody io.ReadCloser // the body before an Expect wrapper
+
+	wroteHeader      bool
+	wants10KeepAlive bool
+	wantsClose       bool
+
+	writeContinueMu  sync.Mutex
+	canWriteContinue atomic.Bool
+
+	w    *bufio.Writer // bufferBeforeChunkingSize bytes, in front of cw
+	cw   chunkWriter
+	bufw *bufio.Writer // the connection's 4 KiB, in front of the Conn
+
+	handlerHeader http.Header
+	calledHeader  bool
+
+	written       int64
+	contentLength int64
+	status        int
+
+	closeAfterReply     bool
+	fullDuplex          bool
+	requestBodyLimitHit bool
+	trailers            []string
+
+	handlerDone atomic.Bool
+	hijacked    atomic.Bool
+	werr        error // the first error writing to the connection
+
+	dateBuf   [len(http.TimeFormat)]byte
+	clenBuf   [10]byte
+	statusBuf [3]byte
+
+	closeNotifyMu        sync.Mutex
+	closeNotifyCh        chan bool
+	closeNotifyTriggered bool
+}
+
+// bufferBeforeChunkingSize is net/http's: a response that ends within it gets a
+// Content-Length, a longer one is chunked (HTTP/1.1).
+const bufferBeforeChunkingSize = 2048
+
+// syncEvery is how many bytes a response writes to the Conn between waits for its output to
+// be below the write limit.
+const syncEvery = 64 << 10
+
+var (
+	writers2k = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferBeforeChunkingSize) }}
+	writers4k = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+)
+
+func newResponse(x *exchange) *response {
+	w := &response{
+		x:                x,
+		req:              x.req,
+		reqBody:          x.req.Body,
+		handlerHeader:    make(http.Header),
+		contentLength:    -1,
+		wants10KeepAlive: x.req.ProtoMajor == 1 && x.req.ProtoMinor == 0 && hasToken(x.req.Header.Get("Connection"), "keep-alive"),
+		wantsClose:       x.req.Close || hasToken(x.req.Header.Get("Connection"), "close"),
+	}
+	w.cw.res = w
+	w.w = writers2k.Get().(*bufio.Writer)
+	w.w.Reset(&w.cw)
+	w.bufw = writers4k.Get().(*bufio.Writer)
+	w.bufw.Reset(connWriter{w})
+	return w
+}
+
+// release returns the response's buffers (after finishRequest, or a panic).
+func (w *response) release() {
+	if w.w != nil {
+		w.w.Reset(nil)
+		writers2k.Put(w.w)
+		w.w = nil
+	}
+	if w.bufw != nil {
+		w.bufw.Reset(nil)
+		writers4k.Put(w.bufw)
+		w.bufw = nil
+	}
+}
+
+// connWriter writes a response's bytes to its Conn (from the handler's goroutine), waiting
+// every syncEvery bytes while the Conn's output is past its write limit.
+type connWriter struct{ w *response }
+
+var errTimeout error = &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
+func (cw connWriter) Write(p []byte) (int, error) {
+	w := cw.w
+	if w.werr != nil {
+		return 0, w.werr
+	}
+	x := w.x
+	if !x.wdl.IsZero() && !time.Now().Before(x.wdl) {
+		w.werr = errTimeout
+		x.h.c.Abort()
+		return 0, w.werr
+	}
+	n, err := x.h.c.Write(p)
+	if err != nil {
+		w.werr = err
+		return n, err
+	}
+	if x.unsynced += n; x.unsynced >= syncEvery {
+		x.unsynced = 0
+		if err := x.h.syncWrites(x.wdl); err != nil {
+			w.werr = err
+			if err == errTimeout {
+				x.h.c.Abort()
+			}
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// chunkWriter is the writer behind w.w: it writes the header on the first write, then the
+// body, in chunks when chunking.
+type chunkWriter struct {
+	res         *response
+	header      http.Header // a clone of the handler's at WriteHeader, when it may change
+	wroteHeader bool
+	chunking    bool
+}
+
+func (cw *chunkWriter) Write(p []byte) (n int, err error) {
+	if !cw.wroteHeader {
+		cw.writeHeader(p)
+	}
+	if cw.res.req.Method == "HEAD" {
+		return len(p), nil
+	}
+	bw := cw.res.bufw
+	if cw.chunking {
+		_, err = fmt.Fprintf(bw, "%x\r\n", len(p))
+		if err != nil {
+			return
+		}
+	}
+	n, err = bw.Write(p)
+	if cw.chunking && err == nil {
+		_, err = bw.WriteString("\r\n")
+	}
+	return
+}
+
+func (cw *chunkWriter) flush() error {
+	if !cw.wroteHeader {
+		cw.writeHeader(nil)
+	}
+	return cw.res.bufw.Flush()
+}
+
+func (cw *chunkWriter) close() {
+	if !cw.wroteHeader {
+		cw.writeHeader(nil)
+	}
+	if cw.chunking {
+		bw := cw.res.bufw
+		bw.WriteString("0\r\n")
+		if trailers := cw.res.finalTrailers(); trailers != nil {
+			trailers.Write(bw)
+		}
+		bw.WriteString("\r\n")
+	}
+}
+
+func (w *response) Header() http.Header {
+	if w.cw.header == nil && w.wroteHeader && !w.cw.wroteHeader {
+		w.cw.header = w.handlerHeader.Clone()
+	}
+	w.calledHeader = true
+	return w.handlerHeader
+}
+
+// relevantCaller is the first caller outside this package and net/http, for the log.
+func relevantCaller() runtime.Frame {
+	pc := make([]uintptr, 16)
+	n := runtime.Callers(1, pc)
+	frames := runtime.CallersFrames(pc[:n])
+	var frame runtime.Frame
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "net/http.") && !strings.Contains(f.Function, "/server/nethttp.") {
+			return f
+		}
+		frame = f
+		if !more {
+			break
+		}
+	}
+	return frame
+}
+
+func (w *response) logf(format string, args ...any) { w.x.h.s.logf(format, args...) }
+
+func (w *response) WriteHeader(code int) {
+	if w.hijacked.Load() {
+		caller := relevantCaller()
+		w.logf("http: response.WriteHeader on hijacked connection from %s (%s:%d)", caller.Function, path.Base(caller.File), caller.Line)
+		return
+	}
+	if w.wroteHeader {
+		caller := relevantCaller()
+		w.logf("http: superfluous response.WriteHeader call from %s (%s:%d)", caller.Function, path.Base(caller.File), caller.Line)
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if code < 101 || code > 199 {
+		w.disableWriteContinue()
+	}
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		writeStatusLine(w.bufw, w.req.ProtoAtLeast(1, 1), code, w.statusBuf[:])
+		w.handlerHeader.WriteSubset(w.bufw, excludedHeadersNoBody)
+		w.bufw.WriteString("\r\n")
+		w.bufw.Flush()
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	if w.calledHeader && w.cw.header == nil {
+		w.cw.header = w.handlerHeader.Clone()
+	}
+	if cl := headerGet(w.handlerHeader, "Content-Length"); cl != "" {
+		v, err := strconv.ParseInt(cl, 10, 64)
+		if err == nil && v >= 0 {
+			w.contentLength = v
+		} else {
+			w.logf("http: invalid Content-Length of %q", cl)
+			w.handlerHeader.Del("Content-Length")
+		}
+	}
+}
+
+var excludedHeadersNoBody = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
+
+func headerGet(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func headerHas(h http.Header, key string) bool {
+	_, ok := h[key]
+	return ok
+}
+
+// extraHeader is what writeHeader adds to the handler's header.
+type extraHeader struct {
+	contentType      string
+	connection       string
+	transferEncoding string
+	date             []byte
+	contentLength    []byte
+}
+
+func (h extraHeader) write(w *bufio.Writer) {
+	if h.date != nil {
+		w.WriteString("Date: ")
+		w.Write(h.date)
+		w.WriteString("\r\n")
+	}
+	if h.contentLength != nil {
+		w.WriteString("Content-Length: ")
+		w.Write(h.contentLength)
+		w.WriteString("\r\n")
+	}
+	for i, v := range []string{h.contentType, h.connection, h.transferEncoding} {
+		if v != "" {
+			w.WriteString([...]string{"Content-Type", "Connection", "Transfer-Encoding"}[i])
+			w.WriteString(": ")
+			w.WriteString(v)
+			w.WriteString("\r\n")
+		}
+	}
+}
+
+func bodyAllowedForStatus(status int) bool {
+	switch {
+	case status >= 100 && status <= 199, status == 204, status == 304:
+		return false
+	}
+	return true
+}
+
+func suppressedHeaders(status int) []string {
+	switch {
+	case status == 304:
+		return []string{"Content-Type", "Content-Length", "Transfer-Encoding"}
+	case !bodyAllowedForStatus(status):
+		return []string{"Content-Length", "Transfer-Encoding"}
+	}
+	return nil
+}
+
+// writeHeader decides the header net/http's server would send, and writes it to the
+// connection's buffer. p is the body's first bytes (sniffed for a Content-Type; their length
+// is the Content-Length when the handler has ended).
+func (cw *chunkWriter) writeHeader(p []byte) {
+	if cw.wroteHeader {
+		return
+	}
+	cw.wroteHeader = true
+	w := cw.res
+	const keepAlivesEnabled = true
+	isHEAD := w.req.Method == "HEAD"
+
+	header := cw.header
+	owned := header != nil
+	if !owned {
+		header = w.handlerHeader
+	}
+	var excludeHeader map[string]bool
+	delHeader := func(key string) {
+		if owned {
+			header.Del(key)
+			return
+		}
+		if _, ok := header[key]; !ok {
+			return
+		}
+		if excludeHeader == nil {
+			excludeHeader = make(map[string]bool)
+		}
+		excludeHeader[key] = true
+	}
+	var setHeader extraHeader
+
+	trailers := false
+	for k := range cw.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			if excludeHeader == nil {
+				excludeHeader = make(map[string]bool)
+			}
+			excludeHeader[k] = true
+			trailers = true
+		}
+	}
+	for _, v := range cw.header["Trailer"] {
+		trailers = true
+		foreachHeaderElement(v, cw.res.declareTrailer)
+	}
+
+	te := headerGet(header, "Transfer-Encoding")
+	hasTE := te != ""
+
+	if w.handlerDone.Load() && !trailers && !hasTE && bodyAllowedForStatus(w.status) && !headerHas(header, "Content-Length") && (!isHEAD || len(p) > 0) {
+		w.contentLength = int64(len(p))
+		setHeader.contentLength = strconv.AppendInt(cw.res.clenBuf[:0], int64(len(p)), 10)
+	}
+
+	if w.wants10KeepAlive && keepAlivesEnabled {
+		sentLength := headerGet(header, "Content-Length") != ""
+		if sentLength && headerGet(header, "Connection") == "keep-alive" {
+			w.closeAfterReply = false
+		}
+	}
+
+	hasCL := w.contentLength != -1
+
+	if w.wants10KeepAlive && (isHEAD || hasCL || !bodyAllowedForStatus(w.status)) {
+		_, connectionHeaderSet := header["Connection"]
+		if !connectionHeaderSet {
+			setHeader.connection = "keep-alive"
+		}
+	} else if !w.req.ProtoAtLeast(1, 1) || w.wantsClose {
+		w.closeAfterReply = true
+	}
+
+	if headerGet(header, "Connection") == "close" || !keepAlivesEnabled {
+		w.closeAfterReply = true
+	}
+
+	if ecr, ok := w.req.Body.(*expectContinueReader); ok && !ecr.sawEOF.Load() {
+		w.closeAfterReply = true
+	}
+
+	if w.req.ContentLength != 0 && !w.closeAfterReply && !w.fullDuplex {
+		var discard, tooBig bool
+		switch bdy := w.req.Body.(type) {
+		case *expectContinueReader:
+		case *reqBody:
+			closed, sawEOF, unread := bdy.state()
+			switch {
+			case closed:
+				if !sawEOF {
+					w.closeAfterReply = true
+				}
+			case unread >= maxPostHandlerReadBytes:
+				tooBig = true
+			default:
+				discard = true
+			}
+		default:
+			discard = true
+		}
+		if discard {
+			_, err := io.CopyN(io.Discard, w.reqBody, maxPostHandlerReadBytes+1)
+			switch err {
+			case nil:
+				tooBig = true
+			case http.ErrBodyReadAfterClose:
+			case io.EOF:
+				if err := w.reqBody.Close(); err != nil {
+					w.closeAfterReply = true
+				}
+			default:
+				w.closeAfterReply = true
+			}
+		}
+		if tooBig {
+			w.requestTooLarge()
+			delHeader("Connection")
+			setHeader.connection = "close"
+		}
+	}
+
+	code := w.status
+	if bodyAllowedForStatus(code) {
+		_, haveType := header["Content-Type"]
+		ce := header.Get("Content-Encoding")
+		hasCE := len(ce) > 0
+		if !hasCE && !haveType && !hasTE && len(p) > 0 {
+			setHeader.contentType = http.DetectContentType(p)
+		}
+	} else {
+		for _, k := range suppressedHeaders(code) {
+			delHeader(k)
+		}
+	}
+
+	if !headerHas(header, "Date") {
+		setHeader.date = appendDate(cw.res.dateBuf[:0])
+	}
+
+	if hasCL && hasTE && te != "identity" {
+		w.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", te, w.contentLength)
+		delHeader("Content-Length")
+		hasCL = false
+	}
+
+	if w.req.Method == "HEAD" || !bodyAllowedForStatus(code) || code == http.StatusNoContent {
+		delHeader("Transfer-Encoding")
+	} else if hasCL {
+		delHeader("Transfer-Encoding")
+	} else if w.req.ProtoAtLeast(1, 1) {
+		if hasTE && te == "identity" {
+			cw.chunking = false
+			w.closeAfterReply = true
+			delHeader("Transfer-Encoding")
+		} else {
+			cw.chunking = true
+			setHeader.transferEncoding = "chunked"
+			if hasTE && te == "chunked" {
+				delHeader("Transfer-Encoding")
+			}
+		}
+	} else {
+		w.closeAfterReply = true
+		delHeader("Transfer-Encoding")
+	}
+
+	if cw.chunking {
+		delHeader("Content-Length")
+	}
+	if !w.req.ProtoAtLeast(1, 0) {
+		return
+	}
+
+	delConnectionHeader := w.closeAfterReply &&
+		(!keepAlivesEnabled || !hasToken(headerGet(cw.header, "Connection"), "close")) &&
+		!isProtocolSwitchResponse(w.status, header)
+	if delConnectionHeader {
+		delHeader("Connection")
+		if w.req.ProtoAtLeast(1, 1) {
+			setHeader.connection = "close"
+		}
+	}
+
+	writeStatusLine(w.bufw, w.req.ProtoAtLeast(1, 1), code, w.statusBuf[:])
+	cw.header.WriteSubset(w.bufw, excludeHeader)
+	setHeader.write(w.bufw)
+	w.bufw.WriteString("\r\n")
+}
+
+func isProtocolSwitchResponse(code int, h http.Header) bool {
+	return code == http.StatusSwitchingProtocols && h.Get("Upgrade") != "" &&
+		valuesHaveToken(h["Connection"], "Upgrade")
+}
+
+func foreachHeaderElement(v string, fn func(string)) {
+	v = textproto.TrimString(v)
+	if v == "" {
+		return
+	}
+	if !strings.Contains(v, ",") {
+		fn(v)
+		return
+	}
+	for f := range strings.SplitSeq(v, ",") {
+		if f = textproto.TrimString(f); f != "" {
+			fn(f)
+		}
+	}
+}
+
+func (w *response) declareTrailer(k string) {
+	k = http.CanonicalHeaderKey(k)
+	if !validTrailer(k) {
+		return
+	}
+	w.trailers = append(w.trailers, k)
+}
+
+func (w *response) finalTrailers() http.Header {
+	var t http.Header
+	for k, vv := range w.handlerHeader {
+		if kk, found := strings.CutPrefix(k, http.TrailerPrefix); found {
+			if t == nil {
+				t = make(http.Header)
+			}
+			t[kk] = vv
+		}
+	}
+	for _, k := range w.trailers {
+		if t == nil {
+			t = make(http.Header)
+		}
+		for _, v := range w.handlerHeader[k] {
+			t.Add(k, v)
+		}
+	}
+	return t
+}
+
+func (w *response) requestTooLarge() {
+	w.closeAfterReply = true
+	w.requestBodyLimitHit = true
+	if !w.wroteHeader {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+func (w *response) disableWriteContinue() {
+	w.writeContinueMu.Lock()
+	w.canWriteContinue.Store(false)
+	w.writeContinueMu.Unlock()
+}
+
+func writeStatusLine(bw *bufio.Writer, is11 bool, code int, scratch []byte) {
+	if is11 {
+		bw.WriteString("HTTP/1.1 ")
+	} else {
+		bw.WriteString("HTTP/1.0 ")
+	}
+	if text := http.StatusText(code); text != "" {
+		bw.Write(strconv.AppendInt(scratch[:0], int64(code), 10))
+		bw.WriteByte(' ')
+		bw.WriteString(text)
+		bw.WriteString("\r\n")
+	} else {
+		fmt.Fprintf(bw, "%03d status code %d\r\n", code, code)
+	}
+}
+
+// dateCache holds the Date header's value for the current second.
+var dateCache atomic.Pointer[dateValue]
+
+type dateValue struct {
+	sec int64
+	b   []byte
+}
+
+// appendDate appends the time now in http.TimeFormat (formatted once a second).
+func appendDate(b []byte) []byte {
+	now := time.Now()
+	if d := dateCache.Load(); d != nil && d.sec == now.Unix() {
+		return append(b, d.b...)
+	}
+	d := &dateValue{sec: now.Unix(), b: now.UTC().AppendFormat(nil, http.TimeFormat)}
+	dateCache.Store(d)
+	return append(b, d.b...)
+}
+
+func (w *response) bodyAllowed() bool {
+	if !w.wroteHeader {
+		panic("net/http: bodyAllowed called before the header was written")
+	}
+	return bodyAllowedForStatus(w.status)
+}
+
+func (w *response) Write(data []byte) (n int, err error) {
+	return w.write(len(data), data, "")
+}
+
+func (w *response) WriteString(data string) (n int, err error) {
+	return w.write(len(data), nil, data)
+}
+
+func (w *response) write(lenData int, dataB []byte, dataS string) (n int, err error) {
+	if w.hijacked.Load() {
+		if lenData > 0 {
+			caller := relevantCaller()
+			w.logf("http: response.Write on hijacked connection from %s (%s:%d)", caller.Function, path.Base(caller.File), caller.Line)
+		}
+		return 0, http.ErrHijacked
+	}
+	if w.canWriteContinue.Load() {
+		w.disableWriteContinue()
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if lenData == 0 {
+		return 0, nil
+	}
+	if !w.bodyAllowed() {
+		return 0, http.ErrBodyNotAllowed
+	}
+	w.written += int64(lenData)
+	if w.contentLength != -1 && w.written > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	if dataB != nil {
+		return w.w.Write(dataB)
+	}
+	return w.w.WriteString(dataS)
+}
+
+// finishRequest ends the response after its handler, as net/http's server does.
+func (w *response) finishRequest() {
+	w.handlerDone.Store(true)
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.w.Flush()
+	w.cw.close()
+	w.bufw.Flush()
+	w.reqBody.Close()
+	if w.req.MultipartForm != nil {
+		w.req.MultipartForm.RemoveAll()
+	}
+}
+
+func (w *response) shouldReuseConnection() bool {
+	if w.closeAfterReply {
+		return false
+	}
+	if w.req.Method != "HEAD" && w.contentLength != -1 && w.bodyAllowed() && w.contentLength != w.written {
+		return false
+	}
+	if w.werr != nil {
+		return false
+	}
+	if rb, ok := w.reqBody.(*reqBody); ok && rb.didEarlyClose() {
+		return false
+	}
+	return true
+}
+
+// Flush sends what was written (http.Flusher).
+func (w *response) Flush() { w.FlushError() }
+
+// FlushError is Flush with its error (http.ResponseController).
+func (w *response) FlushError() error {
+	if w.hijacked.Load() {
+		return http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	err := w.w.Flush()
+	e2 := w.cw.flush()
+	if err == nil {
+		err = e2
+	}
+	return err
+}
+
+// ReadFrom copies src to the response as net/http's does (the first 512 bytes through the
+// buffer, for the header's sniffing and length, the rest in 32 KiB writes).
+func (w *response) ReadFrom(src io.Reader) (n int64, err error) {
+	buf := make([]byte, 32<<10)
+	if !w.cw.wroteHeader {
+		n0, err := io.CopyBuffer(writerOnly{w}, io.LimitReader(src, 512), buf)
+		n += n0
+		if err != nil || n0 < 512 {
+			return n, err
+		}
+	}
+	w.w.Flush()
+	w.cw.flush()
+	n0, err := io.CopyBuffer(writerOnly{w}, src, buf)
+	n += n0
+	return n, err
+}
+
+type writerOnly struct{ io.Writer }
+
+// SetReadDeadline sets the deadline of the request body's reads (http.ResponseController).
+func (w *response) SetReadDeadline(deadline time.Time) error {
+	if w.x.body != nil {
+		w.x.body.setDeadline(deadline)
+	}
+	return nil
+}
+
+// SetWriteDeadline sets the deadline of the response's writes (http.ResponseController).
+func (w *response) SetWriteDeadline(deadline time.Time) error {
+	w.x.wdl = deadline
+	return nil
+}
+
+// EnableFullDuplex lets the handler write before it has read the body
+// (http.ResponseController).
+func (w *response) EnableFullDuplex() error {
+	w.fullDuplex = true
+	return nil
+}
+
+// CloseNotify is http.CloseNotifier's.
+func (w *response) CloseNotify() <-chan bool {
+	w.closeNotifyMu.Lock()
+	defer w.closeNotifyMu.Unlock()
+	if w.handlerDone.Load() {
+		panic("net/http: CloseNotify called after ServeHTTP finished")
+	}
+	if w.closeNotifyCh == nil {
+		w.closeNotifyCh = make(chan bool, 1)
+		if w.closeNotifyTriggered {
+			w.closeNotifyCh <- true
+		}
+	}
+	return w.closeNotifyCh
+}
+
+func (w *response) closeNotify() {
+	w.closeNotifyMu.Lock()
+	defer w.closeNotifyMu.Unlock()
+	if w.closeNotifyTriggered {
+		return
+	}
+	w.closeNotifyTriggered = true
+	if w.closeNotifyCh != nil {
+		w.closeNotifyCh <- true
+	}
+}
+
+// Hijack hands the connection to the handler (http.Hijacker): the loop stops parsing it, and
+// the net.Conn returned reads what the client sent after the request's head (the bytes read
+// already first) and writes to it.
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.handlerDone.Load() {
+		panic("net/http: Hijack called after ServeHTTP finished")
+	}
+	w.disableWriteContinue()
+	if w.wroteHeader {
+		w.cw.flush()
+	}
+	if !w.hijacked.CompareAndSwap(false, true) {
+		return nil, nil, http.ErrHijacked
+	}
+	nc, err := w.x.h.hijack(w.x)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.bufw.Flush()
+	w.bufw.Reset(nc)
+	bw := w.bufw
+	w.bufw = nil // the handler's now
+	return nc, bufio.NewReadWriter(bufio.NewReader(nc), bw), nil
+}
+
+var errHijackClosed = errors.New("http: connection closed before it was hijacked")

@@ -1,0 +1,702 @@
+//go:build unix
+
+package nethttp
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ringev/ringev/server"
+)
+
+// Server serves an http.Handler over HTTP/1.1 on the connections of a server.Engine: it is
+// the Engine's server.Handler (with OnOpen, OnClose and OnBackpressure). Requests are parsed
+// on the connection's loop; each runs its handler on a goroutine of its own, which ends with
+// the response. An idle connection has no goroutine and no buffer.
+type Server struct {
+	cfg     *http.Server
+	handler http.Handler
+	limit   int // the most bytes a request head may take: MaxHeaderBytes + 4096, as net/http
+	base    context.Context
+
+	// hdrTO bounds a request head (ReadHeaderTimeout, else ReadTimeout); idleTO the wait for
+	// the next request (IdleTimeout, else ReadTimeout).
+	hdrTO, idleTO time.Duration
+
+	running sync.WaitGroup // the handlers' goroutines
+}
+
+// New returns a Server that serves srv.Handler (http.DefaultServeMux when nil) with srv's
+// settings that apply to HTTP/1.1 on a loop:
+//   - ReadHeaderTimeout (else ReadTimeout) bounds a request's head from its first byte, and
+//     a new connection's wait for it; ReadTimeout bounds the reading of the body (a Read of
+//     r.Body fails after it);
+//   - WriteTimeout: a response write fails once it has passed since the request's head;
+//   - IdleTimeout (else ReadTimeout) closes a kept-alive connection that sends no request;
+//   - MaxHeaderBytes (http.DefaultMaxHeaderBytes when 0): a longer head gets 431;
+//   - ErrorLog, ConnState (called on the connection's loop), DisableGeneralOptionsHandler.
+//
+// The other fields (TLSConfig, TLSNextProto, BaseContext, ConnContext, Protocols, HTTP2) do
+// not apply: there is no HTTP/2, and no net.Listener. srv is read, never started; do not
+// change it while the Server serves.
+func New(srv *http.Server) *Server {
+	h := srv.Handler
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	max := srv.MaxHeaderBytes
+	if max <= 0 {
+		max = http.DefaultMaxHeaderBytes
+	}
+	s := &Server{cfg: srv, handler: h, limit: max + 4096}
+	s.base = context.WithValue(context.Background(), http.ServerContextKey, srv)
+	s.hdrTO = srv.ReadHeaderTimeout
+	if s.hdrTO <= 0 {
+		s.hdrTO = srv.ReadTimeout
+	}
+	s.idleTO = srv.IdleTimeout
+	if s.idleTO <= 0 {
+		s.idleTO = srv.ReadTimeout
+	}
+	return s
+}
+
+// Serve serves h over HTTP/1.1 on the TCP address addr until ctx is done, then shuts down
+// gracefully (server.Serve, with opts) and waits for the handlers still running. Settings of
+// an http.Server go through New: server.Serve(ctx, "tcp", addr, nethttp.New(srv), opts...).
+func Serve(ctx context.Context, addr string, h http.Handler, opts ...server.Option) error {
+	s := New(&http.Server{Handler: h})
+	err := server.Serve(ctx, "tcp", addr, s, opts...)
+	s.Wait()
+	return err
+}
+
+// Wait waits until no handler of s is running: after the Engine has ended, every connection is
+// closed and every handler's request context is cancelled.
+func (s *Server) Wait() { s.running.Wait() }
+
+func (s *Server) logf(format string, args ...any) {
+	if s.cfg.ErrorLog != nil {
+		s.cfg.ErrorLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+// conn is a connection's state, on its loop: what an idle connection holds.
+type conn struct {
+	s      *Server
+	c      *server.Conn
+	x      *exchange // the request in service (its handler runs), nil while idle
+	remote string    // c.RemoteAddr().String()
+	nc     *netConn  // the net.Conn of ConnState and Hijack, made when needed
+	hj     *netConn  // set once hijacked: its input goes there
+
+	scanned  int  // how much of the head in the input is known to be whole lines
+	crlf     int  // leading CR and LF bytes still to skip (after a POST, as net/http)
+	held     bool // reading is paused: a body's or hijacked input's reader is behind
+	tls      bool // the Conn has a TLS connection state
+	lastPOST bool
+
+	// wmu guards the write flow control: out is true while the Conn's output is past its
+	// write limit (OnBackpressure); waiter is closed when it drains or the Conn closes.
+	wmu    sync.Mutex
+	out    bool
+	gone   bool
+	waiter chan struct{}
+}
+
+// OnOpen prepares the connection: its timeouts and ConnState's StateNew.
+func (s *Server) OnOpen(c *server.Conn) {
+	h := &conn{s: s, c: c}
+	c.SetContext(h)
+	if ra := c.RemoteAddr(); ra != nil {
+		h.remote = ra.String()
+	}
+	c.LocalAddr() // asked on the loop, so that handlers can read it
+	_, h.tls = any(c).(connectionStater)
+	if s.hdrTO > 0 {
+		c.SetIdleTimeout(s.hdrTO)
+		c.SetRequestTimeout(s.hdrTO)
+	}
+	h.state(http.StateNew)
+}
+
+// connectionStater is what a TLS connection offers (the TLS option of package server).
+type connectionStater interface {
+	ConnectionState() tls.ConnectionState
+}
+
+// state calls ConnState, if set, for the connection.
+func (h *conn) state(st http.ConnState) {
+	hook := h.s.cfg.ConnState
+	if hook == nil {
+		return
+	}
+	if h.nc == nil {
+		h.nc = newNetConn(h)
+	}
+	hook(h.nc, st)
+}
+
+// OnData parses the requests in the input, feeds a body's reader, or a hijacked
+// connection's.
+func (s *Server) OnData(c *server.Conn) {
+	h := c.Context().(*conn)
+	switch {
+	case h.hj != nil:
+		h.hj.fill()
+	case h.x != nil:
+		h.x.feed()
+	default:
+		h.next()
+	}
+}
+
+// OnClose ends what the connection's request is waiting for: its body's reader and its
+// writes fail, its context is cancelled.
+func (s *Server) OnClose(c *server.Conn, err error) {
+	h, _ := c.Context().(*conn)
+	if h == nil {
+		return
+	}
+	if err == nil {
+		err = net.ErrClosed
+	}
+	h.wmu.Lock()
+	h.gone = true
+	if h.waiter != nil {
+		close(h.waiter)
+		h.waiter = nil
+	}
+	h.wmu.Unlock()
+	if x := h.x; x != nil {
+		x.gone(err)
+	}
+	if h.hj != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.EOF
+		}
+		h.hj.in.end(err)
+		return
+	}
+	h.state(http.StateClosed)
+}
+
+// OnBackpressure follows the output's limit: writers from goroutines wait while it is passed.
+func (s *Server) OnBackpressure(c *server.Conn, paused bool) {
+	h := c.Context().(*conn)
+	h.wmu.Lock()
+	h.out = paused
+	if !paused && h.waiter != nil {
+		close(h.waiter)
+		h.waiter = nil
+	}
+	h.wmu.Unlock()
+}
+
+// syncWrites is called from a writer's goroutine after it wrote a good deal: it waits until
+// the connection's output is below its write limit, or the connection has closed
+// (net.ErrClosed), or deadline has passed (os.ErrDeadlineExceeded).
+func (h *conn) syncWrites(deadline time.Time) error {
+	ch := make(chan struct{})
+	err := h.c.Loop().Post(func() {
+		h.wmu.Lock()
+		if h.out && !h.gone {
+			h.waiter = ch
+		} else {
+			close(ch)
+		}
+		h.wmu.Unlock()
+	})
+	if err != nil {
+		return net.ErrClosed
+	}
+	if deadline.IsZero() {
+		<-ch
+	} else {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+			return errTimeout
+		}
+	}
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if h.gone {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// pauseRead and resumeRead stop and restart the reading of the connection while a body's or a
+// hijacked connection's reader is behind, where package server can (Conn.PauseRead).
+func (h *conn) pauseRead() {
+	if p, ok := any(h.c).(interface{ PauseRead() error }); ok && !h.held {
+		h.held = true
+		p.PauseRead()
+	}
+}
+
+func (h *conn) resumeRead() {
+	if p, ok := any(h.c).(interface{ ResumeRead() error }); ok && h.held {
+		h.held = false
+		p.ResumeRead()
+	}
+}
+
+// maxQueued is how much input may wait in the Conn behind a request in service (pipelined
+// requests, a body its reader has not taken) before reading pauses.
+const maxQueued = 64 << 10
+
+// The answers net/http's server writes itself, without a handler.
+const errorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// next parses the request at the start of the input, if its head is complete, and starts
+// its handler.
+func (h *conn) next() {
+	c := h.c
+	in, _ := c.Peek(-1)
+	if h.crlf > 0 && len(in) > 0 {
+		n := 0
+		for n < len(in) && n < h.crlf && (in[n] == '\r' || in[n] == '\n') {
+			n++
+		}
+		if n < len(in) || n == h.crlf {
+			h.crlf = 0
+		} else {
+			h.crlf -= n
+		}
+		c.Discard(n)
+		in, _ = c.Peek(-1)
+	}
+	if len(in) == 0 {
+		return
+	}
+	end := -1
+	if e := headerEnd(in[h.scanned:]); e >= 0 {
+		end = h.scanned + e
+	} else if i := lastLineStart(in); i > h.scanned {
+		h.scanned = i
+	}
+	if end < 0 || end > h.s.limit {
+		if end > h.s.limit || len(in) >= h.s.limit {
+			h.fail("HTTP/1.1 431 Request Header Fields Too Large" + errorHeaders + "431 Request Header Fields Too Large")
+		}
+		return
+	}
+	h.scanned = 0
+	h.state(http.StateActive)
+	x := newExchange(h)
+	req, err := x.parse(in[:end])
+	if err != nil {
+		x.release()
+		h.fail(errorResponse(err))
+		return
+	}
+	h.lastPOST = req.Method == "POST"
+	c.Discard(end)
+	h.start(x)
+}
+
+// lastLineStart is the start of the last line of b that is not complete.
+func lastLineStart(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// fail writes one of net/http's own error responses and closes the connection.
+func (h *conn) fail(resp string) {
+	if resp != "" {
+		h.c.WriteString(resp)
+	}
+	h.c.Close()
+}
+
+// errorResponse is the response net/http's server writes for a request it could not read
+// (err from http.ReadRequest or from the server's own checks), "" for none.
+func errorResponse(err error) string {
+	var se statusError
+	switch {
+	case errors.As(err, &se):
+		t := http.StatusText(se.code) + ": " + se.text
+		return "HTTP/1.1 " + itoa(se.code) + " " + t + errorHeaders + itoa(se.code) + " " + t
+	case isUnsupportedTE(err):
+		return "HTTP/1.1 501 Not Implemented" + errorHeaders + "Unsupported transfer encoding"
+	case err == io.EOF:
+		return ""
+	}
+	return "HTTP/1.1 400 Bad Request" + errorHeaders + "400 Bad Request"
+}
+
+// isUnsupportedTE reports whether err is http.ReadRequest's for a Transfer-Encoding it does
+// not implement (net/http answers 501 to it).
+func isUnsupportedTE(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unsupported transfer encoding: ") || strings.HasPrefix(s, "too many transfer encodings: ")
+}
+
+// statusError is a request refused with a status of its own, as net/http's server does.
+type statusError struct {
+	code int
+	text string
+}
+
+func (e statusError) Error() string { return http.StatusText(e.code) + ": " + e.text }
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// exchange is one request and its response, from the head's arrival to the response's end.
+type exchange struct {
+	h   *conn
+	req *http.Request
+	w   *response
+
+	src  source        // what the request's bufio.Reader reads: the head, then the body
+	br   *bufio.Reader // http.ReadRequest's reader, read by the body
+	body *pipe         // the body's bytes, from the loop; nil without a body
+	rb   *reqBody
+
+	left    int64     // a body of known length: its bytes still to come; -1 chunked
+	chunks  chunkScan // a chunked body: where it ends
+	bodyEnd bool      // every byte of the body went to its reader
+	cancel  context.CancelFunc
+	wdl     time.Time // WriteTimeout's deadline
+
+	unsynced int // bytes written to the Conn since the last wait for its output (connWriter)
+}
+
+// source is the reader under a request's bufio.Reader: the head (on the loop, in
+// http.ReadRequest), then the body's pipe (on the handler's goroutine).
+type source struct {
+	head []byte
+	body *pipe
+}
+
+func (s *source) Read(p []byte) (int, error) {
+	if len(s.head) > 0 {
+		n := copy(p, s.head)
+		s.head = s.head[n:]
+		return n, nil
+	}
+	if s.body == nil {
+		return 0, io.EOF
+	}
+	return s.body.Read(p)
+}
+
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
+func newExchange(h *conn) *exchange {
+	x := &exchange{h: h, left: -1}
+	x.br = readers.Get().(*bufio.Reader)
+	x.br.Reset(&x.src)
+	return x
+}
+
+// release returns the exchange's reader, once nothing reads it.
+func (x *exchange) release() {
+	if x.br != nil {
+		x.br.Reset(nil)
+		readers.Put(x.br)
+		x.br = nil
+	}
+}
+
+// parse reads the request's head with http.ReadRequest and checks it as net/http's server
+// does; err is what net/http's server answers (errorResponse).
+func (x *exchange) parse(head []byte) (*http.Request, error) {
+	x.src.head = head
+	req, err := http.ReadRequest(x.br)
+	x.src.head = nil
+	if err != nil {
+		return nil, err
+	}
+	if req.ProtoMajor != 1 && !(req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*") {
+		return nil, statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
+	}
+	hosts, host := hostFields(head)
+	isH2Upgrade := req.Method == "PRI" && len(req.Header) == 0 && req.URL.Path == "*" && req.Proto == "HTTP/2.0"
+	if req.ProtoAtLeast(1, 1) && hosts == 0 && !isH2Upgrade && req.Method != "CONNECT" {
+		return nil, statusError{http.StatusBadRequest, "missing required Host header"}
+	}
+	if hosts == 1 && !validHost(string(host)) {
+		return nil, statusError{http.StatusBadRequest, "malformed Host header"}
+	}
+	for k, vv := range req.Header {
+		if !validFieldName(k) {
+			return nil, statusError{http.StatusBadRequest, "invalid header name"}
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				return nil, statusError{http.StatusBadRequest, "invalid header value"}
+			}
+		}
+	}
+	x.req = req
+	return req, nil
+}
+
+// start serves a parsed request: its body's feed, its context, its handler's goroutine.
+func (h *conn) start(x *exchange) {
+	s, c, req := h.s, h.c, x.req
+	h.x = x
+	h.crlf = 0
+	if h.lastPOST {
+		h.crlf = 4
+	}
+	if s.hdrTO > 0 || s.idleTO > 0 {
+		c.SetIdleTimeout(0)
+		c.SetRequestTimeout(0) // pipelined requests wait for this one, without a deadline
+	}
+	now := time.Now()
+	if req.Body != http.NoBody {
+		x.body = newPipe(x.more)
+		x.src.body = x.body
+		if len(req.TransferEncoding) == 0 {
+			x.left = req.ContentLength
+		}
+		if d := s.cfg.ReadTimeout; d > 0 {
+			x.body.setDeadline(now.Add(d))
+		}
+		x.rb = &reqBody{inner: req.Body, chunked: x.left < 0, left: x.left, closing: req.Close}
+		req.Body = x.rb
+	} else {
+		x.release()
+		x.bodyEnd = true
+	}
+	if d := s.cfg.WriteTimeout; d > 0 {
+		x.wdl = now.Add(d)
+	}
+	ctx := context.WithValue(s.base, http.LocalAddrContextKey, c.LocalAddr())
+	ctx, x.cancel = context.WithCancel(ctx)
+	*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
+	req.RemoteAddr = h.remote
+	if h.tls {
+		cs := any(c).(connectionStater).ConnectionState()
+		req.TLS = &cs
+	}
+	x.w = newResponse(x)
+	if x.body != nil {
+		x.feed()
+	}
+	s.running.Add(1)
+	go x.serve()
+}
+
+// feed gives the body's reader what the input holds of the body (on the loop), and pauses
+// reading while too much waits.
+func (x *exchange) feed() {
+	h := x.h
+	if x.body != nil && !x.bodyEnd {
+		in, _ := h.c.Peek(-1)
+		var n int
+		if x.left >= 0 {
+			n = int(min(int64(len(in)), x.left))
+		} else {
+			n = x.chunks.scan(in)
+		}
+		var took int
+		if x.chunks.state == chunkDone && x.chunks.peek > 0 {
+			x.body.putAll(in[:n+x.chunks.peek]) // the reader peeks past the end, takes n
+			took = n
+		} else {
+			took = x.body.put(in[:n])
+		}
+		h.c.Discard(took)
+		if x.left >= 0 {
+			x.left -= int64(took)
+		}
+		if took == n && (x.left == 0 || x.chunks.state == chunkDone) {
+			x.bodyEnd = true
+			x.body.end(nil)
+		}
+	}
+	if h.c.Buffered() > maxQueued {
+		h.pauseRead()
+	}
+}
+
+// more is called by the body's reader once it has room again: the loop feeds it and resumes
+// reading.
+func (x *exchange) more() {
+	x.h.c.Loop().Post(func() {
+		if x.h.x == x {
+			x.feed()
+			if x.h.c.Buffered() <= maxQueued {
+				x.h.resumeRead()
+			}
+		}
+	})
+}
+
+// gone is the connection's end while the request is in service (on the loop).
+func (x *exchange) gone(err error) {
+	if x.body != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		x.body.end(err)
+	}
+	x.cancel()
+	x.w.closeNotify()
+}
+
+// serve runs the handler (on its own goroutine), ends the response as net/http does, and
+// hands the connection back to the loop.
+func (x *exchange) serve() {
+	defer x.h.s.running.Done()
+	w, req := x.w, x.req
+	reuse := false
+	defer func() {
+		if err := recover(); err != nil && err != http.ErrAbortHandler {
+			const size = 64 << 10
+			buf := make([]byte, size)
+			buf = buf[:runtime.Stack(buf, false)]
+			x.h.s.logf("http: panic serving %v: %v\n%s", x.h.remote, err, buf)
+		}
+		x.cancel()
+		if w.hijacked.Load() {
+			return
+		}
+		if !reuse {
+			w.disableWriteContinue()
+			w.bufw.Flush()
+		}
+		w.release()
+		x.h.c.Loop().Post(func() { x.h.done(x, reuse) })
+	}()
+	var handler http.Handler = x.h.s.handler
+	if !x.h.s.cfg.DisableGeneralOptionsHandler && req.RequestURI == "*" && req.Method == "OPTIONS" {
+		handler = globalOptionsHandler{}
+	}
+	if x.expect() {
+		handler.ServeHTTP(w, req)
+	}
+	x.cancel()
+	if w.hijacked.Load() {
+		return
+	}
+	w.finishRequest()
+	reuse = w.shouldReuseConnection()
+}
+
+// expect handles the request's Expect header as net/http does: 100-continue is sent on the
+// body's first read; another expectation gets 417 and no handler (false).
+func (x *exchange) expect() bool {
+	req, w := x.req, x.w
+	if hasToken(req.Header.Get("Expect"), "100-continue") {
+		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
+			req.Body = &expectContinueReader{readCloser: req.Body, resp: w}
+			w.canWriteContinue.Store(true)
+		}
+		return true
+	}
+	if req.Header.Get("Expect") != "" {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusExpectationFailed)
+		return false
+	}
+	return true
+}
+
+// done takes the connection back after a response (on the loop): the next request, or the
+// close.
+func (h *conn) done(x *exchange, reuse bool) {
+	if h.x != x {
+		return
+	}
+	h.x = nil
+	if x.body != nil {
+		x.body.close()
+	}
+	if x.rb != nil {
+		x.release() // the body's reader is done with it
+	}
+	if !reuse || !x.bodyEnd {
+		h.c.Close()
+		return
+	}
+	h.state(http.StateIdle)
+	if h.s.idleTO > 0 {
+		h.c.SetIdleTimeout(h.s.idleTO)
+	}
+	if h.s.hdrTO > 0 {
+		h.c.SetRequestTimeout(h.s.hdrTO)
+	}
+	if h.held {
+		h.resumeRead()
+	}
+	h.next()
+}
+
+// hasToken reports whether token appears in v as a comma- or space-separated element,
+// case-insensitively (net/http's Connection and Expect rule).
+func hasToken(v, token string) bool {
+	if len(token) > len(v) || token == "" {
+		return false
+	}
+	if v == token {
+		return true
+	}
+	for sp := 0; sp <= len(v)-len(token); sp++ {
+		if b := v[sp]; b != token[0] && b|0x20 != token[0] {
+			continue
+		}
+		if sp > 0 && !isTokenBoundary(v[sp-1]) {
+			continue
+		}
+		if ep := sp + len(token); ep != len(v) && !isTokenBoundary(v[ep]) {
+			continue
+		}
+		if strings.EqualFold(v[sp:sp+len(token)], token) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
+
+// globalOptionsHandler answers "OPTIONS *" as net/http's server does.
+type globalOptionsHandler struct{}
+
+func (globalOptionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		// At most 4 KiB of body; past that the connection closes (http.MaxBytesReader's
+		// effect on net/http's own writer).
+		if n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10+1)); n > 4<<10 {
+			if res, ok := w.(*response); ok {
+				res.requestTooLarge()
+			}
+		}
+	}
+}

@@ -1,0 +1,85 @@
+//go:build linux
+
+package nethttp
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestServerAnswersAsNetHTTP: each raw input of the corpus, sent to the same handler on
+// net/http and on ringev, gets the same bytes back (apart from the Date header's value), and
+// the connection is closed by both servers or by neither.
+func TestServerAnswersAsNetHTTP(t *testing.T) {
+	cases := corpus()
+	if len(cases) < 200 {
+		t.Fatalf("the corpus holds %d inputs, fewer than 200", len(cases))
+	}
+	eachBackend(t, func(t *testing.T, backend string) {
+		lg, _ := quietLogger()
+		cfg := &http.Server{Handler: testHandler(), MaxHeaderBytes: 4096, ErrorLog: lg}
+		ref := serveNetHTTP(t, cfg)
+		got := serveRingev(t, backend, cfg)
+		var wg sync.WaitGroup
+		diffs := make([]string, len(cases))
+		sem := make(chan struct{}, 16)
+		for i, c := range cases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				quiet := waitFor
+				if c.open {
+					quiet = 300 * time.Millisecond
+				}
+				want, wantClosed, err := exchangeRaw(ref, c.raw, quiet)
+				if err != nil {
+					diffs[i] = c.name + ": net/http: " + err.Error()
+					return
+				}
+				have, haveClosed, err := exchangeRaw(got, c.raw, quiet)
+				if err != nil {
+					diffs[i] = c.name + ": ringev: " + err.Error()
+					return
+				}
+				if normalize(want) != normalize(have) || wantClosed != haveClosed {
+					if c.known {
+						t.Logf("%s: a known difference (see corpusCase.known)", c.name)
+						return
+					}
+					diffs[i] = c.name + ":\nnet/http (closed " + boolString(wantClosed) + "):\n" + quote(normalize(want)) +
+						"\nringev (closed " + boolString(haveClosed) + "):\n" + quote(normalize(have))
+				}
+			}()
+		}
+		wg.Wait()
+		n := 0
+		for _, d := range diffs {
+			if d != "" {
+				n++
+				t.Error(d)
+			}
+		}
+		if n > 0 {
+			t.Errorf("%d of %d inputs answered differently", n, len(cases))
+		}
+	})
+}
+
+func boolString(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func quote(s string) string {
+	if len(s) > 1500 {
+		s = s[:1500] + "..."
+	}
+	return strings.ReplaceAll(s, "\r\n", "\\r\\n\n")
+}
