@@ -72,7 +72,7 @@ func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
 				b.found = max(c.Res, 0)
 			default:
 				if c.UserData&reqTag != 0 {
-					b.reqs.readCQE(c, p) // a request's (backend_uring_req_linux.go)
+					b.reqs.readCQE(c, p) // a request's (backend_uring_req_cqe_linux.go)
 				}
 			}
 		}

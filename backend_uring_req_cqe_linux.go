@@ -1,0 +1,260 @@
+package ringev
+
+// The uring driver's completion side: CQEs read in place (cqes, readCQE), a one-shot request's
+// held in the ring until its callback runs (run), the others taken when read (cqe).
+
+import (
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// cqes reads in place the CQEs that came since the last read (the backend's wait; its ride
+// reads them as cqe does each): got and res are those of the backend's EPOLL_WAIT CQE, if it
+// came. A one-shot request's CQE (reqKindOp) stays in the ring, held for its callback (run);
+// any other of a request is taken at once (cqe). When none is held, the CQ's head moves past
+// them all.
+func (d *ringReqs) cqes(ring *uring.Ring) (got bool, res int32) {
+	rq := d.rq
+	tail := ring.CQTail()
+	for p := d.seen; p != tail; p++ {
+		c := ring.CQEAtPos(p)
+		ud := c.UserData
+		if ud&(reqTag|reqKindMask) == reqTag|reqKindOp {
+			d.inflight--
+			rq.held++
+			continue
+		}
+		if ud&reqTag == 0 {
+			if ud == uringEpollTag {
+				got, res = true, c.Res
+			} else if ud == uringWakeTag {
+				d.b.woke = true
+				d.b.msg.got++
+			}
+			continue
+		}
+		rq.pos = p
+		d.cqe(c)
+	}
+	d.read(ring, tail)
+	return got, res
+}
+
+// readCQE reads a request's CQE at position p (user_data with reqTag), as cqes reads each: the
+// backend's ride reads its CQEs with it.
+func (d *ringReqs) readCQE(c *uring.CQE, p uint32) {
+	if c.UserData&reqKindMask == reqKindOp {
+		d.inflight--
+		d.rq.held++
+		return
+	}
+	d.rq.pos = p
+	d.cqe(c)
+}
+
+// cqUnread returns the positions of the CQEs that came since the last read: from (the CQ's head
+// when no request was made yet, which holds none) to tail.
+func (b *uringBackend) cqUnread() (from, tail uint32) {
+	if b.reqs != nil {
+		return b.reqs.seen, b.ring.CQTail()
+	}
+	return b.ring.CQHead(), b.ring.CQTail()
+}
+
+// cqRead marks the CQEs before position tail read (ringReqs.read), or gives them all back when
+// no request was made yet.
+func (b *uringBackend) cqRead(tail uint32) {
+	if b.reqs != nil {
+		b.reqs.read(b.ring, tail)
+		return
+	}
+	b.ring.CQSetHead(tail)
+}
+
+// read marks the CQEs before position tail read (see cqes): the completions the core queues
+// from now on are learned after them (requests.pos), and the CQ's head moves to tail when no
+// CQE is held.
+func (d *ringReqs) read(ring *uring.Ring, tail uint32) {
+	d.seen, d.rq.pos = tail, tail
+	if d.rq.held == 0 && d.next != tail {
+		d.next = tail
+		ring.CQSetHead(tail)
+	}
+}
+
+// run is reqDriver.run: up to n completions' callbacks, from the CQEs held in the ring and
+// the queued completions (requests.cq), merged by position. A held CQE is a one-shot request's
+// only one: its result goes from the CQE to the callback, through the Completion in its record
+// (the steady case: fast, and a read's any result or a write's whole count), or through opDone
+// (heldCQE). The CQ's head follows.
+func (d *ringReqs) run(n int) bool {
+	rq := d.rq
+	ring := d.b.ring
+	ran := false
+	for n > 0 {
+		if rq.held == 0 {
+			d.next = d.seen // the CQEs left were all taken when read (cqes)
+		}
+		// The held CQEs before limit come before the queued completion at cq[head].
+		limit := d.seen
+		if rq.head < len(rq.cq) {
+			pos := rq.cq[rq.head].pos
+			if int32(pos-d.next) <= 0 {
+				n--
+				if rq.runOne() {
+					ran = true
+				}
+				continue
+			}
+			if int32(pos-limit) < 0 {
+				limit = pos
+			}
+		}
+		if rq.held == 0 {
+			break
+		}
+		for n > 0 && d.next != limit {
+			p := d.next
+			d.next = p + 1
+			c := ring.CQEAtPos(p)
+			ud := c.UserData
+			if ud&(reqTag|reqKindMask) != reqTag|reqKindOp {
+				continue // taken when read (cqes), or not a request's
+			}
+			rq.held--
+			n--
+			idx := uint32(ud)
+			if idx >= uint32(len(rq.recs)) {
+				continue
+			}
+			r := ringOf(rq.recs[idx])
+			res := c.Res
+			if r.gen != uint32(ud>>32)&genMask || r.state != stInflight {
+				continue // a stale CQE: its record was reused
+			}
+			if !r.fast || r.c.Op&1 == 0 && int(res) != len(r.c.Buf) && res >= 0 {
+				d.heldCQE(r, res, c.Flags, p)
+				break // (it may have queued a completion before limit)
+			}
+			// The steady case: finish's work and runOne's, for a read, write, recv or send
+			// that ends with this result (OpRead and OpRecv are the odd ones).
+			ran = true
+			r.cqes = 0
+			f := &rq.fds[r.c.Fd]
+			if r.c.Op == OpRecv {
+				f.drained = res >= 0 && int(res) < len(r.c.Buf)
+			}
+			if f.live--; f.live == 0 && f.closeRec != nil {
+				rq.closeNow(f)
+			}
+			// The Completion: a free record's has Err nil and SockNonempty and More false
+			// (recycle), so only what differs is written.
+			cp := &r.c
+			if c.Flags&uring.CQEFSockNonempty != 0 {
+				cp.SockNonempty = r.c.Op == OpRecv
+			}
+			if res >= 0 {
+				cp.N = int(res)
+				if r.c.Op&1 != 0 {
+					cp.Buf = cp.Buf[:res]
+				}
+			} else {
+				cp.N, cp.Err = 0, r.compErr(res)
+				if r.c.Op&1 != 0 {
+					cp.Buf = nil
+				}
+			}
+			// requests.last, written out: the handle is stale from the callback on, and the
+			// record goes back to the pool after it (recycle's work: a steady record has no
+			// group or keep).
+			r.gen = (r.gen + 1) & genMask
+			r.state = stFree
+			rq.cbRec = r.idx + 1
+			r.cb(cp)
+			rq.cbRec = 0
+			r.cb, cp.Buf, cp.SockNonempty = nil, nil, false
+			if cp.Err != nil {
+				cp.Err = nil
+			}
+			r.reqVars = reqVars{}
+			r.nextFree, rq.free = rq.free, r.idx+1
+			rq.live--
+		}
+	}
+	ring.CQSetHead(d.next)
+	return ran
+}
+
+// heldCQE takes the CQE at position p, held for r, a one-shot request, when it is not the
+// steady case: opDone (or, with the request's LINK_TIMEOUT still to come, its result kept
+// until then). A completion it queues is learned at p.
+func (d *ringReqs) heldCQE(r *ringRec, res int32, flags uint32, p uint32) {
+	rq := d.rq
+	rq.pos = p
+	r.opRes, r.opFlags, r.opDone = res, compFlags(flags), true
+	if r.cqes--; r.cqes == 0 {
+		rq.opDone(&r.reqRec, r.opRes, r.opFlags)
+	}
+	rq.pos = d.seen
+}
+
+// compFlags translates a CQE's flags (IORING_CQE_F_*) into the core's completion flags.
+func compFlags(f uint32) uint32 {
+	var c uint32
+	if f&uring.CQEFMore != 0 {
+		c |= compMore
+	}
+	if f&uring.CQEFSockNonempty != 0 {
+		c |= compSockNonempty
+	}
+	if f&uring.CQEFBuffer != 0 {
+		c |= compBuffer | f>>uring.CQEBufferShift<<compBufShift
+	}
+	if f&uring.CQEFBufMore != 0 {
+		c |= compBufMore
+	}
+	return c
+}
+
+// cqe takes a request's CQE (user_data with reqTag) that is not held for a callback: a
+// LINK_TIMEOUT's, a command's, a multishot or SubmitSQE request's; and after shutdown any.
+func (d *ringReqs) cqe(c *uring.CQE) {
+	ud, res, flags := c.UserData, c.Res, c.Flags
+	kind := ud & reqKindMask
+	more := flags&uring.CQEFMore != 0
+	if kind == reqKindCmd {
+		d.inflight--
+		return
+	}
+	if !more {
+		d.inflight--
+	}
+	idx, gen := uint32(ud), uint32(ud>>32)&genMask
+	if int(idx) >= len(d.rq.recs) {
+		return
+	}
+	r := ringOf(d.rq.recs[idx])
+	if r.gen != gen || r.state != stInflight {
+		return
+	}
+	if d.dead { // Loop.Close: no callback runs; a connection accepted meanwhile is closed
+		if kind != reqKindLink {
+			closeAccepted(r.c.Op, res)
+		}
+		return
+	}
+	if kind == reqKindLink {
+		r.link = false
+		if res == -int32(unix.ETIME) {
+			r.timedOut = true
+		}
+	} else if more {
+		d.rq.complete(&r.reqRec, res, compFlags(flags))
+		return
+	} else {
+		r.opRes, r.opFlags, r.opDone = res, compFlags(flags), true
+	}
+	if r.cqes--; r.cqes == 0 && r.opDone {
+		d.rq.opDone(&r.reqRec, r.opRes, r.opFlags)
+	}
+}
