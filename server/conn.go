@@ -22,8 +22,8 @@ const MaxInput = 4 << 20
 
 // Conn is one connection of an Engine. Its methods belong to its loop's goroutine (the
 // Handler's methods and functions given to Loop.Post run there), except Write, WriteString,
-// Close and Abort, which are safe from any goroutine: from another one they queue what they do
-// for the loop. A method that cannot be used from the caller's goroutine returns an error
+// Close, Abort, PauseRead and ResumeRead, which are safe from any goroutine: from another one
+// they queue what they do for the loop. A method that cannot be used from the caller's goroutine returns an error
 // wrapping ringev.ErrNotOwner; a closed connection's, one that is net.ErrClosed.
 //
 // A Conn is never reused for another connection: one kept after OnClose stays closed.
@@ -66,6 +66,7 @@ type Conn struct {
 	done      bool  // finished: OnClose ran
 	eof       bool  // the peer shut down its side: it closes once the output is sent
 	paused    bool  // backpressure: not read until the output drains
+	held      bool  // PauseRead: not read until ResumeRead (apart from paused)
 	reasonSet bool  // reason is set (the first one wins)
 	reason    error // what OnClose is told
 
@@ -512,7 +513,7 @@ func (c *Conn) deliver(data []byte) {
 	if c.idle > 0 {
 		c.active = c.l.turnTime()
 	}
-	if len(c.in) == 0 && !c.paused {
+	if len(c.in) == 0 && !c.paused && !c.held {
 		c.serve(data)
 		return
 	}
@@ -525,7 +526,7 @@ func (c *Conn) deliver(data []byte) {
 
 // received serves c.in, which has grown (deliver, or the readiness driver's read into it).
 func (c *Conn) received() {
-	if !c.paused {
+	if !c.paused && !c.held {
 		c.serve(c.in)
 		return
 	}
@@ -588,8 +589,61 @@ func (c *Conn) maybeResume() {
 	if bp := c.l.e.onBP; bp != nil {
 		bp.OnBackpressure(c, false)
 	}
-	if len(c.in) > 0 && !c.closing && !c.closed {
+	if len(c.in) > 0 && !c.held && !c.closing && !c.closed {
 		c.serve(c.in) // the input that waited
+	}
+}
+
+// PauseRead stops reading the connection until ResumeRead: no recv is left pending (uring),
+// no read interest is left (epoll, poll), and OnData is not called, even for the input already
+// buffered, which stays (bytes a recv in flight brings are buffered too, up to MaxInput). The
+// peer's further bytes wait in the kernel, whose receive window then holds the peer back: a
+// proxy pauses the side whose destination does not keep up. It is apart from the write limit's
+// pause (BackpressureHandler): the end of one does not end the other. From another goroutine
+// it is queued for the loop (after that goroutine's earlier writes, as Loop.Post). It returns
+// net.ErrClosed once the connection is closed (from another goroutine: once its loop has
+// ended).
+func (c *Conn) PauseRead() error { return c.holdRead(true) }
+
+// ResumeRead ends PauseRead: reading resumes (unless the write limit's pause holds it) and
+// OnData is called, in a turn of its own, with the input that was buffered, if any, without
+// waiting for more bytes. Safe from any goroutine, with PauseRead's errors.
+func (c *Conn) ResumeRead() error { return c.holdRead(false) }
+
+// holdRead is PauseRead (on) and ResumeRead.
+func (c *Conn) holdRead(on bool) error {
+	if !c.l.ev.Owned() {
+		if c.l.Post(func() { c.setHeld(on) }) != nil {
+			return net.ErrClosed
+		}
+		return nil
+	}
+	if c.closed {
+		return net.ErrClosed
+	}
+	c.setHeld(on)
+	return nil
+}
+
+// setHeld is holdRead on the loop: the driver follows, and a resume serves the buffered input
+// in a turn of its own (a handler that resumes another connection is not re-entered).
+func (c *Conn) setHeld(on bool) {
+	if c.closed || c.held == on {
+		return
+	}
+	c.held = on
+	c.l.drv.update(c)
+	if !on && len(c.in) > 0 {
+		c.l.ev.Post(c.serveWaiting)
+	}
+}
+
+// serveWaiting serves the input that waited through a PauseRead, unless reading is held again
+// or the connection is closing.
+func (c *Conn) serveWaiting() {
+	c.l.clockSet = false // a posted function runs in a turn of its own (see turnTime)
+	if len(c.in) > 0 && !c.held && !c.paused && !c.closing && !c.closed {
+		c.serve(c.in)
 	}
 }
 

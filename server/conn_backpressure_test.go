@@ -70,12 +70,7 @@ func (f *flooder) OnBackpressure(c *Conn, paused bool) {
 // until the client has read the output; then reading resumes and the line is answered.
 func TestConnBackpressurePausesReading(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		f := &flooder{}
-		e := startEngine(t, f, append(s.opts(), WithWriteLimit(64<<10))...)
-		c := dialEngine(t, e)
-		c.(*net.TCPConn).SetReadBuffer(32 << 10)
-		c.Write([]byte("flood\n"))
-		eventually(t, "OnBackpressure(paused)", func() bool { return f.log() == "flood paused" })
+		f, _, c := startFlooded(t, s)
 		c.Write([]byte("after\n"))
 		// The line must wait: while paused, the connection is not read. Reading the flood
 		// (the only way to drain it) then lets it through.
@@ -92,4 +87,17 @@ func TestConnBackpressurePausesReading(t *testing.T) {
 			t.Errorf("events %q, want \"flood paused resumed after\"", got)
 		}
 	})
+}
+
+// startFlooded serves a flooder with a 64 KiB write limit and connects a client with a small
+// receive buffer that sends "flood" and reads nothing: it returns once the connection is paused.
+func startFlooded(t *testing.T, s setup) (*flooder, *Engine, net.Conn) {
+	t.Helper()
+	f := &flooder{}
+	e := startEngine(t, f, append(s.opts(), WithWriteLimit(64<<10))...)
+	c := dialEngine(t, e)
+	c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	c.Write([]byte("flood\n"))
+	eventually(t, "OnBackpressure(paused)", func() bool { return f.log() == "flood paused" })
+	return f, e, c
 }

@@ -120,8 +120,8 @@ func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 		c.end(nil) // the peer closed (or reset) while we linger
 		return
 	case flags&ringev.Error != 0 && flags&ringev.Read == 0:
-		// Error on a connection that does not read (paused, closing, or at end of file), so
-		// with output pending: a reset or the peer's half-close. A reset socket is reported
+		// Error on a connection that does not read (paused, held, closing, or at end of
+		// file): a reset or the peer's half-close. A reset socket is reported
 		// writable and its write fails (closing the connection); a half-close leaves the
 		// output to be written, waiting for Write alone.
 		c.peerShut = true
@@ -227,10 +227,14 @@ func (d *connRdy) update(c *Conn) {
 	if c.wblocked && len(c.pend) > 0 {
 		flags |= ringev.Write
 	}
-	if c.lingering || !c.paused && !c.closing && !c.eof {
+	if c.lingering || !c.paused && !c.held && !c.closing && !c.eof {
 		flags |= ringev.Read
 	}
-	if (c.peerShut || c.eof) && len(c.pend) > 0 && !c.lingering {
+	shut := (c.peerShut || c.eof) && !c.lingering
+	if shut && flags&ringev.Read == 0 && len(c.pend) == 0 {
+		flags = 0 // as below, with nothing to write: nothing to wait for until it reads again
+	}
+	if shut && len(c.pend) > 0 {
 		// The half-close is Error (and Read, at end of file) on every dispatch: wait for
 		// Write alone, and probe for a reset, which does not wake a Write-alone handler.
 		flags = ringev.Write

@@ -197,7 +197,7 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	case errors.Is(x.Err, unix.ENOBUFS): // the group ran dry; the loop re-arms the recv
 		return
 	case errors.Is(x.Err, unix.ECANCELED) && !c.closed:
-		// the multishot recv was stopped for backpressure: update re-arms it when wanted
+		// the recv was stopped for backpressure or PauseRead: update re-arms it when wanted
 	default: // ETIME (the linger's deadline), a reset, ECANCELED by CloseFd
 		c.end(x.Err)
 		return
@@ -232,17 +232,18 @@ func (c *Conn) reqClosed() {
 	c.l.finished(c)
 }
 
-// update keeps a recv pending while input is wanted (not while paused, not at end of file),
-// and cancels the multishot recv when it is not.
+// update keeps a recv pending while input is wanted (not while paused or held, not at end of
+// file), and cancels the multishot recv when it is not (and the recv into the connection's
+// own buffer when reading is held: PauseRead leaves no recv pending).
 func (d *connReqs) update(c *Conn) {
 	if c.closed || c.eof {
 		return
 	}
-	want := c.lingering || !c.paused
+	want := c.lingering || !c.paused && !c.held
 	switch {
 	case want && !c.recvLive:
 		d.armRecv(c)
-	case !want && c.recvLive && !c.recvStop && d.group != nil:
+	case !want && c.recvLive && !c.recvStop && (d.group != nil || c.held):
 		c.recvStop = true
 		c.recv.Cancel()
 	}

@@ -30,7 +30,8 @@
 // Connections are cut off by an idle timeout (WithIdleTimeout) and a request timeout that
 // starts with a request's first byte and is not moved by the bytes that follow
 // (WithRequestTimeout). A connection whose pending output passes the write limit is no longer
-// read until it drains (WithWriteLimit, BackpressureHandler).
+// read until it drains (WithWriteLimit, BackpressureHandler). A handler stops reading one
+// itself with Conn.PauseRead (a proxy whose other side does not keep up), until ResumeRead.
 //
 // # Engines
 //

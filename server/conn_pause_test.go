@@ -1,0 +1,213 @@
+//go:build linux
+
+package server
+
+// Tests of paused reads (Conn.PauseRead, ResumeRead): while a connection is held nothing is
+// read (no recv pending, no read interest) and its input stays buffered; resuming serves it;
+// the hold is apart from the write limit's pause.
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"golang.org/x/sys/unix"
+)
+
+// reading reports, on sc's loop, whether the driver reads sc: a recv pending (requests) or
+// Read asked of its fd event (readiness).
+func reading(t *testing.T, sc *Conn) bool {
+	t.Helper()
+	var on bool
+	onLoop(t, sc.Loop(), func() {
+		if sc.ev != nil {
+			on = sc.ev.Flags()&ringev.Read != 0
+		} else {
+			on = sc.recv.Pending()
+		}
+	})
+	return on
+}
+
+// inKernel is the number of bytes waiting in sc's socket receive queue (SIOCINQ).
+func inKernel(t *testing.T, sc *Conn) int {
+	t.Helper()
+	n, err := unix.IoctlGetInt(sc.Fd(), unix.SIOCINQ)
+	if err != nil {
+		t.Fatalf("SIOCINQ on fd %d: %v", sc.Fd(), err)
+	}
+	return n
+}
+
+// heldLine sends line to c while sc is held, checks that it stays in the kernel unread and
+// unserved (r's log), and returns.
+func heldLine(t *testing.T, r *recorder, c net.Conn, sc *Conn, line string) {
+	t.Helper()
+	eventually(t, "no recv pending, no read interest", func() bool { return !reading(t, sc) })
+	c.Write([]byte(line + "\n"))
+	eventually(t, "the line in the socket's receive queue", func() bool { return inKernel(t, sc) == len(line)+1 })
+	for _, ev := range r.log() {
+		if ev == "data "+line {
+			t.Fatalf("the line was served while reading was paused (events %q)", r.log())
+		}
+	}
+	if reading(t, sc) {
+		t.Fatal("a recv is pending (or Read asked) while reading is paused")
+	}
+}
+
+// TestConnPauseReadStopsReading: after PauseRead on the loop no recv is pending (no read
+// interest) and a line the peer sends stays in the kernel; ResumeRead serves it.
+func TestConnPauseReadStopsReading(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		onLoop(t, sc.Loop(), func() {
+			if err := sc.PauseRead(); err != nil {
+				t.Errorf("PauseRead: %v", err)
+			}
+		})
+		heldLine(t, r, c, sc, "held")
+		onLoop(t, sc.Loop(), func() {
+			if err := sc.ResumeRead(); err != nil {
+				t.Errorf("ResumeRead: %v", err)
+			}
+		})
+		if got := readN(t, c, 5); got != "held\n" {
+			t.Fatalf("reply %q after ResumeRead", got)
+		}
+	})
+}
+
+// TestConnPauseReadFromAnotherGoroutine: PauseRead and ResumeRead called from another
+// goroutine than the loop's hold and release reading as on the loop.
+func TestConnPauseReadFromAnotherGoroutine(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		if err := sc.PauseRead(); err != nil {
+			t.Fatalf("PauseRead: %v", err)
+		}
+		heldLine(t, r, c, sc, "held")
+		if err := sc.ResumeRead(); err != nil {
+			t.Fatalf("ResumeRead: %v", err)
+		}
+		if got := readN(t, c, 5); got != "held\n" {
+			t.Fatalf("reply %q after ResumeRead", got)
+		}
+	})
+}
+
+// TestConnResumeReadServesBufferedInput: a handler that serves one line per call and pauses
+// leaves the rest buffered; each ResumeRead serves the next line without new bytes.
+func TestConnResumeReadServesBufferedInput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		lines := make(chan string, 10)
+		h := handlerFunc(func(c *Conn) {
+			b, _ := c.Peek(-1)
+			i := strings.IndexByte(string(b), '\n')
+			if i < 0 {
+				return
+			}
+			lines <- string(b[:i])
+			c.Discard(i + 1)
+			if err := c.PauseRead(); err != nil {
+				t.Errorf("PauseRead in OnData: %v", err)
+			}
+		})
+		e := startEngine(t, h, s.opts()...)
+		c := dialEngine(t, e)
+		c.Write([]byte("a\nb\nc\n"))
+		var sc *Conn
+		for _, step := range []struct {
+			want string
+			left int
+		}{{"a", 4}, {"b", 2}, {"c", 0}} {
+			want := step.want
+			if sc != nil {
+				if err := sc.ResumeRead(); err != nil {
+					t.Fatalf("ResumeRead: %v", err)
+				}
+			}
+			if got := recvString(t, lines); got != want {
+				t.Fatalf("line %q, want %q", got, want)
+			}
+			if sc == nil {
+				sc = onlyConn(t, e)
+			}
+			var left int
+			onLoop(t, sc.Loop(), func() { left = sc.Buffered() })
+			if left != step.left {
+				t.Fatalf("after line %q, %d bytes buffered, want %d", want, left, step.left)
+			}
+		}
+	})
+}
+
+// TestConnPauseReadOutlastsBackpressure: a connection held by PauseRead stays unread when the
+// write limit's pause ends (the client reads the flood): the line it sent meanwhile is served
+// only at ResumeRead.
+func TestConnPauseReadOutlastsBackpressure(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f, e, c := startFlooded(t, s)
+		sc := onlyConn(t, e)
+		onLoop(t, sc.Loop(), func() {
+			if err := sc.PauseRead(); err != nil {
+				t.Errorf("PauseRead: %v", err)
+			}
+		})
+		c.Write([]byte("after\n"))
+		if got := readN(t, c, 1<<20); got != strings.Repeat("f", 1<<20) {
+			t.Fatal("the flood came back altered")
+		}
+		eventually(t, "the end of backpressure, and the line in the kernel or served", func() bool {
+			return strings.Contains(f.log(), "after") || f.log() == "flood paused resumed" && inKernel(t, sc) == 6
+		})
+		if got := f.log(); got != "flood paused resumed" {
+			t.Fatalf("events %q: the line was served while reading was paused", got)
+		}
+		if reading(t, sc) {
+			t.Fatal("the end of backpressure resumed reading that PauseRead paused")
+		}
+		if err := sc.ResumeRead(); err != nil {
+			t.Fatalf("ResumeRead: %v", err)
+		}
+		if got := readN(t, c, 6); got != "after\n" {
+			t.Fatalf("reply %q", got)
+		}
+	})
+}
+
+// recvString receives from ch within waitFor.
+func recvString(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(waitFor):
+		t.Fatalf("nothing received within %v", waitFor)
+		return ""
+	}
+}
+
+// onlyConn is e's one connection (e has one loop).
+func onlyConn(t *testing.T, e *Engine) *Conn {
+	t.Helper()
+	var sc *Conn
+	l := e.Loops()[0]
+	onLoop(t, l, func() {
+		for c := range l.conns {
+			sc = c
+		}
+	})
+	if sc == nil {
+		t.Fatal("no connection open")
+	}
+	return sc
+}
