@@ -85,8 +85,8 @@ func newResponse(x *exchange) *response {
 		reqBody:          x.req.Body,
 		handlerHeader:    make(http.Header),
 		contentLength:    -1,
-		wants10KeepAlive: x.req.ProtoMajor == 1 && x.req.ProtoMinor == 0 && hasToken(x.req.Header.Get("Connection"), "keep-alive"),
-		wantsClose:       x.req.Close || hasToken(x.req.Header.Get("Connection"), "close"),
+		wants10KeepAlive: x.req.ProtoMajor == 1 && x.req.ProtoMinor == 0 && hasToken(headerGet(x.req.Header, "Connection"), "keep-alive"),
+		wantsClose:       x.req.Close || hasToken(headerGet(x.req.Header, "Connection"), "close"),
 	}
 	w.cw.res = w
 	w.w = writers2k.Get().(*bufio.Writer)
@@ -452,7 +452,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	code := w.status
 	if bodyAllowedForStatus(code) {
 		_, haveType := header["Content-Type"]
-		ce := header.Get("Content-Encoding")
+		ce := headerGet(header, "Content-Encoding")
 		hasCE := len(ce) > 0
 		if !hasCE && !haveType && !hasTE && len(p) > 0 {
 			setHeader.contentType = http.DetectContentType(p)
@@ -518,7 +518,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 }
 
 func isProtocolSwitchResponse(code int, h http.Header) bool {
-	return code == http.StatusSwitchingProtocols && h.Get("Upgrade") != "" &&
+	return code == http.StatusSwitchingProtocols && headerGet(h, "Upgrade") != "" &&
 		valuesHaveToken(h["Connection"], "Upgrade")
 }
 

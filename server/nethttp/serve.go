@@ -33,7 +33,33 @@ type Server struct {
 	// the next request (IdleTimeout, else ReadTimeout).
 	hdrTO, idleTO time.Duration
 
-	running sync.WaitGroup // the handlers' goroutines
+	running sync.WaitGroup // the handlers being served
+	workers workers
+	loops   sync.Map // *server.Loop -> *loopState
+}
+
+// loopState is what a Server keeps per loop.
+type loopState struct {
+	// yield: the handlers' goroutines may need the loop's P (GOMAXPROCS is not above the
+	// engine's loops): once a turn has started handlers, the loop lets them run before it
+	// waits (yieldFn), instead of leaving them until the runtime takes the P from its wait.
+	yield   bool
+	queued  bool
+	yieldFn func()
+}
+
+// loopOf returns the state of l (on l's goroutine).
+func (s *Server) loopOf(l *server.Loop) *loopState {
+	if v, ok := s.loops.Load(l); ok {
+		return v.(*loopState)
+	}
+	ls := &loopState{yield: runtime.GOMAXPROCS(0) <= len(l.Engine().Loops())}
+	ls.yieldFn = func() {
+		ls.queued = false
+		runtime.Gosched()
+	}
+	s.loops.Store(l, ls)
+	return ls
 }
 
 // New returns a Server that serves srv.Handler (http.DefaultServeMux when nil) with srv's
@@ -81,9 +107,13 @@ func Serve(ctx context.Context, addr string, h http.Handler, opts ...server.Opti
 	return err
 }
 
-// Wait waits until no handler of s is running: after the Engine has ended, every connection is
-// closed and every handler's request context is cancelled.
-func (s *Server) Wait() { s.running.Wait() }
+// Wait waits until no handler of s is running (after the Engine has ended, every connection
+// is closed and every handler's request context is cancelled), and ends the goroutines kept
+// for handlers.
+func (s *Server) Wait() {
+	s.running.Wait()
+	s.workers.stop()
+}
 
 func (s *Server) logf(format string, args ...any) {
 	if s.cfg.ErrorLog != nil {
@@ -97,6 +127,7 @@ func (s *Server) logf(format string, args ...any) {
 type conn struct {
 	s      *Server
 	c      *server.Conn
+	ls     *loopState
 	x      *exchange // the request in service (its handler runs), nil while idle
 	remote string    // c.RemoteAddr().String()
 	nc     *netConn  // the net.Conn of ConnState and Hijack, made when needed
@@ -118,7 +149,7 @@ type conn struct {
 
 // OnOpen prepares the connection: its timeouts and ConnState's StateNew.
 func (s *Server) OnOpen(c *server.Conn) {
-	h := &conn{s: s, c: c}
+	h := &conn{s: s, c: c, ls: s.loopOf(c.Loop())}
 	c.SetContext(h)
 	if ra := c.RemoteAddr(); ra != nil {
 		h.remote = ra.String()
@@ -508,7 +539,11 @@ func (h *conn) start(x *exchange) {
 		x.feed()
 	}
 	s.running.Add(1)
-	go x.serve()
+	s.workers.run(x)
+	if ls := h.ls; ls.yield && !ls.queued {
+		ls.queued = true
+		c.Loop().Post(ls.yieldFn)
+	}
 }
 
 // feed gives the body's reader what the input holds of the body (on the loop), and pauses
@@ -612,14 +647,14 @@ func (x *exchange) serve() {
 // body's first read; another expectation gets 417 and no handler (false).
 func (x *exchange) expect() bool {
 	req, w := x.req, x.w
-	if hasToken(req.Header.Get("Expect"), "100-continue") {
+	if hasToken(headerGet(req.Header, "Expect"), "100-continue") {
 		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
 			req.Body = &expectContinueReader{readCloser: req.Body, resp: w}
 			w.canWriteContinue.Store(true)
 		}
 		return true
 	}
-	if req.Header.Get("Expect") != "" {
+	if headerGet(req.Header, "Expect") != "" {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusExpectationFailed)
 		return false
