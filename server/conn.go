@@ -29,6 +29,7 @@ const MaxInput = 4 << 20
 // A Conn is never reused for another connection: one kept after OnClose stays closed.
 type Conn struct {
 	l   *Loop
+	hs  *handlers // its Handler (the engine's, or the one Dial named)
 	fd  int
 	ctx any
 
@@ -541,7 +542,7 @@ func (c *Conn) received() {
 func (c *Conn) serve(data []byte) {
 	l := c.l
 	c.view, c.off, c.inData = data, 0, true
-	l.e.h.OnData(c)
+	c.hs.h.OnData(c)
 	c.inData = false
 	rest := c.view[c.off:]
 	consumed := c.off > 0
@@ -586,7 +587,7 @@ func (c *Conn) maybeResume() {
 	}
 	c.paused = false
 	c.l.drv.update(c)
-	if bp := c.l.e.onBP; bp != nil {
+	if bp := c.hs.bp; bp != nil {
 		bp.OnBackpressure(c, false)
 	}
 	if len(c.in) > 0 && !c.held && !c.closing && !c.closed {
@@ -673,7 +674,7 @@ func (c *Conn) outputChanged() {
 	if !c.paused && !c.closing && p > c.l.limit {
 		c.paused = true
 		c.l.drv.update(c)
-		if bp := c.l.e.onBP; bp != nil {
+		if bp := c.hs.bp; bp != nil {
 			bp.OnBackpressure(c, true)
 		}
 	}

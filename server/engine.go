@@ -20,13 +20,9 @@ type Engine struct {
 	network string
 	addr    net.Addr
 	o       options
-	h       Handler
+	hs      handlers // the accepted connections' Handler
 	ph      PacketHandler
-	// The handler's optional parts, found once.
-	onOpen  OpenHandler
-	onClose CloseHandler
 	onTick  TickHandler
-	onBP    BackpressureHandler
 
 	loops   []*Loop
 	backend string
@@ -39,9 +35,10 @@ type Engine struct {
 	err  error // the first loop's error
 }
 
-// ErrFromLoop is returned by Engine.Shutdown when it is called on one of the engine's own
-// loops (from a handler): it would wait for itself. Post the call to another goroutine.
-var ErrFromLoop = errors.New("server: Engine.Shutdown called from one of its loops")
+// ErrFromLoop is returned by Engine.Shutdown and Engine.Dial when they are called on one of the
+// engine's own loops (from a handler): they would block it. Post the call to another goroutine
+// (or dial with Loop.Dial).
+var ErrFromLoop = errors.New("server: a blocking Engine call from one of its loops")
 
 // Listen starts serving h on a listening socket for network ("tcp", "tcp4", "tcp6" or "unix")
 // and addr ("host:port", port 0 for any free one; a path for "unix"), and returns once every
@@ -62,11 +59,8 @@ func Listen(ctx context.Context, network, addr string, h Handler, opts ...Option
 	default:
 		return nil, fmt.Errorf("server: Listen: unknown stream network %q (known: tcp, tcp4, tcp6, unix; ListenPacket serves udp)", network)
 	}
-	e := &Engine{network: network, h: h}
-	e.onOpen, _ = h.(OpenHandler)
-	e.onClose, _ = h.(CloseHandler)
+	e := &Engine{network: network, hs: newHandlers(h)}
 	e.onTick, _ = h.(TickHandler)
-	e.onBP, _ = h.(BackpressureHandler)
 	return e.start(ctx, addr, opts)
 }
 
@@ -131,7 +125,7 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 	}
 	bind := addr
 	for i := range n {
-		if i > 0 && o.balance != BalanceReusePort {
+		if e.network == "" || i > 0 && o.balance != BalanceReusePort { // NewEngine: no listener
 			break
 		}
 		reuse := reuseNone

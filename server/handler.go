@@ -27,6 +27,24 @@ type Handler interface {
 	OnData(c *Conn)
 }
 
+// handlers is a Handler with its optional parts, found once (per engine, per dial), so that
+// serving a connection asks no interface of it.
+type handlers struct {
+	h     Handler
+	open  OpenHandler
+	close CloseHandler
+	bp    BackpressureHandler
+}
+
+// newHandlers finds h's optional parts.
+func newHandlers(h Handler) handlers {
+	hs := handlers{h: h}
+	hs.open, _ = h.(OpenHandler)
+	hs.close, _ = h.(CloseHandler)
+	hs.bp, _ = h.(BackpressureHandler)
+	return hs
+}
+
 // OpenHandler is a Handler told of each new connection, before its first OnData: the place to
 // set its Context and write a greeting.
 type OpenHandler interface {

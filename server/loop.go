@@ -44,7 +44,8 @@ type Loop struct {
 
 	// The loop's goroutine only.
 	conns       map[*Conn]struct{}
-	dirty       []*Conn // connections with output to hand to the kernel at the turn's end
+	dials       map[*dialer]struct{} // Loop.Dial's under way
+	dirty       []*Conn              // connections with output to hand to the kernel at the turn's end
 	spare       []*Conn
 	flushImm    *ringev.Immediate
 	flushFn     func()
@@ -361,19 +362,37 @@ func (l *Loop) addConn(fd int, counted bool) {
 	if !counted {
 		l.load.Add(1)
 	}
-	c := &Conn{l: l, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request}
+	c := l.newConn(fd, &l.e.hs)
+	l.open(c, nil)
+}
+
+// newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
+func (l *Loop) newConn(fd int, hs *handlers) *Conn {
+	c := &Conn{l: l, hs: hs, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request}
 	l.conns[c] = struct{}{}
+	return c
+}
+
+// open starts serving c: its timers, its reading, then dialed (a dial's, told of the open
+// connection before OnOpen) and OnOpen.
+func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
 	if c.idle > 0 {
 		c.active = l.now()
 		c.armTimer(c.active + int64(c.idle))
 	}
 	l.drv.add(c)
 	if c.closed {
+		if dialed != nil {
+			dialed(nil, c.reason)
+		}
 		return
 	}
 	c.opened = true
-	if l.e.onOpen != nil {
-		l.e.onOpen.OnOpen(c)
+	if dialed != nil {
+		dialed(c, nil)
+	}
+	if o := c.hs.open; o != nil {
+		o.OnOpen(c)
 	}
 	if l.draining && l.graceDone {
 		c.closeWith(ErrShutdown, false)
@@ -392,8 +411,8 @@ func (l *Loop) finished(c *Conn) {
 		c.timer.Stop()
 		c.timer = nil
 	}
-	if l.e.onClose != nil && c.opened {
-		l.e.onClose.OnClose(c, c.reason)
+	if cl := c.hs.close; cl != nil && c.opened {
+		cl.OnClose(c, c.reason)
 	}
 	c.inData = false
 	if !c.inData {
@@ -534,6 +553,7 @@ func (l *Loop) shutdown() {
 		return
 	}
 	l.draining = true
+	l.cancelDials()
 	if l.tick != nil {
 		l.tick.Stop()
 		l.tick = nil
@@ -569,7 +589,7 @@ func (l *Loop) closeAll() {
 
 // maybeDone stops the loop once a drain has closed every connection and the listener.
 func (l *Loop) maybeDone() {
-	if !l.draining || !l.graceDone || len(l.conns) > 0 {
+	if !l.draining || !l.graceDone || len(l.conns) > 0 || len(l.dials) > 0 {
 		return
 	}
 	if l.pc != nil && !l.pc.idle() {

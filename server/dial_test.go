@@ -1,0 +1,406 @@
+//go:build linux
+
+package server
+
+// Tests of outbound connections (Engine.Dial, Loop.Dial, NewEngine): each on every backend and
+// driver.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// echoPeer is a net.Listener on network and addr whose connections send back what they get;
+// cleanup closes it and waits for its goroutines.
+func echoPeer(t *testing.T, network, addr string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatalf("listen %s %s: %v", network, addr, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				echoUntilEOF(c)
+				c.Close()
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln
+}
+
+// echoUntilEOF sends back what c receives until its end of file, with read and write (io.Copy
+// would splice through a pipe that Go's pool keeps open after the test).
+func echoUntilEOF(c net.Conn) {
+	b := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(b)
+		if n > 0 {
+			if _, err := c.Write(b[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// startDialEngine starts an engine without a listener (NewEngine) with one loop and opts after
+// it; cleanup cancels its context and waits for its end.
+func startDialEngine(t *testing.T, opts ...Option) *Engine {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := NewEngine(ctx, append([]Option{WithLoops(1), WithLogf(t.Logf)}, opts...)...)
+	if err != nil {
+		cancel()
+		t.Fatalf("NewEngine: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		waitEngine(t, e, "the cancellation of its context")
+	})
+	return e
+}
+
+// dialFromLoop calls Loop.Dial on l's goroutine and waits for its done.
+func dialFromLoop(t *testing.T, l *Loop, ctx context.Context, network, addr string, h Handler) (*Conn, error) {
+	t.Helper()
+	type result struct {
+		c   *Conn
+		err error
+	}
+	res := make(chan result, 1)
+	onLoop(t, l, func() {
+		if err := l.Dial(ctx, network, addr, h, func(c *Conn, err error) { res <- result{c, err} }); err != nil {
+			res <- result{nil, err}
+		}
+	})
+	select {
+	case r := <-res:
+		return r.c, r.err
+	case <-time.After(waitFor):
+		t.Fatalf("Loop.Dial %s %s: done not called within %v", network, addr, waitFor)
+		return nil, nil
+	}
+}
+
+// engineDial is e.Dial, failing the test when it has not returned within waitFor.
+func engineDial(t *testing.T, e *Engine, ctx context.Context, network, addr string, h Handler) (*Conn, error) {
+	t.Helper()
+	type result struct {
+		c   *Conn
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		c, err := e.Dial(ctx, network, addr, h)
+		res <- result{c, err}
+	}()
+	select {
+	case r := <-res:
+		return r.c, r.err
+	case <-time.After(waitFor):
+		t.Fatalf("Engine.Dial %s %s did not return within %v", network, addr, waitFor)
+		return nil, nil
+	}
+}
+
+// pingThrough writes "ping\n" to c (from the test's goroutine) and waits for r, c's handler, to
+// be given the echo.
+func pingThrough(t *testing.T, r *recorder, c *Conn) {
+	t.Helper()
+	r.line = func(*Conn, string) {} // record, do not answer (the peer echoes)
+	if _, err := c.WriteString("ping\n"); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	eventually(t, "the echo of ping", func() bool {
+		for _, ev := range r.log() {
+			if ev == "data ping" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDialFromLoopServesTheConnWithItsOwnHandler: a handler's loop dials (Loop.Dial on a
+// listening engine); done gets the open Conn before its OnOpen, and the Conn is served by the
+// Handler the dial named, not the engine's.
+func TestDialFromLoopServesTheConnWithItsOwnHandler(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer := echoPeer(t, "tcp", "127.0.0.1:0")
+		own := newRecorder()
+		e := startEngine(t, own, s.opts()...)
+		r := newRecorder()
+		var openedBeforeDone bool
+		res := make(chan *Conn, 1)
+		onLoop(t, e.Loops()[0], func() {
+			err := e.Loops()[0].Dial(context.Background(), "tcp", peer.Addr().String(), r, func(c *Conn, err error) {
+				if err != nil {
+					t.Errorf("dial: %v", err)
+				}
+				openedBeforeDone = len(r.log()) > 0
+				res <- c
+			})
+			if err != nil {
+				t.Errorf("Loop.Dial: %v", err)
+			}
+		})
+		var c *Conn
+		select {
+		case c = <-res:
+		case <-time.After(waitFor):
+			t.Fatal("done not called")
+		}
+		if c == nil {
+			t.FailNow()
+		}
+		if openedBeforeDone {
+			t.Error("OnOpen ran before done")
+		}
+		r.next(t)
+		pingThrough(t, r, c)
+		if got := own.log(); len(got) > 0 {
+			t.Errorf("the engine's own handler was told %v", got)
+		}
+		if e.Conns() != 1 {
+			t.Errorf("Conns() = %d, want 1", e.Conns())
+		}
+	})
+}
+
+// TestDialFromGoroutineReturnsTheOpenConn: Engine.Dial from another goroutine returns an open
+// Conn of an engine without a listener (NewEngine), writable from that goroutine; its
+// handler's OnData gets the peer's bytes.
+func TestDialFromGoroutineReturnsTheOpenConn(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer := echoPeer(t, "tcp", "127.0.0.1:0")
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		c, err := engineDial(t, e, ctx, "tcp", peer.Addr().String(), r)
+		if err != nil {
+			t.Fatalf("Engine.Dial: %v", err)
+		}
+		r.next(t)
+		pingThrough(t, r, c)
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if _, err := r.closedWith(t); err != nil {
+			t.Errorf("OnClose after Close: %v, want nil", err)
+		}
+	})
+}
+
+// TestDialRefusedIsAnErrorNamingTheAddress: a connect to a port nobody listens on fails the
+// dial with an error that names the address and wraps ECONNREFUSED, from the loop and from a
+// goroutine; no OnOpen, no connection left.
+func TestDialRefusedIsAnErrorNamingTheAddress(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		check := func(how string, c *Conn, err error) {
+			if c != nil || !errors.Is(err, unix.ECONNREFUSED) || !strings.Contains(err.Error(), addr) {
+				t.Errorf("%s: (%v, %v), want an error naming %s and wrapping ECONNREFUSED", how, c, err, addr)
+			}
+		}
+		c, err := engineDial(t, e, context.Background(), "tcp", addr, r)
+		check("Engine.Dial", c, err)
+		c, err = dialFromLoop(t, e.Loops()[0], context.Background(), "tcp", addr, r)
+		check("Loop.Dial", c, err)
+		if got := r.log(); len(got) > 0 || e.Conns() != 0 {
+			t.Errorf("after refused dials: handler told %v, Conns() = %d", got, e.Conns())
+		}
+	})
+}
+
+// fullBacklog returns the address of a listening socket (backlog 0) whose accept queue is full,
+// so that a connect to it is never answered (its SYNs are dropped); cleanup closes it all.
+func fullBacklog(t *testing.T) string {
+	t.Helper()
+	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(lfd) })
+	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(lfd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := unix.Getsockname(lfd)
+	addr := sockaddrToNet(sa, unix.SOCK_STREAM).String()
+	for i := 0; ; i++ {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return addr
+			}
+			t.Fatalf("filling the backlog of %s: %v", addr, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if i > 16 {
+			t.Skipf("the backlog of %s does not fill (%d connections)", addr, i)
+		}
+	}
+}
+
+// TestDialTimesOutAtTheContextDeadline: a connect that is never answered ends at the context's
+// deadline, with an error that names the address and wraps context.DeadlineExceeded; its
+// socket is closed (noLeaks).
+func TestDialTimesOutAtTheContextDeadline(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		addr := fullBacklog(t)
+		e := startDialEngine(t, s.opts()...)
+		for _, how := range []string{"Engine.Dial", "Loop.Dial"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			var c *Conn
+			var err error
+			if how == "Engine.Dial" {
+				c, err = engineDial(t, e, ctx, "tcp", addr, newRecorder())
+			} else {
+				c, err = dialFromLoop(t, e.Loops()[0], ctx, "tcp", addr, newRecorder())
+			}
+			cancel()
+			if c != nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), addr) {
+				t.Errorf("%s: (%v, %v), want an error naming %s and wrapping context.DeadlineExceeded", how, c, err, addr)
+			}
+		}
+	})
+}
+
+// TestDialIPv6: a dial to [::1] on "tcp6" opens a connection that carries bytes.
+func TestDialIPv6(t *testing.T) {
+	if l, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		l.Close()
+	}
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer := echoPeer(t, "tcp6", "[::1]:0")
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		c, err := engineDial(t, e, context.Background(), "tcp6", peer.Addr().String(), r)
+		if err != nil {
+			t.Fatalf("Engine.Dial: %v", err)
+		}
+		r.next(t)
+		pingThrough(t, r, c)
+	})
+}
+
+// TestDialUnix: a dial to a Unix socket's path opens a connection that carries bytes.
+func TestDialUnix(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer := echoPeer(t, "unix", filepath.Join(t.TempDir(), "peer.sock"))
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		c, err := dialFromLoop(t, e.Loops()[0], context.Background(), "unix", peer.Addr().String(), r)
+		if err != nil {
+			t.Fatalf("Loop.Dial: %v", err)
+		}
+		r.next(t)
+		pingThrough(t, r, c)
+	})
+}
+
+// TestDialResolvesANameOffTheLoop: a dial to a name ("localhost") looks it up (on a goroutine
+// of its own) and connects to what it names.
+func TestDialResolvesANameOffTheLoop(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer := echoPeer(t, "tcp", "127.0.0.1:0")
+		_, port, _ := net.SplitHostPort(peer.Addr().String())
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		c, err := engineDial(t, e, context.Background(), "tcp", "localhost:"+port, r)
+		if err != nil {
+			t.Fatalf("Engine.Dial: %v", err)
+		}
+		r.next(t)
+		pingThrough(t, r, c)
+	})
+}
+
+// TestDialUnderWayEndsWithTheEngine: a dial that is never answered fails (wrapping
+// ErrShutdown) when the engine is closed, and the engine ends.
+func TestDialUnderWayEndsWithTheEngine(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		addr := fullBacklog(t)
+		e := startDialEngine(t, s.opts()...)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := e.Dial(context.Background(), "tcp", addr, newRecorder())
+			errc <- err
+		}()
+		eventually(t, "the dial under way", func() bool {
+			n := 0
+			onLoop(t, e.Loops()[0], func() { n = len(e.Loops()[0].dials) })
+			return n == 1
+		})
+		e.Close()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, ErrShutdown) {
+				t.Errorf("Engine.Dial: %v, want an error wrapping ErrShutdown", err)
+			}
+		case <-time.After(waitFor):
+			t.Fatal("Engine.Dial did not return after Close")
+		}
+		waitEngine(t, e, "Close")
+	})
+}
+
+// TestDialFromLoopWithEngineDialIsErrFromLoop: Engine.Dial from a handler would block the
+// loop: it returns ErrFromLoop at once.
+func TestDialFromLoopWithEngineDialIsErrFromLoop(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := startDialEngine(t, s.opts()...)
+		var err error
+		onLoop(t, e.Loops()[0], func() { _, err = e.Dial(context.Background(), "tcp", "127.0.0.1:1", newRecorder()) })
+		if !errors.Is(err, ErrFromLoop) {
+			t.Errorf("Engine.Dial on a loop: %v, want ErrFromLoop", err)
+		}
+	})
+}
