@@ -18,8 +18,8 @@
 // since its last turn, prepares one SQE per operation, submits them all with one
 // io_uring_enter(2), and wakes each caller with its result. When it has nothing to do it sleeps
 // in io_uring_enter, and the first caller to find it asleep wakes it through an eventfd that a
-// read in the ring waits on. In ModeNetpoll the owner is not locked: it sleeps in a read of an
-// eventfd that the ring signals for its completions, parked in Go's netpoller, so the ring
+// read in the ring waits on. In ModeNetpoll the owner is not locked: it sleeps in Go's
+// netpoller until an eventfd that the ring signals for its completions is written, so the ring
 // holds no thread while it waits.
 //
 // Reads of files opened without O_DIRECT first try the page cache on the calling goroutine
