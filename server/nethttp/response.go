@@ -38,7 +38,7 @@ type response struct {
 
 	w    *bufio.Writer // bufferBeforeChunkingSize bytes, in front of cw
 	cw   chunkWriter
-	bufw *bufio.Writer // the connection's 4 KiB, in front of the Conn
+	bufw *outBuf // the response's bytes on their way to the Conn
 
 	handlerHeader http.Header
 	calledHeader  bool
@@ -75,11 +75,60 @@ const syncEvery = 64 << 10
 
 var (
 	writers2k = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferBeforeChunkingSize) }}
-	writers4k = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+	outBufs   = sync.Pool{New: func() any { return &outBuf{b: make([]byte, 0, 4<<10)} }}
 )
 
-func newResponse(x *exchange) *response {
-	w := &response{
+// outBuf holds a response's bytes until they go to the Conn: at a Flush (from the handler's
+// goroutine, through the Conn's inbox), past flushAt bytes, or at the response's end, when the
+// loop takes them with the connection back (one hand-off for both).
+type outBuf struct {
+	b []byte
+	w connWriter
+}
+
+// flushAt is how many bytes outBuf holds before it writes them to the Conn.
+const flushAt = 16 << 10
+
+func (o *outBuf) Write(p []byte) (int, error) {
+	if len(o.b)+len(p) > flushAt {
+		if err := o.Flush(); err != nil {
+			return 0, err
+		}
+		if len(p) > flushAt {
+			return o.w.Write(p)
+		}
+	}
+	o.b = append(o.b, p...)
+	return len(p), nil
+}
+
+func (o *outBuf) WriteString(s string) (int, error) {
+	if len(o.b)+len(s) > flushAt {
+		return o.Write([]byte(s))
+	}
+	o.b = append(o.b, s...)
+	return len(s), nil
+}
+
+func (o *outBuf) WriteByte(c byte) error {
+	_, err := o.Write([]byte{c})
+	return err
+}
+
+// Flush writes what is held to the Conn.
+func (o *outBuf) Flush() error {
+	if len(o.b) == 0 {
+		return nil
+	}
+	_, err := o.w.Write(o.b)
+	o.b = o.b[:0]
+	return err
+}
+
+// initResponse prepares x's response (part of x: one allocation for both).
+func initResponse(x *exchange) *response {
+	w := &x.resp
+	*w = response{
 		x:                x,
 		req:              x.req,
 		reqBody:          x.req.Body,
@@ -91,8 +140,8 @@ func newResponse(x *exchange) *response {
 	w.cw.res = w
 	w.w = writers2k.Get().(*bufio.Writer)
 	w.w.Reset(&w.cw)
-	w.bufw = writers4k.Get().(*bufio.Writer)
-	w.bufw.Reset(connWriter{w})
+	w.bufw = outBufs.Get().(*outBuf)
+	w.bufw.w = connWriter{w}
 	return w
 }
 
@@ -104,8 +153,7 @@ func (w *response) release() {
 		w.w = nil
 	}
 	if w.bufw != nil {
-		w.bufw.Reset(nil)
-		writers4k.Put(w.bufw)
+		putOutBuf(w.bufw)
 		w.bufw = nil
 	}
 }
@@ -288,7 +336,7 @@ type extraHeader struct {
 	contentLength    []byte
 }
 
-func (h extraHeader) write(w *bufio.Writer) {
+func (h extraHeader) write(w *outBuf) {
 	if h.date != nil {
 		w.WriteString("Date: ")
 		w.Write(h.date)
@@ -581,7 +629,15 @@ func (w *response) disableWriteContinue() {
 	w.writeContinueMu.Unlock()
 }
 
-func writeStatusLine(bw *bufio.Writer, is11 bool, code int, scratch []byte) {
+func putOutBuf(o *outBuf) {
+	if cap(o.b) > 64<<10 {
+		return
+	}
+	o.b, o.w = o.b[:0], connWriter{}
+	outBufs.Put(o)
+}
+
+func writeStatusLine(bw *outBuf, is11 bool, code int, scratch []byte) {
 	if is11 {
 		bw.WriteString("HTTP/1.1 ")
 	} else {
@@ -669,8 +725,7 @@ func (w *response) finishRequest() {
 	}
 	w.w.Flush()
 	w.cw.close()
-	w.bufw.Flush()
-	w.reqBody.Close()
+	w.reqBody.Close() // the bytes held go with the connection back to the loop (serve)
 	if w.req.MultipartForm != nil {
 		w.req.MultipartForm.RemoveAll()
 	}
@@ -794,15 +849,12 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !w.hijacked.CompareAndSwap(false, true) {
 		return nil, nil, http.ErrHijacked
 	}
+	w.bufw.Flush()
 	nc, err := w.x.h.hijack(w.x)
 	if err != nil {
 		return nil, nil, err
 	}
-	w.bufw.Flush()
-	w.bufw.Reset(nc)
-	bw := w.bufw
-	w.bufw = nil // the handler's now
-	return nc, bufio.NewReadWriter(bufio.NewReader(nc), bw), nil
+	return nc, bufio.NewReadWriter(bufio.NewReader(nc), bufio.NewWriter(nc)), nil
 }
 
 var errHijackClosed = errors.New("http: connection closed before it was hijacked")

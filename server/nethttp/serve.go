@@ -46,6 +46,20 @@ type loopState struct {
 	yield   bool
 	queued  bool
 	yieldFn func()
+
+	// local is the requests' base context with LocalAddrContextKey when every connection of
+	// the engine has the same local address (it listens on a specific IP); else nil, and each
+	// request gets its own.
+	local context.Context
+	base  context.Context
+}
+
+// localCtx returns the base context of c's requests (on the loop).
+func (ls *loopState) localCtx(c *server.Conn) context.Context {
+	if ls.local != nil {
+		return ls.local
+	}
+	return context.WithValue(ls.base, http.LocalAddrContextKey, c.LocalAddr())
 }
 
 // loopOf returns the state of l (on l's goroutine).
@@ -53,7 +67,10 @@ func (s *Server) loopOf(l *server.Loop) *loopState {
 	if v, ok := s.loops.Load(l); ok {
 		return v.(*loopState)
 	}
-	ls := &loopState{yield: runtime.GOMAXPROCS(0) <= len(l.Engine().Loops())}
+	ls := &loopState{yield: runtime.GOMAXPROCS(0) <= len(l.Engine().Loops()), base: s.base}
+	if a, ok := l.Engine().Addr().(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
+		ls.local = context.WithValue(s.base, http.LocalAddrContextKey, net.Addr(a))
+	}
 	ls.yieldFn = func() {
 		ls.queued = false
 		runtime.Gosched()
@@ -154,7 +171,6 @@ func (s *Server) OnOpen(c *server.Conn) {
 	if ra := c.RemoteAddr(); ra != nil {
 		h.remote = ra.String()
 	}
-	c.LocalAddr() // asked on the loop, so that handlers can read it
 	_, h.tls = any(c).(connectionStater)
 	if s.hdrTO > 0 {
 		c.SetIdleTimeout(s.hdrTO)
@@ -406,9 +422,10 @@ func itoa(n int) string {
 
 // exchange is one request and its response, from the head's arrival to the response's end.
 type exchange struct {
-	h   *conn
-	req *http.Request
-	w   *response
+	h    *conn
+	req  *http.Request
+	w    *response // &resp
+	resp response
 
 	src  source        // what the request's bufio.Reader reads: the head, then the body
 	br   *bufio.Reader // http.ReadRequest's reader, read by the body
@@ -526,15 +543,15 @@ func (h *conn) start(x *exchange) {
 	if d := s.cfg.WriteTimeout; d > 0 {
 		x.wdl = now.Add(d)
 	}
-	ctx := context.WithValue(s.base, http.LocalAddrContextKey, c.LocalAddr())
-	ctx, x.cancel = context.WithCancel(ctx)
+	var ctx context.Context
+	ctx, x.cancel = context.WithCancel(h.ls.localCtx(c))
 	*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
 	req.RemoteAddr = h.remote
 	if h.tls {
 		cs := any(c).(connectionStater).ConnectionState()
 		req.TLS = &cs
 	}
-	x.w = newResponse(x)
+	x.w = initResponse(x)
 	if x.body != nil {
 		x.feed()
 	}
@@ -623,10 +640,19 @@ func (x *exchange) serve() {
 		}
 		if !reuse {
 			w.disableWriteContinue()
-			w.bufw.Flush()
 		}
+		out := w.bufw // its bytes are written on the loop, with the connection's hand-back
+		w.bufw = nil
 		w.release()
-		x.h.c.Loop().Post(func() { x.h.done(x, reuse) })
+		if x.h.c.Loop().Post(func() {
+			if len(out.b) > 0 {
+				x.h.c.Write(out.b)
+			}
+			putOutBuf(out)
+			x.h.done(x, reuse)
+		}) != nil {
+			putOutBuf(out)
+		}
 	}()
 	var handler http.Handler = x.h.s.handler
 	if !x.h.s.cfg.DisableGeneralOptionsHandler && req.RequestURI == "*" && req.Method == "OPTIONS" {

@@ -9,10 +9,10 @@ import (
 
 // workerIdle is how long a handler goroutine with nothing to run waits for a request before
 // it ends.
-const workerIdle = 10 * time.Second
+const workerIdle = time.Second
 
 // maxIdleWorkers bounds the goroutines kept waiting for requests.
-const maxIdleWorkers = 1024
+const maxIdleWorkers = 256
 
 // workers runs the requests' handlers on goroutines that are kept between requests, so that a
 // request does not pay for a new goroutine's stack to grow to a handler's depth (net/http
