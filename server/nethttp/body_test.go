@@ -3,6 +3,8 @@
 package nethttp
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestServerStreamsRequestBody: the handler reads the body's first part while the client has
@@ -79,4 +83,85 @@ func TestServerAnswersExpectContinue(t *testing.T) {
 			t.Fatalf("response %q", b)
 		}
 	})
+}
+
+// TestServerPausesReadingForSlowBodyReader: while a handler does not read its request's body,
+// the server stops reading the connection (the client's send window closes) instead of
+// buffering the body; once the handler reads, every byte arrives.
+func TestServerPausesReadingForSlowBodyReader(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		release := make(chan struct{})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			h := sha256.New()
+			n, err := io.Copy(h, r.Body)
+			fmt.Fprintf(w, "%d %x %v", n, h.Sum(nil), err)
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		c, err := net.DialTimeout("tcp", addr, waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * waitFor))
+		body := bytes.Repeat([]byte("0123456789abcdef"), 64<<20/16) // 64 MiB: more than MaxInput
+		sent := make(chan error, 1)
+		go func() {
+			_, err := fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n", len(body))
+			if err == nil {
+				_, err = c.Write(body)
+			}
+			sent <- err
+		}()
+		if err := awaitPeerZeroWindow(c.(*net.TCPConn), waitFor); err != nil {
+			close(release)
+			t.Fatal(err)
+		}
+		close(release)
+		if err := <-sent; err != nil {
+			t.Fatalf("sending the body: %v", err)
+		}
+		got, _ := io.ReadAll(c)
+		want := fmt.Sprintf("%d %x <nil>", len(body), sha256.Sum256(body))
+		if !bytes.HasSuffix(got, []byte(want)) {
+			t.Fatalf("response %q, want it to end in %q", got, want)
+		}
+	})
+}
+
+// awaitPeerZeroWindow waits until c's peer has stopped reading: it advertises a zero receive
+// window (TCP_INFO's tcpi_snd_wnd, Linux 5.4) while c has bytes to send, and has acknowledged
+// no byte more for 200 ms.
+func awaitPeerZeroWindow(c *net.TCPConn, d time.Duration) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	end := time.Now().Add(d)
+	var acked uint64
+	var since time.Time
+	for {
+		var info *unix.TCPInfo
+		var ierr error
+		if err := rc.Control(func(fd uintptr) {
+			info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		}); err != nil {
+			return err
+		}
+		if ierr != nil {
+			return ierr
+		}
+		switch {
+		case info.Snd_wnd != 0 || info.Notsent_bytes == 0 || info.Bytes_acked != acked:
+			acked, since = info.Bytes_acked, time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= 200*time.Millisecond:
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("the server is still reading after %v (window %d, %d bytes acknowledged)", d, info.Snd_wnd, info.Bytes_acked)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -289,18 +289,18 @@ func (h *conn) syncWrites(deadline time.Time) error {
 }
 
 // pauseRead and resumeRead stop and restart the reading of the connection while a body's or a
-// hijacked connection's reader is behind, where package server can (Conn.PauseRead).
+// hijacked connection's reader is behind (Conn.PauseRead): the client is held back by TCP.
 func (h *conn) pauseRead() {
-	if p, ok := any(h.c).(interface{ PauseRead() error }); ok && !h.held {
+	if !h.held {
 		h.held = true
-		p.PauseRead()
+		h.c.PauseRead()
 	}
 }
 
 func (h *conn) resumeRead() {
-	if p, ok := any(h.c).(interface{ ResumeRead() error }); ok && h.held {
+	if h.held {
 		h.held = false
-		p.ResumeRead()
+		h.c.ResumeRead()
 	}
 }
 
