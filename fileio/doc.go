@@ -11,16 +11,16 @@
 //
 // # How it works
 //
-// One goroutine owns the ring, locked to its own OS thread in every io_uring mode but
-// ModeNetpoll (Go's os.File instead blocks one thread per pread that waits for the device). A
-// call takes a recycled operation record from a pool, pushes it on a lock-free stack and parks
-// on the record's channel; no allocation per operation. The owner takes everything pushed
-// since its last turn, prepares one SQE per operation, submits them all with one
-// io_uring_enter(2), and wakes each caller with its result. When it has nothing to do it sleeps
-// in io_uring_enter, and the first caller to find it asleep wakes it through an eventfd that a
-// read in the ring waits on. In ModeNetpoll the owner is not locked: it sleeps in Go's
-// netpoller until an eventfd that the ring signals for its completions is written, so the ring
-// holds no thread while it waits.
+// One goroutine owns the ring (Go's os.File instead blocks one thread per pread that waits for
+// the device). A call takes a recycled operation record from a pool, pushes it on a lock-free
+// stack and parks on the record's channel; no allocation per operation. The owner takes
+// everything pushed since its last turn, prepares one SQE per operation, submits them all with
+// one io_uring_enter(2), and wakes each caller with its result. In the default mode,
+// ModeNetpoll, the owner is an ordinary goroutine: when it has nothing to do it sleeps in Go's
+// netpoller until an eventfd is written, by the ring when it posts completions or by the first
+// caller to find the owner asleep. So the ring holds no OS thread while it waits. In the other
+// io_uring modes the owner is locked to its own OS thread and sleeps in io_uring_enter, and a
+// caller wakes it through an eventfd that a read in the ring waits on.
 //
 // Reads of files opened without O_DIRECT first try the page cache on the calling goroutine
 // (preadv2(2) with RWF_NOWAIT, Linux 4.14, which never waits for the device); only what is not
@@ -32,10 +32,11 @@
 // (IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN, Linux 6.1), ModeSQPoll (a kernel SQ thread,
 // IORING_SETUP_SQPOLL) or ModeDeputy (SQPOLL, and while the SQ thread sleeps the owner submits
 // up to N operations itself: ringev's user-space version of the IORING_ENTER_SQ_DEPUTY RFC) or
-// ModeNetpoll (no setup flags, an owner that holds no OS thread: see above).
-// ModeAuto, the default, uses ModeDefault. Where io_uring is unavailable (no kernel support,
-// sysctl kernel.io_uring_disabled, a seccomp policy such as Docker's) ModeAuto runs the same
-// API on pread/pwrite with a bounded pool of threads (ModeThreads), and Ring.Reason says why.
+// ModeNetpoll (no setup flags, an owner that holds no OS thread: see above). ModeAuto, the
+// default, uses ModeDefault, which is ModeNetpoll. Where io_uring is unavailable (no kernel
+// support, sysctl kernel.io_uring_disabled, a seccomp policy such as Docker's) ModeAuto runs
+// the same API on pread/pwrite with a bounded pool of threads (ModeThreads), and Ring.Reason
+// says why.
 //
 // # O_DIRECT and fixed buffers
 //

@@ -49,12 +49,15 @@ const (
 	ModeThreads Mode = "threads"
 )
 
-// ModeDefault is the io_uring mode ModeAuto picks: the one that measured best for the shapes of
-// `ringev bench file` (docs/design.md, "File I/O"). With it, 4 KiB O_DIRECT random reads from 16
-// and 64 goroutines took the least CPU per read at the most IOPS but SQPOLL's; the SQPOLL modes
-// gave more IOPS for about twice the CPU, as their kernel thread polls a core. Reads served by
-// the page cache do not reach the ring (WithPageCacheFirst), so the mode does not matter there.
-const ModeDefault = ModeDeferTaskrun
+// ModeDefault is the io_uring mode ModeAuto picks: ModeNetpoll, whose owner holds no OS thread
+// (and starts no runtime template thread), so that a program reading files through a Ring has
+// no more threads than the Go runtime's own. On the shapes of `ringev bench file` (4 KiB
+// random reads, O_DIRECT, 1 to 256 goroutines) it took no more CPU per read than
+// ModeDeferTaskrun, with one or two threads fewer (docs/design.md, "File I/O"); and it works
+// on kernels before 6.1, which refuse DEFER_TASKRUN. The SQPOLL modes give more IOPS for about
+// twice the CPU, as their kernel thread polls a core. Reads served by the page cache do not
+// reach the ring (WithPageCacheFirst), so the mode does not matter there.
+const ModeDefault = ModeNetpoll
 
 // Modes returns the modes WithMode accepts, ModeAuto first.
 func Modes() []Mode {

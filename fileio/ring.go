@@ -63,8 +63,8 @@ type Ring struct {
 
 // NewRing starts a Ring. With ModeAuto (the default) it sets up an io_uring in ModeDefault,
 // and where that fails (no io_uring in the kernel: ENOSYS; sysctl kernel.io_uring_disabled or
-// a seccomp policy: EPERM; io_uring_enter denied on the new ring) it runs ModeThreads and
-// Reason says why. A mode asked for by WithMode is used or NewRing fails.
+// a seccomp policy: EPERM; io_uring_enter or io_uring_register denied on the new ring) it runs
+// ModeThreads and Reason says why. A mode asked for by WithMode is used or NewRing fails.
 //
 // Errors: one wrapping unix.EINVAL that names a bad option; for an io_uring mode asked for by
 // name, the setup error (wrapping the io_uring_setup(2), io_uring_enter(2) or

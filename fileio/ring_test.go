@@ -186,18 +186,33 @@ func processThreads(t *testing.T) int {
 
 // TestRingNetpollOwnerHoldsNoThread opens many ModeNetpoll rings, reads through each of them
 // from concurrent goroutines, and counts the process's threads while every owner sleeps: an
-// owner locked to its thread (as in the other io_uring modes) would hold one thread per ring,
-// and the count would grow by at least the number of rings. Go's own threads (one per P, a
-// netpoller, spinning ones) may grow by a few; the test allows half the number of rings.
+// owner locked to its thread (as in the other io_uring modes) would hold one thread per ring.
 func TestRingNetpollOwnerHoldsNoThread(t *testing.T) {
 	requireMode(t, fileio.ModeNetpoll)
+	checkOwnersHoldNoThread(t, fileio.WithMode(fileio.ModeNetpoll))
+}
+
+// TestRingDefaultOwnerHoldsNoThread does the same with rings made without WithMode: the
+// default mode's owner holds no OS thread while it waits.
+func TestRingDefaultOwnerHoldsNoThread(t *testing.T) {
+	requireMode(t, fileio.ModeDefault)
+	checkOwnersHoldNoThread(t)
+}
+
+// checkOwnersHoldNoThread opens many rings with opts, reads through each of them from
+// concurrent goroutines (every read through the ring), and counts the process's threads
+// while every owner sleeps: an owner locked to its thread would hold one thread per ring, and
+// the count would grow by at least the number of rings. Go's own threads (one per P, a
+// netpoller, spinning ones) may grow by a few; it allows half the number of rings.
+func checkOwnersHoldNoThread(t *testing.T, opts ...fileio.Option) {
+	t.Helper()
 	path := tempFile(t, pattern(1<<16))
 	rings := 32 + 2*runtime.GOMAXPROCS(0)
 	before := processThreads(t)
 	rs := make([]*fileio.Ring, rings)
 	files := make([]*fileio.File, rings)
 	for i := range files {
-		rs[i] = newRing(t, fileio.WithMode(fileio.ModeNetpoll), fileio.WithPageCacheFirst(false))
+		rs[i] = newRing(t, append(opts, fileio.WithPageCacheFirst(false))...)
 		files[i] = openFile(t, rs[i], path, os.O_RDONLY)
 	}
 	errs := make(chan error, rings)
@@ -221,7 +236,8 @@ func TestRingNetpollOwnerHoldsNoThread(t *testing.T) {
 	}
 	after := processThreads(t)
 	if after-before >= rings/2 {
-		t.Errorf("%d rings with sleeping owners: %d threads, %d before; want fewer than %d more", rings, after, before, rings/2)
+		t.Errorf("%d rings (mode %s) with sleeping owners: %d threads, %d before; want fewer than %d more",
+			rings, rs[0].Mode(), after, before, rings/2)
 	}
 }
 
