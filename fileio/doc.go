@@ -33,7 +33,8 @@
 // IORING_SETUP_SQPOLL) or ModeDeputy (SQPOLL, and while the SQ thread sleeps the owner submits
 // up to N operations itself: ringev's user-space version of the IORING_ENTER_SQ_DEPUTY RFC) or
 // ModeNetpoll (no setup flags, an owner that holds no OS thread: see above). ModeAuto, the
-// default, uses ModeDefault, which is ModeNetpoll. Where io_uring is unavailable (no kernel
+// default, uses ModeDefault, which is ModeNetpoll, or ModeDeferTaskrun where a policy denies
+// io_uring_register(2) (ModeNetpoll registers its eventfd). Where io_uring is unavailable (no kernel
 // support, sysctl kernel.io_uring_disabled, a seccomp policy such as Docker's) ModeAuto runs
 // the same API on pread/pwrite with a bounded pool of threads (ModeThreads), and Ring.Reason
 // says why.

@@ -62,9 +62,10 @@ type Ring struct {
 }
 
 // NewRing starts a Ring. With ModeAuto (the default) it sets up an io_uring in ModeDefault,
-// and where that fails (no io_uring in the kernel: ENOSYS; sysctl kernel.io_uring_disabled or
-// a seccomp policy: EPERM; io_uring_enter or io_uring_register denied on the new ring) it runs
-// ModeThreads and Reason says why. A mode asked for by WithMode is used or NewRing fails.
+// and where that fails it tries ModeDeferTaskrun (a policy that denies io_uring_register(2)
+// alone leaves it working), then runs ModeThreads (no io_uring in the kernel: ENOSYS; sysctl
+// kernel.io_uring_disabled or a seccomp policy: EPERM; io_uring_enter denied on the new ring),
+// and Reason says why. A mode asked for by WithMode is used or NewRing fails.
 //
 // Errors: one wrapping unix.EINVAL that names a bad option; for an io_uring mode asked for by
 // name, the setup error (wrapping the io_uring_setup(2), io_uring_enter(2) or
@@ -94,6 +95,15 @@ func NewRing(opts ...Option) (*Ring, error) {
 		}
 		if c.mode != ModeAuto {
 			return nil, err
+		}
+		// ModeDefault needs io_uring_register(2) for its eventfd; a policy that denies
+		// that call alone still leaves ModeDeferTaskrun, whose registrations are optional.
+		if mode != ModeDeferTaskrun {
+			if e, err2 := startUring(r, ModeDeferTaskrun); err2 == nil {
+				r.mode, r.eng, r.uring = ModeDeferTaskrun, e, e
+				r.reason = fmt.Sprintf("auto: %s unavailable, %s instead: %v", mode, ModeDeferTaskrun, err)
+				return r, nil
+			}
 		}
 		r.reason = fmt.Sprintf("auto: io_uring unavailable, pread/pwrite on %d threads instead: %v", c.threads, err)
 	}

@@ -151,6 +151,29 @@ func TestRingFallsBackToThreadsWhenIoUringEnterIsDenied(t *testing.T) {
 	checkFallback(t, res, unix.EPERM, "NOP")
 }
 
+// TestRingAutoFallsBackToDeferTaskrunWhenIoUringRegisterIsDenied denies io_uring_register(2)
+// alone: ModeDefault cannot register its eventfd, and ModeAuto runs ModeDeferTaskrun (whose
+// registrations are optional) instead of the thread pool, and says why.
+func TestRingAutoFallsBackToDeferTaskrunWhenIoUringRegisterIsDenied(t *testing.T) {
+	if deniedChild() {
+		return
+	}
+	requireMode(t, fileio.ModeDeferTaskrun)
+	if fileio.ModeDefault == fileio.ModeDeferTaskrun {
+		t.Skip("the default mode is defer-taskrun: there is nothing to fall back from")
+	}
+	res := testutil.RunDenied(t, "TestRingAutoFallsBackToDeferTaskrunWhenIoUringRegisterIsDenied", deniedEnv, unix.SYS_IO_URING_REGISTER, unix.EPERM)
+	if res["auto"] != string(fileio.ModeDeferTaskrun) {
+		t.Errorf("auto chose %q, want %q (reason %q)", res["auto"], fileio.ModeDeferTaskrun, res["reason"])
+	}
+	if r := res["reason"]; !strings.Contains(r, unix.EPERM.Error()) || !strings.Contains(r, string(fileio.ModeDefault)) {
+		t.Errorf("Reason %q does not name %s and %q", r, fileio.ModeDefault, unix.EPERM.Error())
+	}
+	if res["io"] != "ok" {
+		t.Errorf("file I/O on the fallback: %s", res["io"])
+	}
+}
+
 // checkFallback checks a denied child's report: ModeAuto ran ModeThreads and said why, naming
 // the errno and what failed; files worked; a mode asked for by name failed with the errno.
 func checkFallback(t *testing.T, res map[string]string, errno syscall.Errno, what string) {
