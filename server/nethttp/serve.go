@@ -155,6 +155,8 @@ type conn struct {
 	held     bool // reading is paused: a body's or hijacked input's reader is behind
 	tls      bool // the Conn has a TLS connection state
 	lastPOST bool
+	halfOpen bool // the Conn stays writable after the client's EOF (it has SetHalfOpen)
+	eof      bool // the client has shut down its side: no request will come after the input
 
 	// wmu guards the write flow control: out is true while the Conn's output is past its
 	// write limit (OnBackpressure); waiter is closed when it drains or the Conn closes.
@@ -172,11 +174,23 @@ func (s *Server) OnOpen(c *server.Conn) {
 		h.remote = ra.String()
 	}
 	_, h.tls = any(c).(connectionStater)
+	if ho, ok := any(c).(halfOpener); ok {
+		// A client that shuts down its side after its request (as nc -N and HTTP/1.0 tools
+		// do) still gets its answer, as on net/http.
+		h.halfOpen = ho.SetHalfOpen(true) == nil
+	}
 	if s.hdrTO > 0 {
 		c.SetIdleTimeout(s.hdrTO)
 		c.SetRequestTimeout(s.hdrTO)
 	}
 	h.state(http.StateNew)
+}
+
+// halfOpener is what a Conn offers that can stay open for writing after the peer's EOF
+// (package server's WithHalfOpen): Conn.EOF then tells OnData that no more input will come.
+type halfOpener interface {
+	SetHalfOpen(on bool) error
+	EOF() bool
 }
 
 // connectionStater is what a TLS connection offers (the TLS option of package server).
@@ -200,14 +214,55 @@ func (h *conn) state(st http.ConnState) {
 // connection's.
 func (s *Server) OnData(c *server.Conn) {
 	h := c.Context().(*conn)
+	if h.halfOpen && !h.eof {
+		h.eof = any(c).(halfOpener).EOF()
+	}
 	switch {
 	case h.hj != nil:
 		h.hj.fill()
+		if h.eof {
+			h.hj.in.end(nil)
+		}
 	case h.x != nil:
 		h.x.feed()
+		if h.eof {
+			h.x.atEOF()
+		}
 	default:
 		h.next()
+		if h.eof && h.x == nil {
+			h.endAtEOF()
+		}
 	}
+}
+
+// atEOF is the client's EOF while x is in service: a body not yet complete ends there (its
+// reader gets io.ErrUnexpectedEOF, as on net/http), and the request's context is cancelled, as
+// net/http's is when its connection reader meets the EOF.
+func (x *exchange) atEOF() {
+	if x.body != nil && !x.bodyEnd {
+		x.bodyEnd = true
+		x.body.end(nil)
+		x.cutShort = true
+	}
+	x.cancel()
+}
+
+// endAtEOF ends an idle connection whose client has shut down its side: what is left of a
+// request's head gets net/http's answer (400 for a head cut short), then the connection
+// closes.
+func (h *conn) endAtEOF() {
+	in, _ := h.c.Peek(-1)
+	resp := ""
+	if len(in) > 0 {
+		x := newExchange(h)
+		if _, err := x.parse(in); err != nil {
+			resp = errorResponse(err)
+		}
+		x.release()
+		h.c.Discard(len(in))
+	}
+	h.fail(resp)
 }
 
 // OnClose ends what the connection's request is waiting for: its body's reader and its
@@ -432,11 +487,12 @@ type exchange struct {
 	body *pipe         // the body's bytes, from the loop; nil without a body
 	rb   *reqBody
 
-	left    int64     // a body of known length: its bytes still to come; -1 chunked
-	chunks  chunkScan // a chunked body: where it ends
-	bodyEnd bool      // every byte of the body went to its reader
-	cancel  context.CancelFunc
-	wdl     time.Time // WriteTimeout's deadline
+	left     int64     // a body of known length: its bytes still to come; -1 chunked
+	cutShort bool      // the client's EOF ended the body before its end
+	chunks   chunkScan // a chunked body: where it ends
+	bodyEnd  bool      // every byte of the body went to its reader
+	cancel   context.CancelFunc
+	wdl      time.Time // WriteTimeout's deadline
 
 	unsynced int // bytes written to the Conn since the last wait for its output (connWriter)
 }
@@ -701,7 +757,7 @@ func (h *conn) done(x *exchange, reuse bool) {
 	if x.rb != nil {
 		x.release() // the body's reader is done with it
 	}
-	if !reuse || !x.bodyEnd {
+	if !reuse || !x.bodyEnd || x.cutShort {
 		h.c.Close()
 		return
 	}
@@ -716,6 +772,9 @@ func (h *conn) done(x *exchange, reuse bool) {
 		h.resumeRead()
 	}
 	h.next()
+	if h.eof && h.x == nil {
+		h.endAtEOF()
+	}
 }
 
 // hasToken reports whether token appears in v as a comma- or space-separated element,
