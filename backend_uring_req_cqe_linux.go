@@ -147,6 +147,19 @@ func (d *ringReqs) run(n int) bool {
 			if f.live--; f.live == 0 && f.closeRec != nil {
 				rq.closeNow(f)
 			}
+			if r.fn != nil {
+				// An IO's: the result goes to its IOFunc as it is (a fast record's
+				// per-submission fields are as ioDone leaves them: nothing to clear).
+				r.gen = (r.gen + 1) & genMask
+				r.state = stFree
+				rq.live--
+				if res >= 0 {
+					r.fn((*IO)(&r.reqRec), int(res), nil)
+				} else {
+					r.fn((*IO)(&r.reqRec), 0, r.compErr(res))
+				}
+				continue
+			}
 			// The Completion: a free record's has Err nil and SockNonempty and More false
 			// (recycle), so only what differs is written.
 			cp := &r.c

@@ -42,6 +42,7 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	}
 	rq := l.req
 	f := rq.fdState(int32(fd))
+	f.closes++                 // an IO made before does not submit on the number again (IO.Submit)
 	f.closeRec, f.okSeq = r, 0 // okSeq: no request on fd takes the fast way (fastOK) until it is checked again
 	r.state = stInflight
 	if uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && !l.slots[fd].internal {

@@ -273,6 +273,10 @@ func (rq *requests) runQueued(n int) bool {
 			}
 			rq.cbFd = int32(r.c.Fd)
 			r.retire() // last's work, written out
+			if r.fn != nil {
+				rq.ioDone(r)
+				continue
+			}
 			rq.cbRec = r.idx + 1
 			r.cb(c)
 			rq.cbRec = 0
@@ -355,6 +359,10 @@ func (rq *requests) runOne() bool {
 // callback's until then).
 func (rq *requests) last(r *reqRec) {
 	r.retire()
+	if r.fn != nil { // an IO's: the caller's record, not the pool's
+		rq.ioDone(r)
+		return
+	}
 	rq.cbRec = r.idx + 1
 	r.cb(&r.c)
 	rq.cbRec = 0

@@ -48,6 +48,11 @@ type reqRec struct {
 	fast  bool
 	off   int64 // file offset; -1: the file position
 	group *BufferGroup
+	// fn is an IO's callback (request_io.go), nil for a Request's record: a record with fn
+	// is the caller's, not the pool's, between submissions (state stFree), and its
+	// completions go to fn. fdCloses is its fd's reqFd.closes when it was made.
+	fn       IOFunc
+	fdCloses uint32
 
 	reqVars // cleared by release in one struct store
 
@@ -83,6 +88,7 @@ type reqFd struct {
 	okSeq    uint32
 	fixed    bool    // the file is in the backend's registered-file table at slot fd (RegisterFile)
 	drained  bool    // the last Recv on fd took less than its buffer: the socket was empty then
+	closes   uint32  // CloseFds of the number so far: an IO made before one is refused (IO.Submit)
 	closeRec *reqRec // a CloseFd waiting for them
 	_        [8]byte // a power-of-two size: indexing rq.fds is a shift, not a multiply
 }

@@ -94,7 +94,8 @@ type pipePair struct {
 	rfd, wfd int
 	rbuf     [1]byte
 	wbuf     [1]byte
-	wpending bool // completion modes: its write request has not completed yet
+	wpending bool       // completion modes: its write request has not completed yet
+	rd, wr   *ringev.IO // completion modes: its read and write
 }
 
 // openPairs opens n non-blocking pipes.

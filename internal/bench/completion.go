@@ -58,16 +58,15 @@ func isCompletionMode(mode string) bool {
 	return mode == PipesModeCompletion || mode == PipesModeCompletionInline
 }
 
-// reqRun is the state of a run in a completion mode. Its callbacks are made once (method
-// values), so that a request costs no closure.
+// reqRun is the state of a run in a completion mode. Each pipe's read and write are IOs
+// (ringev.Loop.NewRead, NewWrite), made once with a callback each and submitted again for
+// every event, as a user of the loop writes a connection's I/O.
 type reqRun struct {
 	loop     *ringev.Loop
 	pairs    []pipePair
 	inline   bool // completion-inline: write, then read
 	signals  bool // context: the read completion raises SIGUSR1 and SIGALRM first
 	pid, tid int
-	readCb   ringev.Callback
-	writeCb  ringev.Callback
 	runCount
 	err  error // the first failed request
 	held []int // pipes whose read completed once the run was finished: resumed by resume
@@ -81,78 +80,69 @@ func (s *reqRun) fail(err error) {
 	s.finished = true
 }
 
-// onRead is the read completion of pipe c.Token: tevent_pipe.c's rd, then the pipe's next
-// requests. A read that completes once the run is finished (a completion batch runs several) is
-// held, uncounted, until resume, so that a run counts exactly its events.
-func (s *reqRun) onRead(c *ringev.Completion) {
-	p := &s.pairs[c.Token]
-	if c.Err != nil || c.N != 1 {
-		s.fail(fmt.Errorf("read request on pipe %d (fd %d): %d bytes, error %v", p.i, p.rfd, c.N, c.Err))
-		return
-	}
-	if s.finished {
-		s.held = append(s.held, p.i)
-		return
-	}
-	if s.signals {
-		if unix.Tgkill(s.pid, s.tid, unix.SIGUSR1) == nil {
-			s.raised++
+// makeIOs makes p's read and write IOs. The read's callback is tevent_pipe.c's rd, then the
+// pipe's next submissions; a read that completes once the run is finished (a completion batch
+// runs several) is held, uncounted, until resume, so that a run counts exactly its events.
+// The write's buffer is the kernel's until its callback, which comes before that of the read
+// it feeds: a write still pending when the next is due is an error (next).
+func (s *reqRun) makeIOs(p *pipePair) error {
+	rd, err := s.loop.NewRead(p.rfd, p.rbuf[:], -1, func(_ *ringev.IO, n int, err error) {
+		if err != nil || n != 1 {
+			s.fail(fmt.Errorf("read request on pipe %d (fd %d): %d bytes, error %v", p.i, p.rfd, n, err))
+			return
 		}
-		if unix.Tgkill(s.pid, s.tid, unix.SIGALRM) == nil {
-			s.raised++
+		if s.finished {
+			s.held = append(s.held, p.i)
+			return
 		}
+		if s.signals {
+			if unix.Tgkill(s.pid, s.tid, unix.SIGUSR1) == nil {
+				s.raised++
+			}
+			if unix.Tgkill(s.pid, s.tid, unix.SIGALRM) == nil {
+				s.raised++
+			}
+		}
+		s.events++
+		if s.target > 0 && s.events >= s.target {
+			s.finished = true
+		}
+		s.next(p)
+	})
+	if err != nil {
+		return fmt.Errorf("Loop.NewRead on fd %d: %w", p.rfd, err)
 	}
-	s.events++
-	if s.target > 0 && s.events >= s.target {
-		s.finished = true
+	wr, err := s.loop.NewWrite(p.wfd, p.wbuf[:], -1, func(_ *ringev.IO, n int, err error) {
+		p.wpending = false
+		if err != nil || n != 1 {
+			s.fail(fmt.Errorf("write request on pipe %d (fd %d): %d bytes, error %v", p.i, p.wfd, n, err))
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("Loop.NewWrite on fd %d: %w", p.wfd, err)
 	}
-	s.next(p)
-}
-
-// onWrite is the write completion of pipe c.Token.
-func (s *reqRun) onWrite(c *ringev.Completion) {
-	p := &s.pairs[c.Token]
-	p.wpending = false
-	if c.Err != nil || c.N != 1 {
-		s.fail(fmt.Errorf("write request on pipe %d (fd %d): %d bytes, error %v", p.i, p.wfd, c.N, c.Err))
-	}
+	p.rd, p.wr = rd, wr
+	return nil
 }
 
 // next submits p's next read and write, in the mode's order.
 func (s *reqRun) next(p *pipePair) {
-	if s.inline {
-		if s.write(p) {
-			s.read(p)
-		}
-		return
-	}
-	if s.read(p) {
-		s.write(p)
-	}
-}
-
-func (s *reqRun) read(p *pipePair) bool {
-	if _, err := s.loop.Read(p.rfd, p.rbuf[:], -1, s.readCb, uint64(p.i)); err != nil {
-		s.fail(fmt.Errorf("Loop.Read on fd %d: %w", p.rfd, err))
-		return false
-	}
-	return true
-}
-
-// write submits p's write. Its buffer is the kernel's until the write's completion, which
-// comes before that of the read it feeds: a write still pending when the next is due is an
-// error (the loop reordered completions).
-func (s *reqRun) write(p *pipePair) bool {
 	if p.wpending {
 		s.fail(fmt.Errorf("pipe %d: the write request on fd %d has not completed when the next is due", p.i, p.wfd))
-		return false
+		return
 	}
 	p.wpending = true
-	if _, err := s.loop.Write(p.wfd, p.wbuf[:], -1, s.writeCb, uint64(p.i)); err != nil {
-		s.fail(fmt.Errorf("Loop.Write on fd %d: %w", p.wfd, err))
-		return false
+	var err error
+	if s.inline {
+		if err = p.wr.Submit(); err == nil {
+			err = p.rd.Submit()
+		}
+	} else if err = p.rd.Submit(); err == nil {
+		err = p.wr.Submit()
 	}
-	return true
+	if err != nil {
+		s.fail(fmt.Errorf("pipe %d: IO.Submit: %w", p.i, err))
+	}
 }
 
 // resume restarts the held pipes after a finished phase (the warm-up).
@@ -209,7 +199,11 @@ func runCompletion(backend, shape string, opt Options) (res Result, err error) {
 	loop, ps := r.loop, r.pairs
 	s := &reqRun{loop: loop, pairs: ps, inline: opt.Mode == PipesModeCompletionInline, signals: shape == ShapeContext,
 		pid: unix.Getpid(), tid: unix.Gettid(), held: make([]int, 0, npairs)}
-	s.readCb, s.writeCb = s.onRead, s.onWrite
+	for i := range ps {
+		if err := s.makeIOs(&ps[i]); err != nil {
+			return res, err
+		}
+	}
 	if err := r.addShape(&s.runCount, shape, ps[0].rfd, ps[0].wfd, opt.Events, opt.ContextDuration); err != nil {
 		return res, err
 	}

@@ -1,0 +1,233 @@
+//go:build unix
+
+package ringev
+
+// IO: a read, write, recv or send request that its caller makes once and submits many times.
+// The loop keeps its op, fd, buffer, argument and callback between submissions, so that a
+// submission only hands the operation to the backend (on uring: writes its SQE) and a
+// completion only calls the callback with the result. An IO is a request record the pool does
+// not take back (reqRec.fn is set): every path of requests (deadlines, cancels, CloseFd, short
+// writes, Loop.Close) runs it as it runs a Request's record.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// IO is a read, write, recv or send request made once (Loop.NewRead, NewWrite, NewRecv,
+// NewSend) and submitted any number of times, one submission at a time (Submit). Its fd,
+// buffer, argument (offset or msg flags) and callback stay with it, so that a submission
+// costs the operation and nothing else: on the uring backend its SQE; on epoll and poll the
+// emulation's syscall. Its callback gets the result as it is (IOFunc), and may submit the IO
+// again. Every rule of requests holds for each submission (Request's documentation): the
+// buffer is the kernel's from Submit to the callback, Cancel and CloseFd end a pending
+// submission with ECANCELED, SetTimeout gives it a deadline, a Write or Send is finished by
+// the loop, and a completion never reaches the callback of a freed IO. An IO belongs to its
+// loop: use it on the loop's goroutine only, and Free it when done (an IO not freed keeps its
+// record, about 300 bytes, for the loop's life).
+type IO reqRec
+
+// IOFunc is an IO's callback. The loop runs it on its goroutine when a submission completes,
+// as a handler (Once from inside it returns ErrNested). n is the result when err is nil: the
+// bytes read or received (0 at end of file, or when the peer shut down), or the bytes written
+// or sent (all of the buffer: the loop finishes a short write or send). err is nil or a
+// *RequestError, as Completion.Err (unix.ECANCELED after Cancel or CloseFd, unix.ETIME after
+// the deadline); with a Write or Send, n then counts the bytes written before the error.
+type IOFunc func(x *IO, n int, err error)
+
+// Errors of the IO calls, beside those of the request calls.
+var (
+	// ErrIOPending: Submit, SetBuf or Free on an IO whose submission has not completed yet.
+	ErrIOPending = errors.New("ringev: IO is pending (its callback has not run yet)")
+	// ErrIOFreed: a call on an IO after Free.
+	ErrIOFreed = errors.New("ringev: IO was freed")
+)
+
+// ioCallback is the Callback of every IO's record: the record's cb must not be nil, but an
+// IO's completions go to its IOFunc (reqRec.fn) and never to it.
+var ioCallback Callback = func(*Completion) {}
+
+// NewRead makes an IO that reads into buf from fd at offset off (-1: the file position, as
+// read(2); else as pread(2), the same offset at every submission): IORING_OP_READ (Linux 5.6)
+// on uring. Nothing is submitted until Submit. Errors: those of Loop.Read (Request's
+// documentation), and one wrapping ErrNilCallback for a nil fn.
+func (l *Loop) NewRead(fd int, buf []byte, off int64, fn IOFunc) (*IO, error) {
+	return l.newIO(OpRead, fd, buf, max(off, -1), fn)
+}
+
+// NewWrite makes an IO that writes all of buf to fd at offset off (-1: the file position):
+// IORING_OP_WRITE (Linux 5.6) on uring. Errors: as NewRead's.
+func (l *Loop) NewWrite(fd int, buf []byte, off int64, fn IOFunc) (*IO, error) {
+	return l.newIO(OpWrite, fd, buf, max(off, -1), fn)
+}
+
+// NewRecv makes an IO that receives into buf from socket fd with flags (unix.MSG_*):
+// IORING_OP_RECV (Linux 5.6) on uring. Errors: as NewRead's.
+func (l *Loop) NewRecv(fd int, buf []byte, flags int, fn IOFunc) (*IO, error) {
+	return l.newIO(OpRecv, fd, buf, int64(flags), fn)
+}
+
+// NewSend makes an IO that sends all of buf on socket fd with flags (unix.MSG_*; MSG_NOSIGNAL
+// is always added): IORING_OP_SEND (Linux 5.6) on uring. Errors: as NewRead's.
+func (l *Loop) NewSend(fd int, buf []byte, flags int, fn IOFunc) (*IO, error) {
+	return l.newIO(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), fn)
+}
+
+// newIO makes an IO's record: a request record, checked as a request call checks it, that is
+// not pending (state stFree, not counted on its fd nor in rq.live) and that the pool never
+// takes back until Free.
+func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, error) {
+	if fn == nil {
+		if err := l.checkReq(op, fd, ioCallback); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrNilCallback)
+	}
+	r, err := l.newReqChecked(op, fd, buf, true, ioCallback, 0)
+	if err != nil {
+		return nil, err
+	}
+	rq := l.req
+	rq.fds[fd].live--
+	rq.live--
+	r.setArg(arg)
+	r.fn, r.keep, r.fdCloses = fn, buf, rq.fds[fd].closes
+	return (*IO)(r), nil
+}
+
+// Submit hands the IO's operation to the loop: on uring its SQE goes to the kernel with the
+// loop's next io_uring_enter(2), as a request's does. The callback runs once for it. Errors
+// (nothing is submitted): ErrNotOwner, ErrClosed, ErrIOPending while the last submission has
+// not completed, ErrIOFreed, ErrFdClosing while a CloseFd closes the fd, and one wrapping
+// unix.EBADF once a CloseFd has closed it (the number may be another file's by now).
+func (x *IO) Submit() error {
+	r := (*reqRec)(x)
+	rq := r.rq
+	if !rq.l.owned() {
+		return ErrNotOwner
+	}
+	f := &rq.fds[r.c.Fd]
+	if r.state != stFree || f.okSeq != rq.ownSeq || f.closes != r.fdCloses || r.fn == nil {
+		return x.refused()
+	}
+	f.live++
+	rq.live++
+	rq.startIO(r, f)
+	return nil
+}
+
+// refused returns the error of a Submit that cannot go (see Submit), or, when the fd's fast
+// check failed only because the loop made an fd of its own since (reqFd.okSeq), checks the fd
+// again and submits.
+//
+//go:noinline
+func (x *IO) refused() error {
+	r := (*reqRec)(x)
+	rq := r.rq
+	l := rq.l
+	f := &rq.fds[r.c.Fd]
+	switch {
+	case r.fn == nil:
+		return ErrIOFreed
+	case l.closed:
+		return ErrClosed
+	case r.state != stFree:
+		return ErrIOPending
+	case f.closeRec != nil:
+		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrFdClosing)
+	case f.closes != r.fdCloses:
+		return fmt.Errorf("ringev: %v on fd %d: CloseFd closed it since the IO was made: %w", r.c.Op, r.c.Fd, unix.EBADF)
+	}
+	if err := l.checkReq(r.c.Op, r.c.Fd, ioCallback); err != nil {
+		return err
+	}
+	f.okSeq = rq.ownSeq
+	return x.Submit()
+}
+
+// SetBuf makes buf the IO's buffer from its next submission on (a Send's next bytes, say).
+// Errors: ErrNotOwner, ErrIOPending, ErrIOFreed, ErrEmptyBuffer, and one wrapping unix.EINVAL
+// for a buffer larger than a request takes.
+func (x *IO) SetBuf(buf []byte) error {
+	r := (*reqRec)(x)
+	if !r.rq.l.owned() {
+		return ErrNotOwner
+	}
+	switch {
+	case r.fn == nil:
+		return ErrIOFreed
+	case r.state != stFree:
+		return ErrIOPending
+	case len(buf) == 0:
+		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrEmptyBuffer)
+	case len(buf) > maxRideLen:
+		return fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", r.c.Op, r.c.Fd, len(buf), maxRideLen, unix.EINVAL)
+	}
+	r.c.Buf, r.keep = buf, buf
+	return nil
+}
+
+// Buf returns the IO's buffer (all of it: n in the callback says how much a read filled).
+func (x *IO) Buf() []byte { return x.keep }
+
+// Fd returns the IO's fd.
+func (x *IO) Fd() int { return x.c.Fd }
+
+// Pending reports whether a submission of the IO has not completed yet (its callback has not
+// run). Ask on the loop's goroutine.
+func (x *IO) Pending() bool { return x.state != stFree }
+
+// Cancel asks the loop to cancel the pending submission, as Request.Cancel does: the callback
+// still runs, with ECANCELED or with the result if the operation completed first. Without one
+// it does nothing. Errors: ErrNotOwner, ErrClosed.
+func (x *IO) Cancel() error { return x.handle().Cancel() }
+
+// SetTimeout gives the pending submission a deadline d from now, as Request.SetTimeout does
+// (the callback gets an error wrapping unix.ETIME when it passes first); the next submission
+// has none until it is given one. Without a pending submission it does nothing. Errors:
+// ErrNotOwner, ErrClosed.
+func (x *IO) SetTimeout(d time.Duration) error { return x.handle().SetTimeout(d) }
+
+// handle returns the Request of the pending submission (one that names nothing when none is
+// pending: Request.live is nil for a record in state stFree).
+func (x *IO) handle() Request { return Request{rec: (*reqRec)(x), gen: x.gen} }
+
+// Free gives the IO's record back to the loop; the IO must not be used after (its calls
+// return ErrIOFreed). Errors: ErrNotOwner, ErrIOPending while a submission has not completed
+// (Cancel it, and Free it in its callback), ErrIOFreed. After Loop.Close it frees nothing.
+func (x *IO) Free() error {
+	r := (*reqRec)(x)
+	rq := r.rq
+	if !rq.l.owned() {
+		return ErrNotOwner
+	}
+	switch {
+	case r.fn == nil:
+		return ErrIOFreed
+	case r.state != stFree:
+		return ErrIOPending
+	}
+	r.fn = nil
+	if rq.l.closed {
+		return nil
+	}
+	rq.live++ // recycle counts it out
+	rq.recycle(r)
+	r.keep = nil
+	return nil
+}
+
+// ioDone runs r's IOFunc for its submission's last completion (the Completion's N and Err):
+// r, retired, is ready to be submitted again (its per-submission fields cleared, its buffer
+// whole again) before the callback runs.
+func (rq *requests) ioDone(r *reqRec) {
+	n, err := r.c.N, r.c.Err
+	flags := r.flags
+	r.reqVars = reqVars{flags: flags}
+	r.c.Buf, r.c.Err, r.c.SockNonempty = r.keep, nil, false
+	rq.live--
+	r.fn((*IO)(r), n, err)
+}

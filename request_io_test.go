@@ -1,0 +1,307 @@
+//go:build linux
+
+package ringev_test
+
+// Tests of IO, the request made once and submitted many times: its submissions, what refuses
+// one, and the guarantees of requests for each submission (cancel, deadline, CloseFd, Loop.Close).
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// ioResult is what an IO's callback got.
+type ioResult struct {
+	n   int
+	err error
+}
+
+// ioRecorder records an IO's completions.
+type ioRecorder struct{ got []ioResult }
+
+func (r *ioRecorder) fn(_ *ringev.IO, n int, err error) { r.got = append(r.got, ioResult{n, err}) }
+
+// mustIO returns an IO constructor's IO, failing the test on its error.
+func mustIO(t *testing.T) func(*ringev.IO, error) *ringev.IO {
+	return func(x *ringev.IO, err error) *ringev.IO {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+}
+
+// TestIOSubmittedManyTimesRunsItsCallbackOncePerSubmission: a read IO and a write IO on a pipe,
+// each made once, submitted again from their callbacks 200 times, move 200 bytes in order, one
+// callback per submission; then each is freed.
+func TestIOSubmittedManyTimesRunsItsCallbackOncePerSubmission(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		const rounds = 200
+		var reads, writes int
+		var failed error
+		wbuf, rbuf := []byte{0}, make([]byte, 1)
+		var rd, wr *ringev.IO
+		rd = mustIO(t)(l.NewRead(r, rbuf, -1, func(x *ringev.IO, n int, err error) {
+			if err != nil || n != 1 || rbuf[0] != byte(reads) || x != rd {
+				failed = errors.Join(failed, err, errors.New("read: wrong byte, count or IO"))
+				return
+			}
+			if reads++; reads < rounds {
+				wbuf[0] = byte(reads)
+				failed = errors.Join(failed, wr.Submit(), rd.Submit())
+			}
+		}))
+		wr = mustIO(t)(l.NewWrite(w, wbuf, -1, func(_ *ringev.IO, n int, err error) {
+			if err != nil || n != 1 {
+				failed = errors.Join(failed, err, errors.New("write: wrong count"))
+			}
+			writes++
+		}))
+		if err := errors.Join(wr.Submit(), rd.Submit()); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return reads == rounds && writes == rounds || failed != nil })
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		settle(t, l, 5*time.Millisecond, 3)
+		if reads != rounds || writes != rounds {
+			t.Fatalf("%d reads and %d writes completed, want %d each", reads, writes, rounds)
+		}
+		if err := errors.Join(rd.Free(), wr.Free()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// pendingRead makes a read IO on an empty pipe, submits it and waits until the loop has
+// waited (on uring the read is in the kernel); it returns the IO, its recorder and the
+// pipe's write end.
+func pendingRead(t *testing.T, l *ringev.Loop) (*ringev.IO, *ioRecorder, int) {
+	t.Helper()
+	r, w := testutil.Pipe(t)
+	var rec ioRecorder
+	x := mustIO(t)(l.NewRead(r, make([]byte, 8), -1, rec.fn))
+	if err := x.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	untilWaited(t, l)
+	if len(rec.got) != 0 || !x.Pending() {
+		t.Fatalf("a read of an empty pipe completed: %+v", rec.got)
+	}
+	return x, &rec, w
+}
+
+// wantIOErr fails the test unless rec got exactly one completion, with an error wrapping want.
+func wantIOErr(t *testing.T, rec *ioRecorder, want error) {
+	t.Helper()
+	if len(rec.got) != 1 || !errors.Is(rec.got[0].err, want) {
+		t.Fatalf("completions %+v, want one with %v", rec.got, want)
+	}
+}
+
+// TestIOSubmitWhilePendingIsRefused: Submit, SetBuf and Free on an IO whose submission has not
+// completed return ErrIOPending and change nothing: the one submission completes once, with
+// the bytes written later.
+func TestIOSubmitWhilePendingIsRefused(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		x, rec, w := pendingRead(t, l)
+		for name, err := range map[string]error{"Submit": x.Submit(), "SetBuf": x.SetBuf(make([]byte, 4)), "Free": x.Free()} {
+			if !errors.Is(err, ringev.ErrIOPending) {
+				t.Errorf("%s on a pending IO: %v, want ErrIOPending", name, err)
+			}
+		}
+		testutil.Write(t, w, []byte("abc"))
+		until(t, l, func() bool { return len(rec.got) > 0 })
+		settle(t, l, 5*time.Millisecond, 3)
+		if len(rec.got) != 1 || rec.got[0].n != 3 || rec.got[0].err != nil || len(x.Buf()) != 8 {
+			t.Fatalf("completions %+v (buffer of %d bytes), want one of 3 bytes into the buffer of 8", rec.got, len(x.Buf()))
+		}
+	})
+}
+
+// TestIOCancelEndsThePendingSubmission: Cancel ends a pending read with ECANCELED; the IO's
+// next submission reads the bytes written after.
+func TestIOCancelEndsThePendingSubmission(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		x, rec, w := pendingRead(t, l)
+		if err := x.Cancel(); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return len(rec.got) > 0 })
+		wantIOErr(t, rec, unix.ECANCELED)
+		if err := x.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Write(t, w, []byte("ab"))
+		until(t, l, func() bool { return len(rec.got) > 1 })
+		if g := rec.got[1]; g.n != 2 || g.err != nil || string(x.Buf()[:2]) != "ab" {
+			t.Fatalf("the submission after the cancel got %+v, %q", g, x.Buf()[:2])
+		}
+	})
+}
+
+// TestIODeadlineEndsOnlyThePendingSubmission: SetTimeout ends a pending read with ETIME; the
+// next submission has no deadline: it waits past it for the bytes written after.
+func TestIODeadlineEndsOnlyThePendingSubmission(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		x, rec, w := pendingRead(t, l)
+		if err := x.SetTimeout(2 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return len(rec.got) > 0 })
+		wantIOErr(t, rec, unix.ETIME)
+		if err := x.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, l, 10*time.Millisecond, 3)
+		if len(rec.got) != 1 {
+			t.Fatalf("the submission after the deadline completed without data: %+v", rec.got[1:])
+		}
+		testutil.Write(t, w, []byte("a"))
+		until(t, l, func() bool { return len(rec.got) > 1 })
+		if g := rec.got[1]; g.n != 1 || g.err != nil {
+			t.Fatalf("the submission after the deadline got %+v", g)
+		}
+	})
+}
+
+// TestIOAfterCloseFdIsRefused: CloseFd ends an IO's pending submission with ECANCELED, and the
+// IO's Submit then returns an error wrapping EBADF, also once a new file has the number.
+func TestIOAfterCloseFdIsRefused(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		x, rec, _ := pendingRead(t, l)
+		var closed recorder
+		must(t)(l.CloseFd(x.Fd(), closed.cb, 0))
+		until(t, l, func() bool { return len(rec.got) > 0 && closed.n() > 0 })
+		wantIOErr(t, rec, unix.ECANCELED)
+		r2, _, _ := testutil.PipeAt(t, x.Fd())
+		if err := x.Submit(); !errors.Is(err, unix.EBADF) {
+			t.Fatalf("Submit after CloseFd (fd %d now a new pipe's %d): %v, want EBADF", x.Fd(), r2, err)
+		}
+	})
+}
+
+// TestIOOfAClosedLoopRunsNoCallback: Loop.Close with an IO's submission pending runs no
+// callback; the IO's Submit then returns ErrClosed.
+func TestIOOfAClosedLoopRunsNoCallback(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		x, rec, w := pendingRead(t, l)
+		testutil.Write(t, w, []byte("a"))
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.got) != 0 {
+			t.Fatalf("a callback ran at Close: %+v", rec.got)
+		}
+		if err := x.Submit(); !errors.Is(err, ringev.ErrClosed) {
+			t.Fatalf("Submit after Close: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// TestIOFromAnotherGoroutineIsRefused: Submit, SetBuf, Cancel, SetTimeout and Free from a
+// goroutine that does not own the loop return ErrNotOwner, and so does NewRead.
+func TestIOFromAnotherGoroutineIsRefused(t *testing.T) {
+	requireOwnerCheck(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		r, _ := testutil.Pipe(t)
+		var rec ioRecorder
+		x := mustIO(t)(l.NewRead(r, make([]byte, 8), -1, rec.fn))
+		onOtherGoroutine(t, func() {
+			_, err := l.NewRead(r, make([]byte, 8), -1, rec.fn)
+			errs := map[string]error{"NewRead": err, "Submit": x.Submit(), "SetBuf": x.SetBuf(make([]byte, 2)),
+				"Cancel": x.Cancel(), "SetTimeout": x.SetTimeout(time.Second), "Free": x.Free()}
+			for name, err := range errs {
+				if !errors.Is(err, ringev.ErrNotOwner) {
+					t.Errorf("%s from another goroutine: %v, want ErrNotOwner", name, err)
+				}
+			}
+		})
+		if x.Pending() {
+			t.Fatal("the IO is pending after a Submit from another goroutine")
+		}
+	})
+}
+
+// TestIOFreedIsRefused: an IO's calls after Free return ErrIOFreed, and a nil callback is
+// refused when the IO is made.
+func TestIOFreedIsRefused(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		r, _ := testutil.Pipe(t)
+		if _, err := l.NewRead(r, make([]byte, 8), -1, nil); !errors.Is(err, ringev.ErrNilCallback) {
+			t.Errorf("NewRead with a nil callback: %v, want ErrNilCallback", err)
+		}
+		var rec ioRecorder
+		x := mustIO(t)(l.NewRead(r, make([]byte, 8), -1, rec.fn))
+		if err := x.Free(); err != nil {
+			t.Fatal(err)
+		}
+		for name, err := range map[string]error{"Submit": x.Submit(), "SetBuf": x.SetBuf(make([]byte, 2)), "Free": x.Free()} {
+			if !errors.Is(err, ringev.ErrIOFreed) {
+				t.Errorf("%s after Free: %v, want ErrIOFreed", name, err)
+			}
+		}
+	})
+}
+
+// TestIOZeroAllocsPerSubmission: a write and a read IO submitted again and again on a socket
+// pair allocate nothing per round.
+func TestIOZeroAllocsPerSubmission(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var sent, recvd int
+		var failed error
+		count := func(k *int) ringev.IOFunc {
+			return func(_ *ringev.IO, n int, err error) {
+				if err != nil || n != 4 {
+					failed = errors.Join(failed, err, errors.New("wrong count"))
+				}
+				*k++
+			}
+		}
+		wr := mustIO(t)(l.NewSend(a, []byte("ping"), 0, count(&sent)))
+		rd := mustIO(t)(l.NewRecv(b, make([]byte, 4), 0, count(&recvd)))
+		round := func() {
+			want := recvd + 1
+			if err := errors.Join(wr.Submit(), rd.Submit()); err != nil {
+				failed = errors.Join(failed, err)
+			}
+			for i := 0; i < 1000 && recvd < want && failed == nil; i++ {
+				failed = l.Once()
+			}
+			for i := 0; i < 1000 && wr.Pending() && failed == nil; i++ {
+				failed = l.Once()
+			}
+		}
+		for range 100 {
+			round()
+		}
+		allocs := testing.AllocsPerRun(1000, round)
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		if sent < 1100 || recvd < 1100 {
+			t.Fatalf("%d sends, %d recvs completed", sent, recvd)
+		}
+		if allocs != 0 {
+			t.Fatalf("%.2f allocations per send+recv round, want 0", allocs)
+		}
+	})
+}
