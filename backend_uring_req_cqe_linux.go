@@ -154,9 +154,9 @@ func (d *ringReqs) run(n int) bool {
 				r.state = stFree
 				rq.live--
 				if res >= 0 {
-					r.fn((*IO)(&r.reqRec), int(res), nil)
+					r.fn(r.io, int(res), nil)
 				} else {
-					r.fn((*IO)(&r.reqRec), 0, r.compErr(res))
+					r.fn(r.io, 0, r.compErr(res))
 				}
 				continue
 			}

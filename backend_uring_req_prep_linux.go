@@ -82,42 +82,6 @@ func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	return Request{rec: &r.reqRec, gen: r.gen}
 }
 
-// submitIO is an IO's submission (IO.Submit, which counted it on f): its SQE written from what
-// the record keeps (rw's work without the record's), or, when requests wait in the queue ahead
-// of it or the SQ is full, start's queueing.
-func (d *ringReqs) submitIO(rec *reqRec, f *reqFd) {
-	ring := d.b.ring
-	r := ringOf(rec)
-	var s *uring.SQE
-	if len(d.queue) == 0 {
-		s = ring.GetSQE()
-	}
-	if s == nil {
-		r.state = stQueued
-		d.start(rec)
-		return
-	}
-	op, buf := r.c.Op, r.c.Buf
-	s.Opcode, s.Fd = bytesOpcode[op&7], int32(r.c.Fd)
-	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))), uint32(len(buf))
-	if op <= OpWrite {
-		s.Off = uint64(r.off)
-	} else {
-		s.OpFlags = uint32(r.flags)
-		if op == OpRecv && f.drained && d.pollFirst {
-			s.Ioprio = uring.RecvsendPollFirst
-		}
-	}
-	if f.fixed {
-		s.Flags = uring.SQEFixedFile
-	}
-	s.UserData = reqTag | uint64(r.gen)<<32 | uint64(r.idx)
-	r.state, r.fast = stInflight, true
-	r.cqes, r.opDone, r.link = 1, false, false
-	r.sqPos, r.epoch = ring.SQTail()-1, d.epoch
-	d.inflight++
-}
-
 // rwQueued is rw when the request cannot be prepared at once: start queues it (or grows the
 // pool first).
 //

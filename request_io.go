@@ -28,7 +28,14 @@ import (
 // the loop, and a completion never reaches the callback of a freed IO. An IO belongs to its
 // loop: use it on the loop's goroutine only, and Free it when done (an IO not freed keeps its
 // record, about 300 bytes, for the loop's life).
-type IO reqRec
+type IO struct {
+	l   *Loop
+	rec *reqRec // its record (rec.io is this IO); &freedRec after Free
+}
+
+// freedRec is the record of every freed IO: its state is never stFree, so that Submit's one
+// test of the state sends a freed IO to refused.
+var freedRec = reqRec{state: stDone}
 
 // IOFunc is an IO's callback. The loop runs it on its goroutine when a submission completes,
 // as a handler (Once from inside it returns ErrNested). n is the result when err is nil: the
@@ -78,7 +85,7 @@ func (l *Loop) NewSend(fd int, buf []byte, flags int, fn IOFunc) (*IO, error) {
 
 // newIO makes an IO's record: a request record, checked as a request call checks it, that is
 // not pending (state stFree, not counted on its fd nor in rq.live) and that the pool never
-// takes back until Free.
+// takes back until Free. The IO is allocated here, once.
 func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, error) {
 	if fn == nil {
 		if err := l.checkReq(op, fd, ioCallback); err != nil {
@@ -94,29 +101,9 @@ func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, erro
 	rq.fds[fd].live--
 	rq.live--
 	r.setArg(arg)
-	r.fn, r.keep, r.fdCloses = fn, buf, rq.fds[fd].closes
-	return (*IO)(r), nil
-}
-
-// Submit hands the IO's operation to the loop: on uring its SQE goes to the kernel with the
-// loop's next io_uring_enter(2), as a request's does. The callback runs once for it. Errors
-// (nothing is submitted): ErrNotOwner, ErrClosed, ErrIOPending while the last submission has
-// not completed, ErrIOFreed, ErrFdClosing while a CloseFd closes the fd, and one wrapping
-// unix.EBADF once a CloseFd has closed it (the number may be another file's by now).
-func (x *IO) Submit() error {
-	r := (*reqRec)(x)
-	rq := r.rq
-	if !rq.l.owned() {
-		return ErrNotOwner
-	}
-	f := &rq.fds[r.c.Fd]
-	if r.state != stFree || f.okSeq != rq.ownSeq || f.closes != r.fdCloses || r.fn == nil {
-		return x.refused()
-	}
-	f.live++
-	rq.live++
-	rq.startIO(r, f)
-	return nil
+	x := &IO{l: l, rec: r}
+	r.fn, r.io, r.keep, r.fdCloses = fn, x, buf, rq.fds[fd].closes
+	return x, nil
 }
 
 // refused returns the error of a Submit that cannot go (see Submit), or, when the fd's fast
@@ -125,13 +112,14 @@ func (x *IO) Submit() error {
 //
 //go:noinline
 func (x *IO) refused() error {
-	r := (*reqRec)(x)
+	r := x.rec
+	if r == &freedRec {
+		return ErrIOFreed
+	}
 	rq := r.rq
 	l := rq.l
 	f := &rq.fds[r.c.Fd]
 	switch {
-	case r.fn == nil:
-		return ErrIOFreed
 	case l.closed:
 		return ErrClosed
 	case r.state != stFree:
@@ -152,12 +140,12 @@ func (x *IO) refused() error {
 // Errors: ErrNotOwner, ErrIOPending, ErrIOFreed, ErrEmptyBuffer, and one wrapping unix.EINVAL
 // for a buffer larger than a request takes.
 func (x *IO) SetBuf(buf []byte) error {
-	r := (*reqRec)(x)
-	if !r.rq.l.owned() {
+	r := x.rec
+	if !x.l.owned() {
 		return ErrNotOwner
 	}
 	switch {
-	case r.fn == nil:
+	case r == &freedRec:
 		return ErrIOFreed
 	case r.state != stFree:
 		return ErrIOPending
@@ -170,53 +158,74 @@ func (x *IO) SetBuf(buf []byte) error {
 	return nil
 }
 
-// Buf returns the IO's buffer (all of it: n in the callback says how much a read filled).
-func (x *IO) Buf() []byte { return x.keep }
+// Buf returns the IO's buffer (all of it: n in the callback says how much a read filled); nil
+// after Free.
+func (x *IO) Buf() []byte { return x.rec.keep }
 
-// Fd returns the IO's fd.
-func (x *IO) Fd() int { return x.c.Fd }
+// Fd returns the IO's fd; -1 after Free.
+func (x *IO) Fd() int {
+	if x.rec == &freedRec {
+		return -1
+	}
+	return x.rec.c.Fd
+}
 
 // Pending reports whether a submission of the IO has not completed yet (its callback has not
-// run). Ask on the loop's goroutine.
-func (x *IO) Pending() bool { return x.state != stFree }
+// run); false after Free. Ask on the loop's goroutine.
+func (x *IO) Pending() bool { return x.rec != &freedRec && x.rec.state != stFree }
 
 // Cancel asks the loop to cancel the pending submission, as Request.Cancel does: the callback
 // still runs, with ECANCELED or with the result if the operation completed first. Without one
 // it does nothing. Errors: ErrNotOwner, ErrClosed.
-func (x *IO) Cancel() error { return x.handle().Cancel() }
+func (x *IO) Cancel() error {
+	if !x.l.owned() {
+		return ErrNotOwner
+	}
+	return x.handle().Cancel()
+}
 
 // SetTimeout gives the pending submission a deadline d from now, as Request.SetTimeout does
 // (the callback gets an error wrapping unix.ETIME when it passes first); the next submission
 // has none until it is given one. Without a pending submission it does nothing. Errors:
 // ErrNotOwner, ErrClosed.
-func (x *IO) SetTimeout(d time.Duration) error { return x.handle().SetTimeout(d) }
+func (x *IO) SetTimeout(d time.Duration) error {
+	if !x.l.owned() {
+		return ErrNotOwner
+	}
+	return x.handle().SetTimeout(d)
+}
 
-// handle returns the Request of the pending submission (one that names nothing when none is
-// pending: Request.live is nil for a record in state stFree).
-func (x *IO) handle() Request { return Request{rec: (*reqRec)(x), gen: x.gen} }
+// handle returns the Request of the pending submission: one that names nothing when none is
+// pending (Request.live is nil for a record in state stFree) or the IO was freed.
+func (x *IO) handle() Request {
+	if x.rec == &freedRec {
+		return Request{}
+	}
+	return Request{rec: x.rec, gen: x.rec.gen}
+}
 
 // Free gives the IO's record back to the loop; the IO must not be used after (its calls
 // return ErrIOFreed). Errors: ErrNotOwner, ErrIOPending while a submission has not completed
 // (Cancel it, and Free it in its callback), ErrIOFreed. After Loop.Close it frees nothing.
 func (x *IO) Free() error {
-	r := (*reqRec)(x)
-	rq := r.rq
-	if !rq.l.owned() {
+	r := x.rec
+	if !x.l.owned() {
 		return ErrNotOwner
 	}
 	switch {
-	case r.fn == nil:
+	case r == &freedRec:
 		return ErrIOFreed
 	case r.state != stFree:
 		return ErrIOPending
 	}
-	r.fn = nil
-	if rq.l.closed {
+	x.rec = &freedRec
+	r.fn, r.io, r.keep = nil, nil, nil
+	if x.l.closed {
 		return nil
 	}
+	rq := r.rq
 	rq.live++ // recycle counts it out
 	rq.recycle(r)
-	r.keep = nil
 	return nil
 }
 
@@ -229,5 +238,5 @@ func (rq *requests) ioDone(r *reqRec) {
 	r.reqVars = reqVars{flags: flags}
 	r.c.Buf, r.c.Err, r.c.SockNonempty = r.keep, nil, false
 	rq.live--
-	r.fn((*IO)(r), n, err)
+	r.fn(r.io, n, err)
 }

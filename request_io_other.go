@@ -2,8 +2,28 @@
 
 package ringev
 
-// startIO hands r, an IO's record that Submit counted on f (its fd's state), to the backend.
-func (rq *requests) startIO(r *reqRec, f *reqFd) {
+// Submit hands the IO's operation to the loop, which the emulation makes with readiness and
+// non-blocking syscalls. The callback runs once for it. Errors (nothing is submitted):
+// ErrNotOwner, ErrClosed, ErrIOPending while the last submission has not completed,
+// ErrIOFreed, ErrFdClosing while a CloseFd closes the fd, and one wrapping unix.EBADF once a
+// CloseFd has closed it (the number may be another file's by now).
+func (x *IO) Submit() error {
+	l := x.l
+	if !l.owned() {
+		return ErrNotOwner
+	}
+	r := x.rec
+	if r.state != stFree {
+		return x.refused()
+	}
+	rq := l.req
+	f := &rq.fds[r.c.Fd]
+	if f.okSeq != rq.ownSeq || f.closes != r.fdCloses {
+		return x.refused()
+	}
+	f.live++
+	rq.live++
 	r.state = stQueued
 	rq.drv.start(r)
+	return nil
 }

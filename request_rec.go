@@ -49,9 +49,10 @@ type reqRec struct {
 	off   int64 // file offset; -1: the file position
 	group *BufferGroup
 	// fn is an IO's callback (request_io.go), nil for a Request's record: a record with fn
-	// is the caller's, not the pool's, between submissions (state stFree), and its
+	// is the caller's IO's (io), not the pool's, between submissions (state stFree), and its
 	// completions go to fn. fdCloses is its fd's reqFd.closes when it was made.
 	fn       IOFunc
+	io       *IO
 	fdCloses uint32
 
 	reqVars // cleared by release in one struct store
