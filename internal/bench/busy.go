@@ -94,8 +94,9 @@ type pipePair struct {
 	rfd, wfd int
 	rbuf     [1]byte
 	wbuf     [1]byte
-	wpending bool       // completion modes: its write request has not completed yet
-	rd, wr   *ringev.IO // completion modes: its read and write
+	wpending bool // completion modes: its write request has not completed yet
+	// completion modes: its read and write IOs, submitted in the mode's order (first, second)
+	first, second *ringev.IO
 }
 
 // openPairs opens n non-blocking pipes.

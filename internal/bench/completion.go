@@ -84,7 +84,8 @@ func (s *reqRun) fail(err error) {
 // pipe's next submissions; a read that completes once the run is finished (a completion batch
 // runs several) is held, uncounted, until resume, so that a run counts exactly its events.
 // The write's buffer is the kernel's until its callback, which comes before that of the read
-// it feeds: a write still pending when the next is due is an error (next).
+// it feeds: a write still pending when the next is due is an error. The read's callback
+// submits the pipe's next two IOs in the mode's order: first, then second.
 func (s *reqRun) makeIOs(p *pipePair) error {
 	rd, err := s.loop.NewRead(p.rfd, p.rbuf[:], -1, func(_ *ringev.IO, n int, err error) {
 		if err != nil || n != 1 {
@@ -107,7 +108,16 @@ func (s *reqRun) makeIOs(p *pipePair) error {
 		if s.target > 0 && s.events >= s.target {
 			s.finished = true
 		}
-		s.next(p)
+		if p.wpending {
+			s.fail(fmt.Errorf("pipe %d: the write request on fd %d has not completed when the next is due", p.i, p.wfd))
+			return
+		}
+		p.wpending = true
+		if err := p.first.Submit(); err != nil {
+			s.fail(fmt.Errorf("pipe %d: IO.Submit: %w", p.i, err))
+		} else if err := p.second.Submit(); err != nil {
+			s.fail(fmt.Errorf("pipe %d: IO.Submit: %w", p.i, err))
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("Loop.NewRead on fd %d: %w", p.rfd, err)
@@ -121,26 +131,20 @@ func (s *reqRun) makeIOs(p *pipePair) error {
 	if err != nil {
 		return fmt.Errorf("Loop.NewWrite on fd %d: %w", p.wfd, err)
 	}
-	p.rd, p.wr = rd, wr
+	p.first, p.second = rd, wr
+	if s.inline {
+		p.first, p.second = wr, rd
+	}
 	return nil
 }
 
-// next submits p's next read and write, in the mode's order.
+// next submits p's next read and write, in the mode's order, as the read's callback does: the
+// pipe's first ones, and those of a held pipe (resume).
 func (s *reqRun) next(p *pipePair) {
-	if p.wpending {
-		s.fail(fmt.Errorf("pipe %d: the write request on fd %d has not completed when the next is due", p.i, p.wfd))
-		return
-	}
 	p.wpending = true
-	var err error
-	if s.inline {
-		if err = p.wr.Submit(); err == nil {
-			err = p.rd.Submit()
-		}
-	} else if err = p.rd.Submit(); err == nil {
-		err = p.wr.Submit()
-	}
-	if err != nil {
+	if err := p.first.Submit(); err != nil {
+		s.fail(fmt.Errorf("pipe %d: IO.Submit: %w", p.i, err))
+	} else if err := p.second.Submit(); err != nil {
 		s.fail(fmt.Errorf("pipe %d: IO.Submit: %w", p.i, err))
 	}
 }
