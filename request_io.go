@@ -103,6 +103,7 @@ func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, erro
 	r.setArg(arg)
 	x := &IO{l: l, rec: r}
 	r.fn, r.io, r.keep, r.fdCloses = fn, x, buf, rq.fds[fd].closes
+	rq.prepIO(r)
 	return x, nil
 }
 
@@ -155,6 +156,7 @@ func (x *IO) SetBuf(buf []byte) error {
 		return fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", r.c.Op, r.c.Fd, len(buf), maxRideLen, unix.EINVAL)
 	}
 	r.c.Buf, r.keep = buf, buf
+	r.rq.prepIO(r)
 	return nil
 }
 

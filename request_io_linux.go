@@ -1,8 +1,6 @@
 package ringev
 
 import (
-	"unsafe"
-
 	"github.com/ringev/ringev/uring"
 )
 
@@ -13,8 +11,10 @@ import (
 // CloseFd closes the fd, and one wrapping unix.EBADF once a CloseFd has closed it (the number
 // may be another file's by now).
 //
-// On uring the SQE is written here, in one frame (a call costs its prologue and the spills
-// around it): the record keeps everything the SQE needs.
+// On uring the IO's SQE, prepared when it was made (prepIO), is copied into the SQ here, in
+// one frame (a call costs its prologue and the spills around it); only its user_data (the
+// record's generation) and what its fd's state asks for (a registered file, POLL_FIRST) are
+// written after.
 func (x *IO) Submit() error {
 	l := x.l
 	if !l.owned() {
@@ -38,34 +38,38 @@ func (x *IO) Submit() error {
 		return nil
 	}
 	ring := d.b.ring
+	rr := ringOf(r)
 	var s *uring.SQE
 	if len(d.queue) == 0 {
-		s = ring.GetSQE()
+		s = ring.PutSQE(&rr.sqe) // the IO's SQE, prepared when it was made (prepIO)
 	}
 	if s == nil { // requests wait in the queue ahead of it, or the SQ is full
 		r.state = stQueued
 		d.start(r)
 		return nil
 	}
-	op, buf := r.c.Op, r.c.Buf
-	s.Opcode, s.Fd = bytesOpcode[op&7], int32(r.c.Fd)
-	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))), uint32(len(buf))
-	if op <= OpWrite {
-		s.Off = uint64(r.off)
-	} else {
-		s.OpFlags = uint32(r.flags)
-		if op == OpRecv && f.drained && d.pollFirst {
-			s.Ioprio = uring.RecvsendPollFirst
-		}
-	}
 	if f.fixed {
 		s.Flags = uring.SQEFixedFile
 	}
+	if r.c.Op == OpRecv && f.drained && d.pollFirst {
+		s.Ioprio = uring.RecvsendPollFirst
+	}
 	s.UserData = reqTag | uint64(r.gen)<<32 | uint64(r.idx)
-	rr := ringOf(r)
 	rr.state, rr.fast = stInflight, true
 	rr.cqes, rr.opDone, rr.link = 1, false, false
 	rr.sqPos, rr.epoch = ring.SQTail()-1, d.epoch
 	d.inflight++
 	return nil
+}
+
+// prepIO prepares, on the uring backend, the SQE of r, an IO's record just made or given a new
+// buffer (SetBuf), in its ringRec.sqe, which Submit copies into the SQ: opcode, fd, buffer,
+// offset or msg flags. Its user_data and flags are Submit's.
+func (rq *requests) prepIO(r *reqRec) {
+	if _, ok := rq.drv.(*ringReqs); !ok {
+		return
+	}
+	rr := ringOf(r)
+	rr.sqe = uring.SQE{}
+	prepBytes(&rr.sqe, r)
 }

@@ -27,3 +27,7 @@ func (x *IO) Submit() error {
 	rq.drv.start(r)
 	return nil
 }
+
+// prepIO prepares the backend's state of an IO's record just made or given a new buffer: none
+// here (the emulation reads the record).
+func (rq *requests) prepIO(*reqRec) {}

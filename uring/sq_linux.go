@@ -28,6 +28,25 @@ func (r *Ring) GetSQE() *SQE {
 	return sqe
 }
 
+// PutSQE copies s into the next free SQE and returns that SQE, or returns nil when the SQ is
+// full (call Submit, then retry) or the ring is closed: GetSQE for an SQE prepared beforehand
+// (one operation submitted many times), written once where GetSQE zeroes the slot and the
+// caller then fills it. The SQE is handed to the kernel as GetSQE's is. No allocation, no
+// syscall.
+func (r *Ring) PutSQE(s *SQE) *SQE {
+	if r.sqes == nil {
+		return nil
+	}
+	head := atomic.LoadUint32(r.sqHead) // load-acquire, as in GetSQE
+	if r.sqeTail-head >= uint32(len(r.sqes)) {
+		return nil
+	}
+	sqe := &r.sqes[r.sqeTail&r.sqMask]
+	r.sqeTail++
+	*sqe = *s
+	return sqe
+}
+
 // flushSQ publishes the SQEs handed out by GetSQE since the last flush. It
 // returns how many SQEs the kernel has not consumed yet (the to_submit
 // argument of io_uring_enter) and how many of them this flush published (with
