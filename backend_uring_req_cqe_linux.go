@@ -140,16 +140,13 @@ func (d *ringReqs) run(n int) bool {
 			// that ends with this result (OpRead and OpRecv are the odd ones).
 			ran = true
 			r.cqes = 0
-			f := &rq.fds[r.c.Fd]
-			if r.c.Op == OpRecv {
-				f.drained = res >= 0 && int(res) < len(r.c.Buf)
-			}
-			if f.live--; f.live == 0 && f.closeRec != nil {
-				rq.closeNow(f)
-			}
 			if r.fn != nil {
 				// An IO's: the result goes to its IOFunc as it is (a fast record's
-				// per-submission fields are as ioDone leaves them: nothing to clear).
+				// per-submission fields are as ioDone leaves them: nothing to clear). Its fd's
+				// state is looked at only for a Recv or when a CloseFd waits (ioFd).
+				if r.ioCloseWait || r.c.Op == OpRecv {
+					d.ioFd(&r.reqRec, res)
+				}
 				r.gen = (r.gen + 1) & genMask
 				r.state = stFree
 				rq.live--
@@ -159,6 +156,13 @@ func (d *ringReqs) run(n int) bool {
 					r.fn(r.io, 0, r.compErr(res))
 				}
 				continue
+			}
+			f := &rq.fds[r.c.Fd]
+			if r.c.Op == OpRecv {
+				f.drained = res >= 0 && int(res) < len(r.c.Buf)
+			}
+			if f.live--; f.live == 0 && f.closeRec != nil {
+				rq.closeNow(f)
 			}
 			// The Completion: a free record's has Err nil and SockNonempty and More false
 			// (recycle), so only what differs is written.
@@ -196,6 +200,23 @@ func (d *ringReqs) run(n int) bool {
 	}
 	ring.CQSetHead(d.next)
 	return ran
+}
+
+// ioFd is run's work on an IO's fd state for its steady completion (res): a Recv's
+// ioDrained, and the fd's count when a CloseFd waits for the submission (ioCloseWait).
+//
+//go:noinline
+func (d *ringReqs) ioFd(r *reqRec, res int32) {
+	if r.c.Op == OpRecv {
+		r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+	}
+	if r.ioCloseWait {
+		r.ioCloseWait = false
+		f := &d.rq.fds[r.c.Fd]
+		if f.live--; f.live == 0 && f.closeRec != nil {
+			d.rq.closeNow(f)
+		}
+	}
 }
 
 // heldCQE takes the CQE at position p, held for r, a one-shot request, when it is not the

@@ -42,7 +42,6 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	}
 	rq := l.req
 	f := rq.fdState(int32(fd))
-	f.closes++                 // an IO made before does not submit on the number again (IO.Submit)
 	f.closeRec, f.okSeq = r, 0 // okSeq: no request on fd takes the fast way (fastOK) until it is checked again
 	r.state = stInflight
 	if uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && !l.slots[fd].internal {
@@ -58,11 +57,27 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	for _, g := range rq.groups {
 		g.finishParked(fd)
 	}
+	f.closeIOs()
 	rq.drv.cancelFd(int32(fd))
 	if f.live == 0 && f.closeRec == r {
 		rq.closeNow(f)
 	}
 	return h, nil
+}
+
+// closeIOs tells the IOs made on f's fd that a CloseFd closes it: none submits again (ioGone),
+// and a pending submission counts in f.live from now on (ioCloseWait), so that the fd is
+// closed after its completion, as after a request's. The list is emptied: an IO made later is
+// another file's.
+func (f *reqFd) closeIOs() {
+	for r := f.ios; r != nil; r = r.ioNext {
+		r.ioGone = true
+		if r.state == stQueued || r.state == stInflight {
+			r.ioCloseWait = true
+			f.live++
+		}
+	}
+	f.ios = nil
 }
 
 // errnoOf returns the errno err wraps, or EIO.

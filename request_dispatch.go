@@ -156,6 +156,10 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 		e := rq.push()
 		e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, 0, 0
 	}
+	if r.fn != nil && !r.ioCloseWait {
+		return // an IO's: not counted on its fd
+	}
+	r.ioCloseWait = false
 	f := &rq.fds[r.c.Fd]
 	if r.c.Op == OpRecv {
 		f.drained = res >= 0 && int(res) < len(r.c.Buf)
@@ -180,7 +184,11 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 	r.state = stDone
 	rq.queue(r, res, flags&^compMore)
+	if r.fn != nil && r.c.Op == OpRecv {
+		r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+	}
 	if r.counted() {
+		r.ioCloseWait = false
 		f := &rq.fds[r.c.Fd]
 		f.recvDone(r, res)
 		f.live--

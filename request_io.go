@@ -84,8 +84,8 @@ func (l *Loop) NewSend(fd int, buf []byte, flags int, fn IOFunc) (*IO, error) {
 }
 
 // newIO makes an IO's record: a request record, checked as a request call checks it, that is
-// not pending (state stFree, not counted on its fd nor in rq.live) and that the pool never
-// takes back until Free. The IO is allocated here, once.
+// not pending (state stFree, not counted on its fd nor in rq.live), on its fd's list of IOs,
+// and that the pool never takes back until Free. The IO is allocated here, once.
 func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, error) {
 	if fn == nil {
 		if err := l.checkReq(op, fd, ioCallback); err != nil {
@@ -98,18 +98,21 @@ func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, erro
 		return nil, err
 	}
 	rq := l.req
-	rq.fds[fd].live--
+	f := &rq.fds[fd]
+	f.live-- // (take counted it)
 	rq.live--
 	r.setArg(arg)
 	x := &IO{l: l, rec: r}
-	r.fn, r.io, r.keep, r.fdCloses = fn, x, buf, rq.fds[fd].closes
+	r.fn, r.io, r.keep = fn, x, buf
+	r.ioOwn, r.ioFixed, r.ioDrained, r.ioGone, r.ioCloseWait = rq.ownSeq, f.fixed, false, false, false
+	r.ioNext, f.ios = f.ios, r
 	rq.prepIO(r)
 	return x, nil
 }
 
-// refused returns the error of a Submit that cannot go (see Submit), or, when the fd's fast
-// check failed only because the loop made an fd of its own since (reqFd.okSeq), checks the fd
-// again and submits.
+// refused returns the error of a Submit that cannot go (see Submit), or, when its check failed
+// only because the loop made an fd of its own since the IO's fd was last checked
+// (reqRec.ioOwn), checks the fd again and submits.
 //
 //go:noinline
 func (x *IO) refused() error {
@@ -125,15 +128,15 @@ func (x *IO) refused() error {
 		return ErrClosed
 	case r.state != stFree:
 		return ErrIOPending
-	case f.closeRec != nil:
+	case r.ioGone && f.closeRec != nil:
 		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrFdClosing)
-	case f.closes != r.fdCloses:
+	case r.ioGone:
 		return fmt.Errorf("ringev: %v on fd %d: CloseFd closed it since the IO was made: %w", r.c.Op, r.c.Fd, unix.EBADF)
 	}
 	if err := l.checkReq(r.c.Op, r.c.Fd, ioCallback); err != nil {
 		return err
 	}
-	f.okSeq = rq.ownSeq
+	r.ioOwn = rq.ownSeq
 	return x.Submit()
 }
 
@@ -221,11 +224,18 @@ func (x *IO) Free() error {
 		return ErrIOPending
 	}
 	x.rec = &freedRec
-	r.fn, r.io, r.keep = nil, nil, nil
+	rq := r.rq
+	if !r.ioGone { // off its fd's list
+		p := &rq.fds[r.c.Fd].ios
+		for *p != r {
+			p = &(*p).ioNext
+		}
+		*p = r.ioNext
+	}
+	r.fn, r.io, r.keep, r.ioNext = nil, nil, nil, nil
 	if x.l.closed {
 		return nil
 	}
-	rq := r.rq
 	rq.live++ // recycle counts it out
 	rq.recycle(r)
 	return nil

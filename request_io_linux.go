@@ -20,16 +20,10 @@ func (x *IO) Submit() error {
 	if !l.owned() {
 		return ErrNotOwner
 	}
-	r := x.rec
-	if r.state != stFree {
+	r, rq := x.rec, l.req
+	if r.state != stFree || r.ioOwn != rq.ownSeq || r.ioGone {
 		return x.refused()
 	}
-	rq := l.req
-	f := &rq.fds[r.c.Fd]
-	if f.okSeq != rq.ownSeq || f.closes != r.fdCloses {
-		return x.refused()
-	}
-	f.live++
 	rq.live++
 	d, ok := rq.drv.(*ringReqs)
 	if !ok {
@@ -48,10 +42,10 @@ func (x *IO) Submit() error {
 		d.start(r)
 		return nil
 	}
-	if f.fixed {
+	if r.ioFixed {
 		s.Flags = uring.SQEFixedFile
 	}
-	if r.c.Op == OpRecv && f.drained && d.pollFirst {
+	if r.c.Op == OpRecv && r.ioDrained && d.pollFirst {
 		s.Ioprio = uring.RecvsendPollFirst
 	}
 	s.UserData = reqTag | uint64(r.gen)<<32 | uint64(r.idx)

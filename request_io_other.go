@@ -12,16 +12,10 @@ func (x *IO) Submit() error {
 	if !l.owned() {
 		return ErrNotOwner
 	}
-	r := x.rec
-	if r.state != stFree {
+	r, rq := x.rec, l.req
+	if r.state != stFree || r.ioOwn != rq.ownSeq || r.ioGone {
 		return x.refused()
 	}
-	rq := l.req
-	f := &rq.fds[r.c.Fd]
-	if f.okSeq != rq.ownSeq || f.closes != r.fdCloses {
-		return x.refused()
-	}
-	f.live++
 	rq.live++
 	r.state = stQueued
 	rq.drv.start(r)

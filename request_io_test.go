@@ -305,3 +305,30 @@ func TestIOZeroAllocsPerSubmission(t *testing.T) {
 		}
 	})
 }
+
+// TestIOFollowsRegisterFile: an IO made on a registered fd uses its slot while the fd is
+// registered: a submission prepared before UnregisterFile reaches the kernel first and
+// completes, and the next ones, made without the slot, complete too.
+func TestIOFollowsRegisterFile(t *testing.T) {
+	requireRegisteredFiles(t)
+	r, w := testutil.Pipe(t)
+	l := newLoop(t, "uring")
+	register(t, l, r)
+	var rec ioRecorder
+	x := mustIO(t)(l.NewRead(r, make([]byte, 8), -1, rec.fn))
+	for i := range 3 {
+		if err := x.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := l.UnregisterFile(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testutil.Write(t, w, []byte("a"))
+		until(t, l, func() bool { return len(rec.got) > i })
+		if g := rec.got[i]; g.n != 1 || g.err != nil {
+			t.Fatalf("submission %d (the first prepared with the slot, then unregistered) got %+v", i, g)
+		}
+	}
+}

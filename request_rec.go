@@ -50,10 +50,17 @@ type reqRec struct {
 	group *BufferGroup
 	// fn is an IO's callback (request_io.go), nil for a Request's record: a record with fn
 	// is the caller's IO's (io), not the pool's, between submissions (state stFree), and its
-	// completions go to fn. fdCloses is its fd's reqFd.closes when it was made.
-	fn       IOFunc
-	io       *IO
-	fdCloses uint32
+	// completions go to fn. An IO keeps what its submissions need to know of its fd in the
+	// record, so that a submission and its completion do not look at reqFd: ioOwn is
+	// requests.ownSeq when the fd was last found not to be one of the loop's own (as
+	// reqFd.okSeq); ioFixed is reqFd.fixed (setFixed updates it), ioDrained a Recv's
+	// reqFd.drained; ioGone: a CloseFd closed the fd (it is off the fd's ios list);
+	// ioCloseWait: the submission counts in reqFd.live, where a CloseFd waits for it.
+	fn                                      IOFunc
+	io                                      *IO
+	ioNext                                  *reqRec // the fd's next IO (reqFd.ios)
+	ioOwn                                   uint32
+	ioFixed, ioDrained, ioGone, ioCloseWait bool
 
 	reqVars // cleared by release in one struct store
 
@@ -89,9 +96,11 @@ type reqFd struct {
 	okSeq    uint32
 	fixed    bool    // the file is in the backend's registered-file table at slot fd (RegisterFile)
 	drained  bool    // the last Recv on fd took less than its buffer: the socket was empty then
-	closes   uint32  // CloseFds of the number so far: an IO made before one is refused (IO.Submit)
 	closeRec *reqRec // a CloseFd waiting for them
-	_        [8]byte // a power-of-two size: indexing rq.fds is a shift, not a multiply
+	// ios lists the IOs made on fd (through reqRec.ioNext) that no CloseFd has closed: CloseFd
+	// and RegisterFile tell them, as an IO's submission and completion do not look at reqFd.
+	ios *reqRec
+	// (32 bytes: a power-of-two size, so that indexing rq.fds is a shift, not a multiply)
 }
 
 // requests is the loop's request state; created by the first request.
@@ -349,4 +358,8 @@ func (rq *requests) submit(r *reqRec) Request {
 
 // counted reports whether r counts in requests.fds[fd].live (take counts it): every request
 // but a CloseFd and a SubmitSQE without an fd.
-func (r *reqRec) counted() bool { return r.c.Op != OpClose && !r.noFd }
+//
+// An IO's submission counts only while a CloseFd waits for it (ioCloseWait).
+func (r *reqRec) counted() bool {
+	return r.c.Op != OpClose && !r.noFd && (r.fn == nil || r.ioCloseWait)
+}

@@ -95,8 +95,15 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 	// The driver reads f.fixed when it prepares an SQE (ringReqs.fdBits): a continuation
 	// prepared after this (the rest of a short write, a multishot re-armed) follows it; the
 	// requests already in the kernel keep the registered file.
-	fixed, err := rq.drv.fixFile(fd, on, f.live > 0)
+	live := f.live > 0
+	for r := f.ios; r != nil; r = r.ioNext {
+		live = live || r.state != stFree
+	}
+	fixed, err := rq.drv.fixFile(fd, on, live)
 	f.fixed = fixed
+	for r := f.ios; r != nil; r = r.ioNext {
+		r.ioFixed = fixed
+	}
 	return err
 }
 
