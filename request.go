@@ -13,7 +13,8 @@ package ringev
 // (request_rec.go), what a backend does for requests (request_driver.go), completion dispatch
 // (request_dispatch.go), deadlines (request_deadline.go), CloseFd (request_close.go), buffer
 // groups (request_group.go), registered files (request_regfile.go), sockaddr conversion
-// (request_sockaddr.go) and SubmitSQE (request_sqe_uring.go). A backend runs requests through
+// (request_sockaddr.go), SubmitSQE (request_sqe_uring.go) and IO, a request made once and
+// submitted many times (request_io.go). A backend runs requests through
 // a reqDriver: the uring backend as SQEs on its ring (backend_uring_req_linux.go), the others
 // with readiness and non-blocking syscalls (request_emul.go).
 

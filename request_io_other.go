@@ -2,7 +2,7 @@
 
 package ringev
 
-// Submit hands the IO's operation to the loop, which the emulation makes with readiness and
+// Submit (backend_uring_req_io_linux.go on Linux) hands the IO's operation to the loop, which the emulation makes with readiness and
 // non-blocking syscalls. The callback runs once for it. Errors (nothing is submitted):
 // ErrNotOwner, ErrClosed, ErrIOPending while the last submission has not completed,
 // ErrIOFreed, ErrFdClosing while a CloseFd closes the fd, and one wrapping unix.EBADF once a

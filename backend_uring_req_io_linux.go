@@ -1,5 +1,11 @@
 package ringev
 
+// The uring backend's side of IO: IO.Submit, whose steady case copies the IO's SQE into the SQ
+// in the same frame (a driver call would cost its prologue and the spills around it, ~15
+// instructions a submission), and prepIO, which prepares that SQE. On the other backends Submit
+// hands the record to the driver (reqDriver.start); request_io_other.go is Submit where there
+// is no io_uring.
+
 import (
 	"github.com/ringev/ringev/uring"
 )
