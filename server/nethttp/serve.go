@@ -140,18 +140,18 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// conn is a connection's state, on its loop: what an idle connection holds.
+// conn is a connection's state, on its loop: what an idle connection holds (80 bytes).
 type conn struct {
-	s      *Server
-	c      *server.Conn
-	ls     *loopState
-	x      *exchange // the request in service (its handler runs), nil while idle
-	remote string    // c.RemoteAddr().String()
-	nc     *netConn  // the net.Conn of ConnState and Hijack, made when needed
-	hj     *netConn  // set once hijacked: its input goes there
+	s  *Server
+	c  *server.Conn
+	ls *loopState
+	x  *exchange // the request in service (its handler runs), nil while idle
+	nc *netConn  // the net.Conn of ConnState and Hijack, made when needed
+	hj *netConn  // set once hijacked: its input goes there
 
-	scanned  int  // how much of the head in the input is known to be whole lines
-	crlf     int  // leading CR and LF bytes still to skip (after a POST, as net/http)
+	scanned int32 // how much of the head in the input is known to be whole lines
+	crlf    int32 // leading CR and LF bytes still to skip (after a POST, as net/http)
+
 	held     bool // reading is paused: a body's or hijacked input's reader is behind
 	tls      bool // the Conn has a TLS connection state
 	lastPOST bool
@@ -160,19 +160,25 @@ type conn struct {
 
 	// wmu guards the write flow control: out is true while the Conn's output is past its
 	// write limit (OnBackpressure); waiter is closed when it drains or the Conn closes.
-	wmu    sync.Mutex
 	out    bool
 	gone   bool
+	wmu    sync.Mutex
 	waiter chan struct{}
+}
+
+// remote is the client's address, as net/http's Request.RemoteAddr.
+func (h *conn) remote() string {
+	if ra := h.c.RemoteAddr(); ra != nil {
+		return ra.String()
+	}
+	return ""
 }
 
 // OnOpen prepares the connection: its timeouts and ConnState's StateNew.
 func (s *Server) OnOpen(c *server.Conn) {
 	h := &conn{s: s, c: c, ls: s.loopOf(c.Loop())}
 	c.SetContext(h)
-	if ra := c.RemoteAddr(); ra != nil {
-		h.remote = ra.String()
-	}
+	c.RemoteAddr() // asked while the socket is open; kept by the Conn
 	_, h.tls = any(c).(connectionStater)
 	if ho, ok := any(c).(halfOpener); ok {
 		// A client that shuts down its side after its request (as nc -N and HTTP/1.0 tools
@@ -373,13 +379,13 @@ func (h *conn) next() {
 	in, _ := c.Peek(-1)
 	if h.crlf > 0 && len(in) > 0 {
 		n := 0
-		for n < len(in) && n < h.crlf && (in[n] == '\r' || in[n] == '\n') {
+		for n < len(in) && n < int(h.crlf) && (in[n] == '\r' || in[n] == '\n') {
 			n++
 		}
-		if n < len(in) || n == h.crlf {
+		if n < len(in) || n == int(h.crlf) {
 			h.crlf = 0
 		} else {
-			h.crlf -= n
+			h.crlf -= int32(n)
 		}
 		c.Discard(n)
 		in, _ = c.Peek(-1)
@@ -388,10 +394,10 @@ func (h *conn) next() {
 		return
 	}
 	end := -1
-	if e := headerEnd(in[h.scanned:]); e >= 0 {
-		end = h.scanned + e
-	} else if i := lastLineStart(in); i > h.scanned {
-		h.scanned = i
+	if e := headerEnd(in[int(h.scanned):]); e >= 0 {
+		end = int(h.scanned) + e
+	} else if i := lastLineStart(in); i > int(h.scanned) {
+		h.scanned = int32(i)
 	}
 	if end < 0 || end > h.s.limit {
 		if end > h.s.limit || len(in) >= h.s.limit {
@@ -602,7 +608,7 @@ func (h *conn) start(x *exchange) {
 	var ctx context.Context
 	ctx, x.cancel = context.WithCancel(h.ls.localCtx(c))
 	*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
-	req.RemoteAddr = h.remote
+	req.RemoteAddr = h.remote()
 	if h.tls {
 		cs := any(c).(connectionStater).ConnectionState()
 		req.TLS = &cs
@@ -688,7 +694,7 @@ func (x *exchange) serve() {
 			const size = 64 << 10
 			buf := make([]byte, size)
 			buf = buf[:runtime.Stack(buf, false)]
-			x.h.s.logf("http: panic serving %v: %v\n%s", x.h.remote, err, buf)
+			x.h.s.logf("http: panic serving %v: %v\n%s", x.h.remote(), err, buf)
 		}
 		x.cancel()
 		if w.hijacked.Load() {
