@@ -66,6 +66,20 @@ func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 	}
 }
 
+// eachSetup runs test once per backend and driver (server.APIRequests, server.APIReadiness),
+// as subtests "backend/api", each checking that nothing is left behind.
+func eachSetup(t *testing.T, test func(t *testing.T, backend string, opts ...server.Option)) {
+	for _, b := range backends {
+		for _, api := range []string{server.APIRequests, server.APIReadiness} {
+			t.Run(b+"/"+api, func(t *testing.T) {
+				requireBackend(t, b)
+				noLeaks(t)
+				test(t, b, server.WithAPI(api))
+			})
+		}
+	}
+}
+
 var warmOnce sync.Once
 
 // noLeaks fails the test if a goroutine or an fd it opened is left once it and its cleanups

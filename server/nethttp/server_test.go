@@ -4,6 +4,8 @@ package nethttp
 
 import (
 	"net/http"
+
+	"github.com/ringev/ringev/server"
 	"strings"
 	"sync"
 	"testing"
@@ -11,18 +13,18 @@ import (
 )
 
 // TestServerAnswersAsNetHTTP: each raw input of the corpus, sent to the same handler on
-// net/http and on ringev, gets the same bytes back (apart from the Date header's value), and
-// the connection is closed by both servers or by neither.
+// net/http and on ringev (each backend, both drivers), gets the same bytes back (apart from the
+// Date header's value), and the connection is closed by both servers or by neither.
 func TestServerAnswersAsNetHTTP(t *testing.T) {
 	cases := corpus()
 	if len(cases) < 200 {
 		t.Fatalf("the corpus holds %d inputs, fewer than 200", len(cases))
 	}
-	eachBackend(t, func(t *testing.T, backend string) {
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
 		lg, _ := quietLogger()
 		cfg := &http.Server{Handler: testHandler(), MaxHeaderBytes: 4096, ErrorLog: lg}
 		ref := serveNetHTTP(t, cfg)
-		got := serveRingev(t, backend, cfg)
+		got := serveRingev(t, backend, cfg, opts...)
 		var wg sync.WaitGroup
 		diffs := make([]string, len(cases))
 		sem := make(chan struct{}, 16)
