@@ -4,12 +4,12 @@ package nethttp
 
 import (
 	"net/http"
-
-	"github.com/ringev/ringev/server"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ringev/ringev/server"
 )
 
 // TestServerAnswersAsNetHTTP: each raw input of the corpus, sent to the same handler on
