@@ -47,6 +47,7 @@ func (p *workers) work(w *worker, x *exchange) {
 	defer t.Stop()
 	for {
 		x.serve()
+		x = nil // not kept alive while waiting
 		p.mu.Lock()
 		if len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()
