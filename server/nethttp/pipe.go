@@ -29,11 +29,12 @@ type pipe struct {
 	waiting  bool  // a Read waits for ready
 	ready    chan struct{}
 	deadline time.Time
+	timeout  error // what a Read past the deadline returns: os.ErrDeadlineExceeded, or one wrapping it
 	more     func()
 }
 
 func newPipe(more func()) *pipe {
-	return &pipe{ready: make(chan struct{}, 1), more: more}
+	return &pipe{ready: make(chan struct{}, 1), more: more, timeout: os.ErrDeadlineExceeded}
 }
 
 // put appends what fits of b (on the loop) and returns how many bytes it took.
@@ -137,8 +138,9 @@ func (p *pipe) Read(b []byte) (int, error) {
 		}
 		dl := p.deadline
 		if !dl.IsZero() && !time.Now().Before(dl) {
+			err := p.timeout
 			p.mu.Unlock()
-			return 0, os.ErrDeadlineExceeded
+			return 0, err
 		}
 		p.waiting = true
 		p.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -52,6 +53,15 @@ type loopState struct {
 	// request gets its own.
 	local context.Context
 	base  context.Context
+}
+
+// localAddr returns c's local address (on the loop), without asking the Conn (which keeps
+// it) where every connection has the engine's.
+func (ls *loopState) localAddr(c *server.Conn) net.Addr {
+	if ls.local != nil {
+		return ls.local.Value(http.LocalAddrContextKey).(net.Addr)
+	}
+	return c.LocalAddr()
 }
 
 // localCtx returns the base context of c's requests (on the loop).
@@ -594,6 +604,8 @@ func (h *conn) start(x *exchange) {
 			x.left = req.ContentLength
 		}
 		if d := s.cfg.ReadTimeout; d > 0 {
+			// The error of net/http's connection read: "read tcp LOCAL->REMOTE: i/o timeout".
+			x.body.timeout = &net.OpError{Op: "read", Net: "tcp", Source: h.ls.localAddr(c), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 			x.body.setDeadline(now.Add(d))
 		}
 		x.rb = &reqBody{inner: req.Body, chunked: x.left < 0, left: x.left, closing: req.Close}

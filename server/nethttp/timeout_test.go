@@ -3,9 +3,12 @@
 package nethttp
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,6 +58,24 @@ func TestServerClosesIdleConnection(t *testing.T) {
 		got, closed, err := exchangeRaw(addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", waitFor)
 		if err != nil || !closed || len(got) == 0 {
 			t.Fatalf("got %q, closed %v, %v: want the answer, then a close at the idle timeout", got, closed, err)
+		}
+	})
+}
+
+// TestServerEndsSlowBodyAtReadTimeout: a body that has not all come within ReadTimeout of the
+// request fails its reader with a timeout (a net.Error whose Timeout is true), as on net/http,
+// and the connection closes after the answer.
+func TestServerEndsSlowBodyAtReadTimeout(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			var ne net.Error
+			fmt.Fprintf(w, "timeout=%v %v", errors.As(err, &ne) && ne.Timeout(), err)
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h, ReadTimeout: 200 * time.Millisecond})
+		got, closed, err := exchangeRaw(addr, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", waitFor)
+		if err != nil || !closed || !strings.Contains(got, "timeout=true read tcp 127.0.0.1:") || !strings.HasSuffix(got, ": i/o timeout") {
+			t.Fatalf("got %q, closed %v, %v: want net/http's timeout error and a close", got, closed, err)
 		}
 	})
 }
