@@ -57,6 +57,11 @@ type Conn struct {
 	queued atomic.Bool
 	// gone is set once the connection is closing or closed: Write, Close and Abort fail.
 	gone atomic.Bool
+	// outN is the output written and not yet sent: pend, out and async (atomic: Pending and
+	// the output cap read it from any goroutine). inN is the input charged to the loop's
+	// buffered bytes (len(in) when last charged).
+	outN atomic.Int64
+	inN  int
 
 	// State, on the loop's goroutine.
 	dirty     bool  // in l.dirty: the turn's end flushes it
@@ -205,7 +210,43 @@ func (c *Conn) discard(n int) int {
 		c.l.bufs.put(c.in)
 		c.in, c.reqStart = nil, 0
 	}
+	c.chargeInput()
 	return n
+}
+
+// chargeInput charges the loop with the change of the input the connection keeps (c.in) since it
+// was last charged: the engine's buffered bytes (WithMaxBuffered) count it.
+func (c *Conn) chargeInput() {
+	if len(c.in) != c.inN {
+		c.chargeInputNow()
+	}
+}
+
+// chargeInputNow is chargeInput's work when the input has changed.
+func (c *Conn) chargeInputNow() {
+	if !c.closed {
+		c.l.charge(len(c.in) - c.inN)
+		c.inN = len(c.in)
+	}
+}
+
+// wrote counts n bytes added to the output (n < 0: sent or dropped) in what the connection and
+// its loop hold.
+func (c *Conn) wrote(n int) {
+	c.outN.Add(int64(n))
+	c.l.charge(n)
+}
+
+// fits tells whether n more bytes of output stay within the output cap (WithMaxPending).
+func (c *Conn) fits(n int) bool { return c.outN.Load()+int64(n) <= c.l.maxPend }
+
+// overflow is a write on the loop refused by the output cap: the connection is closed at once
+// (OnClose's err is ErrOutputFull), and the write returns ErrOutputFull.
+func (c *Conn) overflow(n int) error {
+	c.l.e.logf("closing a connection whose output would pass %d bytes (%d pending, %d more written)", c.l.maxPend, c.outN.Load(), n)
+	c.gone.Store(true)
+	c.abort(ErrOutputFull)
+	return ErrOutputFull
 }
 
 // Write appends p to the connection's output, in order, and returns len(p). Nothing is sent
@@ -214,10 +255,15 @@ func (c *Conn) discard(n int) int {
 // once the connection's buffer has grown to its traffic; from another goroutine it copies p
 // into the connection's inbox, and the loop takes it on its next turn (woken through the ring
 // from another loop of the engine). Either way p may be reused at once. It returns 0 and
-// net.ErrClosed once the connection is closing or closed.
+// net.ErrClosed once the connection is closing or closed. A write that would take Pending past
+// the output cap (WithMaxPending) is refused: it returns 0 and ErrOutputFull, and the
+// connection is closed at once, its output dropped (OnClose's err is ErrOutputFull).
 func (c *Conn) Write(p []byte) (int, error) {
 	if !c.l.ev.Owned() || c.gone.Load() {
 		return c.writeElsewhere(p)
+	}
+	if !c.fits(len(p)) {
+		return 0, c.overflow(len(p))
 	}
 	c.write(p)
 	return len(p), nil
@@ -236,6 +282,8 @@ func (c *Conn) write(p []byte) {
 	} else {
 		c.pend = append(c.pend, p...)
 	}
+	c.outN.Add(int64(len(p))) // wrote(len(p)), by hand: the call would not be inlined
+	c.l.charge(len(p))
 	if !c.dirty {
 		c.l.markDirty(c)
 	}
@@ -263,7 +311,8 @@ func (c *Conn) Buffers() (in, out []byte) {
 // Commit is Discard(consumed) followed by Write(out), in one call: out appended to Buffers' out
 // is written without a copy. It returns an error wrapping ringev.ErrNotOwner from another
 // goroutine (nothing is done), and net.ErrClosed, with the input discarded, when out is not
-// empty and the connection is closing or closed.
+// empty and the connection is closing or closed; ErrOutputFull, with the input discarded, when
+// out would take Pending past the output cap (the connection is closed, as Write's doc says).
 func (c *Conn) Commit(consumed int, out []byte) error {
 	if !c.l.ev.Owned() {
 		return errNotOwner("Commit")
@@ -276,6 +325,9 @@ func (c *Conn) Commit(consumed int, out []byte) error {
 	}
 	if c.gone.Load() {
 		return net.ErrClosed
+	}
+	if !c.fits(len(out)) {
+		return c.overflow(len(out))
 	}
 	c.write(out)
 	return nil
@@ -309,7 +361,8 @@ func (c *Conn) writeElsewhere(p []byte) (int, error) {
 	return c.writeAsync(p)
 }
 
-// writeAsync is Write from another goroutine: p joins c.async and the loop is woken.
+// writeAsync is Write from another goroutine: p joins c.async and the loop is woken. Past the
+// output cap, the write is refused and an abort is queued for the loop.
 func (c *Conn) writeAsync(p []byte) (int, error) {
 	l := c.l
 	l.mu.Lock()
@@ -321,11 +374,22 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 		l.mu.Unlock()
 		return 0, nil
 	}
+	if !c.fits(len(p)) {
+		if !c.gone.CompareAndSwap(false, true) {
+			l.mu.Unlock()
+			return 0, net.ErrClosed
+		}
+		l.inC = append(l.inC, closeReq{c: c, abort: true, reason: ErrOutputFull})
+		l.wakeLocked()
+		return 0, ErrOutputFull
+	}
 	if len(c.async) == 0 {
 		l.inW = append(l.inW, c)
 		c.queued.Store(true)
 	}
 	c.async = append(c.async, p...)
+	c.outN.Add(int64(len(p)))
+	l.bufAsync.Add(int64(len(p)))
 	l.wakeLocked()
 	return len(p), nil
 }
@@ -345,19 +409,25 @@ func (c *Conn) writeAfterAsync(p []byte) []byte {
 // the bytes other goroutines wrote before it join the output.
 func (c *Conn) takeAsyncNow() {
 	c.l.mu.Lock()
-	c.takeAsync()
+	n := c.takeAsync()
 	c.l.mu.Unlock()
+	c.l.charge(n)
 }
 
-// takeAsync moves what other goroutines wrote into the output (drain, under l.mu).
-func (c *Conn) takeAsync() {
+// takeAsync moves what other goroutines wrote into the output (drain, under l.mu); on a
+// closing or closed connection it drops it. It returns the bytes moved, which the caller
+// charges to the loop once l.mu is unlocked (charge may post to the loops).
+func (c *Conn) takeAsync() int {
 	c.queued.Store(false)
+	n := len(c.async)
+	if n == 0 {
+		return 0 // taken already by takeAsyncNow
+	}
+	c.l.bufAsync.Add(-int64(n))
 	if c.closing || c.closed {
 		c.async = c.async[:0]
-		return
-	}
-	if len(c.async) == 0 {
-		return // taken already by takeAsyncNow
+		c.outN.Add(-int64(n))
+		return 0
 	}
 	if len(c.pend) == 0 {
 		c.pend, c.async = c.async, c.pend[:0]
@@ -368,16 +438,17 @@ func (c *Conn) takeAsync() {
 	if !c.dirty {
 		c.l.markDirty(c)
 	}
+	return n
 }
 
-// Pending is the number of output bytes written and not yet sent (0 from another goroutine).
-func (c *Conn) Pending() int {
-	if !c.l.ev.Owned() {
-		return 0
-	}
-	return c.pending()
-}
+// Pending is the number of output bytes written and not yet sent, including those other
+// goroutines wrote that the loop has not taken yet. Safe from any goroutine; 0 once the
+// connection has closed. Past the write limit (WriteLimit) the connection is no longer read;
+// a write that would take it past the output cap (WithMaxPending) is refused.
+func (c *Conn) Pending() int { return int(c.outN.Load()) }
 
+// pending is the output the loop holds (what Pending counts but the bytes not yet taken from
+// other goroutines).
 func (c *Conn) pending() int { return len(c.pend) + len(c.out) }
 
 // WriteLimit is the pending output, in bytes, past which the connection is no longer read
@@ -455,6 +526,7 @@ func (c *Conn) closeWith(reason error, asked bool) {
 	if !c.inData {
 		c.l.bufs.put(c.in)
 		c.in = nil
+		c.chargeInput()
 	}
 	c.l.drv.update(c)
 	if !c.dirty {
@@ -484,6 +556,12 @@ func (c *Conn) end(reason error) {
 		c.timer.Stop()
 		c.timer = nil
 	}
+	if c.queued.Load() {
+		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
+	}
+	c.wrote(-(len(c.pend) + len(c.out))) // c.out, if a send has it, counts no more either
+	c.l.charge(-c.inN)
+	c.inN = 0
 	c.l.bufs.put(c.pend)
 	c.pend = nil
 	if !c.inData {
@@ -527,6 +605,7 @@ func (c *Conn) deliver(data []byte) {
 
 // received serves c.in, which has grown (deliver, or the readiness driver's read into it).
 func (c *Conn) received() {
+	c.chargeInput()
 	if !c.paused && !c.held {
 		c.serve(c.in)
 		return
@@ -551,6 +630,7 @@ func (c *Conn) serve(data []byte) {
 	case c.closing || c.closed || len(rest) == 0:
 		l.bufs.put(c.in)
 		c.in, c.reqStart = nil, 0
+		c.chargeInput()
 		return
 	case len(rest) > MaxInput:
 		l.bufs.put(c.in)
@@ -563,6 +643,7 @@ func (c *Conn) serve(data []byte) {
 		c.in = l.bufs.get()
 	}
 	c.in = append(c.in[:0], rest...) // rest may be c.in's tail: append moves it to the start
+	c.chargeInput()
 	if c.reqTO > 0 && (consumed || c.reqStart == 0) {
 		c.reqStart = l.now() // precise: the request deadline is the one a client can exploit
 		c.armTimer(c.reqStart + int64(c.reqTO))

@@ -196,6 +196,8 @@ func (d *connRdy) write(c *Conn) {
 		return
 	}
 	d.l.sends++
+	c.outN.Add(-int64(n)) // wrote(-n), by hand (hot path)
+	c.l.charge(-n)
 	if n == len(c.pend) {
 		d.l.bufs.put(c.pend)
 		c.pend, c.wblocked = nil, false
@@ -269,6 +271,7 @@ func (d *connRdy) linger(c *Conn) {
 	if !c.inData {
 		d.l.bufs.put(c.in)
 		c.in = nil
+		c.chargeInput()
 	}
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		c.end(nil)

@@ -208,6 +208,10 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 // reqSent handles a send's completion: all of c.out was sent (the loop finishes short sends),
 // or an error (a reset, ECANCELED by CloseFd).
 func (c *Conn) reqSent(x *ringev.Completion) {
+	if !c.closed { // (else end counted it out already)
+		c.outN.Add(-int64(len(c.out))) // wrote(-len(c.out)), by hand (hot path)
+		c.l.charge(-len(c.out))
+	}
 	c.l.bufs.put(c.out) // the kernel is done with it
 	c.out = nil
 	if x.Err != nil {
@@ -289,6 +293,7 @@ func (d *connReqs) send(c *Conn) {
 	d.l.sends++
 	if _, err := d.l.ev.Send(c.fd, c.out, 0, c.cb, tokSend); err != nil {
 		d.l.e.logf("send: %v", err)
+		c.wrote(-len(c.out))
 		d.l.bufs.put(c.out)
 		c.out = nil
 		c.end(err)

@@ -33,6 +33,13 @@
 // read until it drains (WithWriteLimit, BackpressureHandler). A handler stops reading one
 // itself with Conn.PauseRead (a proxy whose other side does not keep up), until ResumeRead.
 //
+// Memory is bounded by default. A write that would take a connection's pending output
+// (Conn.Pending, right from any goroutine) past its cap, 4 MiB, is refused and closes the
+// connection (WithMaxPending, ErrOutputFull); input a handler leaves is capped at MaxInput.
+// Past the engine's budget for what all its connections hold, an eighth of the memory the
+// process may use, the connections that hold the most are closed (WithMaxBuffered,
+// ErrEngineFull).
+//
 // # Engines
 //
 // Listen (and Serve) serve TCP (IPv4 and IPv6) and Unix stream sockets; ListenPacket serves UDP

@@ -229,6 +229,33 @@ func (e *Engine) Conns() int {
 	return n
 }
 
+// Buffered is the number of bytes the engine's connections hold: their unconsumed input and
+// their output not yet sent (Conn.Pending). Each loop shows the engine its count when it has
+// moved by 64 KiB, so the figure may be off by that much per loop. Safe from any goroutine.
+// Past WithMaxBuffered the engine sheds connections (ErrEngineFull).
+func (e *Engine) Buffered() int { return int(e.buffered()) }
+
+// buffered is Buffered.
+func (e *Engine) buffered() int64 {
+	var n int64
+	for _, l := range e.loops {
+		n += l.bufShown.Load() + l.bufAsync.Load()
+	}
+	return n
+}
+
+// overBudget queues a shed (Loop.shed) on every loop that has none queued: the engine holds
+// more than WithMaxBuffered.
+func (e *Engine) overBudget() {
+	for _, l := range e.loops {
+		if l.shedQueued.CompareAndSwap(false, true) {
+			if l.Post(l.shedFn) != nil {
+				l.shedQueued.Store(false)
+			}
+		}
+	}
+}
+
 // Shutdown stops the engine gracefully: every loop stops accepting (taking the connections
 // already in the backlog), lets what the connections have sent be served for a moment (10 ms),
 // then closes each connection once what was written to it is sent (OnClose's err is

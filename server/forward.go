@@ -7,7 +7,8 @@ package server
 // checks the caller once. dst may be on another loop (its Write then queues, as from any
 // goroutine). It belongs to c's loop's goroutine (an error wrapping ringev.ErrNotOwner from
 // another, nothing moved); when dst is closing or closed the input is discarded all the same and
-// the error is net.ErrClosed.
+// the error is net.ErrClosed; when it would take dst's output past its cap, dst is closed and
+// the error is ErrOutputFull (see Write).
 func (c *Conn) Forward(dst *Conn) (int, error) {
 	if !c.l.ev.Owned() {
 		return 0, errNotOwner("Forward")
@@ -19,7 +20,11 @@ func (c *Conn) Forward(dst *Conn) (int, error) {
 	}
 	var err error
 	if dst.l == c.l && !dst.gone.Load() {
-		dst.write(b)
+		if dst.fits(n) {
+			dst.write(b)
+		} else {
+			err = dst.overflow(n)
+		}
 	} else {
 		_, err = dst.Write(b)
 	}

@@ -53,9 +53,9 @@ type OpenHandler interface {
 
 // CloseHandler is a Handler told when a connection has closed, and why: err is nil after
 // Conn.Close or Conn.Abort, io.EOF when the peer closed, ErrIdleTimeout, ErrRequestTimeout,
-// ErrShutdown, ErrInputTooLarge, or the socket's error (wrapping the errno, e.g.
-// unix.ECONNRESET). The socket is closed by then: writes fail with net.ErrClosed. Called once per
-// connection that OnOpen was called for.
+// ErrShutdown, ErrInputTooLarge, ErrOutputFull, ErrEngineFull, or the socket's error (wrapping
+// the errno, e.g. unix.ECONNRESET). The socket is closed by then: writes fail with
+// net.ErrClosed. Called once per connection that OnOpen was called for.
 type CloseHandler interface {
 	OnClose(c *Conn, err error)
 }
@@ -71,8 +71,9 @@ type TickHandler interface {
 // passes the write limit (WithWriteLimit) at a turn's end: paused is true, and the connection
 // is no longer read, so OnData is not called for it. Once the output has drained to half the
 // limit, paused is false, reading resumes, and OnData is called if input is buffered. Writes
-// are never refused for it: a handler that writes to a connection its peer does not read (a
-// broadcast to a stalled client) watches Pending, or this, and closes it.
+// are not refused for it: a handler that writes to a connection its peer does not read (a
+// broadcast to a stalled client) watches Pending (right from any goroutine), or this. Past the
+// output cap (WithMaxPending), writes are refused and the connection closes (ErrOutputFull).
 type BackpressureHandler interface {
 	OnBackpressure(c *Conn, paused bool)
 }
@@ -97,4 +98,11 @@ var (
 	ErrShutdown = errors.New("server: engine shut down")
 	// ErrInputTooLarge: the handler left more than MaxInput bytes of input unconsumed.
 	ErrInputTooLarge = errors.New("server: unconsumed input past MaxInput")
+	// ErrOutputFull: a write would have taken the connection's pending output past its cap
+	// (WithMaxPending): its peer does not read what it is sent. Write, WriteString and Commit
+	// return it for the write they refuse; OnClose is given it.
+	ErrOutputFull = errors.New("server: pending output past the output cap (WithMaxPending): the peer does not read")
+	// ErrEngineFull: the engine's connections held more than its budget (WithMaxBuffered),
+	// and this one held the most on its loop.
+	ErrEngineFull = errors.New("server: the engine's buffered bytes past its budget (WithMaxBuffered): closed the connection that held the most")
 )

@@ -23,8 +23,22 @@ type Loop struct {
 
 	recvMode string // the requests driver's (RecvMultishot, RecvPerConn), else ""
 	limit    int    // WithWriteLimit's
+	maxPend  int64  // WithMaxPending's
 	load     atomic.Int64
 	rr       int // BalanceRoundRobin: the next loop (the first loop's goroutine only)
+
+	// bufHeld is what the loop's connections hold, in bytes: their input and the output the
+	// loop has taken (the loop's goroutine only); bufShown is bufHeld as the engine sees it,
+	// stored when bufHeld has moved by heldStep from bufShowed, the loop's copy of it; bufAsync
+	// is the output other goroutines wrote to them that the loop has not taken. The engine's
+	// buffered bytes (WithMaxBuffered) are the sum of bufShown and bufAsync over its loops.
+	// shedQueued: a shed is posted and has not run.
+	bufHeld    int64
+	bufShowed  int64
+	bufShown   atomic.Int64
+	bufAsync   atomic.Int64
+	shedQueued atomic.Bool
+	shedFn     func()
 
 	// The inbox: what other goroutines queue for this loop, under mu. woken: a drain is
 	// posted and has not taken the inbox yet; stopped: the loop has ended, nothing is taken.
@@ -73,10 +87,12 @@ type Loop struct {
 	ringWakes, postWakes atomic.Uint64
 }
 
-// closeReq is a Conn.Close or Conn.Abort from another goroutine.
+// closeReq is a Conn.Close or Conn.Abort from another goroutine, or an abort for reason (a
+// write refused by the output cap).
 type closeReq struct {
-	c     *Conn
-	abort bool
+	c      *Conn
+	abort  bool
+	reason error
 }
 
 // ioDriver is what a Loop asks of its I/O driver (conn_requests.go, conn_readiness.go).
@@ -106,8 +122,8 @@ type ioDriver interface {
 
 // newLoop makes the engine's loop idx (not yet running).
 func newLoop(e *Engine, idx int) *Loop {
-	l := &Loop{e: e, idx: idx, conns: map[*Conn]struct{}{}, limit: e.o.writeLimit}
-	l.drainFn, l.flushFn = l.drain, l.flush
+	l := &Loop{e: e, idx: idx, conns: map[*Conn]struct{}{}, limit: e.o.writeLimit, maxPend: int64(e.o.maxPending)}
+	l.drainFn, l.flushFn, l.shedFn = l.drain, l.flush, l.shed
 	l.shutdownFn, l.closeFn = l.shutdown, l.closeAll
 	return l
 }
@@ -286,15 +302,17 @@ func (l *Loop) drain() {
 	l.tkC, l.inC = l.inC, l.tkC[:0]
 	l.tkFd, l.inFd = l.inFd, l.tkFd[:0]
 	l.tkF, l.inF = l.inF, l.tkF[:0]
+	taken := 0
 	for i, c := range l.tkW {
-		c.takeAsync()
+		taken += c.takeAsync()
 		l.tkW[i] = nil
 	}
 	l.mu.Unlock()
+	l.charge(taken)
 	for i, r := range l.tkC {
 		l.tkC[i] = closeReq{}
 		if r.abort {
-			r.c.abort(nil)
+			r.c.abort(r.reason)
 		} else {
 			r.c.closeWith(nil, true)
 		}
@@ -488,6 +506,67 @@ func (l *Loop) flush() {
 		}
 	}
 	l.flushing, l.clockSet = false, false
+}
+
+// heldStep is how far, in bytes, what a loop's connections hold moves before the engine is
+// shown it (Loop.charge): the engine's count of its buffered bytes is off by at most this much
+// per loop, and a connection whose traffic is smaller never touches a shared counter.
+const heldStep = 64 << 10
+
+// charge adds n bytes (n < 0: takes them off) to what the loop's connections hold, and shows
+// the engine the count once it has moved by heldStep; past the engine's budget, the engine
+// sheds (Engine.overBudget). The common case, a move within heldStep, costs an add and two
+// compares (it is inlined).
+func (l *Loop) charge(n int) {
+	l.bufHeld += int64(n)
+	if uint64(l.bufHeld-l.bufShowed+heldStep) > 2*heldStep {
+		l.show()
+	}
+}
+
+// show is charge's work when the count has moved by heldStep.
+func (l *Loop) show() {
+	grew := l.bufHeld > l.bufShowed
+	l.bufShowed = l.bufHeld
+	l.bufShown.Store(l.bufHeld)
+	if grew && l.e.buffered() > int64(l.e.o.maxBuffered) {
+		l.e.overBudget()
+	}
+}
+
+// shed closes connections of the loop that hold the most, largest first, while the engine
+// holds more than its budget (WithMaxBuffered): each is aborted (its output dropped, the peer
+// reset), OnClose's err is ErrEngineFull, and WithLogf's function is told. A connection that
+// holds no more than an even share of the budget (the budget over the engine's connections)
+// is never shed: over the budget, some connection holds more.
+func (l *Loop) shed() {
+	l.shedQueued.Store(false)
+	e := l.e
+	l.bufShowed = l.bufHeld
+	l.bufShown.Store(l.bufHeld)
+	budget := int64(e.o.maxBuffered)
+	for {
+		total := e.buffered()
+		if total <= budget {
+			return
+		}
+		share := budget / int64(max(1, e.Conns()))
+		var worst *Conn
+		most := share
+		for c := range l.conns {
+			if h := c.outN.Load() + int64(len(c.in)); h > most && !c.closed {
+				worst, most = c, h
+			}
+		}
+		if worst == nil {
+			return
+		}
+		e.logf("the engine holds %d bytes, past its budget of %d: closing a connection that holds %d", total, budget, most)
+		worst.gone.Store(true)
+		worst.abort(ErrEngineFull)
+		l.bufShowed = l.bufHeld
+		l.bufShown.Store(l.bufHeld)
+	}
 }
 
 // bufPool is a loop's free list of output and leftover-input buffers (len 0), so that a busy

@@ -22,6 +22,8 @@ type options struct {
 	idle        time.Duration
 	request     time.Duration
 	writeLimit  int
+	maxPending  int
+	maxBuffered int
 	drain       time.Duration
 	logf        func(format string, args ...any)
 	loopOptions []ringev.Option
@@ -53,6 +55,13 @@ const DefaultDrainTimeout = 5 * time.Second
 // DefaultWriteLimit is the pending output of a connection, in bytes, past which it is no longer
 // read (WithWriteLimit): 256 KiB.
 const DefaultWriteLimit = 256 << 10
+
+// DefaultMaxPending is a connection's output cap, in bytes (WithMaxPending): 4 MiB, as
+// MaxInput is its input's. It is 16 times DefaultWriteLimit: a handler that stops writing past
+// the write limit (RESP and HTTP do) stays far below it, and a peer that reads takes that much
+// within milliseconds. Only a connection whose peer does not read, written to by a broadcast
+// or another goroutine, reaches it: closing it bounds what a server holds for one peer.
+const DefaultMaxPending = 4 << 20
 
 // WithLoops sets the number of loops, each on its own OS thread; 0 (the default) means one per
 // CPU the process may run on (its affinity mask, sched_getaffinity(2)).
@@ -91,6 +100,23 @@ func WithRequestTimeout(d time.Duration) Option { return func(o *options) { o.re
 // WithWriteLimit sets the pending output, in bytes, past which a connection is no longer read
 // until it drains to half of it (BackpressureHandler is told); 0 means DefaultWriteLimit.
 func WithWriteLimit(bytes int) Option { return func(o *options) { o.writeLimit = bytes } }
+
+// WithMaxPending sets a connection's output cap, in bytes: a write (on the loop or from another
+// goroutine) that would take Conn.Pending past it is refused with ErrOutputFull, and the
+// connection is closed at once, its output dropped (OnClose's err is ErrOutputFull). 0 means
+// DefaultMaxPending. A handler that writes more at once than the cap raises it, or writes in
+// pieces as the output drains (BackpressureHandler).
+func WithMaxPending(bytes int) Option { return func(o *options) { o.maxPending = bytes } }
+
+// WithMaxBuffered sets the engine's budget, in bytes, for what its connections hold: their
+// unconsumed input and their output not yet sent (Engine.Buffered). Past it, each loop closes
+// its connections that hold the most, largest first, until the engine is back within it
+// (OnClose's err is ErrEngineFull); a connection that holds no more than an even share of the
+// budget is never closed for it. 0 means the default: an eighth of the memory the process may
+// use, the least of the machine's RAM (sysinfo(2)), the cgroup's memory limit and GOMEMLIMIT
+// (an eighth: Go's collector lets the heap grow to twice what is live before it runs, and a
+// buffer grown by append may have twice the room it uses).
+func WithMaxBuffered(bytes int) Option { return func(o *options) { o.maxBuffered = bytes } }
 
 // WithDrainTimeout bounds the graceful shutdown that the cancellation of Listen's context
 // starts: connections still open after d are closed at once. 0 means DefaultDrainTimeout.
@@ -146,6 +172,8 @@ func resolve(network string, opts []Option) (options, error) {
 		{"WithIdleTimeout", int64(o.idle), o.idle.String()},
 		{"WithRequestTimeout", int64(o.request), o.request.String()},
 		{"WithWriteLimit", int64(o.writeLimit), fmt.Sprint(o.writeLimit)},
+		{"WithMaxPending", int64(o.maxPending), fmt.Sprint(o.maxPending)},
+		{"WithMaxBuffered", int64(o.maxBuffered), fmt.Sprint(o.maxBuffered)},
 		{"WithDrainTimeout", int64(o.drain), o.drain.String()},
 	} {
 		if neg.v < 0 {
@@ -154,6 +182,12 @@ func resolve(network string, opts []Option) (options, error) {
 	}
 	if o.writeLimit == 0 {
 		o.writeLimit = DefaultWriteLimit
+	}
+	if o.maxPending == 0 {
+		o.maxPending = DefaultMaxPending
+	}
+	if o.maxBuffered == 0 {
+		o.maxBuffered = int(memoryLimit() / 8)
 	}
 	if o.drain == 0 {
 		o.drain = DefaultDrainTimeout

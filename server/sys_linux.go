@@ -1,7 +1,12 @@
 package server
 
 import (
+	"math"
+	"os"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/uring"
@@ -46,4 +51,23 @@ func submitMsg(l *ringev.Loop, fd int, msg *unix.Msghdr, keep []byte, cb ringev.
 	}
 	_, err := l.SubmitSQE(&sqe, keep, cb, token)
 	return err
+}
+
+// memoryLimit is the memory the process may use, in bytes: the least of the machine's RAM
+// (sysinfo(2)), the cgroup's memory limit (cgroup v2's memory.max, v1's
+// memory.limit_in_bytes, as the process sees its cgroup filesystem) and GOMEMLIMIT.
+func memoryLimit() int64 {
+	limit := int64(math.MaxInt64)
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil && si.Totalram > 0 {
+		limit = int64(si.Totalram) * int64(max(si.Unit, 1))
+	}
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if b, err := os.ReadFile(f); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+				limit = min(limit, n) // "max" (no limit) does not parse
+			}
+		}
+	}
+	return min(limit, debug.SetMemoryLimit(-1))
 }

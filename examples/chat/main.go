@@ -93,7 +93,9 @@ func (ch *chat) OnTick(l *server.Loop) time.Duration {
 }
 
 // broadcast writes msg to every client with a nick but skip. Write only buffers: a client gets
-// one send per loop turn, however many lines were written to it.
+// one send per loop turn, however many lines were written to it. A client that does not read
+// is closed by the engine once 4 MiB wait for it (server.DefaultMaxPending): its Write fails,
+// and OnClose says it left.
 func (ch *chat) broadcast(skip *server.Conn, msg []byte) {
 	for c := range ch.named.Range {
 		if c != skip {

@@ -106,23 +106,30 @@ func (nc *netConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Write writes b in pieces of at most syncEvery bytes, waiting between them while the Conn's
+// output is past its write limit (see connWriter).
 func (nc *netConn) Write(b []byte) (int, error) {
 	nc.mu.Lock()
 	defer nc.mu.Unlock()
-	if !nc.wdl.IsZero() && !time.Now().Before(nc.wdl) {
-		return 0, &net.OpError{Op: "write", Net: "tcp", Source: nc.laddr, Addr: nc.raddr, Err: os.ErrDeadlineExceeded}
-	}
-	n, err := nc.c.Write(b)
-	if err != nil {
-		return n, err
-	}
-	if nc.unsynced += n; nc.unsynced >= syncEvery {
-		nc.unsynced = 0
-		if err := nc.h.syncWrites(nc.wdl); err != nil {
+	n := 0
+	for {
+		if !nc.wdl.IsZero() && !time.Now().Before(nc.wdl) {
+			return n, &net.OpError{Op: "write", Net: "tcp", Source: nc.laddr, Addr: nc.raddr, Err: os.ErrDeadlineExceeded}
+		}
+		m, err := nc.c.Write(b[:min(len(b), syncEvery)])
+		if n, b = n+m, b[m:]; err != nil {
 			return n, err
 		}
+		if nc.unsynced += m; nc.unsynced >= syncEvery {
+			nc.unsynced = 0
+			if err := nc.h.syncWrites(nc.wdl); err != nil {
+				return n, err
+			}
+		}
+		if len(b) == 0 {
+			return n, nil
+		}
 	}
-	return n, nil
 }
 
 func (nc *netConn) Close() error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ringev/ringev/server"
 )
 
 // TestServerHijackServesWebSocket: coder/websocket's Accept hijacks the connection, and a
@@ -95,6 +96,37 @@ func TestServerHijackHandsOverBytesReadAlready(t *testing.T) {
 		got, err := bufio.NewReader(c).ReadString('\n')
 		if err != nil || got != "got after the head\n" {
 			t.Fatalf("got %q, %v", got, err)
+		}
+	})
+}
+
+// TestServerHijackWriteLargerThanTheOutputCapArrives: one Write of 4 MB, four times the Conn's
+// output cap (server.WithMaxPending), on a hijacked connection reaches the client whole.
+func TestServerHijackWriteLargerThanTheOutputCapArrives(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		big := strings.Repeat("abcdefghij", 400000)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			nc, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer nc.Close()
+			if _, err := io.WriteString(nc, big); err != nil {
+				t.Errorf("Write of %d bytes: %v", len(big), err)
+			}
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, server.WithMaxPending(1<<20))
+		c, err := net.DialTimeout("tcp", addr, waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(waitFor))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != big {
+			t.Fatalf("read %d bytes of %d, %v", len(got), len(big), err)
 		}
 	})
 }

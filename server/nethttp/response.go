@@ -159,12 +159,28 @@ func (w *response) release() {
 }
 
 // connWriter writes a response's bytes to its Conn (from the handler's goroutine), waiting
-// every syncEvery bytes while the Conn's output is past its write limit.
+// every syncEvery bytes while the Conn's output is past its write limit. A write longer than
+// syncEvery goes in pieces of syncEvery, with the waits between them, so that the Conn's
+// output stays far below its cap (server.WithMaxPending) however much one write holds.
 type connWriter struct{ w *response }
 
 var errTimeout error = &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}
 
 func (cw connWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > syncEvery {
+		m, err := cw.write(p[:syncEvery])
+		if n += m; err != nil {
+			return n, err
+		}
+		p = p[syncEvery:]
+	}
+	m, err := cw.write(p)
+	return n + m, err
+}
+
+// write is Write of at most syncEvery bytes.
+func (cw connWriter) write(p []byte) (int, error) {
 	w := cw.w
 	if w.werr != nil {
 		return 0, w.werr

@@ -1,0 +1,76 @@
+//go:build linux
+
+package server
+
+// Tests of the engine's budget for what its connections hold (WithMaxBuffered): past it, the
+// connection that holds the most is closed with ErrEngineFull, and the others are served.
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// floodCloser is a flooder that reports the reason each connection closed.
+type floodCloser struct {
+	*flooder
+	closed chan error
+}
+
+func (f *floodCloser) OnClose(c *Conn, err error) { f.closed <- err }
+
+// TestEngineBudgetShedsTheConnectionHoldingTheMostOutput: with a budget of 512 KiB, 1 MiB
+// written to a client that does not read closes that connection with ErrEngineFull, and
+// another client is still answered.
+func TestEngineBudgetShedsTheConnectionHoldingTheMostOutput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &floodCloser{flooder: &flooder{}, closed: make(chan error, 2)}
+		e := startEngine(t, f, append(s.opts(), WithMaxBuffered(512<<10))...)
+		stalled, other := dialEngine(t, e), dialEngine(t, e)
+		stalled.(*net.TCPConn).SetReadBuffer(32 << 10)
+		stalled.Write([]byte("flood\n"))
+		select {
+		case err := <-f.closed:
+			if !errors.Is(err, ErrEngineFull) {
+				t.Errorf("OnClose err %v, want ErrEngineFull", err)
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("no connection closed within %v of 1 MiB held past a 512 KiB budget (%d bytes held)", waitFor, e.Buffered())
+		}
+		stillAnswered(t, other)
+	})
+}
+
+// TestEngineBudgetShedsTheConnectionHoldingTheMostInput: with a budget of 512 KiB, a client
+// that sends 1 MiB its handler leaves unconsumed (a line without its end) is closed with
+// ErrEngineFull, and another client is still answered.
+func TestEngineBudgetShedsTheConnectionHoldingTheMostInput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithMaxBuffered(512<<10))...)
+		greedy, other := dialEngine(t, e), dialEngine(t, e)
+		r.next(t)
+		r.next(t)
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			greedy.Write([]byte(strings.Repeat("x", 1<<20))) // fails once the server resets it
+		}()
+		if _, err := r.closedWith(t); !errors.Is(err, ErrEngineFull) {
+			t.Errorf("OnClose err %v, want ErrEngineFull", err)
+		}
+		<-sent
+		stillAnswered(t, other)
+	})
+}
+
+// stillAnswered fails the test unless a line sent on c comes back.
+func stillAnswered(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.Write([]byte("still here\n"))
+	if got := readN(t, c, 11); got != "still here\n" {
+		t.Errorf("the other client got %q", got)
+	}
+}
