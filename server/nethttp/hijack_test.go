@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	gorilla "github.com/gorilla/websocket"
 	"github.com/ringev/ringev/server"
 )
 
@@ -128,5 +129,48 @@ func TestServerHijackWriteLargerThanTheOutputCapArrives(t *testing.T) {
 		if err != nil || string(got) != big {
 			t.Fatalf("read %d bytes of %d, %v", len(got), len(big), err)
 		}
+	})
+}
+
+// TestServerHijackServesGorillaWebSocket: gorilla/websocket's Upgrader hijacks the connection
+// (it refuses one whose reader holds bytes already), and its client's messages come back.
+func TestServerHijackServesGorillaWebSocket(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		up := gorilla.Upgrader{}
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			for {
+				typ, b, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				if err := c.WriteMessage(typ, b); err != nil {
+					return
+				}
+			}
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		d := gorilla.Dialer{HandshakeTimeout: waitFor}
+		c, _, err := d.Dial("ws://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(waitFor))
+		for _, msg := range []string{"hello", strings.Repeat("big ", 100000)} {
+			if err := c.WriteMessage(gorilla.BinaryMessage, []byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			_, b, err := c.ReadMessage()
+			if err != nil || string(b) != msg {
+				t.Fatalf("echo of %d bytes: %d bytes, %v", len(msg), len(b), err)
+			}
+		}
+		c.WriteMessage(gorilla.CloseMessage, gorilla.FormatCloseMessage(gorilla.CloseNormalClosure, ""))
 	})
 }
