@@ -8,6 +8,7 @@ package server
 import (
 	"errors"
 	"net"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,16 @@ func stillAnswered(t *testing.T, c net.Conn) {
 	c.Write([]byte("still here\n"))
 	if got := readN(t, c, 11); got != "still here\n" {
 		t.Errorf("the other client got %q", got)
+	}
+}
+
+// TestEngineBudgetDefaultIsAnEighthOfGOMEMLIMIT: with GOMEMLIMIT at 64 MiB (below the machine's
+// RAM and any cgroup limit a test machine has), an engine's default budget is 8 MiB.
+func TestEngineBudgetDefaultIsAnEighthOfGOMEMLIMIT(t *testing.T) {
+	noLeaks(t)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(64 << 20))
+	e := startEngine(t, newRecorder())
+	if got := e.o.maxBuffered; got != 8<<20 {
+		t.Errorf("default budget %d bytes with GOMEMLIMIT at 64 MiB, want %d", got, 8<<20)
 	}
 }
