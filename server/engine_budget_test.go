@@ -86,3 +86,41 @@ func TestEngineBudgetDefaultIsAnEighthOfGOMEMLIMIT(t *testing.T) {
 		t.Errorf("default budget %d bytes with GOMEMLIMIT at 64 MiB, want %d", got, 8<<20)
 	}
 }
+
+// TestEngineBudgetCountsNothingOnceConnectionsClose: after connections that held input (a line
+// without its end), output their clients did not read (1 MiB), and output written from another
+// goroutine have all closed, their loop counts no byte held: what the connections held was
+// taken off the count as it was sent, consumed or dropped.
+func TestEngineBudgetCountsNothingOnceConnectionsClose(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &floodCloser{flooder: &flooder{}, closed: make(chan error, 10)}
+		e := startEngine(t, f, s.opts()...)
+		flooded, partial, echoed := dialEngine(t, e), dialEngine(t, e), dialEngine(t, e)
+		flooded.Write([]byte("flood\n"))
+		partial.Write([]byte("no end of line"))
+		echoed.Write([]byte("one\n"))
+		readN(t, echoed, 4)
+		eventually(t, "the flood written", func() bool { return strings.HasPrefix(f.log(), "flood") })
+		l := e.Loops()[0]
+		var conns []*Conn
+		onLoop(t, l, func() {
+			for c := range l.conns {
+				conns = append(conns, c)
+			}
+		})
+		for _, c := range conns {
+			if _, err := c.WriteString("from another goroutine\n"); err != nil {
+				t.Error(err)
+			}
+		}
+		for _, c := range []net.Conn{flooded, partial, echoed} {
+			c.Close()
+		}
+		eventually(t, "the connections closed", func() bool { return e.Conns() == 0 })
+		var held int64
+		onLoop(t, l, func() { held = l.bufHeld + l.bufAsync.Load() })
+		if held != 0 {
+			t.Errorf("the loop counts %d bytes held once its connections have closed, want 0", held)
+		}
+	})
+}
