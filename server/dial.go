@@ -422,11 +422,7 @@ func (d *dialer) opened() {
 	d.fd = -1
 	l := d.l
 	l.load.Add(1)
-	c := l.newConn(fd, d.hs)
-	l.open(c, d.done)
-	if l.draining && l.graceDone {
-		c.closeWith(ErrShutdown, false)
-	}
+	l.open(l.newConn(fd, d.hs), d.done)
 }
 
 // ctxDone is the dial's context's end (posted by context.AfterFunc).
