@@ -4,6 +4,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -22,7 +23,7 @@ const MaxInput = 4 << 20
 
 // Conn is one connection of an Engine. Its methods belong to its loop's goroutine (the
 // Handler's methods and functions given to Loop.Post run there), except Write, WriteString,
-// Close, Abort, PauseRead and ResumeRead, which are safe from any goroutine: from another one
+// Close, Abort, CloseWrite, PauseRead and ResumeRead, which are safe from any goroutine: from another one
 // they queue what they do for the loop. A method that cannot be used from the caller's goroutine returns an error
 // wrapping ringev.ErrNotOwner; a closed connection's, one that is net.ErrClosed.
 //
@@ -55,8 +56,11 @@ type Conn struct {
 	// bytes (read without the lock).
 	async  []byte
 	queued atomic.Bool
-	// gone is set once the connection is closing or closed: Write, Close and Abort fail.
-	gone atomic.Bool
+	// gone is set once the connection is closing or closed, or its writing side is: Write,
+	// Close and Abort fail, except after CloseWrite (wshut set), where Close and Abort work
+	// once (claim).
+	gone  atomic.Bool
+	wshut atomic.Bool
 	// outN is the output written and not yet sent: pend, out and async (atomic: Pending and
 	// the output cap read it from any goroutine). inN is the input charged to the loop's
 	// buffered bytes (len(in) when last charged).
@@ -70,7 +74,11 @@ type Conn struct {
 	closed    bool  // its socket is being closed (driver.closeFd)
 	opened    bool  // OnOpen ran (or is running)
 	done      bool  // finished: OnClose ran
-	eof       bool  // the peer shut down its side: it closes once the output is sent
+	eof       bool  // the peer shut down its side: it closes once the output is sent (unless halfOpen)
+	eofTold   bool  // OnData was called with EOF true (its last call)
+	halfOpen  bool  // the peer's EOF ends the input only (WithHalfOpen)
+	shutWant  bool  // CloseWrite: the writing side is shut down once the output is sent
+	shutDone  bool  // the writing side is shut down (CloseWrite's shutdown(2) is done)
 	paused    bool  // backpressure: not read until the output drains
 	held      bool  // PauseRead: not read until ResumeRead (apart from paused)
 	reasonSet bool  // reason is set (the first one wins)
@@ -468,7 +476,7 @@ func (c *Conn) Close() error {
 	if !c.l.ev.Owned() {
 		return c.closeAsync(false)
 	}
-	if !c.gone.CompareAndSwap(false, true) {
+	if !c.claim() {
 		return net.ErrClosed
 	}
 	c.closeWith(nil, true)
@@ -482,7 +490,7 @@ func (c *Conn) Abort() error {
 	if !c.l.ev.Owned() {
 		return c.closeAsync(true)
 	}
-	if !c.gone.CompareAndSwap(false, true) {
+	if !c.claim() {
 		return net.ErrClosed
 	}
 	c.abort(nil)
@@ -493,12 +501,78 @@ func (c *Conn) Abort() error {
 func (c *Conn) closeAsync(abort bool) error {
 	l := c.l
 	l.mu.Lock()
-	if l.stopped || !c.gone.CompareAndSwap(false, true) {
+	if l.stopped || !c.claim() {
 		l.mu.Unlock()
 		return net.ErrClosed
 	}
 	l.inC = append(l.inC, closeReq{c: c, abort: abort})
 	l.wakeLocked()
+	return nil
+}
+
+// claim takes the right to close the connection (Close, Abort, a timeout's or a shutdown's
+// close): it is open, or its writing side alone is closed (CloseWrite), and no close took it
+// before.
+func (c *Conn) claim() bool {
+	return c.gone.CompareAndSwap(false, true) || c.wshut.CompareAndSwap(true, false)
+}
+
+// CloseWrite shuts down the connection's writing side, as net.TCPConn's does, and keeps
+// reading: the output written before it is sent, then the peer reads EOF (a FIN, shutdown(2)
+// with SHUT_WR). Later writes fail with net.ErrClosed; Close and Abort still work. OnData is
+// still called with what the peer sends; the connection closes, and OnClose is told io.EOF,
+// once the peer has shut down its side too (at once if it had: a half-open connection, see
+// WithHalfOpen). Safe from any goroutine: from another one it is queued after that goroutine's
+// writes. It returns net.ErrClosed if the connection is closing or closed, or CloseWrite was
+// called already.
+func (c *Conn) CloseWrite() error {
+	if !c.gone.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	c.wshut.Store(true)
+	if !c.l.ev.Owned() {
+		if c.l.Post(c.startShut) != nil {
+			return net.ErrClosed
+		}
+		return nil
+	}
+	c.startShut()
+	return nil
+}
+
+// startShut is CloseWrite on the loop: the turn's end sends the output, then shuts down the
+// writing side (outputChanged).
+func (c *Conn) startShut() {
+	if c.closing || c.closed || c.shutWant {
+		return
+	}
+	if c.queued.Load() {
+		c.takeAsyncNow() // what other goroutines wrote before it is sent
+	}
+	c.shutWant = true
+	if !c.dirty {
+		c.l.markDirty(c)
+	}
+}
+
+// EOF reports whether the peer has shut down its writing side: no more input will come. OnData
+// is called with EOF true when input is left over then (again, like any leftover, after a
+// pause of reading: the write limit's, PauseRead), and on a half-open connection (WithHalfOpen)
+// always, once at least: that call is how its handler learns of it. False from another
+// goroutine.
+func (c *Conn) EOF() bool { return c.l.ev.Owned() && c.eof }
+
+// SetHalfOpen sets whether the peer's EOF ends the connection once its output is sent (false,
+// the default: see WithHalfOpen) or the input alone (true). Errors: ringev.ErrNotOwner
+// (wrapped) from another goroutine, net.ErrClosed.
+func (c *Conn) SetHalfOpen(on bool) error {
+	if err := c.usable("SetHalfOpen"); err != nil {
+		return err
+	}
+	c.halfOpen = on
+	if c.eof && !on {
+		c.outputChanged()
+	}
 	return nil
 }
 
@@ -512,7 +586,7 @@ func (c *Conn) setReason(err error) {
 // closeWith starts a graceful close for reason; asked: Close (or a queued Close) set gone
 // already, else closeWith does unless the connection is closing already.
 func (c *Conn) closeWith(reason error, asked bool) {
-	if !asked && !c.gone.CompareAndSwap(false, true) {
+	if !asked && !c.claim() {
 		return
 	}
 	if c.closing || c.closed {
@@ -551,6 +625,7 @@ func (c *Conn) end(reason error) {
 	}
 	c.closed = true
 	c.gone.Store(true)
+	c.wshut.Store(false)
 	c.setReason(reason)
 	if c.timer != nil {
 		c.timer.Stop()
@@ -571,16 +646,53 @@ func (c *Conn) end(reason error) {
 	c.l.drv.closeFd(c)
 }
 
-// peerEOF is the peer's end of file: the replies to what came before it are still sent, then
-// the connection closes (io.EOF).
+// peerEOF is the peer's end of file: the handler is told if it must be (serveLeft), the
+// replies to what came before it are still sent, then the connection closes (io.EOF), unless
+// it is half-open and its writing side is not shut down yet.
 func (c *Conn) peerEOF() {
 	c.eof = true
-	c.setReason(io.EOF)
-	if c.pending() == 0 {
+	if !c.halfOpen || c.shutWant {
+		c.setReason(io.EOF)
+	}
+	c.serveLeft()
+	if c.closed {
+		return
+	}
+	if c.doneAtEOF(c.pending()) {
+		c.setReason(io.EOF)
 		c.end(nil)
 		return
 	}
 	c.l.drv.update(c)
+}
+
+// doneAtEOF reports whether a connection at the peer's EOF with p bytes of output pending has
+// nothing left to do but close: its output is sent, its handler was told of the EOF if it had
+// to be and has not paused reading with input left, and it is not half-open (or its writing
+// side is closing too).
+func (c *Conn) doneAtEOF(p int) bool {
+	switch {
+	case p > 0:
+		return false
+	case c.closing:
+		return true
+	case !c.eofTold && (c.halfOpen || len(c.in) > 0), c.held && len(c.in) > 0:
+		return false // the handler has yet to see the EOF, or paused reading with input left
+	}
+	return !c.halfOpen || c.shutWant
+}
+
+// serveLeft is OnData for what waited (a pause, PauseRead, the peer's EOF): the input left
+// over, so that no byte received goes unseen, or, at the EOF of a half-open connection, its
+// one call with EOF true and nothing to read. Nothing while reading is paused or held, or the
+// connection closes.
+func (c *Conn) serveLeft() {
+	switch {
+	case c.paused || c.held || c.closing || c.closed:
+	case len(c.in) > 0 || c.eof && c.halfOpen && !c.eofTold:
+		c.eofTold = c.eof
+		c.serve(c.in)
+	}
 }
 
 // deliver hands bytes received (data, valid until it returns) to OnData, after the input left
@@ -671,9 +783,7 @@ func (c *Conn) maybeResume() {
 	if bp := c.hs.bp; bp != nil {
 		bp.OnBackpressure(c, false)
 	}
-	if len(c.in) > 0 && !c.held && !c.closing && !c.closed {
-		c.serve(c.in) // the input that waited
-	}
+	c.serveLeft() // the input that waited
 }
 
 // PauseRead stops reading the connection until ResumeRead: no recv is left pending (uring),
@@ -715,7 +825,7 @@ func (c *Conn) setHeld(on bool) {
 	}
 	c.held = on
 	c.l.drv.update(c)
-	if !on && len(c.in) > 0 {
+	if !on && (len(c.in) > 0 || c.eof) {
 		c.l.ev.Post(c.serveWaiting)
 	}
 }
@@ -724,8 +834,9 @@ func (c *Conn) setHeld(on bool) {
 // or the connection is closing.
 func (c *Conn) serveWaiting() {
 	c.l.clockSet = false // a posted function runs in a turn of its own (see turnTime)
-	if len(c.in) > 0 && !c.held && !c.paused && !c.closing && !c.closed {
-		c.serve(c.in)
+	c.serveLeft()
+	if c.eof && !c.closed {
+		c.outputChanged()
 	}
 }
 
@@ -733,7 +844,7 @@ func (c *Conn) serveWaiting() {
 // end of file) or starts its lingering close (closing); one past the write limit pauses. The
 // common case, none of these, costs a few loads (it is inlined).
 func (c *Conn) afterOutput() {
-	if c.eof || c.closing || c.paused || len(c.pend)+len(c.out) > c.l.limit {
+	if c.eof || c.closing || c.paused || c.shutWant || len(c.pend)+len(c.out) > c.l.limit {
 		c.outputChanged()
 	}
 }
@@ -745,12 +856,19 @@ func (c *Conn) outputChanged() {
 	}
 	p := c.pending()
 	switch {
-	case c.eof && p == 0:
+	case c.eof && c.doneAtEOF(p):
+		c.setReason(io.EOF)
 		c.end(nil)
 		return
 	case c.closing && p == 0 && !c.lingering:
 		c.l.drv.linger(c)
 		return
+	case c.shutWant && p == 0 && !c.shutDone:
+		c.shutDone = true
+		if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+			c.end(fmt.Errorf("server: shutdown(SHUT_WR) of fd %d: %w", c.fd, err))
+			return
+		}
 	}
 	if !c.paused && !c.closing && p > c.l.limit {
 		c.paused = true

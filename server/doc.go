@@ -19,6 +19,11 @@
 // connection closed: io.EOF, ErrIdleTimeout, ErrRequestTimeout, ErrShutdown, a reset, ...),
 // TickHandler (a per-loop clock), BackpressureHandler.
 //
+// The peer's EOF hands OnData the input it left once more (Conn.EOF true); then the connection
+// closes once its output is sent, or, half-open (WithHalfOpen, Conn.SetHalfOpen), stays
+// writable until the handler closes it. Conn.CloseWrite sends the output, then a FIN, and
+// keeps reading.
+//
 // Conn.Write buffers: whatever number of writes a loop turn makes to a connection, including a
 // broadcast from other connections' handlers, goes out in one send at the turn's end (one
 // io_uring_enter(2) for all of them on uring). Close sends what was written, then closes with a

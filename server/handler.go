@@ -14,8 +14,10 @@ import (
 //
 // OnData is called when bytes have arrived: they are the connection's input (Conn.Peek,
 // Conn.Next, Conn.Discard). What OnData leaves there is given again, with the bytes that
-// follow, on the next call. Replies go with Conn.Write, which buffers: every write a loop turn
-// makes to a connection goes out in one send at the turn's end.
+// follow, on the next call, and at the peer's EOF (Conn.EOF true: nothing follows), so that no
+// byte received goes unseen. Replies go with Conn.Write, which buffers: every write a
+// loop turn makes to a connection goes out in one send at the turn's end. After the peer's EOF
+// the connection closes once its output is sent, unless it is half-open (WithHalfOpen).
 //
 // A Handler may also implement OpenHandler, CloseHandler, TickHandler and
 // BackpressureHandler.
@@ -52,10 +54,11 @@ type OpenHandler interface {
 }
 
 // CloseHandler is a Handler told when a connection has closed, and why: err is nil after
-// Conn.Close or Conn.Abort, io.EOF when the peer closed, ErrIdleTimeout, ErrRequestTimeout,
-// ErrShutdown, ErrInputTooLarge, ErrOutputFull, ErrEngineFull, or the socket's error (wrapping
-// the errno, e.g. unix.ECONNRESET). The socket is closed by then: writes fail with
-// net.ErrClosed. Called once per connection that OnOpen was called for.
+// Conn.Close or Conn.Abort, io.EOF when the peer closed (or, after Conn.CloseWrite, when it
+// closed its side too), ErrIdleTimeout, ErrRequestTimeout, ErrShutdown, ErrInputTooLarge,
+// ErrOutputFull, ErrEngineFull, or the socket's error (wrapping the errno, e.g.
+// unix.ECONNRESET). The socket is closed by then: writes fail with net.ErrClosed. Called once
+// per connection that OnOpen was called for.
 type CloseHandler interface {
 	OnClose(c *Conn, err error)
 }

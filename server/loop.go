@@ -386,7 +386,7 @@ func (l *Loop) addConn(fd int, counted bool) {
 
 // newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
 func (l *Loop) newConn(fd int, hs *handlers) *Conn {
-	c := &Conn{l: l, hs: hs, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request}
+	c := &Conn{l: l, hs: hs, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request, halfOpen: l.e.o.halfOpen}
 	l.conns[c] = struct{}{}
 	return c
 }

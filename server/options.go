@@ -24,6 +24,7 @@ type options struct {
 	writeLimit  int
 	maxPending  int
 	maxBuffered int
+	halfOpen    bool
 	drain       time.Duration
 	logf        func(format string, args ...any)
 	loopOptions []ringev.Option
@@ -96,6 +97,16 @@ func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idle 
 // that sends a byte now and then (slowloris) is cut off. Conn.SetRequestTimeout changes it
 // for one connection.
 func WithRequestTimeout(d time.Duration) Option { return func(o *options) { o.request = d } }
+
+// WithHalfOpen sets what the peer's EOF (its shutdown(SHUT_WR), as `nc -N` and batch clients
+// send) does to a connection. false, the default (gnet's and redis-server's): the output
+// written is sent, then the connection closes (OnClose's err io.EOF). true (net.Conn's way,
+// Node's allowHalfOpen): it ends the input alone; OnData is called once more with Conn.EOF
+// true, and the connection stays open for writes, from the loop or any goroutine, until the
+// handler calls Close (or CloseWrite: then it closes with io.EOF once the output is sent).
+// After the EOF the connection is not read: a reset is heard at the next write. The timeouts
+// still apply. Conn.SetHalfOpen changes it for one connection.
+func WithHalfOpen(on bool) Option { return func(o *options) { o.halfOpen = on } }
 
 // WithWriteLimit sets the pending output, in bytes, past which a connection is no longer read
 // until it drains to half of it (BackpressureHandler is told); 0 means DefaultWriteLimit.

@@ -1,0 +1,193 @@
+//go:build linux
+
+package server
+
+// Tests of the peer's EOF and half-close: the input left at the EOF is still handed to OnData
+// (Conn.EOF true), a half-open connection (WithHalfOpen) stays writable after the peer's EOF,
+// and CloseWrite sends a FIN and keeps reading.
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// atEOF is what a handler saw in its OnData call at the peer's EOF: the connection and the
+// input left.
+type atEOF struct {
+	c    *Conn
+	rest string
+}
+
+// eofLines is a Handler that echoes each complete line and sends what it sees at the peer's
+// EOF to eofs; with reply set it answers the input left there with it (and consumes it).
+type eofLines struct {
+	eofs  chan atEOF
+	reply bool
+}
+
+func newEOFLines() *eofLines { return &eofLines{eofs: make(chan atEOF, 10)} }
+
+func (h *eofLines) OnData(c *Conn) {
+	for {
+		b, _ := c.Peek(-1)
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break
+		}
+		c.Write(b[:i+1])
+		c.Discard(i + 1)
+	}
+	if c.EOF() {
+		b, _ := c.Peek(-1)
+		h.eofs <- atEOF{c, string(b)}
+		if h.reply {
+			c.Write(b)
+			c.Discard(len(b))
+		}
+	}
+}
+
+// next waits for an OnData call at the peer's EOF.
+func (h *eofLines) next(t *testing.T) atEOF {
+	t.Helper()
+	select {
+	case a := <-h.eofs:
+		return a
+	case <-time.After(waitFor):
+		t.Fatalf("no OnData call with EOF true within %v", waitFor)
+		return atEOF{}
+	}
+}
+
+// TestConnPeerEOFHandsOverUnreadInput: input the handler left when the peer shuts down its
+// side is handed to OnData once more, with EOF true; the handler's answer to it reaches the
+// peer before the close.
+func TestConnPeerEOFHandsOverUnreadInput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEOFLines()
+		h.reply = true
+		e := startEngine(t, h, s.opts()...)
+		c := dialEngine(t, e)
+		c.Write([]byte("a\ntail"))
+		if got := readN(t, c, 2); got != "a\n" {
+			t.Fatalf("reply %q", got)
+		}
+		c.(*net.TCPConn).CloseWrite()
+		if a := h.next(t); a.rest != "tail" {
+			t.Fatalf("input at EOF %q, want \"tail\"", a.rest)
+		}
+		if got := readToEOF(t, c); got != "tail" {
+			t.Fatalf("after the half-close the peer read %q, want \"tail\"", got)
+		}
+	})
+}
+
+// TestConnHalfOpenRepliesAfterPeerHalfClose: with WithHalfOpen, a client that sends "ping"
+// and shuts down its writing side still gets the reply written from another goroutine after
+// the server saw its EOF, then EOF when the handler closes.
+func TestConnHalfOpenRepliesAfterPeerHalfClose(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEOFLines()
+		e := startEngine(t, h, append(s.opts(), WithHalfOpen(true))...)
+		c := dialEngine(t, e)
+		c.Write([]byte("ping"))
+		c.(*net.TCPConn).CloseWrite()
+		a := h.next(t)
+		if a.rest != "ping" {
+			t.Fatalf("input at EOF %q, want \"ping\"", a.rest)
+		}
+		writeFromElsewhere(t, a.c, "pong")
+		if err := a.c.Close(); err != nil {
+			t.Fatalf("Close from another goroutine: %v", err)
+		}
+		if got := readToEOF(t, c); got != "pong" {
+			t.Fatalf("the client read %q, want \"pong\"", got)
+		}
+	})
+}
+
+// TestConnCloseWriteKeepsReading: CloseWrite from another goroutine sends what was written,
+// then EOF; later writes fail with net.ErrClosed; what the peer sends after is still handed to
+// OnData; the peer's close then ends the connection with io.EOF.
+func TestConnCloseWriteKeepsReading(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		writeFromElsewhere(t, sc, "bye\n")
+		if err := sc.CloseWrite(); err != nil {
+			t.Fatalf("CloseWrite: %v", err)
+		}
+		if err := sc.CloseWrite(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("second CloseWrite: %v, want net.ErrClosed", err)
+		}
+		if got := readToEOF(t, c); got != "bye\n" {
+			t.Fatalf("the client read %q before EOF, want \"bye\\n\"", got)
+		}
+		if _, err := sc.WriteString("late\n"); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Write after CloseWrite: %v, want net.ErrClosed", err)
+		}
+		if _, err := c.Write([]byte("more\n")); err != nil {
+			t.Fatalf("the client's write after the server's FIN: %v", err)
+		}
+		eventually(t, "the line sent after CloseWrite served", func() bool {
+			return strings.Contains(strings.Join(r.log(), "|"), "data more")
+		})
+		c.Close()
+		if _, err := r.closedWith(t); err != io.EOF {
+			t.Errorf("OnClose err %v, want io.EOF", err)
+		}
+	})
+}
+
+// TestConnHalfOpenServesNCN: `nc -N` (a real client that shuts down its writing side at the
+// end of its input) gets its reply from a connection made half-open by SetHalfOpen in OnOpen.
+func TestConnHalfOpenServesNCN(t *testing.T) {
+	nc, err := exec.LookPath("nc")
+	if err != nil {
+		t.Skip("nc is not installed")
+	}
+	if help, _ := exec.Command(nc, "-h").CombinedOutput(); !bytes.Contains(help, []byte("-N")) {
+		t.Skip("this nc has no -N (shutdown at the end of its input)")
+	}
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := &halfOpener{eofLines: newEOFLines()}
+		e := startEngine(t, h, s.opts()...)
+		addr := e.Addr().(*net.TCPAddr)
+		cmd := exec.Command(nc, "-N", addr.IP.String(), strconv.Itoa(addr.Port))
+		cmd.Stdin = strings.NewReader("ping")
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("nc: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		a := h.next(t)
+		writeFromElsewhere(t, a.c, "pong")
+		a.c.Close()
+		select {
+		case err := <-done:
+			if err != nil || out.String() != "pong" {
+				t.Fatalf("nc -N: %v, read %q, want \"pong\"", err, out.String())
+			}
+		case <-time.After(waitFor):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("nc -N did not end within %v (read %q)", waitFor, out.String())
+		}
+	})
+}
+
+// halfOpener is eofLines whose connections are made half-open in OnOpen.
+type halfOpener struct{ *eofLines }
+
+func (h *halfOpener) OnOpen(c *Conn) { c.SetHalfOpen(true) }
