@@ -9,7 +9,14 @@
 // address sends "* admin: M" to every client with a nick and answers "sent to N", N being the
 // number of connections.
 //
-//	go run ./examples/chat --addr 127.0.0.1:9000 --admin 127.0.0.1:9001 --idle 30s
+// Backpressure goes both ways. The engine stops reading a client whose output is past the
+// write limit (server.DefaultWriteLimit) until it has drained; the chat stops reading a talker
+// while a client it talks to is past it, so that a slow reader is waited for, not cut off, and
+// the output stays small. A client that stays past the write limit for --stall (one that does
+// not read) is closed, so that it cannot hold the chat; past 4 MiB (server.DefaultMaxPending)
+// a client's writes are refused and it is closed at once.
+//
+//	go run ./examples/chat --addr 127.0.0.1:9000 --admin 127.0.0.1:9001 --idle 30s --stall 5s
 package main
 
 import (
@@ -17,6 +24,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -33,13 +41,17 @@ type session struct {
 	nick string    // "" until its first line
 	last time.Time // when it last sent bytes, for the idle sweep
 	said []byte    // the lines of one OnData, as "NICK: L\n"
+	late time.Time // since when its output has been past the write limit, or zero
 }
 
 // chat is the Handler. Its methods run on the loops and /say on net/http's goroutines: they
-// share the clients with a nick in a sync.Map (*server.Conn to *session).
+// share the clients with a nick in a sync.Map (*server.Conn to *session), and the talkers
+// they have paused in another (*server.Conn to nil).
 type chat struct {
-	idle  time.Duration
-	named sync.Map
+	idle, stall time.Duration
+	logf        func(format string, args ...any)
+	named       sync.Map
+	paused      sync.Map
 }
 
 // OnOpen greets a client.
@@ -69,33 +81,102 @@ func (ch *chat) OnData(c *server.Conn) {
 	if len(s.said) > 0 {
 		ch.broadcast(c, s.said)
 		s.said = s.said[:0]
+		ch.holdBack(c)
 	}
 }
 
-// OnClose says that a client with a nick left.
+// The talkers' pause works across loops: a talker (on its loop) puts itself in ch.paused
+// before it looks again at the others' output, and a resumer (on any loop) takes it out before
+// it calls ResumeRead, so one of them sees the other: no resume is lost. A ResumeRead from
+// another loop is queued after the talker's turn, so it cannot come before the PauseRead.
+
+// holdBack stops reading talker, after its broadcast, while a client it talks to is past the
+// write limit.
+func (ch *chat) holdBack(talker *server.Conn) {
+	if !ch.behind(talker) {
+		return
+	}
+	ch.paused.Store(talker, nil)
+	if ch.behind(talker) {
+		talker.PauseRead()
+	} else {
+		ch.paused.Delete(talker)
+	}
+}
+
+// behind reports whether a client with a nick, talker aside, is past its write limit.
+// Pending counts the writes other loops have queued for it: it is right from any goroutine.
+func (ch *chat) behind(talker *server.Conn) bool {
+	for c := range ch.named.Range {
+		if c := c.(*server.Conn); c != talker && c.Pending() > c.WriteLimit() {
+			return true
+		}
+	}
+	return false
+}
+
+// resume reads again the paused talkers that no client is behind for, and returns how many
+// remain paused. The loop of a client that has drained or left calls it, and every loop's
+// OnTick: a backlog can also clear without either (a loop's send takes it all at once).
+func (ch *chat) resume() (paused int) {
+	for t := range ch.paused.Range {
+		t := t.(*server.Conn)
+		if ch.behind(t) {
+			paused++
+		} else if _, ok := ch.paused.LoadAndDelete(t); ok {
+			t.ResumeRead()
+		}
+	}
+	return paused
+}
+
+// OnBackpressure notes since when a client's output has been past the write limit, and once
+// it has drained, reads the talkers it held again.
+func (ch *chat) OnBackpressure(c *server.Conn, late bool) {
+	if s := c.Context().(*session); late {
+		s.late = time.Now()
+	} else {
+		s.late = time.Time{}
+		ch.resume()
+	}
+}
+
+// OnClose says that a client with a nick left, and reads again the talkers it held.
 func (ch *chat) OnClose(c *server.Conn, _ error) {
 	if s := c.Context().(*session); s.nick != "" {
 		ch.named.Delete(c)
+		ch.paused.Delete(c)
 		ch.broadcast(nil, []byte("* "+s.nick+" left\n"))
+		ch.resume()
 	}
 }
 
-// OnTick closes the loop's clients with a nick that have sent nothing for ch.idle, and comes
-// again in a tenth of that. The engine's idle timeout (nothing received or sent) closes those
-// without a nick, which are sent nothing, but not those the others talk to.
+// OnTick closes the loop's clients with a nick that have sent nothing for ch.idle, and those
+// whose output has been past the write limit for ch.stall; it comes again in a tenth of the
+// shorter, or every 10 ms while a talker is paused (see resume). The engine's idle timeout
+// (nothing received or sent) closes the clients without a nick, which are sent nothing, but
+// not those the others talk to.
 func (ch *chat) OnTick(l *server.Loop) time.Duration {
 	for c, s := range ch.named.Range {
-		if c := c.(*server.Conn); c.Loop() == l && time.Since(s.(*session).last) > ch.idle {
+		c, s := c.(*server.Conn), s.(*session)
+		switch {
+		case c.Loop() != l:
+		case time.Since(s.last) > ch.idle:
 			c.Close()
+		case !s.late.IsZero() && time.Since(s.late) > ch.stall:
+			ch.logf("chat: closing %s (%v): %d bytes have waited for it for more than %v", s.nick, c.RemoteAddr(), c.Pending(), ch.stall)
+			c.Abort() // its output is dropped: Close would wait for it to read
 		}
 	}
-	return min(ch.idle/10, time.Second)
+	if ch.resume() > 0 {
+		return 10 * time.Millisecond
+	}
+	return min(ch.idle/10, ch.stall/10, time.Second)
 }
 
 // broadcast writes msg to every client with a nick but skip. Write only buffers: a client gets
-// one send per loop turn, however many lines were written to it. A client that does not read
-// is closed by the engine once 4 MiB wait for it (server.DefaultMaxPending): its Write fails,
-// and OnClose says it left.
+// one send per loop turn, however many lines were written to it. A Write refused at the output
+// cap closes its client, and OnClose says it left.
 func (ch *chat) broadcast(skip *server.Conn, msg []byte) {
 	for c := range ch.named.Range {
 		if c != skip {
@@ -104,22 +185,23 @@ func (ch *chat) broadcast(skip *server.Conn, msg []byte) {
 	}
 }
 
-// run serves the chat as args say until ctx is done.
-func run(ctx context.Context, args []string) error {
+// run serves ch, its settings from args, until ctx is done.
+func run(ctx context.Context, ch *chat, args []string) error {
 	fs := flag.NewFlagSet("chat", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:9000", "chat `address`")
 	admin := fs.String("admin", "127.0.0.1:9001", "admin HTTP `address`, for POST /say?msg=M")
 	idle := fs.Duration("idle", 30*time.Second, "close a client that sends nothing for this long")
+	stall := fs.Duration("stall", 5*time.Second, "close a client whose output stays past the write limit this long")
 	backend := fs.String("backend", "auto", "loop backend: auto, uring, epoll or poll")
 	loops := fs.Int("loops", 0, "event loops (0: one per CPU)")
-	if fs.Parse(args); fs.NArg() > 0 || *idle <= 0 {
-		return fmt.Errorf("want --idle > 0 and no arguments, got --idle %v and %q", *idle, fs.Args())
+	if fs.Parse(args); fs.NArg() > 0 || *idle <= 0 || *stall <= 0 {
+		return fmt.Errorf("want --idle > 0, --stall > 0 and no arguments, got --idle %v, --stall %v and %q", *idle, *stall, fs.Args())
 	}
 	ln, err := net.Listen("tcp", *admin)
 	if err != nil {
 		return fmt.Errorf("--admin: %w", err)
 	}
-	ch := &chat{idle: *idle}
+	ch.idle, ch.stall = *idle, *stall
 	e, err := server.Listen(ctx, "tcp", *addr, ch, server.WithIdleTimeout(*idle),
 		server.WithBackend(*backend), server.WithLoops(*loops))
 	if err != nil {
@@ -140,7 +222,7 @@ func run(ctx context.Context, args []string) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	if err := run(ctx, &chat{logf: log.Printf}, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "chat:", err)
 		os.Exit(2)
 	}

@@ -223,6 +223,138 @@ func TestChatClosesIdleClients(t *testing.T) {
 	})
 }
 
+// talkLines is how many lines of talkSize bytes the talker sends in the backpressure tests:
+// 8 MB, more than the kernel's buffers and the output cap (4 MiB) take for a client that does
+// not read.
+const talkLines, talkSize = 8000, 1000
+
+// TestChatPausesATalkerWhileAClientDoesNotRead: while a client with a nick does not read, the
+// talker whose lines wait past the write limit for it is no longer read; once it reads, the
+// talker is read again, and it and another client get every line, in order.
+func TestChatPausesATalkerWhileAClientDoesNotRead(t *testing.T) {
+	eachSetup(t, []string{"--stall", "1h"}, func(t *testing.T, s *chatServer) {
+		slow, reader, talker := s.joinThree(t)
+		sent, heard := make(chan error, 1), make(chan error, 1)
+		go func() { sent <- talker.talk(talkLines) }()
+		go func() { heard <- reader.hear(talkLines) }()
+		s.awaitPaused(t, "talker")
+		if err := slow.hear(talkLines); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []chan error{sent, heard} {
+			if err := <-c; err != nil { // every read and write has a deadline
+				t.Fatal(err)
+			}
+		}
+		s.awaitPaused(t, "")
+	})
+}
+
+// TestChatClosesAClientThatDoesNotRead: a client with a nick whose output stays past the write
+// limit for --stall is closed, with a log line naming it, and the talker it held is read
+// again: the clients that read get every line, in order.
+func TestChatClosesAClientThatDoesNotRead(t *testing.T) {
+	const stall = 200 * time.Millisecond
+	eachSetup(t, []string{"--stall", stall.String()}, func(t *testing.T, s *chatServer) {
+		slow, reader, talker := s.joinThree(t)
+		joined := time.Now() // before slow's output could pass the write limit
+		errc := make(chan error, 2)
+		go func() { errc <- talker.talk(talkLines) }()
+		go func() { errc <- reader.hear(talkLines) }()
+		for range 2 {
+			if err := <-errc; err != nil { // every read and write has a deadline
+				t.Fatal(err)
+			}
+		}
+		slow.conn.SetReadDeadline(time.Now().Add(waitFor))
+		if n, err := io.Copy(io.Discard, slow.conn); errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("slow is still open (%d bytes read) after every line reached the reader", n)
+		}
+		if took := time.Since(joined); took < stall {
+			t.Errorf("slow was closed %v after it joined, before the stall timeout %v", took, stall)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.logged) != 1 || !strings.Contains(s.logged[0], "closing slow ") {
+			t.Errorf("logged %q, want one line saying slow is closed", s.logged)
+		}
+	})
+}
+
+// joinThree joins the clients slow, reader and talker, in that order, and reads the joins each
+// hears of the others.
+func (s *chatServer) joinThree(t *testing.T) (slow, reader, talker *client) {
+	t.Helper()
+	slow, reader, talker = s.dial(t, "slow"), s.dial(t, "reader"), s.dial(t, "talker")
+	slow.join()
+	reader.join()
+	talker.join()
+	slow.expect("* reader joined\n")
+	slow.expect("* talker joined\n")
+	reader.expect("* talker joined\n")
+	return slow, reader, talker
+}
+
+// talk sends n lines of talkSize bytes, numbered from 0, in writes of 64 KB or so, each within
+// waitFor.
+func (c *client) talk(n int) error {
+	filler := strings.Repeat("x", talkSize-9)
+	var buf []byte
+	for k := range n {
+		buf = fmt.Appendf(buf, "%07d %s\n", k, filler)
+		if len(buf) >= 64<<10 || k == n-1 {
+			c.conn.SetWriteDeadline(time.Now().Add(waitFor))
+			if _, err := c.conn.Write(buf); err != nil {
+				return fmt.Errorf("%s: writing line %d: %w", c.name, k, err)
+			}
+			buf = buf[:0]
+		}
+	}
+	return nil
+}
+
+// hear reads until it has the n lines of talk, said by talker, and fails unless they come in
+// order; the chat's own lines ("* ...") are skipped.
+func (c *client) hear(n int) error {
+	for k := 0; k < n; {
+		line, err := c.read()
+		if err != nil {
+			return fmt.Errorf("after %d of the talker's lines: %w", k, err)
+		}
+		if strings.HasPrefix(line, "* ") {
+			continue
+		}
+		if want := fmt.Sprintf("talker: %07d ", k); !strings.HasPrefix(line, want) || len(line) != len("talker: ")+talkSize {
+			return fmt.Errorf("%s read %.40q (%d bytes), want %q and %d bytes", c.name, line, len(line), want, len("talker: ")+talkSize)
+		}
+		k++
+	}
+	return nil
+}
+
+// awaitPaused waits, within waitFor, until the chat holds the talker nick paused, or no
+// talker ("").
+func (s *chatServer) awaitPaused(t *testing.T, nick string) {
+	t.Helper()
+	paused := func() (nicks []string) {
+		for c := range s.ch.paused.Range {
+			if v, ok := s.ch.named.Load(c); ok {
+				nicks = append(nicks, v.(*session).nick)
+			}
+		}
+		return nicks
+	}
+	for deadline := time.Now().Add(waitFor); ; time.Sleep(time.Millisecond) { // the pace of the polling
+		got := paused()
+		if nick == "" && len(got) == 0 || slices.Equal(got, []string{nick}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("paused talkers %q %v on, want %q", got, waitFor, nick)
+		}
+	}
+}
+
 // TestChatRejectsBadFlags: the command exits with status 2 and a message naming the problem.
 func TestChatRejectsBadFlags(t *testing.T) {
 	for _, tc := range []struct {
@@ -231,6 +363,7 @@ func TestChatRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"--idle", "soon"}, `invalid value "soon" for flag -idle`},
 		{[]string{"--idle", "0s"}, "--idle 0s"},
+		{[]string{"--stall", "-1s"}, "--stall -1s"},
 		{[]string{"--loops", "-1"}, "WithLoops(-1)"},
 		{[]string{"--backend", "nope"}, "unknown backend"},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
@@ -267,9 +400,12 @@ func eachSetup(t *testing.T, args []string, test func(t *testing.T, s *chatServe
 	}
 }
 
-// chatServer is a chat run by startChat: its two addresses.
+// chatServer is a chat run by startChat: its two addresses, its handler, and its log lines.
 type chatServer struct {
 	addr, admin string
+	ch          *chat
+	mu          sync.Mutex
+	logged      []string
 }
 
 // startChat runs the chat (run) on free ports of 127.0.0.1 with args, and returns once it
@@ -278,10 +414,15 @@ type chatServer struct {
 // missing (testutil.SkipIfIOUringUnavailable).
 func startChat(t *testing.T, args ...string) *chatServer {
 	t.Helper()
-	s := &chatServer{freePort(t), freePort(t)}
+	s := &chatServer{addr: freePort(t), admin: freePort(t)}
+	s.ch = &chat{logf: func(format string, args ...any) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.logged = append(s.logged, fmt.Sprintf(format, args...))
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, append([]string{"--addr", s.addr, "--admin", s.admin}, args...)) }()
+	go func() { errc <- run(ctx, s.ch, append([]string{"--addr", s.addr, "--admin", s.admin}, args...)) }()
 	for deadline := time.Now().Add(waitFor); ; time.Sleep(time.Millisecond) {
 		select {
 		case err := <-errc:
