@@ -74,6 +74,22 @@ func corpus() []corpusCase {
 	add("method custom", "PURGE /req HTTP/1.1\r\nHost: x\r\n\r\n")
 	add("delete", "DELETE /req HTTP/1.1\r\nHost: x\r\n\r\n")
 	add("pri h2 upgrade", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	// The edges of the fast head parser (fastRequest) and where it leaves the head to
+	// http.ReadRequest.
+	add("fast path bytes", "GET /req/a-b_c.d~e$f&g+h,i:j;k=l@m HTTP/1.1\r\nHost: x\r\n\r\n")
+	add("fast query bytes", "GET /req?a=%zz&b='!()*'?c HTTP/1.1\r\nHost: x\r\n\r\n")
+	add("fast lone question mark", "GET /req? HTTP/1.1\r\nHost: x\r\n\r\n")
+	add("fast escaped path", "GET /req%2Fx HTTP/1.1\r\nHost: x\r\n\r\n")
+	add("fast path bang", "GET /req!x HTTP/1.1\r\nHost: x\r\n\r\n")
+	add("fast lower-case names", "GET /req HTTP/1.1\r\nhost: x\r\nuser-agent: u\r\nx-custom-NAME: a\r\nX-Custom-Name: b\r\n\r\n")
+	add("fast keep-alive 1.1", "GET /req HTTP/1.1\r\nHost: x\r\nConnection: Keep-Alive\r\n\r\n")
+	add("fast value DEL", "GET /req HTTP/1.1\r\nHost: x\r\nX-V: a\x7fb\r\n\r\n")
+	add("fast value obs-text", "GET /req HTTP/1.1\r\nHost: x\r\nX-V: caf\xc3\xa9\r\n\r\n")
+	add("fast value blanks", "GET /req HTTP/1.1\r\nHost: \t x \t\r\nX-V:\t\r\n\r\n")
+	addRaw("fast two hosts", "GET /req HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n")
+	add("fast no host 1.0", "HEAD /req HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+	add("fast name underscore", "GET /req HTTP/1.1\r\nHost: x\r\nX_Under: v\r\n\r\n")
+	add("fast many fields", "GET /req HTTP/1.1\r\nHost: x\r\n"+strings.Repeat("X-F: v\r\n", 40)+"\r\n")
 
 	// Bodies.
 	for _, p := range []string{"/echo", "/noread", "/readsome", "/closebody", "/maxbytes", "/form", "/"} {

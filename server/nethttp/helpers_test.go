@@ -217,6 +217,7 @@ func testHandler() http.Handler {
 		}
 		sort.Strings(keys)
 		fmt.Fprintf(w, "%s %q %s host=%q cl=%d te=%v close=%v\n", r.Method, r.RequestURI, r.Proto, r.Host, r.ContentLength, r.TransferEncoding, r.Close)
+		fmt.Fprintf(w, "url=%#v\n", *r.URL)
 		for _, k := range keys {
 			fmt.Fprintf(w, "%s: %q\n", k, r.Header[k])
 		}

@@ -535,10 +535,7 @@ func (s *source) Read(p []byte) (int, error) {
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 func newExchange(h *conn) *exchange {
-	x := &exchange{h: h, left: -1}
-	x.br = readers.Get().(*bufio.Reader)
-	x.br.Reset(&x.src)
-	return x
+	return &exchange{h: h, left: -1}
 }
 
 // release returns the exchange's reader, once nothing reads it.
@@ -550,14 +547,20 @@ func (x *exchange) release() {
 	}
 }
 
-// parse reads the request's head with http.ReadRequest and checks it as net/http's server
-// does; err is what net/http's server answers (errorResponse).
+// parse reads the request's head (fastRequest, else http.ReadRequest) and checks it as
+// net/http's server does; err is what net/http's server answers (errorResponse).
 func (x *exchange) parse(head []byte) (*http.Request, error) {
-	x.src.head = head
-	req, err := http.ReadRequest(x.br)
-	x.src.head = nil
-	if err != nil {
-		return nil, err
+	req := fastRequest(head)
+	if req == nil {
+		x.br = readers.Get().(*bufio.Reader)
+		x.br.Reset(&x.src)
+		x.src.head = head
+		var err error
+		req, err = http.ReadRequest(x.br)
+		x.src.head = nil
+		if err != nil {
+			return nil, err
+		}
 	}
 	if req.ProtoMajor != 1 && !(req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*") {
 		return nil, statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}

@@ -1,0 +1,258 @@
+//go:build unix
+
+package nethttp
+
+import (
+	"net/http"
+	"net/url"
+)
+
+// maxFastFields is the most header fields a head may have for fastRequest.
+const maxFastFields = 32
+
+// fastRequest reads the common request head without net/textproto: a GET or HEAD of an
+// origin-form target made of plain bytes (no escapes, no fragment), HTTP/1.1 or HTTP/1.0,
+// every line ending in CRLF, and fields with plain names and values, none about framing
+// (Content-Length, Transfer-Encoding, Trailer), none that http.ReadRequest rewrites
+// (Pragma) and at most one Host and one plain Connection. The Request is the one
+// http.ReadRequest returns for the same bytes. It returns nil for any other head, which
+// http.ReadRequest reads instead.
+func fastRequest(head []byte) *http.Request {
+	i := 0
+	for i < len(head) && head[i] != '\n' {
+		i++
+	}
+	if i < 2 || i == len(head) || head[i-1] != '\r' {
+		return nil
+	}
+	line := head[:i-1]
+	var method string
+	switch {
+	case len(line) > 4 && string(line[:5]) == "GET /":
+		method = "GET"
+	case len(line) > 5 && string(line[:6]) == "HEAD /":
+		method = "HEAD"
+	default:
+		return nil
+	}
+	if len(line) < len(method)+1+9 {
+		return nil
+	}
+	minor := 0
+	switch string(line[len(line)-9:]) {
+	case " HTTP/1.1":
+		minor = 1
+	case " HTTP/1.0":
+	default:
+		return nil
+	}
+	tstart, tend := len(method)+1, len(line)-9
+	q := -1 // where the query starts ('?')
+	for j := tstart; j < tend; j++ {
+		c := line[j]
+		switch {
+		case pathByte(c):
+		case c == '?' && q < 0:
+			q = j
+		case q >= 0 && (c == '?' || queryByte(c)):
+		default:
+			return nil
+		}
+	}
+	if q == tend-1 {
+		return nil // a lone '?' at the end: url's ForceQuery
+	}
+
+	// The fields: where each name and value is (offsets into head).
+	var fields [maxFastFields]struct{ k0, k1, v0, v1 int }
+	n := 0
+	host, conn := -1, -1
+	p := i + 1
+	for {
+		if p+1 < len(head) && head[p] == '\r' && head[p+1] == '\n' {
+			if p+2 != len(head) {
+				return nil
+			}
+			break
+		}
+		if n == maxFastFields {
+			return nil
+		}
+		k0 := p
+		for p < len(head) && nameByte(head[p]) {
+			p++
+		}
+		if p == k0 || p == len(head) || head[p] != ':' {
+			return nil
+		}
+		k1 := p
+		p++
+		for p < len(head) && (head[p] == ' ' || head[p] == '\t') {
+			p++
+		}
+		v0 := p
+		for p < len(head) && (head[p] >= ' ' && head[p] < 0x7f || head[p] == '\t') {
+			p++
+		}
+		v1 := p
+		if p+1 >= len(head) || head[p] != '\r' || head[p+1] != '\n' {
+			return nil
+		}
+		p += 2
+		for v1 > v0 && (head[v1-1] == ' ' || head[v1-1] == '\t') {
+			v1--
+		}
+		switch {
+		case fieldIs(head[k0:k1], "Host"):
+			if host >= 0 {
+				return nil
+			}
+			host = n
+		case fieldIs(head[k0:k1], "Connection"):
+			if conn >= 0 {
+				return nil
+			}
+			conn = n
+		case fieldIs(head[k0:k1], "Content-Length"), fieldIs(head[k0:k1], "Transfer-Encoding"),
+			fieldIs(head[k0:k1], "Trailer"), fieldIs(head[k0:k1], "Pragma"):
+			return nil
+		}
+		fields[n] = struct{ k0, k1, v0, v1 int }{k0, k1, v0, v1}
+		n++
+	}
+	closing := minor == 0 // HTTP/1.0 closes without keep-alive
+	if conn >= 0 {
+		v := head[fields[conn].v0:fields[conn].v1]
+		switch {
+		case fieldIs(v, "close"):
+			closing = true
+		case fieldIs(v, "keep-alive"):
+			closing = false
+		default:
+			return nil // a list of tokens: http.ReadRequest's parsing of it
+		}
+	}
+
+	s := string(head) // every string of the Request is part of this one
+	req := &http.Request{
+		Method:     method,
+		Proto:      s[tend+1 : i-1],
+		ProtoMajor: 1,
+		ProtoMinor: minor,
+		Header:     make(http.Header, n),
+		Body:       http.NoBody,
+		Close:      closing,
+		RequestURI: s[tstart:tend],
+	}
+	u := &url.URL{Path: s[tstart:tend]}
+	if q >= 0 {
+		u.Path, u.RawQuery = s[tstart:q], s[q+1:tend]
+	}
+	req.URL = u
+	vals := make([]string, n)
+	for j, f := range fields[:n] {
+		v := s[f.v0:f.v1]
+		if j == host {
+			req.Host = v
+			continue
+		}
+		k := canonicalName(s[f.k0:f.k1], head[f.k0:f.k1])
+		if vv, ok := req.Header[k]; ok {
+			req.Header[k] = append(vv, v)
+			continue
+		}
+		vals[j] = v
+		req.Header[k] = vals[j : j+1 : j+1]
+	}
+	return req
+}
+
+// pathByte reports whether c may be in a fast target's path: bytes that url.URL keeps as
+// they are (no RawPath) and that need no unescaping.
+func pathByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '_', '.', '~', '/', '$', '&', '+', ',', ':', ';', '=', '@':
+		return true
+	}
+	return false
+}
+
+// queryByte reports whether c may be in a fast target's query (kept raw by url.URL).
+func queryByte(c byte) bool {
+	return pathByte(c) || c == '%' || c == '!' || c == '\'' || c == '(' || c == ')' || c == '*'
+}
+
+// nameByte reports whether c may be in a fast field name: letters, digits and '-', which
+// net/textproto canonicalizes.
+func nameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-'
+}
+
+// fieldIs reports whether b is name, ASCII case-insensitively.
+func fieldIs(b []byte, name string) bool {
+	if len(b) != len(name) {
+		return false
+	}
+	for i := range len(b) {
+		if b[i]|0x20 != name[i]|0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalName is net/textproto's canonical form of the field name s (whose bytes are b,
+// nameByte each): s itself when it is canonical, else a common name's constant, else a new
+// string.
+func canonicalName(s string, b []byte) string {
+	upper := true
+	canonical := true
+	for _, c := range b {
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			canonical = false
+			break
+		}
+		upper = c == '-'
+	}
+	if canonical {
+		return s
+	}
+	var buf [64]byte
+	if len(b) > len(buf) {
+		return http.CanonicalHeaderKey(s)
+	}
+	k := buf[:len(b)]
+	upper = true
+	for i, c := range b {
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		k[i] = c
+		upper = c == '-'
+	}
+	if v, ok := commonNames[string(k)]; ok {
+		return v
+	}
+	return string(k)
+}
+
+// commonNames are the field names whose canonical forms canonicalName need not allocate.
+var commonNames = func() map[string]string {
+	m := map[string]string{}
+	for _, v := range []string{"Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language",
+		"Accept-Ranges", "Authorization", "Cache-Control", "Cc", "Connection", "Content-Id",
+		"Content-Language", "Content-Type", "Cookie", "Date", "Dkim-Signature", "Etag",
+		"Expires", "From", "If-Modified-Since", "If-None-Match", "Origin", "Referer",
+		"Sec-Fetch-Dest", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-User",
+		"Upgrade", "Upgrade-Insecure-Requests", "User-Agent", "X-Forwarded-For",
+		"X-Requested-With"} {
+		m[v] = v
+	}
+	return m
+}()

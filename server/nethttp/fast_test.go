@@ -1,0 +1,138 @@
+//go:build linux
+
+package nethttp
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fastHeads are request heads at the edges of what fastRequest reads: each byte in a path
+// and in a query, field names in every case, blanks around values, Connection's forms, the
+// Host field's absence and repetition, a field too many.
+func fastHeads() []string {
+	var hs []string
+	for c := 0x21; c < 0x7f; c++ {
+		hs = append(hs, fmt.Sprintf("GET /a%cb HTTP/1.1\r\nHost: x\r\n\r\n", c))
+		hs = append(hs, fmt.Sprintf("GET /a?q%cr HTTP/1.1\r\nHost: x\r\n\r\n", c))
+		hs = append(hs, fmt.Sprintf("GET /a HTTP/1.1\r\nHost: x\r\nX-V: a%cb\r\n\r\n", c))
+		hs = append(hs, fmt.Sprintf("GET /a HTTP/1.1\r\nHost: x\r\nX%cY: v\r\n\r\n", c))
+	}
+	for _, c := range []byte{0, '\t', '\r', 0x7f, 0x80, 0xff} {
+		hs = append(hs, fmt.Sprintf("GET /a HTTP/1.1\r\nHost: x\r\nX-V: a%cb\r\n\r\n", c))
+		hs = append(hs, fmt.Sprintf("GET /a%cb HTTP/1.1\r\nHost: x\r\n\r\n", c))
+	}
+	hs = append(hs, []string{
+		"GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
+		"GET / HTTP/1.1\r\n\r\n",
+		"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET / HTTP/1.0\r\n\r\n",
+		"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+		"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+		"GET / HTTP/1.0\r\nConnection: close\r\n\r\n",
+		"GET / HTTP/1.1\r\nConnection: CLOSE\r\n\r\n",
+		"GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n",
+		"GET / HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n",
+		"GET / HTTP/1.1\r\nConnection: close\r\nConnection: close\r\n\r\n",
+		"GET / HTTP/1.1\r\nhost: x\r\nHOST: y\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost:\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost:   padded  \t\r\n\r\n",
+		"GET / HTTP/1.1\r\nuser-agent: a\r\nACCEPT: */*\r\nx-custom-NAME: b\r\nx-custom-name: c\r\n\r\n",
+		"GET / HTTP/1.1\r\nX-Empty:\r\nX-Blank: \t \r\n\r\n",
+		"GET / HTTP/1.1\r\nX-A: 1\r\n X-Folded\r\n\r\n",
+		"GET / HTTP/1.1\r\n X-A: 1\r\n\r\n",
+		"GET / HTTP/1.1\r\nX-A : 1\r\n\r\n",
+		"GET / HTTP/1.1\r\n: 1\r\n\r\n",
+		"GET / HTTP/1.1\r\nX-A 1\r\n\r\n",
+		"GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+		"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"GET / HTTP/1.1\r\nTrailer: X\r\n\r\n",
+		"GET / HTTP/1.1\r\nPragma: no-cache\r\n\r\n",
+		"GET / HTTP/1.1\nHost: x\n\n",
+		"GET / HTTP/1.1\r\nHost: x\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\n\n",
+		"GET /? HTTP/1.1\r\n\r\n",
+		"GET /?? HTTP/1.1\r\n\r\n",
+		"GET /a?b?c HTTP/1.1\r\n\r\n",
+		"GET //a//b HTTP/1.1\r\n\r\n",
+		"GET /a?x=%zz HTTP/1.1\r\n\r\n",
+		"GET /a HTTP/1.2\r\n\r\n",
+		"GET /a HTTP/2.0\r\n\r\n",
+		"GET /a  HTTP/1.1\r\n\r\n",
+		"GET  /a HTTP/1.1\r\n\r\n",
+		"GET /a HTTP/1.1 \r\n\r\n",
+		"get /a HTTP/1.1\r\n\r\n",
+		"GET http://x/a HTTP/1.1\r\n\r\n",
+		"GET * HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\n" + strings.Repeat("X-F: v\r\n", maxFastFields) + "\r\n",
+		"GET / HTTP/1.1\r\n" + strings.Repeat("X-F: v\r\n", maxFastFields+1) + "\r\n",
+		"GET / HTTP/1.1\r\nX-" + strings.Repeat("long", 40) + ": v\r\n\r\n",
+		"GET / HTTP/1.1\r\nx-" + strings.Repeat("long", 40) + ": v\r\n\r\n",
+	}...)
+	return hs
+}
+
+// TestFastRequestIsReadRequests: for each head of the differential corpus and of fastHeads
+// that fastRequest reads, http.ReadRequest reads the same Request; and fastRequest reads
+// the common head (wrk's GET).
+func TestFastRequestIsReadRequests(t *testing.T) {
+	heads := fastHeads()
+	for _, c := range corpus() {
+		if e := headerEnd([]byte(c.raw)); e > 0 {
+			heads = append(heads, c.raw[:e])
+		}
+	}
+	fast := 0
+	for _, h := range heads {
+		got := fastRequest([]byte(h))
+		if got == nil {
+			continue
+		}
+		fast++
+		want, err := http.ReadRequest(bufio.NewReader(strings.NewReader(h)))
+		if err != nil {
+			t.Errorf("%q: fastRequest read it, http.ReadRequest refused it: %v", h, err)
+			continue
+		}
+		if d := requestDiff(got, want); d != "" {
+			t.Errorf("%q: %s", h, d)
+		}
+	}
+	if fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")) == nil {
+		t.Error("fastRequest did not read wrk's GET")
+	}
+	t.Logf("%d of %d heads read by fastRequest", fast, len(heads))
+}
+
+// requestDiff names the first field in which a and b differ, "" when none does.
+func requestDiff(a, b *http.Request) string {
+	for _, f := range []struct {
+		name string
+		a, b any
+	}{
+		{"Method", a.Method, b.Method}, {"URL", *a.URL, *b.URL}, {"Proto", a.Proto, b.Proto},
+		{"ProtoMajor", a.ProtoMajor, b.ProtoMajor}, {"ProtoMinor", a.ProtoMinor, b.ProtoMinor},
+		{"Header", a.Header, b.Header}, {"Body", a.Body, b.Body},
+		{"ContentLength", a.ContentLength, b.ContentLength},
+		{"TransferEncoding", a.TransferEncoding, b.TransferEncoding}, {"Close", a.Close, b.Close},
+		{"Host", a.Host, b.Host}, {"Trailer", a.Trailer, b.Trailer},
+		{"RequestURI", a.RequestURI, b.RequestURI}, {"Form", a.Form, b.Form},
+		{"TLS", a.TLS, b.TLS}, {"RemoteAddr", a.RemoteAddr, b.RemoteAddr},
+	} {
+		if !reflect.DeepEqual(f.a, f.b) {
+			return fmt.Sprintf("%s: fastRequest %#v, http.ReadRequest %#v", f.name, f.a, f.b)
+		}
+	}
+	// Whatever else the Request holds (unexported included) is compared whole.
+	ca, cb := *a, *b
+	ca.Body, cb.Body = nil, nil
+	if !reflect.DeepEqual(ca, cb) && !bytes.Equal([]byte(fmt.Sprint(ca)), []byte(fmt.Sprint(cb))) {
+		return fmt.Sprintf("the Requests differ: %+v / %+v", ca, cb)
+	}
+	return ""
+}
