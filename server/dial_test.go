@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,7 +44,7 @@ func echoPeer(t *testing.T, network, addr string) net.Listener {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				echoUntilEOF(c)
+				testutil.EchoUntilEOF(c)
 				c.Close()
 			}()
 		}
@@ -58,23 +59,6 @@ func echoPeer(t *testing.T, network, addr string) net.Listener {
 		wg.Wait()
 	})
 	return ln
-}
-
-// echoUntilEOF sends back what c receives until its end of file, with read and write (io.Copy
-// would splice through a pipe that Go's pool keeps open after the test).
-func echoUntilEOF(c net.Conn) {
-	b := make([]byte, 64<<10)
-	for {
-		n, err := c.Read(b)
-		if n > 0 {
-			if _, err := c.Write(b[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // startDialEngine starts an engine without a listener (NewEngine) with one loop and opts after

@@ -1,0 +1,313 @@
+//go:build linux
+
+package main
+
+// Tests of the proxy with real clients, on each backend and driver: nc -N (half-close), curl
+// against a local HTTP server, redis-benchmark against redis-server, a 10 MB echo each way, and
+// a refused upstream.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/server"
+	"go.uber.org/goleak"
+)
+
+const waitFor = 30 * time.Second
+
+// eachSetup runs test on each backend with each driver.
+func eachSetup(t *testing.T, test func(t *testing.T, opts []server.Option)) {
+	for _, backend := range []string{"uring", "epoll", "poll"} {
+		for _, api := range []string{server.APIRequests, server.APIReadiness} {
+			t.Run(backend+"/"+api, func(t *testing.T) {
+				ignore := goleak.IgnoreCurrent()
+				t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after the other cleanups
+				test(t, []server.Option{server.WithBackend(backend), server.WithAPI(api), server.WithLoops(1)})
+			})
+		}
+	}
+}
+
+// startProxy serves the proxy to upstream on 127.0.0.1 (any port); cleanup shuts it down.
+func startProxy(t *testing.T, upstream string, opts []server.Option) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", &proxy{side{upstream}}, append(opts, server.WithHalfOpen(true), server.WithLogf(t.Logf))...)
+	if err != nil {
+		cancel()
+		testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-e.Done():
+		case <-time.After(waitFor):
+			t.Errorf("the proxy did not end within %v", waitFor)
+		}
+	})
+	return e.Addr().String()
+}
+
+// peer serves each connection of a listener on 127.0.0.1 with serve; cleanup closes it and
+// waits for its goroutines.
+func peer(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetDeadline(time.Now().Add(waitFor))
+			wg.Go(func() {
+				defer c.Close()
+				serve(c)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// needProgram returns the path of a program, or skips the test naming it and its package.
+func needProgram(t *testing.T, name, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s is not installed (Debian package %s)", name, pkg)
+	}
+	return path
+}
+
+// run runs a program for at most waitFor with stdin and returns its output (stdout and stderr).
+func run(t *testing.T, stdin string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestProxyPassesHalfCloseOfNC: nc -N sends a line, shuts down its writing side and reads: the
+// upstream, which answers at its end of file, gets the half-close through the proxy and its
+// answer comes back.
+func TestProxyPassesHalfCloseOfNC(t *testing.T) {
+	nc := needProgram(t, "nc", "netcat-openbsd")
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		up := peer(t, func(c net.Conn) {
+			b, _ := io.ReadAll(c) // until the client's half-close reaches here
+			fmt.Fprintf(c, "got %q\n", b)
+		})
+		host, port, _ := net.SplitHostPort(startProxy(t, up, opts))
+		if got, want := run(t, "ping\n", nc, "-N", host, port), "got \"ping\\n\"\n"; got != want {
+			t.Errorf("nc -N through the proxy read %q, want %q", got, want)
+		}
+	})
+}
+
+// TestProxyServesCurl: curl gets a local HTTP server's page through the proxy.
+func TestProxyServesCurl(t *testing.T) {
+	curl := needProgram(t, "curl", "curl")
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hello %s", r.URL.Path)
+		}))
+		defer srv.Close()
+		addr := startProxy(t, srv.Listener.Addr().String(), opts)
+		if got := run(t, "", curl, "-sS", "--max-time", "20", "http://"+addr+"/x", "http://"+addr+"/y"); got != "hello /xhello /y" {
+			t.Errorf("curl through the proxy: %q, want %q", got, "hello /xhello /y")
+		}
+	})
+}
+
+// TestProxyServesRedisBenchmark: redis-benchmark (50 connections, SET and GET) runs against
+// redis-server through the proxy without an error.
+func TestProxyServesRedisBenchmark(t *testing.T) {
+	redis := needProgram(t, "redis-server", "redis-server")
+	bench := needProgram(t, "redis-benchmark", "redis-tools")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, redis, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); cmd.Wait() }()
+	up := fmt.Sprintf("127.0.0.1:%d", port)
+	end := time.Now().Add(waitFor)
+	for c, err := net.Dial("tcp", up); ; c, err = net.Dial("tcp", up) {
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("redis-server did not listen on %s: %v", up, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		host, pport, _ := net.SplitHostPort(startProxy(t, up, opts))
+		out := run(t, "", bench, "-h", host, "-p", pport, "-c", "50", "-n", "20000", "-t", "set,get", "-q")
+		if !strings.Contains(out, "SET: ") || !strings.Contains(out, "GET: ") || strings.Contains(out, "ERR") {
+			t.Errorf("redis-benchmark through the proxy:\n%s", out)
+		}
+	})
+}
+
+// TestProxyEchoes10MBEachWay: 10 MB written to the proxy come back through an echo upstream
+// while they are written (backpressure both ways: the client reads as it writes).
+func TestProxyEchoes10MBEachWay(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		addr := startProxy(t, peer(t, testutil.EchoUntilEOF), opts)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(waitFor))
+		data := make([]byte, 10<<20)
+		rand.Read(data)
+		werr := make(chan error, 1)
+		go func() {
+			_, err := c.Write(data)
+			if err == nil {
+				err = c.(*net.TCPConn).CloseWrite()
+			}
+			werr <- err
+		}()
+		got, err := io.ReadAll(c)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("read %d bytes back (%v), want the %d written", len(got), err, len(data))
+		}
+		if err := <-werr; err != nil {
+			t.Errorf("writing: %v", err)
+		}
+	})
+}
+
+// TestProxyRefusedUpstreamClosesTheClient: with nobody on the upstream address, the client is
+// closed and a log line names the address.
+func TestProxyRefusedUpstreamClosesTheClient(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := ln.Addr().String()
+		ln.Close()
+		var logged testutil.SyncBuffer
+		log.SetOutput(&logged)
+		defer log.SetOutput(os.Stderr)
+		c, err := net.Dial("tcp", startProxy(t, up, opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(waitFor))
+		if b, err := io.ReadAll(c); err != nil || len(b) > 0 {
+			t.Errorf("the client read %q, %v; want EOF", b, err)
+		}
+		if s := logged.String(); !strings.Contains(s, up) || !strings.Contains(s, "refused") {
+			t.Errorf("log %q, want a line naming %s and the refusal", s, up)
+		}
+	})
+}
+
+// stallThenDrain writes to w until a write stalls (its deadline passes: nobody reads at the
+// other end, and the proxy holds no more than its limits), then reads at r, the other end,
+// every byte written: the proxy kept them all, and the connections. Without backpressure the
+// proxy reads on, past its output cap, and the connection is closed.
+func stallThenDrain(t *testing.T, w, r net.Conn) {
+	t.Helper()
+	chunk := make([]byte, 256<<10)
+	written := 0
+	w.SetWriteDeadline(time.Now().Add(3 * time.Second))
+	for written < 256<<20 {
+		n, err := w.Write(chunk)
+		written += n
+		if err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatalf("writing, after %d bytes: %v, want a stall (the deadline)", written, err)
+			}
+			break
+		}
+	}
+	if written >= 256<<20 {
+		t.Fatalf("256 MiB written to a proxy whose other side reads nothing: no backpressure")
+	}
+	r.SetReadDeadline(time.Now().Add(waitFor))
+	if n, err := io.ReadFull(r, make([]byte, written)); err != nil {
+		t.Errorf("read %d of the %d bytes written: %v", n, written, err)
+	}
+}
+
+// backpressureWith starts a proxy to an upstream that never reads, connects a client, and runs
+// stallThenDrain from the upstream to the client (toClient) or from the client to the upstream.
+func backpressureWith(t *testing.T, opts []server.Option, toClient bool) {
+	upc := make(chan net.Conn, 1)
+	hold := make(chan struct{})
+	addr := startProxy(t, peer(t, func(c net.Conn) { upc <- c; <-hold }), opts)
+	defer close(hold)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case u := <-upc:
+		if toClient {
+			stallThenDrain(t, u, c)
+		} else {
+			stallThenDrain(t, c, u)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the proxy did not connect to the upstream")
+	}
+}
+
+// TestProxyBackpressureTowardsTheClient: an upstream that writes to a client that does not read
+// is stalled, and the client then gets every byte.
+func TestProxyBackpressureTowardsTheClient(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) { backpressureWith(t, opts, true) })
+}
+
+// TestProxyBackpressureTowardsTheUpstream: a client that writes to an upstream that does not
+// read is stalled, and the upstream then gets every byte.
+func TestProxyBackpressureTowardsTheUpstream(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) { backpressureWith(t, opts, false) })
+}
