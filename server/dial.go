@@ -214,15 +214,14 @@ func (d *dialer) parse() error {
 }
 
 // sockaddr is ip:port as the socket address of d's network (an IPv4-mapped IPv6 address as
-// IPv4); an address of the wrong family for "tcp4" or "tcp6" is an error naming it.
+// IPv4); an address of the wrong family for "tcp4" or "tcp6" is an error naming it. It only
+// reads d: the lookup's goroutine calls it too.
 func (d *dialer) sockaddr(ip netip.Addr, port int) (unix.Sockaddr, error) {
 	ip = ip.Unmap()
 	switch {
 	case ip.Is4() && d.network != "tcp6":
-		d.family = unix.AF_INET
 		return &unix.SockaddrInet4{Port: port, Addr: ip.As4()}, nil
 	case ip.Is6() && d.network != "tcp4":
-		d.family = unix.AF_INET6
 		sa := &unix.SockaddrInet6{Port: port, Addr: ip.As16()}
 		if z := ip.Zone(); z != "" {
 			if ifi, err := net.InterfaceByName(z); err == nil {
