@@ -160,6 +160,8 @@ var ringOpNeeds = [...]struct {
 	OpClose:           {uring.OpAsyncCancel, uring.OpSocket, "IORING_ASYNC_CANCEL_FD|IORING_ASYNC_CANCEL_ALL (Linux 5.19)"},
 	OpFsync:           {uring.OpFsync, 0, "IORING_OP_FSYNC (Linux 5.1)"},
 	OpRecvMultishot:   {uring.OpRecv, uring.OpSendZC, "IORING_RECV_MULTISHOT with provided buffer rings (Linux 6.0)"},
+	OpRecvMsg:         {uring.OpRecvmsg, 0, "IORING_OP_RECVMSG (Linux 5.3)"},
+	OpSendMsg:         {uring.OpSendmsg, 0, "IORING_OP_SENDMSG (Linux 5.3)"},
 }
 
 // check probes the kernel's opcodes once (IORING_REGISTER_PROBE) and returns an error naming

@@ -292,6 +292,10 @@ func prepReq(s *uring.SQE, r *ringRec) {
 		}
 	case OpSQE:
 		*s = r.sqe
+	case OpRecvMsg:
+		s.PrepRecvmsg(fd, r.msg, int(r.flags))
+	case OpSendMsg:
+		s.PrepSendmsg(fd, r.msg, int(r.flags))
 	}
 }
 

@@ -3,11 +3,11 @@
 package ringev
 
 // Requests: completion I/O beside fd events. A request is one operation (read, write, recv,
-// send, accept, connect, close, fsync, a multishot recv into a buffer group, or any SQE
-// prepared with package uring) and one callback, which the loop runs exactly once with the
-// result: the byte count (or new fd), an error wrapping the errno, or ECANCELED when a cancel
-// won. A multishot request's callback runs once per completion, every one but the last with
-// Completion.More set.
+// send, accept, connect, close, fsync, a multishot recv into a buffer group, recvmsg, sendmsg,
+// or any SQE prepared with package uring) and one callback, which the loop runs exactly once
+// with the result: the byte count (or new fd), an error wrapping the errno, or ECANCELED when
+// a cancel won. A multishot request's callback runs once per completion, every one but the
+// last with Completion.More set.
 //
 // This file is the public API. The core's other halves: records and their pool
 // (request_rec.go), what a backend does for requests (request_driver.go), completion dispatch
@@ -41,9 +41,11 @@ const (
 	OpFsync                         // Loop.Fsync: fsync(2) or fdatasync(2)
 	OpRecvMultishot                 // Loop.RecvMultishot: one completion per receive, into a BufferGroup
 	OpSQE                           // Loop.SubmitSQE: an SQE prepared with package uring
+	OpRecvMsg                       // Loop.RecvMsg: recvmsg(2)
+	OpSendMsg                       // Loop.SendMsg: sendmsg(2)
 )
 
-var opNames = [...]string{"", "read", "write", "recv", "send", "accept", "accept-multishot", "connect", "close", "fsync", "recv-multishot", "sqe"}
+var opNames = [...]string{"", "read", "write", "recv", "send", "accept", "accept-multishot", "connect", "close", "fsync", "recv-multishot", "sqe", "recvmsg", "sendmsg"}
 
 // String returns the operation's name ("read", "recv-multishot", ...).
 func (o Op) String() string {
@@ -115,7 +117,7 @@ func (c *Completion) ReleaseBuffer() {
 // do nothing (the loop recycles its records; a generation tells a stale handle apart).
 //
 // The request calls (Loop.Read, Write, Recv, Send, Accept, AcceptMultishot, Connect, Fsync,
-// CloseFd, RecvMultishot, SubmitSQE) each return the request's handle, or an error, and
+// CloseFd, RecvMultishot, RecvMsg, SendMsg, SubmitSQE) each return the request's handle, or an error, and
 // then submit nothing:
 // ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
 // ErrNilCallback for a nil cb, unix.EBADF for a negative fd or one of the loop's own fds (its
@@ -123,8 +125,8 @@ func (c *Completion) ReleaseBuffer() {
 // buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd, and on the uring
 // backend one wrapping unix.EOPNOTSUPP that names the kernel feature the op needs when this
 // kernel lacks it (probed once with IORING_REGISTER_PROBE: AcceptMultishot and CloseFd need
-// Linux 5.19, RecvMultishot 6.0, Read, Write, Recv and Send 5.6). token is handed back in
-// Completion.Token.
+// Linux 5.19, RecvMultishot 6.0, Read, Write, Recv and Send 5.6, RecvMsg and SendMsg 5.3).
+// token is handed back in Completion.Token.
 //
 // Buffer ownership: a request's buffer belongs to the kernel from the call until the
 // request's last callback (cancelled and timed-out requests included: the buffer is the
@@ -346,6 +348,41 @@ func (l *Loop) Connect(fd int, sa unix.Sockaddr, cb Callback, token uint64) (Req
 		return Request{}, err
 	}
 	r.sa, r.salen = raw, n
+	return l.req.submit(r), nil
+}
+
+// RecvMsg receives one message from socket fd with flags (unix.MSG_*) into msg, as recvmsg(2):
+// IORING_OP_RECVMSG (Linux 5.3) on uring. N is the bytes received; the kernel writes msg's
+// Namelen, Controllen and Flags, and the name and control buffers. msg and what it points to
+// (the name, the iovecs and their buffers, the control buffer) are the kernel's until the
+// callback, as a request's buffer is: the loop keeps msg reachable, and through it the rest. A
+// datagram socket's message is one datagram: this is UDP's receive with the sender's address.
+func (l *Loop) RecvMsg(fd int, msg *unix.Msghdr, flags int, cb Callback, token uint64) (Request, error) {
+	return l.msgReq(OpRecvMsg, fd, msg, flags, cb, token)
+}
+
+// SendMsg sends msg on socket fd with flags (unix.MSG_*; MSG_NOSIGNAL is always added), as
+// sendmsg(2): IORING_OP_SENDMSG (Linux 5.3) on uring. N is what sendmsg(2) sent: all of a
+// datagram (UDP's send to the address in msg's name); on a stream socket the loop does not
+// finish a short one (use Send). msg and what it points to are the kernel's until the
+// callback, as for RecvMsg.
+func (l *Loop) SendMsg(fd int, msg *unix.Msghdr, flags int, cb Callback, token uint64) (Request, error) {
+	return l.msgReq(OpSendMsg, fd, msg, flags|unix.MSG_NOSIGNAL, cb, token)
+}
+
+// msgReq makes a RecvMsg or SendMsg request: a nil msg gives an error wrapping unix.EINVAL.
+func (l *Loop) msgReq(op Op, fd int, msg *unix.Msghdr, flags int, cb Callback, token uint64) (Request, error) {
+	if err := l.checkReq(op, fd, cb); err != nil {
+		return Request{}, err
+	}
+	if msg == nil {
+		return Request{}, fmt.Errorf("ringev: %v on fd %d: nil msghdr: %w", op, fd, unix.EINVAL)
+	}
+	r, err := l.newReq(op, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	r.msg, r.flags = msg, int32(flags)
 	return l.req.submit(r), nil
 }
 

@@ -114,7 +114,9 @@ func (e *emulReqs) fdOf(fd int32) *emulFd {
 }
 
 // writeSide reports whether op waits for Write readiness.
-func writeSide(op Op) bool { return op == OpWrite || op == OpSend || op == OpConnect }
+func writeSide(op Op) bool {
+	return op == OpWrite || op == OpSend || op == OpConnect || op == OpSendMsg
+}
 
 // rw is reqDriver.rw: take's and start's work for a read, write, recv or send on an fd the
 // emulation watches already, in one call; else take, then start.
@@ -465,6 +467,12 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		}
 	case OpRecv:
 		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.c.Buf[0])), uintptr(len(r.c.Buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+	case OpRecvMsg, OpSendMsg:
+		trap := uintptr(unix.SYS_RECVMSG)
+		if r.c.Op == OpSendMsg {
+			trap = unix.SYS_SENDMSG
+		}
+		n, errno = rawsys.Syscall(trap, fd, uintptr(unsafe.Pointer(r.msg)), uintptr(r.flags|unix.MSG_DONTWAIT))
 	case OpAccept, OpAcceptMultishot:
 		n, _, errno = unix.Syscall6(sysAccept4, fd, 0, 0, uintptr(r.flags), 0, 0)
 		if errno == 0 && r.c.Op == OpAcceptMultishot {

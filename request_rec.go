@@ -67,6 +67,7 @@ type reqRec struct {
 	turnSeq  uint64 // dispatch batch in which turnRuns counts
 	turnRuns int
 	timer    Timer               // the deadline's timer (emulation, multishot, or set after submission)
+	msg      *unix.Msghdr        // RecvMsg's and SendMsg's message
 	sa       unix.RawSockaddrAny // Connect's address
 	salen    uint32
 	keep     []byte        // memory the op addresses, kept reachable until the last completion (SubmitSQE's)
@@ -338,8 +339,8 @@ func (r *reqRec) retire() {
 // completion relies on (ringReqs.run).
 func (rq *requests) recycle(r *reqRec) {
 	r.cb, r.c.Buf, r.c.Err, r.c.SockNonempty = nil, nil, nil, false
-	if r.c.Op >= OpRecvMultishot { // the only ops that set them
-		r.group, r.keep, r.c.group, r.c.bid = nil, nil, nil, -1
+	if r.c.Op >= OpRecvMultishot { // the only ops that set them (and msg: RecvMsg, SendMsg)
+		r.group, r.keep, r.msg, r.c.group, r.c.bid = nil, nil, nil, nil, -1
 	}
 	r.reqVars = reqVars{}
 	r.nextFree, rq.free = rq.free, r.idx+1

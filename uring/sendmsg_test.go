@@ -9,26 +9,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
-
-// udpSocket returns a UDP socket bound to 127.0.0.1 (any port) and its address.
-func udpSocket(t *testing.T) (int, *unix.SockaddrInet4) {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeLater(t, fd)
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fd, sa.(*unix.SockaddrInet4)
-}
 
 // TestSendmsgRecvmsgCarryTheAddress: SENDMSG sends a datagram to an address given in the
 // msghdr; RECVMSG receives it with the sender's address and no MSG_TRUNC.
@@ -36,8 +19,8 @@ func TestSendmsgRecvmsgCarryTheAddress(t *testing.T) {
 	r := newTestRing(t)
 	requireOp(t, r, OpSendmsg)
 	requireOp(t, r, OpRecvmsg)
-	a, aAddr := udpSocket(t)
-	b, bAddr := udpSocket(t)
+	a, aAddr := testutil.UDPSocket(t)
+	b, bAddr := testutil.UDPSocket(t)
 
 	rbuf := make([]byte, 64)
 	var from unix.RawSockaddrInet4

@@ -268,6 +268,25 @@ func TCPSocket(t testing.TB) int {
 	return Own(t, fd)
 }
 
+// UDPSocket is a non-blocking, close-on-exec UDP socket owned by the test, bound to 127.0.0.1
+// on any port; it returns the socket and its address.
+func UDPSocket(t testing.TB) (int, *unix.SockaddrInet4) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd = Own(t, fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd, sa.(*unix.SockaddrInet4)
+}
+
 // Dial connects a blocking client socket, owned by the test, to sa (the Listener's backlog
 // completes it).
 func Dial(t testing.TB, sa *unix.SockaddrInet4) int {
