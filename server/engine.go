@@ -66,10 +66,11 @@ func Listen(ctx context.Context, network, addr string, h Handler, opts ...Option
 
 // ListenPacket starts serving h on a datagram socket for network ("udp", "udp4" or "udp6") and
 // addr, on each loop (SO_REUSEPORT: the kernel spreads the senders over the loops' sockets), and
-// returns once every loop is serving. On the uring backend with the requests API the datagrams
-// are received and sent with IORING_OP_RECVMSG and IORING_OP_SENDMSG requests (Linux 5.3),
-// several in flight and every send of a turn in one io_uring_enter(2); elsewhere with fd events
-// and recvfrom(2)/sendto(2). Shutdown sends what was queued and closes. Errors as Listen's.
+// returns once every loop is serving. With the requests API the datagrams are received and sent
+// with the loop's RecvMsg and SendMsg requests, several in flight (on uring IORING_OP_RECVMSG
+// and IORING_OP_SENDMSG, Linux 5.3, every send of a turn in one io_uring_enter(2); on epoll and
+// poll the loop's emulation); with the readiness API with fd events and recvfrom(2)/sendto(2).
+// Shutdown sends what was queued and closes. Errors as Listen's.
 func ListenPacket(ctx context.Context, network, addr string, h PacketHandler, opts ...Option) (*Engine, error) {
 	if h == nil {
 		return nil, errors.New("server: ListenPacket with a nil PacketHandler")

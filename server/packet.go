@@ -42,14 +42,14 @@ type PacketConn struct {
 	fd     int
 	local  net.Addr
 	inet6  bool // an AF_INET6 socket
-	ring   bool // receives and sends are IORING_OP_RECVMSG/SENDMSG requests
+	reqs   bool // receives and sends are the loop's requests (Loop.RecvMsg, SendMsg): APIRequests
 	cb     ringev.Callback
-	rslots []*pktSlot // the receives (ring)
-	recvs  int        // receives in flight (ring)
+	rslots []*pktSlot // the receives (reqs)
+	recvs  int        // receives in flight (reqs)
 	sall   []*pktSlot // every send slot, by its index (a send's token)
 	sfree  []*pktSlot
 	queue  []*pktSlot // datagrams to send at the turn's end
-	sends  int        // sends in flight (ring)
+	sends  int        // sends in flight (reqs)
 	held   int        // datagrams queued or in flight
 	dirty  bool       // queue is not empty: the turn's end sends it
 
@@ -65,7 +65,7 @@ type PacketConn struct {
 	lclosed bool // the socket is closed
 }
 
-// pktSlot is one datagram's buffer, with what a RECVMSG or SENDMSG request addresses.
+// pktSlot is one datagram's buffer, with what a RecvMsg or SendMsg request addresses.
 type pktSlot struct {
 	idx int
 	buf []byte
@@ -83,8 +83,8 @@ func (l *Loop) startPacket(fd int) error {
 		_, pc.inet6 = sa.(*unix.SockaddrInet6)
 	}
 	l.pc = pc
-	pc.ring = l.e.o.api == APIRequests && l.ev.Backend() == "uring"
-	if !pc.ring {
+	pc.reqs = l.e.o.api == APIRequests
+	if !pc.reqs {
 		pc.rbuf = make([]byte, MaxDatagram)
 		ev, err := l.ev.AddFd(fd, ringev.Read, pc.handle)
 		if err != nil {
@@ -118,8 +118,8 @@ func (pc *PacketConn) Loop() *Loop { return pc.l }
 func (pc *PacketConn) Fd() int { return pc.fd }
 
 // WriteTo queues p as a datagram to to and returns len(p); it is sent at the end of the loop's
-// turn, with the turn's other datagrams (one SENDMSG request each, all in one
-// io_uring_enter(2) on the requests path). p may be reused at once. Errors: ErrNotOwner
+// turn, with the turn's other datagrams (one SendMsg request each with APIRequests: on uring
+// all in one io_uring_enter(2)). p may be reused at once. Errors: ErrNotOwner
 // (wrapped) from another goroutine, net.ErrClosed after shutdown, one wrapping unix.EMSGSIZE
 // past MaxDatagram, unix.ENOBUFS past MaxQueuedDatagrams, unix.EAFNOSUPPORT for an IPv6
 // address on an IPv4 socket.
@@ -157,12 +157,12 @@ func (pc *PacketConn) WriteTo(p []byte, to netip.AddrPort) (int, error) {
 	return len(p), nil
 }
 
-// armRecv submits slot s's RECVMSG.
+// armRecv submits slot s's RecvMsg.
 func (pc *PacketConn) armRecv(s *pktSlot) error {
 	s.iov = unix.Iovec{Base: &s.buf[0]}
 	s.iov.SetLen(len(s.buf))
 	s.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&s.sa)), Namelen: unix.SizeofSockaddrAny, Iov: &s.iov, Iovlen: 1}
-	if err := submitMsg(pc.l.ev, pc.fd, &s.msg, s.buf, pc.cb, uint64(s.idx), false); err != nil {
+	if _, err := pc.l.ev.RecvMsg(pc.fd, &s.msg, 0, pc.cb, uint64(s.idx)); err != nil {
 		return err
 	}
 	pc.recvs++
@@ -241,7 +241,7 @@ func (pc *PacketConn) flush() {
 	if pc.closed {
 		return
 	}
-	if pc.ring {
+	if pc.reqs {
 		for i, s := range pc.queue {
 			pc.queue[i] = nil
 			s.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&s.sa)), Iov: &s.iov, Iovlen: 1}
@@ -251,7 +251,7 @@ func (pc *PacketConn) flush() {
 				s.iov.Base = &s.buf[0]
 			}
 			s.iov.SetLen(len(s.buf))
-			if err := submitMsg(pc.l.ev, pc.fd, &s.msg, s.buf, pc.cb, sendTok|uint64(s.idx), true); err != nil {
+			if _, err := pc.l.ev.SendMsg(pc.fd, &s.msg, 0, pc.cb, sendTok|uint64(s.idx)); err != nil {
 				pc.l.e.logf("sendmsg: %v", err)
 				pc.held--
 				pc.sfree = append(pc.sfree, s)

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,19 +36,6 @@ func usableCPUs() int {
 		return set.Count()
 	}
 	return max(1, runtime.NumCPU())
-}
-
-// submitMsg submits IORING_OP_SENDMSG (send) or RECVMSG of msg on fd through l's ring
-// (Loop.SubmitSQE: the uring backend only), keeping keep until the last completion.
-func submitMsg(l *ringev.Loop, fd int, msg *unix.Msghdr, keep []byte, cb ringev.Callback, token uint64, send bool) error {
-	var sqe uring.SQE
-	if send {
-		sqe.PrepSendmsg(fd, msg, 0)
-	} else {
-		sqe.PrepRecvmsg(fd, msg, 0)
-	}
-	_, err := l.SubmitSQE(&sqe, keep, cb, token)
-	return err
 }
 
 // memoryLimit is the memory the process may use, in bytes: the least of the machine's RAM

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/ringev/ringev"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,10 +23,6 @@ func eventfd() (int, error) {
 }
 
 func usableCPUs() int { return max(1, runtime.NumCPU()) }
-
-func submitMsg(*ringev.Loop, int, *unix.Msghdr, []byte, ringev.Callback, uint64, bool) error {
-	return fmt.Errorf("server: io_uring on %s: %w", runtime.GOOS, unix.ENOSYS)
-}
 
 // memoryLimit is the least of GOMEMLIMIT and 1 GiB (no server runs here: see above).
 func memoryLimit() int64 { return min(1<<30, debug.SetMemoryLimit(-1)) }
