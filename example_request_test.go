@@ -2,7 +2,7 @@
 
 package ringev_test
 
-// Examples of requests: an echo server on completions, and RegisterFile.
+// Examples of requests: an echo server on completions, RegisterFile, and IOs.
 
 import (
 	"fmt"
@@ -179,4 +179,64 @@ func ExampleLoop_RegisterFile() {
 	// read "hello"
 	// closed the read end
 	// closed the write end
+}
+
+// A pipe's reader and writer as IOs: each made once with its callback, then submitted again
+// and again; the read's callback counts the message and submits the next write and read, and
+// at the third frees the read, so that nothing is pending and Run returns.
+func ExampleLoop_NewRead() {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		fmt.Println("pipe:", err)
+		return
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	loop, err := ringev.New()
+	if err != nil {
+		fmt.Println("ringev.New:", err)
+		return
+	}
+	defer loop.Close()
+
+	in := make([]byte, 16)
+	msgs := 0
+	var rd, wr *ringev.IO
+	wr, err = loop.NewWrite(p[1], []byte("ping"), -1, func(_ *ringev.IO, n int, err error) {
+		if err != nil {
+			fmt.Println("write:", err)
+		}
+	})
+	if err != nil {
+		fmt.Println("NewWrite:", err)
+		return
+	}
+	rd, err = loop.NewRead(p[0], in, -1, func(x *ringev.IO, n int, err error) {
+		if err != nil {
+			fmt.Println("read:", err)
+			return
+		}
+		msgs++
+		fmt.Printf("read %q\n", in[:n])
+		if msgs == 3 {
+			x.Free() // the callback has run: the IO is not pending
+			return
+		}
+		wr.Submit()
+		x.Submit()
+	})
+	if err != nil {
+		fmt.Println("NewRead:", err)
+		return
+	}
+	wr.Submit()
+	rd.Submit()
+	if err := loop.Run(); err != nil { // until no submission is pending
+		fmt.Println("run:", err)
+	}
+	wr.Free()
+	// Output:
+	// read "ping"
+	// read "ping"
+	// read "ping"
 }
