@@ -27,7 +27,7 @@ import (
 // submission with ECANCELED, SetTimeout gives it a deadline, a Write or Send is finished by
 // the loop, and a completion never reaches the callback of a freed IO. An IO belongs to its
 // loop: use it on the loop's goroutine only, and Free it when done (an IO not freed keeps its
-// record, about 300 bytes, for the loop's life).
+// record, a few hundred bytes, for the loop's life).
 type IO struct {
 	l   *Loop
 	rec *reqRec // its record (rec.io is this IO); &freedRec after Free
