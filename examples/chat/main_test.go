@@ -254,7 +254,7 @@ func TestChatPausesATalkerWhileAClientDoesNotRead(t *testing.T) {
 // limit for --stall is closed, with a log line naming it, and the talker it held is read
 // again: the clients that read get every line, in order.
 func TestChatClosesAClientThatDoesNotRead(t *testing.T) {
-	const stall = 200 * time.Millisecond
+	const stall = 500 * time.Millisecond
 	eachSetup(t, []string{"--stall", stall.String()}, func(t *testing.T, s *chatServer) {
 		slow, reader, talker := s.joinThree(t)
 		joined := time.Now() // before slow's output could pass the write limit
