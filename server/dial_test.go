@@ -388,3 +388,20 @@ func TestDialFromLoopWithEngineDialIsErrFromLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestDialedConnHasTheEngineIdleTimeout: a dialed connection is served as an accepted one is:
+// the engine's idle timeout (WithIdleTimeout) closes it when nothing passes, with
+// ErrIdleTimeout.
+func TestDialedConnHasTheEngineIdleTimeout(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer := echoPeer(t, "tcp", "127.0.0.1:0")
+		e := startDialEngine(t, append(s.opts(), WithIdleTimeout(50*time.Millisecond))...)
+		r := newRecorder()
+		if _, err := engineDial(t, e, context.Background(), "tcp", peer.Addr().String(), r); err != nil {
+			t.Fatalf("Engine.Dial: %v", err)
+		}
+		if _, err := r.closedWith(t); !errors.Is(err, ErrIdleTimeout) {
+			t.Errorf("OnClose: %v, want ErrIdleTimeout", err)
+		}
+	})
+}
