@@ -468,7 +468,7 @@ func (c *Conn) WriteLimit() int { return c.l.limit }
 // Close closes the connection gracefully: no more input is handed to OnData, the output
 // written before it is sent, then the connection's writing side is shut down and it lingers
 // until the peer closes (at most a second), so that the peer reads every byte and then EOF;
-// then OnClose (err nil). It returns net.ErrClosed if the connection is closing or closed
+// then OnClose (err nil): up to a second after the output is sent. It returns net.ErrClosed if the connection is closing or closed
 // already. From another goroutine it is queued after the writes made before it. A peer that
 // does not read keeps the output from being sent: an idle timeout (WithIdleTimeout) ends that,
 // and Abort does at once.
@@ -596,12 +596,7 @@ func (c *Conn) closeWith(reason error, asked bool) {
 		c.takeAsyncNow() // what other goroutines wrote before the close is sent
 	}
 	c.setReason(reason)
-	c.closing, c.reqStart = true, 0
-	if !c.inData {
-		c.l.bufs.put(c.in)
-		c.in = nil
-		c.chargeInput()
-	}
+	c.closing, c.reqStart = true, 0 // the input left stays, for OnClose
 	c.l.drv.update(c)
 	if !c.dirty {
 		c.l.markDirty(c) // the turn's end sends the output, then lingers
@@ -639,11 +634,7 @@ func (c *Conn) end(reason error) {
 	c.inN = 0
 	c.l.bufs.put(c.pend)
 	c.pend = nil
-	if !c.inData {
-		c.l.bufs.put(c.in)
-		c.in = nil
-	}
-	c.l.drv.closeFd(c)
+	c.l.drv.closeFd(c) // the input left stays, for OnClose (finished)
 }
 
 // peerEOF is the peer's end of file: the handler is told if it must be (serveLeft), the
@@ -739,12 +730,12 @@ func (c *Conn) serve(data []byte) {
 	consumed := c.off > 0
 	c.view = nil
 	switch {
-	case c.closing || c.closed || len(rest) == 0:
+	case len(rest) == 0:
 		l.bufs.put(c.in)
 		c.in, c.reqStart = nil, 0
 		c.chargeInput()
 		return
-	case len(rest) > MaxInput:
+	case len(rest) > MaxInput && !c.closing && !c.closed:
 		l.bufs.put(c.in)
 		c.in = nil
 		l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(rest))
@@ -756,7 +747,7 @@ func (c *Conn) serve(data []byte) {
 	}
 	c.in = append(c.in[:0], rest...) // rest may be c.in's tail: append moves it to the start
 	c.chargeInput()
-	if c.reqTO > 0 && (consumed || c.reqStart == 0) {
+	if c.reqTO > 0 && (consumed || c.reqStart == 0) && !c.closing && !c.closed {
 		c.reqStart = l.now() // precise: the request deadline is the one a client can exploit
 		c.armTimer(c.reqStart + int64(c.reqTO))
 	}

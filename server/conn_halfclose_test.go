@@ -191,3 +191,42 @@ func TestConnHalfOpenServesNCN(t *testing.T) {
 type halfOpener struct{ *eofLines }
 
 func (h *halfOpener) OnOpen(c *Conn) { c.SetHalfOpen(true) }
+
+// unreadAtClose is eofLines that sends, from OnClose, its reason and the input left (Peek).
+type unreadAtClose struct {
+	*eofLines
+	closed chan atEOF
+	errs   chan error
+}
+
+func (h *unreadAtClose) OnClose(c *Conn, err error) {
+	b, _ := c.Peek(-1)
+	if c.Buffered() != len(b) {
+		b = []byte("Buffered and Peek disagree")
+	}
+	h.closed <- atEOF{c, string(b)}
+	h.errs <- err
+}
+
+// TestConnOnCloseShowsUnreadInput: input the handler leaves to the end (here, past the peer's
+// EOF) is still there in OnClose: Buffered and Peek show it.
+func TestConnOnCloseShowsUnreadInput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := &unreadAtClose{eofLines: newEOFLines(), closed: make(chan atEOF, 1), errs: make(chan error, 1)}
+		e := startEngine(t, h, s.opts()...)
+		c := dialEngine(t, e)
+		c.Write([]byte("a\ntail"))
+		c.(*net.TCPConn).CloseWrite()
+		if got := readToEOF(t, c); got != "a\n" {
+			t.Fatalf("the client read %q, want \"a\\n\"", got)
+		}
+		select {
+		case a := <-h.closed:
+			if err := <-h.errs; a.rest != "tail" || err != io.EOF {
+				t.Fatalf("OnClose(%v) with input %q, want io.EOF and \"tail\"", err, a.rest)
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("no OnClose within %v", waitFor)
+		}
+	})
+}

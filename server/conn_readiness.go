@@ -268,11 +268,6 @@ func (c *Conn) probeShut(*ringev.Timer) {
 // what the peer still sends is read and dropped until it closes, or lingerTimeout.
 func (d *connRdy) linger(c *Conn) {
 	c.lingering = true
-	if !c.inData {
-		d.l.bufs.put(c.in)
-		c.in = nil
-		c.chargeInput()
-	}
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		c.end(nil)
 		return

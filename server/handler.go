@@ -57,8 +57,16 @@ type OpenHandler interface {
 // Conn.Close or Conn.Abort, io.EOF when the peer closed (or, after Conn.CloseWrite, when it
 // closed its side too), ErrIdleTimeout, ErrRequestTimeout, ErrShutdown, ErrInputTooLarge,
 // ErrOutputFull, ErrEngineFull, or the socket's error (wrapping the errno, e.g.
-// unix.ECONNRESET). The socket is closed by then: writes fail with net.ErrClosed. Called once
-// per connection that OnOpen was called for.
+// unix.ECONNRESET). The socket is closed by then: writes fail with net.ErrClosed. Conn.Buffered
+// and Conn.Peek still show the input the handler left unconsumed (what the layer drops is not
+// there: bytes that arrive after Close, and the input of ErrInputTooLarge). Called once per
+// connection that OnOpen was called for.
+//
+// After Conn.Close, OnClose comes once the output is sent and the peer has closed its side, or
+// at most a second after the last byte was sent (the lingering close: the peer reads every byte
+// before the socket closes); a peer that neither reads nor closes holds it until a timeout
+// (WithIdleTimeout). Conn.Abort, a reset and the peer's EOF (the output being sent) end it at
+// once.
 type CloseHandler interface {
 	OnClose(c *Conn, err error)
 }
