@@ -117,7 +117,8 @@ func (ch *chat) behind(talker *server.Conn) bool {
 
 // resume reads again the paused talkers that no client is behind for, and returns how many
 // remain paused. The loop of a client that has drained or left calls it, and every loop's
-// OnTick: a backlog can also clear without either (a loop's send takes it all at once).
+// OnTick: a backlog can also clear with neither (a send ends before the turn's end that would
+// have found the client past the write limit), and then the talker waits for a tick.
 func (ch *chat) resume() (paused int) {
 	for t := range ch.paused.Range {
 		t := t.(*server.Conn)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/server"
 	"go.uber.org/goleak"
 )
 
@@ -282,17 +283,43 @@ func TestChatClosesAClientThatDoesNotRead(t *testing.T) {
 }
 
 // joinThree joins the clients slow, reader and talker, in that order, and reads the joins each
-// hears of the others.
+// hears of the others. With more than one loop, talker is served on another loop than slow (a
+// talker that came on slow's loop leaves and comes again), so that the pause and its resume
+// cross loops.
 func (s *chatServer) joinThree(t *testing.T) (slow, reader, talker *client) {
 	t.Helper()
-	slow, reader, talker = s.dial(t, "slow"), s.dial(t, "reader"), s.dial(t, "talker")
+	slow, reader = s.dial(t, "slow"), s.dial(t, "reader")
 	slow.join()
 	reader.join()
-	talker.join()
 	slow.expect("* reader joined\n")
-	slow.expect("* talker joined\n")
-	reader.expect("* talker joined\n")
-	return slow, reader, talker
+	for attempt := 1; ; attempt++ {
+		talker = s.dial(t, "talker")
+		talker.join()
+		slow.expect("* talker joined\n")
+		reader.expect("* talker joined\n")
+		at, by := s.loopOf(t, "slow"), s.loopOf(t, "talker")
+		if at != by || len(at.Engine().Loops()) == 1 {
+			return slow, reader, talker
+		}
+		if attempt == 50 {
+			t.Fatalf("%d talkers in a row came on slow's loop", attempt)
+		}
+		talker.conn.Close()
+		slow.expect("* talker left\n")
+		reader.expect("* talker left\n")
+	}
+}
+
+// loopOf is the loop that serves the client with nick.
+func (s *chatServer) loopOf(t *testing.T, nick string) *server.Loop {
+	t.Helper()
+	for c, v := range s.ch.named.Range {
+		if v.(*session).nick == nick {
+			return c.(*server.Conn).Loop()
+		}
+	}
+	t.Fatalf("no client %q", nick)
+	return nil
 }
 
 // talk sends n lines of talkSize bytes, numbered from 0, in writes of 64 KB or so, each within
