@@ -15,15 +15,16 @@ const maxFastFields = 32
 // every line ending in CRLF, and fields with plain names and values, none about framing
 // (Content-Length, Transfer-Encoding, Trailer), none that http.ReadRequest rewrites
 // (Pragma) and at most one Host and one plain Connection. The Request is the one
-// http.ReadRequest returns for the same bytes. It returns nil for any other head, which
+// http.ReadRequest returns for the same bytes, and hosts is how many Host fields the head
+// holds (0 or 1: req.Host is the first's value). It returns nil for any other head, which
 // http.ReadRequest reads instead.
-func fastRequest(head []byte) *http.Request {
+func fastRequest(head []byte) (req *http.Request, hosts int) {
 	i := 0
 	for i < len(head) && head[i] != '\n' {
 		i++
 	}
 	if i < 2 || i == len(head) || head[i-1] != '\r' {
-		return nil
+		return nil, 0
 	}
 	line := head[:i-1]
 	var method string
@@ -33,10 +34,10 @@ func fastRequest(head []byte) *http.Request {
 	case len(line) > 5 && string(line[:6]) == "HEAD /":
 		method = "HEAD"
 	default:
-		return nil
+		return nil, 0
 	}
 	if len(line) < len(method)+1+9 {
-		return nil
+		return nil, 0
 	}
 	minor := 0
 	switch string(line[len(line)-9:]) {
@@ -44,7 +45,7 @@ func fastRequest(head []byte) *http.Request {
 		minor = 1
 	case " HTTP/1.0":
 	default:
-		return nil
+		return nil, 0
 	}
 	tstart, tend := len(method)+1, len(line)-9
 	q := -1 // where the query starts ('?')
@@ -56,11 +57,11 @@ func fastRequest(head []byte) *http.Request {
 			q = j
 		case q >= 0 && (c == '?' || queryByte(c)):
 		default:
-			return nil
+			return nil, 0
 		}
 	}
 	if q == tend-1 {
-		return nil // a lone '?' at the end: url's ForceQuery
+		return nil, 0 // a lone '?' at the end: url's ForceQuery
 	}
 
 	// The fields: where each name and value is (offsets into head).
@@ -71,19 +72,19 @@ func fastRequest(head []byte) *http.Request {
 	for {
 		if p+1 < len(head) && head[p] == '\r' && head[p+1] == '\n' {
 			if p+2 != len(head) {
-				return nil
+				return nil, 0
 			}
 			break
 		}
 		if n == maxFastFields {
-			return nil
+			return nil, 0
 		}
 		k0 := p
 		for p < len(head) && nameByte(head[p]) {
 			p++
 		}
 		if p == k0 || p == len(head) || head[p] != ':' {
-			return nil
+			return nil, 0
 		}
 		k1 := p
 		p++
@@ -96,7 +97,7 @@ func fastRequest(head []byte) *http.Request {
 		}
 		v1 := p
 		if p+1 >= len(head) || head[p] != '\r' || head[p+1] != '\n' {
-			return nil
+			return nil, 0
 		}
 		p += 2
 		for v1 > v0 && (head[v1-1] == ' ' || head[v1-1] == '\t') {
@@ -105,17 +106,17 @@ func fastRequest(head []byte) *http.Request {
 		switch {
 		case fieldIs(head[k0:k1], "Host"):
 			if host >= 0 {
-				return nil
+				return nil, 0
 			}
 			host = n
 		case fieldIs(head[k0:k1], "Connection"):
 			if conn >= 0 {
-				return nil
+				return nil, 0
 			}
 			conn = n
 		case fieldIs(head[k0:k1], "Content-Length"), fieldIs(head[k0:k1], "Transfer-Encoding"),
 			fieldIs(head[k0:k1], "Trailer"), fieldIs(head[k0:k1], "Pragma"):
-			return nil
+			return nil, 0
 		}
 		fields[n] = struct{ k0, k1, v0, v1 int }{k0, k1, v0, v1}
 		n++
@@ -129,12 +130,12 @@ func fastRequest(head []byte) *http.Request {
 		case fieldIs(v, "keep-alive"):
 			closing = false
 		default:
-			return nil // a list of tokens: http.ReadRequest's parsing of it
+			return nil, 0 // a list of tokens: http.ReadRequest's parsing of it
 		}
 	}
 
 	s := string(head) // every string of the Request is part of this one
-	req := &http.Request{
+	req = &http.Request{
 		Method:     method,
 		Proto:      s[tend+1 : i-1],
 		ProtoMajor: 1,
@@ -153,7 +154,7 @@ func fastRequest(head []byte) *http.Request {
 	for j, f := range fields[:n] {
 		v := s[f.v0:f.v1]
 		if j == host {
-			req.Host = v
+			req.Host, hosts = v, 1
 			continue
 		}
 		k := canonicalName(s[f.k0:f.k1], head[f.k0:f.k1])
@@ -164,7 +165,7 @@ func fastRequest(head []byte) *http.Request {
 		vals[j] = v
 		req.Header[k] = vals[j : j+1 : j+1]
 	}
-	return req
+	return req, hosts
 }
 
 // pathByte reports whether c may be in a fast target's path: bytes that url.URL keeps as

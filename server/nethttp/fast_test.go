@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -89,7 +90,7 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 	}
 	fast := 0
 	for _, h := range heads {
-		got := fastRequest([]byte(h))
+		got, hosts := fastRequest([]byte(h))
 		if got == nil {
 			continue
 		}
@@ -102,8 +103,11 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 		if d := requestDiff(got, want); d != "" {
 			t.Errorf("%q: %s", h, d)
 		}
+		if n, first := hostFields([]byte(h)); n != hosts || got.Host != string(first) {
+			t.Errorf("%q: fastRequest: %d Host fields, the first %q; hostFields: %d, %q", h, hosts, got.Host, n, first)
+		}
 	}
-	if fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")) == nil {
+	if req, _ := fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")); req == nil {
 		t.Error("fastRequest did not read wrk's GET")
 	}
 	t.Logf("%d of %d heads read by fastRequest", fast, len(heads))
@@ -135,4 +139,24 @@ func requestDiff(a, b *http.Request) string {
 		return fmt.Sprintf("the Requests differ: %+v / %+v", ca, cb)
 	}
 	return ""
+}
+
+// TestAddrStringIsString: addrString gives net.Addr's String for IPv4, IPv4-in-IPv6, IPv6,
+// zoned, odd-port and non-TCP addresses.
+func TestAddrStringIsString(t *testing.T) {
+	for _, a := range []net.Addr{
+		&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080},
+		&net.TCPAddr{IP: net.IP{10, 200, 3, 255}, Port: 0},
+		&net.TCPAddr{IP: net.IPv4(255, 255, 255, 255), Port: 65535},
+		&net.TCPAddr{IP: net.IPv6loopback, Port: 443},
+		&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 80, Zone: "eth0"},
+		&net.TCPAddr{IP: net.IPv4(1, 2, 3, 4), Port: 70000},
+		&net.TCPAddr{IP: net.IPv4(1, 2, 3, 4), Port: -1},
+		&net.TCPAddr{Port: 9},
+		&net.UnixAddr{Name: "/tmp/s", Net: "unix"},
+	} {
+		if got, want := addrString(a), a.String(); got != want {
+			t.Errorf("addrString(%#v) = %q, String() = %q", a, got, want)
+		}
+	}
 }

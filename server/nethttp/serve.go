@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -179,9 +180,33 @@ type conn struct {
 // remote is the client's address, as net/http's Request.RemoteAddr.
 func (h *conn) remote() string {
 	if ra := h.c.RemoteAddr(); ra != nil {
-		return ra.String()
+		return addrString(ra)
 	}
 	return ""
+}
+
+// addrString is a.String(), with one allocation for an IPv4 TCP address (String takes
+// three).
+func addrString(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || ta.Zone != "" || ta.Port < 0 || ta.Port > 65535 {
+		return a.String()
+	}
+	ip4 := ta.IP.To4()
+	if ip4 == nil {
+		return a.String()
+	}
+	var b [len("255.255.255.255:65535")]byte
+	p := b[:0]
+	for i, v := range ip4 {
+		if i > 0 {
+			p = append(p, '.')
+		}
+		p = strconv.AppendUint(p, uint64(v), 10)
+	}
+	p = append(p, ':')
+	p = strconv.AppendUint(p, uint64(ta.Port), 10)
+	return string(p)
 }
 
 // OnOpen prepares the connection: its timeouts and ConnState's StateNew.
@@ -550,8 +575,12 @@ func (x *exchange) release() {
 // parse reads the request's head (fastRequest, else http.ReadRequest) and checks it as
 // net/http's server does; err is what net/http's server answers (errorResponse).
 func (x *exchange) parse(head []byte) (*http.Request, error) {
-	req := fastRequest(head)
-	if req == nil {
+	req, hosts := fastRequest(head)
+	fast := req != nil
+	host := ""
+	if fast {
+		host = req.Host
+	} else {
 		x.br = readers.Get().(*bufio.Reader)
 		x.br.Reset(&x.src)
 		x.src.head = head
@@ -561,25 +590,29 @@ func (x *exchange) parse(head []byte) (*http.Request, error) {
 		if err != nil {
 			return nil, err
 		}
+		var b []byte
+		hosts, b = hostFields(head)
+		host = string(b)
 	}
 	if req.ProtoMajor != 1 && !(req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*") {
 		return nil, statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
 	}
-	hosts, host := hostFields(head)
 	isH2Upgrade := req.Method == "PRI" && len(req.Header) == 0 && req.URL.Path == "*" && req.Proto == "HTTP/2.0"
 	if req.ProtoAtLeast(1, 1) && hosts == 0 && !isH2Upgrade && req.Method != "CONNECT" {
 		return nil, statusError{http.StatusBadRequest, "missing required Host header"}
 	}
-	if hosts == 1 && !validHost(string(host)) {
+	if hosts == 1 && !validHost(host) {
 		return nil, statusError{http.StatusBadRequest, "malformed Host header"}
 	}
-	for k, vv := range req.Header {
-		if !validFieldName(k) {
-			return nil, statusError{http.StatusBadRequest, "invalid header name"}
-		}
-		for _, v := range vv {
-			if !validFieldValue(v) {
-				return nil, statusError{http.StatusBadRequest, "invalid header value"}
+	if !fast { // fastRequest's names are tokens, its values plain
+		for k, vv := range req.Header {
+			if !validFieldName(k) {
+				return nil, statusError{http.StatusBadRequest, "invalid header name"}
+			}
+			for _, v := range vv {
+				if !validFieldValue(v) {
+					return nil, statusError{http.StatusBadRequest, "invalid header value"}
+				}
 			}
 		}
 	}
