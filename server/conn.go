@@ -23,8 +23,9 @@ const MaxInput = 4 << 20
 
 // Conn is one connection of an Engine. Its methods belong to its loop's goroutine (the
 // Handler's methods and functions given to Loop.Post run there), except Write, WriteString,
-// Close, Abort, CloseWrite, PauseRead and ResumeRead, which are safe from any goroutine: from another one
-// they queue what they do for the loop. A method that cannot be used from the caller's goroutine returns an error
+// Close, Abort, CloseWrite, PauseRead and ResumeRead, which are safe from any goroutine: from
+// another one they queue what they do for the loop; Pending and Loop are right from any
+// goroutine too. A method that cannot be used from the caller's goroutine returns an error
 // wrapping ringev.ErrNotOwner; a closed connection's, one that is net.ErrClosed.
 //
 // A Conn is never reused for another connection: one kept after OnClose stays closed.

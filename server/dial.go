@@ -86,8 +86,10 @@ func (e *Engine) Dial(ctx context.Context, network, addr string, h Handler) (*Co
 // "[::1]:port", a path) from the loop, and returns at once. done is called on the loop exactly
 // once, never inside Dial: with the open connection, served by h, before h's OnOpen and any
 // OnData (the place to tie it to other state, e.g. a proxy's client Conn, with SetContext); or
-// with the error, and then h is told of nothing. A handler dials so to keep both sides of a
-// proxy on one loop. It belongs to the loop's goroutine (a handler, or a function given to
+// with the error, and then h is told of nothing. The connection has the engine's settings, as
+// an accepted one has: its idle and request timeouts (Conn.SetIdleTimeout and
+// SetRequestTimeout change them for it), WithHalfOpen, the write limit and the output cap. A
+// handler dials so to keep both sides of a proxy on one loop. It belongs to the loop's goroutine (a handler, or a function given to
 // Post); Engine.Dial dials from any other.
 //
 // The connect is a request (Loop.Connect: IORING_OP_CONNECT, Linux 5.5, on uring; a

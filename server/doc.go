@@ -56,6 +56,12 @@
 // (APIReadiness). Cancelling Listen's context, or Engine.Shutdown, shuts the engine down
 // gracefully: accepting stops, what arrived is served, output is sent, connections close.
 //
+// Outbound connections are Conns too, served by a Handler of their own: Loop.Dial from a
+// handler (it returns at once; a done function gets the connection on the same loop, as a
+// proxy wants), Engine.Dial from any other goroutine (it blocks until the connection is
+// open), and NewEngine for an engine that only dials. A dialed connection has the engine's
+// settings, as an accepted one has (timeouts, WithHalfOpen, the write limit and output cap).
+//
 // # ringev's own servers
 //
 // The package also holds the servers that `ringev serve` and `ringev bench net` run against

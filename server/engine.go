@@ -15,7 +15,8 @@ import (
 )
 
 // Engine is a running server: its loops, each on its own OS thread, serving one listening
-// address with a Handler (Listen) or one datagram address with a PacketHandler (ListenPacket).
+// address with a Handler (Listen), one datagram address with a PacketHandler (ListenPacket),
+// or none (NewEngine); the connections dialed on it (Dial, Loop.Dial) are served beside.
 type Engine struct {
 	network string
 	addr    net.Addr
