@@ -110,9 +110,10 @@ var (
 	// ErrInputTooLarge: the handler left more than MaxInput bytes of input unconsumed.
 	ErrInputTooLarge = errors.New("server: unconsumed input past MaxInput")
 	// ErrOutputFull: a write would have taken the connection's pending output past its cap
-	// (WithMaxPending): its peer does not read what it is sent. Write, WriteString and Commit
-	// return it for the write they refuse; OnClose is given it.
-	ErrOutputFull = errors.New("server: pending output past the output cap (WithMaxPending): the peer does not read")
+	// (WithMaxPending): its peer does not read what it is sent, or one write was larger than
+	// the cap. Write, WriteString and Commit return it for the write they refuse; OnClose is
+	// given it.
+	ErrOutputFull = errors.New("server: a write past the connection's output cap (WithMaxPending): its peer does not read, or the write is larger than the cap")
 	// ErrEngineFull: the engine's connections held more than its budget (WithMaxBuffered),
 	// and this one held the most on its loop.
 	ErrEngineFull = errors.New("server: the engine's buffered bytes past its budget (WithMaxBuffered): closed the connection that held the most")
