@@ -128,6 +128,9 @@ func New(srv *http.Server) *Server {
 // Serve serves h over HTTP/1.1 on the TCP address addr until ctx is done, then shuts down
 // gracefully (server.Serve, with opts) and waits for the handlers still running. Settings of
 // an http.Server go through New: server.Serve(ctx, "tcp", addr, nethttp.New(srv), opts...).
+// Its errors are server.Serve's (an address in use, a bad option, ...). To learn the port of
+// an addr such as "127.0.0.1:0" (a test's), use server.Listen with New, then Engine.Addr,
+// Engine.Wait and Server.Wait.
 func Serve(ctx context.Context, addr string, h http.Handler, opts ...server.Option) error {
 	s := New(&http.Server{Handler: h})
 	err := server.Serve(ctx, "tcp", addr, s, opts...)
