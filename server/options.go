@@ -61,7 +61,9 @@ const DefaultWriteLimit = 256 << 10
 // MaxInput is its input's. It is 16 times DefaultWriteLimit: a handler that stops writing past
 // the write limit (RESP and HTTP do) stays far below it, and a peer that reads takes that much
 // within milliseconds. Only a connection whose peer does not read, written to by a broadcast
-// or another goroutine, reaches it: closing it bounds what a server holds for one peer.
+// or another goroutine, reaches it, or one write larger than it (a handler that sends a large
+// file in one Write: it raises the cap, or writes in pieces as the output drains): closing
+// it bounds what a server holds for one peer.
 const DefaultMaxPending = 4 << 20
 
 // WithLoops sets the number of loops, each on its own OS thread; 0 (the default) means one per
