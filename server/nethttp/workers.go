@@ -8,7 +8,7 @@ import (
 )
 
 // workerIdle is how long a handler goroutine with nothing to run waits for a request before
-// it ends.
+// it ends: between workerIdle and twice that.
 const workerIdle = time.Second
 
 // maxIdleWorkers bounds the goroutines kept waiting for requests.
@@ -16,14 +16,20 @@ const maxIdleWorkers = 256
 
 // workers runs the requests' handlers on goroutines that are kept between requests, so that a
 // request does not pay for a new goroutine's stack to grow to a handler's depth (net/http
-// keeps one goroutine per connection for that reason, and its stack).
+// keeps one goroutine per connection for that reason, and its stack). A waiting goroutine
+// waits on its channel alone: one timer for the pool (reap), not one per request, ends those
+// that have waited through a whole tick of it.
 type workers struct {
-	mu   sync.Mutex
-	idle []*worker
+	mu     sync.Mutex
+	idle   []*worker // the longest waiting first
+	gen    uint64    // reap's ticks
+	reap   *time.Timer
+	reapID uint64 // reap's, told apart from a timer stopped (stop) as it fired
 }
 
 type worker struct {
-	ch chan *exchange
+	ch  chan *exchange
+	gen uint64 // the tick in which it began to wait
 }
 
 // run runs x.serve on a waiting goroutine, or on a new one.
@@ -41,11 +47,9 @@ func (p *workers) run(x *exchange) {
 	go p.work(&worker{ch: make(chan *exchange, 1)}, x)
 }
 
-// work serves x, then each request it is given, until it has waited workerIdle for none.
+// work serves x, then each request it is given, until it is told to stop (nil).
 func (p *workers) work(w *worker, x *exchange) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for {
+	for x != nil {
 		x.serve()
 		x = nil // not kept alive while waiting
 		p.mu.Lock()
@@ -53,29 +57,40 @@ func (p *workers) work(w *worker, x *exchange) {
 			p.mu.Unlock()
 			return
 		}
+		w.gen = p.gen
 		p.idle = append(p.idle, w)
-		p.mu.Unlock()
-		t.Reset(workerIdle)
-		select {
-		case x = <-w.ch:
-			if x == nil {
-				return // stop
-			}
-			continue
-		case <-t.C:
-		}
-		p.mu.Lock()
-		for i, v := range p.idle {
-			if v == w {
-				p.idle = append(p.idle[:i], p.idle[i+1:]...)
-				p.mu.Unlock()
-				return
-			}
+		if p.reap == nil {
+			p.reapID++
+			id := p.reapID
+			p.reap = time.AfterFunc(workerIdle, func() { p.reapIdle(id) })
 		}
 		p.mu.Unlock()
-		if x = <-w.ch; x == nil { // taken from idle as the timer fired: its request is coming
-			return
-		}
+		x = <-w.ch
+	}
+}
+
+// reapIdle is reap's tick: it stops the goroutines that have waited since before the last
+// tick, and ticks again while some wait. id is the timer's (reapID): one stopped or replaced
+// does nothing.
+func (p *workers) reapIdle(id uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reap == nil || p.reapID != id {
+		return
+	}
+	p.gen++
+	n := 0
+	for n < len(p.idle) && p.idle[n].gen+1 < p.gen {
+		p.idle[n].ch <- nil // it waits: its channel is empty
+		n++
+	}
+	m := copy(p.idle, p.idle[n:])
+	clear(p.idle[m:])
+	p.idle = p.idle[:m]
+	if m > 0 {
+		p.reap.Reset(workerIdle)
+	} else {
+		p.reap = nil
 	}
 }
 
@@ -84,6 +99,10 @@ func (p *workers) stop() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle = nil
+	if p.reap != nil {
+		p.reap.Stop()
+		p.reap = nil
+	}
 	p.mu.Unlock()
 	for _, w := range idle {
 		w.ch <- nil
