@@ -185,7 +185,7 @@ func (d *dialer) parse() error {
 		return nil
 	case "tcp", "tcp4", "tcp6":
 	default:
-		return fmt.Errorf("server: Loop.Dial: unknown stream network %q (known: tcp, tcp4, tcp6, unix)", d.network)
+		return fmt.Errorf("server: dial %s %s: unknown stream network %q (known: tcp, tcp4, tcp6, unix)", d.network, d.addr, d.network)
 	}
 	host, port, err := net.SplitHostPort(d.addr)
 	if err != nil {

@@ -405,3 +405,30 @@ func TestDialedConnHasTheEngineIdleTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestDialBadNetworkOrAddressIsAnErrorNamingIt: Engine.Dial and Loop.Dial refuse an unknown
+// network and a malformed address with an error (returned, before any socket) that names both
+// the network and the address given, as a dial's other errors do.
+func TestDialBadNetworkOrAddressIsAnErrorNamingIt(t *testing.T) {
+	e := startDialEngine(t)
+	for _, tc := range []struct{ network, addr string }{
+		{"udp", "127.0.0.1:9"},
+		{"tcp", "127.0.0.1"}, // no port
+	} {
+		_, err := engineDial(t, e, context.Background(), tc.network, tc.addr, newRecorder())
+		var loopErr error
+		onLoop(t, e.Loops()[0], func() {
+			loopErr = e.Loops()[0].Dial(context.Background(), tc.network, tc.addr, newRecorder(), func(*Conn, error) {
+				t.Errorf("Loop.Dial %s %s: done called for a dial refused at once", tc.network, tc.addr)
+			})
+		})
+		for how, err := range map[string]error{"Engine.Dial": err, "Loop.Dial": loopErr} {
+			if err == nil || !strings.Contains(err.Error(), tc.network) || !strings.Contains(err.Error(), tc.addr) {
+				t.Errorf("%s %s %s: %v, want an error naming the network and the address", how, tc.network, tc.addr, err)
+			}
+		}
+	}
+	if e.Conns() != 0 {
+		t.Errorf("after refused dials: Conns() = %d", e.Conns())
+	}
+}
