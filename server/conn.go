@@ -90,9 +90,13 @@ type Conn struct {
 	// serves both, armed for the earlier deadline and re-armed when it fires early.
 	idle, reqTO      time.Duration
 	active, reqStart int64
-	timer            *ringev.Timer
-	timerAt          int64
-	timerFn          func(*ringev.Timer)
+	// rIdle is the read idle timeout (0: none); ractive, the loop time (ns) of the last bytes
+	// received.
+	rIdle   time.Duration
+	ractive int64
+	timer   *ringev.Timer
+	timerAt int64
+	timerFn func(*ringev.Timer)
 
 	// The requests driver's state.
 	cb        ringev.Callback // c.onIO, made once
@@ -693,9 +697,7 @@ func (c *Conn) deliver(data []byte) {
 	if c.closing || c.lingering || c.closed {
 		return
 	}
-	if c.idle > 0 {
-		c.active = c.l.turnTime()
-	}
+	c.gotInput()
 	if len(c.in) == 0 && !c.paused && !c.held {
 		c.serve(data)
 		return
@@ -885,6 +887,28 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 	return nil
 }
 
+// gotInput notes that bytes were received, for the idle timeouts.
+func (c *Conn) gotInput() {
+	if c.idle > 0 || c.rIdle > 0 {
+		c.active = c.l.turnTime()
+		c.ractive = c.active
+	}
+}
+
+// SetReadIdleTimeout sets the connection's read idle timeout (see WithReadIdleTimeout) from
+// now; 0 removes it. Errors as SetIdleTimeout's.
+func (c *Conn) SetReadIdleTimeout(d time.Duration) error {
+	if err := c.usable("SetReadIdleTimeout"); err != nil {
+		return err
+	}
+	c.rIdle = max(d, 0)
+	if d > 0 {
+		c.ractive = c.l.now()
+		c.armTimer(c.ractive + int64(d))
+	}
+	return nil
+}
+
 // SetRequestTimeout sets the connection's request timeout (see WithRequestTimeout); 0 removes
 // it. A request under way keeps its start. Errors as SetIdleTimeout's.
 func (c *Conn) SetRequestTimeout(d time.Duration) error {
@@ -947,11 +971,16 @@ func (c *Conn) onTimer(*ringev.Timer) {
 			next = at
 		}
 	}
-	if c.idle > 0 && reason == nil {
-		if at := c.active + int64(c.idle); now >= at {
-			reason = ErrIdleTimeout
-		} else {
-			next = min(next, at)
+	for _, t := range [2]struct {
+		d  time.Duration
+		at int64
+	}{{c.idle, c.active}, {c.rIdle, c.ractive}} {
+		if t.d > 0 && reason == nil {
+			if at := t.at + int64(t.d); now >= at {
+				reason = ErrIdleTimeout
+			} else {
+				next = min(next, at)
+			}
 		}
 	}
 	switch {

@@ -173,9 +173,7 @@ func (d *connRdy) read(c *Conn) {
 	}
 	if into {
 		c.in = c.in[:len(c.in)+n]
-		if c.idle > 0 {
-			c.active = c.l.turnTime()
-		}
+		c.gotInput()
 		c.received()
 		return
 	}

@@ -8,6 +8,7 @@ package server
 
 import (
 	"errors"
+	"io"
 	"testing"
 	"time"
 )
@@ -106,6 +107,45 @@ func TestConnSetTimeoutsPerConnection(t *testing.T) {
 		other.Write([]byte("still\n"))
 		if got := readN(t, other, 9); got != "hi\nstill\n" {
 			t.Fatalf("the other connection: %q", got)
+		}
+	})
+}
+
+// TestConnReadIdleTimeoutCountsInputOnly: with WithReadIdleTimeout, a client that only listens
+// (the server writes to it every tenth of the timeout) is closed at the timeout (OnClose's err
+// ErrIdleTimeout), while one that sends a line at that pace stays open.
+func TestConnReadIdleTimeoutCountsInputOnly(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const idle = 400 * time.Millisecond
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithReadIdleTimeout(idle))...)
+		busy := dialEngine(t, e)
+		bc := r.next(t)
+		start := time.Now()
+		listener := dialEngine(t, e)
+		lc := r.next(t)
+		var cutAt time.Duration
+		for cutAt == 0 && time.Since(start) < 3*idle {
+			b := make([]byte, 5)
+			if _, err := lc.WriteString("news\n"); err != nil {
+				cutAt = time.Since(start)
+			} else if _, err := io.ReadFull(listener, b); err != nil {
+				cutAt = time.Since(start)
+			}
+			busy.Write([]byte("x\n"))
+			if got := readN(t, busy, 2); got != "x\n" {
+				t.Fatalf("echo %q", got)
+			}
+			time.Sleep(idle / 10) // the pace of the clients, not a wait for a condition
+		}
+		if cutAt == 0 {
+			t.Fatalf("the listening client was open after %v, 3 times the read idle timeout: the server's writes kept it", 3*idle)
+		}
+		if cutAt < idle {
+			t.Errorf("cut off after %v, before the read idle timeout %v", cutAt, idle)
+		}
+		if c, err := r.closedWith(t); c != lc || !errors.Is(err, ErrIdleTimeout) {
+			t.Fatalf("closed: the busy one %v, err %v; want the listening one, ErrIdleTimeout", c == bc, err)
 		}
 	})
 }

@@ -32,7 +32,9 @@
 // loop of the engine wakes through the ring (IORING_OP_MSG_RING). Each of them, and every
 // method that belongs to the loop's goroutine, either works or returns an error.
 //
-// Connections are cut off by an idle timeout (WithIdleTimeout) and a request timeout that
+// Connections are cut off by an idle timeout (WithIdleTimeout, or WithReadIdleTimeout, which
+// counts received bytes only: the server's writes do not keep a client that only listens) and
+// a request timeout that
 // starts with a request's first byte and is not moved by the bytes that follow
 // (WithRequestTimeout). A connection whose pending output passes the write limit is no longer
 // read until it drains (WithWriteLimit, BackpressureHandler). A handler stops reading one

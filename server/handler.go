@@ -99,7 +99,8 @@ type PacketHandler interface {
 
 // Reasons a connection closed, given to CloseHandler.OnClose.
 var (
-	// ErrIdleTimeout: nothing was received or sent for the idle timeout (WithIdleTimeout).
+	// ErrIdleTimeout: nothing was received or sent for the idle timeout (WithIdleTimeout), or
+	// nothing received for the read idle timeout (WithReadIdleTimeout).
 	ErrIdleTimeout = errors.New("server: connection idle past its idle timeout")
 	// ErrRequestTimeout: a request was not complete within the request timeout of its first
 	// byte (WithRequestTimeout).

@@ -386,7 +386,7 @@ func (l *Loop) addConn(fd int, counted bool) {
 
 // newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
 func (l *Loop) newConn(fd int, hs *handlers) *Conn {
-	c := &Conn{l: l, hs: hs, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request, halfOpen: l.e.o.halfOpen}
+	c := &Conn{l: l, hs: hs, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request, halfOpen: l.e.o.halfOpen, rIdle: l.e.o.readIdle}
 	l.conns[c] = struct{}{}
 	return c
 }
@@ -394,9 +394,14 @@ func (l *Loop) newConn(fd int, hs *handlers) *Conn {
 // open starts serving c: its timers, its reading, then dialed (a dial's, told of the open
 // connection before OnOpen) and OnOpen.
 func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
-	if c.idle > 0 {
+	if c.idle > 0 || c.rIdle > 0 {
 		c.active = l.now()
-		c.armTimer(c.active + int64(c.idle))
+		c.ractive = c.active
+		for _, d := range [2]time.Duration{c.idle, c.rIdle} {
+			if d > 0 {
+				c.armTimer(c.active + int64(d)) // the earlier one stays
+			}
+		}
 	}
 	l.drv.add(c)
 	if c.closed {

@@ -25,6 +25,7 @@ type options struct {
 	maxPending  int
 	maxBuffered int
 	halfOpen    bool
+	readIdle    time.Duration
 	drain       time.Duration
 	logf        func(format string, args ...any)
 	loopOptions []ringev.Option
@@ -91,6 +92,13 @@ func WithBalance(mode string) Option { return func(o *options) { o.balance = mod
 // err is ErrIdleTimeout); 0, the default, never. Conn.SetIdleTimeout changes it for one
 // connection.
 func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idle = d } }
+
+// WithReadIdleTimeout closes a connection on which nothing was received for d (OnClose's err is
+// ErrIdleTimeout), whatever the server sends it: unlike WithIdleTimeout, whose clock the
+// server's own writes reset too, it cuts off a client that only listens (a chat or broadcast
+// subscriber gone silent; netty's readerIdleTime). 0, the default, never. Both may be set.
+// Conn.SetReadIdleTimeout changes it for one connection.
+func WithReadIdleTimeout(d time.Duration) Option { return func(o *options) { o.readIdle = d } }
 
 // WithRequestTimeout closes a connection whose request is not complete within d of its first
 // byte (OnClose's err is ErrRequestTimeout); 0, the default, never. A request starts when bytes
@@ -183,6 +191,7 @@ func resolve(network string, opts []Option) (options, error) {
 		s    string
 	}{
 		{"WithIdleTimeout", int64(o.idle), o.idle.String()},
+		{"WithReadIdleTimeout", int64(o.readIdle), o.readIdle.String()},
 		{"WithRequestTimeout", int64(o.request), o.request.String()},
 		{"WithWriteLimit", int64(o.writeLimit), fmt.Sprint(o.writeLimit)},
 		{"WithMaxPending", int64(o.maxPending), fmt.Sprint(o.maxPending)},
