@@ -34,6 +34,7 @@ type Conn struct {
 	hs  *handlers // its Handler (the engine's, or the one Dial named)
 	fd  int
 	ctx any
+	tls *tlsConn // WithTLS's, else nil: pend is then ciphertext, the handler's output is tls.plain
 
 	// laddr and raddr are the addresses once the loop has asked for them (atomic: read from any
 	// goroutine).
@@ -287,19 +288,41 @@ func (c *Conn) write(p []byte) {
 	if c.queued.Load() {
 		p = c.writeAfterAsync(p)
 	}
-	if c.pend == nil {
-		c.pend = c.l.bufs.get()
-	}
-	if n := len(c.pend); len(p) > 0 && n < cap(c.pend) && &p[0] == &c.pend[:n+1][n] && len(p) <= cap(c.pend)-n {
-		c.pend = c.pend[:n+len(p)] // p was appended to AvailableBuffer: it is in place
+	if c.tls == nil {
+		c.pend = c.appendOut(c.pend, p)
 	} else {
-		c.pend = append(c.pend, p...)
+		c.tls.plain = c.appendOut(c.tls.plain, p)
 	}
 	c.outN.Add(int64(len(p))) // wrote(len(p)), by hand: the call would not be inlined
 	c.l.charge(len(p))
 	if !c.dirty {
 		c.l.markDirty(c)
 	}
+}
+
+// appendOut appends p to out, the handler's output (c.pend, or a TLS connection's plaintext).
+func (c *Conn) appendOut(out, p []byte) []byte {
+	if out == nil {
+		out = c.l.bufs.get()
+	}
+	if n := len(out); len(p) > 0 && n < cap(out) && &p[0] == &out[:n+1][n] && len(p) <= cap(out)-n {
+		return out[:n+len(p)] // p was appended to AvailableBuffer: it is in place
+	}
+	return append(out, p...)
+}
+
+// outRoom is the free room of the handler's output (Buffers, AvailableBuffer).
+func (c *Conn) outRoom() []byte {
+	if c.tls != nil {
+		if c.tls.plain == nil {
+			c.tls.plain = c.l.bufs.get()
+		}
+		return c.tls.plain[len(c.tls.plain):len(c.tls.plain)]
+	}
+	if c.pend == nil {
+		c.pend = c.l.bufs.get()
+	}
+	return c.pend[len(c.pend):len(c.pend)]
 }
 
 // Buffers returns, in one call, what Peek(-1) and AvailableBuffer return: the input, and an
@@ -315,10 +338,7 @@ func (c *Conn) Buffers() (in, out []byte) {
 	if c.gone.Load() {
 		return in, nil
 	}
-	if c.pend == nil {
-		c.pend = c.l.bufs.get()
-	}
-	return in, c.pend[len(c.pend):len(c.pend)]
+	return in, c.outRoom()
 }
 
 // Commit is Discard(consumed) followed by Write(out), in one call: out appended to Buffers' out
@@ -355,10 +375,7 @@ func (c *Conn) AvailableBuffer() []byte {
 	if !c.l.ev.Owned() || c.gone.Load() {
 		return nil
 	}
-	if c.pend == nil {
-		c.pend = c.l.bufs.get()
-	}
-	return c.pend[len(c.pend):len(c.pend)]
+	return c.outRoom()
 }
 
 // WriteString is Write of s (without a copy of s of its own).
@@ -411,7 +428,11 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 // c.async: they join the output first, so that the order is the order of the writes. A p in the
 // output's free room (AvailableBuffer) is copied first: those bytes would overwrite it.
 func (c *Conn) writeAfterAsync(p []byte) []byte {
-	if n := len(c.pend); len(p) > 0 && n < cap(c.pend) && &p[0] == &c.pend[:n+1][n] {
+	out := c.pend
+	if c.tls != nil {
+		out = c.tls.plain
+	}
+	if n := len(out); len(p) > 0 && n < cap(out) && &p[0] == &out[:n+1][n] {
 		p = bytes.Clone(p)
 	}
 	c.takeAsyncNow()
@@ -442,7 +463,10 @@ func (c *Conn) takeAsync() int {
 		c.outN.Add(-int64(n))
 		return 0
 	}
-	if len(c.pend) == 0 {
+	if c.tls != nil {
+		c.tls.plain = c.appendOut(c.tls.plain, c.async)
+		c.async = c.async[:0]
+	} else if len(c.pend) == 0 {
 		c.pend, c.async = c.async, c.pend[:0]
 	} else {
 		c.pend = append(c.pend, c.async...)
@@ -461,8 +485,13 @@ func (c *Conn) takeAsync() int {
 func (c *Conn) Pending() int { return int(c.outN.Load()) }
 
 // pending is the output the loop holds (what Pending counts but the bytes not yet taken from
-// other goroutines).
-func (c *Conn) pending() int { return len(c.pend) + len(c.out) }
+// other goroutines): a TLS connection's plaintext not yet sealed included.
+func (c *Conn) pending() int {
+	if c.tls != nil {
+		return len(c.pend) + len(c.out) + len(c.tls.plain)
+	}
+	return len(c.pend) + len(c.out)
+}
 
 // WriteLimit is the pending output, in bytes, past which the connection is no longer read
 // (WithWriteLimit). A handler that answers requests stops answering once Pending and what it
@@ -639,6 +668,9 @@ func (c *Conn) end(reason error) {
 	c.inN = 0
 	c.l.bufs.put(c.pend)
 	c.pend = nil
+	if c.tls != nil {
+		c.tls.end()
+	}
 	c.l.drv.closeFd(c) // the input left stays, for OnClose (finished)
 }
 
@@ -646,6 +678,9 @@ func (c *Conn) end(reason error) {
 // replies to what came before it are still sent, then the connection closes (io.EOF), unless
 // it is half-open and its writing side is not shut down yet.
 func (c *Conn) peerEOF() {
+	if c.tls != nil {
+		c.tls.peerClosed()
+	}
 	c.eof = true
 	if !c.halfOpen || c.shutWant {
 		c.setReason(io.EOF)
@@ -698,6 +733,10 @@ func (c *Conn) deliver(data []byte) {
 		return
 	}
 	c.gotInput()
+	if c.tls != nil {
+		c.tls.recv(data) // ciphertext: its plaintext comes back through tlsPlain
+		return
+	}
 	if len(c.in) == 0 && !c.paused && !c.held {
 		c.serve(data)
 		return
@@ -769,7 +808,7 @@ func (c *Conn) sentSome() {
 // maybeResume ends backpressure once the output has drained to half the write limit: reading
 // resumes, the handler is told, and the input that waited is served.
 func (c *Conn) maybeResume() {
-	if c.pending() > c.l.limit/2 {
+	if c.pending() > c.l.limit/2 || c.tls != nil && c.tls.held {
 		return
 	}
 	c.paused = false

@@ -144,8 +144,9 @@ func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 // read reads once and hands what arrived to the connection.
 func (d *connRdy) read(c *Conn) {
 	buf := d.rbuf
-	into := len(c.in) > 0 && !c.lingering
-	if into { // read after the leftover, in the connection's own buffer
+	// Read after the leftover, in the connection's own buffer (not TLS's: c.in is plaintext).
+	into := len(c.in) > 0 && !c.lingering && c.tls == nil
+	if into {
 		if cap(c.in)-len(c.in) < readChunk {
 			grown := make([]byte, len(c.in), 2*cap(c.in)+readChunk)
 			copy(grown, c.in)

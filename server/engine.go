@@ -24,6 +24,7 @@ type Engine struct {
 	hs      handlers // the accepted connections' Handler
 	ph      PacketHandler
 	onTick  TickHandler
+	tls     *tlsServer // WithTLS's, or nil
 
 	loops   []*Loop
 	backend string
@@ -108,6 +109,9 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 		o.balance = BalanceReusePort
 	}
 	e.o = o
+	if o.tls != nil && e.ph == nil {
+		e.tls = &tlsServer{e: e, cfg: o.tls}
+	}
 	e.done = make(chan struct{})
 	// The sockets: one per loop with SO_REUSEPORT, else one for the first loop.
 	n := o.loops

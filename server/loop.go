@@ -65,6 +65,7 @@ type Loop struct {
 	flushFn     func()
 	flushQueued bool // flushImm is queued
 	bufs        bufPool
+	tlsScratch  []byte // the plaintext crypto/tls returns (tlsBuf)
 	epoch       time.Time
 	draining    bool
 	graceDone   bool
@@ -381,6 +382,9 @@ func (l *Loop) addConn(fd int, counted bool) {
 		l.load.Add(1)
 	}
 	c := l.newConn(fd, &l.e.hs)
+	if l.e.tls != nil {
+		c.tls = newTLSConn(c, l.e.tls)
+	}
 	l.open(c, nil)
 }
 
@@ -416,6 +420,9 @@ func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
 	}
 	if o := c.hs.open; o != nil {
 		o.OnOpen(c)
+	}
+	if c.tls != nil {
+		c.tls.start()
 	}
 	if l.draining && l.graceDone {
 		c.closeWith(ErrShutdown, false)
@@ -487,6 +494,9 @@ func (l *Loop) flush() {
 		list[i] = nil
 		c.dirty = false
 		if !c.closed {
+			if c.tls != nil {
+				c.tls.seal() // the turn's plaintext becomes records in c.pend
+			}
 			// Past the write limit, reading pauses before the send: a send that takes the
 			// whole output at once (readiness) then resumes it, and OnData is given what it
 			// left, as it is when a later send drains the output.

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -29,6 +30,7 @@ type options struct {
 	drain       time.Duration
 	logf        func(format string, args ...any)
 	loopOptions []ringev.Option
+	tls         *tls.Config
 	// noMsgRing makes the loops hand off and wake each other with Post alone (tests).
 	noMsgRing bool
 }
@@ -201,6 +203,9 @@ func resolve(network string, opts []Option) (options, error) {
 		if neg.v < 0 {
 			return o, fmt.Errorf("server: %s(%s): negative (0: the default)", neg.name, neg.s)
 		}
+	}
+	if err := checkTLS(o.tls); err != nil {
+		return o, err
 	}
 	if o.writeLimit == 0 {
 		o.writeLimit = DefaultWriteLimit

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ringev/ringev/server"
 	"github.com/ringev/ringev/uring"
 )
 
@@ -19,7 +20,9 @@ Reports what this kernel's io_uring supports: the kernel release, whether
 io_uring is usable (and why not: sysctl kernel.io_uring_disabled, EPERM,
 ENOSYS), the IORING_FEAT_* bits, each IORING_SETUP_* flag accepted or not
 (tried one at a time, with only the flags it requires), and each opcode
-supported or not (IORING_REGISTER_PROBE).
+supported or not (IORING_REGISTER_PROBE); and whether the kernel has kernel
+TLS (setsockopt TCP_ULP "tls" on a loopback connection), which ringev's TLS
+does not need (crypto/tls runs the records on the loop).
 
 flags:
   --json   print the report as one JSON object
@@ -48,13 +51,20 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	rep := uring.ProbeKernel()
+	ktls := "yes"
+	if err := server.ProbeKernelTLS(); err != nil {
+		ktls = "no: " + err.Error()
+	}
 	var err error
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		err = enc.Encode(struct {
+			uring.KernelReport
+			KernelTLS string `json:"kernel_tls"`
+		}{rep, ktls})
 	} else {
-		err = writeProbe(stdout, rep)
+		err = writeProbe(stdout, rep, ktls)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ringev probe: %v\n", err)
@@ -63,10 +73,11 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// writeProbe prints the report as text.
-func writeProbe(w io.Writer, rep uring.KernelReport) error {
+// writeProbe prints the report, and ktls (kernel TLS: yes, or no and why), as text.
+func writeProbe(w io.Writer, rep uring.KernelReport, ktls string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernel            %s\n", rep.Kernel)
+	fmt.Fprintf(&b, "kernel TLS        %s\n", ktls)
 	disabled := "absent"
 	if rep.Disabled >= 0 {
 		disabled = fmt.Sprint(rep.Disabled)

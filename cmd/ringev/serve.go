@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ const usageServe = `usage: ringev serve resp|http|echo [--addr HOST:PORT] [--bac
                                    [--api requests|readiness] [--recv multishot|per-conn] [--loops N]
                                    [--batch-wait DURATION [--batch N]]
                                    [--request-timeout D] [--idle-timeout D]
+                                   [--tls-cert FILE --tls-key FILE]
 
 Serves a protocol on ringev's loop until SIGINT or SIGTERM:
   resp   a small Redis (RESP2, inline commands, pipelining, an in-memory keyspace) with the
@@ -74,6 +76,11 @@ flags:
                     a duration such as 75s, or off. Default: 75s for http (nginx's
                     keepalive_timeout), off for resp (Redis keeps idle clients: its
                     timeout 0) and echo
+  --tls-cert FILE   serve TLS (crypto/tls) with this PEM certificate (chain) and
+  --tls-key FILE    its PEM private key: the handshake runs on a bounded pool of
+                    goroutines within the request timeout (10s when off), the records on
+                    the loop; plaintext HTTP to an http server's TLS port gets net/http's
+                    400 answer
 
 On SIGINT or SIGTERM the server stops accepting, serves what its connections have sent,
 writes the replies, closes them and exits 0. The close lingers: the server shuts its side
@@ -106,6 +113,8 @@ type serveOptions struct {
 	// request, idle: --request-timeout and --idle-timeout (0: none), the protocol's defaults
 	// (serveTimeouts) unless given
 	request, idle time.Duration
+	// tlsCert, tlsKey: --tls-cert and --tls-key (both or neither)
+	tlsCert, tlsKey string
 }
 
 // serveTimeouts are the protocols' default --request-timeout and --idle-timeout: HTTP's
@@ -205,6 +214,8 @@ func parseServe(args []string) (serveOptions, error) {
 		idleSet = true
 		return err
 	})
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	fs.Func("loops", "number of loops", func(s string) error {
 		n, err := parseCount(s)
 		if err == nil && n > maxLoops {
@@ -257,6 +268,9 @@ func parseServe(args []string) (serveOptions, error) {
 	o.batchAuto = !set["batch-wait"] && o.api == server.APIRequests && (o.backend == "auto" || o.backend == "uring")
 	if !set["batch"] && (o.batchAuto || o.batchWait > 0) {
 		o.batch = defaultBatch
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return o, &usageError{"--tls-cert and --tls-key go together"}
 	}
 	if o.addr == "" {
 		o.addr = serveProtocols[o.proto]
@@ -366,6 +380,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		loopOpts = append(loopOpts, ringev.WithBatchWait(o.batch, o.batchWait))
 	}
 	h, hopts := newHandler(o)
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			fmt.Fprintf(stderr, "ringev serve %s: TLS certificate %s, key %s: %v\n", o.proto, o.tlsCert, o.tlsKey, err)
+			return 1
+		}
+		hopts = append(hopts, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	srv, err := server.Listen(ctx, "tcp", o.addr, h, append([]server.Option{
@@ -404,6 +426,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		api += ", no batching wait: " + batchOff
 	case o.api == server.APIRequests && srv.Backend() == "uring": // --batch-wait off
 		api += ", no batching wait (--batch-wait off)"
+	}
+	if o.tlsCert != "" {
+		api += ", TLS"
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr().String(), srv.Backend(), o.loops, api)

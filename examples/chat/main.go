@@ -22,6 +22,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -195,16 +197,28 @@ func run(ctx context.Context, ch *chat, args []string) error {
 	stall := fs.Duration("stall", 5*time.Second, "close a client whose output stays past the write limit this long")
 	backend := fs.String("backend", "auto", "loop backend: auto, uring, epoll or poll")
 	loops := fs.Int("loops", 0, "event loops (0: one per CPU)")
+	cert := fs.String("tls-cert", "", "serve the chat over TLS with this PEM certificate `file` (with --tls-key)")
+	key := fs.String("tls-key", "", "the PEM private key `file` of --tls-cert")
 	if fs.Parse(args); fs.NArg() > 0 || *idle <= 0 || *stall <= 0 {
 		return fmt.Errorf("want --idle > 0, --stall > 0 and no arguments, got --idle %v, --stall %v and %q", *idle, *stall, fs.Args())
+	}
+	opts := []server.Option{server.WithIdleTimeout(*idle), server.WithBackend(*backend), server.WithLoops(*loops)}
+	if (*cert == "") != (*key == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if *cert != "" {
+		kp, err := tls.LoadX509KeyPair(*cert, *key)
+		if err != nil {
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		opts = append(opts, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{kp}}))
 	}
 	ln, err := net.Listen("tcp", *admin)
 	if err != nil {
 		return fmt.Errorf("--admin: %w", err)
 	}
 	ch.idle, ch.stall = *idle, *stall
-	e, err := server.Listen(ctx, "tcp", *addr, ch, server.WithIdleTimeout(*idle),
-		server.WithBackend(*backend), server.WithLoops(*loops))
+	e, err := server.Listen(ctx, "tcp", *addr, ch, opts...)
 	if err != nil {
 		ln.Close()
 		return err

@@ -9,6 +9,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +82,40 @@ func TestChatTakesNoBlankLineAsNick(t *testing.T) {
 func TestChatDeliversEachSendersLinesInOrder(t *testing.T) {
 	const lines = 20
 	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
+		cs := s.joinAll(t, clients)
+		errc := make(chan error, 2*len(cs))
+		var wg sync.WaitGroup
+		for i, c := range cs {
+			wg.Go(func() { errc <- sendLines(c, i, lines) })
+			wg.Go(func() { errc <- readLines(c, cs, lines) })
+		}
+		wg.Wait() // every read and write has a deadline
+		close(errc)
+		for err := range errc {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// TestChatOverTLSDeliversEveryLine: with --tls-cert and --tls-key, 50 TLS clients that send 200
+// lines each at once get every other client's lines, in order.
+func TestChatOverTLSDeliversEveryLine(t *testing.T) {
+	const lines = 200
+	certPEM, keyPEM, err := testutil.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eachSetup(t, []string{"--tls-cert", cert, "--tls-key", key}, func(t *testing.T, s *chatServer) {
 		cs := s.joinAll(t, clients)
 		errc := make(chan error, 2*len(cs))
 		var wg sync.WaitGroup
@@ -427,9 +463,11 @@ func eachSetup(t *testing.T, args []string, test func(t *testing.T, s *chatServe
 	}
 }
 
-// chatServer is a chat run by startChat: its two addresses, its handler, and its log lines.
+// chatServer is a chat run by startChat: its two addresses, its handler, its log lines, and the
+// clients' TLS config when it serves TLS (--tls-cert in its arguments).
 type chatServer struct {
 	addr, admin string
+	tls         *tls.Config
 	ch          *chat
 	mu          sync.Mutex
 	logged      []string
@@ -447,6 +485,9 @@ func startChat(t *testing.T, args ...string) *chatServer {
 		defer s.mu.Unlock()
 		s.logged = append(s.logged, fmt.Sprintf(format, args...))
 	}}
+	if slices.Contains(args, "--tls-cert") {
+		s.tls = &tls.Config{InsecureSkipVerify: true} // the certificate is the test's own
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, s.ch, append([]string{"--addr", s.addr, "--admin", s.admin}, args...)) }()
@@ -512,6 +553,14 @@ func (s *chatServer) dial(t *testing.T, name string) *client {
 		t.Fatalf("dial %s: %v", s.addr, err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	if s.tls != nil {
+		tc := tls.Client(conn, s.tls)
+		tc.SetDeadline(time.Now().Add(waitFor))
+		if err := tc.Handshake(); err != nil {
+			t.Fatalf("TLS handshake with %s: %v", s.addr, err)
+		}
+		conn = tc
+	}
 	c := &client{t: t, name: name, conn: conn, r: bufio.NewReader(conn)}
 	c.expect("welcome; first line is your nick\n")
 	return c

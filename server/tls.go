@@ -1,0 +1,611 @@
+//go:build unix
+
+package server
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/ringev/ringev"
+)
+
+// TLS on the loop, with crypto/tls unmodified.
+//
+// The handshake runs on a goroutine of a bounded pool (MaxTLSHandshakes per engine), because
+// crypto/tls's handshake reads where it needs to and an error in it is permanent: its
+// transport's Read blocks until the loop hands it bytes. It starts once the first record (the
+// ClientHello) has arrived whole, so a client that sends part of one holds no goroutine;
+// connections that wait for a slot keep what they receive (up to maxHandshakeInput). The loop
+// bounds it with the handshake timeout.
+//
+// After the handshake the records are read and written on the loop, without a goroutine: the
+// transport's Read returns what the loop received in this turn and then an error whose
+// Temporary() is true, which crypto/tls survives (its read side keeps the bytes of a record
+// not yet complete and goes on at the next call); its Write appends to the connection's output
+// and never fails. The handler's writes of a turn are one tls.Conn.Write at the turn's end
+// (records of up to 16 KiB), sealed into the output the driver sends. An idle connection
+// holds the tls.Conn and no buffer of the layer's.
+
+// MaxTLSHandshakes is the most TLS handshakes an engine runs at once, each on a goroutine of its
+// own; the connections past it wait, holding what they received, until one ends.
+const MaxTLSHandshakes = 64
+
+// DefaultTLSHandshakeTimeout bounds a TLS handshake, from the accept, when the connection has
+// no request timeout (WithRequestTimeout, Conn.SetRequestTimeout in OnOpen), which bounds it
+// otherwise.
+const DefaultTLSHandshakeTimeout = 10 * time.Second
+
+// maxHandshakeInput is what a connection may send before its handshake ends, in bytes, past
+// which it is not read until the handshake ends.
+const maxHandshakeInput = 64 << 10
+
+// Reasons a TLS connection closed, given to CloseHandler.OnClose (the others wrap crypto/tls's
+// error in one that names the handshake or the records).
+var (
+	// ErrTLSHandshakeTimeout: the handshake did not end within its timeout.
+	ErrTLSHandshakeTimeout = errors.New("server: TLS handshake not complete within its timeout")
+	// ErrTLSNoCloseNotify: the peer closed its side without a close_notify alert (a truncation
+	// attack looks the same). It wraps io.EOF, as most clients do it.
+	ErrTLSNoCloseNotify = fmt.Errorf("server: TLS peer closed without close_notify: %w", io.EOF)
+)
+
+// WithTLS serves TLS with cfg on every connection of the engine (Listen): the handler reads and
+// writes plaintext, as over TCP, and Conn.TLS gives the connection's state once its handshake
+// has ended. cfg needs a certificate (Certificates, GetCertificate or GetConfigForClient); it
+// must not be changed once given. OnOpen runs at the accept, before the handshake: what it
+// writes is sent once the handshake has ended; OnData runs after it. A handshake that fails
+// closes the connection with an error wrapping crypto/tls's (OnClose).
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
+// checkTLS returns an error naming what cfg lacks to serve, or nil.
+func checkTLS(cfg *tls.Config) error {
+	if cfg == nil {
+		return nil
+	}
+	if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil {
+		return errors.New("server: WithTLS: a tls.Config without a certificate (Certificates, GetCertificate or GetConfigForClient)")
+	}
+	return nil
+}
+
+// tlsServer is an engine's TLS: its config and its handshake pool.
+type tlsServer struct {
+	e       *Engine
+	cfg     *tls.Config
+	mu      sync.Mutex
+	queue   []*tlsConn // waiting for a slot
+	running int        // goroutines running handshakes
+}
+
+// enqueue starts t's handshake on a goroutine of the pool, or queues it when the pool is full.
+func (s *tlsServer) enqueue(t *tlsConn) {
+	s.mu.Lock()
+	if s.running >= MaxTLSHandshakes {
+		s.queue = append(s.queue, t)
+		s.mu.Unlock()
+		return
+	}
+	s.running++
+	s.mu.Unlock()
+	s.e.wg.Add(1) // the engine's loops are counted: Wait waits for this too
+	go s.work(t)
+}
+
+// work is a goroutine of the pool: it runs t's handshake, then the queued ones', and ends when
+// none waits.
+func (s *tlsServer) work(t *tlsConn) {
+	defer s.e.wg.Done()
+	for t != nil {
+		t.handshake()
+		s.mu.Lock()
+		t = nil
+		if len(s.queue) > 0 {
+			t = s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+		} else {
+			s.running--
+		}
+		s.mu.Unlock()
+	}
+}
+
+// The phases of a TLS connection (tlsConn.phase, on the loop).
+const (
+	tlsFirst   = iota // waiting for the first record whole
+	tlsHandoff        // the handshake is queued or runs on a goroutine
+	tlsOpen           // the handshake ended: records on the loop
+	tlsFailed         // the handshake failed, or the records did
+)
+
+// tlsConn is a connection's TLS.
+type tlsConn struct {
+	c     *Conn
+	tc    *tls.Conn
+	tr    tlsTransport
+	rec   recordLayer // nil until the handshake has ended
+	plain []byte      // the handler's output not yet sealed (a free-list buffer)
+	phase uint8
+	// notified: close_notify (or a fatal alert) was sent; peerNotified: the peer's was received.
+	notified, peerNotified bool
+	held                   bool // not read until the handshake ends (Conn.paused set for it)
+	timer                  *ringev.Timer
+	hsErr                  error // the handshake's, set before its hand-off
+}
+
+// newTLSConn makes c's TLS, before its driver starts reading it.
+func newTLSConn(c *Conn, s *tlsServer) *tlsConn {
+	t := &tlsConn{c: c}
+	t.tr.t = t
+	t.tr.sync = true
+	t.tc = tls.Server(&t.tr, s.cfg)
+	return t
+}
+
+// start arms the handshake timeout: the connection's request timeout (which OnOpen may have
+// set), else DefaultTLSHandshakeTimeout.
+func (t *tlsConn) start() {
+	c := t.c
+	if c.closed || c.closing {
+		return
+	}
+	d := c.reqTO
+	if d <= 0 {
+		d = DefaultTLSHandshakeTimeout
+	}
+	t.timer = c.l.ev.AddTimer(d, t.timedOut)
+}
+
+// timedOut is the handshake timeout's handler: the connection is closed at once.
+func (t *tlsConn) timedOut(*ringev.Timer) {
+	t.timer = nil
+	c := t.c
+	if c.closed || t.phase == tlsOpen {
+		return
+	}
+	c.gone.Store(true)
+	c.abort(ErrTLSHandshakeTimeout)
+}
+
+// recv takes ciphertext the connection received (valid until it returns).
+func (t *tlsConn) recv(data []byte) {
+	switch t.phase {
+	case tlsOpen:
+		if err := t.rec.open(data); err != nil {
+			t.fail(err)
+		}
+	case tlsFirst:
+		t.tr.in = append(t.tr.in, data...) // no goroutine has it yet
+		if firstRecordIn(t.tr.in) {
+			t.phase = tlsHandoff
+			t.c.l.e.tls.enqueue(t)
+		}
+	case tlsHandoff:
+		if t.tr.feed(data) > maxHandshakeInput && !t.held {
+			// A client may send records after its Finished before the handshake has read
+			// it: the connection is not read until the handshake ends.
+			t.held, t.c.paused = true, true
+			t.c.l.drv.update(t.c)
+		}
+	}
+}
+
+// firstRecordIn reports whether b holds the first record whole, or what is not a handshake
+// record's start (crypto/tls answers it at once), or a record header past the size limit.
+func firstRecordIn(b []byte) bool {
+	if len(b) < 5 {
+		return false
+	}
+	n := int(b[3])<<8 | int(b[4])
+	return b[0] != 22 || n > 16384+2048 || len(b) >= 5+n
+}
+
+// handshake runs on a goroutine of the pool: crypto/tls's handshake, then the hand-off to the
+// loop (handshook).
+func (t *tlsConn) handshake() {
+	if t.tr.isClosed() {
+		return // the connection ended while it waited for a slot
+	}
+	t.hsErr = t.tc.Handshake()
+	if err := t.c.l.Post(t.handshook); err != nil {
+		return // the loop has ended, and the connection with it
+	}
+}
+
+// handshook is the handshake's end, on the loop.
+func (t *tlsConn) handshook() {
+	c := t.c
+	t.tr.takeOutput()
+	if c.closed {
+		return
+	}
+	tr := &t.tr
+	tr.sync, tr.wake = false, nil // the goroutine is done with the transport
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	if err := t.hsErr; err != nil {
+		t.phase = tlsFailed
+		t.notified = true // crypto/tls sent its alert, if any
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) && rh.Conn != nil && looksLikeHTTP(rh.RecordHeader[:]) {
+			if _, ok := c.hs.h.(*HTTP); ok {
+				// net/http's answer to plaintext HTTP on its TLS port.
+				t.c.rawWrite([]byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
+			}
+		}
+		c.closeWith(fmt.Errorf("server: TLS handshake: %w", err), false)
+		return
+	}
+	t.phase = tlsOpen
+	t.rec = &goRecords{t: t}
+	if t.held {
+		t.held, c.paused = false, false
+		c.l.drv.update(c)
+	}
+	if len(t.plain) > 0 && !c.dirty {
+		c.l.markDirty(c) // what OnOpen wrote is sealed at the turn's end
+	}
+	in, eof := tr.in, tr.eof
+	tr.in = nil
+	if !c.closing && !c.lingering {
+		// What came with the handshake's end: in the transport, and in crypto/tls, whose
+		// reads take what the transport has (a record after the client's Finished).
+		t.recv(in)
+	}
+	if eof && !c.closed && !c.eof {
+		c.peerEOF()
+	}
+}
+
+// looksLikeHTTP reports whether a record header is the start of an HTTP request (net/http's
+// test).
+func looksLikeHTTP(h []byte) bool {
+	switch string(h) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
+}
+
+// fail ends the connection after a record error: crypto/tls queued its alert, which is sent
+// before the close.
+func (t *tlsConn) fail(err error) {
+	t.phase, t.notified = tlsFailed, true
+	t.c.closeWith(fmt.Errorf("server: TLS record: %w", err), false)
+}
+
+// rawWrite appends p to the connection's output as it goes on the wire.
+func (c *Conn) rawWrite(p []byte) {
+	if c.closed {
+		return
+	}
+	if c.pend == nil {
+		c.pend = c.l.bufs.get()
+	}
+	c.pend = append(c.pend, p...)
+	c.wrote(len(p))
+	if !c.dirty {
+		c.l.markDirty(c)
+	}
+}
+
+// dropPlain drops the handler's output not yet sealed (it can no longer be sent).
+func (t *tlsConn) dropPlain() {
+	if t.plain == nil {
+		return
+	}
+	t.c.wrote(-len(t.plain))
+	t.c.l.bufs.put(t.plain)
+	t.plain = nil
+}
+
+// seal is the turn's end of a TLS connection: the handler's output becomes records (one
+// tls.Conn.Write) in the connection's output, and a closing one gets its close_notify.
+func (t *tlsConn) seal() {
+	c := t.c
+	if t.phase != tlsOpen {
+		if c.closing || t.phase == tlsFailed {
+			t.dropPlain() // never sent
+		}
+		return
+	}
+	if len(t.plain) > 0 {
+		err := t.rec.seal(t.plain) // the records count as written (rawWrite), the plaintext no more
+		t.dropPlain()
+		if err != nil {
+			t.phase = tlsFailed
+			c.gone.Store(true)
+			c.abort(fmt.Errorf("server: TLS record: %w", err))
+			return
+		}
+	}
+	if c.closing && !t.notified {
+		t.notified = true
+		t.rec.closeNotify()
+	}
+}
+
+// peerClosed is the peer's end of file: the reason names what TLS lost (an unfinished
+// handshake, a missing close_notify); a handshake under way gets end of file, and what OnOpen
+// wrote for after it is dropped.
+func (t *tlsConn) peerClosed() {
+	c := t.c
+	if t.phase != tlsOpen {
+		t.dropPlain()
+	}
+	switch {
+	case t.phase == tlsHandoff:
+		t.tr.closeRead()
+		c.setReason(fmt.Errorf("server: TLS handshake: %w", io.ErrUnexpectedEOF))
+	case t.phase == tlsFirst:
+		c.setReason(fmt.Errorf("server: TLS handshake: %w", io.ErrUnexpectedEOF))
+	case t.phase == tlsOpen && !t.peerNotified:
+		c.setReason(ErrTLSNoCloseNotify)
+	}
+}
+
+// end releases the connection's TLS when its socket closes: a handshake under way or queued
+// ends.
+func (t *tlsConn) end() {
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	t.dropPlain()
+	if t.phase == tlsHandoff {
+		t.tr.close()
+	} else {
+		t.tr.in = nil
+	}
+}
+
+// state is the connection's TLS state once its handshake has ended, else nil.
+func (t *tlsConn) state() *tls.ConnectionState {
+	if t.phase != tlsOpen {
+		return nil
+	}
+	st := t.rec.state()
+	return &st
+}
+
+// TLS is the connection's TLS state (version, cipher suite, ALPN, the peer's certificates) once
+// its handshake has ended; nil before, on a connection without TLS, and from another goroutine
+// than the loop's.
+func (c *Conn) TLS() *tls.ConnectionState {
+	if c.tls == nil || !c.l.ev.Owned() {
+		return nil
+	}
+	return c.tls.state()
+}
+
+// tlsPlain is the handler's plaintext of a TLS connection: the layer's input path.
+func (c *Conn) tlsPlain(data []byte) {
+	if len(c.in) == 0 && !c.paused && !c.held {
+		c.serve(data)
+		return
+	}
+	if c.in == nil {
+		c.in = c.l.bufs.get()
+	}
+	c.in = append(c.in, data...)
+	c.received()
+}
+
+// recordLayer is the record path of a TLS connection whose handshake has ended: what becomes of
+// the ciphertext received and of the plaintext to send. goRecords (crypto/tls on the loop) is
+// the one there is. Kernel TLS would be another: TLS_TX and TLS_RX set on the socket after the
+// handshake (setsockopt TCP_ULP "tls"), then the socket takes and gives plaintext.
+type recordLayer interface {
+	// open takes ciphertext received (valid until it returns) and hands the plaintext to the
+	// connection's input; an error is the records' (an alert is queued).
+	open(data []byte) error
+	// seal appends plain, as records, to the connection's output.
+	seal(plain []byte) error
+	// closeNotify appends a close_notify alert to the connection's output.
+	closeNotify() error
+	// state is the connection's TLS state.
+	state() tls.ConnectionState
+}
+
+// goRecords is crypto/tls's record layer, run on the loop.
+type goRecords struct{ t *tlsConn }
+
+func (r *goRecords) open(data []byte) error {
+	t := r.t
+	c := t.c
+	t.tr.in = data
+	defer func() { t.tr.in = nil }()
+	buf := c.l.tlsBuf()
+	for {
+		n, err := t.tc.Read(buf)
+		if n > 0 {
+			c.tlsPlain(buf[:n]) // n before err: those bytes are out of crypto/tls already
+		}
+		switch {
+		case err == io.EOF:
+			t.peerNotified = true
+			if !c.closed && !c.eof {
+				c.peerEOF()
+			}
+			return nil
+		case err != nil:
+			if errors.Is(err, errWouldBlock) {
+				return nil
+			}
+			return err
+		case c.closed || c.closing || c.lingering:
+			return nil // input is dropped from now on
+		}
+	}
+}
+
+func (r *goRecords) seal(plain []byte) error {
+	_, err := r.t.tc.Write(plain)
+	return err
+}
+
+func (r *goRecords) closeNotify() error { return r.t.tc.CloseWrite() }
+
+func (r *goRecords) state() tls.ConnectionState { return r.t.tc.ConnectionState() }
+
+// tlsBuf is the loop's buffer for the plaintext crypto/tls returns (a record's at most).
+func (l *Loop) tlsBuf() []byte {
+	if l.tlsScratch == nil {
+		l.tlsScratch = make([]byte, 16<<10)
+	}
+	return l.tlsScratch
+}
+
+// errWouldBlock is the transport's Read error when the loop has handed it nothing more: a
+// net.Error whose Temporary() is true, after which crypto/tls keeps the connection usable.
+var errWouldBlock error = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "server: TLS transport: no more input in this turn" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+// tlsTransport is the net.Conn under a connection's tls.Conn. In the handshake (sync) its Read
+// blocks until the loop feeds it and its Write queues for the loop, under mu; after it, on the
+// loop, Read returns what the loop received in this turn, then errWouldBlock, and Write appends
+// to the connection's output. Write never fails and the deadlines are not kept: crypto/tls
+// makes a write error permanent, and sets write deadlines around close_notify.
+type tlsTransport struct {
+	t    *tlsConn
+	sync bool // the handshake's mode; the loop changes it only while no goroutine has it
+
+	mu     sync.Mutex
+	wake   chan struct{} // signalled when in, closed or eof changes (sync)
+	in     []byte
+	out    []byte // the handshake's output, for the loop (sync)
+	posted bool   // a takeOutput is posted (sync)
+	closed bool   // the connection ended (sync)
+	eof    bool   // the peer closed its side (sync)
+}
+
+func (tr *tlsTransport) Read(p []byte) (int, error) {
+	if !tr.sync {
+		if len(tr.in) == 0 {
+			return 0, errWouldBlock
+		}
+		n := copy(p, tr.in)
+		tr.in = tr.in[n:]
+		return n, nil
+	}
+	tr.mu.Lock()
+	for len(tr.in) == 0 {
+		switch {
+		case tr.closed:
+			tr.mu.Unlock()
+			return 0, net.ErrClosed
+		case tr.eof:
+			tr.mu.Unlock()
+			return 0, io.EOF
+		}
+		if tr.wake == nil {
+			tr.wake = make(chan struct{}, 1)
+		}
+		w := tr.wake
+		tr.mu.Unlock()
+		<-w
+		tr.mu.Lock()
+	}
+	n := copy(p, tr.in)
+	tr.in = tr.in[n:]
+	tr.mu.Unlock()
+	return n, nil
+}
+
+func (tr *tlsTransport) Write(p []byte) (int, error) {
+	if !tr.sync {
+		tr.t.c.rawWrite(p)
+		return len(p), nil
+	}
+	tr.mu.Lock()
+	if tr.closed {
+		tr.mu.Unlock()
+		return len(p), nil // dropped: nobody sends it
+	}
+	tr.out = append(tr.out, p...)
+	post := !tr.posted
+	tr.posted = true
+	tr.mu.Unlock()
+	if post {
+		tr.t.c.l.Post(tr.takeOutput) // an error: the loop has ended, nothing is sent
+	}
+	return len(p), nil
+}
+
+// takeOutput moves what the handshake wrote into the connection's output (on the loop).
+func (tr *tlsTransport) takeOutput() {
+	tr.mu.Lock()
+	out := tr.out
+	tr.out, tr.posted = nil, false
+	tr.mu.Unlock()
+	if len(out) > 0 {
+		tr.t.c.rawWrite(out)
+	}
+}
+
+// feed gives the handshake bytes received (on the loop) and returns how many it holds.
+func (tr *tlsTransport) feed(data []byte) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.in) == 0 {
+		tr.in = bytes.Clone(data)
+	} else {
+		tr.in = append(tr.in, data...)
+	}
+	tr.signal()
+	return len(tr.in)
+}
+
+// signal wakes a Read that waits (under mu).
+func (tr *tlsTransport) signal() {
+	if tr.wake != nil {
+		select {
+		case tr.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// closeRead is the peer's end of file, for the handshake.
+func (tr *tlsTransport) closeRead() {
+	tr.mu.Lock()
+	tr.eof = true
+	tr.signal()
+	tr.mu.Unlock()
+}
+
+// close ends the handshake's transport: Read fails, Write drops.
+func (tr *tlsTransport) close() {
+	tr.mu.Lock()
+	tr.closed, tr.in = true, nil
+	tr.signal()
+	tr.mu.Unlock()
+}
+
+func (tr *tlsTransport) isClosed() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.closed
+}
+
+// Close is tls.Conn's, which the layer does not call: the connection's socket is the layer's.
+func (tr *tlsTransport) Close() error { return nil }
+
+func (tr *tlsTransport) LocalAddr() net.Addr              { return tr.t.c.LocalAddr() }
+func (tr *tlsTransport) RemoteAddr() net.Addr             { return tr.t.c.RemoteAddr() }
+func (tr *tlsTransport) SetDeadline(time.Time) error      { return nil }
+func (tr *tlsTransport) SetReadDeadline(time.Time) error  { return nil }
+func (tr *tlsTransport) SetWriteDeadline(time.Time) error { return nil }

@@ -1,0 +1,632 @@
+//go:build linux
+
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// echoCloser is the echo server, telling each connection's close reason to closed.
+type echoCloser struct {
+	Echo
+	closed chan error
+}
+
+func newEchoCloser() *echoCloser { return &echoCloser{closed: make(chan error, 2000)} }
+
+func (h *echoCloser) OnClose(_ *Conn, err error) { h.closed <- err }
+
+// reason waits for a connection to close and returns its reason.
+func (h *echoCloser) reason(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-h.closed:
+		return err
+	case <-time.After(waitFor):
+		t.Fatalf("no connection closed within %v", waitFor)
+		return nil
+	}
+}
+
+// nbTransport is a net.Conn as the loop's transport is once the handshake has ended: Read
+// returns what was fed, then an error whose Temporary() is true.
+type nbTransport struct {
+	net.Conn    // the handshake's, until nonblocking
+	nonblocking bool
+	in          []byte
+}
+
+func (n *nbTransport) Read(p []byte) (int, error) {
+	if !n.nonblocking {
+		return n.Conn.Read(p)
+	}
+	if len(n.in) == 0 {
+		return 0, errWouldBlock
+	}
+	c := copy(p, n.in)
+	n.in = n.in[c:]
+	return c, nil
+}
+
+// TestTLSReadSurvivesTemporaryError pins what the loop's record path stands on: crypto/tls's
+// Read returns a transport error whose Temporary() is true without making it permanent, keeps
+// the part of a record it read, and decrypts the record once the rest arrives.
+func TestTLSReadSurvivesTemporaryError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	sraw, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	defer sraw.Close()
+	sraw.SetDeadline(time.Now().Add(waitFor))
+	raw.SetDeadline(time.Now().Add(waitFor))
+	tr := &nbTransport{Conn: sraw}
+	srv := tls.Server(tr, tlsServerConfig(t))
+	cli := tls.Client(raw, tlsClientConfig(t))
+	hs := make(chan error, 1)
+	go func() { hs <- cli.Handshake() }()
+	if err := srv.Handshake(); err != nil {
+		t.Fatalf("server handshake: %v", err)
+	}
+	if err := <-hs; err != nil {
+		t.Fatalf("client handshake: %v", err)
+	}
+	tr.nonblocking = true
+	buf := make([]byte, 100)
+	for i, msg := range []string{"first record", "second record"} {
+		if _, err := cli.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		rec := make([]byte, 5)
+		if _, err := io.ReadFull(sraw, rec); err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, int(rec[3])<<8|int(rec[4]))
+		if _, err := io.ReadFull(sraw, body); err != nil {
+			t.Fatal(err)
+		}
+		rec = append(rec, body...)
+		tr.in = rec[:3] // part of the header
+		n, err := srv.Read(buf)
+		var ne net.Error
+		if n != 0 || !errors.As(err, &ne) || !ne.Temporary() {
+			t.Fatalf("record %d: Read with part of a header = %d, %v; want 0 and the Temporary error", i, n, err)
+		}
+		tr.in = rec[3 : len(rec)-1] // all but the record's last byte
+		if n, err := srv.Read(buf); n != 0 || !errors.Is(err, errWouldBlock) {
+			t.Fatalf("record %d: Read with all but a byte = %d, %v; want 0 and the Temporary error", i, n, err)
+		}
+		tr.in = rec[len(rec)-1:]
+		n, err = srv.Read(buf)
+		if err != nil || string(buf[:n]) != msg {
+			t.Fatalf("record %d: Read once the record is whole = %q, %v; want %q", i, buf[:n], err, msg)
+		}
+	}
+}
+
+// tlsEngine serves h over TLS on setup s.
+func tlsEngine(t *testing.T, s setup, h Handler, opts ...Option) *Engine {
+	t.Helper()
+	return startEngine(t, h, append(append(s.opts(), WithTLS(tlsServerConfig(t))), opts...)...)
+}
+
+// echoSize is the TLS echo test's size: 100 MB, or 8 MB under the race detector.
+func echoSize() int {
+	if raceEnabled {
+		return 8 << 20
+	}
+	return 100 << 20
+}
+
+// TestTLSEchoDeliversEveryByteInOrder: a large echo over TLS (100 MB; 8 MB under -race) comes
+// back whole and in order, while the client writes and reads at once.
+func TestTLSEchoDeliversEveryByteInOrder(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, Echo{})
+		c := dialTLS(t, e, nil)
+		c.SetDeadline(time.Now().Add(3 * waitFor))
+		size := echoSize()
+		werr := make(chan error, 1)
+		go func() {
+			chunk := make([]byte, 64<<10)
+			for off := 0; off < size; off += len(chunk) {
+				for i := range chunk {
+					chunk[i] = byte((off + i) % 251)
+				}
+				if _, err := c.Write(chunk[:min(len(chunk), size-off)]); err != nil {
+					werr <- err
+					return
+				}
+			}
+			werr <- nil
+		}()
+		buf := make([]byte, 64<<10)
+		for got := 0; got < size; {
+			n, err := c.Read(buf)
+			for i := range n {
+				if buf[i] != byte((got+i)%251) {
+					t.Fatalf("byte %d: %d, want %d", got+i, buf[i], byte((got+i)%251))
+				}
+			}
+			got += n
+			if err != nil {
+				t.Fatalf("after %d of %d bytes: %v", got, size, err)
+			}
+		}
+		if err := <-werr; err != nil {
+			t.Fatalf("writing: %v", err)
+		}
+	})
+}
+
+// TestTLSConcurrentClientsDeliverEveryLine: 50 TLS clients at once, 200 lines each, get every
+// line back in order.
+func TestTLSConcurrentClientsDeliverEveryLine(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, newRecorder())
+		var wg sync.WaitGroup
+		errs := make(chan error, 50)
+		for k := range 50 {
+			c := dialTLS(t, e, nil)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				go func() {
+					w := bufio.NewWriter(c)
+					for i := range 200 {
+						fmt.Fprintf(w, "client %d line %d\n", k, i)
+					}
+					w.Flush()
+				}()
+				r := bufio.NewReader(c)
+				for i := range 200 {
+					line, err := r.ReadString('\n')
+					if want := fmt.Sprintf("client %d line %d\n", k, i); line != want || err != nil {
+						errs <- fmt.Errorf("client %d: got %q, %v; want %q", k, line, err, want)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+// TestTLSConnGivesConnectionState: Conn.TLS gives the version, cipher suite and ALPN the
+// handshake chose; nil on a connection without TLS.
+func TestTLSConnGivesConnectionState(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		states := make(chan *tls.ConnectionState, 1)
+		r.line = func(c *Conn, line string) {
+			states <- c.TLS()
+			c.WriteString(line + "\n")
+		}
+		cfg := tlsServerConfig(t)
+		cfg.NextProtos = []string{"ringev-test"}
+		e := startEngine(t, r, append(s.opts(), WithTLS(cfg))...)
+		ccfg := tlsClientConfig(t)
+		ccfg.NextProtos = []string{"ringev-test"}
+		c := dialTLS(t, e, ccfg)
+		c.Write([]byte("hi\n"))
+		if got := readN(t, c, 3); got != "hi\n" {
+			t.Fatalf("echo: %q", got)
+		}
+		st := <-states
+		cs := c.ConnectionState()
+		if st == nil || !st.HandshakeComplete || st.Version != cs.Version || st.CipherSuite != cs.CipherSuite || st.NegotiatedProtocol != "ringev-test" {
+			t.Fatalf("Conn.TLS() = %+v; want the client's version %x, suite %x, ALPN ringev-test", st, cs.Version, cs.CipherSuite)
+		}
+		plain := startEngine(t, r, s.opts()...)
+		pc := dialEngine(t, plain)
+		pc.Write([]byte("hi\n"))
+		readN(t, pc, 3)
+		if st := <-states; st != nil {
+			t.Fatalf("Conn.TLS() without TLS = %+v; want nil", st)
+		}
+	})
+}
+
+// TestTLSGarbageInsteadOfClientHelloCloses: bytes that are not a TLS record close the
+// connection, and OnClose names the handshake and crypto/tls's error.
+func TestTLSGarbageInsteadOfClientHelloCloses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h)
+		c := dialEngine(t, e)
+		c.Write([]byte("\x01\x02\x03\x04\x05garbage garbage garbage\n"))
+		readToEOF(t, c)
+		err := h.reason(t)
+		var rh tls.RecordHeaderError
+		if !errors.As(err, &rh) || !strings.Contains(err.Error(), "TLS handshake") {
+			t.Fatalf("OnClose: %v; want a TLS handshake error wrapping tls.RecordHeaderError", err)
+		}
+	})
+}
+
+// TestTLSCutOffClientHelloTimesOut: part of a ClientHello, then silence, is closed after the
+// handshake timeout (the request timeout) with ErrTLSHandshakeTimeout.
+func TestTLSCutOffClientHelloTimesOut(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h, WithRequestTimeout(200*time.Millisecond))
+		c := dialEngine(t, e)
+		hello := clientHello(t)
+		c.Write(hello[:len(hello)/2])
+		if err := h.reason(t); !errors.Is(err, ErrTLSHandshakeTimeout) {
+			t.Fatalf("OnClose: %v; want ErrTLSHandshakeTimeout", err)
+		}
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("the connection is still open")
+		}
+	})
+}
+
+// badRecordTest sends, after the handshake, what corrupt makes of the client's next record, and
+// checks the alert the client gets and the reason OnClose gets.
+func badRecordTest(t *testing.T, s setup, corrupt func([]byte) []byte, alert, reason string) {
+	h := newEchoCloser()
+	e := tlsEngine(t, s, h)
+	raw := &tapConn{Conn: dialEngine(t, e)}
+	c := handshakeOver(t, raw, nil)
+	c.Write([]byte("ping"))
+	if got := readN(t, c, 4); got != "ping" {
+		t.Fatalf("echo: %q", got)
+	}
+	raw.mu.Lock()
+	raw.corrupt = corrupt
+	raw.mu.Unlock()
+	c.Write([]byte("pong"))
+	_, err := io.ReadAll(c)
+	if err == nil || !strings.Contains(err.Error(), alert) {
+		t.Fatalf("client read: %v; want the alert %q", err, alert)
+	}
+	got := h.reason(t)
+	if got == nil || !strings.Contains(got.Error(), "TLS record") || !strings.Contains(got.Error(), reason) {
+		t.Fatalf("OnClose: %v; want a TLS record error naming %q", got, reason)
+	}
+}
+
+// TestTLSOversizedRecordAlertsAndCloses: a record longer than TLS allows gets the record_overflow
+// alert and a close.
+func TestTLSOversizedRecordAlertsAndCloses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		badRecordTest(t, s, func([]byte) []byte {
+			return append([]byte{23, 3, 3, 0x50, 0}, make([]byte, 0x5000)...)
+		}, "record overflow", "oversized record")
+	})
+}
+
+// TestTLSBadMACAlertsAndCloses: a record whose authentication fails gets the bad_record_mac
+// alert and a close.
+func TestTLSBadMACAlertsAndCloses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		badRecordTest(t, s, func(b []byte) []byte {
+			b[len(b)-1] ^= 0x55
+			return b
+		}, "bad record MAC", "bad record MAC")
+	})
+}
+
+// TestTLSPlaintextHTTPGetsNetHTTPAnswer: plaintext HTTP to the HTTP server's TLS port gets the
+// answer net/http gives, then the close.
+func TestTLSPlaintextHTTPGetsNetHTTPAnswer(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, NewHTTP())
+		c := dialEngine(t, e)
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		const want = "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+		if got := readToEOF(t, c); got != want {
+			t.Fatalf("got %q; want %q", got, want)
+		}
+	})
+}
+
+// TestTLSStalledHandshakesKeepGoroutinesBounded: 1,000 clients that send a whole ClientHello
+// and stall hold at most MaxTLSHandshakes goroutines; the handshake timeout closes them all.
+func TestTLSStalledHandshakesKeepGoroutinesBounded(t *testing.T) {
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		const n = 1000
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h, WithRequestTimeout(2*time.Second))
+		base := runtime.NumGoroutine()
+		hello := clientHello(t)
+		conns := make([]net.Conn, 0, n)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for range n {
+			c, err := net.DialTimeout("tcp", e.Addr().String(), waitFor)
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			conns = append(conns, c)
+			c.Write(hello)
+		}
+		peak := 0
+		for range n {
+			select {
+			case err := <-h.closed:
+				if !errors.Is(err, ErrTLSHandshakeTimeout) {
+					t.Fatalf("OnClose: %v; want ErrTLSHandshakeTimeout", err)
+				}
+			case <-time.After(3 * waitFor):
+				t.Fatalf("stalled handshakes not closed within %v", 3*waitFor)
+			}
+			peak = max(peak, runtime.NumGoroutine()-base)
+		}
+		if peak > MaxTLSHandshakes+8 {
+			t.Fatalf("%d more goroutines with %d stalled handshakes; want at most %d", peak, n, MaxTLSHandshakes+8)
+		}
+		t.Logf("%d stalled handshakes: at most %d more goroutines", n, peak)
+	})
+}
+
+// TestTLSCloseWithoutCloseNotifyNamesIt: a client that closes its socket without close_notify
+// closes the connection with ErrTLSNoCloseNotify (which wraps io.EOF); one that sends it, with
+// io.EOF.
+func TestTLSCloseWithoutCloseNotifyNamesIt(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h)
+		raw := dialEngine(t, e)
+		c := handshakeOver(t, raw, nil)
+		c.Write([]byte("x"))
+		readN(t, c, 1)
+		raw.Close() // no close_notify
+		if err := h.reason(t); err != ErrTLSNoCloseNotify || !errors.Is(err, io.EOF) {
+			t.Fatalf("without close_notify, OnClose: %v; want ErrTLSNoCloseNotify", err)
+		}
+		c = dialTLS(t, e, nil)
+		c.Write([]byte("x"))
+		readN(t, c, 1)
+		c.Close() // close_notify, then the socket's close
+		if err := h.reason(t); err != io.EOF {
+			t.Fatalf("with close_notify, OnClose: %v; want io.EOF", err)
+		}
+	})
+}
+
+// TestTLSCloseSendsCloseNotify: Conn.Close sends what was written, then close_notify (an alert
+// record: TLS 1.2 shows its type), then the TCP close.
+func TestTLSCloseSendsCloseNotify(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			c.WriteString(line + "\n")
+			c.Close()
+		}
+		e := tlsEngine(t, s, r)
+		cfg := tlsClientConfig(t)
+		cfg.MaxVersion = tls.VersionTLS12
+		raw := &recordTap{Conn: dialEngine(t, e)}
+		c := handshakeOver(t, raw, cfg)
+		c.Write([]byte("bye\n"))
+		if got, err := io.ReadAll(c); string(got) != "bye\n" || err != nil {
+			t.Fatalf("read %q, %v; want %q and EOF", got, err, "bye\n")
+		}
+		if typ := raw.lastRecordType(); typ != 21 {
+			t.Fatalf("the last record's type is %d; want 21 (alert: close_notify)", typ)
+		}
+	})
+}
+
+// recordTap keeps what it reads, and tells the types of the records in it.
+type recordTap struct {
+	net.Conn
+	got []byte
+}
+
+func (r *recordTap) Read(b []byte) (int, error) {
+	n, err := r.Conn.Read(b)
+	r.got = append(r.got, b[:n]...)
+	return n, err
+}
+
+// lastRecordType is the type of the last whole record read (0: none).
+func (r *recordTap) lastRecordType() byte {
+	var last byte
+	for b := r.got; len(b) >= 5; {
+		n := 5 + (int(b[3])<<8 | int(b[4]))
+		if len(b) < n {
+			break
+		}
+		last, b = b[0], b[n:]
+	}
+	return last
+}
+
+// TestTLSSessionResumption: a client that comes back with its session ticket resumes.
+func TestTLSSessionResumption(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, Echo{})
+		cfg := tlsClientConfig(t)
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		for i, want := range []bool{false, true} {
+			c := dialTLS(t, e, cfg)
+			c.Write([]byte("x")) // the ticket comes after the handshake: read it
+			readN(t, c, 1)
+			if got := c.ConnectionState().DidResume; got != want {
+				t.Fatalf("connection %d: DidResume %v; want %v", i, got, want)
+			}
+			c.Close()
+		}
+	})
+}
+
+// TestTLSRenegotiationRefused: a TLS 1.2 client that asks for a new handshake gets an alert and
+// the close.
+func TestTLSRenegotiationRefused(t *testing.T) {
+	h := newEchoCloser()
+	e := tlsEngine(t, setup{backend: "epoll", api: APIRequests}, h)
+	cfg := tlsClientConfig(t)
+	cfg.MaxVersion = tls.VersionTLS12
+	raw := &tapConn{Conn: dialEngine(t, e)}
+	c := handshakeOver(t, raw, cfg)
+	c.Write([]byte("x"))
+	readN(t, c, 1)
+	// A second ClientHello, in the clear but where an encrypted record is due: the server
+	// takes it as a record whose MAC fails, or as a handshake message it refuses.
+	raw.Conn.Write(clientHello(t))
+	if err := h.reason(t); err == nil || !strings.Contains(err.Error(), "TLS record") {
+		t.Fatalf("OnClose: %v; want a TLS record error", err)
+	}
+}
+
+// TestTLSOpenSSLKeyUpdate: openssl s_client's KeyUpdate asking for the server's (its command
+// "K") is handled: the server answers with its own while it reads, and the echo goes on with
+// the new keys.
+func TestTLSOpenSSLKeyUpdate(t *testing.T) {
+	openssl := needProgram(t, "openssl", "openssl")
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h)
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, openssl, "s_client", "-connect", e.Addr().String(), "-tls1_3")
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		errPipe, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			in.Close()
+			cancel()
+			cmd.Wait()
+		}()
+		// s_client says KEYUPDATE on stderr once it has sent one; a line typed before that
+		// would be read with the command and dropped.
+		updated := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(errPipe)
+			for sc.Scan() {
+				if sc.Text() == "KEYUPDATE" {
+					close(updated)
+				}
+			}
+		}()
+		r := bufio.NewReader(out)
+		expect := func(want string) {
+			t.Helper()
+			for {
+				line, err := r.ReadString('\n')
+				if line == want {
+					return
+				}
+				if err != nil {
+					t.Fatalf("no echo of %q: %v (OnClose: %v)", want, err, h.reason(t))
+				}
+			}
+		}
+		io.WriteString(in, "before\n")
+		expect("before\n")
+		io.WriteString(in, "K\n") // a KeyUpdate with update_requested
+		select {
+		case <-updated:
+		case <-time.After(waitFor):
+			t.Fatal("openssl sent no KeyUpdate")
+		}
+		io.WriteString(in, "after\n")
+		expect("after\n")
+		in.Close()
+		if err := h.reason(t); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("OnClose: %v", err)
+		}
+	})
+}
+
+// TestTLSCurlGetsHTTP: curl --insecure gets the HTTP server's answer over TLS.
+func TestTLSCurlGetsHTTP(t *testing.T) {
+	curl := needProgram(t, "curl", "curl")
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, NewHTTP())
+		url := "https://" + e.Addr().String() + "/plaintext"
+		if out := runClient(t, curl, "-s", "--insecure", "--max-time", "10", url, url); out != "Hello, World!Hello, World!" {
+			t.Fatalf("curl: %q", out)
+		}
+	})
+}
+
+// TestTLSRedisCLIGetsRESP: redis-cli --tls talks to the RESP server over TLS.
+func TestTLSRedisCLIGetsRESP(t *testing.T) {
+	cli := needProgram(t, "redis-cli", "redis-tools")
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, respServer())
+		_, port, _ := net.SplitHostPort(e.Addr().String())
+		args := []string{"-h", "127.0.0.1", "-p", port, "--tls", "--insecure"}
+		if out := runClient(t, cli, append(args, "SET", "k", "tls")...); strings.TrimSpace(out) != "OK" {
+			t.Fatalf("SET: %q", out)
+		}
+		if out := runClient(t, cli, append(args, "GET", "k")...); strings.TrimSpace(out) != "tls" {
+			t.Fatalf("GET: %q", out)
+		}
+	})
+}
+
+// TestTLSWrkOverHTTPS: wrk over https (256 connections) gets only 200s.
+func TestTLSWrkOverHTTPS(t *testing.T) {
+	wrk := needProgram(t, "wrk", "wrk")
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, NewHTTP())
+		out := runClient(t, wrk, "-t1", "-c256", "-d1s", "https://"+e.Addr().String()+"/plaintext")
+		if !strings.Contains(out, "requests in") || strings.Contains(out, "Non-2xx") || strings.Contains(out, "Socket errors") {
+			t.Fatalf("wrk:\n%s", out)
+		}
+	})
+}
+
+// TestTLSPeerCloseBeforeHelloCloses: a client that connects and closes without a byte is
+// closed at once (not at the handshake timeout), with an error naming the handshake, though
+// OnOpen wrote a greeting that waits for the handshake.
+func TestTLSPeerCloseBeforeHelloCloses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.greet = "hello\n"
+		e := tlsEngine(t, s, r)
+		for range 4 {
+			c := dialEngine(t, e)
+			c.Close()
+			_, err := r.closedWith(t)
+			if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "TLS handshake") {
+				t.Fatalf("OnClose: %v; want a TLS handshake error wrapping io.ErrUnexpectedEOF", err)
+			}
+		}
+	})
+}
