@@ -10,8 +10,6 @@ import (
 	"crypto/x509"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -40,22 +38,6 @@ func tlsTestCert(t *testing.T) tls.Certificate {
 		t.Fatalf("making a test certificate: %v", testCertErr)
 	}
 	return testCert
-}
-
-// tlsTestFiles writes the test certificate and key to t's temporary directory (for the real
-// clients and the CLI) and returns their paths.
-func tlsTestFiles(t *testing.T) (cert, key string) {
-	t.Helper()
-	tlsTestCert(t)
-	dir := t.TempDir()
-	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(cert, testCertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, testKeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
 }
 
 // tlsServerConfig is a server config with the test certificate.

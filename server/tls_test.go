@@ -119,6 +119,7 @@ func TestTLSReadSurvivesTemporaryError(t *testing.T) {
 		tr.in = rec[:3] // part of the header
 		n, err := srv.Read(buf)
 		var ne net.Error
+		//lint:ignore SA1019 crypto/tls decides on Temporary(): this test pins what it does
 		if n != 0 || !errors.As(err, &ne) || !ne.Temporary() {
 			t.Fatalf("record %d: Read with part of a header = %d, %v; want 0 and the Temporary error", i, n, err)
 		}
