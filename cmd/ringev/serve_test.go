@@ -4,10 +4,13 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -97,6 +100,8 @@ func TestParseServeBadInput(t *testing.T) {
 		{[]string{"resp", "--api", "requests", "--backend", "epoll", "--batch-wait", "50us"}, []string{"--batch-wait", "only the uring backend", "--backend is epoll"}},
 		{[]string{"http", "--request-timeout", "soon"}, []string{"--request-timeout", "not a duration"}},
 		{[]string{"http", "--idle-timeout", "-1s"}, []string{"--idle-timeout", "must not be negative"}},
+		{[]string{"http", "--tls-cert", "cert.pem"}, []string{"--tls-cert and --tls-key go together"}},
+		{[]string{"echo", "--tls-key", "key.pem"}, []string{"--tls-cert and --tls-key go together"}},
 	} {
 		_, err := parseServe(tc.args)
 		if exitStatus(err) != 2 {
@@ -430,6 +435,46 @@ func TestServeHTTPIdleTimeoutClosesAnIdleConnection(t *testing.T) {
 		t.Errorf("the idle connection closed %v after the request was sent, want at least 300 ms (and within 4 s)", took)
 	}
 	sigtermExits(t, lines, code)
+}
+
+// TestServeTLSServesEachProtocol: `serve http|resp|echo --tls-cert F --tls-key F` answers over
+// TLS with the certificate given, says TLS in its banner, and stops on SIGTERM.
+func TestServeTLSServesEachProtocol(t *testing.T) {
+	certPEM, keyPEM, err := testutil.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(cert, certPEM, 0o600)
+	os.WriteFile(key, keyPEM, 0o600)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	for _, tc := range []struct{ proto, ask, want string }{
+		{"http", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", "HTTP/1.1 200 OK\r\n"},
+		{"resp", "PING\r\n", "+PONG\r\n"},
+		{"echo", "hello\n", "hello\n"},
+	} {
+		t.Run(tc.proto, func(t *testing.T) {
+			raw, lines, code, banner := startServeBanner(t, tc.proto, "--tls-cert", cert, "--tls-key", key)
+			if !strings.Contains(banner, "TLS") {
+				t.Errorf("banner %q does not say TLS", banner)
+			}
+			c := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(c, tc.ask); err != nil {
+				t.Fatalf("TLS: %v", err)
+			}
+			got := make([]byte, len(tc.want))
+			if _, err := io.ReadFull(c, got); err != nil || string(got) != tc.want {
+				t.Fatalf("read %q, %v; want %q", got, err, tc.want)
+			}
+			sigtermExits(t, lines, code)
+		})
+	}
+	if code := run([]string{"serve", "echo", "--addr", "127.0.0.1:0", "--tls-cert", key, "--tls-key", cert}, io.Discard, io.Discard); code != 1 {
+		t.Errorf("serve with the certificate and key swapped: exit status %d, want 1", code)
+	}
 }
 
 // sigtermExits reads the rest of the stderr of a serve started by startServeBanner, stops it
