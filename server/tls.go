@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -76,8 +77,13 @@ func checkTLS(cfg *tls.Config) error {
 
 // tlsServer is an engine's TLS: its config and its handshake pool.
 type tlsServer struct {
-	e       *Engine
-	cfg     *tls.Config
+	e   *Engine
+	cfg *tls.Config
+	// cpu holds a token per handshake computing (between the transport's reads that wait):
+	// GOMAXPROCS less the engine's loops, at least one, so that handshakes leave the loops
+	// their Ps. A loop whose goroutine wakes from the kernel to find every P busy waits for
+	// the scheduler to take one from a handshake, and every connection of it waits too.
+	cpu     chan struct{}
 	mu      sync.Mutex
 	queue   []*tlsConn // waiting for a slot
 	running int        // goroutines running handshakes
@@ -85,6 +91,11 @@ type tlsServer struct {
 
 // enqueue starts t's handshake on a goroutine of the pool, or queues it when the pool is full.
 func (s *tlsServer) enqueue(t *tlsConn) {
+	s.mu.Lock()
+	if s.cpu == nil {
+		s.cpu = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-len(s.e.loops)))
+	}
+	s.mu.Unlock()
 	s.mu.Lock()
 	if s.running >= MaxTLSHandshakes {
 		s.queue = append(s.queue, t)
@@ -130,6 +141,7 @@ type tlsConn struct {
 	tc    *tls.Conn
 	tr    tlsTransport
 	rec   recordLayer // nil until the handshake has ended
+	gor   goRecords   // rec's, without an allocation of its own
 	plain []byte      // the handler's output not yet sealed (a free-list buffer)
 	phase uint8
 	// notified: close_notify (or a fatal alert) was sent; peerNotified: the peer's was received.
@@ -213,6 +225,7 @@ func (t *tlsConn) handshake() {
 		return // the connection ended while it waited for a slot
 	}
 	t.hsErr = t.tc.Handshake()
+	t.tr.compute(false)
 	if err := t.c.l.Post(t.handshook); err != nil {
 		return // the loop has ended, and the connection with it
 	}
@@ -245,7 +258,8 @@ func (t *tlsConn) handshook() {
 		return
 	}
 	t.phase = tlsOpen
-	t.rec = &goRecords{t: t}
+	t.gor.t = t
+	t.rec = &t.gor
 	if t.held {
 		t.held, c.paused = false, false
 		c.l.drv.update(c)
@@ -482,6 +496,7 @@ func (wouldBlock) Temporary() bool { return true }
 type tlsTransport struct {
 	t    *tlsConn
 	sync bool // the handshake's mode; the loop changes it only while no goroutine has it
+	cpu  bool // the handshake's goroutine holds a token of the pool's cpu (its own field)
 
 	mu     sync.Mutex
 	wake   chan struct{} // signalled when in, closed or eof changes (sync)
@@ -502,6 +517,11 @@ func (tr *tlsTransport) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	tr.mu.Lock()
+	if len(tr.in) == 0 && tr.cpu {
+		tr.mu.Unlock()
+		tr.compute(false) // waiting: another handshake may compute
+		tr.mu.Lock()
+	}
 	for len(tr.in) == 0 {
 		switch {
 		case tr.closed:
@@ -522,7 +542,21 @@ func (tr *tlsTransport) Read(p []byte) (int, error) {
 	n := copy(p, tr.in)
 	tr.in = tr.in[n:]
 	tr.mu.Unlock()
+	tr.compute(true)
 	return n, nil
+}
+
+// compute takes (on) or gives back a token of the pool's cpu for the handshake's goroutine.
+func (tr *tlsTransport) compute(on bool) {
+	if tr.cpu == on {
+		return
+	}
+	tr.cpu = on
+	if on {
+		tr.t.c.l.e.tls.cpu <- struct{}{}
+	} else {
+		<-tr.t.c.l.e.tls.cpu
+	}
 }
 
 func (tr *tlsTransport) Write(p []byte) (int, error) {
