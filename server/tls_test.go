@@ -4,6 +4,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -629,5 +630,29 @@ func TestTLSPeerCloseBeforeHelloCloses(t *testing.T) {
 				t.Fatalf("OnClose: %v; want a TLS handshake error wrapping io.ErrUnexpectedEOF", err)
 			}
 		}
+	})
+}
+
+// TestTLSPendingCountsWhatIsSent: a TLS connection's Pending counts the plaintext written and
+// the records it becomes, and is back at 0 once they are sent, as is the engine's count of
+// buffered bytes.
+func TestTLSPendingCountsWhatIsSent(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			c.Write(bytes.Repeat([]byte("x"), 100<<10))
+			c.WriteString("\n")
+		}
+		e := tlsEngine(t, s, r)
+		c := dialTLS(t, e, nil)
+		sc := r.next(t)
+		c.Write([]byte("go\n"))
+		readN(t, c, 100<<10+1)
+		eventually(t, "Pending back at 0", func() bool {
+			n := -1
+			onLoop(t, sc.Loop(), func() { n = sc.Pending() })
+			return n == 0
+		})
+		eventually(t, "the engine's buffered bytes back at 0", func() bool { return e.Buffered() == 0 })
 	})
 }
