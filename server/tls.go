@@ -322,7 +322,8 @@ func (t *tlsConn) dropPlain() {
 }
 
 // seal is the turn's end of a TLS connection: the handler's output becomes records (one
-// tls.Conn.Write) in the connection's output, and a closing one gets its close_notify.
+// tls.Conn.Write) in the connection's output, and one closing (Close, CloseWrite) gets its
+// close_notify.
 func (t *tlsConn) seal() {
 	c := t.c
 	if t.phase != tlsOpen {
@@ -341,8 +342,8 @@ func (t *tlsConn) seal() {
 			return
 		}
 	}
-	if c.closing && !t.notified {
-		t.notified = true
+	if (c.closing || c.shutWant) && !t.notified {
+		t.notified = true // Close and CloseWrite: close_notify after the output, then the FIN
 		t.rec.closeNotify()
 	}
 }

@@ -449,6 +449,30 @@ func TestTLSCloseSendsCloseNotify(t *testing.T) {
 	})
 }
 
+// TestTLSCloseWriteSendsCloseNotify: Conn.CloseWrite sends what was written, then close_notify,
+// then the FIN, as tls.Conn.CloseWrite does.
+func TestTLSCloseWriteSendsCloseNotify(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			c.WriteString(line + "\n")
+			c.CloseWrite()
+		}
+		e := tlsEngine(t, s, r)
+		cfg := tlsClientConfig(t)
+		cfg.MaxVersion = tls.VersionTLS12
+		raw := &recordTap{Conn: dialEngine(t, e)}
+		c := handshakeOver(t, raw, cfg)
+		c.Write([]byte("bye\n"))
+		if got, err := io.ReadAll(c); string(got) != "bye\n" || err != nil {
+			t.Fatalf("read %q, %v; want %q and EOF", got, err, "bye\n")
+		}
+		if typ := raw.lastRecordType(); typ != 21 {
+			t.Fatalf("the last record's type is %d; want 21 (alert: close_notify)", typ)
+		}
+	})
+}
+
 // recordTap keeps what it reads, and tells the types of the records in it.
 type recordTap struct {
 	net.Conn
