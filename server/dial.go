@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -46,6 +47,26 @@ func NewEngine(ctx context.Context, opts ...Option) (*Engine, error) {
 // the errno, e.g. unix.ECONNREFUSED, or ctx.Err()); ErrFromLoop; one wrapping ErrShutdown once
 // the engine is shutting down or has ended; one for an engine of datagrams (ListenPacket).
 func (e *Engine) Dial(ctx context.Context, network, addr string, h Handler) (*Conn, error) {
+	return e.dial(ctx, network, addr, nil, h)
+}
+
+// DialTLS is Dial with TLS over the connection, cfg the client's (crypto/tls, unmodified): the
+// handler reads and writes plaintext, what it writes before the handshake ends is sent after
+// it, and Conn.TLS gives the state once it has ended. A cfg without ServerName and without
+// InsecureSkipVerify gets the host of addr. The handshake runs as an accepted connection's
+// does (WithTLS): on the engine's pool, within the connection's request timeout (else
+// DefaultTLSHandshakeTimeout); the connection is returned once it is open, before the
+// handshake, whose failure closes it with an error wrapping crypto/tls's (OnClose). Errors as
+// Dial's.
+func (e *Engine) DialTLS(ctx context.Context, network, addr string, cfg *tls.Config, h Handler) (*Conn, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("server: Engine.DialTLS %s %s with a nil tls.Config", network, addr)
+	}
+	return e.dial(ctx, network, addr, clientConfig(cfg, addr), h)
+}
+
+// dial is Dial and DialTLS (tc nil: no TLS).
+func (e *Engine) dial(ctx context.Context, network, addr string, tc *tls.Config, h Handler) (*Conn, error) {
 	if e.current() != nil {
 		return nil, fmt.Errorf("server: Engine.Dial %s %s: %w (Loop.Dial does not block)", network, addr, ErrFromLoop)
 	}
@@ -62,7 +83,7 @@ func (e *Engine) Dial(ctx context.Context, network, addr string, h Handler) (*Co
 	res := make(chan result, 1)
 	done := func(c *Conn, err error) { res <- result{c, err} }
 	err := l.Post(func() {
-		if err := l.Dial(ctx, network, addr, h, done); err != nil {
+		if err := l.dial(ctx, network, addr, tc, h, done); err != nil {
 			done(nil, err)
 		}
 	})
@@ -107,6 +128,33 @@ func (e *Engine) Dial(ctx context.Context, network, addr string, h Handler) (*Co
 // another goroutine; one wrapping ErrShutdown once the engine is shutting down; one for an
 // engine of datagrams (ListenPacket).
 func (l *Loop) Dial(ctx context.Context, network, addr string, h Handler, done func(*Conn, error)) error {
+	return l.dial(ctx, network, addr, nil, h, done)
+}
+
+// DialTLS is Loop.Dial with TLS over the connection, as Engine.DialTLS.
+func (l *Loop) DialTLS(ctx context.Context, network, addr string, cfg *tls.Config, h Handler, done func(*Conn, error)) error {
+	if cfg == nil {
+		return fmt.Errorf("server: Loop.DialTLS %s %s with a nil tls.Config", network, addr)
+	}
+	return l.dial(ctx, network, addr, clientConfig(cfg, addr), h, done)
+}
+
+// clientConfig is cfg, with the host of addr as its ServerName when it has none (and verifies).
+func clientConfig(cfg *tls.Config, addr string) *tls.Config {
+	if cfg.ServerName != "" || cfg.InsecureSkipVerify {
+		return cfg
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	c := cfg.Clone()
+	c.ServerName = host
+	return c
+}
+
+// dial is Dial and DialTLS (tc nil: no TLS).
+func (l *Loop) dial(ctx context.Context, network, addr string, tc *tls.Config, h Handler, done func(*Conn, error)) error {
 	if h == nil || done == nil {
 		return fmt.Errorf("server: Loop.Dial %s %s with a nil Handler or done", network, addr)
 	}
@@ -119,7 +167,7 @@ func (l *Loop) Dial(ctx context.Context, network, addr string, h Handler, done f
 	if l.draining || l.isStopped() {
 		return fmt.Errorf("server: dial %s %s: %w", network, addr, ErrShutdown)
 	}
-	d := &dialer{l: l, network: network, addr: addr, ctx: ctx, done: done, fd: -1}
+	d := &dialer{l: l, network: network, addr: addr, ctx: ctx, done: done, fd: -1, tls: tc}
 	if err := d.parse(); err != nil {
 		return err
 	}
@@ -151,6 +199,7 @@ func (l *Loop) isStopped() bool {
 type dialer struct {
 	l             *Loop
 	hs            *handlers
+	tls           *tls.Config // DialTLS's, or nil
 	network, addr string
 	ctx           context.Context
 	done          func(*Conn, error)
@@ -423,7 +472,11 @@ func (d *dialer) opened() {
 	d.fd = -1
 	l := d.l
 	l.load.Add(1)
-	l.open(l.newConn(fd, d.hs), d.done)
+	c := l.newConn(fd, d.hs)
+	if d.tls != nil {
+		c.tls = newTLSConn(c, true, d.tls)
+	}
+	l.open(c, d.done)
 }
 
 // ctxDone is the dial's context's end (posted by context.AfterFunc).

@@ -24,7 +24,7 @@ type Engine struct {
 	hs      handlers // the accepted connections' Handler
 	ph      PacketHandler
 	onTick  TickHandler
-	tls     *tlsServer // WithTLS's, or nil
+	tls     *tlsServer // the TLS handshake pool (nil for datagrams)
 
 	loops   []*Loop
 	backend string
@@ -109,8 +109,8 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 		o.balance = BalanceReusePort
 	}
 	e.o = o
-	if o.tls != nil && e.ph == nil {
-		e.tls = &tlsServer{e: e, cfg: o.tls}
+	if e.ph == nil {
+		e.tls = &tlsServer{e: e} // the handshake pool: WithTLS's and DialTLS's
 	}
 	e.done = make(chan struct{})
 	// The sockets: one per loop with SO_REUSEPORT, else one for the first loop.

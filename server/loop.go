@@ -382,8 +382,8 @@ func (l *Loop) addConn(fd int, counted bool) {
 		l.load.Add(1)
 	}
 	c := l.newConn(fd, &l.e.hs)
-	if l.e.tls != nil {
-		c.tls = newTLSConn(c, l.e.tls)
+	if cfg := l.e.o.tls; cfg != nil {
+		c.tls = newTLSConn(c, false, cfg)
 	}
 	l.open(c, nil)
 }

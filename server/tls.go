@@ -75,10 +75,9 @@ func checkTLS(cfg *tls.Config) error {
 	return nil
 }
 
-// tlsServer is an engine's TLS: its config and its handshake pool.
+// tlsServer is an engine's TLS handshake pool, for WithTLS's connections and DialTLS's.
 type tlsServer struct {
-	e   *Engine
-	cfg *tls.Config
+	e *Engine
 	// cpu holds a token per handshake computing (between the transport's reads that wait):
 	// GOMAXPROCS less the engine's loops, at least one, so that handshakes leave the loops
 	// their Ps. A loop whose goroutine wakes from the kernel to find every P busy waits for
@@ -144,6 +143,9 @@ type tlsConn struct {
 	gor   goRecords   // rec's, without an allocation of its own
 	plain []byte      // the handler's output not yet sealed (a free-list buffer)
 	phase uint8
+	// client: the connection's side of the handshake is the client's (DialTLS), which starts
+	// it at once; a server's waits for the ClientHello whole.
+	client bool
 	// notified: close_notify (or a fatal alert) was sent; peerNotified: the peer's was received.
 	notified, peerNotified bool
 	held                   bool // not read until the handshake ends (Conn.paused set for it)
@@ -151,12 +153,17 @@ type tlsConn struct {
 	hsErr                  error // the handshake's, set before its hand-off
 }
 
-// newTLSConn makes c's TLS, before its driver starts reading it.
-func newTLSConn(c *Conn, s *tlsServer) *tlsConn {
-	t := &tlsConn{c: c}
+// newTLSConn makes c's TLS, before its driver starts reading it: the client's side (DialTLS)
+// or the server's (an accepted connection).
+func newTLSConn(c *Conn, client bool, cfg *tls.Config) *tlsConn {
+	t := &tlsConn{c: c, client: client}
 	t.tr.t = t
 	t.tr.sync = true
-	t.tc = tls.Server(&t.tr, s.cfg)
+	if client {
+		t.tc = tls.Client(&t.tr, cfg)
+	} else {
+		t.tc = tls.Server(&t.tr, cfg)
+	}
 	return t
 }
 
@@ -172,6 +179,10 @@ func (t *tlsConn) start() {
 		d = DefaultTLSHandshakeTimeout
 	}
 	t.timer = c.l.ev.AddTimer(d, t.timedOut)
+	if t.client {
+		t.phase = tlsHandoff
+		c.l.e.tls.enqueue(t)
+	}
 }
 
 // timedOut is the handshake timeout's handler: the connection is closed at once.
@@ -224,6 +235,7 @@ func (t *tlsConn) handshake() {
 	if t.tr.isClosed() {
 		return // the connection ended while it waited for a slot
 	}
+	t.tr.compute(true) // its first flight (a client's key shares) is work too
 	t.hsErr = t.tc.Handshake()
 	t.tr.compute(false)
 	if err := t.c.l.Post(t.handshook); err != nil {

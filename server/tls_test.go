@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -678,5 +679,71 @@ func TestTLSPendingCountsWhatIsSent(t *testing.T) {
 			return n == 0
 		})
 		eventually(t, "the engine's buffered bytes back at 0", func() bool { return e.Buffered() == 0 })
+	})
+}
+
+// TestTLSDialTalksToTLSServers: DialTLS's connection talks plaintext to its handler over TLS, to
+// crypto/tls's own server and to an engine's WithTLS; Conn.TLS gives the state once the
+// handshake has ended, with the server's certificate verified against the config's roots.
+func TestTLSDialTalksToTLSServers(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", tlsServerConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			echoUntilEOF(c)
+		}()
+		defer func() { ln.Close(); <-done }()
+		srv := tlsEngine(t, s, Echo{})
+		e := startDialEngine(t, s.opts()...)
+		for _, addr := range []string{ln.Addr().String(), srv.Addr().String()} {
+			r := newRecorder()
+			states := make(chan *tls.ConnectionState, 1)
+			r.line = func(c *Conn, line string) { states <- c.TLS() }
+			c, err := e.DialTLS(context.Background(), "tcp", addr, tlsClientConfig(t), r)
+			if err != nil {
+				t.Fatalf("DialTLS %s: %v", addr, err)
+			}
+			c.WriteString("ping\n") // before the handshake's end: sent after it
+			select {
+			case st := <-states:
+				if st == nil || !st.HandshakeComplete || len(st.PeerCertificates) == 0 {
+					t.Fatalf("%s: Conn.TLS() = %+v; want the handshake's state", addr, st)
+				}
+			case <-time.After(waitFor):
+				t.Fatalf("%s: no echo within %v (events %q)", addr, waitFor, r.log())
+			}
+			c.Close()
+			if _, err := r.closedWith(t); err != nil {
+				t.Fatalf("%s: OnClose: %v", addr, err)
+			}
+		}
+	})
+}
+
+// TestTLSDialUntrustedServerClosesNamingIt: a DialTLS connection to a server whose certificate
+// its config does not trust is closed, with an error naming the handshake and wrapping
+// crypto/x509's.
+func TestTLSDialUntrustedServerClosesNamingIt(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		srv := tlsEngine(t, s, Echo{})
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		if _, err := e.DialTLS(context.Background(), "tcp", srv.Addr().String(), &tls.Config{}, r); err != nil {
+			t.Fatalf("DialTLS: %v", err)
+		}
+		_, err := r.closedWith(t)
+		var unknown x509.UnknownAuthorityError
+		if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "TLS handshake") {
+			t.Fatalf("OnClose: %v; want a TLS handshake error wrapping x509.UnknownAuthorityError", err)
+		}
 	})
 }
