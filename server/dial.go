@@ -43,9 +43,10 @@ func NewEngine(ctx context.Context, opts ...Option) (*Engine, error) {
 // goroutine, never a loop: from one of the engine's loops it returns ErrFromLoop at once
 // (Loop.Dial dials from a handler without blocking).
 //
-// Errors: those of Loop.Dial and its done (a *net.OpError that names the address and wraps
-// the errno, e.g. unix.ECONNREFUSED, or ctx.Err()); ErrFromLoop; one wrapping ErrShutdown once
-// the engine is shutting down or has ended; one for an engine of datagrams (ListenPacket).
+// Errors: those of Loop.Dial (a nil ctx is one) and its done (a *net.OpError that names the
+// address and wraps the errno, e.g. unix.ECONNREFUSED, or ctx.Err()); ErrFromLoop; one
+// wrapping ErrShutdown once the engine is shutting down or has ended; one for an engine of
+// datagrams (ListenPacket).
 func (e *Engine) Dial(ctx context.Context, network, addr string, h Handler) (*Conn, error) {
 	return e.dial(ctx, network, addr, nil, h)
 }
@@ -123,8 +124,8 @@ func (e *Engine) dial(ctx context.Context, network, addr string, tc *tls.Config,
 // Errors given to done: a *net.OpError ("dial tcp 127.0.0.1:1: connect: connection refused")
 // that names the address and wraps the errno (errors.Is(err, unix.ECONNREFUSED),
 // unix.ETIMEDOUT, unix.ENOENT for a missing Unix socket, ...), the lookup's error, or ctx.Err();
-// ErrShutdown (wrapped) when the engine shuts down first. Errors returned: one for a nil h or
-// done, an unknown network or a malformed address; one wrapping ringev.ErrNotOwner from
+// ErrShutdown (wrapped) when the engine shuts down first. Errors returned: one for a nil ctx, h
+// or done, an unknown network or a malformed address; one wrapping ringev.ErrNotOwner from
 // another goroutine; one wrapping ErrShutdown once the engine is shutting down; one for an
 // engine of datagrams (ListenPacket).
 func (l *Loop) Dial(ctx context.Context, network, addr string, h Handler, done func(*Conn, error)) error {
@@ -157,6 +158,9 @@ func clientConfig(cfg *tls.Config, addr string) *tls.Config {
 func (l *Loop) dial(ctx context.Context, network, addr string, tc *tls.Config, h Handler, done func(*Conn, error)) error {
 	if h == nil || done == nil {
 		return fmt.Errorf("server: Loop.Dial %s %s with a nil Handler or done", network, addr)
+	}
+	if ctx == nil {
+		return fmt.Errorf("server: dial %s %s with a nil Context", network, addr)
 	}
 	if !l.ev.Owned() {
 		return fmt.Errorf("server: Loop.Dial %s %s from a goroutine other than the loop's (Engine.Dial blocks from any): %w", network, addr, ringev.ErrNotOwner)

@@ -389,6 +389,37 @@ func TestDialFromLoopWithEngineDialIsErrFromLoop(t *testing.T) {
 	})
 }
 
+// TestDialWithANilContextIsAnError: a nil ctx is refused with an error naming it, by Engine.Dial
+// and by Loop.Dial, and the engine still serves a dial after it (before, Loop.Dial dereferenced
+// it on the loop's goroutine: the panic ended the process, Engine.Dial's caller included).
+func TestDialWithANilContextIsAnError(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		ln := echoPeer(t, "tcp", "127.0.0.1:0")
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		var nilCtx context.Context
+		check := func(how string, c *Conn, err error) {
+			if c != nil || err == nil || !strings.Contains(err.Error(), "nil Context") {
+				t.Errorf("%s with a nil ctx: (%v, %v), want an error naming the nil Context", how, c, err)
+			}
+		}
+		c, err := engineDial(t, e, nilCtx, "tcp", ln.Addr().String(), r)
+		check("Engine.Dial", c, err)
+		onLoop(t, e.Loops()[0], func() {
+			err = e.Loops()[0].Dial(nilCtx, "tcp", ln.Addr().String(), r, func(*Conn, error) {
+				t.Error("Loop.Dial with a nil ctx called done")
+			})
+		})
+		check("Loop.Dial", nil, err)
+		c, err = engineDial(t, e, context.Background(), "tcp", ln.Addr().String(), r)
+		if err != nil {
+			t.Fatalf("a dial after them: %v", err)
+		}
+		pingThrough(t, r, c)
+		c.Close()
+	})
+}
+
 // TestDialedConnHasTheEngineIdleTimeout: a dialed connection is served as an accepted one is:
 // the engine's idle timeout (WithIdleTimeout) closes it when nothing passes, with
 // ErrIdleTimeout.
