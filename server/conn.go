@@ -82,6 +82,7 @@ type Conn struct {
 	shutWant  bool  // CloseWrite: the writing side is shut down once the output is sent
 	shutDone  bool  // the writing side is shut down (CloseWrite's shutdown(2) is done)
 	paused    bool  // backpressure: not read until the output drains
+	drainWait bool  // OnData left input while output was pending: served again once it drains
 	held      bool  // PauseRead: not read until ResumeRead (apart from paused)
 	reasonSet bool  // reason is set (the first one wins)
 	reason    error // what OnClose is told
@@ -789,6 +790,9 @@ func (c *Conn) serve(data []byte) {
 	}
 	c.in = append(c.in[:0], rest...) // rest may be c.in's tail: append moves it to the start
 	c.chargeInput()
+	// A handler may have stopped for the output (WriteLimit's doc) below the limit, where no
+	// backpressure pause brings it back: it is given the input again once the output drains.
+	c.drainWait = c.pending() > 0
 	if c.reqTO > 0 && (consumed || c.reqStart == 0) && !c.closing && !c.closed {
 		c.reqStart = l.now() // precise: the request deadline is the one a client can exploit
 		c.armTimer(c.reqStart + int64(c.reqTO))
@@ -801,6 +805,9 @@ func (c *Conn) serve(data []byte) {
 func (c *Conn) sentSome() {
 	if c.paused {
 		c.maybeResume()
+	} else if c.drainWait && c.pending() <= c.l.limit/2 {
+		c.drainWait = false
+		c.serveLeft()
 	}
 	c.afterOutput()
 }

@@ -101,3 +101,40 @@ func startFlooded(t *testing.T, s setup) (*flooder, *Engine, net.Conn) {
 	eventually(t, "OnBackpressure(paused)", func() bool { return f.log() == "flood paused" })
 	return f, e, c
 }
+
+// politeReplier answers each "q" line with replySize bytes, and stops answering while Pending
+// and the next reply would pass the write limit, leaving the other lines in the input, as
+// WriteLimit's doc asks of a handler.
+type politeReplier struct{}
+
+const replySize = 1000
+
+func (politeReplier) OnData(c *Conn) {
+	for c.Pending()+replySize <= c.WriteLimit() {
+		b, _ := c.Peek(2)
+		if len(b) < 2 {
+			return
+		}
+		c.Discard(2)
+		c.WriteString(strings.Repeat("r", replySize))
+	}
+}
+
+// TestConnInputLeftForOutputIsServedOnceItDrains: a handler that stops answering a pipeline
+// below the write limit (its next reply would pass it) is given the rest of the input once the
+// output has drained to half the limit, without more bytes arriving; before, only a connection
+// whose output had passed the limit was served again, and this one stalled with its requests
+// buffered.
+func TestConnInputLeftForOutputIsServedOnceItDrains(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const n = 1000
+		e := startEngine(t, politeReplier{}, append(s.opts(), WithWriteLimit(64<<10))...)
+		c := dialEngine(t, e)
+		if _, err := c.Write([]byte(strings.Repeat("q\n", n))); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, c, n*replySize); got != strings.Repeat("r", n*replySize) {
+			t.Fatal("the replies came back altered")
+		}
+	})
+}
