@@ -45,8 +45,9 @@ func (d *ringReqs) linkNow(r *ringRec, after time.Duration) bool {
 		return false
 	}
 	ring.SQEAtPos(r.sqPos).Flags |= uring.SQEIOLink
-	r.ts = uring.NewTimespec(after)
-	t.PrepLinkTimeout(&r.ts, 0)
+	ts := &r.rareOf().drv.ts
+	*ts = uring.NewTimespec(after)
+	t.PrepLinkTimeout(ts, 0)
 	t.UserData = reqUserData(r, reqKindLink)
 	r.cqes, r.link = 2, true
 	d.inflight++
@@ -76,11 +77,12 @@ func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
 		after = 1 << 62 // ~146 years
 	}
 	if d.unsubmitted(r) { // (r.link: its LINK_TIMEOUT is prepared after it)
-		r.ts = uring.NewTimespec(after) // the kernel reads it at submission
+		r.rareOf().drv.ts = uring.NewTimespec(after) // the kernel reads it at submission
 		return true
 	}
-	r.ts = uring.NewTimespec(after)
-	d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindLink), ts: &r.ts})
+	ts := &r.rareOf().drv.ts
+	*ts = uring.NewTimespec(after)
+	d.cmds = append(d.cmds, ringCmd{target: reqUserData(r, reqKindLink), ts: ts})
 	return true
 }
 

@@ -140,7 +140,7 @@ func (d *ringReqs) run(n int) bool {
 			// that ends with this result (OpRead and OpRecv are the odd ones).
 			ran = true
 			r.cqes = 0
-			if r.fn != nil {
+			if r.io {
 				// An IO's: the result goes to its IOFunc as it is (a fast record's
 				// per-submission fields are as ioDone leaves them: nothing to clear). Its fd's
 				// state is looked at only for a Recv or when a CloseFd waits (ioFd).
@@ -151,9 +151,11 @@ func (d *ringReqs) run(n int) bool {
 				r.state = stFree
 				rq.live--
 				if res >= 0 {
-					r.fn(r.io, int(res), nil)
+					x := r.rare
+					x.fn(x.x, int(res), nil)
 				} else {
-					r.fn(r.io, 0, r.compErr(res))
+					x := r.rare
+					x.fn(x.x, 0, r.compErr(res))
 				}
 				continue
 			}

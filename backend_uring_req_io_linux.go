@@ -41,7 +41,7 @@ func (x *IO) Submit() error {
 	rr := ringOf(r)
 	var s *uring.SQE
 	if len(d.queue) == 0 {
-		s = ring.PutSQE(&rr.sqe) // the IO's SQE, prepared when it was made (prepIO)
+		s = ring.PutSQE(&rr.rare.drv.sqe) // the IO's SQE, prepared when it was made (prepIO)
 	}
 	if s == nil { // requests wait in the queue ahead of it, or the SQ is full
 		r.state = stQueued
@@ -63,13 +63,13 @@ func (x *IO) Submit() error {
 }
 
 // prepIO prepares, on the uring backend, the SQE of r, an IO's record just made or given a new
-// buffer (SetBuf), in its ringRec.sqe, which Submit copies into the SQ: opcode, fd, buffer,
-// offset or msg flags. Its user_data and flags are Submit's.
+// buffer (SetBuf), in its rare part (which an IO holds until Free), which Submit copies into
+// the SQ: opcode, fd, buffer, offset or msg flags. Its user_data and flags are Submit's.
 func (rq *requests) prepIO(r *reqRec) {
 	if _, ok := rq.drv.(*ringReqs); !ok {
 		return
 	}
-	rr := ringOf(r)
-	rr.sqe = uring.SQE{}
-	prepBytes(&rr.sqe, r)
+	s := &r.rare.drv.sqe
+	*s = uring.SQE{}
+	prepBytes(s, r)
 }

@@ -69,9 +69,6 @@ type ringRec struct {
 	// (see unsubmitted).
 	sqPos uint32
 	epoch uint64
-
-	ts  uring.Timespec // the LINK_TIMEOUT's (the kernel reads it at submission)
-	sqe uring.SQE      // SubmitSQE's SQE
 }
 
 // ringOf returns the ringRec whose first field r is: r is a uring loop's record.

@@ -178,7 +178,7 @@ func (d *ringReqs) flush() error {
 			continue
 		}
 		var left int64
-		link := r.deadline != 0 && !multishot(r.c.Op) && r.timer.index < 0
+		link := r.deadline != 0 && !multishot(r.c.Op) && !r.timerQueued()
 		if link {
 			if left = r.deadline - rq.l.now(); left <= 0 {
 				r.timedOut, r.cancelReq, r.fast = true, true, false
@@ -205,8 +205,9 @@ func (d *ringReqs) flush() error {
 			s.Flags |= uring.SQEIOLink
 			t := d.b.ring.GetSQE() // sqe made room for two
 			d.space--
-			r.ts = uring.NewTimespec(time.Duration(left))
-			t.PrepLinkTimeout(&r.ts, 0)
+			ts := &r.rare.drv.ts // SetTimeout took the rare part
+			*ts = uring.NewTimespec(time.Duration(left))
+			t.PrepLinkTimeout(ts, 0)
 			t.UserData = reqUserData(r, reqKindLink)
 			r.cqes, r.link = 2, true
 			d.inflight++
@@ -277,7 +278,7 @@ func prepReq(s *uring.SQE, r *ringRec) {
 	case OpAcceptMultishot:
 		s.PrepAcceptMultishot(fd, int(r.flags))
 	case OpConnect:
-		s.PrepConnect(fd, unsafe.Pointer(&r.sa), r.salen)
+		s.PrepConnect(fd, unsafe.Pointer(&r.rare.sa), r.rare.salen)
 	case OpFsync:
 		var fl uint32
 		if r.flags == fsyncData {
@@ -288,14 +289,14 @@ func prepReq(s *uring.SQE, r *ringRec) {
 		if r.turn {
 			prepTurn(s, r)
 		} else {
-			s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
+			s.PrepRecvMultishot(fd, r.c.group.bgid, int(r.flags))
 		}
 	case OpSQE:
-		*s = r.sqe
+		*s = r.rare.drv.sqe
 	case OpRecvMsg:
-		s.PrepRecvmsg(fd, r.msg, int(r.flags))
+		s.PrepRecvmsg(fd, r.rare.msg, int(r.flags))
 	case OpSendMsg:
-		s.PrepSendmsg(fd, r.msg, int(r.flags))
+		s.PrepSendmsg(fd, r.rare.msg, int(r.flags))
 	}
 }
 
@@ -304,8 +305,8 @@ func prepReq(s *uring.SQE, r *ringRec) {
 // takes at most one buffer and never waits for data (-EAGAIN when the socket is empty).
 func prepTurn(s *uring.SQE, r *ringRec) {
 	s.PrepRecv(r.c.Fd, nil, int(r.flags)|unix.MSG_DONTWAIT)
-	s.Len = uint32(r.group.size)
-	s.SetBufferGroup(r.group.bgid)
+	s.Len = uint32(r.c.group.size)
+	s.SetBufferGroup(r.c.group.bgid)
 }
 
 // fdBits adds to s, r's SQE just prepared, what r's fd state asks for: IOSQE_FIXED_FILE when

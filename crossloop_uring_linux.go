@@ -59,7 +59,7 @@ func (l *Loop) msgWake(dst *Loop) bool {
 	rq := l.reqs()
 	r := rq.take(OpSQE, 0, nil, m.cb, uint64(tok))
 	r.noFd = true
-	ringOf(r).sqe.PrepMsgRing(d.ring.Fd(), 0, uringWakeTag, 0, 0)
+	r.rareOf().drv.sqe.PrepMsgRing(d.ring.Fd(), 0, uringWakeTag, 0, 0)
 	rq.submit(r)
 	return true
 }

@@ -2,7 +2,11 @@
 
 package ringev
 
-import "github.com/ringev/ringev/uring"
+import (
+	"unsafe"
+
+	"github.com/ringev/ringev/uring"
+)
 
 // RequestRecords returns how many request records l has made, and how many of them are in its
 // pool (free); 0, 0 before the first request.
@@ -51,4 +55,30 @@ func RequestPrepared(h Request) bool {
 		return false
 	}
 	return r.rq.drv.(*ringReqs).sqeOf(ringOf(r)) != nil
+}
+
+// RequestRecordSize returns the size in bytes of l's backend's request record (the core's
+// record and the backend's fields), once l has made a request; 0 before.
+func RequestRecordSize(l *Loop) int {
+	if l.req == nil {
+		return 0
+	}
+	if l.req.ring() {
+		return int(unsafe.Sizeof(ringRec{}))
+	}
+	return int(unsafe.Sizeof(emulRec{}))
+}
+
+// RequestHoldsRare reports whether h's request, still live, holds a rare part (reqRec.rare).
+func RequestHoldsRare(h Request) bool {
+	r := h.live()
+	return r != nil && r.rare != nil
+}
+
+// RareSpares returns how many rare parts l's request pool keeps spare.
+func RareSpares(l *Loop) int {
+	if l.req == nil {
+		return 0
+	}
+	return len(l.req.rares)
 }

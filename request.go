@@ -68,6 +68,7 @@ type Completion struct {
 	Request Request
 	// Op is the request's operation, Fd its fd, Token the token it was made with.
 	Op    Op
+	bid   int32 // buffer ID in group, or -1 (here: next to Op, in what would be padding)
 	Fd    int
 	Token uint64
 	// N is the result when Err is nil: bytes read or received (0 at end of file), bytes written
@@ -96,7 +97,6 @@ type Completion struct {
 	SockNonempty bool
 
 	group *BufferGroup
-	bid   int32 // buffer ID in group, or -1
 }
 
 // BufferID returns the ID of the buffer-group buffer this completion holds, or -1.
@@ -227,7 +227,7 @@ func (h Request) Cancel() error {
 	}
 	r.cancelReq, r.fast = true, false
 	if r.state == stParked {
-		r.group.unpark(r)
+		r.c.group.unpark(r)
 		rq.finish(r, -int32(unix.ECANCELED), 0)
 		return nil
 	}
@@ -347,7 +347,8 @@ func (l *Loop) Connect(fd int, sa unix.Sockaddr, cb Callback, token uint64) (Req
 	if err != nil {
 		return Request{}, err
 	}
-	r.sa, r.salen = raw, n
+	x := r.rareOf()
+	x.sa, x.salen = raw, n
 	return l.req.submit(r), nil
 }
 
@@ -382,7 +383,7 @@ func (l *Loop) msgReq(op Op, fd int, msg *unix.Msghdr, flags int, cb Callback, t
 	if err != nil {
 		return Request{}, err
 	}
-	r.msg, r.flags = msg, int32(flags)
+	r.rareOf().msg, r.flags = msg, int32(flags)
 	return l.req.submit(r), nil
 }
 

@@ -70,7 +70,7 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 // closed after its completion, as after a request's. The list is emptied: an IO made later is
 // another file's.
 func (f *reqFd) closeIOs() {
-	for r := f.ios; r != nil; r = r.ioNext {
+	for r := f.ios; r != nil; r = r.rare.ioNext {
 		r.ioGone = true
 		if r.state == stQueued || r.state == stInflight {
 			r.ioCloseWait = true

@@ -20,7 +20,7 @@ func (rq *requests) deadlinePassed(t *Timer) {
 		rq.drv.cancel(r)
 	case stParked:
 		r.timedOut = true
-		r.group.unpark(r)
+		r.c.group.unpark(r)
 		rq.finish(r, -int32(eTime), 0)
 	}
 }
@@ -54,11 +54,12 @@ func (h Request) SetTimeout(d time.Duration) error {
 	if r == nil {
 		return nil
 	}
-	if r.timer.index >= 0 {
-		l.timers.remove(r.timer.index)
+	x := r.rareOf()
+	if x.timer.index >= 0 {
+		l.timers.remove(x.timer.index)
 	}
 	r.fast = false // also for d <= 0: a LINK_TIMEOUT linked before stays, and its CQE comes
-	r.timeout = d
+	x.timeout = d
 	if d <= 0 {
 		r.deadline = 0
 	} else if r.deadline = l.deadlineIn(d); r.deadline == 0 {
@@ -71,10 +72,12 @@ func (h Request) SetTimeout(d time.Duration) error {
 	return nil
 }
 
-// armTimer puts r's deadline timer in the loop's timer heap (no allocation: it lives in r).
+// armTimer puts r's deadline timer in the loop's timer heap (no allocation once the pool has
+// spare rare parts: it lives in r's, which SetTimeout took).
 func (rq *requests) armTimer(r *reqRec) {
 	l := rq.l
+	t := &r.rare.timer
 	l.timerSeq++
-	r.timer.deadline, r.timer.seq = r.deadline, l.timerSeq
-	l.timers.push(&r.timer)
+	t.deadline, t.seq = r.deadline, l.timerSeq
+	l.timers.push(t)
 }

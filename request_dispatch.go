@@ -93,7 +93,7 @@ func (rq *requests) queue(r *reqRec, res int32, flags uint32) {
 // takeBuffer takes the group buffer of a RecvMultishot's completion (BufferGroup.take) and returns
 // the data's offset in it.
 func (r *reqRec) takeBuffer(res int32, flags uint32) int32 {
-	return r.group.take(int(flags>>compBufShift), max(res, 0), flags&compBufMore != 0)
+	return r.c.group.take(int(flags>>compBufShift), max(res, 0), flags&compBufMore != 0)
 }
 
 // opDone is told the result of r's operation (its last CQE, or the emulation's last
@@ -130,14 +130,14 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 			return
 		}
 	case OpRecvMultishot:
-		if r.group.ended(r, res, flags) {
+		if r.c.group.ended(r, res, flags) {
 			return
 		}
 	}
 	if r.timedOut && (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) {
 		res = -int32(eTime)
 	}
-	if r.c.Op == OpRecvMultishot && r.group.closed && res == -int32(unix.ENOBUFS) {
+	if r.c.Op == OpRecvMultishot && r.c.group.closed && res == -int32(unix.ENOBUFS) {
 		res = -int32(unix.ECANCELED) // BufferGroup.Close cancelled it; the kernel saw the group go first
 	}
 	rq.finish(r, res, flags)
@@ -156,7 +156,7 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 		e := rq.push()
 		e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, 0, 0
 	}
-	if r.fn != nil && !r.ioCloseWait {
+	if r.io && !r.ioCloseWait {
 		return // an IO's: not counted on its fd
 	}
 	r.ioCloseWait = false
@@ -173,8 +173,8 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 // runOne's general way (fast is cleared: only finishFast queues a fast request's result).
 func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	r.fast = false
-	if r.timer.index >= 0 {
-		rq.l.timers.remove(r.timer.index)
+	if r.timerQueued() {
+		rq.l.timers.remove(r.rare.timer.index)
 	}
 	if (r.c.Op == OpWrite || r.c.Op == OpSend) && r.done > 0 && res < 0 {
 		r.res = res
@@ -184,7 +184,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 	r.state = stDone
 	rq.queue(r, res, flags&^compMore)
-	if r.fn != nil && r.c.Op == OpRecv {
+	if r.io && r.c.Op == OpRecv {
 		r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
 	}
 	if r.counted() {
@@ -281,7 +281,7 @@ func (rq *requests) runQueued(n int) bool {
 			}
 			rq.cbFd = int32(r.c.Fd)
 			r.retire() // last's work, written out
-			if r.fn != nil {
+			if r.io {
 				rq.ioDone(r)
 				continue
 			}
@@ -310,8 +310,8 @@ func (rq *requests) runOne() bool {
 		return false
 	}
 	if manyCQEs[r.c.Op] {
-		if r.turnSeq != rq.turn {
-			r.turnSeq, r.turnRuns = rq.turn, 0
+		if r.turnSeq != uint32(rq.turn) {
+			r.turnSeq, r.turnRuns = uint32(rq.turn), 0
 		}
 		if r.turnRuns >= reqPerTurn {
 			rq.deferRequest(e) // behind the others: at most reqPerTurn per batch
@@ -343,11 +343,11 @@ func (rq *requests) runOne() bool {
 	case OpWrite, OpSend:
 		// c.Buf is the whole buffer
 	case OpRecvMultishot:
-		c.Buf, c.group, c.bid = nil, nil, -1
+		c.Buf, c.bid = nil, -1
 		if e.flags&compBuffer != 0 {
 			bid := int32(e.flags >> compBufShift)
-			g := r.group
-			c.group, c.bid = g, bid
+			g := c.group
+			c.bid = bid
 			c.Buf = g.slab[int(bid)*g.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
 		}
 	default:
@@ -367,7 +367,7 @@ func (rq *requests) runOne() bool {
 // callback's until then).
 func (rq *requests) last(r *reqRec) {
 	r.retire()
-	if r.fn != nil { // an IO's: the caller's record, not the pool's
+	if r.io { // an IO's: the caller's record, not the pool's
 		rq.ioDone(r)
 		return
 	}

@@ -182,7 +182,7 @@ func (e *emulReqs) start(rec *reqRec) {
 	case OpConnect:
 		if r.done == 0 {
 			r.done = -1 // connect(2) made; the rest waits for Write
-			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.c.Fd), uintptr(unsafe.Pointer(&r.sa)), uintptr(r.salen))
+			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.c.Fd), uintptr(unsafe.Pointer(&r.rare.sa)), uintptr(r.rare.salen))
 			if errno != unix.EINPROGRESS && errno != unix.EAGAIN && errno != unix.EALREADY {
 				r.done = 0
 				e.rq.opDone(rec, -int32(errno), 0)
@@ -472,7 +472,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		if r.c.Op == OpSendMsg {
 			trap = unix.SYS_SENDMSG
 		}
-		n, errno = rawsys.Syscall(trap, fd, uintptr(unsafe.Pointer(r.msg)), uintptr(r.flags|unix.MSG_DONTWAIT))
+		n, errno = rawsys.Syscall(trap, fd, uintptr(unsafe.Pointer(r.rare.msg)), uintptr(r.flags|unix.MSG_DONTWAIT))
 	case OpAccept, OpAcceptMultishot:
 		n, _, errno = unix.Syscall6(sysAccept4, fd, 0, 0, uintptr(r.flags), 0, 0)
 		if errno == 0 && r.c.Op == OpAcceptMultishot {
@@ -488,7 +488,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		}
 		r.done = 0
 	case OpRecvMultishot:
-		g := emulGroupOf(r.group)
+		g := emulGroupOf(r.c.group)
 		if len(g.free) == 0 {
 			rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
 			return false
@@ -525,7 +525,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 // turn makes r's turn (BufferGroup.pump) at once: one receive into one free buffer of its group,
 // with MSG_DONTWAIT, its result to opDone (ENOBUFS without a free buffer, EAGAIN without data).
 func (e *emulReqs) turn(r *emulRec) {
-	g := emulGroupOf(r.group)
+	g := emulGroupOf(r.c.group)
 	if len(g.free) == 0 {
 		e.rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
 		return

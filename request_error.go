@@ -44,22 +44,23 @@ func (e *RequestError) Error() string {
 func (e *RequestError) Unwrap() error { return e.Errno }
 
 // compErr returns the error of a completion of r with result res (-errno). An error is never
-// changed once made, so r's last one is given again when it says the same (a connection whose
-// recv keeps timing out, a multishot recv that keeps running dry), and a new one, kept in r,
-// when it does not: a failed request allocates once, not at every failure.
+// changed once made, so the last one is given again when it says the same (a connection whose
+// recv keeps timing out, a multishot recv that keeps running dry), and a new one, kept in r's
+// rare part, when it does not: a failed request allocates once, not at every failure.
 func (r *reqRec) compErr(res int32) error {
 	e := RequestError{Op: r.c.Op, Fd: r.c.Fd, Errno: unix.Errno(-res)}
 	if r.noFd {
 		e.Fd = -1
 	}
 	if r.timedOut && e.Errno == eTime {
-		e.Timeout = r.timeout
+		e.Timeout = r.rare.timeout // SetTimeout took the rare part
 	}
-	if p := r.lastErr; p != nil && *p == e {
+	x := r.rareOf() // given back with the record: an error completion takes no memory from an idle one
+	if p := x.lastErr; p != nil && *p == e {
 		return p
 	}
 	p := new(RequestError)
 	*p = e
-	r.lastErr = p
+	x.lastErr = p
 	return p
 }

@@ -289,7 +289,7 @@ func (g *BufferGroup) Close() error {
 	rq := g.l.req
 	if !g.l.closed {
 		for _, r := range rq.recs {
-			if r.group == g && r.c.Op == OpRecvMultishot && r.state != stFree && r.state != stDone {
+			if r.c.group == g && r.c.Op == OpRecvMultishot && r.state != stFree && r.state != stDone {
 				Request{rec: r, gen: r.gen}.Cancel()
 			}
 		}
@@ -331,6 +331,6 @@ func (l *Loop) RecvMultishot(fd int, g *BufferGroup, flags int, cb Callback, tok
 	if err != nil {
 		return Request{}, err
 	}
-	r.group, r.flags = g, int32(flags)
+	r.c.group, r.flags = g, int32(flags)
 	return l.req.submit(r), nil
 }

@@ -6,7 +6,7 @@ package ringev
 // The loop keeps its op, fd, buffer, argument and callback between submissions, so that a
 // submission only hands the operation to the backend (on uring: writes its SQE) and a
 // completion only calls the callback with the result. An IO is a request record the pool does
-// not take back (reqRec.fn is set): every path of requests (deadlines, cancels, CloseFd, short
+// not take back (reqRec.io is set): every path of requests (deadlines, cancels, CloseFd, short
 // writes, Loop.Close) runs it as it runs a Request's record.
 
 import (
@@ -27,10 +27,10 @@ import (
 // submission with ECANCELED, SetTimeout gives it a deadline, a Write or Send is finished by
 // the loop, and a completion never reaches the callback of a freed IO. An IO belongs to its
 // loop: use it on the loop's goroutine only, and Free it when done (an IO not freed keeps its
-// record, a few hundred bytes, for the loop's life).
+// record, about 600 bytes, for the loop's life).
 type IO struct {
 	l   *Loop
-	rec *reqRec // its record (rec.io is this IO); &freedRec after Free
+	rec *reqRec // its record (rec.rare.x is this IO); &freedRec after Free
 }
 
 // freedRec is the record of every freed IO: its state is never stFree, so that Submit's one
@@ -54,7 +54,7 @@ var (
 )
 
 // ioCallback is the Callback of every IO's record: the record's cb must not be nil, but an
-// IO's completions go to its IOFunc (reqRec.fn) and never to it.
+// IO's completions go to its IOFunc (reqRare.fn) and never to it.
 var ioCallback Callback = func(*Completion) {}
 
 // NewRead makes an IO that reads into buf from fd at offset off (-1: the file position, as
@@ -103,9 +103,11 @@ func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, erro
 	rq.live--
 	r.setArg(arg)
 	x := &IO{l: l, rec: r}
-	r.fn, r.io, r.keep = fn, x, buf
+	r.io = true
+	rx := r.rareOf() // an IO holds its rare part until Free
+	rx.fn, rx.x, rx.keep = fn, x, buf
 	r.ioOwn, r.ioFixed, r.ioDrained, r.ioGone, r.ioCloseWait = rq.ownSeq, f.fixed, false, false, false
-	r.ioNext, f.ios = f.ios, r
+	rx.ioNext, f.ios = f.ios, r
 	rq.prepIO(r)
 	return x, nil
 }
@@ -158,14 +160,19 @@ func (x *IO) SetBuf(buf []byte) error {
 	case len(buf) > maxRideLen:
 		return fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", r.c.Op, r.c.Fd, len(buf), maxRideLen, unix.EINVAL)
 	}
-	r.c.Buf, r.keep = buf, buf
+	r.c.Buf, r.rare.keep = buf, buf
 	r.rq.prepIO(r)
 	return nil
 }
 
 // Buf returns the IO's buffer (all of it: n in the callback says how much a read filled); nil
 // after Free.
-func (x *IO) Buf() []byte { return x.rec.keep }
+func (x *IO) Buf() []byte {
+	if x.rec == &freedRec {
+		return nil
+	}
+	return x.rec.rare.keep
+}
 
 // Fd returns the IO's fd; -1 after Free.
 func (x *IO) Fd() int {
@@ -228,11 +235,11 @@ func (x *IO) Free() error {
 	if !r.ioGone { // off its fd's list
 		p := &rq.fds[r.c.Fd].ios
 		for *p != r {
-			p = &(*p).ioNext
+			p = &(*p).rare.ioNext
 		}
-		*p = r.ioNext
+		*p = r.rare.ioNext
 	}
-	r.fn, r.io, r.keep, r.ioNext = nil, nil, nil, nil
+	r.io = false // (recycle gives the rare part back, forgetting fn, the IO and its buffer)
 	if x.l.closed {
 		return nil
 	}
@@ -248,7 +255,8 @@ func (rq *requests) ioDone(r *reqRec) {
 	n, err := r.c.N, r.c.Err
 	flags := r.flags
 	r.reqVars = reqVars{flags: flags}
-	r.c.Buf, r.c.Err, r.c.SockNonempty = r.keep, nil, false
+	r.c.Buf, r.c.Err, r.c.SockNonempty = r.rare.keep, nil, false
 	rq.live--
-	r.fn(r.io, n, err)
+	x := r.rare
+	x.fn(x.x, n, err)
 }

@@ -41,38 +41,85 @@ type reqRec struct {
 	idx      uint32
 	gen      uint32
 	nextFree uint32 // in the pool: 1 + the index of the next free record, 0 for none
-	state    uint8
+	// An IO's record (io set; request_io.go) is the caller's IO's, not the pool's, between
+	// submissions (state stFree), and its completions go to the IO's IOFunc (in its rare part,
+	// with the IO, its buffer and its SQE: an IO holds its rare part until Free). An IO keeps
+	// what its submissions need to know of its fd in the record, so that a submission and its
+	// completion do not look at reqFd: ioOwn is requests.ownSeq when the fd was last found not
+	// to be one of the loop's own (as reqFd.okSeq); ioFixed is reqFd.fixed (setFixed updates
+	// it), ioDrained a Recv's reqFd.drained; ioGone: a CloseFd closed the fd (it is off the
+	// fd's ios list); ioCloseWait: the submission counts in reqFd.live, where a CloseFd waits
+	// for it.
+	ioOwn uint32
+	state uint8
 	// fast: the operation's next result is its last and goes to the callback as it is: a
 	// read, write, recv or send started with no deadline, no cancel asked and nothing
 	// written before (set by the driver's start; cleared by whatever changes one of those).
-	fast  bool
-	off   int64 // file offset; -1: the file position
-	group *BufferGroup
-	// fn is an IO's callback (request_io.go), nil for a Request's record: a record with fn
-	// is the caller's IO's (io), not the pool's, between submissions (state stFree), and its
-	// completions go to fn. An IO keeps what its submissions need to know of its fd in the
-	// record, so that a submission and its completion do not look at reqFd: ioOwn is
-	// requests.ownSeq when the fd was last found not to be one of the loop's own (as
-	// reqFd.okSeq); ioFixed is reqFd.fixed (setFixed updates it), ioDrained a Recv's
-	// reqFd.drained; ioGone: a CloseFd closed the fd (it is off the fd's ios list);
-	// ioCloseWait: the submission counts in reqFd.live, where a CloseFd waits for it.
-	fn                                      IOFunc
-	io                                      *IO
-	ioNext                                  *reqRec // the fd's next IO (reqFd.ios)
-	ioOwn                                   uint32
-	ioFixed, ioDrained, ioGone, ioCloseWait bool
+	fast                                        bool
+	io, ioFixed, ioDrained, ioGone, ioCloseWait bool
+	off                                         int64 // file offset; -1: the file position
+	// (a RecvMultishot's group is c.group, from the request's start)
 
 	reqVars // cleared by release in one struct store
 
-	turnSeq  uint64 // dispatch batch in which turnRuns counts
-	turnRuns int
-	timer    Timer               // the deadline's timer (emulation, multishot, or set after submission)
-	msg      *unix.Msghdr        // RecvMsg's and SendMsg's message
-	sa       unix.RawSockaddrAny // Connect's address
-	salen    uint32
-	keep     []byte        // memory the op addresses, kept reachable until the last completion (SubmitSQE's)
-	timeout  time.Duration // SetTimeout's last d (for the error when the deadline passed)
-	lastErr  *RequestError // the last error a completion of this record got (see compErr)
+	turnSeq  uint32 // dispatch batch (requests.turn, its low bits) in which turnRuns counts
+	turnRuns int32
+	// rare holds what few requests use (a deadline, Connect's address, SubmitSQE's SQE, an
+	// error), nil for the others: taken from the pool's spares when first needed (rareOf) and
+	// given back when the record is (recycle), so that an idle connection's pending recv holds
+	// none.
+	rare *reqRare
+}
+
+// reqRare is the part of a record that few requests use (see reqRec.rare), and that an IO's
+// record holds from NewRead (or the others) to Free.
+type reqRare struct {
+	fn      IOFunc              // an IO's callback
+	x       *IO                 // the IO
+	ioNext  *reqRec             // the fd's next IO (reqFd.ios)
+	timer   Timer               // the deadline's timer (emulation, multishot, or set after submission)
+	timeout time.Duration       // SetTimeout's last d (for the error when the deadline passed)
+	msg     *unix.Msghdr        // RecvMsg's and SendMsg's message
+	sa      unix.RawSockaddrAny // Connect's address
+	salen   uint32
+	keep    []byte        // memory the op addresses, kept reachable until the last completion (SubmitSQE's)
+	lastErr *RequestError // the last error a completion got (see compErr): kept with the part
+	drv     rareDrv
+}
+
+// rareOf returns r's rare part, taking one (a spare, else a new one) if r has none. The
+// deadline timer's Data is r while the part is r's.
+func (r *reqRec) rareOf() *reqRare {
+	if r.rare != nil {
+		return r.rare
+	}
+	rq := r.rq
+	var x *reqRare
+	if n := len(rq.rares); n > 0 {
+		x = rq.rares[n-1]
+		rq.rares[n-1] = nil
+		rq.rares = rq.rares[:n-1]
+	} else {
+		x = &reqRare{timer: Timer{loop: rq.l, index: -1, handler: rq.onTmr}}
+	}
+	x.timer.Data = r
+	r.rare = x
+	return x
+}
+
+// timerQueued reports whether r's deadline timer is in the loop's timer heap.
+func (r *reqRec) timerQueued() bool { return r.rare != nil && r.rare.timer.index >= 0 }
+
+// dropRare gives r's rare part back to the pool's spares (recycle): its deadline timer leaves
+// the heap (finish took it out already) and what it kept reachable for the op is forgotten.
+func (rq *requests) dropRare(r *reqRec) {
+	x := r.rare
+	r.rare = nil
+	if x.timer.index >= 0 {
+		rq.l.timers.remove(x.timer.index)
+	}
+	x.timer.Data, x.timeout, x.keep, x.msg, x.fn, x.x, x.ioNext = nil, 0, nil, nil, nil, nil, nil
+	rq.rares = append(rq.rares, x)
 }
 
 // reqVars is the part of a record that one use of it changes after newReq filled it in:
@@ -98,7 +145,7 @@ type reqFd struct {
 	fixed    bool    // the file is in the backend's registered-file table at slot fd (RegisterFile)
 	drained  bool    // the last Recv on fd took less than its buffer: the socket was empty then
 	closeRec *reqRec // a CloseFd waiting for them
-	// ios lists the IOs made on fd (through reqRec.ioNext) that no CloseFd has closed: CloseFd
+	// ios lists the IOs made on fd (through reqRare.ioNext) that no CloseFd has closed: CloseFd
 	// and RegisterFile tell them, as an IO's submission and completion do not look at reqFd.
 	ios *reqRec
 	// (32 bytes: a power-of-two size, so that indexing rq.fds is a shift, not a multiply)
@@ -126,7 +173,8 @@ type requests struct {
 	turn     uint64
 	bgid     uint16
 	groups   []*BufferGroup
-	okOps    uint32 // bit op: drv.check(op) returned nil
+	okOps    uint32     // bit op: drv.check(op) returned nil
+	rares    []*reqRare // spare rare parts of records (reqRec.rareOf)
 	// ownSeq counts from 1 the loop's own fds made since (see reqFd.okSeq, markInternal); Loop.Close
 	// sets it to closedSeq, which no reqFd.okSeq holds, so that no request takes the fast way.
 	ownSeq uint32
@@ -316,9 +364,7 @@ func (rq *requests) pop() *reqRec {
 //go:noinline
 func (rq *requests) grow() *reqRec {
 	r := rq.drv.newRec()
-	r.rq, r.idx, r.timer = rq, uint32(len(rq.recs)), Timer{loop: rq.l, index: -1}
-	r.timer.handler = rq.onTmr
-	r.timer.Data = r
+	r.rq, r.idx = rq, uint32(len(rq.recs))
 	r.c.Request.rec, r.c.bid = r, -1
 	rq.recs = append(rq.recs, r)
 	rq.live++
@@ -339,8 +385,11 @@ func (r *reqRec) retire() {
 // completion relies on (ringReqs.run).
 func (rq *requests) recycle(r *reqRec) {
 	r.cb, r.c.Buf, r.c.Err, r.c.SockNonempty = nil, nil, nil, false
-	if r.c.Op >= OpRecvMultishot { // the only ops that set them (and msg: RecvMsg, SendMsg)
-		r.group, r.keep, r.msg, r.c.group, r.c.bid = nil, nil, nil, nil, -1
+	if r.c.Op >= OpRecvMultishot { // the only ops that set them
+		r.c.group, r.c.bid = nil, -1
+	}
+	if r.rare != nil {
+		rq.dropRare(r)
 	}
 	r.reqVars = reqVars{}
 	r.nextFree, rq.free = rq.free, r.idx+1
@@ -362,5 +411,5 @@ func (rq *requests) submit(r *reqRec) Request {
 //
 // An IO's submission counts only while a CloseFd waits for it (ioCloseWait).
 func (r *reqRec) counted() bool {
-	return r.c.Op != OpClose && !r.noFd && (r.fn == nil || r.ioCloseWait)
+	return r.c.Op != OpClose && !r.noFd && (!r.io || r.ioCloseWait)
 }

@@ -96,12 +96,12 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 	// prepared after this (the rest of a short write, a multishot re-armed) follows it; the
 	// requests already in the kernel keep the registered file.
 	live := f.live > 0
-	for r := f.ios; r != nil; r = r.ioNext {
+	for r := f.ios; r != nil; r = r.rare.ioNext {
 		live = live || r.state != stFree
 	}
 	fixed, err := rq.drv.fixFile(fd, on, live)
 	f.fixed = fixed
-	for r := f.ios; r != nil; r = r.ioNext {
+	for r := f.ios; r != nil; r = r.rare.ioNext {
 		r.ioFixed = fixed
 	}
 	return err

@@ -56,8 +56,8 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 		}
 	}
 	r := rq.take(OpSQE, max(fd, 0), nil, cb, token)
-	r.keep = keep
-	ringOf(r).sqe = *sqe
+	x := r.rareOf()
+	x.keep, x.drv.sqe = keep, *sqe
 	if fd < 0 {
 		r.noFd = true
 	} else {

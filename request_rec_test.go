@@ -1,0 +1,74 @@
+//go:build linux
+
+package ringev_test
+
+// Tests of the request records' size: what a request waiting in the kernel holds, as an idle
+// connection's receive does for as long as the connection lives.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+)
+
+// maxRecordSize is the most a request record may take: the 224-byte size class of Go's
+// allocator (the next are 240 and 256).
+const maxRecordSize = 224
+
+// TestRequestRecordFitsIn224Bytes: a pending Recv's record, on every backend, is at most
+// maxRecordSize bytes: the fields few requests use (a deadline's timer, Connect's address,
+// SubmitSQE's SQE) are not in it.
+func TestRequestRecordFitsIn224Bytes(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rd recorder
+		h := must(t)(l.Recv(a, make([]byte, 8), 0, rd.cb, 1))
+		if n := ringev.RequestRecordSize(l); n > maxRecordSize {
+			t.Errorf("a request record takes %d bytes, want at most %d", n, maxRecordSize)
+		}
+		if ringev.RequestHoldsRare(h) {
+			t.Error("a pending Recv without a deadline holds a rare part")
+		}
+		h.Cancel()
+		until(t, l, func() bool { return rd.n() > 0 })
+	})
+}
+
+// TestRequestRarePartGoesBackWithTheRecord: SetTimeout gives a request its rare part (the
+// deadline's timer); when the request ends the part goes back to the pool's spares, and the
+// next request's deadline takes that one again, so that the records of requests without a
+// deadline hold none.
+func TestRequestRarePartGoesBackWithTheRecord(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rd recorder
+		h := must(t)(l.Recv(a, make([]byte, 8), 0, rd.cb, 1))
+		if err := h.SetTimeout(time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if !ringev.RequestHoldsRare(h) {
+			t.Fatal("a Recv with a deadline holds no rare part")
+		}
+		h.Cancel()
+		until(t, l, func() bool { return rd.n() > 0 })
+		if n := ringev.RareSpares(l); n != 1 {
+			t.Fatalf("%d spare rare parts once the request ended, want 1", n)
+		}
+		h = must(t)(l.Recv(a, make([]byte, 8), 0, rd.cb, 2))
+		if ringev.RequestHoldsRare(h) {
+			t.Fatal("a new Recv without a deadline holds a rare part")
+		}
+		if err := h.SetTimeout(time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if n := ringev.RareSpares(l); !ringev.RequestHoldsRare(h) || n != 0 {
+			t.Fatalf("after SetTimeout: holds a rare part %v, spares %d; want true, 0", ringev.RequestHoldsRare(h), n)
+		}
+		h.Cancel()
+		until(t, l, func() bool { return rd.n() > 1 })
+	})
+}
