@@ -31,9 +31,9 @@
 // Content-Length and Transfer-Encoding, or by conflicting lengths, is refused as net/http
 // refuses it. A differential test sends the same raw requests to both servers.
 //
-// TLS: a Conn that reports a TLS connection state (ConnectionState, once package server
-// serves TLS) gives its requests r.TLS; its tls.Config should offer ALPN "http/1.1" alone
-// (NextProtos), since there is no HTTP/2 here.
+// TLS: served with server.WithTLS, a request's r.TLS is its connection's state (Conn.TLS);
+// the tls.Config should offer ALPN "http/1.1" alone (NextProtos), since there is no HTTP/2
+// here.
 //
 // Differences from net/http's server: there is no HTTP/2 (nor h2c); ConnState is called on the
 // connection's loop (it must not block); BaseContext and ConnContext are not used. A handler

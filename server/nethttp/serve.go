@@ -5,7 +5,6 @@ package nethttp
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"log"
@@ -167,7 +166,6 @@ type conn struct {
 	crlf    int32 // leading CR and LF bytes still to skip (after a POST, as net/http)
 
 	held     bool // reading is paused: a body's or hijacked input's reader is behind
-	tls      bool // the Conn has a TLS connection state
 	lastPOST bool
 	halfOpen bool // the Conn stays writable after the client's EOF (it has SetHalfOpen)
 	eof      bool // the client has shut down its side: no request will come after the input
@@ -217,7 +215,6 @@ func (s *Server) OnOpen(c *server.Conn) {
 	h := &conn{s: s, c: c, ls: s.loopOf(c.Loop())}
 	c.SetContext(h)
 	c.RemoteAddr() // asked while the socket is open; kept by the Conn
-	_, h.tls = any(c).(connectionStater)
 	if ho, ok := any(c).(halfOpener); ok {
 		// A client that shuts down its side after its request (as nc -N and HTTP/1.0 tools
 		// do) still gets its answer, as on net/http.
@@ -235,11 +232,6 @@ func (s *Server) OnOpen(c *server.Conn) {
 type halfOpener interface {
 	SetHalfOpen(on bool) error
 	EOF() bool
-}
-
-// connectionStater is what a TLS connection offers (the TLS option of package server).
-type connectionStater interface {
-	ConnectionState() tls.ConnectionState
 }
 
 // state calls ConnState, if set, for the connection.
@@ -660,10 +652,7 @@ func (h *conn) start(x *exchange) {
 	ctx, x.cancel = context.WithCancel(h.ls.localCtx(c))
 	*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
 	req.RemoteAddr = h.remote()
-	if h.tls {
-		cs := any(c).(connectionStater).ConnectionState()
-		req.TLS = &cs
-	}
+	req.TLS = c.TLS() // nil without TLS (server.WithTLS); the handshake has ended by OnData
 	x.w = initResponse(x)
 	if x.body != nil {
 		x.feed()
