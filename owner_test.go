@@ -7,7 +7,10 @@ package ringev_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -118,4 +121,56 @@ func TestOwnerCheckFollowsTheOwnersStackWhenItMoves(t *testing.T) {
 			t.Fatalf("another goroutine's Read: %v, want ErrNotOwner", foreignErr)
 		}
 	})
+}
+
+// TestOwnerCheckHoldsWhileTheOwnersStackMoves: calls from other goroutines get ErrNotOwner
+// throughout while the owner's stack moves over and over (it grows on a deep recursion and the
+// collector shrinks it after). The runtime rewrites the owner's stack bounds, two words, when
+// the stack moves, and the other goroutines read them meanwhile: a read that mixes the old
+// bounds with the new gives a range that can hold another goroutine's stack, and that
+// goroutine would be taken for the owner (here AddFd(-1) then fails with EBADF, not
+// ErrNotOwner).
+func TestOwnerCheckHoldsWhileTheOwnersStackMoves(t *testing.T) {
+	requireOwnerCheck(t)
+	l := newLoop(t, "epoll")
+	const rounds, callers = 300, 2
+	var stop atomic.Bool
+	var calls, wrong atomic.Int64
+	var firstWrong atomic.Value
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if _, err := l.AddFd(-1, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {}); !errors.Is(err, ringev.ErrNotOwner) {
+					firstWrong.CompareAndSwap(nil, fmt.Sprint(err))
+					wrong.Add(1)
+				}
+				calls.Add(1)
+			}
+		}()
+	}
+	var here byte
+	at := uintptr(unsafe.Pointer(&here))
+	moved := 0
+	for range rounds {
+		growStack(64, func() {}) // the stack grows, moving at each doubling
+		runtime.GC()             // and shrinks: it moves again
+		if now := uintptr(unsafe.Pointer(&here)); now != at {
+			moved++
+			at = now
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if moved == 0 {
+		t.Fatal("the owner's stack never moved: the test shows nothing")
+	}
+	if n := wrong.Load(); n > 0 {
+		t.Fatalf("%d of %d calls from other goroutines (while the owner's stack moved %d times) were taken for the owner's; the first returned %s, want ErrNotOwner", n, calls.Load(), moved, firstWrong.Load())
+	}
+	if _, err := l.AddFd(-1, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {}); errors.Is(err, ringev.ErrNotOwner) {
+		t.Fatalf("the owner's AddFd after its stack moved: %v", err)
+	}
 }
