@@ -4,6 +4,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ringev/ringev"
@@ -160,7 +161,7 @@ func (d *connRdy) read(c *Conn) {
 	case errors.Is(err, unix.EAGAIN):
 		return
 	case err != nil:
-		c.end(err)
+		c.end(fmt.Errorf("server: read on fd %d: %w", c.fd, err))
 		return
 	case n == 0:
 		if c.lingering {
@@ -191,7 +192,7 @@ func (d *connRdy) write(c *Conn) {
 	case errors.Is(err, unix.EAGAIN):
 		n = 0
 	case err != nil:
-		c.end(err)
+		c.end(fmt.Errorf("server: write on fd %d: %w", c.fd, err))
 		return
 	}
 	d.l.sends++

@@ -8,6 +8,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -62,6 +63,24 @@ func TestConnCloseReasonIsTheReset(t *testing.T) {
 		_, err := r.closedWith(t)
 		if !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("OnClose err %v, want ECONNRESET", err)
+		}
+	})
+}
+
+// TestConnResetIsAnErrorNamingTheFd: the reset's error given to OnClose names the operation
+// and the connection's fd, with every driver (the readiness driver gave the bare errno,
+// "connection reset by peer"), and wraps ECONNRESET.
+func TestConnResetIsAnErrorNamingTheFd(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		fd := r.next(t).Fd()
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+		_, err := r.closedWith(t)
+		if want := fmt.Sprintf("fd %d:", fd); !errors.Is(err, syscall.ECONNRESET) || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("OnClose err %v, want ECONNRESET and %q", err, want)
 		}
 	})
 }
