@@ -429,35 +429,24 @@ func TestTLSCloseWithoutCloseNotifyNamesIt(t *testing.T) {
 // TestTLSCloseSendsCloseNotify: Conn.Close sends what was written, then close_notify (an alert
 // record: TLS 1.2 shows its type), then the TCP close.
 func TestTLSCloseSendsCloseNotify(t *testing.T) {
-	eachSetup(t, func(t *testing.T, s setup) {
-		r := newRecorder()
-		r.line = func(c *Conn, line string) {
-			c.WriteString(line + "\n")
-			c.Close()
-		}
-		e := tlsEngine(t, s, r)
-		cfg := tlsClientConfig(t)
-		cfg.MaxVersion = tls.VersionTLS12
-		raw := &recordTap{Conn: dialEngine(t, e)}
-		c := handshakeOver(t, raw, cfg)
-		c.Write([]byte("bye\n"))
-		if got, err := io.ReadAll(c); string(got) != "bye\n" || err != nil {
-			t.Fatalf("read %q, %v; want %q and EOF", got, err, "bye\n")
-		}
-		if typ := raw.lastRecordType(); typ != 21 {
-			t.Fatalf("the last record's type is %d; want 21 (alert: close_notify)", typ)
-		}
-	})
+	checkCloseNotifyAfter(t, func(c *Conn) { c.Close() })
 }
 
 // TestTLSCloseWriteSendsCloseNotify: Conn.CloseWrite sends what was written, then close_notify,
 // then the FIN, as tls.Conn.CloseWrite does.
 func TestTLSCloseWriteSendsCloseNotify(t *testing.T) {
+	checkCloseNotifyAfter(t, func(c *Conn) { c.CloseWrite() })
+}
+
+// checkCloseNotifyAfter serves a line's echo followed by end (a Close or a CloseWrite) and
+// checks, in every setup, that the client reads the echo, then EOF, and that the last record
+// was an alert (close_notify).
+func checkCloseNotifyAfter(t *testing.T, end func(c *Conn)) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		r := newRecorder()
 		r.line = func(c *Conn, line string) {
 			c.WriteString(line + "\n")
-			c.CloseWrite()
+			end(c)
 		}
 		e := tlsEngine(t, s, r)
 		cfg := tlsClientConfig(t)
