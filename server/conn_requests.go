@@ -32,13 +32,24 @@ const (
 // Sizes of the requests driver's receive buffers.
 const (
 	// RecvBufferSize is the size of one receive buffer, in bytes (4 KiB): each buffer of the
-	// group in RecvMultishot mode, each connection's buffer in RecvPerConn mode.
+	// group in RecvMultishot mode where the group's buffers are not consumed incrementally
+	// (the emulation on epoll and poll, a kernel before 6.12), each connection's buffer in
+	// RecvPerConn mode.
 	RecvBufferSize = 4 << 10
-	// RecvGroupBuffers is the number of buffers in each loop's group in RecvMultishot mode
-	// (512: 2 MiB per loop). A buffer is held only from a completion to the end of its
+	// RecvGroupBuffers is the number of buffers in each loop's group of RecvBufferSize
+	// buffers (512: 2 MiB per loop). A buffer is held only from a completion to the end of its
 	// callback, so the group runs dry only when more completions are queued than it has
 	// buffers; then a recv gets ENOBUFS, loses nothing, and is re-armed by the loop.
 	RecvGroupBuffers = 512
+	// RecvLargeBufferSize is the size of each buffer of the group in RecvMultishot mode where
+	// the kernel consumes the group's buffers incrementally (IOU_PBUF_RING_INC, Linux 6.12;
+	// ringev.BufferGroup.Incremental), in bytes (64 KiB): small messages share a buffer, each
+	// completion its slice of it, while a stream fills up to 64 KiB per completion (a sixteenth
+	// of the completions, callbacks and copies that 4 KiB buffers cost per byte).
+	RecvLargeBufferSize = 64 << 10
+	// RecvLargeGroupBuffers is the number of buffers in each loop's group of
+	// RecvLargeBufferSize buffers (32: 2 MiB per loop, as RecvGroupBuffers' group).
+	RecvLargeGroupBuffers = 32
 )
 
 // Tokens of a connection's requests (Completion.Token).
@@ -63,6 +74,38 @@ const (
 // recvMultishotCheck is loop.CheckOp(ringev.OpRecvMultishot); tests replace it to play a kernel
 // without the multishot recv.
 var recvMultishotCheck = func(loop *ringev.Loop) error { return loop.CheckOp(ringev.OpRecvMultishot) }
+
+// groupIncremental reports whether loop's buffer groups are consumed incrementally
+// (ringev.BufferGroup.Incremental: IOU_PBUF_RING_INC, Linux 6.12, on uring), by making and
+// closing a group of one small buffer; tests replace it to play a kernel without it.
+var groupIncremental = func(loop *ringev.Loop) bool {
+	g, err := loop.NewBufferGroup(1, 64)
+	if err != nil {
+		return false
+	}
+	inc := g.Incremental()
+	g.Close()
+	return inc
+}
+
+// newRecvGroup makes loop l's buffer group for RecvMultishot: RecvLargeGroupBuffers buffers of
+// RecvLargeBufferSize where they are consumed incrementally, else RecvGroupBuffers of
+// RecvBufferSize (a large buffer would then hold a whole 64 KiB for each small message); on
+// uring the fallback is said through WithLogf. Errors: NewBufferGroup's.
+func newRecvGroup(l *Loop) (*ringev.BufferGroup, error) {
+	if groupIncremental(l.ev) {
+		g, err := l.ev.NewBufferGroup(RecvLargeGroupBuffers, RecvLargeBufferSize)
+		if err == nil && g.Incremental() {
+			return g, nil
+		}
+		if err == nil {
+			g.Close()
+		}
+	} else if l.ev.Backend() == "uring" {
+		l.e.logf("incremental buffer consumption (IOU_PBUF_RING_INC, Linux 6.12) unavailable: receiving into %d-byte buffers", RecvBufferSize)
+	}
+	return l.ev.NewBufferGroup(RecvGroupBuffers, RecvBufferSize)
+}
 
 // The connections' requests driver (APIRequests, the default): a multishot accept on the
 // listening socket; per connection a multishot recv into the loop's buffer group (or, with
@@ -98,7 +141,7 @@ func newConnReqs(l *Loop) (*connReqs, error) {
 	if mode := l.e.o.recv; mode != RecvPerConn {
 		err := recvMultishotCheck(l.ev)
 		if err == nil {
-			d.group, err = l.ev.NewBufferGroup(RecvGroupBuffers, RecvBufferSize)
+			d.group, err = newRecvGroup(l)
 		}
 		switch {
 		case err == nil:

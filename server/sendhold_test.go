@@ -41,11 +41,13 @@ func startMultishotRESP(t *testing.T) *Engine {
 func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
 	srv := startMultishotRESP(t)
 	l := srv.Loops()[0]
-	if !l.drv.(*connReqs).group.Incremental() {
+	g := l.drv.(*connReqs).group
+	if !g.Incremental() {
 		t.Skip("the group's buffers are not consumed incrementally (IOU_PBUF_RING_INC, Linux 6.12): no message is split at a buffer's end")
 	}
-	const pipelines, depth = 100, 16 // 100 × 96 bytes: past the ends of the first two 4 KiB buffers
+	const depth = 16
 	req := strings.Repeat("PING\r\n", depth)
+	pipelines := 2*g.Size()/len(req) + 4 // past the ends of the first two group buffers
 	want := strings.Repeat("+PONG\r\n", depth)
 	c := dial(t, srv)
 	got := make([]byte, len(want))
@@ -59,8 +61,8 @@ func TestPipelineSplitAtABufferEndIsAnsweredInOneSend(t *testing.T) {
 	}
 	c.Close()          // (an open one would make the shutdown linger for a second)
 	stopServer(t, srv) // the loop's counter is read once it has ended
-	if l.sends != pipelines {
-		t.Errorf("%d sends for %d pipelines of %d bytes (group buffers of %d bytes), want one each", l.sends, pipelines, len(req), RecvBufferSize)
+	if l.sends != uint64(pipelines) {
+		t.Errorf("%d sends for %d pipelines of %d bytes (group buffers of %d bytes), want one each", l.sends, pipelines, len(req), g.Size())
 	}
 }
 
@@ -74,7 +76,7 @@ func TestQuitInAHeldCompletionIsAnswered(t *testing.T) {
 	defer c.Close()
 	// QUIT, then more than a group buffer of PINGs: the first completion (QUIT's) leaves data
 	// in the socket.
-	req := "QUIT\r\n" + strings.Repeat("PING\r\n", 2*RecvBufferSize/6)
+	req := "QUIT\r\n" + strings.Repeat("PING\r\n", 2*recvGroup(srv).Size()/6)
 	if _, err := c.Write([]byte(req)); err != nil {
 		t.Fatalf("write: %v", err)
 	}
