@@ -298,6 +298,28 @@ func (s *SQE) PrepEpollCtl(epfd, fd, op int, ev *unix.EpollEvent) {
 	s.prepRW(OpEpollCtl, epfd, addr(ev), uint32(op), uint64(fd))
 }
 
+// PrepSplice prepares IORING_OP_SPLICE (5.7), splice(2) of up to n bytes from fdIn at offIn
+// to fdOut at offOut (io_uring_prep_splice(3)); one of the two must be a pipe. An offset of
+// SpliceNoOffset is the file position (a pipe or socket has none: pass SpliceNoOffset for
+// it). flags are splice(2)'s (unix.SPLICE_F_MOVE, unix.SPLICE_F_NONBLOCK, ...), plus
+// SpliceFdInFixed when fdIn is a registered file's index (SQEFixedFile says it of fdOut). Res
+// is the number of bytes moved, 0 at fdIn's end of file, or -errno (-EAGAIN from a
+// non-blocking file or with SPLICE_F_NONBLOCK when nothing can move now: the kernel runs every
+// splice in its io-wq thread pool and does not wait for readiness then).
+func (s *SQE) PrepSplice(fdIn int, offIn int64, fdOut int, offOut int64, n uint32, flags uint32) {
+	s.prepRW(OpSplice, fdOut, uint64(offIn), n, uint64(offOut))
+	s.SpliceFdIn = int32(fdIn)
+	s.OpFlags = flags
+}
+
+// SpliceNoOffset is PrepSplice's offset for a file without one (a pipe, a socket), or to use
+// the file position: -1, as the kernel reads it.
+const SpliceNoOffset int64 = -1
+
+// SpliceFdInFixed is PrepSplice's flag that makes fdIn an index into the ring's registered
+// files (SPLICE_F_FD_IN_FIXED).
+const SpliceFdInFixed uint32 = 1 << 31
+
 // PrepShutdown prepares IORING_OP_SHUTDOWN (5.11), shutdown(2) of socket fd
 // with how (unix.SHUT_RD, SHUT_WR, SHUT_RDWR). Res is 0 or -errno.
 func (s *SQE) PrepShutdown(fd, how int) {
