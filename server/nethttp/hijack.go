@@ -75,18 +75,17 @@ func (nc *netConn) fill() {
 	if len(in) == 0 {
 		return
 	}
-	n := nc.in.put(in)
-	nc.c.Discard(n)
-	if n < len(in) {
+	if nc.in.put(in) {
 		nc.h.pauseRead()
 	}
+	nc.c.Discard(len(in))
 }
 
 // more is called by Read once the pipe has room again.
 func (nc *netConn) more() {
 	nc.c.Loop().Post(func() {
 		nc.fill()
-		if nc.c.Buffered() == 0 {
+		if !nc.in.isFull() {
 			nc.h.resumeRead()
 		}
 	})

@@ -9,24 +9,28 @@ import (
 	"time"
 )
 
-// pipeCap is how many bytes a pipe holds before the loop stops filling it (64 KiB): the
-// connection's further input waits in the Conn, then in the kernel (PauseRead).
+// pipeCap is how many bytes a pipe holds before the loop pauses the connection's reading
+// (64 KiB): the client's further input waits in the kernel (PauseRead).
 const pipeCap = 64 << 10
 
 // pipe carries a byte stream from the loop to one goroutine: a request's body, or a hijacked
-// connection's input. The loop appends what it received (put), the goroutine reads (Read,
-// which blocks until bytes, the end or an error come, or the read deadline passes). It holds
-// at most pipeCap bytes; once a Read has taken it below half of that after a put was refused,
-// more is called (on the reader's goroutine) to have the loop fill it again.
+// connection's input. The loop hands it what it received (put), the goroutine reads (Read,
+// which blocks until bytes, the end or an error come, or the read deadline passes). A Read
+// that waits lends its buffer to the pipe: put copies into it directly, one copy of the bytes
+// fewer. Once the pipe holds pipeCap bytes or more, put says so (the loop pauses reading);
+// once a Read has taken it to half of that, more is called (on the reader's goroutine) to have
+// the loop read again.
 type pipe struct {
 	mu       sync.Mutex
 	buf      []byte
 	off      int
-	eof      bool  // the stream ended: Read returns io.EOF once buf is empty
-	err      error // the stream broke: Read returns it once buf is empty
-	closed   bool  // the reader is gone: Read fails, put drops
-	full     bool  // a put was refused for room: more is due once there is room
-	waiting  bool  // a Read waits for ready
+	lent     []byte // the buffer of the Read waiting on an empty pipe
+	got      int    // bytes put into lent
+	eof      bool   // the stream ended: Read returns io.EOF once buf is empty
+	err      error  // the stream broke: Read returns it once buf is empty
+	closed   bool   // the reader is gone: Read fails, put drops
+	full     bool   // put reported pipeCap reached: more is due once there is room
+	waiting  bool   // a Read waits for ready
 	ready    chan struct{}
 	deadline time.Time
 	timeout  error // what a Read past the deadline returns: os.ErrDeadlineExceeded, or one wrapping it
@@ -37,37 +41,41 @@ func newPipe(more func()) *pipe {
 	return &pipe{ready: make(chan struct{}, 1), more: more, timeout: os.ErrDeadlineExceeded}
 }
 
-// put appends what fits of b (on the loop) and returns how many bytes it took.
-func (p *pipe) put(b []byte) int {
+// put takes all of b (on the loop), into a waiting Read's buffer first, and reports whether
+// the pipe now holds pipeCap bytes or more: the loop should stop reading until more is called.
+func (p *pipe) put(b []byte) (full bool) {
 	p.mu.Lock()
-	if p.closed || p.eof || p.err != nil {
-		p.mu.Unlock()
-		return len(b) // dropped: nobody will read it
+	defer p.mu.Unlock()
+	if p.closed || p.eof || p.err != nil || len(b) == 0 {
+		return false // dropped: nobody will read it
 	}
-	n := min(len(b), pipeCap-(len(p.buf)-p.off))
-	if n < len(b) {
-		p.full = true
+	if p.lent != nil {
+		n := copy(p.lent[p.got:], b)
+		p.got += n
+		b = b[n:]
+		if p.got == len(p.lent) {
+			p.lent = nil
+		}
 	}
-	if n > 0 {
-		if p.off > 0 && len(p.buf)+n > cap(p.buf) {
+	if len(b) > 0 {
+		if p.off > 0 && len(p.buf)+len(b) > cap(p.buf) {
 			p.buf = p.buf[:copy(p.buf, p.buf[p.off:])]
 			p.off = 0
 		}
-		p.buf = append(p.buf, b[:n]...)
-		p.wakeLocked()
+		p.buf = append(p.buf, b...)
 	}
-	p.mu.Unlock()
-	return n
+	p.wakeLocked()
+	if len(p.buf)-p.off >= pipeCap {
+		p.full = true
+	}
+	return p.full
 }
 
-// putAll appends all of b, past pipeCap if need be (on the loop).
-func (p *pipe) putAll(b []byte) {
+// isFull reports whether put last found the pipe full and no Read has taken it to half since.
+func (p *pipe) isFull() bool {
 	p.mu.Lock()
-	if !p.closed && !p.eof && p.err == nil {
-		p.buf = append(p.buf, b...)
-		p.wakeLocked()
-	}
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	return p.full
 }
 
 // end marks the end of the stream: err nil is io.EOF after the bytes put; another error is
@@ -103,6 +111,12 @@ func (p *pipe) Read(b []byte) (int, error) {
 	}()
 	for {
 		p.mu.Lock()
+		if n := p.got; n > 0 { // put filled b, lent while this Read waited
+			p.lent, p.got = nil, 0
+			p.mu.Unlock()
+			return n, nil
+		}
+		p.lent = nil
 		if p.closed {
 			p.mu.Unlock()
 			return 0, io.ErrClosedPipe
@@ -143,6 +157,9 @@ func (p *pipe) Read(b []byte) (int, error) {
 			return 0, err
 		}
 		p.waiting = true
+		if len(b) > 0 {
+			p.lent = b
+		}
 		p.mu.Unlock()
 		if dl.IsZero() {
 			<-p.ready
@@ -164,7 +181,7 @@ func (p *pipe) Read(b []byte) (int, error) {
 func (p *pipe) close() {
 	p.mu.Lock()
 	p.closed = true
-	p.buf, p.off = nil, 0
+	p.buf, p.off, p.lent = nil, 0, nil
 	p.wakeLocked()
 	p.mu.Unlock()
 }

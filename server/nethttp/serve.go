@@ -666,9 +666,10 @@ func (h *conn) start(x *exchange) {
 }
 
 // feed gives the body's reader what the input holds of the body (on the loop), and pauses
-// reading while too much waits.
+// reading while its pipe is full or too much input waits.
 func (x *exchange) feed() {
 	h := x.h
+	full := false
 	if x.body != nil && !x.bodyEnd {
 		in, _ := h.c.Peek(-1)
 		var n int
@@ -677,34 +678,35 @@ func (x *exchange) feed() {
 		} else {
 			n = x.chunks.scan(in)
 		}
-		var took int
 		if x.chunks.state == chunkDone && x.chunks.peek > 0 {
-			x.body.putAll(in[:n+x.chunks.peek]) // the reader peeks past the end, takes n
-			took = n
+			full = x.body.put(in[:n+x.chunks.peek]) // the reader peeks past the end, takes n
 		} else {
-			took = x.body.put(in[:n])
+			full = x.body.put(in[:n])
 		}
-		h.c.Discard(took)
+		h.c.Discard(n)
 		if x.left >= 0 {
-			x.left -= int64(took)
+			x.left -= int64(n)
 		}
-		if took == n && (x.left == 0 || x.chunks.state == chunkDone) {
+		if x.left == 0 || x.chunks.state == chunkDone {
 			x.bodyEnd = true
 			x.body.end(nil)
 		}
 	}
-	if h.c.Buffered() > maxQueued {
+	if full || h.c.Buffered() > maxQueued {
 		h.pauseRead()
 	}
 }
 
-// more is called by the body's reader once it has room again: the loop feeds it and resumes
-// reading.
+// more is called by the body's reader once its pipe has room again: the loop feeds it and
+// resumes reading.
 func (x *exchange) more() {
 	x.h.c.Loop().Post(func() {
 		if x.h.x == x {
 			x.feed()
-			if x.h.c.Buffered() <= maxQueued {
+			if !x.h.held {
+				return
+			}
+			if x.h.c.Buffered() <= maxQueued && !x.body.isFull() {
 				x.h.resumeRead()
 			}
 		}
