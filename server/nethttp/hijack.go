@@ -122,6 +122,9 @@ func (nc *netConn) Write(b []byte) (int, error) {
 		if nc.unsynced += m; nc.unsynced >= syncEvery {
 			nc.unsynced = 0
 			if err := nc.h.syncWrites(nc.wdl); err != nil {
+				if err == os.ErrDeadlineExceeded {
+					err = &net.OpError{Op: "write", Net: "tcp", Source: nc.laddr, Addr: nc.raddr, Err: err}
+				}
 				return n, err
 			}
 		}

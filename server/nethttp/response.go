@@ -162,9 +162,11 @@ func (w *response) release() {
 // every syncEvery bytes while the Conn's output is past its write limit. A write longer than
 // syncEvery goes in pieces of syncEvery, with the waits between them, so that the Conn's
 // output stays far below its cap (server.WithMaxPending) however much one write holds.
+//
+// Past the write deadline (WriteTimeout, or http.ResponseController's) a write fails, as
+// net/http's connection write does, with "write tcp LOCAL->REMOTE: i/o timeout"; the bytes
+// written before it are still sent, and the connection closes once the handler returns.
 type connWriter struct{ w *response }
-
-var errTimeout error = &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}
 
 func (cw connWriter) Write(p []byte) (int, error) {
 	n := 0
@@ -186,9 +188,8 @@ func (cw connWriter) write(p []byte) (int, error) {
 		return 0, w.werr
 	}
 	x := w.x
-	if !x.wdl.IsZero() && !time.Now().Before(x.wdl) {
-		w.werr = errTimeout
-		x.h.c.Abort()
+	if x.pastWriteDeadline() {
+		w.werr = x.writeTimeout()
 		return 0, w.werr
 	}
 	n, err := x.h.c.Write(p)
@@ -199,14 +200,26 @@ func (cw connWriter) write(p []byte) (int, error) {
 	if x.unsynced += n; x.unsynced >= syncEvery {
 		x.unsynced = 0
 		if err := x.h.syncWrites(x.wdl); err != nil {
-			w.werr = err
-			if err == errTimeout {
-				x.h.c.Abort()
+			if err == os.ErrDeadlineExceeded {
+				err = x.writeTimeout()
 			}
+			w.werr = err
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// pastWriteDeadline reports whether the response's write deadline has passed.
+func (x *exchange) pastWriteDeadline() bool {
+	return !x.wdl.IsZero() && !time.Now().Before(x.wdl)
+}
+
+// writeTimeout is the error of a response's write past its deadline, net/http's: a
+// *net.OpError naming the connection's addresses and wrapping os.ErrDeadlineExceeded.
+func (x *exchange) writeTimeout() error {
+	h := x.h
+	return &net.OpError{Op: "write", Net: "tcp", Source: h.ls.localAddr(h.c), Addr: h.c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 }
 
 // chunkWriter is the writer behind w.w: it writes the header on the first write, then the

@@ -94,7 +94,10 @@ func (s *Server) loopOf(l *server.Loop) *loopState {
 //   - ReadHeaderTimeout (else ReadTimeout) bounds a request's head from its first byte, and
 //     a new connection's wait for it; ReadTimeout bounds the reading of the body (a Read of
 //     r.Body fails after it);
-//   - WriteTimeout: a response write fails once it has passed since the request's head;
+//   - WriteTimeout: a response write fails once it has passed since the request's head, with
+//     net/http's error ("write tcp LOCAL->REMOTE: i/o timeout", wrapping
+//     os.ErrDeadlineExceeded); what was written before is still sent, and the connection
+//     closes once the handler returns;
 //   - IdleTimeout (else ReadTimeout) closes a kept-alive connection that sends no request;
 //   - MaxHeaderBytes (http.DefaultMaxHeaderBytes when 0): a longer head gets 431;
 //   - ErrorLog, ConnState (called on the connection's loop), DisableGeneralOptionsHandler.
@@ -345,7 +348,8 @@ func (s *Server) OnBackpressure(c *server.Conn, paused bool) {
 
 // syncWrites is called from a writer's goroutine after it wrote a good deal: it waits until
 // the connection's output is below its write limit, or the connection has closed
-// (net.ErrClosed), or deadline has passed (os.ErrDeadlineExceeded).
+// (net.ErrClosed), or deadline has passed (os.ErrDeadlineExceeded itself, for the caller to
+// wrap with the addresses).
 func (h *conn) syncWrites(deadline time.Time) error {
 	ch := make(chan struct{})
 	err := h.c.Loop().Post(func() {
@@ -368,7 +372,7 @@ func (h *conn) syncWrites(deadline time.Time) error {
 		select {
 		case <-ch:
 		case <-t.C:
-			return errTimeout
+			return os.ErrDeadlineExceeded
 		}
 	}
 	h.wmu.Lock()
@@ -647,6 +651,7 @@ func (h *conn) start(x *exchange) {
 	}
 	if d := s.cfg.WriteTimeout; d > 0 {
 		x.wdl = now.Add(d)
+		h.ls.localAddr(c) // asked on the loop, kept by the Conn: a write timeout's error names it
 	}
 	var ctx context.Context
 	ctx, x.cancel = context.WithCancel(h.ls.localCtx(c))
@@ -747,6 +752,10 @@ func (x *exchange) serve() {
 		}
 		out := w.bufw // its bytes are written on the loop, with the connection's hand-back
 		w.bufw = nil
+		if len(out.b) > 0 && (w.werr != nil || x.pastWriteDeadline()) {
+			out.b = out.b[:0] // a write that failed, or would: not sent, as on net/http
+			reuse = false
+		}
 		w.release()
 		if x.h.c.Loop().Post(func() {
 			if len(out.b) > 0 {
@@ -806,6 +815,16 @@ func (h *conn) done(x *exchange, reuse bool) {
 		x.release() // the body's reader is done with it
 	}
 	if !reuse || !x.bodyEnd || x.cutShort {
+		if errors.Is(x.w.werr, os.ErrDeadlineExceeded) {
+			// The output queued before the deadline is still sent, as a closed socket's
+			// is by the kernel; a client that does not read it is not waited for longer
+			// than the deadline's own span.
+			d := h.s.cfg.WriteTimeout
+			if d <= 0 {
+				d = time.Second
+			}
+			h.c.SetIdleTimeout(d)
+		}
 		h.c.Close()
 		return
 	}

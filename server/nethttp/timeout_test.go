@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +79,81 @@ func TestServerEndsSlowBodyAtReadTimeout(t *testing.T) {
 		got, closed, err := exchangeRaw(addr, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", waitFor)
 		if err != nil || !closed || !strings.Contains(got, "timeout=true read tcp 127.0.0.1:") || !strings.HasSuffix(got, ": i/o timeout") {
 			t.Fatalf("got %q, closed %v, %v: want net/http's timeout error and a close", got, closed, err)
+		}
+	})
+}
+
+// writeTimeoutServers serves h with WriteTimeout d on net/http and on ringev (backend): the
+// servers a write timeout's test compares, by name.
+func writeTimeoutServers(t *testing.T, backend string, h http.Handler, d time.Duration) map[string]string {
+	srv := func() *http.Server { return &http.Server{Handler: h, WriteTimeout: d} }
+	return map[string]string{"net/http": serveNetHTTP(t, srv()), "ringev": serveRingev(t, backend, srv())}
+}
+
+var writeTimeoutRE = regexp.MustCompile(`^write tcp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: i/o timeout$`)
+
+// TestServerWriteTimeoutSendsWhatWasWritten: a response write that passes WriteTimeout (a
+// client that does not read) fails with net/http's error, naming both addresses; every byte
+// written before it still reaches the client, and the connection then closes cleanly (EOF,
+// not a reset), as on net/http.
+func TestServerWriteTimeoutSendsWhatWasWritten(t *testing.T) {
+	const size = 32 << 20 // past what the kernel's socket buffers hold
+	eachBackend(t, func(t *testing.T, backend string) {
+		type result struct {
+			n   int
+			err error
+		}
+		results := make(chan result, 1)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(size))
+			n, err := w.Write(make([]byte, size))
+			results <- result{n, err}
+		})
+		for name, addr := range writeTimeoutServers(t, backend, h, 300*time.Millisecond) {
+			c, err := net.DialTimeout("tcp", addr, waitFor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			var res result
+			select {
+			case res = <-results:
+			case <-time.After(waitFor):
+				t.Fatalf("%s: the handler's write did not end", name)
+			}
+			if res.err == nil || !errors.Is(res.err, os.ErrDeadlineExceeded) || !writeTimeoutRE.MatchString(res.err.Error()) {
+				t.Fatalf("%s: the write returned %d, %v: want net/http's timeout error naming both addresses", name, res.n, res.err)
+			}
+			c.SetReadDeadline(time.Now().Add(waitFor))
+			got, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatalf("%s: reading after %d bytes: %v: want every byte written, then EOF", name, len(got), err)
+			}
+			_, body, _ := strings.Cut(string(got), "\r\n\r\n")
+			if len(body) != res.n {
+				t.Fatalf("%s: the client read %d bytes of the body, the handler wrote %d before the timeout", name, len(body), res.n)
+			}
+		}
+	})
+}
+
+// TestServerWriteTimeoutDropsLateResponse: a response its handler ends after WriteTimeout has
+// passed is not sent: the connection closes without it, as on net/http.
+func TestServerWriteTimeoutDropsLateResponse(t *testing.T) {
+	const d = 200 * time.Millisecond
+	eachBackend(t, func(t *testing.T, backend string) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(2 * d) // the write deadline passes
+			io.WriteString(w, "late\n")
+		})
+		for name, addr := range writeTimeoutServers(t, backend, h, d) {
+			got, closed, err := exchangeRaw(addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", waitFor)
+			if err != nil || !closed || got != "" {
+				t.Fatalf("%s: got %q, closed %v, %v: want no answer and a close", name, got, closed, err)
+			}
 		}
 	})
 }
