@@ -88,17 +88,15 @@ type Conn struct {
 	reason    error // what OnClose is told
 
 	// Timeouts: idle and reqTO (0: none); active, the loop time (ns) of the last bytes
-	// received or sent; reqStart, when the request under way started (0: none). One timer
-	// serves both, armed for the earlier deadline and re-armed when it fires early.
+	// received or sent; reqStart, when the request under way started (0: none); rIdle, the
+	// read idle timeout (0: none), and ractive the loop time of the last bytes received. One
+	// entry in the loop's deadlines serves all three (dl: 1 + its index there, 0: none), armed
+	// for the earliest deadline and re-armed when it comes early.
 	idle, reqTO      time.Duration
 	active, reqStart int64
-	// rIdle is the read idle timeout (0: none); ractive, the loop time (ns) of the last bytes
-	// received.
-	rIdle   time.Duration
-	ractive int64
-	timer   *ringev.Timer
-	timerAt int64
-	timerFn func(*ringev.Timer)
+	rIdle            time.Duration
+	ractive          int64
+	dl               int32
 
 	// The requests driver's state.
 	cb        ringev.Callback // c.onIO, made once
@@ -657,10 +655,7 @@ func (c *Conn) end(reason error) {
 	c.gone.Store(true)
 	c.wshut.Store(false)
 	c.setReason(reason)
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
+	c.l.dropDeadline(c)
 	if c.queued.Load() {
 		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
 	}
@@ -980,30 +975,21 @@ func (c *Conn) usable(what string) error {
 	return nil
 }
 
-// armTimer makes the connection's timer fire at loop time at (ns) or before.
+// armTimer makes the connection's deadline come at loop time at (ns) or before (an entry of
+// the loop's deadlines).
 func (c *Conn) armTimer(at int64) {
 	if c.closed {
 		return
 	}
-	if c.timer != nil {
-		if c.timerAt <= at {
-			return // it fires first, and is re-armed then
-		}
-		c.timer.Stop()
-	}
-	if c.timerFn == nil {
-		c.timerFn = c.onTimer
-	}
-	c.timerAt = at
-	c.timer = c.l.ev.AddTimer(time.Duration(at-c.l.now()), c.timerFn)
+	c.l.armDeadline(c, at)
 }
 
 // onTimer checks the deadlines: one that has passed closes the connection (gracefully when
-// nothing waits to be sent, else at once: the peer does not take its output), else the timer
-// is re-armed for the earlier one.
-func (c *Conn) onTimer(*ringev.Timer) {
+// nothing waits to be sent, else at once: the peer does not take its output), else its entry
+// is re-armed for the earlier one. The loop's deadlines call it, the connection's entry taken
+// out.
+func (c *Conn) onTimer() {
 	c.l.clockSet = false // a timer runs in a turn of its own (see turnTime)
-	c.timer = nil
 	if c.closed || c.lingering {
 		return
 	}

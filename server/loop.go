@@ -75,6 +75,7 @@ type Loop struct {
 	// it); flushing: flush is running.
 	clock              int64
 	clockSet, flushing bool
+	dls                deadlines // the connections' timeouts
 	tick               *ringev.Timer
 	shutdownFn         func()
 	closeFn            func()
@@ -437,10 +438,7 @@ func (l *Loop) finished(c *Conn) {
 	c.done = true
 	delete(l.conns, c)
 	l.load.Add(-1)
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
+	l.dropDeadline(c)
 	if cl := c.hs.close; cl != nil && c.opened {
 		cl.OnClose(c, c.reason)
 	}

@@ -1,0 +1,90 @@
+//go:build linux
+
+package server
+
+// Tests of a loop's deadlines: the connections' timeouts are entries of one heap per loop,
+// served by one loop timer, not a timer per connection.
+
+import (
+	"testing"
+	"time"
+)
+
+// deadlinesState returns, on l's goroutine, the number of deadline entries, whether the heap
+// is ordered with every connection's index right, and whether one loop timer is armed for the
+// earliest entry.
+func deadlinesState(t *testing.T, l *Loop) (n int, ordered, timed bool) {
+	t.Helper()
+	onLoop(t, l, func() {
+		d := &l.dls
+		n, ordered = len(d.h), true
+		for i, e := range d.h {
+			if int(e.c.dl) != i+1 || i > 0 && d.h[(i-1)/2].at > e.at {
+				ordered = false
+			}
+		}
+		timed = n > 0 && d.t != nil && d.tAt == d.h[0].at
+	})
+	return n, ordered, timed
+}
+
+// TestLoopDeadlinesOneEntryPerConnection: three connections with an idle timeout are three
+// entries of the loop's deadline heap, in heap order, and one loop timer is armed for the
+// earliest.
+func TestLoopDeadlinesOneEntryPerConnection(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithIdleTimeout(time.Hour))...)
+		for range 3 {
+			dialEngine(t, e)
+			r.next(t)
+		}
+		n, ordered, timed := deadlinesState(t, e.Loops()[0])
+		if n != 3 || !ordered || !timed {
+			t.Fatalf("deadlines: %d entries, ordered %v, one timer for the earliest %v; want 3, true, true", n, ordered, timed)
+		}
+	})
+}
+
+// TestLoopDeadlinesEntryLeavesWithTheConnection: a connection that closes takes its entry out
+// of the loop's deadlines (the heap keeps no closed connection).
+func TestLoopDeadlinesEntryLeavesWithTheConnection(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithIdleTimeout(time.Hour))...)
+		a := dialEngine(t, e)
+		r.next(t)
+		dialEngine(t, e)
+		r.next(t)
+		a.Close()
+		r.closedWith(t)
+		n, ordered, _ := deadlinesState(t, e.Loops()[0])
+		if n != 1 || !ordered {
+			t.Fatalf("deadlines after a close: %d entries, ordered %v; want 1, true", n, ordered)
+		}
+	})
+}
+
+// TestLoopDeadlinesOneEntryAtTheEarliestTimeout: a connection with an idle timeout and a read
+// idle timeout holds one entry of the loop's deadlines, at the earlier of the two.
+func TestLoopDeadlinesOneEntryAtTheEarliestTimeout(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithIdleTimeout(time.Hour), WithReadIdleTimeout(time.Minute))...)
+		dialEngine(t, e)
+		c := r.next(t)
+		l := e.Loops()[0]
+		var n int
+		var at, want int64
+		onLoop(t, l, func() {
+			n = len(l.dls.h)
+			if n == 1 {
+				at = l.dls.h[0].at
+			}
+			want = c.ractive + int64(time.Minute)
+		})
+		if n != 1 || at != want {
+			t.Fatalf("deadlines: %d entries, the first at %d; want 1 at the read idle deadline %d", n, at, want)
+		}
+	})
+}
