@@ -16,14 +16,17 @@ import (
 func (d *ringReqs) cqes(ring *uring.Ring) (got bool, res int32) {
 	rq := d.rq
 	tail := ring.CQTail()
+	held := 0 // the one-shot requests' CQEs since the last count (in a register, not rq.held)
 	for p := d.seen; p != tail; p++ {
 		c := ring.CQEAtPos(p)
 		ud := c.UserData
 		if ud&(reqTag|reqKindMask) == reqTag|reqKindOp {
-			d.inflight--
-			rq.held++
+			held++
 			continue
 		}
+		d.inflight -= held
+		rq.held += held
+		held = 0
 		if ud&reqTag == 0 {
 			if ud == uringEpollTag {
 				got, res = true, c.Res
@@ -36,6 +39,8 @@ func (d *ringReqs) cqes(ring *uring.Ring) (got bool, res int32) {
 		rq.pos = p
 		d.cqe(c)
 	}
+	d.inflight -= held
+	rq.held += held
 	d.read(ring, tail)
 	return got, res
 }
