@@ -52,7 +52,14 @@ type uringBackend struct {
 	// loop's side of PostTo (crossloop_uring_linux.go).
 	woke bool
 	msg  msgState
+	// beforeBlock is the loop's yieldBeforeBlock, run just before an enter that may block
+	// (yieldLate): a wait that the enter without waiting serves (look) does not read the clock.
+	beforeBlock func()
 }
+
+// yieldLate is lateYielder's: wait runs yield just before an io_uring_enter(2) that may
+// block, and not before the enter that does not wait (look).
+func (b *uringBackend) yieldLate(yield func()) { b.beforeBlock = yield }
 
 // uringCQEntries is the CQ size of the backend's ring (openUring); maxBatchWait, the largest
 // count WithBatchWait takes, is that: the kernel caps min_complete there.
@@ -213,6 +220,9 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		} else {
 			b.lookSkip--
 		}
+	}
+	if b.beforeBlock != nil {
+		b.beforeBlock()
 	}
 	b.blocking++
 	var err error

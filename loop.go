@@ -252,6 +252,7 @@ type Loop struct {
 	waits        uint64       // calls of wait (tests: a handler's I/O through the ring spares them)
 	yieldAt      int64        // loop time (ns since epoch) after which a blocking wait first yields (see yieldBeforeBlock)
 	yields       uint64       // runtime.Gosched calls of yieldBeforeBlock (tests)
+	lateYield    bool         // the backend runs yieldBeforeBlock itself, when its wait is about to block (lateYielder)
 	sched        schedSamples // yieldBeforeBlock's look at the Go scheduler
 	waitSeq      uint64       // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
 	cache        []readyFd    // what the last wait reported: cacheBuf, or a larger buffer
@@ -353,6 +354,10 @@ func New(opts ...Option) (*Loop, error) {
 	if rd, ok := be.(rider); ok {
 		l.rider, l.ride = rd, rd.rideShared()
 		setupIOPath(rd, o.ioPath)
+	}
+	if y, ok := be.(lateYielder); ok {
+		y.yieldLate(l.yieldBeforeBlock)
+		l.lateYield = true
 	}
 	l.wakeFd, err = newEventfd()
 	if err != nil {

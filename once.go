@@ -142,7 +142,7 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	if l.posted.Load() || (l.running && l.stopReq.Load()) || (l.sig != nil && l.sig.isPending()) {
 		timeout = 0
 	}
-	if timeout != 0 {
+	if timeout != 0 && !l.lateYield {
 		l.yieldBeforeBlock()
 	}
 	ready, err := l.be.wait(timeout, l.cache[:0])
