@@ -41,12 +41,11 @@ type Conn struct {
 	laddr, raddr atomic.Pointer[net.Addr]
 
 	// Input: in is what the handler left unconsumed (a free-list buffer), nil when empty.
-	// During OnData, view is the input it sees (in, or bytes received and not yet copied) and
-	// off what it has discarded of it.
-	in     []byte
-	view   []byte
-	off    int
-	inData bool
+	// During OnData (inData, with the state below), view is the input it sees (in, or bytes
+	// received and not yet copied) and off what it has discarded of it.
+	in   []byte
+	view []byte
+	off  int
 
 	// Output: pend is what was written and not yet handed to the kernel (a free-list buffer);
 	// out, the buffer a send has in flight (the requests driver's).
@@ -85,33 +84,54 @@ type Conn struct {
 	drainWait bool  // OnData left input while output was pending: served again once it drains
 	held      bool  // PauseRead: not read until ResumeRead (apart from paused)
 	reasonSet bool  // reason is set (the first one wins)
+	inData    bool  // OnData is running (see view)
 	reason    error // what OnClose is told
 
 	// Timeouts: idle and reqTO (0: none); active, the loop time (ns) of the last bytes
 	// received or sent; reqStart, when the request under way started (0: none); rIdle, the
 	// read idle timeout (0: none), and ractive the loop time of the last bytes received. One
-	// entry in the loop's deadlines serves all three (dl: 1 + its index there, 0: none), armed
-	// for the earliest deadline and re-armed when it comes early.
+	// entry in the loop's deadlines serves all three (dl, below), armed for the earliest
+	// deadline and re-armed when it comes early.
 	idle, reqTO      time.Duration
 	active, reqStart int64
 	rIdle            time.Duration
 	ractive          int64
-	dl               int32
 
-	// The requests driver's state.
-	cb        ringev.Callback // c.onIO, made once
-	recv      ringev.Request
-	recvLive  bool // a recv request is pending
-	recvStop  bool // a Cancel was asked of the multishot recv
-	rbuf      []byte
-	lingerEnd time.Time
+	// The requests driver's state (and recvLive, recvStop below).
+	cb   ringev.Callback // c.onIO, made once
+	recv ringev.Request  // the pending recv
 
-	// The readiness driver's state.
-	ev        *ringev.FdEvent
-	wblocked  bool // the socket refused output: Write readiness is awaited
-	lingerT   *ringev.Timer
-	peerShut  bool
-	shutProbe *ringev.Timer
+	// The readiness driver's state (and wblocked, peerShut below).
+	ev *ringev.FdEvent
+
+	// rare is what few connections use, made when first needed (see connRare).
+	rare *connRare
+
+	// The small fields last, in one word: the padding each would take elsewhere is an idle
+	// connection's bytes.
+	dl       int32 // 1 + the index of its entry in the loop's deadlines, 0: none
+	recvLive bool  // requests: a recv request is pending
+	recvStop bool  // requests: a Cancel was asked of the multishot recv
+	wblocked bool  // readiness: the socket refused output, Write readiness is awaited
+	peerShut bool  // readiness: the peer shut down its writing side (see connRdy)
+}
+
+// connRare is the state of a connection that few use: a lingering close's, a half-closed
+// peer's probe, RecvPerConn's receive buffer. It is made when first needed and kept, so an
+// idle connection that uses none holds only the pointer.
+type connRare struct {
+	rbuf      *[RecvBufferSize]byte // requests: RecvPerConn's receive buffer, while it has one
+	lingerEnd int64                 // requests: loop time (ns) at which a lingering close ends
+	lingerT   *ringev.Timer         // readiness: ends a lingering close
+	shutProbe *ringev.Timer         // readiness: see probeShut
+}
+
+// x returns the connection's rare part, made when first asked.
+func (c *Conn) x() *connRare {
+	if c.rare == nil {
+		c.rare = new(connRare)
+	}
+	return c.rare
 }
 
 // Loop is the loop that serves the connection.

@@ -240,12 +240,12 @@ func (d *connRdy) update(c *Conn) {
 		// The half-close is Error (and Read, at end of file) on every dispatch: wait for
 		// Write alone, and probe for a reset, which does not wake a Write-alone handler.
 		flags = ringev.Write
-		if c.shutProbe == nil {
-			c.shutProbe = d.l.ev.AddTimer(shutProbeInterval, c.probeShut)
+		if x := c.x(); x.shutProbe == nil {
+			x.shutProbe = d.l.ev.AddTimer(shutProbeInterval, c.probeShut)
 		}
-	} else if c.shutProbe != nil {
-		c.shutProbe.Stop()
-		c.shutProbe = nil
+	} else if x := c.rare; x != nil && x.shutProbe != nil {
+		x.shutProbe.Stop()
+		x.shutProbe = nil
 	}
 	if c.ev.Flags() != flags {
 		if err := c.ev.SetFlags(flags); err != nil {
@@ -257,7 +257,7 @@ func (d *connRdy) update(c *Conn) {
 // probeShut is shutProbe's handler: it tries the write (a reset fails it and closes the
 // connection) and starts the next probe.
 func (c *Conn) probeShut(*ringev.Timer) {
-	c.shutProbe = nil
+	c.rare.shutProbe = nil
 	d := c.l.drv.(*connRdy)
 	c.wblocked = false
 	d.write(c)
@@ -272,16 +272,18 @@ func (d *connRdy) linger(c *Conn) {
 		c.end(nil)
 		return
 	}
-	c.lingerT = d.l.ev.AddTimer(lingerTimeout, func(*ringev.Timer) { c.end(nil) })
+	c.x().lingerT = d.l.ev.AddTimer(lingerTimeout, func(*ringev.Timer) { c.end(nil) })
 	d.update(c)
 }
 
 func (d *connRdy) closeFd(c *Conn) {
-	if c.lingerT != nil {
-		c.lingerT.Stop()
-	}
-	if c.shutProbe != nil {
-		c.shutProbe.Stop()
+	if x := c.rare; x != nil {
+		if x.lingerT != nil {
+			x.lingerT.Stop()
+		}
+		if x.shutProbe != nil {
+			x.shutProbe.Stop()
+		}
 	}
 	c.ev.Close() // auto-close: closes the socket
 	d.l.finishLater(c)

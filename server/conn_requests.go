@@ -128,7 +128,7 @@ type connReqs struct {
 	onLst   ringev.Callback
 	lclosed bool // the listener's CloseFd has completed (or there was none)
 	group   *ringev.BufferGroup
-	rfree   [][]byte // RecvPerConn receive buffers
+	rfree   []*[RecvBufferSize]byte // RecvPerConn receive buffers
 }
 
 // newConnReqs makes loop l's requests driver with its receive mode (WithRecv): the buffer
@@ -272,10 +272,12 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 // reqClosed is CloseFd's completion: every request of the connection has ended.
 func (c *Conn) reqClosed() {
 	d := c.l.drv.(*connReqs)
-	if c.rbuf != nil && !c.recvLive && len(d.rfree) < freeRecvBufs {
-		d.rfree = append(d.rfree, c.rbuf)
+	if x := c.rare; x != nil {
+		if x.rbuf != nil && !c.recvLive && len(d.rfree) < freeRecvBufs {
+			d.rfree = append(d.rfree, x.rbuf)
+		}
+		x.rbuf = nil
 	}
-	c.rbuf = nil
 	c.l.finished(c)
 }
 
@@ -303,14 +305,15 @@ func (d *connReqs) armRecv(c *Conn) {
 	if d.group != nil {
 		c.recv, err = d.l.ev.RecvMultishot(c.fd, d.group, 0, c.cb, tokRecv)
 	} else {
-		if c.rbuf == nil {
+		x := c.x()
+		if x.rbuf == nil {
 			if n := len(d.rfree); n > 0 {
-				c.rbuf, d.rfree = d.rfree[n-1], d.rfree[:n-1]
+				x.rbuf, d.rfree = d.rfree[n-1], d.rfree[:n-1]
 			} else {
-				c.rbuf = make([]byte, RecvBufferSize)
+				x.rbuf = new([RecvBufferSize]byte)
 			}
 		}
-		c.recv, err = d.l.ev.Recv(c.fd, c.rbuf, 0, c.cb, tokRecv)
+		c.recv, err = d.l.ev.Recv(c.fd, x.rbuf[:], 0, c.cb, tokRecv)
 	}
 	if err != nil {
 		d.l.e.logf("recv: %v", err)
@@ -319,7 +322,7 @@ func (d *connReqs) armRecv(c *Conn) {
 	}
 	c.recvLive, c.recvStop = true, false
 	if c.lingering {
-		left := time.Until(c.lingerEnd)
+		left := time.Duration(c.x().lingerEnd - c.l.now())
 		if left <= 0 {
 			c.end(nil)
 			return
@@ -349,7 +352,7 @@ func (d *connReqs) send(c *Conn) {
 // kernel answer unread input with a reset, which can destroy the last bytes before the peer has
 // read them.
 func (d *connReqs) linger(c *Conn) {
-	c.lingering, c.lingerEnd = true, time.Now().Add(lingerTimeout)
+	c.lingering, c.x().lingerEnd = true, c.l.now()+int64(lingerTimeout)
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		c.end(nil)
 		return

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ringev/ringev"
 )
@@ -342,6 +343,37 @@ func TestLoopPostAfterTheEndFails(t *testing.T) {
 		waitEngine(t, e, "Close")
 		if err := l.Post(func() {}); !errors.Is(err, ringev.ErrClosed) {
 			t.Errorf("Post after the end: %v, want ringev.ErrClosed", err)
+		}
+	})
+}
+
+// maxConnSize is the most a Conn may take, in bytes: a size class of Go's allocator, which is
+// what each connection spends on it.
+const maxConnSize = 352
+
+// TestConnFitsInItsSizeClass: a Conn takes at most maxConnSize bytes.
+func TestConnFitsInItsSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(Conn{}); n > maxConnSize {
+		t.Errorf("a Conn takes %d bytes, want at most %d", n, maxConnSize)
+	}
+}
+
+// TestConnIdleHoldsNoRarePart: a connection idle after an exchange holds no rare part
+// (connRare), except with a recv per connection, whose buffer is in it.
+func TestConnIdleHoldsNoRarePart(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		c.Write([]byte("one\n"))
+		if got := readN(t, c, 4); got != "one\n" {
+			t.Fatalf("reply %q", got)
+		}
+		var rare bool
+		onLoop(t, e.Loops()[0], func() { rare = sc.rare != nil })
+		if want := s.recv == RecvPerConn; rare != want {
+			t.Errorf("an idle connection holds a rare part: %v, want %v", rare, want)
 		}
 	})
 }
