@@ -62,6 +62,9 @@ type Conn struct {
 	// once (claim).
 	gone  atomic.Bool
 	wshut atomic.Bool
+	// dl is 1 + the index of its entry in the loop's deadlines, 0: none (here: in what
+	// would be padding).
+	dl int32
 	// outN is the output written and not yet sent: pend, out and async (atomic: Pending and
 	// the output cap read it from any goroutine). inN is the input charged to the loop's
 	// buffered bytes (len(in) when last charged).
@@ -98,8 +101,7 @@ type Conn struct {
 	ractive          int64
 
 	// The requests driver's state (and recvLive, recvStop below).
-	cb   ringev.Callback // c.onIO, made once
-	recv ringev.Request  // the pending recv
+	recv ringev.Request // the pending recv
 
 	// The readiness driver's state (and wblocked, peerShut below).
 	ev *ringev.FdEvent
@@ -109,11 +111,12 @@ type Conn struct {
 
 	// The small fields last, in one word: the padding each would take elsewhere is an idle
 	// connection's bytes.
-	dl       int32 // 1 + the index of its entry in the loop's deadlines, 0: none
-	recvLive bool  // requests: a recv request is pending
-	recvStop bool  // requests: a Cancel was asked of the multishot recv
-	wblocked bool  // readiness: the socket refused output, Write readiness is awaited
-	peerShut bool  // readiness: the peer shut down its writing side (see connRdy)
+	slot     int32  // its slot in the loop's connections (connTable)
+	seq      uint32 // its sequence number there: a slot's next connection has another
+	recvLive bool   // requests: a recv request is pending
+	recvStop bool   // requests: a Cancel was asked of the multishot recv
+	wblocked bool   // readiness: the socket refused output, Write readiness is awaited
+	peerShut bool   // readiness: the peer shut down its writing side (see connRdy)
 }
 
 // connRare is the state of a connection that few use: a lingering close's, a half-closed

@@ -202,7 +202,10 @@ func onlyConn(t *testing.T, e *Engine) *Conn {
 	var sc *Conn
 	l := e.Loops()[0]
 	onLoop(t, l, func() {
-		for c := range l.conns {
+		for _, c := range l.conns.all {
+			if c == nil {
+				continue
+			}
 			sc = c
 		}
 	})

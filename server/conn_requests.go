@@ -52,11 +52,16 @@ const (
 	RecvLargeGroupBuffers = 32
 )
 
-// Tokens of a connection's requests (Completion.Token).
+// Tokens of a connection's requests (Completion.Token): the kind in the low tokBits bits,
+// the connection's sequence number (Conn.seq, its low tokSeqBits bits) above them, and its
+// slot (Conn.slot) in the high 32 bits.
 const (
 	tokRecv uint64 = iota + 1
 	tokSend
 	tokClose
+
+	tokBits    = 2
+	tokSeqBits = 32 - tokBits
 )
 
 // drainGrace is how long a drain lets an idle connection's requests already received (whose
@@ -116,15 +121,17 @@ func newRecvGroup(l *Loop) (*ringev.BufferGroup, error) {
 // io_uring_enter(2) per turn; on epoll and poll the loop emulates them with readiness and
 // non-blocking syscalls.
 //
-// No allocation per request in steady state: each connection's requests share one Callback
-// (a method value made when it opens) and are told apart by their token; output buffers and
-// leftover input come from the loop's free list. With the multishot recv an idle connection
-// owns no buffer: the kernel picks one of the group's when bytes arrive, OnData sees them
-// there, and the buffer goes back when it returns (what OnData leaves is copied).
+// No allocation per request in steady state: the loop's connections' requests share one
+// Callback (onIO) and are told apart by their token (the connection's slot and the kind);
+// output buffers and leftover input come from the loop's free list. With the multishot recv
+// an idle connection owns no buffer: the kernel picks one of the group's when bytes arrive,
+// OnData sees them there, and the buffer goes back when it returns (what OnData leaves is
+// copied).
 type connReqs struct {
 	l       *Loop
 	lfd     int // the listening socket; -1 once closed (or none)
 	onAcc   ringev.Callback
+	onConn  ringev.Callback // onIO, made once
 	onLst   ringev.Callback
 	lclosed bool // the listener's CloseFd has completed (or there was none)
 	group   *ringev.BufferGroup
@@ -137,7 +144,7 @@ type connReqs struct {
 // CheckOp (naming the feature, wrapping unix.EOPNOTSUPP) or NewBufferGroup.
 func newConnReqs(l *Loop) (*connReqs, error) {
 	d := &connReqs{l: l, lfd: -1, lclosed: true}
-	d.onAcc, d.onLst = d.accepted, d.listenerClosed
+	d.onAcc, d.onLst, d.onConn = d.accepted, d.listenerClosed, d.onIO
 	if mode := l.e.o.recv; mode != RecvPerConn {
 		err := recvMultishotCheck(l.ev)
 		if err == nil {
@@ -204,13 +211,25 @@ func (d *connReqs) accepted(x *ringev.Completion) {
 
 func (d *connReqs) add(c *Conn) {
 	unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) // fails harmlessly on a unix socket
-	c.cb = c.onIO
 	d.update(c)
 }
 
-// onIO is the connection's one callback, for each of its requests.
-func (c *Conn) onIO(x *ringev.Completion) {
-	switch x.Token {
+// tok is the token of c's request of kind k.
+func (c *Conn) tok(k uint64) uint64 {
+	return uint64(c.slot)<<32 | uint64(c.seq&(1<<tokSeqBits-1))<<tokBits | k
+}
+
+// onIO is the callback of every request of the loop's connections: the token names the
+// connection (its slot and sequence number) and the kind. A recv may complete after CloseFd
+// has (see reqClosed), when the connection has finished and its slot may be another's: such a
+// completion is dropped (its group buffer given back), as a finished connection would.
+func (d *connReqs) onIO(x *ringev.Completion) {
+	c := d.l.conns.all[x.Token>>32]
+	if c == nil || uint64(c.seq&(1<<tokSeqBits-1)) != x.Token>>tokBits&(1<<tokSeqBits-1) {
+		x.ReleaseBuffer()
+		return
+	}
+	switch x.Token & (1<<tokBits - 1) {
 	case tokRecv:
 		c.reqReceived(x)
 	case tokSend:
@@ -303,7 +322,7 @@ func (d *connReqs) update(c *Conn) {
 func (d *connReqs) armRecv(c *Conn) {
 	var err error
 	if d.group != nil {
-		c.recv, err = d.l.ev.RecvMultishot(c.fd, d.group, 0, c.cb, tokRecv)
+		c.recv, err = d.l.ev.RecvMultishot(c.fd, d.group, 0, d.onConn, c.tok(tokRecv))
 	} else {
 		x := c.x()
 		if x.rbuf == nil {
@@ -313,7 +332,7 @@ func (d *connReqs) armRecv(c *Conn) {
 				x.rbuf = new([RecvBufferSize]byte)
 			}
 		}
-		c.recv, err = d.l.ev.Recv(c.fd, x.rbuf[:], 0, c.cb, tokRecv)
+		c.recv, err = d.l.ev.Recv(c.fd, x.rbuf[:], 0, d.onConn, c.tok(tokRecv))
 	}
 	if err != nil {
 		d.l.e.logf("recv: %v", err)
@@ -337,7 +356,7 @@ func (d *connReqs) send(c *Conn) {
 	}
 	c.out, c.pend = c.pend, nil
 	d.l.sends++
-	if _, err := d.l.ev.Send(c.fd, c.out, 0, c.cb, tokSend); err != nil {
+	if _, err := d.l.ev.Send(c.fd, c.out, 0, d.onConn, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)
 		c.wrote(-len(c.out))
 		d.l.bufs.put(c.out)
@@ -367,7 +386,7 @@ func (d *connReqs) linger(c *Conn) {
 }
 
 func (d *connReqs) closeFd(c *Conn) {
-	if _, err := d.l.ev.CloseFd(c.fd, c.cb, tokClose); err != nil {
+	if _, err := d.l.ev.CloseFd(c.fd, d.onConn, c.tok(tokClose)); err != nil {
 		d.l.e.logf("closing a connection: %v", err)
 		unix.Close(c.fd)
 		c.reqClosed()

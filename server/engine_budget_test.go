@@ -104,7 +104,10 @@ func TestEngineBudgetCountsNothingOnceConnectionsClose(t *testing.T) {
 		l := e.Loops()[0]
 		var conns []*Conn
 		onLoop(t, l, func() {
-			for c := range l.conns {
+			for _, c := range l.conns.all {
+				if c == nil {
+					continue
+				}
 				conns = append(conns, c)
 			}
 		})

@@ -57,7 +57,7 @@ type Loop struct {
 	drainFn func() // l.drain, made once
 
 	// The loop's goroutine only.
-	conns       map[*Conn]struct{}
+	conns       connTable
 	dials       map[*dialer]struct{} // Loop.Dial's under way
 	dirty       []*Conn              // connections with output to hand to the kernel at the turn's end
 	spare       []*Conn
@@ -124,7 +124,7 @@ type ioDriver interface {
 
 // newLoop makes the engine's loop idx (not yet running).
 func newLoop(e *Engine, idx int) *Loop {
-	l := &Loop{e: e, idx: idx, conns: map[*Conn]struct{}{}, limit: e.o.writeLimit, maxPend: int64(e.o.maxPending)}
+	l := &Loop{e: e, idx: idx, limit: e.o.writeLimit, maxPend: int64(e.o.maxPending)}
 	l.drainFn, l.flushFn, l.shedFn = l.drain, l.flush, l.shed
 	l.shutdownFn, l.closeFn = l.shutdown, l.closeAll
 	return l
@@ -392,7 +392,7 @@ func (l *Loop) addConn(fd int, counted bool) {
 // newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
 func (l *Loop) newConn(fd int, hs *handlers) *Conn {
 	c := &Conn{l: l, hs: hs, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request, halfOpen: l.e.o.halfOpen, rIdle: l.e.o.readIdle}
-	l.conns[c] = struct{}{}
+	l.conns.add(c)
 	return c
 }
 
@@ -436,7 +436,7 @@ func (l *Loop) finished(c *Conn) {
 		return
 	}
 	c.done = true
-	delete(l.conns, c)
+	l.conns.remove(c)
 	l.load.Add(-1)
 	l.dropDeadline(c)
 	if cl := c.hs.close; cl != nil && c.opened {
@@ -566,7 +566,10 @@ func (l *Loop) shed() {
 		share := budget / int64(max(1, e.Conns()))
 		var worst *Conn
 		most := share
-		for c := range l.conns {
+		for _, c := range l.conns.all {
+			if c == nil {
+				continue
+			}
 			if h := c.outN.Load() + int64(len(c.in)); h > most && !c.closed {
 				worst, most = c, h
 			}
@@ -659,8 +662,10 @@ func (l *Loop) shutdown() {
 	l.drv.stopAccept()
 	l.ev.AddTimer(drainGrace, func(*ringev.Timer) {
 		l.graceDone = true
-		for c := range l.conns {
-			c.closeWith(ErrShutdown, false)
+		for _, c := range l.conns.all {
+			if c != nil {
+				c.closeWith(ErrShutdown, false)
+			}
 		}
 		l.maybeDone()
 	})
@@ -670,8 +675,10 @@ func (l *Loop) shutdown() {
 func (l *Loop) closeAll() {
 	l.shutdown()
 	l.graceDone = true
-	for c := range l.conns {
-		c.abort(ErrShutdown)
+	for _, c := range l.conns.all {
+		if c != nil {
+			c.abort(ErrShutdown)
+		}
 	}
 	if l.pc != nil {
 		l.pc.closeNow()
@@ -681,7 +688,7 @@ func (l *Loop) closeAll() {
 
 // maybeDone stops the loop once a drain has closed every connection and the listener.
 func (l *Loop) maybeDone() {
-	if !l.draining || !l.graceDone || len(l.conns) > 0 || len(l.dials) > 0 {
+	if !l.draining || !l.graceDone || l.conns.n > 0 || len(l.dials) > 0 {
 		return
 	}
 	if l.pc != nil && !l.pc.idle() {
@@ -700,4 +707,35 @@ func (l *Loop) maybeDone() {
 // another.
 func errNotOwner(what string) error {
 	return fmt.Errorf("server: Conn.%s from a goroutine other than its loop's: %w", what, ringev.ErrNotOwner)
+}
+
+// connTable is a loop's connections, each in a slot of all (Conn.slot) from newConn to
+// finished: a connection costs the table a pointer, not a map entry, and its slot names it in
+// its requests' tokens (connReqs.onIO).
+type connTable struct {
+	all  []*Conn // nil: a free slot
+	free []int32 // the free slots
+	n    int     // the connections in all
+	seq  uint32  // the sequence number of the last connection added
+}
+
+// add gives c a slot and a sequence number.
+func (t *connTable) add(c *Conn) {
+	t.seq++
+	c.seq = t.seq
+	if k := len(t.free); k > 0 {
+		c.slot, t.free = t.free[k-1], t.free[:k-1]
+		t.all[c.slot] = c
+	} else {
+		c.slot = int32(len(t.all))
+		t.all = append(t.all, c)
+	}
+	t.n++
+}
+
+// remove frees c's slot.
+func (t *connTable) remove(c *Conn) {
+	t.all[c.slot] = nil
+	t.free = append(t.free, c.slot)
+	t.n--
 }

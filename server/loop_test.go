@@ -1,0 +1,31 @@
+//go:build linux
+
+package server
+
+// Tests of a Loop's own state: its table of connections.
+
+import "testing"
+
+// TestLoopConnectionsReuseFreedSlots: a closed connection's slot in the loop's table goes to
+// the next connection, so the table does not grow with connections that come and go.
+func TestLoopConnectionsReuseFreedSlots(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		a := dialEngine(t, e)
+		r.next(t)
+		dialEngine(t, e)
+		r.next(t)
+		a.Close()
+		r.closedWith(t)
+		dialEngine(t, e)
+		c := r.next(t)
+		l := e.Loops()[0]
+		var slots, n int
+		var at *Conn
+		onLoop(t, l, func() { slots, n, at = len(l.conns.all), l.conns.n, l.conns.all[c.slot] })
+		if slots != 2 || n != 2 || at != c {
+			t.Fatalf("after a close and a new connection: %d slots, %d connections, the new one in its slot %v; want 2, 2, true", slots, n, at == c)
+		}
+	})
+}
