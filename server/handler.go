@@ -19,7 +19,7 @@ import (
 // loop turn makes to a connection goes out in one send at the turn's end. After the peer's EOF
 // the connection closes once its output is sent, unless it is half-open (WithHalfOpen).
 //
-// A Handler may also implement OpenHandler, CloseHandler, TickHandler and
+// A Handler may also implement OpenHandler, CloseHandler, HandshakeHandler, TickHandler and
 // BackpressureHandler.
 //
 // A panic in a Handler method is not recovered: it ends the process (net/http, unlike this,
@@ -36,6 +36,7 @@ type handlers struct {
 	open  OpenHandler
 	close CloseHandler
 	bp    BackpressureHandler
+	hand  HandshakeHandler
 }
 
 // newHandlers finds h's optional parts.
@@ -44,6 +45,7 @@ func newHandlers(h Handler) handlers {
 	hs.open, _ = h.(OpenHandler)
 	hs.close, _ = h.(CloseHandler)
 	hs.bp, _ = h.(BackpressureHandler)
+	hs.hand, _ = h.(HandshakeHandler)
 	return hs
 }
 
@@ -51,6 +53,17 @@ func newHandlers(h Handler) handlers {
 // set its Context and write a greeting.
 type OpenHandler interface {
 	OnOpen(c *Conn)
+}
+
+// HandshakeHandler is a Handler told when a TLS connection's handshake has ended (WithTLS,
+// DialTLS), after OnOpen and before the first OnData: Conn.TLS gives the state (version,
+// cipher suite, ALPN, the peer's certificates). The place to choose by ALPN, check a client's
+// certificate, or write a greeting that needs the handshake; it may Close the connection. It is
+// not called when the handshake fails (OnClose names the failure) nor on a connection already
+// closing. OnOpen runs at the accept
+// (or the dial's connect), before the handshake, where Conn.TLS is nil.
+type HandshakeHandler interface {
+	OnHandshake(c *Conn)
 }
 
 // CloseHandler is a Handler told when a connection has closed, and why: err is nil after

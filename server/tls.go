@@ -59,9 +59,10 @@ var (
 // WithTLS serves TLS with cfg on every connection of the engine (Listen): the handler reads and
 // writes plaintext, as over TCP, and Conn.TLS gives the connection's state once its handshake
 // has ended. cfg needs a certificate (Certificates, GetCertificate or GetConfigForClient); it
-// must not be changed once given. OnOpen runs at the accept, before the handshake: what it
-// writes is sent once the handshake has ended; OnData runs after it. A handshake that fails
-// closes the connection with an error wrapping crypto/tls's (OnClose).
+// must not be changed once given. OnOpen runs at the accept, before the handshake (Conn.TLS is
+// nil there): what it writes is sent once the handshake has ended; a HandshakeHandler's
+// OnHandshake runs at the handshake's end, with Conn.TLS set, and OnData after it. A handshake
+// that fails closes the connection with an error wrapping crypto/tls's (OnClose).
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // checkTLS returns an error naming what cfg lacks to serve, or nil.
@@ -275,6 +276,12 @@ func (t *tlsConn) handshook() {
 	if t.held {
 		t.held, c.paused = false, false
 		c.l.drv.update(c)
+	}
+	if hh := c.hs.hand; hh != nil && !c.closing {
+		hh.OnHandshake(c)
+		if c.closed {
+			return
+		}
 	}
 	if len(t.plain) > 0 && !c.dirty {
 		c.l.markDirty(c) // what OnOpen wrote is sealed at the turn's end

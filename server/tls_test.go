@@ -14,6 +14,7 @@ import (
 	"net"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -733,6 +734,110 @@ func TestTLSDialUntrustedServerClosesNamingIt(t *testing.T) {
 		var unknown x509.UnknownAuthorityError
 		if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "TLS handshake") {
 			t.Fatalf("OnClose: %v; want a TLS handshake error wrapping x509.UnknownAuthorityError", err)
+		}
+	})
+}
+
+// handshakeRecorder is a recorder told of each handshake's end: what Conn.TLS gave in OnOpen and
+// in OnHandshake; OnHandshake writes the ALPN protocol chosen, if any, as a greeting.
+type handshakeRecorder struct {
+	*recorder
+	atOpen, atHandshake chan *tls.ConnectionState
+}
+
+func newHandshakeRecorder() *handshakeRecorder {
+	return &handshakeRecorder{recorder: newRecorder(), atOpen: make(chan *tls.ConnectionState, 10), atHandshake: make(chan *tls.ConnectionState, 10)}
+}
+
+func (h *handshakeRecorder) OnOpen(c *Conn) {
+	h.atOpen <- c.TLS()
+	h.recorder.OnOpen(c)
+}
+
+func (h *handshakeRecorder) OnHandshake(c *Conn) {
+	st := c.TLS()
+	h.atHandshake <- st
+	h.mu.Lock()
+	h.events = append(h.events, "handshake")
+	h.mu.Unlock()
+	if st != nil && st.NegotiatedProtocol != "" {
+		c.WriteString("alpn " + st.NegotiatedProtocol + "\n")
+	}
+}
+
+// TestTLSOnHandshakeGivesStateBeforeFirstData: OnOpen sees no TLS state (it runs before the
+// handshake); OnHandshake sees the handshake's (ALPN included), before the first OnData, and
+// what it writes is the first thing the client reads.
+func TestTLSOnHandshakeGivesStateBeforeFirstData(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newHandshakeRecorder()
+		cfg := tlsServerConfig(t)
+		cfg.NextProtos = []string{"ringev-test"}
+		e := startEngine(t, h, append(s.opts(), WithTLS(cfg))...)
+		ccfg := tlsClientConfig(t)
+		ccfg.NextProtos = []string{"ringev-test"}
+		c := dialTLS(t, e, ccfg)
+		c.Write([]byte("hi\n"))
+		if got := readN(t, c, len("alpn ringev-test\nhi\n")); got != "alpn ringev-test\nhi\n" {
+			t.Fatalf("read %q; want OnHandshake's greeting, then the echo", got)
+		}
+		if st := <-h.atOpen; st != nil {
+			t.Fatalf("Conn.TLS() in OnOpen = %+v; want nil (before the handshake)", st)
+		}
+		select {
+		case st := <-h.atHandshake:
+			if st == nil || !st.HandshakeComplete || st.NegotiatedProtocol != "ringev-test" {
+				t.Fatalf("Conn.TLS() in OnHandshake = %+v; want the handshake's state", st)
+			}
+		default:
+			t.Fatal("OnHandshake was not called")
+		}
+		if ev := h.log(); len(ev) < 3 || ev[0] != "open" || ev[1] != "handshake" || ev[2] != "data hi" {
+			t.Fatalf("events %q; want open, handshake, data hi", ev)
+		}
+	})
+}
+
+// TestTLSOnHandshakeNotCalledWhenHandshakeFails: a handshake that fails closes the connection
+// (OnClose names it) without OnHandshake.
+func TestTLSOnHandshakeNotCalledWhenHandshakeFails(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newHandshakeRecorder()
+		e := tlsEngine(t, s, h)
+		c := dialEngine(t, e)
+		c.Write([]byte("\x01\x02\x03\x04\x05garbage garbage garbage\n"))
+		readToEOF(t, c)
+		if _, err := h.closedWith(t); err == nil || !strings.Contains(err.Error(), "TLS handshake") {
+			t.Fatalf("OnClose: %v; want a TLS handshake error", err)
+		}
+		if ev := h.log(); slices.Contains(ev, "handshake") {
+			t.Fatalf("events %q: OnHandshake called for a failed handshake", ev)
+		}
+	})
+}
+
+// TestTLSOnHandshakeRunsOnDialedConns: a DialTLS connection's handler is told of the
+// handshake's end, with the server's certificates in Conn.TLS.
+func TestTLSOnHandshakeRunsOnDialedConns(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		srv := tlsEngine(t, s, Echo{})
+		e := startDialEngine(t, s.opts()...)
+		h := newHandshakeRecorder()
+		c, err := e.DialTLS(context.Background(), "tcp", srv.Addr().String(), tlsClientConfig(t), h)
+		if err != nil {
+			t.Fatalf("DialTLS: %v", err)
+		}
+		select {
+		case st := <-h.atHandshake:
+			if st == nil || !st.HandshakeComplete || len(st.PeerCertificates) == 0 {
+				t.Fatalf("Conn.TLS() in OnHandshake = %+v; want the server's certificates", st)
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("OnHandshake not called within %v (events %q)", waitFor, h.log())
+		}
+		c.Close()
+		if _, err := h.closedWith(t); err != nil {
+			t.Fatalf("OnClose: %v", err)
 		}
 	})
 }
