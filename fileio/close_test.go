@@ -52,6 +52,7 @@ func collectClosed(t *testing.T, out <-chan result, n int) {
 func TestFileCloseWithOperationsInFlight(t *testing.T) {
 	for _, m := range uringModes {
 		t.Run(string(m), func(t *testing.T) {
+			watchHang(t)
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			requireMode(t, m)
 			fds := testutil.OpenFds(t)
@@ -79,6 +80,7 @@ func TestFileCloseWithOperationsInFlight(t *testing.T) {
 func TestRingCloseWithOperationsInFlight(t *testing.T) {
 	for _, m := range uringModes {
 		t.Run(string(m), func(t *testing.T) {
+			watchHang(t)
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			requireMode(t, m)
 			fds := testutil.OpenFds(t)

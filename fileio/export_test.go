@@ -29,3 +29,19 @@ func QueuedCancels(r *Ring) int {
 	}
 	return n
 }
+
+// OwnerAsleep reports whether r's owner (io_uring modes) has announced that it sleeps, so
+// that the next caller to queue writes the eventfd; false in ModeThreads.
+func OwnerAsleep(r *Ring) bool {
+	return r.uring != nil && r.uring.sleeping.Load() == 1
+}
+
+// WakeOwner does what a caller does after pushing an operation (io_uring modes): if the owner
+// announced that it sleeps, it claims the wake-up and writes the eventfd. Called without a
+// push, it is the late half of a caller whose operation the owner took before that caller
+// looked at the flag.
+func WakeOwner(r *Ring) {
+	if r.uring != nil {
+		r.uring.wake()
+	}
+}

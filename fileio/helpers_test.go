@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ import (
 
 // waitTimeout bounds every wait of a test.
 const waitTimeout = 10 * time.Second
+
+// hangTimeout bounds a whole test that makes a ring, its cleanups (the rings' Close) included:
+// a test still running then has hung in a wait that has no deadline of its own (Close, or an
+// owner that never wakes), and the test binary fails with every goroutine's stack instead of
+// stalling until go test's -timeout.
+const hangTimeout = time.Minute
 
 // ringModes are the modes each operation is tested in.
 var ringModes = []fileio.Mode{fileio.ModePlain, fileio.ModeDeferTaskrun, fileio.ModeSQPoll, fileio.ModeDeputy,
@@ -52,7 +59,8 @@ var leakChecked sync.Map
 // checkLeaks, on its first call in a test, notes the open fds and the running goroutines and
 // registers a cleanup that runs after those registered later (the Close of every ring made
 // since): it fails the test if an fd opened since is still open or a goroutine started since
-// still runs (goleak retries for a while, for goroutines on their way out).
+// still runs (goleak retries for a while, for goroutines on their way out). Until that cleanup
+// ends, watchHang guards the test.
 func checkLeaks(t testing.TB) {
 	t.Helper()
 	if _, done := leakChecked.LoadOrStore(t, true); done {
@@ -60,6 +68,7 @@ func checkLeaks(t testing.TB) {
 	}
 	fds := testutil.OpenFds(t)
 	goroutines := goleak.IgnoreCurrent()
+	watchHang(t)
 	t.Cleanup(func() {
 		leakChecked.Delete(t)
 		if left := testutil.FdsSince(t, fds); len(left) > 0 {
@@ -69,6 +78,18 @@ func checkLeaks(t testing.TB) {
 			t.Errorf("after the test's rings were closed: %v", err)
 		}
 	})
+}
+
+// watchHang ends the test binary with every goroutine's stack if t and its cleanups (those
+// registered after this call) are not done within hangTimeout. Tests that make a ring get it
+// through newRing; a test that makes one with fileio.NewRing calls it first.
+func watchHang(t testing.TB) {
+	t.Helper()
+	watchdog := time.AfterFunc(hangTimeout, func() {
+		debug.SetTraceback("all")
+		panic(fmt.Sprintf("%s: not done after %v: a wait without a deadline hangs", t.Name(), hangTimeout))
+	})
+	t.Cleanup(func() { watchdog.Stop() })
 }
 
 // forModes runs test once per mode of ringModes, each as a subtest with its own ring; a mode

@@ -34,7 +34,7 @@ const (
 	// ModeNetpoll is an io_uring without setup flags whose owner goroutine is not locked to an
 	// OS thread and never waits in a system call: the ring signals an eventfd when it posts
 	// completions (IORING_REGISTER_EVENTFD, Linux 5.2; io_uring_register(2)), and the owner
-	// waits by reading that eventfd through Go's netpoller, so the ring costs no OS thread of
+	// waits for that eventfd in Go's netpoller (never reading it), so the ring costs no OS thread of
 	// its own, and no runtime template thread (runtime.LockOSThread starts one). Its
 	// submissions are io_uring_enter(2) calls that do not wait, from whichever thread runs the
 	// owner then; each completion's work runs as task work on the thread that submitted it,

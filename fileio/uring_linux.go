@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -21,8 +22,8 @@ import (
 // eventfd. Each turn the owner takes everything pushed since the last one, prepares an SQE per
 // operation, submits them with one io_uring_enter(2), and completes what the CQ holds; it
 // sleeps only when a turn found nothing to do: in io_uring_enter, on a read of the eventfd in
-// the ring, or, in ModeNetpoll, on a read of the eventfd through Go's netpoller, which the ring
-// signals for its completions (IORING_REGISTER_EVENTFD).
+// the ring, or, in ModeNetpoll, in Go's netpoller until the eventfd, which the ring signals for
+// its completions (IORING_REGISTER_EVENTFD), is written again.
 
 // user_data of the owner's own requests; an operation's is its slot and generation (the top
 // 16 bits 0, clear of uring.DeputyTag).
@@ -53,6 +54,11 @@ type uringEngine struct {
 	efd      int
 	cancelFn func(*op)
 	efile    *os.File // ModeNetpoll: the eventfd, nonblocking, on Go's netpoller
+
+	// ModeNetpoll, owner-only: the eventfd's raw connection and the test that its wait
+	// runs (one func value, made once).
+	erc     syscall.RawConn
+	hasWork func(uintptr) bool
 
 	ringOps, submits, waits, wakeups, cancelsN, depSQEs atomic.Uint64
 
@@ -167,9 +173,16 @@ func (e *uringEngine) setup() error {
 		if err := e.ring.RegisterEventfd(e.efd, false); err != nil {
 			return fmt.Errorf("fileio: %s: register eventfd %d: %w", what, e.efd, err)
 		}
-		// A nonblocking fd goes on the netpoller: a Read that finds the counter 0
-		// parks the goroutine, not the thread.
+		// A nonblocking fd goes on the netpoller: a wait for it parks the goroutine,
+		// not the thread.
 		e.efile = os.NewFile(uintptr(e.efd), "fileio-eventfd")
+		if e.erc, err = e.efile.SyscallConn(); err != nil {
+			return fmt.Errorf("fileio: eventfd %d: %w", e.efd, err)
+		}
+		e.hasWork = func(uintptr) bool {
+			return e.sleeping.Load() == 0 || !e.q.empty() || !e.cancels.empty() ||
+				e.ring.CQReady() > 0 || e.ring.CQOverflowPending()
+		}
 	} else if e.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 		return fmt.Errorf("fileio: eventfd: %w", err)
 	}
@@ -241,7 +254,8 @@ var one = [8]byte{1}
 func (e *uringEngine) wake() {
 	if e.sleeping.Load() == 1 && e.sleeping.CompareAndSwap(1, 0) {
 		e.wakeups.Add(1)
-		// An eventfd write cannot block (short of 2^64-2 unread wake-ups).
+		// An eventfd write cannot block or fail short of 2^64-2 unread wake-ups (ModeNetpoll
+		// never reads the counter: at a billion a second that takes 584 years).
 		rawsys.Syscall(unix.SYS_WRITE, uintptr(e.efd), uintptr(unsafe.Pointer(&one[0])), 8)
 	}
 }
@@ -268,7 +282,7 @@ func (e *uringEngine) loop() {
 		}
 		// CQEs that found the CQ full wait in the kernel's overflow list until an enter
 		// with GETEVENTS (which Submit passes then) moves them in; the other modes' waits
-		// do, ModeNetpoll's eventfd read does not.
+		// do, ModeNetpoll's netpoller wait does not.
 		if e.prepared > 0 || (e.efile != nil && e.ring.CQOverflowPending()) {
 			e.submit()
 		}
@@ -327,15 +341,22 @@ func (e *uringEngine) loop() {
 	}
 }
 
-// waitNetpoll is ModeNetpoll's sleep: a read of the eventfd that the ring signals when it posts
-// CQEs and callers write when they queue, parked in Go's netpoller. A CQE posted since the last
-// reap has already signalled, so the read returns at once. With the SQ full (the kernel
-// refused a submission) it sleeps sqFullPoll instead and looks again.
+// waitNetpoll is ModeNetpoll's sleep: a wait in Go's netpoller for the eventfd that the ring
+// signals when it posts CQEs and callers write when they queue. The counter is never read:
+// each signal and each write is a new edge for the netpoller (epoll, EPOLLET), whatever the
+// counter holds. RawConn.Read forgets the edges seen before it starts, then asks hasWork, then
+// parks until the next edge and asks again. hasWork looks where every edge comes from: the
+// sleeping flag (a caller that clears it writes the eventfd after, so a 0 means a wake-up
+// whose edge may have been forgotten, and whose operation may already be served: the owner
+// must not sleep on with the flag clear, or no later caller would write), the stacks, and
+// the CQ. So a wait makes no system call of its own (a read of the eventfd made one, and a
+// second that found the counter 0). With the SQ full (the kernel refused a submission) it
+// sleeps sqFullPoll instead and looks again.
 func (e *uringEngine) waitNetpoll() {
 	if e.sqFull {
 		time.Sleep(sqFullPoll)
-	} else if _, err := e.efile.Read(e.wakeBuf[:]); err != nil {
-		e.fail(fmt.Errorf("fileio: read eventfd %d: %w", e.efd, err))
+	} else if err := e.erc.Read(e.hasWork); err != nil {
+		e.fail(fmt.Errorf("fileio: wait for eventfd %d: %w", e.efd, err))
 		time.Sleep(sqFullPoll) // no hot loop on a broken eventfd
 	}
 	e.sleeping.Store(0)
