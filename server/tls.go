@@ -26,10 +26,10 @@ import (
 // bounds it with the handshake timeout.
 //
 // After the handshake the records are read and written on the loop, without a goroutine: the
-// transport's Read returns what the loop received in this turn and then an error whose
-// Temporary() is true, which crypto/tls survives (its read side keeps the bytes of a record
-// not yet complete and goes on at the next call); its Write appends to the connection's output
-// and never fails. The handler's writes of a turn are one tls.Conn.Write at the turn's end
+// transport's Read returns what the loop received in this turn, a record at most per call, and
+// then an error whose Temporary() is true, which crypto/tls survives (its read side keeps the
+// bytes of a record not yet complete and goes on at the next call); its Write appends to the
+// connection's output and never fails. The handler's writes of a turn are one tls.Conn.Write at the turn's end
 // (records of up to 16 KiB), sealed into the output the driver sends. An idle connection
 // holds the tls.Conn and no buffer of the layer's.
 
@@ -471,12 +471,16 @@ func (r *goRecords) open(data []byte) error {
 			}
 			return nil
 		case err != nil:
-			if errors.Is(err, errWouldBlock) {
+			if err == errWouldBlock || errors.Is(err, errWouldBlock) {
 				return nil
 			}
 			return err
 		case c.closed || c.closing || c.lingering:
 			return nil // input is dropped from now on
+		case len(t.tr.in) == 0 && n < len(buf):
+			// All of the record's plaintext was returned, and crypto/tls holds no other
+			// (recordCut): another Read would only find the transport empty.
+			return nil
 		}
 	}
 }
@@ -511,12 +515,14 @@ func (wouldBlock) Temporary() bool { return true }
 // tlsTransport is the net.Conn under a connection's tls.Conn. In the handshake (sync) its Read
 // blocks until the loop feeds it and its Write queues for the loop, under mu; after it, on the
 // loop, Read returns what the loop received in this turn, then errWouldBlock, and Write appends
-// to the connection's output. Write never fails and the deadlines are not kept: crypto/tls
+// to the connection's output. Either way a Read stops at the end of a record (recordCut). Write never fails and the deadlines are not kept: crypto/tls
 // makes a write error permanent, and sets write deadlines around close_notify.
 type tlsTransport struct {
 	t    *tlsConn
 	sync bool // the handshake's mode; the loop changes it only while no goroutine has it
 	cpu  bool // the handshake's goroutine holds a token of the pool's cpu (its own field)
+
+	cut recordCut // where Read stops: the end of the record crypto/tls reads
 
 	mu     sync.Mutex
 	wake   chan struct{} // signalled when in, closed or eof changes (sync)
@@ -532,7 +538,7 @@ func (tr *tlsTransport) Read(p []byte) (int, error) {
 		if len(tr.in) == 0 {
 			return 0, errWouldBlock
 		}
-		n := copy(p, tr.in)
+		n := copy(p, tr.in[:tr.cut.take(tr.in, len(p))])
 		tr.in = tr.in[n:]
 		return n, nil
 	}
@@ -559,11 +565,43 @@ func (tr *tlsTransport) Read(p []byte) (int, error) {
 		<-w
 		tr.mu.Lock()
 	}
-	n := copy(p, tr.in)
+	n := copy(p, tr.in[:tr.cut.take(tr.in, len(p))])
 	tr.in = tr.in[n:]
 	tr.mu.Unlock()
 	tr.compute(true)
 	return n, nil
+}
+
+// recordCut follows the record boundaries of what the transport hands crypto/tls, so that a Read
+// stops at the end of the record crypto/tls is reading. Its input buffer (which keeps its
+// capacity for the connection's life) then never holds more than one record, and once the loop
+// has handed over all it received, crypto/tls holds no ciphertext: a record it returned
+// plaintext for was the last one there.
+type recordCut struct {
+	hdr  [5]byte // the current record's header, as far as seen
+	hn   int     // bytes of hdr seen
+	left int     // bytes of the current record's body not yet handed over (once hn is 5)
+}
+
+// take returns how many of b's first bytes, at most max, to hand over: those of the current
+// record. It moves past them.
+func (r *recordCut) take(b []byte, max int) int {
+	b = b[:min(len(b), max)]
+	n := 0
+	if r.hn < len(r.hdr) {
+		n = copy(r.hdr[r.hn:], b)
+		r.hn += n
+		if r.hn < len(r.hdr) {
+			return n
+		}
+		r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
+	}
+	k := min(r.left, len(b)-n)
+	r.left -= k
+	if r.left == 0 {
+		r.hn = 0 // the next byte starts a record
+	}
+	return n + k
 }
 
 // compute takes (on) or gives back a token of the pool's cpu for the handshake's goroutine.

@@ -841,3 +841,42 @@ func TestTLSOnHandshakeRunsOnDialedConns(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSTransportReadStopsAtRecordEnd: once the handshake has ended, the transport hands
+// crypto/tls at most the rest of the record it reads, however the bytes arrived (a header cut
+// in two, two records in one receive), so crypto/tls's input buffer never holds a second record.
+func TestTLSTransportReadStopsAtRecordEnd(t *testing.T) {
+	rec := func(body string) []byte {
+		return append([]byte{23, 3, 3, byte(len(body) >> 8), byte(len(body))}, body...)
+	}
+	stream := slices.Concat(rec("first"), rec(""), rec("second record"), rec("x"))
+	want := [][]byte{rec("first"), rec(""), rec("second record"), rec("x")}
+	for cut := range len(stream) + 1 { // every place a receive may end
+		tr := &tlsTransport{}
+		var got [][]byte
+		var cur []byte
+		for _, part := range [][]byte{stream[:cut], stream[cut:]} {
+			tr.in = part
+			for {
+				p := make([]byte, 64)
+				n, err := tr.Read(p)
+				if err != nil {
+					if err != errWouldBlock {
+						t.Fatalf("cut %d: Read: %v", cut, err)
+					}
+					break
+				}
+				cur = append(cur, p[:n]...)
+				if len(cur) >= 5 && len(cur) == 5+int(cur[3])<<8+int(cur[4]) {
+					got = append(got, cur)
+					cur = nil
+				} else if len(cur) >= 5 && len(cur) > 5+int(cur[3])<<8+int(cur[4]) {
+					t.Fatalf("cut %d: a Read went past the record's end: %q", cut, cur)
+				}
+			}
+		}
+		if len(cur) != 0 || !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("cut %d: records %q, rest %q; want %q", cut, got, cur, want)
+		}
+	}
+}
