@@ -134,6 +134,29 @@ func (d *ringReqs) run(n int) bool {
 			}
 			r := ringOf(rq.recs[idx])
 			res := c.Res
+			if r.ioKey == uint32(ud>>32) && r.fast && (r.c.Op&1 != 0 || uint32(res) >= uint32(len(r.c.Buf))) {
+				// An IO's submission that IO.Submit made (ioKey: this use of the record, in
+				// flight, no CloseFd waiting), with nothing changed since (fast: no deadline,
+				// no cancel), that ends with this result: a read's or recv's any, a write's or
+				// send's whole count or error (uint32 of an error is above any length). The
+				// result goes to its IOFunc as it is; the record is ready to be submitted
+				// again (a fast record's per-submission fields are as ioDone leaves them).
+				ran = true
+				r.cqes = 0
+				if r.c.Op == OpRecv {
+					r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+				}
+				r.gen = (r.gen + 1) & genMask
+				r.state = stFree
+				rq.live--
+				x := r.rare
+				if res >= 0 {
+					x.fn(x.x, int(res), nil)
+				} else {
+					x.fn(x.x, 0, r.compErr(res))
+				}
+				continue
+			}
 			if r.gen != uint32(ud>>32)&genMask || r.state != stInflight {
 				continue // a stale CQE: its record was reused
 			}

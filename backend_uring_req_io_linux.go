@@ -19,8 +19,8 @@ import (
 //
 // On uring the IO's SQE, prepared when it was made (prepIO), is copied into the SQ here, in
 // one frame (a call costs its prologue and the spills around it); only its user_data (the
-// record's generation) and what its fd's state asks for (a registered file, POLL_FIRST) are
-// written after.
+// record's generation) and a Recv's POLL_FIRST are written after. The user_data is kept in the
+// record too (ioKey), so that the completion knows this submission at one compare.
 func (x *IO) Submit() error {
 	l := x.l
 	if !l.owned() {
@@ -48,13 +48,11 @@ func (x *IO) Submit() error {
 		d.start(r)
 		return nil
 	}
-	if r.ioFixed {
-		s.Flags = uring.SQEFixedFile
-	}
 	if r.c.Op == OpRecv && r.ioDrained && d.pollFirst {
 		s.Ioprio = uring.RecvsendPollFirst
 	}
-	s.UserData = reqTag | uint64(r.gen)<<32 | uint64(r.idx)
+	ud := reqTag | uint64(r.gen)<<32 | uint64(r.idx)
+	s.UserData, rr.ioKey = ud, uint32(ud>>32)
 	rr.state, rr.fast = stInflight, true
 	rr.cqes, rr.opDone, rr.link = 1, false, false
 	rr.sqPos, rr.epoch = ring.SQTail()-1, d.epoch
@@ -64,7 +62,9 @@ func (x *IO) Submit() error {
 
 // prepIO prepares, on the uring backend, the SQE of r, an IO's record just made or given a new
 // buffer (SetBuf), in its rare part (which an IO holds until Free), which Submit copies into
-// the SQ: opcode, fd, buffer, offset or msg flags. Its user_data and flags are Submit's.
+// the SQ: opcode, fd, buffer, offset or msg flags, and IOSQE_FIXED_FILE while the fd is in
+// the ring's registered-file table (ioFixed: setFixed prepares it again). Its user_data and
+// a Recv's POLL_FIRST are Submit's.
 func (rq *requests) prepIO(r *reqRec) {
 	if _, ok := rq.drv.(*ringReqs); !ok {
 		return
@@ -72,4 +72,20 @@ func (rq *requests) prepIO(r *reqRec) {
 	s := &r.rare.drv.sqe
 	*s = uring.SQE{}
 	prepBytes(s, r)
+	rq.fixIO(r)
+}
+
+// fixIO writes, on the uring backend, r's ioFixed into its IO's prepared SQE
+// (IOSQE_FIXED_FILE, the fd's slot in the registered-file table, or not): at prepIO, and when
+// setFixed changes it. A submission in flight keeps what it was submitted with.
+func (rq *requests) fixIO(r *reqRec) {
+	if _, ok := rq.drv.(*ringReqs); !ok {
+		return
+	}
+	s := &r.rare.drv.sqe
+	if r.ioFixed {
+		s.Flags |= uring.SQEFixedFile
+	} else {
+		s.Flags &^= uring.SQEFixedFile
+	}
 }

@@ -73,7 +73,7 @@ func (f *reqFd) closeIOs() {
 	for r := f.ios; r != nil; r = r.rare.ioNext {
 		r.ioGone = true
 		if r.state == stQueued || r.state == stInflight {
-			r.ioCloseWait = true
+			r.ioCloseWait, r.ioKey = true, 0 // (run's shortest way would not count f.live down)
 			f.live++
 		}
 	}

@@ -239,7 +239,7 @@ func (x *IO) Free() error {
 		}
 		*p = r.rare.ioNext
 	}
-	r.io = false // (recycle gives the rare part back, forgetting fn, the IO and its buffer)
+	r.io, r.ioKey = false, 0 // (recycle gives the rare part back, forgetting fn, the IO and its buffer)
 	if x.l.closed {
 		return nil
 	}

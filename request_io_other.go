@@ -25,3 +25,6 @@ func (x *IO) Submit() error {
 // prepIO prepares the backend's state of an IO's record just made or given a new buffer: none
 // here (the emulation reads the record).
 func (rq *requests) prepIO(*reqRec) {}
+
+// fixIO writes an IO's registered-file state into its prepared SQE: none here.
+func (rq *requests) fixIO(*reqRec) {}

@@ -133,6 +133,13 @@ type reqVars struct {
 	cancelReq bool  // Cancel (or CloseFd, or the deadline) asked
 	timedOut  bool  // the deadline passed
 	turn      bool  // a RecvMultishot's receive is a turn: one buffer, no wait (BufferGroup.pump)
+	// ioKey is, on the uring backend, the high half of the user_data (tag, kind, generation)
+	// of the IO's submission that IO.Submit put in the SQ itself, else 0: its CQE, when it
+	// matches and the record is still fast, takes run's shortest way (the record is an IO's,
+	// in flight, with no CloseFd waiting for it: closeIOs clears it). A record's gen moves at
+	// each completion, so an older key never matches. (In the struct's last 4 bytes, which
+	// were padding: a record fits in 224 bytes.)
+	ioKey uint32
 }
 
 // reqFd is the core's state for one fd number.

@@ -103,6 +103,7 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 	f.fixed = fixed
 	for r := f.ios; r != nil; r = r.rare.ioNext {
 		r.ioFixed = fixed
+		rq.fixIO(r)
 	}
 	return err
 }

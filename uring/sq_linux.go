@@ -1,6 +1,9 @@
 package uring
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // This file and cq_linux.go are the only places that touch the shared ring
 // indices. Go's sync/atomic operations are sequentially consistent: each
@@ -41,7 +44,8 @@ func (r *Ring) PutSQE(s *SQE) *SQE {
 	if r.sqeTail-head >= uint32(len(r.sqes)) {
 		return nil
 	}
-	sqe := &r.sqes[r.sqeTail&r.sqMask]
+	// The mask keeps the slot inside the SQE array: not bounds-checked again.
+	sqe := (*SQE)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.sqes)), uintptr(r.sqeTail&r.sqMask)*unsafe.Sizeof(SQE{})))
 	r.sqeTail++
 	*sqe = *s
 	return sqe
