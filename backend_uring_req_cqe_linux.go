@@ -118,8 +118,9 @@ func (d *ringReqs) run(n int) bool {
 		if rq.held == 0 {
 			break
 		}
-		for n > 0 && d.next != limit {
-			p := d.next
+		// d.next is read once per CQE, after the last one's callback (which may have read
+		// CQEs: a ride), and rq.recs once (which a callback may have grown).
+		for p := d.next; n > 0 && p != limit; p = d.next {
 			d.next = p + 1
 			c := ring.CQEAtPos(p)
 			ud := c.UserData
@@ -128,11 +129,11 @@ func (d *ringReqs) run(n int) bool {
 			}
 			rq.held--
 			n--
-			idx := uint32(ud)
-			if idx >= uint32(len(rq.recs)) {
+			recs, idx := rq.recs, int(uint32(ud))
+			if idx >= len(recs) {
 				continue
 			}
-			r := ringOf(rq.recs[idx])
+			r := ringOf(recs[idx])
 			res := c.Res
 			if r.ioKey == uint32(ud>>32) && r.fast && (r.c.Op&1 != 0 || uint32(res) >= uint32(len(r.c.Buf))) {
 				// An IO's submission that IO.Submit made (ioKey: this use of the record, in
