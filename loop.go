@@ -697,9 +697,6 @@ func (l *Loop) takePendErr() error {
 	return err
 }
 
-// now is the monotonic time in ns since the loop was created.
-func (l *Loop) now() int64 { return int64(time.Since(l.epoch)) }
-
 // call runs h with the nesting guard set.
 func (l *Loop) call(h func()) {
 	l.inside = true

@@ -107,6 +107,41 @@ func (l *Loop) Once() error {
 	}
 }
 
+// runTurn runs a batch of completions if it is their turn: completions and fd handlers take
+// turns when both are ready (an fd handler ran since the last batch, or no fd readiness is
+// left to serve). It reports whether it ran one. The requests' driver runs the batch
+// (reqDriver.run): at most reqBatch completions, in the order the loop learned of them.
+func (l *Loop) runTurn() bool {
+	rq := l.req
+	if l.dispatch == rq.seen && (l.cacheLeft > 0 || l.nfd > 0 && l.waitSeq == rq.seenWait) {
+		// The fd handlers' turn: no fd handler ran since the last batch, and one is ready, or
+		// the fds were not looked at since (Once then looks without blocking: see reqWait).
+		return false
+	}
+	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
+	// The callbacks run with the nesting guard set, once for the batch: endTurn resets it
+	// (and the requests' batch state: endBatch) also when a callback panics out of Once. A
+	// callback cannot close the loop (Close returns ErrNested).
+	l.inside = true
+	defer l.endTurn()
+	rq.turn++
+	var ran bool
+	if rq.emul {
+		ran = rq.runQueued(reqBatch) // emulReqs.run, without the interface call
+	} else {
+		ran = rq.drv.run(reqBatch) // at most reqBatch, in the order the loop learned of them
+	}
+	rq.settle()
+	return ran
+}
+
+// endTurn ends runTurn's batch (deferred): the nesting guard off, and the requests' end of
+// the batch (endBatch). Small enough to be inlined into runTurn's deferred call.
+func (l *Loop) endTurn() {
+	l.inside = false
+	l.req.endBatch()
+}
+
 // wait asks the backend what is ready, blocking for at most timeout ns (< 0: no deadline). A
 // busy loop (the last wait found something) first looks without blocking: that look needs no
 // announcement to posters, and on the hot path it is the only one. Before blocking, the loop

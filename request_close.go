@@ -24,35 +24,19 @@ func (rq *requests) closeNow(f *reqFd) {
 	rq.finish(c, res, 0)
 }
 
-// CloseFd closes fd through the loop: it cancels every request on fd
-// (IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_FD|IORING_ASYNC_CANCEL_ALL, Linux 5.19, on
-// uring), disarms the fd events that watch it, and closes it with close(2) once the last of
-// those requests has completed (their callbacks get ECANCELED, or their result if it won; a
-// Loop.Close meanwhile cancels them and closes the fd, without the callbacks), so
-// that the kernel holds no reference and a socket's peer sees EOF at once; a later file that
-// takes the fd number never gets an old request's completion. The fd events that watch fd
-// stay open, disarmed (flags 0), and lose their auto-close: closing them later, or the loop,
-// does not close the number again (by then another file's). A multishot request on fd ends
-// with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
-// fail with ErrFdClosing.
-func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
-	r, err := l.newReq(OpClose, fd, nil, false, cb, token)
-	if err != nil {
-		return Request{}, err
-	}
-	rq := l.req
+// closeFdStart is CloseFd's first part, on the request side: r, the CloseFd's record, becomes
+// fd's closeRec (requests for fd made from now on fail with ErrFdClosing) and is in flight.
+func (rq *requests) closeFdStart(r *reqRec, fd int) {
 	f := rq.fdState(int32(fd))
 	f.closeRec, f.okSeq = r, 0 // okSeq: no request on fd takes the fast way (fastOK) until it is checked again
 	r.state = stInflight
-	if uint(fd) < uint(len(l.slots)) && l.slots[fd] != nil && !l.slots[fd].internal {
-		s := l.slots[fd]
-		s.mark = 0
-		l.dropNews(s)
-		l.disarmSlot(s)
-		for _, ev := range s.events {
-			ev.autoClose = false // CloseFd closes the fd: an event's Close must not close the number again
-		}
-	}
+}
+
+// closeFdEnd is CloseFd's last part, on the request side, once the loop has disarmed fd's
+// events: a RecvMultishot parked on fd ends, fd's IOs are told, its requests cancelled, and fd
+// closed now if none is left. It returns the CloseFd's Request.
+func (rq *requests) closeFdEnd(r *reqRec, fd int) Request {
+	f := &rq.fds[fd]
 	h := Request{rec: r, gen: r.gen}
 	for _, g := range rq.groups {
 		g.finishParked(fd)
@@ -62,7 +46,7 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	if f.live == 0 && f.closeRec == r {
 		rq.closeNow(f)
 	}
-	return h, nil
+	return h
 }
 
 // closeIOs tells the IOs made on f's fd that a CloseFd closes it: none submits again (ioGone),

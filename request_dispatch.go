@@ -219,38 +219,27 @@ func (l *Loop) reqWait(timeout int64) int64 {
 // holds).
 func (rq *requests) pending() bool { return rq.held > 0 || rq.head < len(rq.cq) }
 
-// runTurn runs a batch of completions if it is their turn: completions and fd handlers take
-// turns when both are ready (an fd handler ran since the last batch, or no fd readiness is
-// left to serve). It reports whether it ran one. The driver runs the batch (reqDriver.run): at
-// most reqBatch completions, in the order the loop learned of them.
-func (l *Loop) runTurn() bool {
-	rq := l.req
-	if l.dispatch == rq.seen && (l.cacheLeft > 0 || l.nfd > 0 && l.waitSeq == rq.seenWait) {
-		// The fd handlers' turn: no fd handler ran since the last batch, and one is ready, or
-		// the fds were not looked at since (Once then looks without blocking: see reqWait).
-		return false
+// settle ends a batch of completions (runTurn's): the queue starts again at its front when
+// every completion in it ran, and moves what is left there once most of it ran (compact).
+// Small enough to be inlined into runTurn.
+func (rq *requests) settle() {
+	if rq.head != len(rq.cq) {
+		rq.compact()
+		return
 	}
-	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
-	rq.turn++
-	// The callbacks run with the nesting guard set, once for the batch: endBatch resets it
-	// (and cbFd, and puts back the record of a last callback that panicked) also when a
-	// callback panics out of Once. A callback cannot close the loop (Close returns ErrNested).
-	l.inside = true
-	defer rq.endBatch()
-	var ran bool
-	if rq.emul {
-		ran = rq.runQueued(reqBatch) // emulReqs.run, without the interface call
-	} else {
-		ran = rq.drv.run(reqBatch)
-	}
-	if rq.head == len(rq.cq) {
-		rq.cq, rq.head = rq.cq[:0], 0
-	} else if rq.head > len(rq.cq)/2 && rq.head > 64 {
+	rq.cq, rq.head = rq.cq[:0], 0
+}
+
+// compact moves the completions left in the queue to its front once more than half of it
+// (and more than 64 entries) has run.
+//
+//go:noinline
+func (rq *requests) compact() {
+	if rq.head > len(rq.cq)/2 && rq.head > 64 {
 		k := copy(rq.cq, rq.cq[rq.head:])
 		clear(rq.cq[k:])
 		rq.cq, rq.head = rq.cq[:k], 0
 	}
-	return ran
 }
 
 // runQueued runs up to n queued completions (requests.cq); the emulation's reqDriver.run.
@@ -407,11 +396,11 @@ func (rq *requests) deferRequest(e cqEntry) {
 	rq.scratch = mine[:0]
 }
 
-// endBatch ends runTurn's batch of callbacks (deferred: a callback may panic, and then the
-// record of a last callback goes back to the pool here, putBack). Small enough to be inlined
-// into runTurn's deferred call.
+// endBatch ends a batch of callbacks (runTurn's), for the loop's endTurn (deferred: a callback
+// may panic, and then the record of a last callback goes back to the pool here, putBack).
+// Small enough to be inlined into it.
 func (rq *requests) endBatch() {
-	rq.l.inside, rq.cbFd = false, -1
+	rq.cbFd = -1
 	if rq.cbRec != 0 {
 		rq.putBack()
 	}

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// now is the loop's monotonic clock: the time in ns since the loop was created, which timers'
+// and requests' deadlines are on.
+func (l *Loop) now() int64 { return int64(time.Since(l.epoch)) }
+
 // Timer is a one-shot timer on the loop's monotonic clock.
 type Timer struct {
 	loop     *Loop
