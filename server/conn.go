@@ -41,11 +41,8 @@ type Conn struct {
 	laddr, raddr atomic.Pointer[net.Addr]
 
 	// Input: in is what the handler left unconsumed (a free-list buffer), nil when empty.
-	// During OnData (inData, with the state below), view is the input it sees (in, or bytes
-	// received and not yet copied) and off what it has discarded of it.
-	in   []byte
-	view []byte
-	off  int
+	// During OnData (inData, with the state below), the input it sees is the loop's view.
+	in []byte
 
 	// Output: pend is what was written and not yet handed to the kernel (a free-list buffer);
 	// out, the buffer a send has in flight (the requests driver's).
@@ -87,7 +84,7 @@ type Conn struct {
 	drainWait bool  // OnData left input while output was pending: served again once it drains
 	held      bool  // PauseRead: not read until ResumeRead (apart from paused)
 	reasonSet bool  // reason is set (the first one wins)
-	inData    bool  // OnData is running (see view)
+	inData    bool  // OnData is running (see Loop.view)
 	reason    error // what OnClose is told
 
 	// Timeouts: idle and reqTO (0: none); active, the loop time (ns) of the last bytes
@@ -183,8 +180,8 @@ func (c *Conn) addr(p *atomic.Pointer[net.Addr], get func(int) (unix.Sockaddr, e
 
 // input is the connection's unconsumed input.
 func (c *Conn) input() []byte {
-	if c.inData {
-		return c.view[c.off:]
+	if v := &c.l.view; c.inData && v.c == c {
+		return v.b[v.off:]
 	}
 	return c.in
 }
@@ -235,9 +232,9 @@ func (c *Conn) Discard(n int) (int, error) {
 
 // discard is Discard on the loop's goroutine.
 func (c *Conn) discard(n int) int {
-	if c.inData {
-		n = max(0, min(n, len(c.view)-c.off))
-		c.off += n
+	if v := &c.l.view; c.inData && v.c == c {
+		n = max(0, min(n, len(v.b)-v.off))
+		v.off += n
 		return n
 	}
 	n = max(0, min(n, len(c.in)))
@@ -784,12 +781,13 @@ func (c *Conn) received() {
 // keeps what it leaves in c.in; the request deadline starts when a request is left unfinished.
 func (c *Conn) serve(data []byte) {
 	l := c.l
-	c.view, c.off, c.inData = data, 0, true
+	outer := l.view // another connection's OnData, if this one runs inside it
+	l.view, c.inData = inView{c: c, b: data}, true
 	c.hs.h.OnData(c)
 	c.inData = false
-	rest := c.view[c.off:]
-	consumed := c.off > 0
-	c.view = nil
+	rest := l.view.b[l.view.off:]
+	consumed := l.view.off > 0
+	l.view = outer
 	switch {
 	case len(rest) == 0:
 		l.bufs.put(c.in)

@@ -58,6 +58,7 @@ type Loop struct {
 
 	// The loop's goroutine only.
 	conns       connTable
+	view        inView               // the input of the OnData under way (Conn.serve)
 	dials       map[*dialer]struct{} // Loop.Dial's under way
 	dirty       []*Conn              // connections with output to hand to the kernel at the turn's end
 	spare       []*Conn
@@ -738,4 +739,13 @@ func (t *connTable) remove(c *Conn) {
 	t.all[c.slot] = nil
 	t.free = append(t.free, c.slot)
 	t.n--
+}
+
+// inView is the input an OnData call sees: its connection's unconsumed input or bytes received
+// and not yet copied (b), and what the handler has discarded of it (off). One OnData runs at a
+// time on a loop, so the loop holds it, not every connection.
+type inView struct {
+	c   *Conn
+	b   []byte
+	off int
 }
