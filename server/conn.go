@@ -36,18 +36,19 @@ type Conn struct {
 	ctx any
 	tls *tlsConn // WithTLS's, else nil: pend is then ciphertext, the handler's output is tls.plain
 
-	// laddr and raddr are the addresses once the loop has asked for them (atomic: read from any
+	// addrs are the addresses once the loop has asked for them (atomic: read from any
 	// goroutine).
-	laddr, raddr atomic.Pointer[net.Addr]
+	addrs atomic.Pointer[connAddrs]
 
 	// Input: in is what the handler left unconsumed (a free-list buffer), nil when empty.
 	// During OnData (inData, with the state below), the input it sees is the loop's view.
 	in []byte
 
 	// Output: pend is what was written and not yet handed to the kernel (a free-list buffer);
-	// out, the buffer a send has in flight (the requests driver's).
-	pend []byte
-	out  []byte
+	// outLen, the bytes of the send in flight (the requests driver's: its buffer is the
+	// request's, which its completion gives back).
+	pend   []byte
+	outLen int
 
 	// async is what other goroutines wrote, under l.mu, until the loop takes it (drain, or
 	// the loop's own Write or Close, which must come after it); queued is set while it holds
@@ -100,8 +101,7 @@ type Conn struct {
 	// The requests driver's state (and recvLive, recvStop below).
 	recv ringev.Request // the pending recv
 
-	// The readiness driver's state (and wblocked, peerShut below).
-	ev *ringev.FdEvent
+	// The readiness driver's fd event is its own (connRdy.ev); wblocked and peerShut are below.
 
 	// rare is what few connections use, made when first needed (see connRare).
 	rare *connRare
@@ -150,18 +150,24 @@ func (c *Conn) SetContext(v any) { c.ctx = v }
 // LocalAddr is the connection's local address (getsockname(2), asked once), a *net.TCPAddr or
 // *net.UnixAddr; safe from any goroutine, but nil from another goroutine than the loop's until
 // the loop has asked, and when the socket cannot tell.
-func (c *Conn) LocalAddr() net.Addr { return c.addr(&c.laddr, unix.Getsockname) }
+func (c *Conn) LocalAddr() net.Addr { return c.addr(0, unix.Getsockname) }
 
 // RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr. Once the socket
 // has closed (in OnClose) it can no longer be asked: it is nil there unless asked before, so a
 // handler that logs it at the close asks for it in OnOpen.
-func (c *Conn) RemoteAddr() net.Addr { return c.addr(&c.raddr, unix.Getpeername) }
+func (c *Conn) RemoteAddr() net.Addr { return c.addr(1, unix.Getpeername) }
 
-// addr is LocalAddr's and RemoteAddr's work: the address in p, else, on the loop's goroutine
-// and while the socket is open, what get says (kept in p).
-func (c *Conn) addr(p *atomic.Pointer[net.Addr], get func(int) (unix.Sockaddr, error)) net.Addr {
-	if a := p.Load(); a != nil {
-		return *a
+// connAddrs are a connection's local (0) and remote (1) addresses, each nil until asked. The
+// loop replaces the whole (it alone writes them), so that other goroutines read them without a
+// lock.
+type connAddrs [2]net.Addr
+
+// addr is LocalAddr's and RemoteAddr's work: address i if it was asked, else, on the loop's
+// goroutine and while the socket is open, what get says (kept in c.addrs).
+func (c *Conn) addr(i int, get func(int) (unix.Sockaddr, error)) net.Addr {
+	old := c.addrs.Load()
+	if old != nil && old[i] != nil {
+		return old[i]
 	}
 	if !c.l.ev.Owned() || c.closed {
 		return nil
@@ -174,7 +180,12 @@ func (c *Conn) addr(p *atomic.Pointer[net.Addr], get func(int) (unix.Sockaddr, e
 	if a == nil {
 		return nil
 	}
-	p.Store(&a)
+	var both connAddrs
+	if old != nil {
+		both = *old
+	}
+	both[i] = a
+	c.addrs.Store(&both)
 	return a
 }
 
@@ -507,9 +518,9 @@ func (c *Conn) Pending() int { return int(c.outN.Load()) }
 // other goroutines): a TLS connection's plaintext not yet sealed included.
 func (c *Conn) pending() int {
 	if c.tls != nil {
-		return len(c.pend) + len(c.out) + len(c.tls.plain)
+		return len(c.pend) + c.outLen + len(c.tls.plain)
 	}
-	return len(c.pend) + len(c.out)
+	return len(c.pend) + c.outLen
 }
 
 // WriteLimit is the pending output, in bytes, past which the connection is no longer read
@@ -679,7 +690,7 @@ func (c *Conn) end(reason error) {
 	if c.queued.Load() {
 		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
 	}
-	c.wrote(-(len(c.pend) + len(c.out))) // c.out, if a send has it, counts no more either
+	c.wrote(-(len(c.pend) + c.outLen)) // the send in flight, if any, counts no more either
 	c.l.charge(-c.inN)
 	c.inN = 0
 	c.l.bufs.put(c.pend)
@@ -900,7 +911,7 @@ func (c *Conn) serveWaiting() {
 // end of file) or starts its lingering close (closing); one past the write limit pauses. The
 // common case, none of these, costs a few loads (it is inlined).
 func (c *Conn) afterOutput() {
-	if c.eof || c.closing || c.paused || c.shutWant || len(c.pend)+len(c.out) > c.l.limit {
+	if c.eof || c.closing || c.paused || c.shutWant || len(c.pend)+c.outLen > c.l.limit {
 		c.outputChanged()
 	}
 }

@@ -22,8 +22,8 @@ func reading(t *testing.T, sc *Conn) bool {
 	t.Helper()
 	var on bool
 	onLoop(t, sc.Loop(), func() {
-		if sc.ev != nil {
-			on = sc.ev.Flags()&ringev.Read != 0
+		if d, ok := sc.l.drv.(*connRdy); ok {
+			on = d.ev(sc).Flags()&ringev.Read != 0
 		} else {
 			on = sc.recv.Pending()
 		}

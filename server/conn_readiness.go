@@ -44,9 +44,10 @@ const shutProbeInterval = time.Second
 // (shutProbeInterval) tries the write now and then, which is how it hears of a reset.
 type connRdy struct {
 	l            *Loop
-	lev          *ringev.FdEvent // the listening socket's; nil once closed
-	rbuf         []byte          // every read of a connection without leftover input lands here
-	acceptPaused bool            // accept failed for lack of fds or memory; a timer re-arms it
+	lev          *ringev.FdEvent   // the listening socket's; nil once closed
+	rbuf         []byte            // every read of a connection without leftover input lands here
+	evs          []*ringev.FdEvent // the connections' fd events, by slot (see ev)
+	acceptPaused bool              // accept failed for lack of fds or memory; a timer re-arms it
 }
 
 func newConnRdy(l *Loop) *connRdy { return &connRdy{l: l, rbuf: make([]byte, readChunk)} }
@@ -110,7 +111,20 @@ func (d *connRdy) add(c *Conn) {
 	}
 	ev.SetAutoClose(true)
 	ev.Data = c
-	c.ev = ev
+	for len(d.evs) <= int(c.slot) {
+		d.evs = append(d.evs, nil)
+	}
+	d.evs[c.slot] = ev
+}
+
+// ev is c's fd event (nil before add, or when add failed). The driver keeps the connections'
+// events by slot (Conn.slot), so that a connection of the requests driver holds no field for
+// one.
+func (d *connRdy) ev(c *Conn) *ringev.FdEvent {
+	if int(c.slot) < len(d.evs) {
+		return d.evs[c.slot]
+	}
+	return nil
 }
 
 // handle is every connection's fd handler.
@@ -222,7 +236,8 @@ func (d *connRdy) send(c *Conn) {
 
 // update sets the connection's fd event flags from its state.
 func (d *connRdy) update(c *Conn) {
-	if c.closed || c.ev == nil {
+	ev := d.ev(c)
+	if c.closed || ev == nil {
 		return
 	}
 	flags := ringev.Error
@@ -247,8 +262,8 @@ func (d *connRdy) update(c *Conn) {
 		x.shutProbe.Stop()
 		x.shutProbe = nil
 	}
-	if c.ev.Flags() != flags {
-		if err := c.ev.SetFlags(flags); err != nil {
+	if ev.Flags() != flags {
+		if err := ev.SetFlags(flags); err != nil {
 			c.end(err)
 		}
 	}
@@ -285,7 +300,10 @@ func (d *connRdy) closeFd(c *Conn) {
 			x.shutProbe.Stop()
 		}
 	}
-	c.ev.Close() // auto-close: closes the socket
+	if ev := d.ev(c); ev != nil {
+		ev.Close() // auto-close: closes the socket
+		d.evs[c.slot] = nil
+	}
 	d.l.finishLater(c)
 }
 

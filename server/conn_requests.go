@@ -267,15 +267,15 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	c.l.drv.update(c)
 }
 
-// reqSent handles a send's completion: all of c.out was sent (the loop finishes short sends),
-// or an error (a reset, ECANCELED by CloseFd).
+// reqSent handles a send's completion: all of its buffer (x.Buf, c.outLen bytes) was sent
+// (the loop finishes short sends), or an error (a reset, ECANCELED by CloseFd).
 func (c *Conn) reqSent(x *ringev.Completion) {
 	if !c.closed { // (else end counted it out already)
-		c.outN.Add(-int64(len(c.out))) // wrote(-len(c.out)), by hand (hot path)
-		c.l.charge(-len(c.out))
+		c.outN.Add(-int64(c.outLen)) // wrote(-c.outLen), by hand (hot path)
+		c.l.charge(-c.outLen)
 	}
-	c.l.bufs.put(c.out) // the kernel is done with it
-	c.out = nil
+	c.l.bufs.put(x.Buf) // the kernel is done with it
+	c.outLen = 0
 	if x.Err != nil {
 		c.end(x.Err)
 		return
@@ -351,16 +351,17 @@ func (d *connReqs) armRecv(c *Conn) {
 }
 
 func (d *connReqs) send(c *Conn) {
-	if c.out != nil || len(c.pend) == 0 || c.closed {
+	if c.outLen > 0 || len(c.pend) == 0 || c.closed {
 		return
 	}
-	c.out, c.pend = c.pend, nil
+	out := c.pend
+	c.pend, c.outLen = nil, len(out)
 	d.l.sends++
-	if _, err := d.l.ev.Send(c.fd, c.out, 0, d.onConn, c.tok(tokSend)); err != nil {
+	if _, err := d.l.ev.Send(c.fd, out, 0, d.onConn, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)
-		c.wrote(-len(c.out))
-		d.l.bufs.put(c.out)
-		c.out = nil
+		c.wrote(-len(out))
+		d.l.bufs.put(out)
+		c.outLen = 0
 		c.end(err)
 	}
 }
