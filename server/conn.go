@@ -50,11 +50,10 @@ type Conn struct {
 	pend   []byte
 	outLen int
 
-	// async is what other goroutines wrote, under l.mu, until the loop takes it (drain, or
-	// the loop's own Write or Close, which must come after it); queued is set while it holds
-	// bytes (read without the lock).
-	async  []byte
-	queued atomic.Bool
+	// asyncAt is 1 + the index of the loop's entry (Loop.inW) that holds what other goroutines
+	// wrote, under l.mu, until the loop takes it (drain, or the loop's own Write or Close, which
+	// must come after it); 0: none. Read without the lock, it tells whether there is any.
+	asyncAt atomic.Int32
 	// gone is set once the connection is closing or closed, or its writing side is: Write,
 	// Close and Abort fail, except after CloseWrite (wshut set), where Close and Abort work
 	// once (claim).
@@ -63,11 +62,10 @@ type Conn struct {
 	// dl is 1 + the index of its entry in the loop's deadlines, 0: none (here: in what
 	// would be padding).
 	dl int32
-	// outN is the output written and not yet sent: pend, out and async (atomic: Pending and
-	// the output cap read it from any goroutine). inN is the input charged to the loop's
-	// buffered bytes (len(in) when last charged).
+	// outN is the output written and not yet sent: pend, the send in flight and what other
+	// goroutines wrote (atomic: Pending and the output cap read it from any goroutine). inN,
+	// below, is the input charged to the loop's buffered bytes (len(in) when last charged).
 	outN atomic.Int64
-	inN  int
 
 	// State, on the loop's goroutine.
 	dirty     bool  // in l.dirty: the turn's end flushes it
@@ -114,6 +112,7 @@ type Conn struct {
 	recvStop bool   // requests: a Cancel was asked of the multishot recv
 	wblocked bool   // readiness: the socket refused output, Write readiness is awaited
 	peerShut bool   // readiness: the peer shut down its writing side (see connRdy)
+	inN      int32  // see outN
 }
 
 // connRare is the state of a connection that few use: a lingering close's, a half-closed
@@ -261,7 +260,7 @@ func (c *Conn) discard(n int) int {
 // chargeInput charges the loop with the change of the input the connection keeps (c.in) since it
 // was last charged: the engine's buffered bytes (WithMaxBuffered) count it.
 func (c *Conn) chargeInput() {
-	if len(c.in) != c.inN {
+	if len(c.in) != int(c.inN) {
 		c.chargeInputNow()
 	}
 }
@@ -269,8 +268,8 @@ func (c *Conn) chargeInput() {
 // chargeInputNow is chargeInput's work when the input has changed.
 func (c *Conn) chargeInputNow() {
 	if !c.closed {
-		c.l.charge(len(c.in) - c.inN)
-		c.inN = len(c.in)
+		c.l.charge(len(c.in) - int(c.inN))
+		c.inN = int32(len(c.in)) // at most MaxInput and a read
 	}
 }
 
@@ -315,7 +314,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // write is Write on the loop's goroutine, of an open connection.
 func (c *Conn) write(p []byte) {
-	if c.queued.Load() {
+	if c.asyncAt.Load() != 0 {
 		p = c.writeAfterAsync(p)
 	}
 	if c.tls == nil {
@@ -421,7 +420,8 @@ func (c *Conn) writeElsewhere(p []byte) (int, error) {
 	return c.writeAsync(p)
 }
 
-// writeAsync is Write from another goroutine: p joins c.async and the loop is woken. Past the
+// writeAsync is Write from another goroutine: p joins the connection's entry of the loop's
+// (asyncAt) and the loop is woken. Past the
 // output cap, the write is refused and an abort is queued for the loop.
 func (c *Conn) writeAsync(p []byte) (int, error) {
 	l := c.l
@@ -443,19 +443,22 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 		l.wakeLocked()
 		return 0, ErrOutputFull
 	}
-	if len(c.async) == 0 {
-		l.inW = append(l.inW, c)
-		c.queued.Store(true)
+	i := c.asyncAt.Load()
+	if i == 0 {
+		l.inW = append(l.inW, asyncOut{c: c, b: l.spareW()})
+		i = int32(len(l.inW))
+		c.asyncAt.Store(i)
 	}
-	c.async = append(c.async, p...)
+	e := &l.inW[i-1]
+	e.b = append(e.b, p...)
 	c.outN.Add(int64(len(p)))
 	l.bufAsync.Add(int64(len(p)))
 	l.wakeLocked()
 	return len(p), nil
 }
 
-// writeAfterAsync is Write's first step on the loop while bytes other goroutines wrote wait in
-// c.async: they join the output first, so that the order is the order of the writes. A p in the
+// writeAfterAsync is Write's first step on the loop while bytes other goroutines wrote wait
+// (asyncAt): they join the output first, so that the order is the order of the writes. A p in the
 // output's free room (AvailableBuffer) is copied first: those bytes would overwrite it.
 func (c *Conn) writeAfterAsync(p []byte) []byte {
 	out := c.pend
@@ -472,40 +475,45 @@ func (c *Conn) writeAfterAsync(p []byte) []byte {
 // takeAsyncNow is takeAsync on the loop outside drain: before a Write or a Close on the loop,
 // the bytes other goroutines wrote before it join the output.
 func (c *Conn) takeAsyncNow() {
-	c.l.mu.Lock()
-	n := c.takeAsync()
-	c.l.mu.Unlock()
-	c.l.charge(n)
+	l := c.l
+	l.mu.Lock()
+	n := 0
+	if i := c.asyncAt.Load(); i > 0 {
+		e := &l.inW[i-1]
+		n, e.b = c.takeAsync(e.b) // the entry stays, emptied: drain passes over it
+	}
+	l.mu.Unlock()
+	l.charge(n)
 }
 
-// takeAsync moves what other goroutines wrote into the output (drain, under l.mu); on a
-// closing or closed connection it drops it. It returns the bytes moved, which the caller
-// charges to the loop once l.mu is unlocked (charge may post to the loops).
-func (c *Conn) takeAsync() int {
-	c.queued.Store(false)
-	n := len(c.async)
+// takeAsync moves b, what other goroutines wrote (an entry of the loop's, under l.mu), into
+// the output; on a closing or closed connection it drops it. It returns the bytes moved, which
+// the caller charges to the loop once l.mu is unlocked (charge may post to the loops), and a
+// buffer for the loop's spares: b emptied, or the output's empty one when b became the output.
+func (c *Conn) takeAsync(b []byte) (n int, spare []byte) {
+	c.asyncAt.Store(0)
+	n = len(b)
 	if n == 0 {
-		return 0 // taken already by takeAsyncNow
+		return 0, b // taken already by takeAsyncNow
 	}
 	c.l.bufAsync.Add(-int64(n))
 	if c.closing || c.closed {
-		c.async = c.async[:0]
 		c.outN.Add(-int64(n))
-		return 0
+		return 0, b[:0]
 	}
 	if c.tls != nil {
-		c.tls.plain = c.appendOut(c.tls.plain, c.async)
-		c.async = c.async[:0]
+		c.tls.plain = c.appendOut(c.tls.plain, b)
+		spare = b[:0]
 	} else if len(c.pend) == 0 {
-		c.pend, c.async = c.async, c.pend[:0]
+		c.pend, spare = b, c.pend[:0]
 	} else {
-		c.pend = append(c.pend, c.async...)
-		c.async = c.async[:0]
+		c.pend = append(c.pend, b...)
+		spare = b[:0]
 	}
 	if !c.dirty {
 		c.l.markDirty(c)
 	}
-	return n
+	return n, spare
 }
 
 // Pending is the number of output bytes written and not yet sent, including those other
@@ -610,7 +618,7 @@ func (c *Conn) startShut() {
 	if c.closing || c.closed || c.shutWant {
 		return
 	}
-	if c.queued.Load() {
+	if c.asyncAt.Load() != 0 {
 		c.takeAsyncNow() // what other goroutines wrote before it is sent
 	}
 	c.shutWant = true
@@ -656,7 +664,7 @@ func (c *Conn) closeWith(reason error, asked bool) {
 	if c.closing || c.closed {
 		return
 	}
-	if c.queued.Load() {
+	if c.asyncAt.Load() != 0 {
 		c.takeAsyncNow() // what other goroutines wrote before the close is sent
 	}
 	c.setReason(reason)
@@ -687,11 +695,11 @@ func (c *Conn) end(reason error) {
 	c.wshut.Store(false)
 	c.setReason(reason)
 	c.l.dropDeadline(c)
-	if c.queued.Load() {
+	if c.asyncAt.Load() != 0 {
 		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
 	}
 	c.wrote(-(len(c.pend) + c.outLen)) // the send in flight, if any, counts no more either
-	c.l.charge(-c.inN)
+	c.l.charge(-int(c.inN))
 	c.inN = 0
 	c.l.bufs.put(c.pend)
 	c.pend = nil

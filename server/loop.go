@@ -45,12 +45,13 @@ type Loop struct {
 	mu      sync.Mutex
 	woken   bool
 	stopped bool
-	inW     []*Conn // connections with bytes in Conn.async
+	inW     []asyncOut // bytes written to connections from other goroutines (Conn.asyncAt)
+	wSpare  [][]byte   // buffers for inW's next entries
 	inC     []closeReq
 	inFd    []int
 	inF     []func()
 	// the drain's copies (the loop's goroutine), swapped with the above
-	tkW     []*Conn
+	tkW     []asyncOut
 	tkC     []closeReq
 	tkFd    []int
 	tkF     []func()
@@ -228,6 +229,11 @@ func (l *Loop) stop() {
 	l.mu.Lock()
 	l.stopped = true
 	fds, fns := l.inFd, l.inF
+	for _, e := range l.inW { // dropped: they count no more
+		e.c.asyncAt.Store(0)
+		e.c.outN.Add(-int64(len(e.b)))
+		l.bufAsync.Add(-int64(len(e.b)))
+	}
 	l.inFd, l.inF, l.inW, l.inC = nil, nil, nil, nil
 	l.mu.Unlock()
 	for _, fd := range fds {
@@ -306,9 +312,11 @@ func (l *Loop) drain() {
 	l.tkFd, l.inFd = l.inFd, l.tkFd[:0]
 	l.tkF, l.inF = l.inF, l.tkF[:0]
 	taken := 0
-	for i, c := range l.tkW {
-		taken += c.takeAsync()
-		l.tkW[i] = nil
+	for i, e := range l.tkW {
+		n, b := e.c.takeAsync(e.b)
+		taken += n
+		l.putSpareW(b)
+		l.tkW[i] = asyncOut{}
 	}
 	l.mu.Unlock()
 	l.charge(taken)
@@ -748,4 +756,36 @@ type inView struct {
 	c   *Conn
 	b   []byte
 	off int
+}
+
+// asyncOut is an entry of Loop.inW: bytes other goroutines wrote to c, in order.
+type asyncOut struct {
+	c *Conn
+	b []byte
+}
+
+// Bounds of the loop's spare buffers for what other goroutines write (Loop.wSpare): how many,
+// and the largest kept (a larger one goes to the garbage collector).
+const (
+	maxSpareW     = 64
+	maxSpareWSize = 64 << 10
+)
+
+// spareW returns a buffer for a new entry of inW (under l.mu): a spare, else nil.
+func (l *Loop) spareW() []byte {
+	k := len(l.wSpare)
+	if k == 0 {
+		return nil
+	}
+	b := l.wSpare[k-1]
+	l.wSpare[k-1] = nil
+	l.wSpare = l.wSpare[:k-1]
+	return b
+}
+
+// putSpareW keeps b, emptied, for a later entry of inW (under l.mu), within the bounds.
+func (l *Loop) putSpareW(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxSpareWSize && len(l.wSpare) < maxSpareW {
+		l.wSpare = append(l.wSpare, b[:0])
+	}
 }
