@@ -38,6 +38,7 @@ func corpus() []corpusCase {
 		"/status/200", "/status/201", "/status/204", "/status/304", "/status/404", "/status/999", "/status/499",
 		"/cl", "/short-cl", "/long-cl", "/bad-cl", "/trailer", "/1xx", "/connclose", "/keepalive",
 		"/te-identity", "/te-chunked", "/html", "/typed", "/encoded", "/empty", "/header-after",
+		"/odd-header", "/header-mutate",
 		"/panic", "/panic-flushed", "/abort", "/redirect", "/error", "/readfrom", "/readfrom-small",
 		"/serve-content", "/nowhere/404"}
 	for _, p := range paths {

@@ -313,6 +313,32 @@ func testHandler() http.Handler {
 		w.WriteHeader(203)
 		io.WriteString(w, "accepted\n")
 	})
+	mux.HandleFunc("/odd-header", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		for i := range 10 { // more fields than a header snapshot sorts in place
+			h.Set(fmt.Sprintf("X-Field-%c", 'j'-i), strconv.Itoa(i))
+		}
+		h.Set("X-Newlines", "a\r\nb\nc\rd")
+		h.Set("X-Padded", " \t padded \t ")
+		h.Set("X-Empty", "")
+		h["X-Nil"] = nil
+		h["Bad Name"] = []string{"dropped"}
+		h["lower-case"] = []string{"as set"}
+		h.Add("X-Multi", "1")
+		h.Add("X-Multi", "2")
+		io.WriteString(w, "odd\n")
+	})
+	mux.HandleFunc("/header-mutate", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-A", "before")
+		h.Add("X-B", "1")
+		w.WriteHeader(http.StatusOK)
+		h["X-A"][0] = "after" // changes after WriteHeader do not show
+		h.Add("X-B", "2")
+		h.Del("X-B")
+		h.Set("X-C", "late")
+		io.WriteString(w, "mutated\n")
+	})
 	mux.HandleFunc("/panic", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "partial")
 		panic("test panic")

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,7 +227,8 @@ func (x *exchange) writeTimeout() error {
 // body, in chunks when chunking.
 type chunkWriter struct {
 	res         *response
-	header      http.Header // a clone of the handler's at WriteHeader, when it may change
+	header      headerSnap // the handler's as it was at WriteHeader (taken: snapped)
+	snapped     bool
 	wroteHeader bool
 	chunking    bool
 }
@@ -274,8 +276,8 @@ func (cw *chunkWriter) close() {
 }
 
 func (w *response) Header() http.Header {
-	if w.cw.header == nil && w.wroteHeader && !w.cw.wroteHeader {
-		w.cw.header = w.handlerHeader.Clone()
+	if !w.cw.snapped && w.wroteHeader && !w.cw.wroteHeader {
+		w.cw.snap()
 	}
 	w.calledHeader = true
 	return w.handlerHeader
@@ -328,8 +330,8 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	if w.calledHeader && w.cw.header == nil {
-		w.cw.header = w.handlerHeader.Clone()
+	if w.calledHeader && !w.cw.snapped {
+		w.cw.snap()
 	}
 	if cl := headerGet(w.handlerHeader, "Content-Length"); cl != "" {
 		v, err := strconv.ParseInt(cl, 10, 64)
@@ -349,11 +351,6 @@ func headerGet(h http.Header, key string) string {
 		return v[0]
 	}
 	return ""
-}
-
-func headerHas(h http.Header, key string) bool {
-	_, ok := h[key]
-	return ok
 }
 
 // extraHeader is what writeHeader adds to the handler's header.
@@ -416,53 +413,34 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	const keepAlivesEnabled = true
 	isHEAD := w.req.Method == "HEAD"
 
-	header := cw.header
-	owned := header != nil
-	if !owned {
-		header = w.handlerHeader
-	}
-	var excludeHeader map[string]bool
-	delHeader := func(key string) {
-		if owned {
-			header.Del(key)
-			return
-		}
-		if _, ok := header[key]; !ok {
-			return
-		}
-		if excludeHeader == nil {
-			excludeHeader = make(map[string]bool)
-		}
-		excludeHeader[key] = true
-	}
+	cw.snap() // the map now, unless taken at WriteHeader
+	header := &cw.header
+	delHeader := header.del
 	var setHeader extraHeader
 
 	trailers := false
-	for k := range cw.header {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			if excludeHeader == nil {
-				excludeHeader = make(map[string]bool)
-			}
-			excludeHeader[k] = true
+	for i := range header.fields {
+		if f := &header.fields[i]; strings.HasPrefix(f.key, http.TrailerPrefix) {
+			f.gone = true
 			trailers = true
 		}
 	}
-	for _, v := range cw.header["Trailer"] {
+	for _, v := range header.values("Trailer") {
 		trailers = true
 		foreachHeaderElement(v, cw.res.declareTrailer)
 	}
 
-	te := headerGet(header, "Transfer-Encoding")
+	te := header.get("Transfer-Encoding")
 	hasTE := te != ""
 
-	if w.handlerDone.Load() && !trailers && !hasTE && bodyAllowedForStatus(w.status) && !headerHas(header, "Content-Length") && (!isHEAD || len(p) > 0) {
+	if w.handlerDone.Load() && !trailers && !hasTE && bodyAllowedForStatus(w.status) && !header.has("Content-Length") && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
 		setHeader.contentLength = strconv.AppendInt(cw.res.clenBuf[:0], int64(len(p)), 10)
 	}
 
 	if w.wants10KeepAlive && keepAlivesEnabled {
-		sentLength := headerGet(header, "Content-Length") != ""
-		if sentLength && headerGet(header, "Connection") == "keep-alive" {
+		sentLength := header.get("Content-Length") != ""
+		if sentLength && header.get("Connection") == "keep-alive" {
 			w.closeAfterReply = false
 		}
 	}
@@ -470,7 +448,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	hasCL := w.contentLength != -1
 
 	if w.wants10KeepAlive && (isHEAD || hasCL || !bodyAllowedForStatus(w.status)) {
-		_, connectionHeaderSet := header["Connection"]
+		connectionHeaderSet := header.has("Connection")
 		if !connectionHeaderSet {
 			setHeader.connection = "keep-alive"
 		}
@@ -478,7 +456,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 		w.closeAfterReply = true
 	}
 
-	if headerGet(header, "Connection") == "close" || !keepAlivesEnabled {
+	if header.get("Connection") == "close" || !keepAlivesEnabled {
 		w.closeAfterReply = true
 	}
 
@@ -528,8 +506,8 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 
 	code := w.status
 	if bodyAllowedForStatus(code) {
-		_, haveType := header["Content-Type"]
-		ce := headerGet(header, "Content-Encoding")
+		haveType := header.has("Content-Type")
+		ce := header.get("Content-Encoding")
 		hasCE := len(ce) > 0
 		if !hasCE && !haveType && !hasTE && len(p) > 0 {
 			setHeader.contentType = http.DetectContentType(p)
@@ -540,7 +518,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 		}
 	}
 
-	if !headerHas(header, "Date") {
+	if !header.has("Date") {
 		setHeader.date = appendDate(cw.res.dateBuf[:0])
 	}
 
@@ -579,7 +557,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	}
 
 	delConnectionHeader := w.closeAfterReply &&
-		(!keepAlivesEnabled || !hasToken(headerGet(cw.header, "Connection"), "close")) &&
+		(!keepAlivesEnabled || !hasToken(header.get("Connection"), "close")) &&
 		!isProtocolSwitchResponse(w.status, header)
 	if delConnectionHeader {
 		delHeader("Connection")
@@ -589,14 +567,123 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	}
 
 	writeStatusLine(w.bufw, w.req.ProtoAtLeast(1, 1), code, w.statusBuf[:])
-	cw.header.WriteSubset(w.bufw, excludeHeader)
+	header.write(w.bufw)
 	setHeader.write(w.bufw)
 	w.bufw.WriteString("\r\n")
 }
 
-func isProtocolSwitchResponse(code int, h http.Header) bool {
-	return code == http.StatusSwitchingProtocols && headerGet(h, "Upgrade") != "" &&
-		valuesHaveToken(h["Connection"], "Upgrade")
+func isProtocolSwitchResponse(code int, h *headerSnap) bool {
+	return code == http.StatusSwitchingProtocols && h.get("Upgrade") != "" &&
+		valuesHaveToken(h.values("Connection"), "Upgrade")
+}
+
+// snap takes the handler's header as it is now, once: net/http clones the map at WriteHeader,
+// so that the handler's later changes do not show.
+func (cw *chunkWriter) snap() {
+	if !cw.snapped {
+		cw.snapped = true
+		cw.header.take(cw.res.handlerHeader)
+	}
+}
+
+// headerSnap is a response header as it was when taken: its fields sorted by name, as
+// http.Header's WriteSubset writes them, with those writeHeader removed marked gone. It is
+// part of the response (no map, no allocation for a few fields).
+type headerSnap struct {
+	fields []headerField
+	vals   []string // the fields' values, one after another
+	fbuf   [4]headerField
+	vbuf   [4]string
+}
+
+type headerField struct {
+	key  string
+	vals []string
+	gone bool
+}
+
+// take copies h (its values too, as http.Header's Clone does).
+func (s *headerSnap) take(h http.Header) {
+	s.fields, s.vals = s.fbuf[:0], s.vbuf[:0]
+	for k, vv := range h {
+		i := len(s.vals)
+		s.vals = append(s.vals, vv...)
+		s.fields = append(s.fields, headerField{key: k, vals: s.vals[i:len(s.vals):len(s.vals)]})
+	}
+	if len(s.fields) > 8 {
+		slices.SortFunc(s.fields, func(a, b headerField) int { return strings.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(s.fields); i++ {
+		for j := i; j > 0 && s.fields[j].key < s.fields[j-1].key; j-- {
+			s.fields[j], s.fields[j-1] = s.fields[j-1], s.fields[j]
+		}
+	}
+}
+
+// field returns the field named key (canonical), nil if there is none or it is gone.
+func (s *headerSnap) field(key string) *headerField {
+	for i := range s.fields {
+		if f := &s.fields[i]; f.key == key && !f.gone {
+			return f
+		}
+	}
+	return nil
+}
+
+func (s *headerSnap) has(key string) bool { return s.field(key) != nil }
+
+// get is http.Header's Get for a canonical key.
+func (s *headerSnap) get(key string) string {
+	if f := s.field(key); f != nil && len(f.vals) > 0 {
+		return f.vals[0]
+	}
+	return ""
+}
+
+func (s *headerSnap) values(key string) []string {
+	if f := s.field(key); f != nil {
+		return f.vals
+	}
+	return nil
+}
+
+// del removes the field named key (canonical).
+func (s *headerSnap) del(key string) {
+	if f := s.field(key); f != nil {
+		f.gone = true
+	}
+}
+
+// write writes the fields left as http.Header's WriteSubset does: invalid names dropped,
+// CR and LF in values made spaces, values trimmed.
+func (s *headerSnap) write(w *outBuf) {
+	for _, f := range s.fields {
+		if f.gone || !validFieldName(f.key) {
+			continue
+		}
+		for _, v := range f.vals {
+			w.WriteString(f.key)
+			w.WriteString(": ")
+			w.WriteString(headerValue(v))
+			w.WriteString("\r\n")
+		}
+	}
+}
+
+var newlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
+
+// headerValue is v as http.Header's Write writes it: CR and LF made spaces, then trimmed
+// (textproto.TrimString).
+func headerValue(v string) string {
+	plain := v == "" || v[0] > ' ' && v[len(v)-1] > ' '
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] != '\r' && v[i] != '\n'
+	}
+	if plain {
+		return v
+	}
+	return textproto.TrimString(newlineToSpace.Replace(v))
 }
 
 func foreachHeaderElement(v string, fn func(string)) {
