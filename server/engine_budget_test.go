@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // floodCloser is a flooder that reports the reason each connection closed.
@@ -79,7 +81,7 @@ func stillAnswered(t *testing.T, c net.Conn) {
 // TestEngineBudgetDefaultIsAnEighthOfGOMEMLIMIT: with GOMEMLIMIT at 64 MiB (below the machine's
 // RAM and any cgroup limit a test machine has), an engine's default budget is 8 MiB.
 func TestEngineBudgetDefaultIsAnEighthOfGOMEMLIMIT(t *testing.T) {
-	noLeaks(t)
+	testutil.NoLeaks(t)
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(64 << 20))
 	e := startEngine(t, newRecorder())
 	if got := e.o.maxBuffered; got != 8<<20 {

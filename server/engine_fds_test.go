@@ -32,7 +32,7 @@ func TestEngineDroppedConnectionsLeaveNoFd(t *testing.T) {
 			{"http", httpServer, "GET /plaintext HTTP/1.1\r\nHost: 127.", wrkRequest},
 		} {
 			t.Run(p.name, func(t *testing.T) {
-				noLeaks(t)
+				testutil.NoLeaks(t)
 				cfg.Handler = p.proto()
 				srv := startServer(t, cfg)
 				// The process's first dial opens the Go runtime's poller (an epoll fd and an

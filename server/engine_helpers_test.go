@@ -10,43 +10,17 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
-	"go.uber.org/goleak"
+	"github.com/ringev/ringev/internal/testutil/backends"
 )
 
 // waitFor bounds every wait of these tests.
 const waitFor = 10 * time.Second
-
-// layerBackends are the backends the layer's tests run on.
-var layerBackends = []string{"uring", "epoll", "poll"}
-
-// requireBackend skips the test when backend cannot be used here: only uring, and only where
-// io_uring is switched off or missing (EPERM, ENOSYS), naming that; any other error fails.
-func requireBackend(t *testing.T, backend string) {
-	t.Helper()
-	errc := make(chan error)
-	go func() { // New locks its goroutine to its thread: a goroutine of its own
-		l, err := ringev.New(ringev.WithBackend(backend))
-		if err == nil {
-			l.Close()
-		}
-		errc <- err
-	}()
-	err := <-errc
-	if backend == "uring" {
-		testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
-	}
-	if err != nil {
-		t.Fatalf("backend %s: %v", backend, err)
-	}
-}
 
 // setup is one cell of the matrix: a backend, a driver and the requests driver's receive mode.
 type setup struct {
@@ -71,12 +45,12 @@ var layerDrivers = []setup{{api: APIRequests}, {api: APIRequests, recv: RecvPerC
 // eachSetup runs test once per backend and driver, as subtests "backend/api[-recv]". Each
 // subtest checks that no goroutine and no fd is left behind when it ends.
 func eachSetup(t *testing.T, test func(t *testing.T, s setup)) {
-	for _, b := range layerBackends {
+	for _, b := range backends.All {
 		for _, d := range layerDrivers {
 			s := setup{b, d.api, d.recv}
 			t.Run(s.name(), func(t *testing.T) {
-				requireBackend(t, b)
-				noLeaks(t)
+				backends.Require(t, b)
+				testutil.NoLeaks(t)
 				test(t, s)
 			})
 		}
@@ -86,70 +60,14 @@ func eachSetup(t *testing.T, test func(t *testing.T, s setup)) {
 // eachBackendRequests runs test once per backend with the requests driver alone (what only
 // the default driver does differently), as eachSetup does.
 func eachBackendRequests(t *testing.T, test func(t *testing.T, s setup)) {
-	for _, b := range layerBackends {
+	for _, b := range backends.All {
 		s := setup{backend: b, api: APIRequests}
 		t.Run(b, func(t *testing.T) {
-			requireBackend(t, b)
-			noLeaks(t)
+			backends.Require(t, b)
+			testutil.NoLeaks(t)
 			test(t, s)
 		})
 	}
-}
-
-var warmOnce sync.Once
-
-// noLeaks makes the test fail, when it has ended and its cleanups have run, if a goroutine or
-// an fd opened during it is still there.
-func noLeaks(t *testing.T) {
-	t.Helper()
-	warmOnce.Do(func() {
-		// The runtime's netpoller opens its fds at the first net.Dial of the process.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err == nil {
-			if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
-				c.Close()
-			}
-			l.Close()
-		}
-	})
-	ignore := goleak.IgnoreCurrent()
-	before := openFdSet(t)
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, ignore)
-		var left []string
-		deadline := time.Now().Add(waitFor)
-		for {
-			left = left[:0]
-			for fd, what := range openFdSet(t) {
-				if _, ok := before[fd]; !ok {
-					left = append(left, fd+" -> "+what)
-				}
-			}
-			if len(left) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Millisecond) // a client's close on another goroutine
-		}
-		if len(left) > 0 {
-			slices.Sort(left)
-			t.Errorf("fds left open: %v", left)
-		}
-	})
-}
-
-// openFdSet lists the process's open fds and what each names.
-func openFdSet(t *testing.T) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatalf("listing fds: %v", err)
-	}
-	m := make(map[string]string, len(ents))
-	for _, e := range ents {
-		what, _ := os.Readlink("/proc/self/fd/" + e.Name())
-		m[e.Name()] = what
-	}
-	return m
 }
 
 // startEngine serves h on 127.0.0.1 (any port) with one loop and opts after it; cleanup cancels

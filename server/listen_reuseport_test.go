@@ -13,13 +13,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestListenRefusesAPortAnotherEngineHolds: Listen on the address of a running engine (whose
 // loops listen with SO_REUSEPORT) fails with an error naming the address and wrapping
 // EADDRINUSE, instead of splitting the clients between the two; nothing is left open.
 func TestListenRefusesAPortAnotherEngineHolds(t *testing.T) {
-	noLeaks(t)
+	testutil.NoLeaks(t)
 	first := startEngine(t, newRecorder(), WithLoops(2))
 	addr := first.Addr().String()
 	e, err := Listen(context.Background(), "tcp", addr, newRecorder(), WithLoops(2))
@@ -29,7 +31,7 @@ func TestListenRefusesAPortAnotherEngineHolds(t *testing.T) {
 // TestListenPacketRefusesAPortAnotherEngineHolds: the same for ListenPacket on the UDP address
 // of a running datagram engine.
 func TestListenPacketRefusesAPortAnotherEngineHolds(t *testing.T) {
-	noLeaks(t)
+	testutil.NoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	first, err := ListenPacket(ctx, "udp", "127.0.0.1:0", &udpEcho{}, WithLoops(2))
 	if err != nil {

@@ -15,12 +15,14 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestListenAddressInUseSaysAnotherSocketIsBound: Listen on a port another socket holds fails
 // with an error that wraps EADDRINUSE and says why.
 func TestListenAddressInUseSaysAnotherSocketIsBound(t *testing.T) {
-	noLeaks(t)
+	testutil.NoLeaks(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +43,7 @@ func TestListenAddressInUseSaysAnotherSocketIsBound(t *testing.T) {
 // machine has (TEST-NET-1, with a port, so that the port-in-use probe runs) fails with
 // EADDRNOTAVAIL, and the error does not say another socket is bound there.
 func TestListenAddressNotAvailableBlamesNoOtherSocket(t *testing.T) {
-	noLeaks(t)
+	testutil.NoLeaks(t)
 	e, err := Listen(context.Background(), "tcp", "192.0.2.1:40000", newRecorder(), WithLoops(2))
 	if err == nil {
 		e.Close()
@@ -114,7 +116,7 @@ func TestListenTCP6(t *testing.T) {
 // TestListenErrors: Listen names what it cannot do (the unknown name, the address in use, with
 // SO_REUSEPORT on two loops or with one acceptor), and leaves nothing open.
 func TestListenErrors(t *testing.T) {
-	noLeaks(t)
+	testutil.NoLeaks(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestListenNamesTheBadOption: a negative loop count, timeout or limit is an error naming the
 // option and its value; nothing is started.
 func TestListenNamesTheBadOption(t *testing.T) {
-	noLeaks(t)
+	testutil.NoLeaks(t)
 	for _, tc := range []struct {
 		opt  Option
 		want string

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/internal/testutil/backends"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,15 +31,7 @@ const ioTimeout = 10 * time.Second
 func usableBackends(t *testing.T) []string {
 	var ok []string
 	for _, b := range ringev.Backends() {
-		errc := make(chan error)
-		go func() { // New locks its goroutine to its thread: a goroutine of its own
-			l, err := ringev.New(ringev.WithBackend(b))
-			if err == nil {
-				l.Close()
-			}
-			errc <- err
-		}()
-		if err := <-errc; err != nil {
+		if err := backends.Check(b); err != nil {
 			t.Logf("backend %s cannot be used here: %v", b, err)
 			continue
 		}

@@ -27,7 +27,6 @@ import (
 
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/server"
-	"go.uber.org/goleak"
 )
 
 // waitFor bounds every wait of these tests.
@@ -82,20 +81,7 @@ func TestChatTakesNoBlankLineAsNick(t *testing.T) {
 func TestChatDeliversEachSendersLinesInOrder(t *testing.T) {
 	const lines = 20
 	eachSetup(t, nil, func(t *testing.T, s *chatServer) {
-		cs := s.joinAll(t, clients)
-		errc := make(chan error, 2*len(cs))
-		var wg sync.WaitGroup
-		for i, c := range cs {
-			wg.Go(func() { errc <- sendLines(c, i, lines) })
-			wg.Go(func() { errc <- readLines(c, cs, lines) })
-		}
-		wg.Wait() // every read and write has a deadline
-		close(errc)
-		for err := range errc {
-			if err != nil {
-				t.Error(err)
-			}
-		}
+		sendAndReadAll(t, s.joinAll(t, clients), lines)
 	})
 }
 
@@ -116,21 +102,27 @@ func TestChatOverTLSDeliversEveryLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	eachSetup(t, []string{"--tls-cert", cert, "--tls-key", key}, func(t *testing.T, s *chatServer) {
-		cs := s.joinAll(t, clients)
-		errc := make(chan error, 2*len(cs))
-		var wg sync.WaitGroup
-		for i, c := range cs {
-			wg.Go(func() { errc <- sendLines(c, i, lines) })
-			wg.Go(func() { errc <- readLines(c, cs, lines) })
-		}
-		wg.Wait() // every read and write has a deadline
-		close(errc)
-		for err := range errc {
-			if err != nil {
-				t.Error(err)
-			}
-		}
+		sendAndReadAll(t, s.joinAll(t, clients), lines)
 	})
+}
+
+// sendAndReadAll has every client of cs send lines lines and read every other client's at
+// once; each error fails the test.
+func sendAndReadAll(t *testing.T, cs []*client, lines int) {
+	t.Helper()
+	errc := make(chan error, 2*len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errc <- sendLines(c, i, lines) })
+		wg.Go(func() { errc <- readLines(c, cs, lines) })
+	}
+	wg.Wait() // every read and write has a deadline
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // sendLines sends c's lines "line K from NICK", K from 0: each in one write, or all in one, or
@@ -456,7 +448,7 @@ func eachSetup(t *testing.T, args []string, test func(t *testing.T, s *chatServe
 	for _, backend := range []string{"uring", "epoll", "poll"} {
 		for _, loops := range []string{"1", "2"} {
 			t.Run(backend+"/"+loops+"-loops", func(t *testing.T) {
-				noLeaks(t)
+				testutil.NoLeaks(t)
 				test(t, startChat(t, append([]string{"--backend", backend, "--loops", loops}, args...)...))
 			})
 		}
@@ -725,24 +717,4 @@ func (s *chatServer) awaitCount(t *testing.T, n int) {
 		}
 		time.Sleep(5 * time.Millisecond) // the pace of the polling
 	}
-}
-
-// noLeaks makes the test fail, when it has ended and its cleanups have run, if a goroutine
-// (goleak) or an fd (testutil.FdsSince) opened during it is still there, after waitFor for
-// those on their way out. Call it first, so that its check runs after the other cleanups.
-func noLeaks(t *testing.T) {
-	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	before := testutil.OpenFds(t)
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, ignore)
-		left := testutil.FdsSince(t, before)
-		for deadline := time.Now().Add(waitFor); len(left) > 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond) // the pace of the polling: a close on another goroutine
-			left = testutil.FdsSince(t, before)
-		}
-		if len(left) > 0 {
-			t.Errorf("fds left open: %v", left)
-		}
-	})
 }

@@ -23,44 +23,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/internal/testutil/backends"
 	"github.com/ringev/ringev/server"
-	"go.uber.org/goleak"
 )
 
 // waitFor bounds every wait of these tests.
 const waitFor = 10 * time.Second
 
-var backends = []string{"uring", "epoll", "poll"}
-
-// requireBackend skips the test when backend cannot be used here (io_uring switched off).
-func requireBackend(t *testing.T, backend string) {
-	t.Helper()
-	errc := make(chan error)
-	go func() {
-		l, err := ringev.New(ringev.WithBackend(backend))
-		if err == nil {
-			l.Close()
-		}
-		errc <- err
-	}()
-	err := <-errc
-	if backend == "uring" {
-		testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
-	}
-	if err != nil {
-		t.Fatalf("backend %s: %v", backend, err)
-	}
-}
-
 // eachBackend runs test once per backend, as subtests, each checking that no goroutine and
 // no fd is left when it ends.
 func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
-	for _, b := range backends {
+	for _, b := range backends.All {
 		t.Run(b, func(t *testing.T) {
-			requireBackend(t, b)
-			noLeaks(t)
+			backends.Require(t, b)
+			testutil.NoLeaks(t)
 			test(t, b)
 		})
 	}
@@ -69,49 +46,15 @@ func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 // eachSetup runs test once per backend and driver (server.APIRequests, server.APIReadiness),
 // as subtests "backend/api", each checking that nothing is left behind.
 func eachSetup(t *testing.T, test func(t *testing.T, backend string, opts ...server.Option)) {
-	for _, b := range backends {
+	for _, b := range backends.All {
 		for _, api := range []string{server.APIRequests, server.APIReadiness} {
 			t.Run(b+"/"+api, func(t *testing.T) {
-				requireBackend(t, b)
-				noLeaks(t)
+				backends.Require(t, b)
+				testutil.NoLeaks(t)
 				test(t, b, server.WithAPI(api))
 			})
 		}
 	}
-}
-
-var warmOnce sync.Once
-
-// noLeaks fails the test if a goroutine or an fd it opened is left once it and its cleanups
-// have ended.
-func noLeaks(t *testing.T) {
-	t.Helper()
-	warmOnce.Do(func() {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err == nil {
-			if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
-				c.Close()
-			}
-			l.Close()
-		}
-	})
-	ignore := goleak.IgnoreCurrent()
-	before := testutil.OpenFds(t)
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, ignore)
-		deadline := time.Now().Add(waitFor)
-		for {
-			left := testutil.FdsSince(t, before)
-			if len(left) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("fds left open: %v", left)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // quietLog is an ErrorLog that keeps what is logged, for the tests that look at it.

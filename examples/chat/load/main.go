@@ -27,6 +27,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ringev/ringev/examples/chat/internal/chatclient"
 )
 
 func main() {
@@ -60,22 +62,11 @@ func load(addr string, clients, lines, size, batch, pid int, deadline time.Time)
 		}
 	}()
 	for i := range conns { // join one after the other
-		c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+		c, r, err := chatclient.Join(addr, fmt.Sprintf("c%03d", i), deadline)
 		if err != nil {
-			return err
-		}
-		conns[i], readers[i] = c, bufio.NewReaderSize(c, 64<<10)
-		c.SetDeadline(deadline)
-		if err := expect(readers[i], "welcome; first line is your nick\n"); err != nil {
 			return fmt.Errorf("client %d: %w", i, err)
 		}
-		if _, err := fmt.Fprintf(c, "c%03d\n", i); err != nil {
-			return err
-		}
-		// The joins of the clients before it are not sent to it: its own comes first.
-		if err := expect(readers[i], fmt.Sprintf("* c%03d joined\n", i)); err != nil {
-			return fmt.Errorf("client %d: %w", i, err)
-		}
+		conns[i], readers[i] = c, r
 	}
 	want := (clients - 1) * lines
 	start := make(chan struct{})
@@ -107,18 +98,6 @@ func load(addr string, clients, lines, size, batch, pid int, deadline time.Time)
 	}
 	fmt.Printf("chat load: %d clients x %d lines, %d deliveries in %.4f s (%.0f deliveries/s); CPU time: client %.3f s, server %s\n",
 		clients, lines, clients*want, took.Seconds(), float64(clients*want)/took.Seconds(), (cpu1 - cpu0).Seconds(), server)
-	return nil
-}
-
-// expect reads one line and returns an error unless it is want.
-func expect(r *bufio.Reader, want string) error {
-	got, err := r.ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("reading %q: %w (read %q)", want, err, got)
-	}
-	if got != want {
-		return fmt.Errorf("read %q, want %q", got, want)
-	}
 	return nil
 }
 

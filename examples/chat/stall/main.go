@@ -21,13 +21,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringev/ringev/examples/chat/internal/chatclient"
 )
 
 func main() {
@@ -56,21 +57,21 @@ func main() {
 // run joins the clients, sends the lines and prints the result.
 func run(addr string, pid, readers, lines, size, ahead int, deadline time.Time) error {
 	rss0, _ := rss(pid)
-	stalled, _, err := join(addr, "stalled", deadline)
+	stalled, _, err := chatclient.Join(addr, "stalled", deadline)
 	if err != nil {
 		return err
 	}
 	defer stalled.Close()
 	rs := make([]*bufio.Reader, readers)
 	for i := range rs {
-		c, r, err := join(addr, fmt.Sprintf("r%d", i), deadline)
+		c, r, err := chatclient.Join(addr, fmt.Sprintf("r%d", i), deadline)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		rs[i] = r
 	}
-	talker, _, err := join(addr, "talker", deadline)
+	talker, _, err := chatclient.Join(addr, "talker", deadline)
 	if err != nil {
 		return err
 	}
@@ -141,27 +142,6 @@ func run(addr string, pid, readers, lines, size, ahead int, deadline time.Time) 
 	fmt.Printf("chat stall: window %s; %d readers each got %d lines of %d bytes (%.0f MB) in order; server RSS %.1f MiB before, peak %.1f MiB sampled, VmHWM %.1f MiB; the client that does not read: %s\n",
 		win, readers, lines, size, float64(lines*size)/1e6, mib(rss0), mib(peak), mib(hwm), fate)
 	return nil
-}
-
-// join connects, reads the greeting, sends nick and reads until its own join.
-func join(addr, nick string, deadline time.Time) (net.Conn, *bufio.Reader, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
-	if err != nil {
-		return nil, nil, err
-	}
-	c.SetDeadline(deadline)
-	r := bufio.NewReaderSize(c, 64<<10)
-	fmt.Fprintf(c, "%s\n", nick)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			c.Close()
-			return nil, nil, fmt.Errorf("%s: joining: %w", nick, err)
-		}
-		if line == "* "+nick+" joined\n" {
-			return c, r, nil
-		}
-	}
 }
 
 // receive reads until it has the talker's lines, in order, counting them in got; other lines
