@@ -880,3 +880,57 @@ func TestTLSTransportReadStopsAtRecordEnd(t *testing.T) {
 		}
 	}
 }
+
+// openRecorder is Echo that hands over each connection it opens.
+type openRecorder struct {
+	Echo
+	opened chan *Conn
+}
+
+func (o openRecorder) OnOpen(c *Conn) { o.opened <- c }
+
+// TestTLSIdleConnHoldsNoLayerBuffer: once an exchange is over, a TLS connection holds no buffer
+// of the layer's (no plaintext, no ciphertext, no input, no output, no handshake channel): what
+// it keeps idle is the tls.Conn.
+func TestTLSIdleConnHoldsNoLayerBuffer(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		o := openRecorder{opened: make(chan *Conn, 1)}
+		e := tlsEngine(t, s, o)
+		c := dialTLS(t, e, nil)
+		msg := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB: records of every size
+		go c.Write(msg)
+		if got := readN(t, c, len(msg)); got != string(msg) {
+			t.Fatalf("echo of %d bytes came back different", len(msg))
+		}
+		sc := <-o.opened
+		var held string
+		for end := time.Now().Add(waitFor); ; {
+			done := make(chan string, 1)
+			if err := sc.l.Post(func() {
+				tc := sc.tls
+				var h []string
+				for _, b := range []struct {
+					name string
+					buf  []byte
+				}{{"plain", tc.plain}, {"transport in", tc.tr.in}, {"transport out", tc.tr.out}, {"input", sc.in}, {"output", sc.pend}} {
+					if b.buf != nil {
+						h = append(h, fmt.Sprintf("%s (cap %d)", b.name, cap(b.buf)))
+					}
+				}
+				if tc.tr.wake != nil {
+					h = append(h, "the handshake's wake channel")
+				}
+				done <- strings.Join(h, ", ")
+			}); err != nil {
+				t.Fatalf("Post: %v", err)
+			}
+			if held = <-done; held == "" {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("idle TLS connection holds %s", held)
+			}
+			runtime.Gosched()
+		}
+	})
+}
