@@ -3,6 +3,7 @@
 package nethttp
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 )
@@ -15,10 +16,14 @@ const maxFastFields = 32
 // every line ending in CRLF, and fields with plain names and values, none about framing
 // (Content-Length, Transfer-Encoding, Trailer), none that http.ReadRequest rewrites
 // (Pragma) and at most one Host and one plain Connection. The Request is the one
-// http.ReadRequest returns for the same bytes, and hosts is how many Host fields the head
-// holds (0 or 1: req.Host is the first's value). It returns nil for any other head, which
-// http.ReadRequest reads instead.
-func fastRequest(head []byte) (req *http.Request, hosts int) {
+// http.ReadRequest returns for the same bytes, with ctx as its context (made on the stack and
+// copied once by WithContext: the only Request allocated), and hosts is how many Host fields
+// the head holds (0 or 1: req.Host is the first's value). It returns nil for any other head,
+// which http.ReadRequest reads instead.
+//
+// Its URL and the header's values go in room (part of the request's exchange: fewer
+// allocations).
+func fastRequest(head []byte, ctx context.Context, room *fastRoom) (req *http.Request, hosts int) {
 	i := 0
 	for i < len(head) && head[i] != '\n' {
 		i++
@@ -135,7 +140,7 @@ func fastRequest(head []byte) (req *http.Request, hosts int) {
 	}
 
 	s := string(head) // every string of the Request is part of this one
-	req = &http.Request{
+	r := http.Request{
 		Method:     method,
 		Proto:      s[tend+1 : i-1],
 		ProtoMajor: 1,
@@ -145,27 +150,38 @@ func fastRequest(head []byte) (req *http.Request, hosts int) {
 		Close:      closing,
 		RequestURI: s[tstart:tend],
 	}
-	u := &url.URL{Path: s[tstart:tend]}
+	u := &room.url
+	u.Path = s[tstart:tend]
 	if q >= 0 {
 		u.Path, u.RawQuery = s[tstart:q], s[q+1:tend]
 	}
-	req.URL = u
-	vals := make([]string, n)
+	r.URL = u
+	vals := room.vals[:0]
+	if n > len(room.vals) {
+		vals = make([]string, n)
+	}
+	vals = vals[:n]
 	for j, f := range fields[:n] {
 		v := s[f.v0:f.v1]
 		if j == host {
-			req.Host, hosts = v, 1
+			r.Host, hosts = v, 1
 			continue
 		}
 		k := canonicalName(s[f.k0:f.k1], head[f.k0:f.k1])
-		if vv, ok := req.Header[k]; ok {
-			req.Header[k] = append(vv, v)
+		if vv, ok := r.Header[k]; ok {
+			r.Header[k] = append(vv, v)
 			continue
 		}
 		vals[j] = v
-		req.Header[k] = vals[j : j+1 : j+1]
+		r.Header[k] = vals[j : j+1 : j+1]
 	}
-	return req, hosts
+	return r.WithContext(ctx), hosts
+}
+
+// fastRoom is where fastRequest puts a Request's URL and the values of its header.
+type fastRoom struct {
+	url  url.URL
+	vals [8]string
 }
 
 // pathByte reports whether c may be in a fast target's path: bytes that url.URL keeps as

@@ -3,6 +3,7 @@
 package nethttp
 
 import (
+	"context"
 	"bufio"
 	"bytes"
 	"fmt"
@@ -90,7 +91,7 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 	}
 	fast := 0
 	for _, h := range heads {
-		got, hosts := fastRequest([]byte(h))
+		got, hosts := fastRequest([]byte(h), context.Background(), new(fastRoom))
 		if got == nil {
 			continue
 		}
@@ -100,14 +101,14 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 			t.Errorf("%q: fastRequest read it, http.ReadRequest refused it: %v", h, err)
 			continue
 		}
-		if d := requestDiff(got, want); d != "" {
+		if d := requestDiff(got, want.WithContext(context.Background())); d != "" {
 			t.Errorf("%q: %s", h, d)
 		}
 		if n, first := hostFields([]byte(h)); n != hosts || got.Host != string(first) {
 			t.Errorf("%q: fastRequest: %d Host fields, the first %q; hostFields: %d, %q", h, hosts, got.Host, n, first)
 		}
 	}
-	if req, _ := fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")); req == nil {
+	if req, _ := fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"), context.Background(), new(fastRoom)); req == nil {
 		t.Error("fastRequest did not read wrk's GET")
 	}
 	t.Logf("%d of %d heads read by fastRequest", fast, len(heads))

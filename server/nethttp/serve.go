@@ -297,6 +297,8 @@ func (h *conn) endAtEOF() {
 		x := newExchange(h)
 		if _, err := x.parse(in); err != nil {
 			resp = errorResponse(err)
+		} else {
+			x.cancel()
 		}
 		x.release()
 		h.c.Discard(len(in))
@@ -522,6 +524,7 @@ type exchange struct {
 	w    *response // &resp
 	resp response
 
+	room fastRoom      // the Request's URL and header values, when fastRequest reads the head
 	src  source        // what the request's bufio.Reader reads: the head, then the body
 	br   *bufio.Reader // http.ReadRequest's reader, read by the body
 	body *pipe         // the body's bytes, from the loop; nil without a body
@@ -572,9 +575,22 @@ func (x *exchange) release() {
 }
 
 // parse reads the request's head (fastRequest, else http.ReadRequest) and checks it as
-// net/http's server does; err is what net/http's server answers (errorResponse).
+// net/http's server does; err is what net/http's server answers (errorResponse). The
+// Request has its context, which x.cancel cancels.
 func (x *exchange) parse(head []byte) (*http.Request, error) {
-	req, hosts := fastRequest(head)
+	ctx, cancel := context.WithCancel(x.h.ls.localCtx(x.h.c))
+	req, err := x.parseHead(head, ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	x.cancel = cancel
+	return req, nil
+}
+
+// parseHead is parse's work, with the request's context ctx.
+func (x *exchange) parseHead(head []byte, ctx context.Context) (*http.Request, error) {
+	req, hosts := fastRequest(head, ctx, &x.room)
 	fast := req != nil
 	host := ""
 	if fast {
@@ -589,6 +605,7 @@ func (x *exchange) parse(head []byte) (*http.Request, error) {
 		if err != nil {
 			return nil, err
 		}
+		*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
 		var b []byte
 		hosts, b = hostFields(head)
 		host = string(b)
@@ -653,9 +670,6 @@ func (h *conn) start(x *exchange) {
 		x.wdl = now.Add(d)
 		h.ls.localAddr(c) // asked on the loop, kept by the Conn: a write timeout's error names it
 	}
-	var ctx context.Context
-	ctx, x.cancel = context.WithCancel(h.ls.localCtx(c))
-	*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
 	req.RemoteAddr = h.remote()
 	req.TLS = c.TLS() // nil without TLS (server.WithTLS); the handshake has ended by OnData
 	x.w = initResponse(x)
