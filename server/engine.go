@@ -110,7 +110,7 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 	}
 	e.o = o
 	if e.ph == nil {
-		e.tls = &tlsServer{e: e} // the handshake pool: WithTLS's and DialTLS's
+		e.tls = newTLSServer(e) // the handshake pool: WithTLS's and DialTLS's
 	}
 	e.done = make(chan struct{})
 	// The sockets: one per loop with SO_REUSEPORT, else one for the first loop.

@@ -139,6 +139,9 @@ func newLoop(e *Engine, idx int) *Loop {
 func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<- error) {
 	e := l.e
 	defer e.wg.Done()
+	if e.tls != nil {
+		defer e.tls.loopEnded()
+	}
 	opts := append([]ringev.Option{ringev.WithBackend(e.o.backend), ringev.WithDispatchAll()}, e.o.loopOptions...)
 	ev, err := ringev.New(opts...)
 	if err != nil {

@@ -86,18 +86,46 @@ type tlsServer struct {
 	cpu     chan struct{}
 	mu      sync.Mutex
 	queue   []*tlsConn // waiting for a slot
-	running int        // goroutines running handshakes
+	running int        // goroutines of the pool, idle ones included
+	idle    int        // goroutines waiting on next for a handshake
+	// next hands a handshake to an idle goroutine. A goroutine that waits keeps the stack its
+	// handshakes grew (a new one grows it again, a copy each time it doubles), so up to
+	// cap(cpu) of them wait, until the engine's loops have ended (quit).
+	next  chan *tlsConn
+	quit  chan struct{} // closed when the engine's last loop has ended
+	ended int           // loops ended (under mu)
 }
 
-// enqueue starts t's handshake on a goroutine of the pool, or queues it when the pool is full.
+// newTLSServer makes e's handshake pool.
+func newTLSServer(e *Engine) *tlsServer {
+	return &tlsServer{e: e, next: make(chan *tlsConn), quit: make(chan struct{})}
+}
+
+// loopEnded is told of the end of each of the engine's loops: after the last, the idle
+// goroutines end.
+func (s *tlsServer) loopEnded() {
+	s.mu.Lock()
+	s.ended++
+	if s.ended == len(s.e.loops) {
+		close(s.quit)
+	}
+	s.mu.Unlock()
+}
+
+// enqueue hands t's handshake to an idle goroutine of the pool, or starts one, or queues it when
+// the pool is full. It runs on a loop, so quit is not closed meanwhile.
 func (s *tlsServer) enqueue(t *tlsConn) {
 	s.mu.Lock()
 	if s.cpu == nil {
 		s.cpu = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-len(s.e.loops)))
 	}
-	s.mu.Unlock()
-	s.mu.Lock()
-	if s.running >= MaxTLSHandshakes {
+	switch {
+	case s.idle > 0:
+		s.idle--
+		s.mu.Unlock()
+		s.next <- t // an idle goroutine takes only next until quit, which is not closed yet
+		return
+	case s.running >= MaxTLSHandshakes:
 		s.queue = append(s.queue, t)
 		s.mu.Unlock()
 		return
@@ -108,22 +136,37 @@ func (s *tlsServer) enqueue(t *tlsConn) {
 	go s.work(t)
 }
 
-// work is a goroutine of the pool: it runs t's handshake, then the queued ones', and ends when
-// none waits.
+// work is a goroutine of the pool: it runs t's handshake, then the queued ones', then waits for
+// the next one (up to cap(cpu) goroutines wait; the others end), until the engine's loops have
+// ended.
 func (s *tlsServer) work(t *tlsConn) {
 	defer s.e.wg.Done()
-	for t != nil {
+	for {
 		t.handshake()
 		s.mu.Lock()
-		t = nil
 		if len(s.queue) > 0 {
 			t = s.queue[0]
 			s.queue[0] = nil
 			s.queue = s.queue[1:]
-		} else {
-			s.running--
+			s.mu.Unlock()
+			continue
 		}
+		if s.idle >= cap(s.cpu) {
+			s.running--
+			s.mu.Unlock()
+			return
+		}
+		s.idle++
 		s.mu.Unlock()
+		select {
+		case t = <-s.next: // enqueue took it off idle
+		case <-s.quit:
+			s.mu.Lock()
+			s.idle--
+			s.running--
+			s.mu.Unlock()
+			return
+		}
 	}
 }
 
