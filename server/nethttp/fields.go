@@ -23,13 +23,21 @@ func validFieldName(name string) bool {
 	return true
 }
 
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
+func isTokenChar(c byte) bool { return tokenChars[c] }
+
+// tokenChars marks the bytes of a token: letters, digits and "!#$%&'*+-.^_`|~".
+var tokenChars = func() (t [256]bool) {
+	for c := range 256 {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			t[c] = true
+		}
 	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		t[c] = true
+	}
+	return t
+}()
 
 // validFieldValue reports whether v holds no control character but a horizontal tab.
 func validFieldValue(v string) bool {

@@ -105,10 +105,32 @@ func (o *outBuf) Write(p []byte) (int, error) {
 
 func (o *outBuf) WriteString(s string) (int, error) {
 	if len(o.b)+len(s) > flushAt {
-		return o.Write([]byte(s))
+		return o.writeLong(s)
 	}
 	o.b = append(o.b, s...)
 	return len(s), nil
+}
+
+func (o *outBuf) writeLong(s string) (int, error) { return o.Write([]byte(s)) }
+
+// writeField writes the header line "key: value\r\n" (value as bytes if vb is not nil).
+func (o *outBuf) writeField(key, v string, vb []byte) {
+	if n := len(o.b) + len(key) + len(v) + len(vb) + 4; n > flushAt {
+		o.WriteString(key)
+		o.WriteString(": ")
+		if vb != nil {
+			o.Write(vb)
+		} else {
+			o.WriteString(v)
+		}
+		o.WriteString("\r\n")
+		return
+	}
+	o.b = append(o.b, key...)
+	o.b = append(o.b, ": "...)
+	o.b = append(o.b, v...)
+	o.b = append(o.b, vb...)
+	o.b = append(o.b, "\r\n"...)
 }
 
 func (o *outBuf) WriteByte(c byte) error {
@@ -364,21 +386,14 @@ type extraHeader struct {
 
 func (h extraHeader) write(w *outBuf) {
 	if h.date != nil {
-		w.WriteString("Date: ")
-		w.Write(h.date)
-		w.WriteString("\r\n")
+		w.writeField("Date", "", h.date)
 	}
 	if h.contentLength != nil {
-		w.WriteString("Content-Length: ")
-		w.Write(h.contentLength)
-		w.WriteString("\r\n")
+		w.writeField("Content-Length", "", h.contentLength)
 	}
 	for i, v := range []string{h.contentType, h.connection, h.transferEncoding} {
 		if v != "" {
-			w.WriteString([...]string{"Content-Type", "Connection", "Transfer-Encoding"}[i])
-			w.WriteString(": ")
-			w.WriteString(v)
-			w.WriteString("\r\n")
+			w.writeField([...]string{"Content-Type", "Connection", "Transfer-Encoding"}[i], v, nil)
 		}
 	}
 }
@@ -663,10 +678,7 @@ func (s *headerSnap) write(w *outBuf) {
 			continue
 		}
 		for _, v := range f.vals {
-			w.WriteString(f.key)
-			w.WriteString(": ")
-			w.WriteString(headerValue(v))
-			w.WriteString("\r\n")
+			w.writeField(f.key, headerValue(v), nil)
 		}
 	}
 }
@@ -754,6 +766,10 @@ func putOutBuf(o *outBuf) {
 }
 
 func writeStatusLine(bw *outBuf, is11 bool, code int, scratch []byte) {
+	if is11 && code == http.StatusOK {
+		bw.WriteString("HTTP/1.1 200 OK\r\n")
+		return
+	}
 	if is11 {
 		bw.WriteString("HTTP/1.1 ")
 	} else {
