@@ -156,11 +156,14 @@ func openUring() (backend, error) {
 
 func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	b.woke = false
-	if b.reqs != nil && b.reqs.needWait() {
+	reqs := b.reqs != nil && b.reqs.needWait() // (flush leaves it as it is: what it prepares is in flight)
+	if reqs {
 		// Requests queued or in the kernel: their SQEs go with this enter, and their CQEs
 		// come back only through the ring (with DEFER_TASKRUN, only when we enter it).
-		if err := b.reqs.flush(); err != nil {
-			return buf, err
+		if d := b.reqs; len(d.queue) > 0 || len(d.cmds) > 0 {
+			if err := d.flush(); err != nil {
+				return buf, err
+			}
 		}
 		if timeout == 0 {
 			if _, err := b.entering().Submit(); err != nil {
@@ -193,7 +196,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 		s.SetUserData(uringEpollTag)
 		b.inflight = true
 	}
-	if b.reqs != nil && b.reqs.needWait() {
+	if reqs {
 		if b.lookSkip == 0 {
 			// A busy loop's requests usually complete within the enter that submits them
 			// (a write at once, a read that write fed by the ring's deferred task work), so

@@ -67,7 +67,8 @@ func (l *Loop) Once() error {
 			}
 		}
 		stopping := l.running && l.stopReq.Load()
-		if l.nfd == 0 && timeout < 0 && !stopping && l.nothingToDo() {
+		// (A loop with requests pending, the usual one with no fd event, is not asked.)
+		if l.nfd == 0 && timeout < 0 && !stopping && (l.req == nil || l.req.live == 0) && l.nothingToDo() {
 			return ErrNothingToDo
 		}
 		if l.req != nil && l.req.pending() && l.runTurn() {
