@@ -8,6 +8,7 @@ package fileio_test
 import (
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -159,6 +160,24 @@ func TestRingOpenAfterCloseFails(t *testing.T) {
 		defer f.Close()
 		if _, err := r.Adopt(f); !errors.Is(err, os.ErrClosed) {
 			t.Errorf("Adopt after Close: %v, want os.ErrClosed", err)
+		}
+	})
+}
+
+func TestFileSecondCloseIsAFileioError(t *testing.T) {
+	forModes(t, func(t *testing.T, r *fileio.Ring) {
+		path := tempFile(t, []byte("x"))
+		f := openFile(t, r, path, os.O_RDONLY)
+		if err := f.Close(); err != nil {
+			t.Fatalf("first Close: %v", err)
+		}
+		err := f.Close()
+		var fe *fileio.Error
+		if !errors.As(err, &fe) || fe.Op != "close" || !errors.Is(err, os.ErrClosed) {
+			t.Fatalf("second Close: %v (%T); want a *fileio.Error for close wrapping os.ErrClosed", err, err)
+		}
+		if want := "fileio: close " + path; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("second Close: %q; want it to begin %q", err, want)
 		}
 	})
 }

@@ -101,11 +101,11 @@ func (f *File) decref() {
 	}
 }
 
-// Error is a failed file operation: which, on which file and descriptor, at which offset,
-// and why. Err is the errno (unix.Errno), io.ErrUnexpectedEOF, a context's error (with
+// Error is a failed file operation: which, on which file and descriptor, at which offset
+// (-1: none), and why. Err is the errno (unix.Errno), io.ErrUnexpectedEOF, a context's error (with
 // unix.ECANCELED), or os.ErrClosed.
 type Error struct {
-	Op   string // "read", "write", "readv", "writev", "read_fixed", "write_fixed", "fsync", "fdatasync"
+	Op   string // "read", "write", "readv", "writev", "read_fixed", "write_fixed", "fsync", "fdatasync", "close"
 	Path string // the file's name
 	Fd   int    // its descriptor
 	Off  int64  // the offset, -1 for fsync and fdatasync
@@ -430,7 +430,7 @@ func (f *File) sync(ctx context.Context, kind opKind) error {
 // operations of the file still queued or in the kernel are cancelled (IORING_OP_ASYNC_CANCEL)
 // and return such errors (one that completes first returns its result), and once none is
 // left the file leaves the registered-file table and its descriptor is closed. In ModeThreads
-// a call already in pread/pwrite is waited for. A second Close returns an error wrapping
+// a call already in pread/pwrite is waited for. A second Close returns an *Error (Op "close") wrapping
 // os.ErrClosed; otherwise the error is close(2)'s.
 func (f *File) Close() error {
 	first := false
@@ -453,7 +453,7 @@ func (f *File) Close() error {
 		f.r.forget(f)
 	})
 	if !first {
-		return &os.PathError{Op: "close", Path: f.name, Err: os.ErrClosed}
+		return &Error{Op: "close", Path: f.name, Fd: f.fd, Off: -1, Err: os.ErrClosed}
 	}
 	return f.closeErr
 }

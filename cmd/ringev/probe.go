@@ -34,21 +34,18 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("ringev probe")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usageProbe)
-			return 0
+		if !errors.Is(err, flag.ErrHelp) {
+			err = &usageError{doubleDash(err.Error())}
 		}
-		fmt.Fprintf(stderr, "ringev probe: %s\n\n%s", doubleDash(err.Error()), usageProbe)
-		return 2
+		return badArgs("ringev probe", usageProbe, err, stdout, stderr)
 	}
 	if fs.NArg() > 0 {
+		msg := fmt.Sprintf("unexpected argument %q", fs.Arg(0))
 		if flag := boolFlagBefore(fs, args); flag != "" {
-			fmt.Fprintf(stderr, "ringev probe: unexpected argument %q after --%s: a boolean flag takes its value after '=' (--%s=%s)\n\n%s",
-				fs.Arg(0), flag, flag, fs.Arg(0), usageProbe)
-			return 2
+			msg = fmt.Sprintf("unexpected argument %q after --%s: a boolean flag takes its value after '=' (--%s=%s)",
+				fs.Arg(0), flag, flag, fs.Arg(0))
 		}
-		fmt.Fprintf(stderr, "ringev probe: unexpected argument %q\n\n%s", fs.Arg(0), usageProbe)
-		return 2
+		return badArgs("ringev probe", usageProbe, &usageError{msg}, stdout, stderr)
 	}
 	rep := uring.ProbeKernel()
 	ktls := "yes"
