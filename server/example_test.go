@@ -104,3 +104,50 @@ func ExampleListen() {
 	// WORLD
 	// bye
 }
+
+// replies is a dialed connection's handler: it hands each line received to a channel.
+type replies chan string
+
+func (r replies) OnData(c *server.Conn) {
+	for {
+		in, _ := c.Peek(-1)
+		i := bytes.IndexByte(in, '\n')
+		if i < 0 {
+			return
+		}
+		r <- string(in[:i])
+		c.Discard(i + 1)
+	}
+}
+
+// An outbound connection: an engine that listens on nothing dials a server (here ringev's
+// own, upper{} above) and is served by its own handler, as an accepted connection is.
+func ExampleEngine_Dial() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv, err := server.Listen(ctx, "tcp", "127.0.0.1:0", upper{}, server.WithLoops(1))
+	if err != nil {
+		fmt.Println("Listen:", err)
+		return
+	}
+	e, err := server.NewEngine(ctx, server.WithLoops(1))
+	if err != nil {
+		fmt.Println("NewEngine:", err)
+		return
+	}
+	got := make(replies, 2)
+	c, err := e.Dial(ctx, "tcp", srv.Addr().String(), got)
+	if err != nil {
+		fmt.Println("Dial:", err)
+		return
+	}
+	c.WriteString("hello\nquit\n") // Write, Close and Abort work from any goroutine
+	fmt.Println(<-got)
+	fmt.Println(<-got)
+	stop()
+	e.Wait()
+	srv.Wait()
+	// Output:
+	// HELLO
+	// bye
+}
