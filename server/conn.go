@@ -123,6 +123,25 @@ type connRare struct {
 	lingerEnd int64                 // requests: loop time (ns) at which a lingering close ends
 	lingerT   *ringev.Timer         // readiness: ends a lingering close
 	shutProbe *ringev.Timer         // readiness: see probeShut
+	// Splice's (the requests driver on uring): splOut moves this connection's input to another's
+	// socket through the kernel, splIn another's input to this one's.
+	splOut, splIn *splicer
+}
+
+// splicingOut is the splicer that moves the connection's input (Splice), or nil.
+func (c *Conn) splicingOut() *splicer {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.splOut
+}
+
+// splicingIn is the splicer that moves another connection's input to this one, or nil.
+func (c *Conn) splicingIn() *splicer {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.splIn
 }
 
 // x returns the connection's rare part, made when first asked.
@@ -531,6 +550,10 @@ func (c *Conn) pending() int {
 	return len(c.pend) + c.outLen
 }
 
+// unsent is the output not yet sent: pending's, and the bytes a Splice into the connection holds
+// in its pipe (a close or CloseWrite waits for them too).
+func (c *Conn) unsent() int { return c.pending() + c.unsentSpliced() }
+
 // WriteLimit is the pending output, in bytes, past which the connection is no longer read
 // (WithWriteLimit). A handler that answers requests stops answering once Pending and what it
 // has yet to write pass it, and leaves the other requests in the input: OnData is given them
@@ -695,6 +718,9 @@ func (c *Conn) end(reason error) {
 	c.wshut.Store(false)
 	c.setReason(reason)
 	c.l.dropDeadline(c)
+	if c.rare != nil {
+		c.endSplices()
+	}
 	if c.asyncAt.Load() != 0 {
 		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
 	}
@@ -724,7 +750,7 @@ func (c *Conn) peerEOF() {
 	if c.closed {
 		return
 	}
-	if c.doneAtEOF(c.pending()) {
+	if c.doneAtEOF(c.unsent()) {
 		c.setReason(io.EOF)
 		c.end(nil)
 		return
@@ -768,6 +794,10 @@ func (c *Conn) deliver(data []byte) {
 		return
 	}
 	c.gotInput()
+	if s := c.splicingOut(); s != nil {
+		s.dst.forwarded(data) // what the recv brings once Splice was asked goes on, in order
+		return
+	}
 	if c.tls != nil {
 		c.tls.recv(data) // ciphertext: its plaintext comes back through tlsPlain
 		return
@@ -929,7 +959,7 @@ func (c *Conn) outputChanged() {
 	if c.closed {
 		return
 	}
-	p := c.pending()
+	p := c.unsent()
 	switch {
 	case c.eof && c.doneAtEOF(p):
 		c.setReason(io.EOF)
@@ -945,7 +975,7 @@ func (c *Conn) outputChanged() {
 			return
 		}
 	}
-	if !c.paused && !c.closing && p > c.l.limit {
+	if !c.paused && !c.closing && c.pending() > c.l.limit {
 		c.paused = true
 		c.l.drv.update(c)
 		if bp := c.hs.bp; bp != nil {

@@ -284,6 +284,9 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 		if len(c.pend) > 0 && !c.dirty {
 			c.l.markDirty(c) // what was written meanwhile goes at this turn's end
 		}
+		if s := c.splicingIn(); s != nil {
+			s.pumpOut(false) // a splice's bytes that waited for this output
+		}
 		c.sentSome()
 	}
 }
@@ -307,11 +310,16 @@ func (d *connReqs) update(c *Conn) {
 	if c.closed || c.eof {
 		return
 	}
-	want := c.lingering || !c.paused && !c.held
+	splicing := false
+	if s := c.splicingOut(); s != nil {
+		s.spliceUpdate() // (which ends it when the connection closes)
+		splicing = c.splicingOut() != nil
+	}
+	want := c.lingering || !c.paused && !c.held && !splicing
 	switch {
 	case want && !c.recvLive:
 		d.armRecv(c)
-	case !want && c.recvLive && !c.recvStop && (d.group != nil || c.held):
+	case !want && c.recvLive && !c.recvStop && (d.group != nil || c.held || splicing):
 		c.recvStop = true
 		c.recv.Cancel()
 	}
@@ -351,8 +359,8 @@ func (d *connReqs) armRecv(c *Conn) {
 }
 
 func (d *connReqs) send(c *Conn) {
-	if c.outLen > 0 || len(c.pend) == 0 || c.closed {
-		return
+	if c.outLen > 0 || len(c.pend) == 0 || c.closed || c.rare != nil && c.rare.splIn != nil && c.rare.splIn.sending() {
+		return // (a splice's completion marks it dirty again)
 	}
 	out := c.pend
 	c.pend, c.outLen = nil, len(out)
@@ -414,9 +422,10 @@ func (d *connReqs) listenerClosed(*ringev.Completion) {
 	d.l.maybeDone()
 }
 
-func (d *connReqs) idle() bool { return d.lclosed }
+func (d *connReqs) idle() bool { return d.lclosed && d.l.pipes.live == 0 }
 
 func (d *connReqs) release() {
+	d.l.pipes.close()
 	if d.group != nil {
 		d.group.Close()
 		d.group = nil

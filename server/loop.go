@@ -67,7 +67,8 @@ type Loop struct {
 	flushFn     func()
 	flushQueued bool // flushImm is queued
 	bufs        bufPool
-	tlsScratch  []byte // the plaintext crypto/tls returns (tlsBuf)
+	pipes       splicePipes // Conn.Splice's pipes
+	tlsScratch  []byte      // the plaintext crypto/tls returns (tlsBuf)
 	epoch       time.Time
 	draining    bool
 	graceDone   bool

@@ -48,7 +48,8 @@ func (p *proxy) OnOpen(c *server.Conn) {
 
 // OnData passes what arrived to the other side, and then the peer's half-close.
 func (side) OnData(c *server.Conn) {
-	c.Forward(c.Context().(*server.Conn))
+	// Splice: through the kernel where it can (uring), else Forward (copies)
+	c.Splice(c.Context().(*server.Conn))
 	if c.EOF() { // half-open (WithHalfOpen): the peer's EOF ends its input alone
 		c.Context().(*server.Conn).CloseWrite()
 	}

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -253,22 +252,9 @@ func TestProxyRefusedUpstreamClosesTheClient(t *testing.T) {
 // proxy reads on, past its output cap, and the connection is closed.
 func stallThenDrain(t *testing.T, w, r net.Conn) {
 	t.Helper()
-	chunk := make([]byte, 256<<10)
-	written := 0
-	w.SetWriteDeadline(time.Now().Add(3 * time.Second))
-	for written < 256<<20 {
-		n, err := w.Write(chunk)
-		written += n
-		if err != nil {
-			var ne net.Error
-			if !errors.As(err, &ne) || !ne.Timeout() {
-				t.Fatalf("writing, after %d bytes: %v, want a stall (the deadline)", written, err)
-			}
-			break
-		}
-	}
-	if written >= 256<<20 {
-		t.Fatalf("256 MiB written to a proxy whose other side reads nothing: no backpressure")
+	written, err := testutil.WriteUntilStall(w, make([]byte, 256<<10), 256<<20, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
 	r.SetReadDeadline(time.Now().Add(waitFor))
 	if n, err := io.ReadFull(r, make([]byte, written)); err != nil {

@@ -1,0 +1,398 @@
+//go:build linux
+
+package server
+
+// Conn.Splice's kernel path: a connection's input moved to another connection's socket through a
+// pipe with IORING_OP_SPLICE, without passing through user space.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
+)
+
+// Sizes of Conn.Splice's pipes.
+const (
+	// SplicePipeSize is the capacity asked of each splice pipe (F_SETPIPE_SZ, fcntl(2)), in
+	// bytes (1 MiB, the default /proc/sys/fs/pipe-max-size): the most one splice moves, and the
+	// most a direction holds in the kernel between its two sockets. Where the kernel refuses
+	// it (a user past /proc/sys/fs/pipe-user-pages-soft), the pipe keeps the size it has.
+	SplicePipeSize = 1 << 20
+	// SplicePipesFree is the most pipes a loop keeps for reuse (64: 128 fds).
+	SplicePipesFree = 64
+	// SplicePipesMax is the most pipes a loop's splices hold at once (512: 1,024 fds); a
+	// splice that would need more moves its chunk with the copy path (recv and send) instead.
+	SplicePipesMax = 512
+)
+
+// Tokens of a splicer's requests.
+const (
+	tokSpPollIn  uint64 = iota + 1 // POLL_ADD POLLIN on the source
+	tokSpIn                        // SPLICE source -> pipe
+	tokSpOut                       // SPLICE pipe -> destination
+	tokSpPollOut                   // POLL_ADD POLLOUT on the destination
+)
+
+// splicePipes is a loop's pool of splice pipes.
+type splicePipes struct {
+	free  [][2]int // empty pipes kept for reuse: read end, write end
+	held  int      // pipes the loop's splicers hold
+	live  int      // splicers with requests in the kernel or bytes in a pipe (the loop waits for them)
+	off   error    // the kernel refused IORING_OP_SPLICE: Splice is Forward on this loop
+	moved uint64   // bytes moved out of the pipes (tests)
+}
+
+// take returns an empty pipe: one of the pool's, else a new one (pipe2(2), non-blocking, sized
+// with F_SETPIPE_SZ). Errors: pipe2(2)'s (EMFILE, ENFILE), or one wrapping unix.EMFILE past
+// SplicePipesMax.
+func (p *splicePipes) take() ([2]int, error) {
+	if n := len(p.free); n > 0 {
+		fds := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.held++
+		return fds, nil
+	}
+	if p.held >= SplicePipesMax {
+		return [2]int{}, fmt.Errorf("server: %d splice pipes in use: %w", p.held, unix.EMFILE)
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		return fds, fmt.Errorf("server: pipe2 for a splice: %w", err)
+	}
+	unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, SplicePipeSize) // its size stays on failure
+	p.held++
+	return fds, nil
+}
+
+// put gives a pipe back: kept when empty and the pool has room, else closed.
+func (p *splicePipes) put(fds [2]int, empty bool) {
+	p.held--
+	if empty && len(p.free) < SplicePipesFree {
+		p.free = append(p.free, fds)
+		return
+	}
+	unix.Close(fds[0])
+	unix.Close(fds[1])
+}
+
+// close closes the pool's pipes (the loop's end).
+func (p *splicePipes) close() {
+	for _, fds := range p.free {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+	}
+	p.free = nil
+}
+
+// splicer moves one direction's bytes, src's input to dst's socket, in chunks: a POLL_ADD waits
+// for src's input, a SPLICE moves what is there into a pipe (taken from the loop's pool then),
+// and SPLICEs move the pipe's bytes to dst (a POLL_ADD on dst waits while its socket is full),
+// after the output dst had; once the pipe is empty it goes back to the pool and the next chunk
+// starts. So a direction holds at most a pipe's bytes, and a slow dst stops src's reading. On
+// the loop's goroutine only.
+type splicer struct {
+	src, dst *Conn
+	cb       ringev.Callback
+	pipe     [2]int
+	hasPipe  bool
+	inPipe   int            // bytes in the pipe
+	inReq    ringev.Request // the POLL_ADD on src, while inPoll
+	inPoll   bool           // the POLL_ADD on src is in flight
+	inBusy   bool           // the SPLICE into the pipe is in flight
+	outBusy  bool           // a SPLICE out of the pipe, or the POLL_ADD on dst, is in flight
+	reqs     int            // requests in flight
+	srcDone  bool           // src gives no more input (closed, closing, at its EOF)
+	dstDone  bool           // dst is closed: the pipe's bytes go nowhere
+	small    bool           // the pipe's chunk is below SpliceMinChunk: the recv comes back after it
+	released bool           // finished (maybeRelease)
+}
+
+// spliceable reports whether c's input can go to dst through the kernel: both plain sockets of
+// the same loop, served by the requests driver on uring, open, neither splicing already, and the
+// kernel has not refused a splice on this loop.
+func (c *Conn) spliceable(dst *Conn) bool {
+	l := c.l
+	if _, ok := l.drv.(*connReqs); !ok || l.pipes.off != nil || l.ev.Backend() != "uring" {
+		return false
+	}
+	return dst.l == l && dst != c && c.tls == nil && dst.tls == nil && c.splicingOut() == nil && dst.splicingIn() == nil &&
+		!c.closing && !c.closed && !c.lingering && !c.eof && !dst.closing && !dst.closed && !dst.gone.Load()
+}
+
+// startSplice makes c's further input go to dst through the kernel: the recv stops (its last
+// completions are still delivered, and forwarded by the handler), then the splicer starts.
+func (c *Conn) startSplice(dst *Conn) {
+	s := &splicer{src: c, dst: dst}
+	s.cb = s.onIO
+	c.x().splOut, dst.x().splIn = s, s
+	c.l.pipes.live++
+	c.l.drv.update(c)
+}
+
+// unsentSpliced is the bytes a splice into c holds in its pipe, not yet sent.
+func (c *Conn) unsentSpliced() int {
+	if s := c.splicingIn(); s != nil {
+		return s.inPipe
+	}
+	return 0
+}
+
+// endSplices is the connection's end (Conn.end) for the splices from and to it: no more input
+// is spliced from it, and what a pipe holds for it is dropped.
+func (c *Conn) endSplices() {
+	if s := c.rare.splOut; s != nil {
+		s.stopIn()
+	}
+	if s := c.rare.splIn; s != nil {
+		s.dstGone()
+	}
+}
+
+// spliceUpdate follows src's state (connReqs.update): reading goes on while it is wanted and
+// the recv has ended; a POLL_ADD waiting for input is cancelled when reading is paused or held.
+func (s *splicer) spliceUpdate() {
+	c := s.src
+	if c.closing || c.closed || c.lingering || c.eof {
+		s.stopIn()
+		return
+	}
+	if c.paused || c.held {
+		if s.inPoll {
+			s.inReq.Cancel()
+		}
+		return
+	}
+	s.pumpIn()
+}
+
+// pumpIn starts the next chunk: a POLL_ADD for src's input, once the last chunk is sent and
+// src's recv has ended.
+func (s *splicer) pumpIn() {
+	c := s.src
+	if s.srcDone || s.inPoll || s.inBusy || s.outBusy || s.inPipe > 0 || c.recvLive || c.paused || c.held {
+		return
+	}
+	var sqe uring.SQE
+	sqe.PrepPollAdd(c.fd, unix.POLLIN)
+	r, err := c.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpPollIn)
+	if err != nil {
+		c.end(fmt.Errorf("server: poll for a splice from fd %d: %w", c.fd, err))
+		return
+	}
+	s.inReq, s.inPoll = r, true
+	s.reqs++
+}
+
+// spliceIn moves src's input into a pipe (taken from the pool): SPLICE, SPLICE_F_NONBLOCK. With
+// no pipe to be had, the chunk goes through the copy path (splicing ends for this direction).
+func (s *splicer) spliceIn() {
+	c := s.src
+	if !s.hasPipe {
+		fds, err := c.l.pipes.take()
+		if err != nil {
+			c.l.e.logf("splice from fd %d: %v; forwarding with copies", c.fd, err)
+			s.detach()
+			return
+		}
+		s.pipe, s.hasPipe = fds, true
+	}
+	var sqe uring.SQE
+	sqe.PrepSplice(c.fd, uring.SpliceNoOffset, s.pipe[1], uring.SpliceNoOffset, SplicePipeSize, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+	if _, err := c.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpIn); err != nil {
+		c.end(fmt.Errorf("server: splice from fd %d: %w", c.fd, err))
+		return
+	}
+	s.inBusy = true
+	s.reqs++
+}
+
+// pumpOut moves the pipe's bytes to dst once dst's own output is sent: SPLICE, or a POLL_ADD
+// for room in dst's socket after one that could move nothing.
+func (s *splicer) pumpOut(poll bool) {
+	d := s.dst
+	if s.outBusy || s.inPipe == 0 || s.dstDone || d.closed || d.outLen > 0 || len(d.pend) > 0 {
+		return
+	}
+	var sqe uring.SQE
+	tok := tokSpOut
+	if poll {
+		sqe.PrepPollAdd(d.fd, unix.POLLOUT)
+		tok = tokSpPollOut
+	} else {
+		sqe.PrepSplice(s.pipe[0], uring.SpliceNoOffset, d.fd, uring.SpliceNoOffset, uint32(s.inPipe), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+	}
+	if _, err := d.l.ev.SubmitSQE(&sqe, nil, s.cb, tok); err != nil {
+		d.end(fmt.Errorf("server: splice to fd %d: %w", d.fd, err))
+		return
+	}
+	s.outBusy = true
+	s.reqs++
+}
+
+// sending reports whether a SPLICE into dst is in flight: dst's own output waits for it.
+func (s *splicer) sending() bool { return s.outBusy }
+
+// onIO is the splicer's one callback.
+func (s *splicer) onIO(x *ringev.Completion) {
+	s.reqs--
+	switch x.Token {
+	case tokSpPollIn:
+		s.inPoll = false
+		s.polledIn(x.Err)
+	case tokSpIn:
+		s.inBusy = false
+		s.splicedIn(x.N, x.Err)
+	case tokSpOut:
+		s.outBusy = false
+		s.splicedOut(x.N, x.Err)
+	case tokSpPollOut:
+		s.outBusy = false
+		if x.Err != nil && !errors.Is(x.Err, unix.ECANCELED) && !s.dst.closed {
+			s.dst.end(x.Err)
+		}
+		s.pumpOut(false)
+	}
+	s.maybeRelease()
+}
+
+// polledIn follows the POLL_ADD on src: input (or its end, or an error) is there to splice.
+func (s *splicer) polledIn(err error) {
+	c := s.src
+	switch {
+	case s.srcDone || c.closed:
+	case err == nil:
+		s.spliceIn()
+	case errors.Is(err, unix.ECANCELED): // PauseRead, the write limit, or a close
+		s.spliceUpdate()
+	default:
+		c.end(err)
+	}
+}
+
+// splicedIn follows the SPLICE into the pipe: bytes (then sent on), src's end of file, nothing
+// yet (polled again), or an error, which closes src; a kernel that refuses the splice
+// (EINVAL: no IORING_OP_SPLICE, or a socket splice(2) cannot read) turns splicing off on the
+// loop, and the direction goes back to the copy path.
+func (s *splicer) splicedIn(n int, err error) {
+	c := s.src
+	switch {
+	case err == nil && n > 0:
+		s.inPipe, s.small = n, n < SpliceMinChunk
+		if !c.closed {
+			c.gotInput()
+		}
+		s.pumpOut(false)
+	case s.srcDone || c.closed:
+	case err == nil: // the peer's FIN: the pipe is empty, every byte before it went on
+		s.stopIn()
+		c.peerEOF()
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.ECANCELED):
+		s.spliceUpdate()
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
+		c.l.pipes.off = err
+		c.l.e.logf("IORING_OP_SPLICE (Linux 5.7) from fd %d: %v; forwarding with copies", c.fd, err)
+		s.detach()
+	default:
+		c.end(err)
+	}
+}
+
+// splicedOut follows a SPLICE out of the pipe: the rest is sent on (after a POLL_ADD when dst's
+// socket is full); an empty pipe goes back to the pool, dst's output state follows (a close or
+// CloseWrite that waited for these bytes), and the next chunk starts. An error closes dst.
+func (s *splicer) splicedOut(n int, err error) {
+	d := s.dst
+	switch {
+	case err == nil:
+		s.inPipe -= n
+		s.l().pipes.moved += uint64(n)
+	case errors.Is(err, unix.EAGAIN):
+		s.pumpOut(true)
+		return
+	case s.dstDone || d.closed:
+		return
+	default:
+		d.end(err)
+		return
+	}
+	if s.inPipe > 0 {
+		if len(d.pend) > 0 && !d.dirty && !d.closed {
+			d.l.markDirty(d) // written meanwhile: sent before the pipe's rest (see send)
+		}
+		s.pumpOut(false)
+		return
+	}
+	s.l().pipes.put(s.pipe, true)
+	s.hasPipe = false
+	if !d.closed {
+		if len(d.pend) > 0 && !d.dirty {
+			d.l.markDirty(d) // written while the pipe was sent: goes at this turn's end
+		}
+		d.sentSome()
+	}
+	switch {
+	case s.srcDone:
+	case s.small: // not a stream (any more): small chunks cost less copied than spliced
+		s.detach()
+	default:
+		s.spliceUpdate()
+	}
+}
+
+// l is the splicer's loop.
+func (s *splicer) l() *Loop { return s.src.l }
+
+// stopIn ends the input side: src splices no more (a POLL_ADD in flight is cancelled).
+func (s *splicer) stopIn() {
+	if s.srcDone {
+		return
+	}
+	s.srcDone = true
+	if s.src.rare.splOut == s {
+		s.src.rare.splOut = nil
+	}
+	if s.inPoll {
+		s.inReq.Cancel()
+	}
+	s.maybeRelease()
+}
+
+// dstGone is dst's end (Conn.end): the pipe's bytes are dropped, and src, if still open, goes
+// back to the copy path (its handler's Splice forwards what comes, and fails).
+func (s *splicer) dstGone() {
+	s.dstDone = true
+	s.dst.rare.splIn = nil
+	s.detach()
+}
+
+// detach ends splicing for this direction while src stays open: its recv comes back.
+func (s *splicer) detach() {
+	src := s.src
+	s.stopIn()
+	if !src.closed {
+		src.l.drv.update(src)
+	}
+	s.maybeRelease()
+}
+
+// maybeRelease finishes a splicer that has nothing left to do: no request in flight, and no
+// input to come or no destination. Its pipe goes back (closed if it holds bytes).
+func (s *splicer) maybeRelease() {
+	if s.released || s.reqs > 0 || !s.srcDone || (s.inPipe > 0 && !s.dstDone) {
+		return
+	}
+	l := s.l()
+	if s.hasPipe {
+		l.pipes.put(s.pipe, s.inPipe == 0)
+		s.hasPipe = false
+	}
+	if s.dst.rare.splIn == s {
+		s.dst.rare.splIn = nil
+	}
+	s.released = true
+	l.pipes.live--
+	l.maybeDone()
+}
