@@ -313,3 +313,49 @@ func TestConnSpliceSlowDestinationStopsTheSource(t *testing.T) {
 		}
 	})
 }
+
+// TestConnSplicePauseReadStopsSplicing: PauseRead on a connection whose input is being spliced
+// stops its reading (its client's writes stall, with the other client reading all the while),
+// and ResumeRead brings every byte on, in order.
+func TestConnSplicePauseReadStopsSplicing(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		a, b, pair := joined(t, newJoiner(), s.opts())
+		chunk := make([]byte, 256<<10)
+		rand.Read(chunk)
+		if _, err := a.Write(chunk); err != nil { // the stream starts (splicing, on the kernel path)
+			t.Fatal(err)
+		}
+		if got := readN(t, b, len(chunk)); got != string(chunk) {
+			t.Fatal("b read other bytes than a wrote")
+		}
+		onLoop(t, pair[0].Loop(), func() { pair[0].PauseRead() })
+		got := make(chan []byte, 1)
+		go func() { // b reads on: only the pause holds a's bytes back
+			all, _ := io.ReadAll(b)
+			got <- all
+		}()
+		written, err := testutil.WriteUntilStall(a, chunk, 256<<20, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if written > 32<<20 { // the kernel's socket buffers hold a few MiB
+			t.Errorf("%d bytes written in 2 s while the reading was paused: it went on", written)
+		}
+		onLoop(t, pair[0].Loop(), func() { pair[0].ResumeRead() })
+		a.SetWriteDeadline(time.Now().Add(waitFor))
+		a.(*net.TCPConn).CloseWrite()
+		var want []byte
+		for range (written + len(chunk) - 1) / len(chunk) {
+			want = append(want, chunk...)
+		}
+		want = want[:written]
+		select {
+		case all := <-got:
+			if !bytes.Equal(all, want) {
+				t.Errorf("b read other bytes than a wrote after the pause: %s", firstDiff(all, want))
+			}
+		case <-time.After(waitFor):
+			t.Fatal("b did not read to EOF after ResumeRead")
+		}
+	})
+}
