@@ -166,15 +166,15 @@ func TestConnSpliceSendsBufferedInputFirst(t *testing.T) {
 		j := newJoiner()
 		j.hold = 1 << 20
 		opts := s.opts()
-		if kernelPath(s) { // the held input's send does not pause a's reading: the splice starts
-			opts = append(opts, WithWriteLimit(2<<20))
+		if kernelPath(s) { // however much the recv brings before it stops, a's reading goes on
+			opts = append(opts, WithWriteLimit(16<<20), WithMaxPending(64<<20))
 		}
 		a, b, pair := joined(t, j, opts)
 		if kernelPath(s) { // so that the held input's send waits for b
 			b.(*net.TCPConn).SetReadBuffer(16 << 10)
 			onLoop(t, pair[1].Loop(), func() { unix.SetsockoptInt(pair[1].Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 16<<10) })
 		}
-		data := make([]byte, 8<<20)
+		data := make([]byte, 32<<20) // more than the socket buffers and the recv's last bytes
 		rand.Read(data)
 		werr := make(chan error, 1)
 		go func() {
