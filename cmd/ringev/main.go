@@ -115,7 +115,8 @@ flags:
 
 SIGINT or SIGTERM ends the run in progress, restores RLIMIT_NOFILE and removes the fd_many
 FIFOs, prints no results (a note on stderr says so) and exits 130 or 143. The table is
-printed when every run is done.
+printed when every run is done; until then a progress line (runs done of all, the one
+running) is drawn on stderr when it is a terminal.
 `
 
 func main() {
@@ -561,6 +562,7 @@ func runPipes(args []string, stdout, stderr io.Writer) int {
 		Modes:    o.modes,
 		Options:  bench.Options{Events: o.events, Stop: stop, UnregisteredFiles: o.unreg},
 		Notes:    stderr,
+		Progress: progressTo(stderr),
 	})
 	if sig := caught(); sig != nil {
 		png.discard()

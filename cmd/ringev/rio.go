@@ -240,6 +240,14 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// progressTo is w for a progress line when w is a terminal, else nil (none drawn).
+func progressTo(w io.Writer) io.Writer {
+	if isTerminal(w) {
+		return w
+	}
+	return nil
+}
+
 // runRio is `ringev bench rio`: it returns the exit status (0 ok, 1 the
 // measurement failed, 2 bad command line, 128 + the signal's number when
 // SIGINT or SIGTERM ended it: 130, 143).

@@ -565,6 +565,15 @@ type Config struct {
 	// completion run that could not register its pipes (Result.RegisterFileError); nil discards
 	// them.
 	Notes io.Writer
+	// Progress receives a progress line (runs done of all, the one running); nil for none.
+	// Give it a terminal only.
+	Progress io.Writer
+}
+
+// pipesJob is one run of Run: a backend, a shape and the options with the mode.
+type pipesJob struct {
+	backend, shape string
+	opt            Options
 }
 
 // Run measures every selected shape on every selected backend in every selected mode: shape by
@@ -639,6 +648,7 @@ func Run(cfg Config) ([]Result, error) {
 	var results []Result
 	var errs []error
 	var ringSkipped []string // backends skipped in mode ring, noted once
+	var jobs []pipesJob
 	for _, shape := range runs {
 		for i, mode := range modes {
 			for _, b := range usable {
@@ -662,26 +672,34 @@ func Run(cfg Config) ([]Result, error) {
 					}
 					continue
 				}
-				if stopped(cfg.Stop) {
-					return results, errors.Join(append(errs, ErrStopped)...)
-				}
 				opt := cfg.Options
 				opt.Mode = mode
 				if b == Netpoller {
 					opt.Mode = PipesModeDefault
 				}
-				r, err := RunPipes(b, shape, opt)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				if r.RegisterFileError != "" {
-					fmt.Fprintf(notes, "%s %s ran with its pipes unregistered: %s\n", r.Label(), shape, r.RegisterFileError)
-				}
-				results = append(results, r)
+				jobs = append(jobs, pipesJob{b, shape, opt})
 			}
 		}
 	}
+	bar := newCountBar(cfg.Progress, len(jobs))
+	for _, j := range jobs {
+		if stopped(cfg.Stop) {
+			bar.end()
+			return results, errors.Join(append(errs, ErrStopped)...)
+		}
+		bar.describe(j.shape + " " + j.backend + " " + j.opt.Mode)
+		r, err := RunPipes(j.backend, j.shape, j.opt)
+		bar.add()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.RegisterFileError != "" {
+			fmt.Fprintf(notes, "%s %s ran with its pipes unregistered: %s\n", r.Label(), j.shape, r.RegisterFileError)
+		}
+		results = append(results, r)
+	}
+	bar.end()
 	SetRatios(results)
 	if len(results) == 0 && len(errs) == 0 {
 		var combos []string

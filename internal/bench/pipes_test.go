@@ -378,3 +378,25 @@ func runOrder(t *testing.T, cfg Config) ([]Result, string) {
 	}
 	return rs, strings.Join(got, " ")
 }
+
+// TestRunDrawsProgressOfItsRuns: with a Progress writer, Run draws a line that counts its runs
+// and names the one running.
+func TestRunDrawsProgressOfItsRuns(t *testing.T) {
+	requireBackend(t, RatioBase)
+	var bar strings.Builder
+	rs, err := Run(Config{
+		Backends: []string{RatioBase},
+		Shapes:   []string{ShapeFdSpeed1},
+		Modes:    []string{PipesModeDefault, PipesModeFresh},
+		Options:  testOptions,
+		Progress: &bar,
+	})
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("Run: %d results, %v; want 2", len(rs), err)
+	}
+	for _, want := range []string{"fd_speed1 epoll " + PipesModeFresh, "(1/2)"} {
+		if !strings.Contains(bar.String(), want) {
+			t.Errorf("progress %q does not contain %q", bar.String(), want)
+		}
+	}
+}
