@@ -147,9 +147,11 @@ func (ch *chat) OnBackpressure(c *server.Conn, late bool) {
 // OnClose says that a client with a nick left, and reads again the talkers it held.
 func (ch *chat) OnClose(c *server.Conn, _ error) {
 	if s := c.Context().(*session); s.nick != "" {
+		// Said before the client leaves the set: a line sent once the count (the admin's "sent
+		// to N") no longer includes it comes after "left", for every client.
+		ch.broadcast(c, []byte("* "+s.nick+" left\n"))
 		ch.named.Delete(c)
 		ch.paused.Delete(c)
-		ch.broadcast(nil, []byte("* "+s.nick+" left\n"))
 		ch.resume()
 	}
 }
