@@ -54,11 +54,10 @@ type Conn struct {
 	// wrote, under l.mu, until the loop takes it (drain, or the loop's own Write or Close, which
 	// must come after it); 0: none. Read without the lock, it tells whether there is any.
 	asyncAt atomic.Int32
-	// gone is set once the connection is closing or closed, or its writing side is: Write,
-	// Close and Abort fail, except after CloseWrite (wshut set), where Close and Abort work
-	// once (claim).
-	gone  atomic.Bool
-	wshut atomic.Bool
+	// st is what other goroutines see of the connection's state, one word so that a change is
+	// one atomic step: stOpen; stWShut once CloseWrite took it (Write fails, Close and Abort
+	// work once: claim); stGone once it is closing or closed (Write, Close and Abort fail).
+	st atomic.Int32
 	// dl is 1 + the index of its entry in the loop's deadlines, 0: none (here: in what
 	// would be padding).
 	dl int32
@@ -151,6 +150,24 @@ func (c *Conn) x() *connRare {
 	}
 	return c.rare
 }
+
+// The values of Conn.st.
+const (
+	stOpen int32 = iota
+	stWShut
+	stGone
+)
+
+// gone reports whether writes are refused: the connection is closing or closed, or its writing
+// side is (CloseWrite).
+func (c *Conn) gone() bool { return c.st.Load() != stOpen }
+
+// setGone marks the connection closing or closed: Write, Close and Abort fail from now on.
+func (c *Conn) setGone() { c.st.Store(stGone) }
+
+// afterCloseWriteClaim, when set (tests), is called by CloseWrite from another goroutine once it
+// has taken the connection's writing side, before it queues the shutdown for the loop.
+var afterCloseWriteClaim func(c *Conn)
 
 // Loop is the loop that serves the connection.
 func (c *Conn) Loop() *Loop { return c.l }
@@ -306,7 +323,7 @@ func (c *Conn) fits(n int) bool { return c.outN.Load()+int64(n) <= c.l.maxPend }
 // (OnClose's err is ErrOutputFull), and the write returns ErrOutputFull.
 func (c *Conn) overflow(n int) error {
 	c.l.e.logf("closing a connection whose output would pass %d bytes (%d pending, %d more written)", c.l.maxPend, c.outN.Load(), n)
-	c.gone.Store(true)
+	c.setGone()
 	c.abort(ErrOutputFull)
 	return ErrOutputFull
 }
@@ -321,7 +338,7 @@ func (c *Conn) overflow(n int) error {
 // the output cap (WithMaxPending) is refused: it returns 0 and ErrOutputFull, and the
 // connection is closed at once, its output dropped (OnClose's err is ErrOutputFull).
 func (c *Conn) Write(p []byte) (int, error) {
-	if !c.l.ev.Owned() || c.gone.Load() {
+	if !c.l.ev.Owned() || c.gone() {
 		return c.writeElsewhere(p)
 	}
 	if !c.fits(len(p)) {
@@ -383,7 +400,7 @@ func (c *Conn) Buffers() (in, out []byte) {
 		return nil, nil
 	}
 	in = c.input()
-	if c.gone.Load() {
+	if c.gone() {
 		return in, nil
 	}
 	return in, c.outRoom()
@@ -404,7 +421,7 @@ func (c *Conn) Commit(consumed int, out []byte) error {
 	if len(out) == 0 {
 		return nil
 	}
-	if c.gone.Load() {
+	if c.gone() {
 		return net.ErrClosed
 	}
 	if !c.fits(len(out)) {
@@ -420,7 +437,7 @@ func (c *Conn) Commit(consumed int, out []byte) error {
 // another goroutine, and on a closed connection, it returns nil (append then allocates, and
 // Write copies or fails as usual).
 func (c *Conn) AvailableBuffer() []byte {
-	if !c.l.ev.Owned() || c.gone.Load() {
+	if !c.l.ev.Owned() || c.gone() {
 		return nil
 	}
 	return c.outRoom()
@@ -445,7 +462,7 @@ func (c *Conn) writeElsewhere(p []byte) (int, error) {
 func (c *Conn) writeAsync(p []byte) (int, error) {
 	l := c.l
 	l.mu.Lock()
-	if l.stopped || c.gone.Load() {
+	if l.stopped || c.gone() {
 		l.mu.Unlock()
 		return 0, net.ErrClosed
 	}
@@ -454,7 +471,7 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 		return 0, nil
 	}
 	if !c.fits(len(p)) {
-		if !c.gone.CompareAndSwap(false, true) {
+		if !c.st.CompareAndSwap(stOpen, stGone) {
 			l.mu.Unlock()
 			return 0, net.ErrClosed
 		}
@@ -609,7 +626,7 @@ func (c *Conn) closeAsync(abort bool) error {
 // close): it is open, or its writing side alone is closed (CloseWrite), and no close took it
 // before.
 func (c *Conn) claim() bool {
-	return c.gone.CompareAndSwap(false, true) || c.wshut.CompareAndSwap(true, false)
+	return c.st.CompareAndSwap(stOpen, stGone) || c.st.CompareAndSwap(stWShut, stGone)
 }
 
 // CloseWrite shuts down the connection's writing side, as net.TCPConn's does, and keeps
@@ -621,11 +638,13 @@ func (c *Conn) claim() bool {
 // writes. It returns net.ErrClosed if the connection is closing or closed, or CloseWrite was
 // called already.
 func (c *Conn) CloseWrite() error {
-	if !c.gone.CompareAndSwap(false, true) {
+	if !c.st.CompareAndSwap(stOpen, stWShut) {
 		return net.ErrClosed
 	}
-	c.wshut.Store(true)
 	if !c.l.ev.Owned() {
+		if afterCloseWriteClaim != nil {
+			afterCloseWriteClaim(c)
+		}
 		if c.l.Post(c.startShut) != nil {
 			return net.ErrClosed
 		}
@@ -714,8 +733,7 @@ func (c *Conn) end(reason error) {
 		return
 	}
 	c.closed = true
-	c.gone.Store(true)
-	c.wshut.Store(false)
+	c.setGone()
 	c.setReason(reason)
 	c.l.dropDeadline(c)
 	if c.rare != nil {
@@ -1087,7 +1105,7 @@ func (c *Conn) onTimer() {
 	}
 	switch {
 	case reason != nil && (c.closing || c.pending() > 0):
-		c.gone.Store(true)
+		c.setGone()
 		c.abort(reason)
 	case reason != nil:
 		c.closeWith(reason, false)

@@ -230,3 +230,66 @@ func TestConnOnCloseShowsUnreadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestConnCloseRacingCloseWriteCloses: Close from one goroutine while another calls CloseWrite
+// always takes (nil): whichever comes first, the connection is open or only its writing side is
+// closed, and Close works on both. The peer reads EOF and the connection closes once.
+func TestConnCloseRacingCloseWriteCloses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		for i := range 300 {
+			c := dialEngine(t, e)
+			sc := r.next(t)
+			start := make(chan struct{})
+			errc := make(chan error, 2)
+			go func() { <-start; sc.CloseWrite(); errc <- nil }()
+			go func() { <-start; errc <- sc.Close() }()
+			close(start)
+			for range 2 {
+				if err := <-errc; err != nil {
+					t.Fatalf("connection %d: Close racing CloseWrite: %v, want nil", i, err)
+				}
+			}
+			if got := readToEOF(t, c); got != "" {
+				t.Fatalf("connection %d: the peer read %q before EOF", i, got)
+			}
+			c.Close()
+			if got, _ := r.closedWith(t); got != sc {
+				t.Fatalf("connection %d: another connection closed", i)
+			}
+		}
+	})
+}
+
+// TestConnCloseAfterCloseWriteClaimCloses: a Close that comes while another goroutine's
+// CloseWrite is under way (once CloseWrite has taken the writing side, before it queues the
+// shutdown: the afterCloseWriteClaim seam) takes (nil) and closes the connection, as any Close
+// after CloseWrite does.
+func TestConnCloseAfterCloseWriteClaimCloses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		var closeErr error
+		afterCloseWriteClaim = func(cc *Conn) { closeErr = cc.Close() }
+		t.Cleanup(func() { afterCloseWriteClaim = nil })
+		if err := sc.CloseWrite(); err != nil {
+			t.Fatalf("CloseWrite: %v", err)
+		}
+		if closeErr != nil {
+			t.Fatalf("Close during CloseWrite: %v, want nil", closeErr)
+		}
+		if got := readToEOF(t, c); got != "" {
+			t.Fatalf("the peer read %q before EOF", got)
+		}
+		c.Close()
+		if _, err := r.closedWith(t); err != nil {
+			t.Errorf("OnClose err %v, want nil (Close)", err)
+		}
+		if err := sc.Close(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Close after the close: %v, want net.ErrClosed", err)
+		}
+	})
+}

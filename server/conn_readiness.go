@@ -103,7 +103,7 @@ func (d *connRdy) add(c *Conn) {
 	if err != nil {
 		d.l.e.logf("watching a connection: %v", err)
 		c.closed = true
-		c.gone.Store(true)
+		c.setGone()
 		c.setReason(err)
 		unix.Close(c.fd)
 		d.l.finishLater(c)

@@ -25,7 +25,7 @@ func (c *Conn) Forward(dst *Conn) (int, error) {
 
 // forwarded is Forward's write of b to c, a destination on any loop.
 func (c *Conn) forwarded(b []byte) (err error) {
-	if c.l.ev.Owned() && !c.gone.Load() {
+	if c.l.ev.Owned() && !c.gone() {
 		if !c.fits(len(b)) {
 			return c.overflow(len(b))
 		}

@@ -591,7 +591,7 @@ func (l *Loop) shed() {
 			return
 		}
 		e.logf("the engine holds %d bytes, past its budget of %d: closing a connection that holds %d", total, budget, most)
-		worst.gone.Store(true)
+		worst.setGone()
 		worst.abort(ErrEngineFull)
 		l.bufShowed = l.bufHeld
 		l.bufShown.Store(l.bufHeld)

@@ -119,7 +119,7 @@ func (c *Conn) spliceable(dst *Conn) bool {
 		return false
 	}
 	return dst.l == l && dst != c && c.tls == nil && dst.tls == nil && c.splicingOut() == nil && dst.splicingIn() == nil &&
-		!c.closing && !c.closed && !c.lingering && !c.eof && !dst.closing && !dst.closed && !dst.gone.Load()
+		!c.closing && !c.closed && !c.lingering && !c.eof && !dst.closing && !dst.closed && !dst.gone()
 }
 
 // startSplice makes c's further input go to dst through the kernel: the recv stops (its last

@@ -236,7 +236,7 @@ func (t *tlsConn) timedOut(*ringev.Timer) {
 	if c.closed || t.phase == tlsOpen {
 		return
 	}
-	c.gone.Store(true)
+	c.setGone()
 	c.abort(ErrTLSHandshakeTimeout)
 }
 
@@ -399,7 +399,7 @@ func (t *tlsConn) seal() {
 		t.dropPlain()
 		if err != nil {
 			t.phase = tlsFailed
-			c.gone.Store(true)
+			c.setGone()
 			c.abort(fmt.Errorf("server: TLS record: %w", err))
 			return
 		}
