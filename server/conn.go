@@ -110,7 +110,7 @@ type Conn struct {
 	recvLive bool   // requests: a recv request is pending
 	recvStop bool   // requests: a Cancel was asked of the multishot recv
 	wblocked bool   // readiness: the socket refused output, Write readiness is awaited
-	peerShut bool   // readiness: the peer shut down its writing side (see connRdy)
+	peerShut bool   // the peer shut down its writing side, seen while the connection did not read
 	inN      int32  // see outN
 }
 
@@ -125,6 +125,7 @@ type connRare struct {
 	// Splice's (the requests driver on uring): splOut moves this connection's input to another's
 	// socket through the kernel, splIn another's input to this one's.
 	splOut, splIn *splicer
+	watch         *ringev.FdEvent // requests: a held connection's watch for Error (watchHeld)
 }
 
 // splicingOut is the splicer that moves the connection's input (Splice), or nil.
@@ -913,7 +914,11 @@ func (c *Conn) maybeResume() {
 // no read interest is left (epoll, poll), and OnData is not called, even for the input already
 // buffered, which stays (bytes a recv in flight brings are buffered too, up to MaxInput). The
 // peer's further bytes wait in the kernel, whose receive window then holds the peer back: a
-// proxy pauses the side whose destination does not keep up. It is apart from the write limit's
+// proxy pauses the side whose destination does not keep up. A paused connection still learns
+// of a reset (or another socket error): it closes, and OnClose's err wraps the errno
+// (unix.ECONNRESET), as a net.Conn's next call would say; the peer's half-close leaves its bytes
+// and its EOF in the kernel, for ResumeRead (a reset after it is seen once reading resumes, or
+// at the next write). It is apart from the write limit's
 // pause (BackpressureHandler): the end of one does not end the other. From another goroutine
 // it is queued for the loop (after that goroutine's earlier writes, as Loop.Post). It returns
 // net.ErrClosed once the connection is closed (from another goroutine: once its loop has
@@ -951,6 +956,23 @@ func (c *Conn) setHeld(on bool) {
 	if !on && (len(c.in) > 0 || c.eof) {
 		c.l.ev.Post(c.serveWaiting)
 	}
+}
+
+// heldError is what a connection that does not read (paused, held) does on Error: the
+// socket's pending error (SO_ERROR), if any, ends it, and heldError returns true; OnClose's err
+// wraps the errno (unix.ECONNRESET for a reset). It returns false for the peer's half-close or
+// hang-up without an error.
+func (c *Conn) heldError() bool {
+	v, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	switch {
+	case err != nil:
+		c.end(fmt.Errorf("server: getsockopt(SO_ERROR) of fd %d: %w", c.fd, err))
+	case v != 0:
+		c.end(fmt.Errorf("server: fd %d failed while not reading: %w", c.fd, unix.Errno(v)))
+	default:
+		return false
+	}
+	return true
 }
 
 // serveWaiting serves the input that waited through a PauseRead, unless reading is held again

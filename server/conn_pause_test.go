@@ -7,6 +7,7 @@ package server
 // the hold is apart from the write limit's pause.
 
 import (
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -83,18 +84,27 @@ func TestConnPauseReadStopsReading(t *testing.T) {
 	})
 }
 
+// pausedWithLine serves a recorder on s, connects, pauses the connection's reading from the
+// test's goroutine and sends line, which stays in the kernel (heldLine); it returns the
+// recorder, the client and the server's Conn.
+func pausedWithLine(t *testing.T, s setup, line string) (*recorder, net.Conn, *Conn) {
+	t.Helper()
+	r := newRecorder()
+	e := startEngine(t, r, s.opts()...)
+	c := dialEngine(t, e)
+	sc := r.next(t)
+	if err := sc.PauseRead(); err != nil {
+		t.Fatalf("PauseRead: %v", err)
+	}
+	heldLine(t, r, c, sc, line)
+	return r, c, sc
+}
+
 // TestConnPauseReadFromAnotherGoroutine: PauseRead and ResumeRead called from another
 // goroutine than the loop's hold and release reading as on the loop.
 func TestConnPauseReadFromAnotherGoroutine(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		r := newRecorder()
-		e := startEngine(t, r, s.opts()...)
-		c := dialEngine(t, e)
-		sc := r.next(t)
-		if err := sc.PauseRead(); err != nil {
-			t.Fatalf("PauseRead: %v", err)
-		}
-		heldLine(t, r, c, sc, "held")
+		_, c, sc := pausedWithLine(t, s, "held")
 		if err := sc.ResumeRead(); err != nil {
 			t.Fatalf("ResumeRead: %v", err)
 		}
@@ -213,4 +223,42 @@ func onlyConn(t *testing.T, e *Engine) *Conn {
 		t.Fatal("no connection open")
 	}
 	return sc
+}
+
+// TestConnPauseReadSeesPeerReset: a connection whose reading is paused (no recv pending, no read
+// interest) learns of its peer's reset without being resumed: OnClose comes, its err wrapping
+// ECONNRESET.
+func TestConnPauseReadSeesPeerReset(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r, c, _ := pausedWithLine(t, s, "unread")
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // a reset: SO_LINGER 0
+		if _, err := r.closedWith(t); !errors.Is(err, unix.ECONNRESET) {
+			t.Fatalf("OnClose err %v, want ECONNRESET", err)
+		}
+	})
+}
+
+// TestConnPauseReadKeepsInputAfterPeerFIN: the peer's half-close seen while reading is paused
+// loses no byte: the line it sent before it stays in the kernel, and ResumeRead serves it (the
+// reply comes, then EOF).
+func TestConnPauseReadKeepsInputAfterPeerFIN(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		_, c, sc := pausedWithLine(t, s, "kept")
+		c.(*net.TCPConn).CloseWrite()
+		eventually(t, "the half-close seen while paused", func() bool {
+			var seen bool
+			onLoop(t, sc.Loop(), func() { seen = sc.peerShut })
+			return seen
+		})
+		if n := inKernel(t, sc); n != 5 {
+			t.Fatalf("%d bytes in the socket's receive queue after the half-close, want 5", n)
+		}
+		if err := sc.ResumeRead(); err != nil {
+			t.Fatalf("ResumeRead: %v", err)
+		}
+		if got := readToEOF(t, c); got != "kept\n" {
+			t.Fatalf("the peer read %q before EOF, want %q", got, "kept\n")
+		}
+	})
 }

@@ -136,9 +136,12 @@ func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 		return
 	case flags&ringev.Error != 0 && flags&ringev.Read == 0:
 		// Error on a connection that does not read (paused, held, closing, or at end of
-		// file): a reset or the peer's half-close. A reset socket is reported
-		// writable and its write fails (closing the connection); a half-close leaves the
-		// output to be written, waiting for Write alone.
+		// file): a reset or the peer's half-close. A reset ends it now, with or without
+		// output to write (heldError); a half-close leaves the output to be written, waiting
+		// for Write alone, and the input and EOF in the kernel, read once reading resumes.
+		if c.heldError() {
+			return
+		}
 		c.peerShut = true
 		d.write(c)
 		d.update(c)

@@ -305,9 +305,11 @@ func (c *Conn) reqClosed() {
 
 // update keeps a recv pending while input is wanted (not while paused or held, not at end of
 // file), and cancels the multishot recv when it is not (and the recv into the connection's
-// own buffer when reading is held: PauseRead leaves no recv pending).
+// own buffer when reading is held: PauseRead leaves no recv pending). While reading is held it
+// watches the socket for Error (watchHeld), so that a reset is seen without a recv.
 func (d *connReqs) update(c *Conn) {
 	if c.closed || c.eof {
+		d.watchHeld(c, false)
 		return
 	}
 	splicing := false
@@ -323,6 +325,40 @@ func (d *connReqs) update(c *Conn) {
 		c.recvStop = true
 		c.recv.Cancel()
 	}
+	d.watchHeld(c, c.held && !want && !c.closing && !c.peerShut)
+}
+
+// watchHeld starts (on) or stops watching a held connection's socket for Error (an fd event:
+// POLLERR, POLLHUP, POLLRDHUP), as the readiness driver always does: with no recv pending, a
+// reset would otherwise go unseen until ResumeRead. (The write limit's pause needs none: its
+// connection has a send under way, which a reset fails.) A watch that cannot be made is said
+// through WithLogf; the reset is then seen once reading resumes.
+func (d *connReqs) watchHeld(c *Conn, on bool) {
+	switch {
+	case on && (c.rare == nil || c.rare.watch == nil):
+		ev, err := d.l.ev.AddFd(c.fd, ringev.Error, d.heldEvent)
+		if err != nil {
+			d.l.e.logf("watching a paused connection for errors: %v", err)
+			return
+		}
+		ev.Data = c
+		c.x().watch = ev
+	case !on && c.rare != nil && c.rare.watch != nil:
+		c.rare.watch.Close()
+		c.rare.watch = nil
+	}
+}
+
+// heldEvent is a held connection's Error: a reset ends it (heldError); the peer's half-close
+// is noted (peerShut) and the watch stops, since POLLRDHUP stays raised: the input and the EOF
+// wait in the kernel for ResumeRead, no byte lost.
+func (d *connReqs) heldEvent(ev *ringev.FdEvent, _ ringev.Flags) {
+	c := ev.Data.(*Conn)
+	if c.heldError() {
+		return
+	}
+	c.peerShut = true
+	d.watchHeld(c, false)
 }
 
 // armRecv submits the connection's recv: a multishot one into the group, or one into its own
@@ -395,6 +431,7 @@ func (d *connReqs) linger(c *Conn) {
 }
 
 func (d *connReqs) closeFd(c *Conn) {
+	d.watchHeld(c, false) // before the socket closes: the fd number may be reused
 	if _, err := d.l.ev.CloseFd(c.fd, d.onConn, c.tok(tokClose)); err != nil {
 		d.l.e.logf("closing a connection: %v", err)
 		unix.Close(c.fd)

@@ -5,7 +5,7 @@
 // backpressure both ways (a side whose output passes the write limit pauses the other side's
 // reading) and half-close passed on both ways.
 //
-//	go run ./examples/proxy --listen 127.0.0.1:7001 --upstream 127.0.0.1:6379 [--backend B] [--loops N]
+//	go run ./examples/proxy --listen 127.0.0.1:7001 --upstream 127.0.0.1:6379 [--backend B] [--loops N] [--dial-timeout 10s]
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/ringev/ringev/server"
 )
@@ -23,13 +24,21 @@ import (
 type side struct{ upstream string }
 
 // proxy is the clients' Handler: a side that dials the upstream when a client opens (the
-// upstream's side is a bare side: no OnOpen).
-type proxy struct{ side }
+// upstream's side is a bare side: no OnOpen), each dial bounded by dialTimeout.
+type proxy struct {
+	side
+	dialTimeout time.Duration
+}
 
-// OnOpen dials the upstream for a client, whose reading waits for it.
+// OnOpen dials the upstream for a client, whose reading waits for it. Until the upstream is
+// there the client's context is the dial's cancel: a client that leaves meanwhile (a reset is
+// seen while its reading waits) ends the dial, and so does dialTimeout.
 func (p *proxy) OnOpen(c *server.Conn) {
 	c.PauseRead()
+	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout)
+	c.SetContext(cancel)
 	done := func(u *server.Conn, err error) {
+		cancel()
 		if err != nil {
 			log.Printf("upstream: %v", err) // names the address
 			c.Close()
@@ -41,7 +50,7 @@ func (p *proxy) OnOpen(c *server.Conn) {
 			u.Close() // the client left meanwhile
 		}
 	}
-	if err := c.Loop().Dial(context.Background(), "tcp", p.upstream, side{}, done); err != nil {
+	if err := c.Loop().Dial(ctx, "tcp", p.upstream, side{}, done); err != nil {
 		done(nil, err)
 	}
 }
@@ -64,10 +73,14 @@ func (side) OnBackpressure(c *server.Conn, paused bool) {
 	}
 }
 
-// OnClose closes the other side once what it was given is sent.
+// OnClose closes the other side once what it was given is sent, or ends the upstream's dial
+// of a client that left before it was there.
 func (side) OnClose(c *server.Conn, err error) {
-	if other, ok := c.Context().(*server.Conn); ok {
+	switch other := c.Context().(type) {
+	case *server.Conn:
 		other.Close()
+	case context.CancelFunc:
+		other()
 	}
 }
 
@@ -76,10 +89,11 @@ func main() {
 	upstream := flag.String("upstream", "127.0.0.1:6379", "address to pass connections to")
 	backend := flag.String("backend", "auto", "ringev backend: auto, uring, epoll or poll")
 	loops := flag.Int("loops", 0, "number of loops (0: one per CPU)")
+	dialTimeout := flag.Duration("dial-timeout", 10*time.Second, "how long a client waits for its upstream's connect")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := server.Serve(ctx, "tcp", *listen, &proxy{side{*upstream}}, server.WithHalfOpen(true), server.WithBackend(*backend), server.WithLoops(*loops)); err != nil {
+	if err := server.Serve(ctx, "tcp", *listen, &proxy{side{*upstream}, *dialTimeout}, server.WithHalfOpen(true), server.WithBackend(*backend), server.WithLoops(*loops)); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/server"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 const waitFor = 30 * time.Second
@@ -43,11 +44,18 @@ func eachSetup(t *testing.T, test func(t *testing.T, opts []server.Option)) {
 	}
 }
 
-// startProxy serves the proxy to upstream on 127.0.0.1 (any port); cleanup shuts it down.
+// startProxy serves the proxy to upstream on 127.0.0.1 (any port), its dials bounded by
+// waitFor; cleanup shuts it down.
 func startProxy(t *testing.T, upstream string, opts []server.Option) string {
 	t.Helper()
+	return startProxyDialing(t, upstream, waitFor, opts)
+}
+
+// startProxyDialing is startProxy with the dials bounded by dialTimeout.
+func startProxyDialing(t *testing.T, upstream string, dialTimeout time.Duration, opts []server.Option) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", &proxy{side{upstream}}, append(opts, server.WithHalfOpen(true), server.WithLogf(t.Logf))...)
+	e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", &proxy{side{upstream}, dialTimeout}, append(opts, server.WithHalfOpen(true), server.WithLogf(t.Logf))...)
 	if err != nil {
 		cancel()
 		testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
@@ -228,21 +236,97 @@ func TestProxyRefusedUpstreamClosesTheClient(t *testing.T) {
 		}
 		up := ln.Addr().String()
 		ln.Close()
-		var logged testutil.SyncBuffer
-		log.SetOutput(&logged)
-		defer log.SetOutput(os.Stderr)
-		c, err := net.Dial("tcp", startProxy(t, up, opts))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(waitFor))
-		if b, err := io.ReadAll(c); err != nil || len(b) > 0 {
-			t.Errorf("the client read %q, %v; want EOF", b, err)
-		}
+		logged := captureLog(t)
+		closedAtOnce(t, startProxy(t, up, opts))
 		if s := logged.String(); !strings.Contains(s, up) || !strings.Contains(s, "refused") {
 			t.Errorf("log %q, want a line naming %s and the refusal", s, up)
 		}
+	})
+}
+
+// blackHole is an upstream address whose connects never complete: a listener whose backlog is
+// made 0 once one connection waits in it, never accepted, so that the kernel drops further
+// SYNs. Cleanup closes it.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	fd, sa := testutil.Listener(t)
+	if err := unix.Listen(fd, 0); err != nil { // listen(2) again sets the backlog
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.Port)
+	filler, err := net.DialTimeout("tcp", addr, waitFor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { filler.Close() })
+	return addr
+}
+
+// closedAtOnce connects to the proxy at addr and reads EOF, nothing before it: the proxy
+// closed the client.
+func closedAtOnce(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(waitFor))
+	if b, err := io.ReadAll(c); err != nil || len(b) > 0 {
+		t.Errorf("the client read %q, %v; want EOF", b, err)
+	}
+}
+
+// captureLog sends the log package's output to a buffer until the test ends.
+func captureLog(t *testing.T) *testutil.SyncBuffer {
+	logged := new(testutil.SyncBuffer)
+	log.SetOutput(logged)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	return logged
+}
+
+// waitLog waits until the log holds every one of parts, at most waitFor.
+func waitLog(t *testing.T, logged *testutil.SyncBuffer, parts ...string) {
+	t.Helper()
+	for end := time.Now().Add(waitFor); ; time.Sleep(time.Millisecond) {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(logged.String(), p)
+		}
+		if all {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("log %q: no line with %q within %v", logged.String(), parts, waitFor)
+		}
+	}
+}
+
+// TestProxyClientResetEndsTheDial: a client that resets while its upstream's connect hangs
+// ends the dial (its context is cancelled): a log line says so, long before the dial's own
+// bound.
+func TestProxyClientResetEndsTheDial(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		up := blackHole(t)
+		logged := captureLog(t)
+		c, err := net.Dial("tcp", startProxyDialing(t, up, time.Hour, opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // a reset
+		waitLog(t, logged, up, context.Canceled.Error())
+	})
+}
+
+// TestProxyDialTimeoutClosesTheClient: an upstream whose connect hangs is given up after the
+// dial timeout: the client is closed (EOF) and a log line names the address and the deadline.
+func TestProxyDialTimeoutClosesTheClient(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		up := blackHole(t)
+		logged := captureLog(t)
+		closedAtOnce(t, startProxyDialing(t, up, 50*time.Millisecond, opts))
+		waitLog(t, logged, up, context.DeadlineExceeded.Error())
 	})
 }
 
