@@ -335,3 +335,54 @@ func TestRequestCloseFdOnLoopsOwnFdIsRefused(t *testing.T) {
 		untilFor(t, l, deadline, "a Post after CloseFd on the loop's fds", func() bool { return ran })
 	})
 }
+
+// TestCloseFdCompletesAfterEveryCompletionOfAFloodedMultishot: CloseFd, called in the first
+// callback of a RecvMultishot that has more completions queued than the 8 of one request that
+// run per Once (on uring, 16 receives of 16 bytes and ENOBUFS come in one wait), completes after
+// the recv's last completion: none of the recv's completions, put behind the others' for a later
+// Once, comes after CloseFd's.
+func TestCloseFdCompletesAfterEveryCompletionOfAFloodedMultishot(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		requireOp(t, ringev.OpRecvMultishot)
+		g, err := l.NewBufferGroup(16, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Write(t, b, make([]byte, 64*16)) // 64 receives of 16 bytes
+		recvs, recvLast, closed, late := 0, 0, 0, 0
+		onClose := func(c *ringev.Completion) {
+			closed++
+			if c.Err != nil {
+				t.Errorf("CloseFd: %v", c.Err)
+			}
+		}
+		if _, err := l.RecvMultishot(a, g, 0, func(c *ringev.Completion) {
+			recvs++
+			if closed > 0 {
+				late++
+			}
+			if !c.More {
+				recvLast++
+			}
+			if recvs == 1 {
+				if _, err := l.CloseFd(a, onClose, 0); err != nil {
+					t.Errorf("CloseFd: %v", err)
+				}
+				testutil.HandOver(t, a) // the loop closes it now
+			}
+			c.ReleaseBuffer()
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		untilFor(t, l, deadline, "the recv's last completion and CloseFd's", func() bool {
+			return recvLast > 0 && closed > 0
+		})
+		quiet(t, l)
+		if late > 0 || recvLast != 1 || closed != 1 {
+			t.Fatalf("%d of the recv's %d completions came after CloseFd's; last completions: recv %d, close %d (want 0 late, 1 each)",
+				late, recvs, recvLast, closed)
+		}
+	})
+}

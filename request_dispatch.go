@@ -373,8 +373,10 @@ var manyCQEs = [256]bool{OpRecvMultishot: true, OpAcceptMultishot: true, OpSQE: 
 // deferRequest puts e, the completion just taken from the queue, and every later queued
 // completion of e's request behind the other requests' completions, keeping their order: a
 // multishot request's callback must get its completions in the order the kernel posted them
-// (a stream's bytes). They go behind the CQEs the uring driver holds, too (position rq.pos).
-// It allocates nothing once rq.scratch has grown to the largest group.
+// (a stream's bytes). A CloseFd's completion of e's fd queued after them goes along, in its
+// place: it comes after the last completion of the fd's requests (CloseFd's contract). They go
+// behind the CQEs the uring driver holds, too (position rq.pos). It allocates nothing once
+// rq.scratch has grown to the largest group.
 //
 //go:noinline
 func (rq *requests) deferRequest(e cqEntry) {
@@ -382,8 +384,9 @@ func (rq *requests) deferRequest(e cqEntry) {
 	e.pos = rq.pos
 	mine := append(rq.scratch[:0], e)
 	k := 0
+	fd := e.rec.c.Fd
 	for _, x := range rest {
-		if x.rec == e.rec {
+		if x.rec == e.rec || x.rec.c.Op == OpClose && x.rec.c.Fd == fd && x.rec.gen == x.gen {
 			x.pos = rq.pos
 			mine = append(mine, x)
 		} else {
