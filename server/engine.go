@@ -265,7 +265,8 @@ func (e *Engine) overBudget() {
 // Shutdown stops the engine gracefully: every loop stops accepting (taking the connections
 // already in the backlog), lets what the connections have sent be served for a moment (10 ms),
 // then closes each connection once what was written to it is sent (OnClose's err is
-// ErrShutdown), with a lingering close (the peer reads every reply, then EOF). It waits until
+// ErrShutdown), with a lingering close (the peer reads every reply, then EOF); a handler that
+// is a ShutdownHandler may keep a connection open until its request is served. It waits until
 // every loop has ended and returns nil, or the first loop's error; when ctx is done first, it
 // closes what is left at once (Close) and returns ctx.Err(). Safe from any goroutine but the
 // engine's loops (ErrFromLoop), and more than once.

@@ -19,8 +19,8 @@ import (
 // loop turn makes to a connection goes out in one send at the turn's end. After the peer's EOF
 // the connection closes once its output is sent, unless it is half-open (WithHalfOpen).
 //
-// A Handler may also implement OpenHandler, CloseHandler, HandshakeHandler, TickHandler and
-// BackpressureHandler.
+// A Handler may also implement OpenHandler, CloseHandler, HandshakeHandler, TickHandler,
+// BackpressureHandler, ShutdownHandler and HTTPSHandler.
 //
 // A panic in a Handler method is not recovered: it ends the process (net/http, unlike this,
 // recovers a handler's panic and closes only that connection). A Handler that must survive a
@@ -37,6 +37,7 @@ type handlers struct {
 	close CloseHandler
 	bp    BackpressureHandler
 	hand  HandshakeHandler
+	shut  ShutdownHandler
 }
 
 // newHandlers finds h's optional parts.
@@ -46,6 +47,7 @@ func newHandlers(h Handler) handlers {
 	hs.close, _ = h.(CloseHandler)
 	hs.bp, _ = h.(BackpressureHandler)
 	hs.hand, _ = h.(HandshakeHandler)
+	hs.shut, _ = h.(ShutdownHandler)
 	return hs
 }
 
@@ -82,6 +84,25 @@ type HandshakeHandler interface {
 // once.
 type CloseHandler interface {
 	OnClose(c *Conn, err error)
+}
+
+// ShutdownHandler is a Handler asked, on the connection's loop, before a graceful shutdown
+// (Engine.Shutdown, the cancellation of Listen's context) closes a connection: OnShutdown
+// returns true to keep it open, for a request still in service whose reply is not written yet
+// (as net/http's Server.Shutdown waits for its active connections). The handler then closes it
+// (Conn.Close) once it is done; the engine ends when the last connection has closed. The
+// shutdown's bound (Shutdown's ctx; WithDrainTimeout after the cancellation of Listen's
+// context) still closes what is left at once when it passes (Engine.Close).
+type ShutdownHandler interface {
+	OnShutdown(c *Conn) (keep bool)
+}
+
+// HTTPSHandler is a Handler that serves HTTP over TLS (WithTLS), as package nethttp's Server
+// and HTTP do: a client that sends a plaintext HTTP request in place of a TLS handshake gets
+// net/http's answer, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS
+// server.\n", before the connection closes. ServesHTTPS is a marker: it is not called.
+type HTTPSHandler interface {
+	ServesHTTPS()
 }
 
 // TickHandler is a Handler called on each loop when the loop starts, and again after the delay

@@ -89,6 +89,10 @@ const helloBody = "Hello, World!"
 // OnOpen sets the connection's timeouts (RequestTimeout, IdleTimeout) where they are not 0.
 func (h *HTTP) OnOpen(c *Conn) { setTimeouts(c, h.IdleTimeout, h.RequestTimeout) }
 
+// ServesHTTPS makes HTTP an HTTPSHandler: plaintext HTTP sent to its TLS port gets net/http's
+// 400.
+func (h *HTTP) ServesHTTPS() {}
+
 // OnTick refreshes the Date header, every second on each loop.
 func (h *HTTP) OnTick(*Loop) time.Duration {
 	h.setDate(time.Now())

@@ -676,9 +676,13 @@ func (l *Loop) shutdown() {
 	l.ev.AddTimer(drainGrace, func(*ringev.Timer) {
 		l.graceDone = true
 		for _, c := range l.conns.all {
-			if c != nil {
-				c.closeWith(ErrShutdown, false)
+			if c == nil {
+				continue
 			}
+			if sh := c.hs.shut; sh != nil && c.opened && !c.closing && !c.closed && sh.OnShutdown(c) {
+				continue // the handler closes it once its request is served
+			}
+			c.closeWith(ErrShutdown, false)
 		}
 		l.maybeDone()
 	})

@@ -305,7 +305,7 @@ func (t *tlsConn) handshook() {
 		t.notified = true // crypto/tls sent its alert, if any
 		var rh tls.RecordHeaderError
 		if errors.As(err, &rh) && rh.Conn != nil && looksLikeHTTP(rh.RecordHeader[:]) {
-			if _, ok := c.hs.h.(*HTTP); ok {
+			if _, ok := c.hs.h.(HTTPSHandler); ok {
 				// net/http's answer to plaintext HTTP on its TLS port.
 				t.c.rawWrite([]byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 			}

@@ -425,7 +425,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	}
 	cw.wroteHeader = true
 	w := cw.res
-	const keepAlivesEnabled = true
+	keepAlivesEnabled := !w.x.h.ls.shutting.Load() // net/http's doKeepAlives
 	isHEAD := w.req.Method == "HEAD"
 
 	cw.snap() // the map now, unless taken at WriteHeader

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringev/ringev/server"
@@ -53,6 +54,10 @@ type loopState struct {
 	// request gets its own.
 	local context.Context
 	base  context.Context
+
+	// shutting is set once the engine's graceful shutdown has reached the loop (OnShutdown):
+	// responses are the last of their connections, as net/http's once Shutdown has begun.
+	shutting atomic.Bool
 }
 
 // localAddr returns c's local address (on the loop), without asking the Conn (which keeps
@@ -128,7 +133,13 @@ func New(srv *http.Server) *Server {
 }
 
 // Serve serves h over HTTP/1.1 on the TCP address addr until ctx is done, then shuts down
-// gracefully (server.Serve, with opts) and waits for the handlers still running. Settings of
+// gracefully (server.Serve, with opts) and waits for the handlers still running. The shutdown
+// is net/http's Server.Shutdown: accepting stops, idle connections close, and a request in
+// service when ctx is done is served to its end, its response sent (r.Context() is not
+// cancelled), then its connection closes. server.WithDrainTimeout bounds it
+// (server.DefaultDrainTimeout, 5 s): past it, the connections still open are closed at once
+// and their handlers' r.Context() cancelled; Serve then waits for those handlers to return.
+// Settings of
 // an http.Server go through New: server.Serve(ctx, "tcp", addr, nethttp.New(srv), opts...).
 // Its errors are server.Serve's (an address in use, a bad option, ...). To learn the port of
 // an addr such as "127.0.0.1:0" (a test's), use server.Listen with New, then Engine.Addr,
@@ -335,6 +346,19 @@ func (s *Server) OnClose(c *server.Conn, err error) {
 	}
 	h.state(http.StateClosed)
 }
+
+// OnShutdown keeps a connection whose request is in service open through the engine's graceful
+// shutdown (server.ShutdownHandler): it closes once its response is sent (done). An idle
+// connection, or a hijacked one, is closed by the engine.
+func (s *Server) OnShutdown(c *server.Conn) bool {
+	h := c.Context().(*conn)
+	h.ls.shutting.Store(true)
+	return h.x != nil && h.hj == nil
+}
+
+// ServesHTTPS makes Server a server.HTTPSHandler: over TLS (server.WithTLS), a client that
+// sends plaintext HTTP gets net/http's 400 ("Client sent an HTTP request to an HTTPS server.").
+func (s *Server) ServesHTTPS() {}
 
 // OnBackpressure follows the output's limit: writers from goroutines wait while it is passed.
 func (s *Server) OnBackpressure(c *server.Conn, paused bool) {
@@ -828,7 +852,7 @@ func (h *conn) done(x *exchange, reuse bool) {
 	if x.rb != nil {
 		x.release() // the body's reader is done with it
 	}
-	if !reuse || !x.bodyEnd || x.cutShort {
+	if !reuse || !x.bodyEnd || x.cutShort || h.ls.shutting.Load() {
 		if errors.Is(x.w.werr, os.ErrDeadlineExceeded) {
 			// The output queued before the deadline is still sent, as a closed socket's
 			// is by the kernel; a client that does not read it is not waited for longer

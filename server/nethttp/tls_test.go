@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/ringev/ringev/internal/testutil"
@@ -49,6 +50,44 @@ func TestServerRequestHasTLSState(t *testing.T) {
 		resp.Body.Close()
 		if want := "complete=true alpn=http/1.1"; string(b) != want || err != nil {
 			t.Errorf("GET over TLS: %q, %v; want %q", b, err, want)
+		}
+	})
+}
+
+// TestServerAnswersPlainHTTPOnTLSPort: a client that sends a plaintext HTTP request to the
+// TLS port gets net/http's answer, byte for byte ("HTTP/1.0 400 Bad Request" and "Client sent
+// an HTTP request to an HTTPS server."), then the connection closes, on both servers.
+func TestServerAnswersPlainHTTPOnTLSPort(t *testing.T) {
+	certPEM, keyPEM, err := testutil.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const raw = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	const want = "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
+	t.Run("net-http", func(t *testing.T) {
+		testutil.NoLeaks(t)
+		logger, _ := quietLogger()
+		ts := httptest.NewUnstartedServer(h)
+		ts.Config.ErrorLog = logger
+		ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		ts.StartTLS()
+		defer ts.Close()
+		got, closed, err := exchangeRaw(ts.Listener.Addr().String(), raw, waitFor)
+		if got != want || !closed || err != nil {
+			t.Errorf("net/http: %q (closed %v), %v; want %q, closed", got, closed, err, want)
+		}
+	})
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, append(opts, server.WithTLS(cfg))...)
+		got, closed, err := exchangeRaw(addr, raw, waitFor)
+		if got != want || !closed || err != nil {
+			t.Errorf("ringev: %q (closed %v), %v; want %q, closed", got, closed, err, want)
 		}
 	})
 }
