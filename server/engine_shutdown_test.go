@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,5 +117,76 @@ func TestEngineShutdownFromALoopFails(t *testing.T) {
 		if err := <-errc; !errors.Is(err, ErrFromLoop) {
 			t.Errorf("Shutdown from a handler: %v, want ErrFromLoop", err)
 		}
+	})
+}
+
+// keeper answers "ok\n" to each input and, as a ShutdownHandler, keeps open through a graceful
+// shutdown the connections that sent "keep\n".
+type keeper struct {
+	mu   sync.Mutex
+	kept *Conn
+}
+
+func (k *keeper) OnData(c *Conn) {
+	b, _ := c.Peek(-1)
+	if string(b) == "keep\n" {
+		c.SetContext(true)
+	}
+	c.Discard(len(b))
+	c.WriteString("ok\n")
+}
+
+func (k *keeper) OnShutdown(c *Conn) bool {
+	keep, _ := c.Context().(bool)
+	if keep {
+		k.mu.Lock()
+		k.kept = c
+		k.mu.Unlock()
+	}
+	return keep
+}
+
+// TestEngineShutdownKeepsWhatItsHandlerKeeps: a graceful shutdown closes the connections its
+// ShutdownHandler does not keep, and leaves open the one it keeps (the engine does not end)
+// until the handler closes it, its last reply sent.
+func TestEngineShutdownKeepsWhatItsHandlerKeeps(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		k := &keeper{}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		e, err := Listen(ctx, "tcp", "127.0.0.1:0", k, append(s.opts(), WithLoops(1), WithDrainTimeout(6*waitFor), WithLogf(t.Logf))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		kc, dc := dialEngine(t, e), dialEngine(t, e)
+		kc.Write([]byte("keep\n"))
+		dc.Write([]byte("drop\n"))
+		if a, b := readN(t, kc, 3), readN(t, dc, 3); a != "ok\n" || b != "ok\n" {
+			t.Fatalf("replies %q, %q; want ok", a, b)
+		}
+		cancel()
+		if got := readToEOF(t, dc); got != "" {
+			t.Errorf("the connection not kept: %q before EOF", got)
+		}
+		dc.Close()
+		k.mu.Lock()
+		kept := k.kept
+		k.mu.Unlock()
+		if kept == nil {
+			t.Fatal("OnShutdown did not keep the connection that asked for it")
+		}
+		select {
+		case <-e.Done():
+			t.Fatal("the engine ended with a connection kept open")
+		default:
+		}
+		writeFromElsewhere(t, kept, "bye\n")
+		kept.Close()
+		if got := readToEOF(t, kc); got != "bye\n" {
+			t.Errorf("the kept connection: %q before EOF, want %q", got, "bye\n")
+		}
+		kc.Close()
+		waitEngine(t, e, "the kept connection's close")
 	})
 }

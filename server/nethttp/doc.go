@@ -36,7 +36,9 @@
 // here.
 //
 // Differences from net/http's server: there is no HTTP/2 (nor h2c); ConnState is called on the
-// connection's loop (it must not block); BaseContext and ConnContext are not used. A handler
+// connection's loop (it must not block); BaseContext and ConnContext are not used; a graceful
+// shutdown (see Serve) closes hijacked connections, which net/http's Shutdown leaves open and
+// does not wait for. A handler
 // that wraps the body in http.MaxBytesReader and passes its limit does not get
 // "Connection: close" added to its response, as it does on net/http, whose own
 // ResponseWriter is told so through an unexported method.
