@@ -99,13 +99,15 @@ func newShutdownScene(t *testing.T, backend string, opts ...server.Option) *shut
 	return sc
 }
 
-// idleClosed waits until the idle connection reads EOF (the shutdown has reached the loop).
+// idleClosed waits until the idle connection reads EOF (the shutdown has reached the loop),
+// and closes it.
 func (sc *shutdownScene) idleClosed(t *testing.T) {
 	t.Helper()
 	b, err := io.ReadAll(sc.idleR)
 	if len(b) != 0 || err != nil {
 		t.Fatalf("the idle connection at shutdown: read %q, %v; want EOF", b, err)
 	}
+	sc.idle.Close() // the server's lingering close ends with it
 }
 
 // TestServeShutdownServesRequestInFlight: a request whose handler runs when the engine's

@@ -25,6 +25,10 @@ type workers struct {
 	gen    uint64    // reap's ticks
 	reap   *time.Timer
 	reapID uint64 // reap's, told apart from a timer stopped (stop) as it fired
+
+	// stopped is set by stop: a goroutine that ends its request after it (its handler's end
+	// counted, Server.Wait returned) ends instead of waiting for another.
+	stopped bool
 }
 
 type worker struct {
@@ -53,7 +57,7 @@ func (p *workers) work(w *worker, x *exchange) {
 		x.serve()
 		x = nil // not kept alive while waiting
 		p.mu.Lock()
-		if len(p.idle) >= maxIdleWorkers {
+		if p.stopped || len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()
 			return
 		}
@@ -97,6 +101,7 @@ func (p *workers) reapIdle(id uint64) {
 // stop ends the goroutines waiting for requests.
 func (p *workers) stop() {
 	p.mu.Lock()
+	p.stopped = true
 	idle := p.idle
 	p.idle = nil
 	if p.reap != nil {
