@@ -31,6 +31,7 @@ type options struct {
 	logf        func(format string, args ...any)
 	loopOptions []ringev.Option
 	tls         *tls.Config
+	handshakes  int
 	// noMsgRing makes the loops hand off and wake each other with Post alone (tests).
 	noMsgRing bool
 }
@@ -199,6 +200,7 @@ func resolve(network string, opts []Option) (options, error) {
 		{"WithMaxPending", int64(o.maxPending), fmt.Sprint(o.maxPending)},
 		{"WithMaxBuffered", int64(o.maxBuffered), fmt.Sprint(o.maxBuffered)},
 		{"WithDrainTimeout", int64(o.drain), o.drain.String()},
+		{"WithMaxTLSHandshakes", int64(o.handshakes), fmt.Sprint(o.handshakes)},
 	} {
 		if neg.v < 0 {
 			return o, fmt.Errorf("server: %s(%s): negative (0: the default)", neg.name, neg.s)
@@ -218,6 +220,9 @@ func resolve(network string, opts []Option) (options, error) {
 	}
 	if o.drain == 0 {
 		o.drain = DefaultDrainTimeout
+	}
+	if o.handshakes == 0 {
+		o.handshakes = DefaultMaxTLSHandshakes
 	}
 	return o, nil
 }

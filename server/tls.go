@@ -18,7 +18,7 @@ import (
 
 // TLS on the loop, with crypto/tls unmodified.
 //
-// The handshake runs on a goroutine of a bounded pool (MaxTLSHandshakes per engine), because
+// The handshake runs on a goroutine of a bounded pool (WithMaxTLSHandshakes per engine), because
 // crypto/tls's handshake reads where it needs to and an error in it is permanent: its
 // transport's Read blocks until the loop hands it bytes. It starts once the first record (the
 // ClientHello) has arrived whole, so a client that sends part of one holds no goroutine;
@@ -33,9 +33,18 @@ import (
 // (records of up to 16 KiB), sealed into the output the driver sends. An idle connection
 // holds the tls.Conn and no buffer of the layer's.
 
-// MaxTLSHandshakes is the most TLS handshakes an engine runs at once, each on a goroutine of its
-// own; the connections past it wait, holding what they received, until one ends.
-const MaxTLSHandshakes = 64
+// DefaultMaxTLSHandshakes is WithMaxTLSHandshakes's default.
+const DefaultMaxTLSHandshakes = 1024
+
+// WithMaxTLSHandshakes sets the most TLS handshakes an engine runs at once, each on a goroutine
+// of its own (0: DefaultMaxTLSHandshakes); the connections past it wait, holding what they
+// received, until one ends. A handshake holds its goroutine until it ends or its timeout
+// passes, also while it waits for the client: a client that sends a ClientHello and then
+// nothing holds one, so a small n lets that many stalled clients delay every other
+// handshake by up to the timeout. The computing is bounded apart from it: at most GOMAXPROCS
+// less the engine's loops (at least one) handshakes compute at once. A goroutine that waits
+// costs its stack (8-16 KiB after a handshake). Negative: an error from Listen.
+func WithMaxTLSHandshakes(n int) Option { return func(o *options) { o.handshakes = n } }
 
 // DefaultTLSHandshakeTimeout bounds a TLS handshake, from the accept, when the connection has
 // no request timeout (WithRequestTimeout, Conn.SetRequestTimeout in OnOpen), which bounds it
@@ -125,7 +134,7 @@ func (s *tlsServer) enqueue(t *tlsConn) {
 		s.mu.Unlock()
 		s.next <- t // an idle goroutine takes only next until quit, which is not closed yet
 		return
-	case s.running >= MaxTLSHandshakes:
+	case s.running >= s.e.o.handshakes:
 		s.queue = append(s.queue, t)
 		s.mu.Unlock()
 		return

@@ -361,12 +361,12 @@ func TestTLSPlaintextHTTPGetsNetHTTPAnswer(t *testing.T) {
 }
 
 // TestTLSStalledHandshakesKeepGoroutinesBounded: 1,000 clients that send a whole ClientHello
-// and stall hold at most MaxTLSHandshakes goroutines; the handshake timeout closes them all.
+// and stall hold at most WithMaxTLSHandshakes goroutines; the handshake timeout closes them all.
 func TestTLSStalledHandshakesKeepGoroutinesBounded(t *testing.T) {
 	eachBackendRequests(t, func(t *testing.T, s setup) {
-		const n = 1000
+		const n, most = 1000, 64
 		h := newEchoCloser()
-		e := tlsEngine(t, s, h, WithRequestTimeout(2*time.Second))
+		e := tlsEngine(t, s, h, WithRequestTimeout(2*time.Second), WithMaxTLSHandshakes(most))
 		base := runtime.NumGoroutine()
 		hello := clientHello(t)
 		conns := make([]net.Conn, 0, n)
@@ -395,10 +395,46 @@ func TestTLSStalledHandshakesKeepGoroutinesBounded(t *testing.T) {
 			}
 			peak = max(peak, runtime.NumGoroutine()-base)
 		}
-		if peak > MaxTLSHandshakes+8 {
-			t.Fatalf("%d more goroutines with %d stalled handshakes; want at most %d", peak, n, MaxTLSHandshakes+8)
+		if peak > most+8 {
+			t.Fatalf("%d more goroutines with %d stalled handshakes; want at most %d", peak, n, most+8)
 		}
 		t.Logf("%d stalled handshakes: at most %d more goroutines", n, peak)
+	})
+}
+
+// TestTLSStalledHandshakesLeaveOthersServed: with the defaults, 200 clients that send a whole
+// ClientHello and stall (each holding a handshake's goroutine) do not delay another client's
+// handshake: it ends while they all still wait for their timeout.
+func TestTLSStalledHandshakesLeaveOthersServed(t *testing.T) {
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		const n = 200
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h, WithRequestTimeout(time.Hour))
+		base := runtime.NumGoroutine()
+		hello := clientHello(t)
+		conns := make([]net.Conn, 0, n)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for range n {
+			c := dialEngine(t, e)
+			conns = append(conns, c)
+			c.Write(hello)
+		}
+		eventually(t, fmt.Sprintf("%d stalled handshakes running", n), func() bool { return runtime.NumGoroutine()-base >= n })
+		c := dialTLS(t, e, nil)
+		c.Write([]byte("x"))
+		readN(t, c, 1)
+		c.Close()
+		select {
+		case err := <-h.closed:
+			if errors.Is(err, ErrTLSHandshakeTimeout) {
+				t.Fatalf("a stalled handshake timed out within the hour: %v", err)
+			}
+		default:
+		}
 	})
 }
 
