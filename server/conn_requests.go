@@ -220,9 +220,11 @@ func (c *Conn) tok(k uint64) uint64 {
 }
 
 // onIO is the callback of every request of the loop's connections: the token names the
-// connection (its slot and sequence number) and the kind. A recv may complete after CloseFd
-// has (see reqClosed), when the connection has finished and its slot may be another's: such a
-// completion is dropped (its group buffer given back), as a finished connection would.
+// connection (its slot and sequence number) and the kind. CloseFd's completion comes after
+// every other of the fd's, but where CloseFd itself fails (closeFd) the socket is closed and
+// the connection finished at once, and a recv still pending may complete later, when the slot
+// may be another's: such a completion is dropped (its group buffer given back), as a finished
+// connection would.
 func (d *connReqs) onIO(x *ringev.Completion) {
 	c := d.l.conns.all[x.Token>>32]
 	if c == nil || uint64(c.seq&(1<<tokSeqBits-1)) != x.Token>>tokBits&(1<<tokSeqBits-1) {
