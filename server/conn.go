@@ -814,7 +814,7 @@ func (c *Conn) deliver(data []byte) {
 	}
 	c.gotInput()
 	if s := c.splicingOut(); s != nil {
-		s.dst.forwarded(data) // what the recv brings once Splice was asked goes on, in order
+		s.dst.forwarded(data, c.l) // what the recv brings once Splice was asked goes on, in order
 		return
 	}
 	if c.tls != nil {

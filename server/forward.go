@@ -18,14 +18,14 @@ func (c *Conn) Forward(dst *Conn) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	err := dst.forwarded(b)
+	err := dst.forwarded(b, c.l)
 	c.discard(n)
 	return n, err
 }
 
-// forwarded is Forward's write of b to c, a destination on any loop.
-func (c *Conn) forwarded(b []byte) (err error) {
-	if c.l.ev.Owned() && !c.gone() {
+// forwarded is Forward's write of b to c, a destination on any loop, from loop from's goroutine.
+func (c *Conn) forwarded(b []byte, from *Loop) (err error) {
+	if c.l == from && !c.gone() {
 		if !c.fits(len(b)) {
 			return c.overflow(len(b))
 		}
@@ -37,8 +37,8 @@ func (c *Conn) forwarded(b []byte) (err error) {
 }
 
 // SpliceMinChunk is the input, in bytes (4 KiB, a small receive buffer's worth), that one
-// Splice call must move for the connection to start splicing, and one splice must move for it
-// to go on (see Splice).
+// Splice call must move for the connection to start splicing, and that splices must move for
+// it to go on (see Splice).
 const SpliceMinChunk = 4 << 10
 
 // Splice is Forward, and more: from then on the connection's input goes to dst through the
@@ -63,8 +63,9 @@ const SpliceMinChunk = 4 << 10
 //
 // Splicing costs more than a copy for small messages (a POLL_ADD and two SPLICEs, which the
 // kernel runs in its io-wq threads, against a recv and a send): it starts when one Splice call
-// moves at least SpliceMinChunk bytes, and ends after a splice that moved fewer (the recv takes
-// over again), so that requests and replies of a few hundred bytes keep the copy path.
+// moves at least SpliceMinChunk bytes, and ends after 8 splices in a row that moved fewer (the
+// recv takes over again), so that requests and replies of a few hundred bytes keep the copy
+// path.
 func (c *Conn) Splice(dst *Conn) (int, error) {
 	n, err := c.Forward(dst)
 	if err == nil && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {

@@ -28,6 +28,10 @@ const (
 	SplicePipesMax = 512
 )
 
+// spliceSmallRun is how many chunks below SpliceMinChunk in a row end a splicing (see Splice):
+// one alone is often a stream's, and going back to the recv and splicing again costs more.
+const spliceSmallRun = 8
+
 // Tokens of a splicer's requests.
 const (
 	tokSpPollIn  uint64 = iota + 1 // POLL_ADD POLLIN on the source
@@ -106,7 +110,7 @@ type splicer struct {
 	reqs     int            // requests in flight
 	srcDone  bool           // src gives no more input (closed, closing, at its EOF)
 	dstDone  bool           // dst is closed: the pipe's bytes go nowhere
-	small    bool           // the pipe's chunk is below SpliceMinChunk: the recv comes back after it
+	small    int            // chunks below SpliceMinChunk in a row: the recv comes back at spliceSmallRun
 	released bool           // finished (maybeRelease)
 }
 
@@ -280,7 +284,10 @@ func (s *splicer) splicedIn(n int, err error) {
 	c := s.src
 	switch {
 	case err == nil && n > 0:
-		s.inPipe, s.small = n, n < SpliceMinChunk
+		s.inPipe = n
+		if s.small++; n >= SpliceMinChunk {
+			s.small = 0
+		}
 		if !c.closed {
 			c.gotInput()
 		}
@@ -335,7 +342,7 @@ func (s *splicer) splicedOut(n int, err error) {
 	}
 	switch {
 	case s.srcDone:
-	case s.small: // not a stream (any more): small chunks cost less copied than spliced
+	case s.small >= spliceSmallRun: // not a stream any more: small chunks cost less copied
 		s.detach()
 	default:
 		s.spliceUpdate()
