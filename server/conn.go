@@ -80,7 +80,7 @@ type Conn struct {
 	shutDone  bool  // the writing side is shut down (CloseWrite's shutdown(2) is done)
 	paused    bool  // backpressure: not read until the output drains
 	drainWait bool  // OnData left input while output was pending: served again once it drains
-	held      bool  // PauseRead: not read until ResumeRead (apart from paused)
+	held      bool  // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from paused)
 	reasonSet bool  // reason is set (the first one wins)
 	inData    bool  // OnData is running (see Loop.view)
 	reason    error // what OnClose is told
@@ -126,6 +126,8 @@ type connRare struct {
 	// socket through the kernel, splIn another's input to this one's.
 	splOut, splIn *splicer
 	watch         *ringev.FdEvent // requests: a held connection's watch for Error (watchHeld)
+	fwdOn         *Conn           // Forward's hold: the destination whose output it waits for
+	userHeld      bool            // during Forward's hold: PauseRead's state, held at its end
 }
 
 // splicingOut is the splicer that moves the connection's input (Splice), or nil.
@@ -735,6 +737,12 @@ func (c *Conn) end(reason error) {
 	}
 	c.closed = true
 	c.setGone()
+	if c.l.fwdWaiting.Load() != 0 {
+		c.wakeForwarders() // their next Forward fails (net.ErrClosed)
+	}
+	if c.rare != nil && c.rare.fwdOn != nil {
+		c.fwdGone()
+	}
 	c.setReason(reason)
 	c.l.dropDeadline(c)
 	if c.rare != nil {
@@ -887,6 +895,9 @@ func (c *Conn) serve(data []byte) {
 // (Sending is activity for the idle timeout from the moment the output goes to the kernel:
 // flush, and the readiness driver's writes, note the time.)
 func (c *Conn) sentSome() {
+	if c.l.fwdWaiting.Load() != 0 && c.outN.Load() <= int64(c.l.limit/2) {
+		c.wakeForwarders()
+	}
 	if c.paused {
 		c.maybeResume()
 	} else if c.drainWait && c.pending() <= c.l.limit/2 {
@@ -918,8 +929,8 @@ func (c *Conn) maybeResume() {
 // of a reset (or another socket error): it closes, and OnClose's err wraps the errno
 // (unix.ECONNRESET), as a net.Conn's next call would say; the peer's half-close leaves its bytes
 // and its EOF in the kernel, for ResumeRead (a reset after it is seen once reading resumes, or
-// at the next write). It is apart from the write limit's
-// pause (BackpressureHandler): the end of one does not end the other. From another goroutine
+// at the next write). It is apart from the write limit's pause (BackpressureHandler) and from
+// Forward's hold: the end of one does not end another. From another goroutine
 // it is queued for the loop (after that goroutine's earlier writes, as Loop.Post). It returns
 // net.ErrClosed once the connection is closed (from another goroutine: once its loop has
 // ended).
@@ -948,7 +959,20 @@ func (c *Conn) holdRead(on bool) error {
 // setHeld is holdRead on the loop: the driver follows, and a resume serves the buffered input
 // in a turn of its own (a handler that resumes another connection is not re-entered).
 func (c *Conn) setHeld(on bool) {
-	if c.closed || c.held == on {
+	if c.closed {
+		return
+	}
+	if c.rare != nil && c.rare.fwdOn != nil {
+		c.rare.userHeld = on // Forward's hold holds reading until its end
+		return
+	}
+	c.hold(on)
+}
+
+// hold holds reading (on) or ends that: the driver follows, and the end serves the buffered
+// input in a turn of its own (a handler that resumes another connection is not re-entered).
+func (c *Conn) hold(on bool) {
+	if c.held == on {
 		return
 	}
 	c.held = on

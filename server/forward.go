@@ -2,13 +2,22 @@
 
 package server
 
+import "slices"
+
 // Forward moves the connection's whole input to dst's output, in order, and returns the number
 // of bytes moved: what Next(-1) followed by dst.Write does (a proxy's OnData), in one call that
-// checks the caller once. dst may be on another loop (its Write then queues, as from any
-// goroutine). It belongs to c's loop's goroutine (an error wrapping ringev.ErrNotOwner from
-// another, nothing moved); when dst is closing or closed the input is discarded all the same and
-// the error is net.ErrClosed; when it would take dst's output past its cap, dst is closed and
-// the error is ErrOutputFull (see Write).
+// checks the caller once, and holds back a source faster than dst's peer. dst may be on another
+// loop (its Write then queues, as from any goroutine). When the move takes dst's Pending past
+// dst's write limit (WriteLimit), Forward stops reading c at once, as PauseRead does, until
+// dst's output has drained to half the limit (or dst closes): then c is read again and OnData
+// is called with the input that waited. So dst holds at most its write limit and one Forward's
+// input, whichever loop either is on, and a proxy needs no OnBackpressure of its own (dst's
+// OnBackpressure comes at the end of a turn of dst's loop: from another loop, too late to hold
+// a fast source). This hold is apart from PauseRead's: ResumeRead does not end it. It belongs to
+// c's loop's goroutine (an error wrapping ringev.ErrNotOwner from another, nothing moved); when
+// dst is closing or closed the input is discarded all the same and the error is net.ErrClosed;
+// when it would take dst's output past its cap, dst is closed and the error is ErrOutputFull
+// (see Write).
 func (c *Conn) Forward(dst *Conn) (int, error) {
 	if !c.l.ev.Owned() {
 		return 0, errNotOwner("Forward")
@@ -20,6 +29,9 @@ func (c *Conn) Forward(dst *Conn) (int, error) {
 	}
 	err := dst.forwarded(b, c.l)
 	c.discard(n)
+	if err == nil && dst.outN.Load() > int64(dst.l.limit) && (c.rare == nil || c.rare.fwdOn == nil) {
+		c.waitFor(dst)
+	}
 	return n, err
 }
 
@@ -72,4 +84,78 @@ func (c *Conn) Splice(dst *Conn) (int, error) {
 		c.startSplice(dst)
 	}
 	return n, err
+}
+
+// fwdWait is a connection Forward holds (src) until the output of dst drains.
+type fwdWait struct{ dst, src *Conn }
+
+// waitFor holds c, on its loop, until the output of dst drains to half its write limit or dst
+// closes: dst's loop, or a goroutine that sees it so, posts the end of the hold to c's loop.
+// Registering (fwdWaiting, then reading gone and Pending) and dst's side (Pending or gone,
+// then reading fwdWaiting) are ordered so that one of them sees the other.
+func (c *Conn) waitFor(dst *Conn) {
+	l := dst.l
+	l.mu.Lock()
+	l.fwdWait = append(l.fwdWait, fwdWait{dst: dst, src: c})
+	l.fwdWaiting.Store(int32(len(l.fwdWait)))
+	if l.stopped || dst.gone() {
+		l.fwdWait = l.fwdWait[:len(l.fwdWait)-1]
+		l.fwdWaiting.Store(int32(len(l.fwdWait)))
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	x := c.x()
+	x.fwdOn, x.userHeld = dst, c.held
+	c.hold(true)
+	if dst.outN.Load() <= int64(l.limit/2) {
+		dst.wakeForwarders() // it drained meanwhile: its own wake may have come before
+	}
+}
+
+// wakeForwarders ends the hold of the sources Forward holds for c (from any goroutine): each
+// is posted to its loop.
+func (c *Conn) wakeForwarders() {
+	l := c.l
+	var srcs []*Conn
+	l.mu.Lock()
+	keep := l.fwdWait[:0]
+	for _, w := range l.fwdWait {
+		if w.dst == c {
+			srcs = append(srcs, w.src)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(l.fwdWait[len(keep):])
+	l.fwdWait = keep
+	l.fwdWaiting.Store(int32(len(keep)))
+	l.mu.Unlock()
+	for _, s := range srcs {
+		s.l.Post(s.forwardDrained) // an error: its loop has ended, and s with it
+	}
+}
+
+// forwardDrained ends the hold waitFor began, on c's loop.
+func (c *Conn) forwardDrained() {
+	x := c.rare
+	if c.closed || x == nil || x.fwdOn == nil {
+		return
+	}
+	x.fwdOn = nil
+	c.hold(x.userHeld)
+}
+
+// fwdGone drops c's entry from its destination's loop as c closes (a hold's end that is
+// posted all the same finds it closed).
+func (c *Conn) fwdGone() {
+	dst := c.rare.fwdOn
+	c.rare.fwdOn = nil
+	l := dst.l
+	l.mu.Lock()
+	if i := slices.IndexFunc(l.fwdWait, func(w fwdWait) bool { return w.src == c }); i >= 0 {
+		l.fwdWait = slices.Delete(l.fwdWait, i, i+1)
+		l.fwdWaiting.Store(int32(len(l.fwdWait)))
+	}
+	l.mu.Unlock()
 }

@@ -5,6 +5,7 @@ package server
 // Tests of Conn.Forward.
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -105,5 +106,88 @@ func TestConnForwardRefusesPastTheOutputCap(t *testing.T) {
 		if _, err := io.Copy(io.Discard, a); !errors.Is(err, unix.ECONNRESET) {
 			t.Errorf("the destination's client read until %v, want a reset", err)
 		}
+	})
+}
+
+// crossForwarder forwards the input of the second connection to the first, which is on another
+// loop, as a proxy's OnData does with nothing else (no OnBackpressure), and records the most
+// output the destination held before a Forward and after one.
+type crossForwarder struct {
+	forwarder   // its first connection, under its mu
+	src         *Conn
+	before, max int // the destination's Pending before a Forward, and after one: the most seen
+}
+
+func (f *crossForwarder) OnData(c *Conn) {
+	dst, ok := c.Context().(*Conn)
+	if !ok {
+		c.Next(-1)
+		return
+	}
+	before := dst.Pending()
+	_, err := c.Forward(dst)
+	after := dst.Pending()
+	f.mu.Lock()
+	f.src = c
+	f.before, f.max = max(f.before, before), max(f.max, after)
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+// TestConnForwardHoldsItsSourceAcrossLoops: a 12 MB stream forwarded from a fast sender to a
+// reader slower than it, the two connections on different loops, arrives whole: Forward stops
+// reading its source once the destination's output passes the write limit, so the destination
+// holds at most the limit before a Forward and, after one, the limit and what the source received
+// while its hold took effect: far below the output cap (4 MiB).
+func TestConnForwardHoldsItsSourceAcrossLoops(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &crossForwarder{}
+		e := startEngine(t, f, append(s.opts(), WithLoops(2), WithBalance(BalanceRoundRobin))...)
+		a := dialEngine(t, e)
+		eventually(t, "the first connection", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.first != nil })
+		b := dialEngine(t, e)
+		const size = 12 << 20
+		sent := make([]byte, size)
+		for i := range sent {
+			sent[i] = byte(i * 7 / 251)
+		}
+		go func() {
+			b.Write(sent)
+			b.(*net.TCPConn).CloseWrite()
+		}()
+		got := make([]byte, 0, size)
+		buf := make([]byte, 64<<10)
+		a.SetReadDeadline(time.Now().Add(4 * waitFor))
+		for len(got) < size {
+			n, err := a.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				t.Fatalf("the reader got %d bytes of %d, then %v", len(got), size, err)
+			}
+			time.Sleep(200 * time.Microsecond) // a reader slower than the sender
+		}
+		if !bytes.Equal(got, sent) {
+			t.Fatal("the reader got other bytes than were sent")
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.src.Loop() == f.first.Loop() {
+			t.Fatal("the two connections were on one loop")
+		}
+		if f.err != nil {
+			t.Errorf("Forward: %v", f.err)
+		}
+		limit := f.first.WriteLimit()
+		if f.before > limit {
+			t.Errorf("the destination held %d bytes before a Forward, want at most the write limit (%d)", f.before, limit)
+		}
+		// One Forward moves at most what the source received while its hold took effect: at most
+		// a loop's buffer group (2 MiB) of multishot receives already completed.
+		if most := limit + RecvLargeGroupBuffers*RecvLargeBufferSize; f.max > most {
+			t.Errorf("the destination held %d bytes after a Forward, want at most %d (the output cap is %d)", f.max, most, DefaultMaxPending)
+		}
+		t.Logf("the destination held at most %d bytes before a Forward, %d after one", f.before, f.max)
 	})
 }

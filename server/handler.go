@@ -119,6 +119,9 @@ type TickHandler interface {
 // are not refused for it: a handler that writes to a connection its peer does not read (a
 // broadcast to a stalled client) watches Pending (right from any goroutine), or this. Past the
 // output cap (WithMaxPending), writes are refused and the connection closes (ErrOutputFull).
+// It is called on the connection's loop: a writer on another loop or goroutine is told late,
+// after it may have written megabytes more. Conn.Forward holds its source itself, at once,
+// whichever loop it is on; another writer from elsewhere watches Pending against WriteLimit.
 type BackpressureHandler interface {
 	OnBackpressure(c *Conn, paused bool)
 }

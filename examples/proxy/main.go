@@ -2,15 +2,17 @@
 
 // Command proxy is a TCP reverse proxy on ringev: each client connection is joined to a new
 // connection to the upstream, dialed on the client's loop, and bytes go both ways with
-// backpressure both ways (a side whose output passes the write limit pauses the other side's
-// reading) and half-close passed on both ways.
+// backpressure both ways (Forward stops reading a side while the other side's output is past
+// its write limit), half-close passed on both ways, and a reset passed on as a reset.
 //
 //	go run ./examples/proxy --listen 127.0.0.1:7001 --upstream 127.0.0.1:6379 [--backend B] [--loops N] [--dial-timeout 10s]
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -64,21 +66,19 @@ func (side) OnData(c *server.Conn) {
 	}
 }
 
-// OnBackpressure pauses reading the other side while this side's output is past its limit.
-func (side) OnBackpressure(c *server.Conn, paused bool) {
-	if other := c.Context().(*server.Conn); paused {
-		other.PauseRead()
-	} else {
-		other.ResumeRead()
-	}
-}
-
-// OnClose closes the other side once what it was given is sent, or ends the upstream's dial
-// of a client that left before it was there.
+// OnClose closes the other side once what it was given is sent, when this side ended well (a
+// Close, or its peer's EOF). When it failed (a reset, a timeout, its output cap), the stream
+// is cut short: the other side is aborted, so that its peer gets a reset rather than an EOF
+// that would make a cut stream look whole. A client that left before the upstream was there
+// ends the upstream's dial.
 func (side) OnClose(c *server.Conn, err error) {
 	switch other := c.Context().(type) {
 	case *server.Conn:
-		other.Close()
+		if err == nil || errors.Is(err, io.EOF) {
+			other.Close()
+		} else {
+			other.Abort()
+		}
 	case context.CancelFunc:
 		other()
 	}

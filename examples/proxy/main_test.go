@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -20,6 +21,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -380,4 +382,70 @@ func TestProxyBackpressureTowardsTheClient(t *testing.T) {
 // read is stalled, and the upstream then gets every byte.
 func TestProxyBackpressureTowardsTheUpstream(t *testing.T) {
 	eachSetup(t, func(t *testing.T, opts []server.Option) { backpressureWith(t, opts, false) })
+}
+
+// TestProxyUpstreamResetResetsTheClient: an upstream that resets its connection mid-stream
+// resets the client's: the client does not read a clean EOF after a cut response.
+func TestProxyUpstreamResetResetsTheClient(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		addr := startProxy(t, peer(t, func(c net.Conn) {
+			if _, err := io.ReadFull(c, make([]byte, len("request"))); err != nil {
+				return // the client's read fails the test
+			}
+			c.Write([]byte("part of a response"))
+			c.(*net.TCPConn).SetLinger(0) // Close sends a reset
+		}), opts)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(waitFor))
+		c.Write([]byte("request")) // it reaches the upstream once the proxy is joined to it
+		if b, err := io.ReadAll(c); !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("the client read %q, then %v; want a reset", b, err)
+		}
+	})
+}
+
+// TestProxyClientResetResetsTheUpstream: a client that resets its connection mid-stream resets
+// the upstream's: the upstream does not read a clean EOF after a cut request.
+func TestProxyClientResetResetsTheUpstream(t *testing.T) {
+	eachSetup(t, func(t *testing.T, opts []server.Option) {
+		got := make(chan error, 1)
+		arrived := make(chan struct{})
+		addr := startProxy(t, peer(t, func(c net.Conn) {
+			b := make([]byte, len("part of a request"))
+			if _, err := io.ReadFull(c, b); err != nil {
+				got <- err
+				return
+			}
+			close(arrived)
+			_, err := io.ReadAll(c)
+			got <- err
+		}), opts)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("part of a request"))
+		select {
+		case <-arrived:
+		case err := <-got:
+			t.Fatalf("the upstream read %v, want the request's start", err)
+		case <-time.After(waitFor):
+			t.Fatal("the request's start did not reach the upstream")
+		}
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // a reset
+		select {
+		case err := <-got:
+			if !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("the upstream read until %v, want a reset", err)
+			}
+		case <-time.After(waitFor):
+			t.Fatal("the upstream's connection did not end")
+		}
+	})
 }
