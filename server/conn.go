@@ -482,6 +482,15 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 		l.wakeLocked()
 		return 0, ErrOutputFull
 	}
+	if l.funcs > 0 { // behind the functions queued before it
+		b := append(l.spareW(), p...)
+		c.outN.Add(int64(len(p)))
+		l.bufAsync.Add(int64(len(p)))
+		l.inF = append(l.inF, func() { c.takeQueued(b) })
+		l.funcs++
+		l.wakeLocked()
+		return len(p), nil
+	}
 	i := c.asyncAt.Load()
 	if i == 0 {
 		l.inW = append(l.inW, asyncOut{c: c, b: l.spareW()})
@@ -521,6 +530,18 @@ func (c *Conn) takeAsyncNow() {
 		e := &l.inW[i-1]
 		n, e.b = c.takeAsync(e.b) // the entry stays, emptied: drain passes over it
 	}
+	l.mu.Unlock()
+	l.charge(n)
+}
+
+// takeQueued is a write from another goroutine queued behind posted functions (writeAsync),
+// run on the loop in its turn: b joins the output as an entry's bytes do. No entry of the
+// connection's is waiting then: none is made while functions are queued.
+func (c *Conn) takeQueued(b []byte) {
+	l := c.l
+	l.mu.Lock()
+	n, spare := c.takeAsync(b)
+	l.putSpareW(spare)
 	l.mu.Unlock()
 	l.charge(n)
 }

@@ -7,6 +7,7 @@ package server
 // write on the loop allocates nothing once the buffers have grown.
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -162,6 +163,36 @@ func TestConnWriteOnTheLoopComesAfterAnotherGoroutinesWrite(t *testing.T) {
 			if got := readN(t, c, len(want)); got != want {
 				t.Fatalf("the peer read %q, want %q", got, want)
 			}
+		}
+	})
+}
+
+// TestConnWriteAfterPostComesAfterThePostedWrite: from one goroutine, Loop.Post of a function
+// that writes to a connection, then a Write to it: the peer reads the posted function's bytes
+// first, each time (the order the goroutine did them in).
+func TestConnWriteAfterPostComesAfterThePostedWrite(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		var want strings.Builder
+		for i := range 200 {
+			posted, written := fmt.Sprintf("posted %d\n", i), fmt.Sprintf("written %d\n", i)
+			want.WriteString(posted + written)
+			if err := sc.Loop().Post(func() { sc.WriteString(posted) }); err != nil {
+				t.Fatalf("Post: %v", err)
+			}
+			if _, err := sc.WriteString(written); err != nil {
+				t.Fatalf("Write from another goroutine: %v", err)
+			}
+		}
+		if got := readN(t, c, want.Len()); got != want.String() {
+			i := 0
+			for i < len(got) && got[i] == want.String()[i] {
+				i++
+			}
+			t.Fatalf("the peer read the lines out of order from byte %d: %.40q, want %.40q", i, got[i:], want.String()[i:])
 		}
 	})
 }

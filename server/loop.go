@@ -53,6 +53,10 @@ type Loop struct {
 	inFd    []int
 	inF     []func()
 	fwdWait []fwdWait // sources Forward holds until their destination (one of this loop's) drains
+	// funcs counts the functions queued (Post) and not yet run, those a drain took included:
+	// while it is above 0, a write from another goroutine is queued as a function too, behind
+	// them, so that a goroutine's Post then Write reach the connection in that order.
+	funcs int
 	// the drain's copies (the loop's goroutine), swapped with the above
 	tkW     []asyncOut
 	tkC     []closeReq
@@ -268,7 +272,8 @@ func (l *Loop) EventLoop() *ringev.Loop { return l.ev }
 
 // Post queues f to run on the loop's goroutine, after what was queued before it from the same
 // goroutine (writes included: Conn.Write then Post runs f after the bytes are in the
-// connection's output). It is safe from any goroutine; from another loop of the engine it wakes
+// connection's output) and before what is queued after it (Post then Conn.Write: the bytes
+// follow what f writes). It is safe from any goroutine; from another loop of the engine it wakes
 // this one through the ring (ringev.Loop.PostTo: IORING_OP_MSG_RING on uring). It returns
 // ringev.ErrClosed once the loop has ended (f will not run) and ringev.ErrNilFunc for a nil f.
 func (l *Loop) Post(f func()) error {
@@ -281,6 +286,7 @@ func (l *Loop) Post(f func()) error {
 		return ringev.ErrClosed
 	}
 	l.inF = append(l.inF, f)
+	l.funcs++
 	l.wakeLocked()
 	return nil
 }
@@ -341,6 +347,11 @@ func (l *Loop) drain() {
 	for i, f := range l.tkF {
 		l.tkF[i] = nil
 		f()
+	}
+	if len(l.tkF) > 0 {
+		l.mu.Lock()
+		l.funcs -= len(l.tkF)
+		l.mu.Unlock()
 	}
 }
 
