@@ -40,8 +40,7 @@ func (p *proxy) OnOpen(c *server.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout)
 	c.SetContext(cancel)
 	done := func(u *server.Conn, err error) {
-		cancel()
-		if err != nil {
+		if cancel(); err != nil {
 			log.Printf("upstream: %v", err) // names the address
 			c.Close()
 			return
@@ -59,10 +58,11 @@ func (p *proxy) OnOpen(c *server.Conn) {
 
 // OnData passes what arrived to the other side, and then the peer's half-close.
 func (side) OnData(c *server.Conn) {
-	// Splice: through the kernel where it can (uring), else Forward (copies)
-	c.Splice(c.Context().(*server.Conn))
-	if c.EOF() { // half-open (WithHalfOpen): the peer's EOF ends its input alone
-		c.Context().(*server.Conn).CloseWrite()
+	// Splice: through the kernel where it can (uring), else Forward (copies). Half-open
+	// (WithHalfOpen): the peer's EOF ends its input alone.
+	other := c.Context().(*server.Conn)
+	if c.Splice(other); c.EOF() {
+		other.CloseWrite()
 	}
 }
 
@@ -72,15 +72,12 @@ func (side) OnData(c *server.Conn) {
 // that would make a cut stream look whole. A client that left before the upstream was there
 // ends the upstream's dial.
 func (side) OnClose(c *server.Conn, err error) {
-	switch other := c.Context().(type) {
-	case *server.Conn:
-		if err == nil || errors.Is(err, io.EOF) {
-			other.Close()
-		} else {
-			other.Abort()
-		}
-	case context.CancelFunc:
-		other()
+	if cancel, ok := c.Context().(context.CancelFunc); ok {
+		cancel()
+	} else if other := c.Context().(*server.Conn); err == nil || errors.Is(err, io.EOF) {
+		other.Close()
+	} else {
+		other.Abort()
 	}
 }
 
