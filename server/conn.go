@@ -478,7 +478,7 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 			l.mu.Unlock()
 			return 0, net.ErrClosed
 		}
-		l.inC = append(l.inC, closeReq{c: c, abort: true, reason: ErrOutputFull})
+		l.queueClose(closeReq{c: c, abort: true, reason: ErrOutputFull})
 		l.wakeLocked()
 		return 0, ErrOutputFull
 	}
@@ -641,7 +641,7 @@ func (c *Conn) closeAsync(abort bool) error {
 		l.mu.Unlock()
 		return net.ErrClosed
 	}
-	l.inC = append(l.inC, closeReq{c: c, abort: abort})
+	l.queueClose(closeReq{c: c, abort: abort})
 	l.wakeLocked()
 	return nil
 }

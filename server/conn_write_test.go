@@ -8,6 +8,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -193,6 +194,30 @@ func TestConnWriteAfterPostComesAfterThePostedWrite(t *testing.T) {
 				i++
 			}
 			t.Fatalf("the peer read the lines out of order from byte %d: %.40q, want %.40q", i, got[i:], want.String()[i:])
+		}
+	})
+}
+
+// TestConnCloseAfterWriteBehindAPostSendsTheWrite: from one goroutine, Loop.Post of a
+// function, a Write, then Close: the peer reads what was written, then EOF (the close waits
+// behind the write, which waits behind the function).
+func TestConnCloseAfterWriteBehindAPostSendsTheWrite(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		if err := sc.Loop().Post(func() {}); err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		if _, err := sc.WriteString("written\n"); err != nil {
+			t.Fatalf("Write from another goroutine: %v", err)
+		}
+		if err := sc.Close(); err != nil {
+			t.Fatalf("Close from another goroutine: %v", err)
+		}
+		if got, err := io.ReadAll(c); err != nil || string(got) != "written\n" {
+			t.Fatalf("the peer read %q, %v; want \"written\\n\" then EOF", got, err)
 		}
 	})
 }

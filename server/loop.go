@@ -107,6 +107,27 @@ type closeReq struct {
 	reason error
 }
 
+// run closes or aborts the connection, on the loop.
+func (r closeReq) run() {
+	if r.abort {
+		r.c.abort(r.reason)
+	} else {
+		r.c.closeWith(nil, true)
+	}
+}
+
+// queueClose queues r for the loop (under l.mu): behind the posted functions that wait, as
+// writes are (writeAsync), so that a goroutine's Write then Close keep their order; else
+// with the closes a drain takes after the writes.
+func (l *Loop) queueClose(r closeReq) {
+	if l.funcs > 0 {
+		l.inF = append(l.inF, r.run)
+		l.funcs++
+		return
+	}
+	l.inC = append(l.inC, r)
+}
+
 // ioDriver is what a Loop asks of its I/O driver (conn_requests.go, conn_readiness.go).
 type ioDriver interface {
 	// start begins accepting on lfd (a listening socket the driver owns from now on), or
@@ -273,7 +294,8 @@ func (l *Loop) EventLoop() *ringev.Loop { return l.ev }
 // Post queues f to run on the loop's goroutine, after what was queued before it from the same
 // goroutine (writes included: Conn.Write then Post runs f after the bytes are in the
 // connection's output) and before what is queued after it (Post then Conn.Write: the bytes
-// follow what f writes). It is safe from any goroutine; from another loop of the engine it wakes
+// follow what f writes; a Close is queued behind them too). A Close from another goroutine
+// takes the connection at once, though: f's writes after it fail with net.ErrClosed. It is safe from any goroutine; from another loop of the engine it wakes
 // this one through the ring (ringev.Loop.PostTo: IORING_OP_MSG_RING on uring). It returns
 // ringev.ErrClosed once the loop has ended (f will not run) and ringev.ErrNilFunc for a nil f.
 func (l *Loop) Post(f func()) error {
@@ -335,11 +357,7 @@ func (l *Loop) drain() {
 	l.charge(taken)
 	for i, r := range l.tkC {
 		l.tkC[i] = closeReq{}
-		if r.abort {
-			r.c.abort(r.reason)
-		} else {
-			r.c.closeWith(nil, true)
-		}
+		r.run()
 	}
 	for _, fd := range l.tkFd {
 		l.addConn(fd, true)
