@@ -169,8 +169,11 @@ func (ch *chat) OnTick(l *server.Loop) time.Duration {
 		case time.Since(s.last) > ch.idle:
 			c.Close()
 		case !s.late.IsZero() && time.Since(s.late) > ch.stall:
-			ch.logf("chat: closing %s (%v): %d bytes have waited for it for more than %v", s.nick, c.RemoteAddr(), c.Pending(), ch.stall)
-			c.Abort() // its output is dropped: Close would wait for it to read
+			// Abort drops its output (Close would wait for it to read). It stays in named
+			// until OnClose, maybe past the next tick: only the Abort that took it logs.
+			if n := c.Pending(); c.Abort() == nil {
+				ch.logf("chat: closing %s (%v): %d bytes have waited for it for more than %v", s.nick, c.RemoteAddr(), n, ch.stall)
+			}
 		}
 	}
 	if ch.resume() > 0 {
