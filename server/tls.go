@@ -58,8 +58,12 @@ const maxHandshakeInput = 64 << 10
 // Reasons a TLS connection closed, given to CloseHandler.OnClose (the others wrap crypto/tls's
 // error in one that names the handshake or the records).
 var (
+	// ErrTLSHandshake: the handshake failed. Every handshake failure wraps it: crypto/tls's
+	// error (a bad ClientHello, an alert, a certificate refused), io.ErrUnexpectedEOF (the
+	// peer closed before the handshake's end) and ErrTLSHandshakeTimeout.
+	ErrTLSHandshake = errors.New("server: TLS handshake")
 	// ErrTLSHandshakeTimeout: the handshake did not end within its timeout.
-	ErrTLSHandshakeTimeout = errors.New("server: TLS handshake not complete within its timeout")
+	ErrTLSHandshakeTimeout = fmt.Errorf("%w not complete within its timeout", ErrTLSHandshake)
 	// ErrTLSNoCloseNotify: the peer closed its side without a close_notify alert (a truncation
 	// attack looks the same). It wraps io.EOF, as most clients do it.
 	ErrTLSNoCloseNotify = fmt.Errorf("server: TLS peer closed without close_notify: %w", io.EOF)
@@ -319,7 +323,7 @@ func (t *tlsConn) handshook() {
 				t.c.rawWrite([]byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 			}
 		}
-		c.closeWith(fmt.Errorf("server: TLS handshake: %w", err), false)
+		c.closeWith(fmt.Errorf("%w: %w", ErrTLSHandshake, err), false)
 		return
 	}
 	t.phase = tlsOpen
@@ -430,9 +434,9 @@ func (t *tlsConn) peerClosed() {
 	switch {
 	case t.phase == tlsHandoff:
 		t.tr.closeRead()
-		c.setReason(fmt.Errorf("server: TLS handshake: %w", io.ErrUnexpectedEOF))
+		c.setReason(fmt.Errorf("%w: %w", ErrTLSHandshake, io.ErrUnexpectedEOF))
 	case t.phase == tlsFirst:
-		c.setReason(fmt.Errorf("server: TLS handshake: %w", io.ErrUnexpectedEOF))
+		c.setReason(fmt.Errorf("%w: %w", ErrTLSHandshake, io.ErrUnexpectedEOF))
 	case t.phase == tlsOpen && !t.peerNotified:
 		c.setReason(ErrTLSNoCloseNotify)
 	}

@@ -318,8 +318,12 @@ func (h *conn) endAtEOF() {
 }
 
 // OnClose ends what the connection's request is waiting for: its body's reader and its
-// writes fail, its context is cancelled.
+// writes fail, its context is cancelled. A failed TLS handshake is logged as net/http logs it
+// ("http: TLS handshake error from ADDR: REASON").
 func (s *Server) OnClose(c *server.Conn, err error) {
+	if errors.Is(err, server.ErrTLSHandshake) {
+		s.logf("http: TLS handshake error from %v: %v", c.RemoteAddr(), handshakeReason(err))
+	}
 	h, _ := c.Context().(*conn)
 	if h == nil {
 		return
@@ -345,6 +349,17 @@ func (s *Server) OnClose(c *server.Conn, err error) {
 		return
 	}
 	h.state(http.StateClosed)
+}
+
+// handshakeReason is what net/http logs of a failed TLS handshake: crypto/tls's error (or
+// the peer's early close, or the timeout) without package server's prefix.
+func handshakeReason(err error) string {
+	if m, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := m.Unwrap(); len(errs) == 2 && errs[0] == server.ErrTLSHandshake {
+			return errs[1].Error()
+		}
+	}
+	return err.Error()
 }
 
 // OnShutdown keeps a connection whose request is in service open through the engine's graceful

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/server"
@@ -84,10 +86,44 @@ func TestServerAnswersPlainHTTPOnTLSPort(t *testing.T) {
 	})
 	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
 		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
-		addr := serveRingev(t, backend, &http.Server{Handler: h}, append(opts, server.WithTLS(cfg))...)
+		lg, _ := quietLogger()
+		addr := serveRingev(t, backend, &http.Server{Handler: h, ErrorLog: lg}, append(opts, server.WithTLS(cfg))...)
 		got, closed, err := exchangeRaw(addr, raw, waitFor)
 		if got != want || !closed || err != nil {
 			t.Errorf("ringev: %q (closed %v), %v; want %q, closed", got, closed, err, want)
+		}
+	})
+}
+
+// TestServerLogsTLSHandshakeError: a client that sends garbage in place of a ClientHello is
+// logged to ErrorLog as net/http logs it ("http: TLS handshake error from ADDR: ...").
+func TestServerLogsTLSHandshakeError(t *testing.T) {
+	certPEM, keyPEM, err := testutil.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		lg, logged := quietLogger()
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+		addr := serveRingev(t, backend, &http.Server{Handler: h, ErrorLog: lg}, append(opts, server.WithTLS(cfg))...)
+		if _, closed, err := exchangeRaw(addr, "\x16\x03\x01\x00\x05hello", waitFor); !closed || err != nil {
+			t.Fatalf("garbage ClientHello: closed %v, %v; want closed", closed, err)
+		}
+		want := "http: TLS handshake error from 127.0.0.1:"
+		deadline := time.Now().Add(waitFor)
+		for !strings.Contains(logged.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("ErrorLog %q; want a line with %q", logged.String(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if s := logged.String(); strings.Contains(s, "server: TLS handshake") {
+			t.Errorf("ErrorLog %q names package server's error; want crypto/tls's reason", s)
 		}
 	})
 }
