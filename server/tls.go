@@ -237,9 +237,19 @@ func (t *tlsConn) start() {
 	}
 	t.timer = c.l.ev.AddTimer(d, t.timedOut)
 	if t.client {
-		t.phase = tlsHandoff
-		c.l.e.tls.enqueue(t)
+		t.handOff()
 	}
+}
+
+// handOff queues the handshake on the pool. The connection's addresses are asked first, on
+// the loop: the handshake's goroutine could not ask them (Conn.LocalAddr), and the tls.Config
+// callbacks that run there (GetConfigForClient, GetCertificate, VerifyConnection) read them
+// through ClientHelloInfo.Conn or the transport.
+func (t *tlsConn) handOff() {
+	t.c.LocalAddr()
+	t.c.RemoteAddr()
+	t.phase = tlsHandoff
+	t.c.l.e.tls.enqueue(t)
 }
 
 // timedOut is the handshake timeout's handler: the connection is closed at once.
@@ -263,8 +273,7 @@ func (t *tlsConn) recv(data []byte) {
 	case tlsFirst:
 		t.tr.in = append(t.tr.in, data...) // no goroutine has it yet
 		if firstRecordIn(t.tr.in) {
-			t.phase = tlsHandoff
-			t.c.l.e.tls.enqueue(t)
+			t.handOff()
 		}
 	case tlsHandoff:
 		if t.tr.feed(data) > maxHandshakeInput && !t.held {

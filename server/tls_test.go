@@ -970,3 +970,25 @@ func TestTLSIdleConnHoldsNoLayerBuffer(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSHandshakeCallbacksSeeTheAddresses: the tls.Config callbacks that run in the handshake
+// (GetConfigForClient here; GetCertificate and VerifyConnection alike) get the connection's
+// local and remote addresses from ClientHelloInfo.Conn, as over a net.Conn: servers choose a
+// certificate or limit clients by them.
+func TestTLSHandshakeCallbacksSeeTheAddresses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		addrs := make(chan [2]net.Addr, 1)
+		cfg := tlsServerConfig(t)
+		cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			addrs <- [2]net.Addr{hello.Conn.LocalAddr(), hello.Conn.RemoteAddr()}
+			return nil, nil
+		}
+		e := startEngine(t, Echo{}, append(s.opts(), WithTLS(cfg))...)
+		raw := dialEngine(t, e)
+		handshakeOver(t, raw, nil)
+		got := <-addrs
+		if got[0] == nil || got[1] == nil || got[0].String() != raw.RemoteAddr().String() || got[1].String() != raw.LocalAddr().String() {
+			t.Fatalf("ClientHelloInfo.Conn: local %v, remote %v; want %v, %v", got[0], got[1], raw.RemoteAddr(), raw.LocalAddr())
+		}
+	})
+}
