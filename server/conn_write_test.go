@@ -221,3 +221,39 @@ func TestConnCloseAfterWriteBehindAPostSendsTheWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestConnWriteBehindPostMakesNoInboxEntry: while a posted function waits, a write from another
+// goroutine makes no entry in the loop's inbox (Loop.inW), which Conn.takeQueued relies on: the
+// write is queued behind the function, and the entry made before the Post holds the first
+// write's bytes alone. The peer reads the first write, the function's, then the second.
+func TestConnWriteBehindPostMakesNoInboxEntry(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			l := c.Loop()
+			writeFromElsewhere(t, c, "first\n") // the loop is busy here: the bytes wait in an entry
+			posted := make(chan error)
+			go func() { posted <- l.Post(func() { c.WriteString("posted\n") }) }()
+			if err := <-posted; err != nil {
+				t.Errorf("Post: %v", err)
+			}
+			writeFromElsewhere(t, c, "second\n")
+			l.mu.Lock()
+			var entries []string
+			for _, w := range l.inW {
+				entries = append(entries, string(w.b))
+			}
+			at := c.asyncAt.Load()
+			l.mu.Unlock()
+			if len(entries) != 1 || entries[0] != "first\n" || at != 1 {
+				t.Errorf("inbox entries %q, Conn.asyncAt %d; want [\"first\\n\"], 1 (the write behind the Post queued as a function)", entries, at)
+			}
+		}
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		c.Write([]byte("go\n"))
+		if got, want := readN(t, c, len("first\nposted\nsecond\n")), "first\nposted\nsecond\n"; got != want {
+			t.Fatalf("the peer read %q, want %q", got, want)
+		}
+	})
+}
