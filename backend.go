@@ -48,7 +48,7 @@ type backend interface {
 // kernel): the core hands it the loop's yieldBeforeBlock, which it runs only just before a
 // call that may block, instead of the core running it before every wait that may block. The
 // yield is for the blocking call (a syscall the runtime's monitor sees); the clock read it
-// costs (~90 instructions) is then not paid by a wait that the look serves.
+// costs is then not paid by a wait that the look serves (figures: docs/design.md).
 type lateYielder interface {
 	yieldLate(yield func())
 }

@@ -108,11 +108,13 @@ type Error struct {
 	Op   string // "read", "write", "readv", "writev", "read_fixed", "write_fixed", "fsync", "fdatasync", "close"
 	Path string // the file's name
 	Fd   int    // its descriptor
-	Off  int64  // the offset, -1 for fsync and fdatasync
+	Off  int64  // the offset, -1 for fsync, fdatasync and close
 	Err  error
 	hint string
 }
 
+// Error returns, for example, "fileio: read data.bin (fd 7) at offset 4096: input/output
+// error".
 func (e *Error) Error() string {
 	s := fmt.Sprintf("fileio: %s %s (fd %d)", e.Op, e.Path, e.Fd)
 	if e.Off >= 0 {
@@ -125,6 +127,8 @@ func (e *Error) Error() string {
 	return s
 }
 
+// Unwrap returns Err, so that errors.Is and errors.As see the errno, os.ErrClosed or the
+// context's error it holds.
 func (e *Error) Unwrap() error { return e.Err }
 
 var errNegativeOffset = errors.New("negative offset")
