@@ -98,7 +98,14 @@ func main() {
 							break
 						}
 					}
-					io.CopyN(io.Discard, r, int64(cl))
+					if cl < 0 {
+						fmt.Fprintln(os.Stderr, "read: a response without Content-Length")
+						os.Exit(1)
+					}
+					if _, err := io.CopyN(io.Discard, r, int64(cl)); err != nil {
+						fmt.Fprintln(os.Stderr, "read body:", err)
+						os.Exit(1)
+					}
 					count.Add(1)
 				}
 			}()
@@ -109,14 +116,26 @@ func main() {
 		return count.Load()
 	}
 	ctl := func(arg string) {
-		if *pid != 0 {
-			exec.Command("callgrind_control", arg, strconv.Itoa(*pid)).Run()
+		if *pid == 0 {
+			return
 		}
+		if out, err := exec.Command("callgrind_control", arg, strconv.Itoa(*pid)).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "callgrind_control %s %d: %v\n%s", arg, *pid, err, out)
+			os.Exit(1)
+		}
+	}
+	var secs []int
+	for _, w := range strings.Split(*windows, ",") {
+		s, err := strconv.Atoi(w)
+		if err != nil || s <= 0 {
+			fmt.Fprintf(os.Stderr, "-w %q: want window lengths in seconds, such as 3,9\n", *windows)
+			os.Exit(2)
+		}
+		secs = append(secs, s)
 	}
 	run(2 * time.Second) // warm-up
 	var out []string
-	for _, w := range strings.Split(*windows, ",") {
-		s, _ := strconv.Atoi(w)
+	for _, s := range secs {
 		ctl("-z")
 		n := run(time.Duration(s) * time.Second)
 		ctl("-d")

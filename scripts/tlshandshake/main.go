@@ -46,7 +46,10 @@ func main() {
 	var set unix.CPUSet // the client on CPU 1, as the servers are on CPU 0
 	set.Set(1)
 	runtime.LockOSThread()
-	unix.SchedSetaffinity(0, &set)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		fmt.Fprintf(os.Stderr, "tlshandshake: sched_setaffinity to CPU 1: %v\n", err)
+		os.Exit(1)
+	}
 	type server struct{ name, cmd string }
 	var servers []server
 	for _, a := range flag.Args() {
@@ -172,9 +175,18 @@ func cpuTime(pid int) (int64, error) {
 	if i < 0 {
 		return 0, errors.New("malformed /proc stat")
 	}
-	f := strings.Fields(string(b[i+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 14 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name, want utime and stime (14th, 15th)", pid, len(f))
+	}
+	ut, err := strconv.ParseInt(f[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat utime: %w", pid, err)
+	}
+	st, err := strconv.ParseInt(f[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat stime: %w", pid, err)
+	}
 	return (ut + st) * 1e7, nil // USER_HZ is 100 on Linux
 }
 
