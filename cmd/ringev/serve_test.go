@@ -5,12 +5,10 @@ package main
 import (
 	"bufio"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -440,16 +438,7 @@ func TestServeHTTPIdleTimeoutClosesAnIdleConnection(t *testing.T) {
 // TestServeTLSServesEachProtocol: `serve http|resp|echo --tls-cert F --tls-key F` answers over
 // TLS with the certificate given, says TLS in its banner, and stops on SIGTERM.
 func TestServeTLSServesEachProtocol(t *testing.T) {
-	certPEM, keyPEM, err := testutil.SelfSignedCert()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(cert, certPEM, 0o600)
-	os.WriteFile(key, keyPEM, 0o600)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
+	cert, key, pool := testutil.CertFiles(t)
 	for _, tc := range []struct{ proto, ask, want string }{
 		{"http", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", "HTTP/1.1 200 OK\r\n"},
 		{"resp", "PING\r\n", "+PONG\r\n"},

@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -89,18 +88,7 @@ func TestChatDeliversEachSendersLinesInOrder(t *testing.T) {
 // lines each at once get every other client's lines, in order.
 func TestChatOverTLSDeliversEveryLine(t *testing.T) {
 	const lines = 200
-	certPEM, keyPEM, err := testutil.SelfSignedCert()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(cert, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cert, key, _ := testutil.CertFiles(t)
 	eachSetup(t, []string{"--tls-cert", cert, "--tls-key", key}, func(t *testing.T, s *chatServer) {
 		sendAndReadAll(t, s.joinAll(t, clients), lines)
 	})

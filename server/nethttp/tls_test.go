@@ -4,7 +4,6 @@ package nethttp
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,16 +20,7 @@ import (
 // r.TLS is the connection's TLS state (handshake complete, ALPN "http/1.1"), as net/http's
 // TLS server gives it.
 func TestServerRequestHasTLSState(t *testing.T) {
-	certPEM, keyPEM, err := testutil.SelfSignedCert()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(certPEM)
+	cert, roots := testutil.Cert(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil {
 			io.WriteString(w, "r.TLS nil")
@@ -60,14 +50,7 @@ func TestServerRequestHasTLSState(t *testing.T) {
 // TLS port gets net/http's answer, byte for byte ("HTTP/1.0 400 Bad Request" and "Client sent
 // an HTTP request to an HTTPS server."), then the connection closes, on both servers.
 func TestServerAnswersPlainHTTPOnTLSPort(t *testing.T) {
-	certPEM, keyPEM, err := testutil.SelfSignedCert()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert, _ := testutil.Cert(t)
 	const raw = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 	const want = "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
@@ -98,14 +81,7 @@ func TestServerAnswersPlainHTTPOnTLSPort(t *testing.T) {
 // TestServerLogsTLSHandshakeError: a client that sends garbage in place of a ClientHello is
 // logged to ErrorLog as net/http logs it ("http: TLS handshake error from ADDR: ...").
 func TestServerLogsTLSHandshakeError(t *testing.T) {
-	certPEM, keyPEM, err := testutil.SelfSignedCert()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert, _ := testutil.Cert(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
 	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
 		lg, logged := quietLogger()
