@@ -265,15 +265,21 @@ func TestTLSConnGivesConnectionState(t *testing.T) {
 	})
 }
 
+// sendGarbageHello connects to e and sends bytes that are not a TLS record in place of a
+// ClientHello, then reads until the server closes.
+func sendGarbageHello(t *testing.T, e *Engine) {
+	t.Helper()
+	c := dialEngine(t, e)
+	c.Write([]byte("\x01\x02\x03\x04\x05garbage garbage garbage\n"))
+	readToEOF(t, c)
+}
+
 // TestTLSGarbageInsteadOfClientHelloCloses: bytes that are not a TLS record close the
 // connection, and OnClose names the handshake and crypto/tls's error.
 func TestTLSGarbageInsteadOfClientHelloCloses(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		h := newEchoCloser()
-		e := tlsEngine(t, s, h)
-		c := dialEngine(t, e)
-		c.Write([]byte("\x01\x02\x03\x04\x05garbage garbage garbage\n"))
-		readToEOF(t, c)
+		sendGarbageHello(t, tlsEngine(t, s, h))
 		err := h.reason(t)
 		var rh tls.RecordHeaderError
 		if !errors.As(err, &rh) || !strings.Contains(err.Error(), "TLS handshake") {
@@ -839,10 +845,7 @@ func TestTLSOnHandshakeGivesStateBeforeFirstData(t *testing.T) {
 func TestTLSOnHandshakeNotCalledWhenHandshakeFails(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		h := newHandshakeRecorder()
-		e := tlsEngine(t, s, h)
-		c := dialEngine(t, e)
-		c.Write([]byte("\x01\x02\x03\x04\x05garbage garbage garbage\n"))
-		readToEOF(t, c)
+		sendGarbageHello(t, tlsEngine(t, s, h))
 		if _, err := h.closedWith(t); err == nil || !strings.Contains(err.Error(), "TLS handshake") {
 			t.Fatalf("OnClose: %v; want a TLS handshake error", err)
 		}
