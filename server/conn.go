@@ -4,6 +4,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -128,6 +129,7 @@ type connRare struct {
 	watch         *ringev.FdEvent // requests: a held connection's watch for Error (watchHeld)
 	fwdOn         *Conn           // Forward's hold: the destination whose output it waits for
 	userHeld      bool            // during Forward's hold: PauseRead's state, held at its end
+	afterPause    func()          // AfterPause's f, until no read is in flight
 }
 
 // splicingOut is the splicer that moves the connection's input (Splice), or nil.
@@ -962,6 +964,45 @@ func (c *Conn) PauseRead() error { return c.holdRead(true) }
 // waiting for more bytes. Safe from any goroutine, with PauseRead's errors.
 func (c *Conn) ResumeRead() error { return c.holdRead(false) }
 
+// AfterPause calls f on the loop once reading is paused (PauseRead) and no read of the socket
+// is in flight: every byte received by then is in the input (Peek), and the peer's next bytes
+// wait in the kernel until ResumeRead. A caller that reads the socket itself meanwhile (from a
+// dup(2) of Fd) sees the stream from where the input ends. That is at once, before AfterPause
+// returns, unless a recv is pending (the requests driver's, cancelled by PauseRead): then f runs
+// when its last completion has run. f is dropped, not called, if reading resumes or the
+// connection closes first; a later AfterPause replaces it. Over TLS the input is plaintext and
+// the socket's bytes are not: do not read the socket of a TLS connection. Errors:
+// ringev.ErrNotOwner (wrapped) from another goroutine, net.ErrClosed, and one saying reading is
+// not paused.
+func (c *Conn) AfterPause(f func()) error {
+	if err := c.usable("AfterPause"); err != nil {
+		return err
+	}
+	if !c.held || c.rare != nil && c.rare.fwdOn != nil && !c.rare.userHeld {
+		return errors.New("server: AfterPause: reading is not paused (PauseRead)")
+	}
+	if c.recvLive {
+		c.x().afterPause = f
+		return nil
+	}
+	if c.rare != nil {
+		c.rare.afterPause = nil
+	}
+	f()
+	return nil
+}
+
+// readStopped runs AfterPause's f once the connection's recv has ended while reading is held.
+func (c *Conn) readStopped() {
+	if x := c.rare; x != nil && x.afterPause != nil && !c.recvLive {
+		f := x.afterPause
+		x.afterPause = nil
+		if c.held && !c.closed {
+			f()
+		}
+	}
+}
+
 // holdRead is PauseRead (on) and ResumeRead.
 func (c *Conn) holdRead(on bool) error {
 	if !c.l.ev.Owned() {
@@ -997,6 +1038,9 @@ func (c *Conn) hold(on bool) {
 		return
 	}
 	c.held = on
+	if !on && c.rare != nil {
+		c.rare.afterPause = nil
+	}
 	c.l.drv.update(c)
 	if !on && (len(c.in) > 0 || c.eof) {
 		c.l.ev.Post(c.serveWaiting)

@@ -7,8 +7,11 @@ package server
 // the hold is apart from the write limit's pause.
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -259,6 +262,93 @@ func TestConnPauseReadKeepsInputAfterPeerFIN(t *testing.T) {
 		}
 		if got := readToEOF(t, c); got != "kept\n" {
 			t.Fatalf("the peer read %q before EOF, want %q", got, "kept\n")
+		}
+	})
+}
+
+// afterPauser is a Handler that, at its connection's first input, pauses reading and asks
+// AfterPause for the input and a dup(2) of the socket: what the test reads from there.
+type afterPauser struct {
+	got chan afterPaused
+}
+
+type afterPaused struct {
+	c     *Conn
+	input []byte
+	dup   net.Conn
+	err   error
+}
+
+func (a *afterPauser) OnOpen(*Conn)         {}
+func (a *afterPauser) OnClose(*Conn, error) {}
+func (a *afterPauser) OnData(c *Conn) {
+	if err := c.PauseRead(); err != nil {
+		a.got <- afterPaused{err: err}
+		return
+	}
+	err := c.AfterPause(func() {
+		in, _ := c.Peek(-1)
+		p := afterPaused{c: c, input: bytes.Clone(in)}
+		var fd int
+		if fd, p.err = unix.FcntlInt(uintptr(c.Fd()), unix.F_DUPFD_CLOEXEC, 0); p.err == nil {
+			f := os.NewFile(uintptr(fd), "dup")
+			p.dup, p.err = net.FileConn(f)
+			f.Close()
+		}
+		a.got <- p
+	})
+	if err != nil {
+		a.got <- afterPaused{err: err}
+	}
+}
+
+// TestConnAfterPauseLeavesTheRestInTheSocket: AfterPause's function runs once nothing more
+// comes into the input: the input it sees, then what a dup of the socket reads, are the stream
+// the peer sent, in order, and the input does not grow after it (a recv in flight when
+// PauseRead came has ended first).
+func TestConnAfterPauseLeavesTheRestInTheSocket(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		a := &afterPauser{got: make(chan afterPaused, 1)}
+		e := startEngine(t, a, s.opts()...)
+		c := dialEngine(t, e)
+		stream := make([]byte, 8<<20)
+		for i := range stream {
+			stream[i] = byte(i*7 + i>>12)
+		}
+		sent := make(chan error, 1)
+		go func() {
+			_, err := c.Write(stream)
+			sent <- err
+		}()
+		var p afterPaused
+		select {
+		case p = <-a.got:
+		case <-time.After(waitFor):
+			t.Fatal("AfterPause's function did not run")
+		}
+		if p.err != nil {
+			t.Fatal(p.err)
+		}
+		defer p.dup.Close()
+		p.dup.SetReadDeadline(time.Now().Add(waitFor))
+		rest := make([]byte, len(stream)-len(p.input))
+		if _, err := io.ReadFull(p.dup, rest); err != nil {
+			t.Fatalf("reading the rest from the socket after %d bytes of input: %v", len(p.input), err)
+		}
+		if got := append(p.input, rest...); !bytes.Equal(got, stream) {
+			i := 0
+			for i < len(got) && got[i] == stream[i] {
+				i++
+			}
+			t.Fatalf("input (%d bytes) then socket differ from the stream at byte %d", len(p.input), i)
+		}
+		if err := <-sent; err != nil {
+			t.Fatalf("sending: %v", err)
+		}
+		var n int
+		onLoop(t, p.c.Loop(), func() { n = p.c.Buffered() })
+		if n != len(p.input) {
+			t.Fatalf("the input grew after AfterPause's function: %d bytes, then %d", len(p.input), n)
 		}
 	})
 }

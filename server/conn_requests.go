@@ -257,6 +257,7 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 			return
 		}
 		c.peerEOF() // the replies to what came before the FIN are still sent
+		c.readStopped()
 		return
 	case errors.Is(x.Err, unix.ENOBUFS): // the group ran dry; the loop re-arms the recv
 		return
@@ -267,6 +268,9 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 		return
 	}
 	c.l.drv.update(c)
+	if !c.recvLive && c.rare != nil && c.rare.afterPause != nil {
+		c.readStopped()
+	}
 }
 
 // reqSent handles a send's completion: all of its buffer (x.Buf, c.outLen bytes) was sent

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/server"
 	"golang.org/x/sys/unix"
 )
 
@@ -164,4 +165,40 @@ func awaitPeerZeroWindow(c *net.TCPConn, d time.Duration) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestServerReadsLongBodyThenPipelinedRequest: a body long enough for its reader to read it
+// from the socket (directMin and more) gives the reader every byte, in order, and no byte past
+// it: the request pipelined behind it in the same write is answered after it.
+func TestServerReadsLongBodyThenPipelinedRequest(t *testing.T) {
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != "POST" {
+				io.WriteString(w, "get "+r.URL.Path)
+				return
+			}
+			h := sha256.New()
+			n, err := io.CopyBuffer(h, struct{ io.Reader }{r.Body}, make([]byte, 3000))
+			fmt.Fprintf(w, "%d %x %v", n, h.Sum(nil), err)
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, opts...)
+		body := make([]byte, 4*directMin+123)
+		for i := range body {
+			body[i] = byte(i*13 + i>>10)
+		}
+		c, err := net.DialTimeout("tcp", addr, waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(waitFor))
+		raw := fmt.Appendf(nil, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body))
+		raw = append(append(raw, body...), "GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"...)
+		go c.Write(raw)
+		got, _ := io.ReadAll(c)
+		want := fmt.Sprintf("%d %x <nil>", len(body), sha256.Sum256(body))
+		if !bytes.Contains(got, []byte(want)) || !bytes.HasSuffix(got, []byte("get /after")) {
+			t.Fatalf("responses %q: want %q, then get /after", got, want)
+		}
+	})
 }

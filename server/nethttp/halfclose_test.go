@@ -33,6 +33,7 @@ func TestServerAnswersHalfClosedClient(t *testing.T) {
 			"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
 			"GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /req HTTP/1.1\r\nHost: x\r\n\r\n",
 			"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 30\r\n\r\nabc",
+			"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\nabc", // read from the socket
 			"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
 			"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /req HTTP/1.1\r\nHost:",
 			"GET / HT",

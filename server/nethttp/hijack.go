@@ -60,6 +60,11 @@ func (h *conn) hijack(x *exchange) (*netConn, error) {
 		}
 		h.state(http.StateHijacked)
 		nc.fill()
+		if x.detaching || x.direct || !nc.in.isFull() {
+			// The body's reader held reading: what follows it is the hijacked conn's.
+			x.detaching, x.direct = false, false
+			h.resumeRead()
+		}
 		done <- true
 	})
 	if err != nil || !<-done {

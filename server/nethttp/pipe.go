@@ -3,7 +3,9 @@
 package nethttp
 
 import (
+	"errors"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -35,6 +37,14 @@ type pipe struct {
 	deadline time.Time
 	timeout  error // what a Read past the deadline returns: os.ErrDeadlineExceeded, or one wrapping it
 	more     func()
+
+	// Direct reading (direct): once buf is empty, Read reads the stream's dleft bytes left from
+	// dc, a dup of the connection's socket, into its own buffer, as net/http's reads do; dend
+	// is told (on the reader's goroutine) how many were left when dc is done with.
+	dc     net.Conn
+	dleft  int64
+	dend   func(left int64)
+	dlSent time.Time // the deadline dc was given
 }
 
 func newPipe(more func()) *pipe {
@@ -83,9 +93,12 @@ func (p *pipe) isFull() bool {
 func (p *pipe) end(err error) {
 	p.mu.Lock()
 	if err == nil {
-		p.eof = true
+		if p.dc == nil {
+			p.eof = true // (reading dc, the reader finds the end itself)
+		}
 	} else if p.err == nil && !p.eof {
 		p.err = err
+		p.dropDirectLocked()
 	}
 	p.wakeLocked()
 	p.mu.Unlock()
@@ -141,6 +154,13 @@ func (p *pipe) Read(b []byte) (int, error) {
 			}
 			return n, nil
 		}
+		if p.dc != nil && p.err == nil {
+			if len(b) == 0 {
+				p.mu.Unlock()
+				return 0, nil
+			}
+			return p.readDirect(b)
+		}
 		switch {
 		case p.err != nil:
 			err := p.err
@@ -177,13 +197,90 @@ func (p *pipe) Read(b []byte) (int, error) {
 	}
 }
 
+// direct has Read take the stream's next left bytes from dc once the bytes put are read (on
+// the loop, once the loop no longer reads the connection): one copy, by the kernel, into the
+// reader's buffer, and no hand-off per read. end is called, on the reader's goroutine, once
+// dc is done with: left is 0 when every byte was read, more after an error or the client's
+// EOF. The pipe closes dc.
+func (p *pipe) direct(dc net.Conn, left int64, end func(left int64)) {
+	p.mu.Lock()
+	if p.closed || p.err != nil || p.eof {
+		p.mu.Unlock()
+		dc.Close()
+		return
+	}
+	p.dc, p.dleft, p.dend = dc, left, end
+	p.wakeLocked()
+	p.mu.Unlock()
+}
+
+// readDirect is Read from dc (p.mu held, released).
+func (p *pipe) readDirect(b []byte) (int, error) {
+	dc := p.dc
+	if len(b) > int(min(p.dleft, 1<<30)) {
+		b = b[:p.dleft]
+	}
+	if dl := p.deadline; !dl.Equal(p.dlSent) {
+		p.dlSent = dl
+		dc.SetReadDeadline(dl)
+	}
+	p.mu.Unlock()
+	n, err := dc.Read(b)
+	p.mu.Lock()
+	p.dleft -= int64(n)
+	var end func(int64)
+	switch {
+	case p.closed:
+		p.mu.Unlock()
+		return n, io.ErrClosedPipe
+	case p.err != nil && err != nil:
+		err = p.err // the loop's: the connection closed
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		err = p.timeout // dc stays: a later deadline may read on
+		if n > 0 {
+			err = nil
+		}
+		p.mu.Unlock()
+		return n, err
+	case err == nil && p.dleft == 0:
+		p.eof = true
+	case err == io.EOF:
+		p.eof = true // the client's EOF: the body's reader says it is cut short
+		if n > 0 {
+			err = nil
+		}
+	case err != nil:
+		p.err = err
+	}
+	if p.dc == dc && (p.eof || p.err != nil) {
+		end = p.dend
+		p.dc, p.dend = nil, nil
+		dc.Close()
+	}
+	left := p.dleft
+	p.mu.Unlock()
+	if end != nil {
+		end(left)
+	}
+	return n, err
+}
+
 // close ends the reader's side: later reads fail and later puts are dropped.
 func (p *pipe) close() {
 	p.mu.Lock()
 	p.closed = true
 	p.buf, p.off, p.lent = nil, 0, nil
+	p.dropDirectLocked()
 	p.wakeLocked()
 	p.mu.Unlock()
+}
+
+// dropDirectLocked closes dc, if set: a Read in it returns.
+func (p *pipe) dropDirectLocked() {
+	if p.dc != nil {
+		p.dc.Close()
+		p.dc, p.dend = nil, nil
+	}
 }
 
 // setDeadline sets the time after which a Read that would wait fails with
@@ -191,6 +288,10 @@ func (p *pipe) close() {
 func (p *pipe) setDeadline(t time.Time) {
 	p.mu.Lock()
 	p.deadline = t
+	if p.dc != nil {
+		p.dlSent = t
+		p.dc.SetReadDeadline(t) // a Read waiting in dc re-checks
+	}
 	p.waiting = true
 	p.wakeLocked()
 	p.mu.Unlock()

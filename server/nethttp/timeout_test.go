@@ -76,9 +76,11 @@ func TestServerEndsSlowBodyAtReadTimeout(t *testing.T) {
 			fmt.Fprintf(w, "timeout=%v %v", errors.As(err, &ne) && ne.Timeout(), err)
 		})
 		addr := serveRingev(t, backend, &http.Server{Handler: h, ReadTimeout: 200 * time.Millisecond})
-		got, closed, err := exchangeRaw(addr, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", waitFor)
-		if err != nil || !closed || !strings.Contains(got, "timeout=true read tcp 127.0.0.1:") || !strings.HasSuffix(got, ": i/o timeout") {
-			t.Fatalf("got %q, closed %v, %v: want net/http's timeout error and a close", got, closed, err)
+		for _, length := range []int{10, 4 * directMin} { // the loop's feed; the reader's own reads
+			got, closed, err := exchangeRaw(addr, fmt.Sprintf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nabc", length), waitFor)
+			if err != nil || !closed || !strings.Contains(got, "timeout=true read tcp 127.0.0.1:") || !strings.HasSuffix(got, ": i/o timeout") {
+				t.Fatalf("Content-Length %d: got %q, closed %v, %v: want net/http's timeout error and a close", length, got, closed, err)
+			}
 		}
 	})
 }
