@@ -128,7 +128,8 @@ type connRare struct {
 	splOut, splIn *splicer
 	watch         *ringev.FdEvent // requests: a held connection's watch for Error (watchHeld)
 	fwdOn         *Conn           // Forward's hold: the destination whose output it waits for
-	userHeld      bool            // during Forward's hold: PauseRead's state, held at its end
+	dialing       *dialer         // Conn.Dial's dial under way: the connection is not read until it ends
+	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
 	afterPause    func()          // AfterPause's f, until no read is in flight
 }
 
@@ -770,6 +771,9 @@ func (c *Conn) end(reason error) {
 	c.l.dropDeadline(c)
 	if c.rare != nil {
 		c.endSplices()
+		if d := c.rare.dialing; d != nil {
+			c.l.ev.Post(d.forGone)
+		}
 	}
 	if c.asyncAt.Load() != 0 {
 		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
@@ -978,7 +982,7 @@ func (c *Conn) AfterPause(f func()) error {
 	if err := c.usable("AfterPause"); err != nil {
 		return err
 	}
-	if !c.held || c.rare != nil && c.rare.fwdOn != nil && !c.rare.userHeld {
+	if x := c.rare; !c.held || x != nil && (x.fwdOn != nil || x.dialing != nil) && !x.userHeld {
 		return errors.New("server: AfterPause: reading is not paused (PauseRead)")
 	}
 	if c.recvLive {
@@ -1024,8 +1028,8 @@ func (c *Conn) setHeld(on bool) {
 	if c.closed {
 		return
 	}
-	if c.rare != nil && c.rare.fwdOn != nil {
-		c.rare.userHeld = on // Forward's hold holds reading until its end
+	if x := c.rare; x != nil && (x.fwdOn != nil || x.dialing != nil) {
+		x.userHeld = on // Forward's or Conn.Dial's hold holds reading until its end
 		return
 	}
 	c.hold(on)

@@ -84,7 +84,7 @@ func (e *Engine) dial(ctx context.Context, network, addr string, tc *tls.Config,
 	res := make(chan result, 1)
 	done := func(c *Conn, err error) { res <- result{c, err} }
 	err := l.Post(func() {
-		if err := l.dial(ctx, network, addr, tc, h, done); err != nil {
+		if err := l.dial(ctx, network, addr, tc, h, done, nil); err != nil {
 			done(nil, err)
 		}
 	})
@@ -129,7 +129,7 @@ func (e *Engine) dial(ctx context.Context, network, addr string, tc *tls.Config,
 // another goroutine; one wrapping ErrShutdown once the engine is shutting down; one for an
 // engine of datagrams (ListenPacket).
 func (l *Loop) Dial(ctx context.Context, network, addr string, h Handler, done func(*Conn, error)) error {
-	return l.dial(ctx, network, addr, nil, h, done)
+	return l.dial(ctx, network, addr, nil, h, done, nil)
 }
 
 // DialTLS is Loop.Dial with TLS over the connection, as Engine.DialTLS.
@@ -137,7 +137,7 @@ func (l *Loop) DialTLS(ctx context.Context, network, addr string, cfg *tls.Confi
 	if cfg == nil {
 		return fmt.Errorf("server: Loop.DialTLS %s %s with a nil tls.Config", network, addr)
 	}
-	return l.dial(ctx, network, addr, clientConfig(cfg, addr), h, done)
+	return l.dial(ctx, network, addr, clientConfig(cfg, addr), h, done, nil)
 }
 
 // clientConfig is cfg, with the host of addr as its ServerName when it has none (and verifies).
@@ -154,8 +154,32 @@ func clientConfig(cfg *tls.Config, addr string) *tls.Config {
 	return c
 }
 
-// dial is Dial and DialTLS (tc nil: no TLS).
-func (l *Loop) dial(ctx context.Context, network, addr string, tc *tls.Config, h Handler, done func(*Conn, error)) error {
+// Dial is Loop.Dial for c, on c's loop: the connection dialed is one c needs (a proxy's
+// upstream, for its client), and its Context is c from the start (done or its OnOpen may set
+// another). c is not read while the dial is under way (as PauseRead), so its input waits for
+// the other side, and is read again just before done is called (unless PauseRead was called
+// for it meanwhile, or before). When c closes first (its peer's reset,
+// which a connection that does not read still learns of; a timeout; Close), the dial ends:
+// done gets an error that names the address and wraps context.Canceled, so a client that
+// leaves ends the connect to its upstream. ctx and WithDialTimeout bound the dial as they
+// bound Loop.Dial's. Errors: those of Loop.Dial, net.ErrClosed when c is closed, and one when
+// a dial for c is under way already.
+func (c *Conn) Dial(ctx context.Context, network, addr string, h Handler, done func(*Conn, error)) error {
+	if err := c.usable("Dial"); err != nil {
+		return err
+	}
+	if c.rare != nil && c.rare.dialing != nil {
+		return fmt.Errorf("server: Conn.Dial %s %s: fd %d has a dial under way", network, addr, c.fd)
+	}
+	return c.l.dial(ctx, network, addr, nil, h, done, c)
+}
+
+// errForGone is the error a dial for a connection (Conn.Dial) ends with when that connection
+// closes first.
+var errForGone = fmt.Errorf("the connection dialed for has closed: %w", context.Canceled)
+
+// dial is Dial and DialTLS (tc nil: no TLS), for the connection forC (Conn.Dial) or nil.
+func (l *Loop) dial(ctx context.Context, network, addr string, tc *tls.Config, h Handler, done func(*Conn, error), forC *Conn) error {
 	if h == nil || done == nil {
 		return fmt.Errorf("server: Loop.Dial %s %s with a nil Handler or done", network, addr)
 	}
@@ -175,22 +199,38 @@ func (l *Loop) dial(ctx context.Context, network, addr string, tc *tls.Config, h
 	if err := d.parse(); err != nil {
 		return err
 	}
+	if t := l.e.o.dialTimeout; t > 0 {
+		d.ctx, d.untime = context.WithTimeout(ctx, t)
+	}
 	hs := newHandlers(h)
 	d.hs = &hs
 	if l.dials == nil {
 		l.dials = map[*dialer]struct{}{}
 	}
 	l.dials[d] = struct{}{}
-	if ctx.Done() != nil {
-		d.stopCtx = context.AfterFunc(ctx, func() { l.Post(d.ctxDone) })
+	if d.ctx.Done() != nil {
+		d.stopCtx = context.AfterFunc(d.ctx, func() { l.Post(d.ctxDone) })
 	}
 	if err := l.Post(d.begin); err != nil {
 		delete(l.dials, d)
 		d.stopWatch()
 		return fmt.Errorf("server: dial %s %s: %w", network, addr, ErrShutdown)
 	}
+	if forC != nil {
+		d.forC = forC
+		x := forC.x()
+		x.dialing = d
+		if x.fwdOn == nil {
+			x.userHeld = forC.held
+			forC.hold(true)
+		}
+	}
 	return nil
 }
+
+// forGone ends the dial for a connection (Conn.Dial) that has closed (Conn.end: posted, so
+// that done does not run inside it).
+func (d *dialer) forGone() { d.cancel(errForGone) }
 
 // isStopped reports whether the loop's inbox has ended (Loop.stop).
 func (l *Loop) isStopped() bool {
@@ -205,8 +245,9 @@ type dialer struct {
 	hs            *handlers
 	tls           *tls.Config // DialTLS's, or nil
 	network, addr string
-	ctx           context.Context
+	ctx           context.Context // the caller's, bounded by WithDialTimeout
 	done          func(*Conn, error)
+	forC          *Conn // Conn.Dial's connection, not read until the dial ends; or nil
 
 	family int
 	host   string          // a name to resolve ("": addrs holds the literal's address)
@@ -221,6 +262,7 @@ type dialer struct {
 	selfs    int  // self-connects so far
 
 	stopCtx   func() bool        // context.AfterFunc's stop
+	untime    context.CancelFunc // WithDialTimeout's, or nil
 	unresolve context.CancelFunc // cancels the lookup under way
 	cancelled error              // why the dial was cancelled (ctx, shutdown)
 	lastErr   error              // the last address's error
@@ -477,6 +519,9 @@ func (d *dialer) opened() {
 	l := d.l
 	l.load.Add(1)
 	c := l.newConn(fd, d.hs)
+	if d.forC != nil {
+		c.ctx = d.forC // Conn.Dial's: the connection it was dialed for
+	}
 	if d.tls != nil {
 		c.tls = newTLSConn(c, true, d.tls)
 	}
@@ -510,7 +555,8 @@ func (d *dialer) fail(err error) {
 	d.l.maybeDone()
 }
 
-// end takes the dial off the loop's list and stops watching its context and lookup.
+// end takes the dial off the loop's list and stops watching its context and lookup; the
+// connection it was for (Conn.Dial) is read again, unless it was paused for itself.
 func (d *dialer) end() {
 	d.ended = true
 	delete(d.l.dials, d)
@@ -518,6 +564,15 @@ func (d *dialer) end() {
 	if d.unresolve != nil {
 		d.unresolve()
 		d.unresolve = nil
+	}
+	if d.untime != nil {
+		d.untime()
+	}
+	if c := d.forC; c != nil && c.rare.dialing == d {
+		c.rare.dialing = nil
+		if !c.closed && c.rare.fwdOn == nil {
+			c.hold(c.rare.userHeld)
+		}
 	}
 }
 

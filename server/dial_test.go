@@ -463,3 +463,25 @@ func TestDialBadNetworkOrAddressIsAnErrorNamingIt(t *testing.T) {
 		t.Errorf("after refused dials: Conns() = %d", e.Conns())
 	}
 }
+
+// TestDialTimeoutEndsTheDial: with WithDialTimeout, a connect that is never answered ends at
+// that bound under a context without one, with an error that names the address and wraps
+// context.DeadlineExceeded.
+func TestDialTimeoutEndsTheDial(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		addr := fullBacklog(t)
+		e := startDialEngine(t, append(s.opts(), WithDialTimeout(100*time.Millisecond))...)
+		for _, how := range []string{"Engine.Dial", "Loop.Dial"} {
+			var c *Conn
+			var err error
+			if how == "Engine.Dial" {
+				c, err = engineDial(t, e, context.Background(), "tcp", addr, newRecorder())
+			} else {
+				c, err = dialFromLoop(t, e.Loops()[0], context.Background(), "tcp", addr, newRecorder())
+			}
+			if c != nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), addr) {
+				t.Errorf("%s: (%v, %v), want an error naming %s and wrapping context.DeadlineExceeded", how, c, err, addr)
+			}
+		}
+	})
+}

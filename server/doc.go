@@ -61,9 +61,12 @@
 //
 // Outbound connections are Conns too, served by a Handler of their own: Loop.Dial from a
 // handler (it returns at once; a done function gets the connection on the same loop, as a
-// proxy wants), Engine.Dial from any other goroutine (it blocks until the connection is
-// open), and NewEngine for an engine that only dials. A dialed connection has the engine's
-// settings, as an accepted one has (timeouts, WithHalfOpen, the write limit and output cap).
+// proxy wants), Conn.Dial from a handler for a connection that needs the one dialed (it is
+// not read until the dial ends, and its close ends the dial: a proxy's client), Engine.Dial
+// from any other goroutine (it blocks until the connection is open), and NewEngine for an
+// engine that only dials. WithDialTimeout bounds them all. A dialed connection has the
+// engine's settings, as an accepted one has (timeouts, WithHalfOpen, the write limit and
+// output cap).
 //
 // # ringev's own servers
 //

@@ -106,7 +106,10 @@ func (c *Conn) waitFor(dst *Conn) {
 	}
 	l.mu.Unlock()
 	x := c.x()
-	x.fwdOn, x.userHeld = dst, c.held
+	x.fwdOn = dst
+	if x.dialing == nil { // else userHeld is PauseRead's state already
+		x.userHeld = c.held
+	}
 	c.hold(true)
 	if dst.outN.Load() <= int64(l.limit/2) {
 		dst.wakeForwarders() // it drained meanwhile: its own wake may have come before
@@ -143,7 +146,7 @@ func (c *Conn) forwardDrained() {
 		return
 	}
 	x.fwdOn = nil
-	c.hold(x.userHeld)
+	c.hold(x.userHeld || x.dialing != nil)
 }
 
 // fwdGone drops c's entry from its destination's loop as c closes (a hold's end that is

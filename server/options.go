@@ -28,6 +28,7 @@ type options struct {
 	halfOpen    bool
 	readIdle    time.Duration
 	drain       time.Duration
+	dialTimeout time.Duration
 	logf        func(format string, args ...any)
 	loopOptions []ringev.Option
 	tls         *tls.Config
@@ -142,6 +143,12 @@ func WithMaxPending(bytes int) Option { return func(o *options) { o.maxPending =
 // buffer grown by append may have twice the room it uses).
 func WithMaxBuffered(bytes int) Option { return func(o *options) { o.maxBuffered = bytes } }
 
+// WithDialTimeout bounds each dial of the engine (Engine.Dial, Loop.Dial, Conn.Dial, their
+// TLS forms) to d, from the call to the open connection (the name's lookup included), as
+// net.Dialer's Timeout does: past it, the dial's error names the address and wraps
+// context.DeadlineExceeded. The dial's own ctx may end it sooner. 0, the default: ctx alone.
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+
 // WithDrainTimeout bounds the graceful shutdown that the cancellation of Listen's context
 // starts: connections still open after d are closed at once. 0 means DefaultDrainTimeout.
 // Engine.Shutdown is bounded by its own context instead.
@@ -200,6 +207,7 @@ func resolve(network string, opts []Option) (options, error) {
 		{"WithMaxPending", int64(o.maxPending), fmt.Sprint(o.maxPending)},
 		{"WithMaxBuffered", int64(o.maxBuffered), fmt.Sprint(o.maxBuffered)},
 		{"WithDrainTimeout", int64(o.drain), o.drain.String()},
+		{"WithDialTimeout", int64(o.dialTimeout), o.dialTimeout.String()},
 		{"WithMaxTLSHandshakes", int64(o.handshakes), fmt.Sprint(o.handshakes)},
 	} {
 		if neg.v < 0 {

@@ -22,36 +22,28 @@ import (
 )
 
 // side is the Handler of both sides of a proxied connection: each Conn's context is the Conn
-// on the other side. upstream is the address the clients' side dials.
-type side struct{ upstream string }
+// on the other side, once both are there (the upstream's is its client from the start).
+type side struct{}
 
 // proxy is the clients' Handler: a side that dials the upstream when a client opens (the
-// upstream's side is a bare side: no OnOpen), each dial bounded by dialTimeout.
+// upstream's side is a bare side: no OnOpen).
 type proxy struct {
 	side
-	dialTimeout time.Duration
+	upstream string
 }
 
-// OnOpen dials the upstream for a client, whose reading waits for it. Until the upstream is
-// there the client's context is the dial's cancel: a client that leaves meanwhile (a reset is
-// seen while its reading waits) ends the dial, and so does dialTimeout.
+// OnOpen dials the upstream for a client. Conn.Dial reads the client only once the dial has
+// ended, and ends the dial if the client leaves first (a reset) or WithDialTimeout passes.
 func (p *proxy) OnOpen(c *server.Conn) {
-	c.PauseRead()
-	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout)
-	c.SetContext(cancel)
 	done := func(u *server.Conn, err error) {
-		if cancel(); err != nil {
+		if err != nil {
 			log.Printf("upstream: %v", err) // names the address
 			c.Close()
 			return
 		}
-		u.SetContext(c)
-		c.SetContext(u)
-		if c.ResumeRead() != nil {
-			u.Close() // the client left meanwhile
-		}
+		c.SetContext(u) // u's is c: Conn.Dial's
 	}
-	if err := c.Loop().Dial(ctx, "tcp", p.upstream, side{}, done); err != nil {
+	if err := c.Dial(context.Background(), "tcp", p.upstream, side{}, done); err != nil {
 		done(nil, err)
 	}
 }
@@ -69,14 +61,15 @@ func (side) OnData(c *server.Conn) {
 // OnClose closes the other side once what it was given is sent, when this side ended well (a
 // Close, or its peer's EOF). When it failed (a reset, a timeout, its output cap), the stream
 // is cut short: the other side is aborted, so that its peer gets a reset rather than an EOF
-// that would make a cut stream look whole. A client that left before the upstream was there
-// ends the upstream's dial.
+// that would make a cut stream look whole. A client that left before its upstream was there
+// has no other side (its dial ended with it).
 func (side) OnClose(c *server.Conn, err error) {
-	if cancel, ok := c.Context().(context.CancelFunc); ok {
-		cancel()
-	} else if other := c.Context().(*server.Conn); err == nil || errors.Is(err, io.EOF) {
+	other, ok := c.Context().(*server.Conn)
+	switch {
+	case !ok:
+	case err == nil || errors.Is(err, io.EOF):
 		other.Close()
-	} else {
+	default:
 		other.Abort()
 	}
 }
@@ -90,7 +83,8 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := server.Serve(ctx, "tcp", *listen, &proxy{side{*upstream}, *dialTimeout}, server.WithHalfOpen(true), server.WithBackend(*backend), server.WithLoops(*loops)); err != nil {
+	if err := server.Serve(ctx, "tcp", *listen, &proxy{upstream: *upstream}, server.WithHalfOpen(true), server.WithDialTimeout(*dialTimeout),
+		server.WithBackend(*backend), server.WithLoops(*loops)); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -57,7 +57,7 @@ func startProxy(t *testing.T, upstream string, opts []server.Option) string {
 func startProxyDialing(t *testing.T, upstream string, dialTimeout time.Duration, opts []server.Option) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", &proxy{side{upstream}, dialTimeout}, append(opts, server.WithHalfOpen(true), server.WithLogf(t.Logf))...)
+	e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", &proxy{upstream: upstream}, append(opts, server.WithHalfOpen(true), server.WithDialTimeout(dialTimeout), server.WithLogf(t.Logf))...)
 	if err != nil {
 		cancel()
 		testutil.SkipIfIOUringUnavailable(t, err, "the uring backend")
