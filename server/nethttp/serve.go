@@ -168,13 +168,14 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// conn is a connection's state, on its loop: what an idle connection holds (80 bytes).
+// conn is a connection's state, on its loop: what an idle connection holds (96 bytes).
 type conn struct {
 	s  *Server
 	c  *server.Conn
 	ls *loopState
 	x  *exchange // the request in service (its handler runs), nil while idle
 	nc *netConn  // the net.Conn of ConnState and Hijack, made when needed
+	ra string    // RemoteAddr's string, once a request asked for it
 	hj *netConn  // set once hijacked: its input goes there
 
 	scanned int32 // how much of the head in the input is known to be whole lines
@@ -193,12 +194,15 @@ type conn struct {
 	waiter chan struct{}
 }
 
-// remote is the client's address, as net/http's Request.RemoteAddr.
+// remote is the client's address, as net/http's Request.RemoteAddr: made at the first
+// request (on the loop) and kept for the others.
 func (h *conn) remote() string {
-	if ra := h.c.RemoteAddr(); ra != nil {
-		return addrString(ra)
+	if h.ra == "" {
+		if ra := h.c.RemoteAddr(); ra != nil {
+			h.ra = addrString(ra)
+		}
 	}
-	return ""
+	return h.ra
 }
 
 // addrString is a.String(), with one allocation for an IPv4 TCP address (String takes
@@ -882,7 +886,7 @@ func (x *exchange) serve() {
 			const size = 64 << 10
 			buf := make([]byte, size)
 			buf = buf[:runtime.Stack(buf, false)]
-			x.h.s.logf("http: panic serving %v: %v\n%s", x.h.remote(), err, buf)
+			x.h.s.logf("http: panic serving %v: %v\n%s", x.h.ra, err, buf)
 		}
 		x.cancel()
 		if w.hijacked.Load() {
