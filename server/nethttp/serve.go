@@ -578,7 +578,7 @@ type exchange struct {
 	cutShort bool      // the client's EOF ended the body before its end
 	chunks   chunkScan // a chunked body: where it ends
 	bodyEnd  bool      // every byte of the body went to its reader
-	cancel   context.CancelFunc
+	ctx      reqCtx    // the request's context
 	wdl      time.Time // WriteTimeout's deadline
 
 	unsynced int // bytes written to the Conn since the last wait for its output (connWriter)
@@ -615,6 +615,9 @@ func newExchange(h *conn) *exchange {
 	return &exchange{h: h, left: -1}
 }
 
+// cancel cancels the request's context.
+func (x *exchange) cancel() { x.ctx.cancel() }
+
 // release returns the exchange's reader, once nothing reads it.
 func (x *exchange) release() {
 	if x.br != nil {
@@ -628,13 +631,12 @@ func (x *exchange) release() {
 // net/http's server does; err is what net/http's server answers (errorResponse). The
 // Request has its context, which x.cancel cancels.
 func (x *exchange) parse(head []byte) (*http.Request, error) {
-	ctx, cancel := context.WithCancel(x.h.ls.localCtx(x.h.c))
-	req, err := x.parseHead(head, ctx)
+	x.ctx.parent = x.h.ls.localCtx(x.h.c)
+	req, err := x.parseHead(head, &x.ctx)
 	if err != nil {
-		cancel()
+		x.cancel()
 		return nil, err
 	}
-	x.cancel = cancel
 	return req, nil
 }
 
