@@ -171,8 +171,9 @@ func (ch *chat) OnTick(l *server.Loop) time.Duration {
 		case !s.late.IsZero() && time.Since(s.late) > ch.stall:
 			// Abort drops its output (Close would wait for it to read). It stays in named
 			// until OnClose, maybe past the next tick: only the Abort that took it logs.
-			if n := c.Pending(); c.Abort() == nil {
-				ch.logf("chat: closing %s (%v): %d bytes have waited for it for more than %v", s.nick, c.RemoteAddr(), n, ch.stall)
+			// RemoteAddr is asked before Abort: once the socket is closed it is nil.
+			if n, addr := c.Pending(), c.RemoteAddr(); c.Abort() == nil {
+				ch.logf("chat: closing %s (%v): %d bytes have waited for it for more than %v", s.nick, addr, n, ch.stall)
 			}
 		}
 	}

@@ -268,7 +268,7 @@ func TestChatPausesATalkerWhileAClientDoesNotRead(t *testing.T) {
 }
 
 // TestChatClosesAClientThatDoesNotRead: a client with a nick whose output stays past the write
-// limit for --stall is closed, with a log line naming it, and the talker it held is read
+// limit for --stall is closed, with a log line naming it and its address, and the talker it held is read
 // again: the clients that read get every line, in order.
 func TestChatClosesAClientThatDoesNotRead(t *testing.T) {
 	const stall = 500 * time.Millisecond
@@ -292,8 +292,8 @@ func TestChatClosesAClientThatDoesNotRead(t *testing.T) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if len(s.logged) != 1 || !strings.Contains(s.logged[0], "closing slow ") {
-			t.Errorf("logged %q, want one line saying slow is closed", s.logged)
+		if addr := slow.conn.LocalAddr().String(); len(s.logged) != 1 || !strings.Contains(s.logged[0], "closing slow ("+addr+")") {
+			t.Errorf("logged %q, want one line saying slow (%s) is closed", s.logged, addr)
 		}
 	})
 }
