@@ -65,14 +65,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: tlsfloor N [once]")
 		os.Exit(2)
 	}
-	n, _ := strconv.Atoi(os.Args[1])
+	n, err := strconv.Atoi(os.Args[1])
+	if err != nil || n < 0 {
+		fmt.Fprintf(os.Stderr, "tlsfloor: N %q: want a count of exchanges\n", os.Args[1])
+		os.Exit(2)
+	}
 	certFile, keyFile := os.Getenv("CERT"), os.Getenv("KEY")
 	if certFile == "" {
 		certFile, keyFile = "/tmp/tls/cert/cert.pem", "/tmp/tls/cert/key.pem"
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		panic(err)
+		fail("certificate %s, key %s: %v", certFile, keyFile, err)
 	}
 	var c2s, s2c []byte
 	a, b := net.Pipe()
@@ -83,10 +87,10 @@ func main() {
 	done := make(chan error)
 	go func() { done <- sv.Handshake() }()
 	if err := cl.Handshake(); err != nil {
-		panic(err)
+		fail("client handshake: %v", err)
 	}
 	if err := <-done; err != nil {
-		panic(err)
+		fail("server handshake: %v", err)
 	}
 	ce.sync, se.sync = nil, nil
 	req := []byte("GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
@@ -100,7 +104,7 @@ func main() {
 			if err != nil {
 				var wb wouldBlock
 				if !errors.As(err, &wb) {
-					panic(err)
+					fail("read: %v", err)
 				}
 				return got
 			}
@@ -110,19 +114,25 @@ func main() {
 		readAll = func(c *tls.Conn) int {
 			m, err := c.Read(buf)
 			if err != nil {
-				panic(err)
+				fail("read: %v", err)
 			}
 			return m
 		}
 	}
 	for range n {
 		cl.Write(req)
-		if readAll(sv) != len(req) {
-			panic("req")
+		if got := readAll(sv); got != len(req) {
+			fail("the server read %d bytes of the request, want %d", got, len(req))
 		}
 		sv.Write(resp)
-		if readAll(cl) != len(resp) {
-			panic("resp")
+		if got := readAll(cl); got != len(resp) {
+			fail("the client read %d bytes of the response, want %d", got, len(resp))
 		}
 	}
+}
+
+// fail reports what went wrong and exits 1: the count is not measured.
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "tlsfloor: "+format+"\n", args...)
+	os.Exit(1)
 }
