@@ -793,8 +793,8 @@ func (c *Conn) end(reason error) {
 // replies to what came before it are still sent, then the connection closes (io.EOF), unless
 // it is half-open and its writing side is not shut down yet.
 func (c *Conn) peerEOF() {
-	if c.tls != nil {
-		c.tls.peerClosed()
+	if c.tls != nil && c.tls.peerClosed() {
+		return // the handshake under way takes it (see tlsConn.peerClosed)
 	}
 	c.eof = true
 	if !c.halfOpen || c.shutWant {
@@ -824,6 +824,8 @@ func (c *Conn) doneAtEOF(p int) bool {
 		return true
 	case !c.eofTold && (c.halfOpen || len(c.in) > 0), c.held && len(c.in) > 0:
 		return false // the handler has yet to see the EOF, or paused reading with input left
+	case c.tls != nil && c.tls.phase == tlsHandoff:
+		return false // a handshake under way has the EOF: its end serves what came before it
 	}
 	return !c.halfOpen || c.shutWant
 }

@@ -332,6 +332,9 @@ func (t *tlsConn) handshook() {
 				t.c.rawWrite([]byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 			}
 		}
+		if tr.eof && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the peer closed its side within the handshake
+		}
 		c.closeWith(fmt.Errorf("%w: %w", ErrTLSHandshake, err), false)
 		return
 	}
@@ -358,8 +361,8 @@ func (t *tlsConn) handshook() {
 		// reads take what the transport has (a record after the client's Finished).
 		t.recv(in)
 	}
-	if eof && !c.closed && !c.eof {
-		c.peerEOF()
+	if eof && !c.closed {
+		c.peerEOF() // the peer's end of file, which came within the handshake (peerClosed)
 	}
 }
 
@@ -433,22 +436,29 @@ func (t *tlsConn) seal() {
 }
 
 // peerClosed is the peer's end of file: the reason names what TLS lost (an unfinished
-// handshake, a missing close_notify); a handshake under way gets end of file, and what OnOpen
-// wrote for after it is dropped.
-func (t *tlsConn) peerClosed() {
+// handshake, a missing close_notify). A handshake under way takes it and peerClosed returns
+// true: the client's Finished, records after it and the FIN can arrive before the handshake's
+// goroutine has read the Finished, so the handshake reads end of file after what came before
+// it, and its end (handshook) serves those bytes, then the EOF; reading stops meanwhile
+// (Conn.eof). Before the first record is whole no handshake can end: what OnOpen wrote for
+// after it is dropped.
+func (t *tlsConn) peerClosed() (handshaking bool) {
 	c := t.c
-	if t.phase != tlsOpen {
-		t.dropPlain()
-	}
 	switch {
 	case t.phase == tlsHandoff:
 		t.tr.closeRead()
-		c.setReason(fmt.Errorf("%w: %w", ErrTLSHandshake, io.ErrUnexpectedEOF))
+		c.eof = true
+		c.l.drv.update(c) // no more reading
+		return true
 	case t.phase == tlsFirst:
+		t.dropPlain()
 		c.setReason(fmt.Errorf("%w: %w", ErrTLSHandshake, io.ErrUnexpectedEOF))
+	case t.phase == tlsFailed:
+		t.dropPlain()
 	case t.phase == tlsOpen && !t.peerNotified:
 		c.setReason(ErrTLSNoCloseNotify)
 	}
+	return false
 }
 
 // end releases the connection's TLS when its socket closes: a handshake under way or queued

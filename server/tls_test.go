@@ -995,3 +995,31 @@ func TestTLSHandshakeCallbacksSeeTheAddresses(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSDataAndFINAfterHandshakeAreServed: a client that writes right after its handshake
+// and then shuts down its side (close_notify, then its FIN) gets its echo before the EOF: the
+// bytes and the FIN may reach the loop while the handshake's goroutine has yet to read the
+// client's Finished, and they wait for it.
+func TestTLSDataAndFINAfterHandshakeAreServed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h)
+		for i := range 20 {
+			raw := dialEngine(t, e)
+			c := handshakeOver(t, raw, nil)
+			msg := fmt.Sprintf("hello %d\n", i)
+			if _, err := c.Write([]byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			raw.(*net.TCPConn).CloseWrite()
+			got, err := io.ReadAll(c)
+			if string(got) != msg {
+				t.Fatalf("connection %d: the client read %q, %v; want %q, then EOF (OnClose: %v)", i, got, err, msg, h.reason(t))
+			}
+			h.reason(t)
+		}
+	})
+}
