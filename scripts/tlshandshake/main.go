@@ -9,8 +9,8 @@
 //
 //	tlshandshake [-n 2000] [-c 8] [-rounds 5] NAME='CMD with {port}' ...
 //
-// The certificate is the caller's (the commands name it): ECDSA P-256 for the figure the
-// issue asks for (../shared/anchors/tlscert.sh makes one).
+// The certificate is the caller's (the commands name it): ECDSA P-256, as in the figures of
+// docs/measurements/2026-12-06-tls.md (../shared/anchors/tlscert.sh makes one).
 package main
 
 import (
