@@ -176,6 +176,9 @@ type conn struct {
 	x  *exchange // the request in service (its handler runs), nil while idle
 	nc *netConn  // the net.Conn of ConnState and Hijack, made when needed
 	ra string    // RemoteAddr's string, once a request asked for it
+
+	back   *exchange // the exchange whose response handBack ends
+	backFn func()    // handBack, made once
 	hj *netConn  // set once hijacked: its input goes there
 
 	scanned int32 // how much of the head in the input is known to be whole lines
@@ -232,6 +235,7 @@ func addrString(a net.Addr) string {
 // OnOpen prepares the connection: its timeouts and ConnState's StateNew.
 func (s *Server) OnOpen(c *server.Conn) {
 	h := &conn{s: s, c: c, ls: s.loopOf(c.Loop())}
+	h.backFn = h.handBack
 	c.SetContext(h)
 	c.RemoteAddr() // asked while the socket is open; kept by the Conn
 	if ho, ok := any(c).(halfOpener); ok {
@@ -583,6 +587,9 @@ type exchange struct {
 
 	unsynced int // bytes written to the Conn since the last wait for its output (connWriter)
 
+	out   *outBuf // the response's last bytes, for handBack
+	reuse bool    // the connection serves another request after this one (handBack)
+
 	// A long body by Content-Length is read by its reader from the socket (detach): plain is
 	// set when the connection is not TLS's; detaching while the loop waits for its reading to
 	// stop (AfterPause), direct while the reader reads (attach ends it); noDirect once that
@@ -700,7 +707,7 @@ func (h *conn) start(x *exchange) {
 		c.SetIdleTimeout(0)
 		c.SetRequestTimeout(0) // pipelined requests wait for this one, without a deadline
 	}
-	now := time.Now()
+	var now time.Time // asked for once, by a timeout that needs it
 	if req.Body != http.NoBody {
 		x.body = newPipe(x.more)
 		x.src.body = x.body
@@ -710,6 +717,7 @@ func (h *conn) start(x *exchange) {
 		if d := s.cfg.ReadTimeout; d > 0 {
 			// The error of net/http's connection read: "read tcp LOCAL->REMOTE: i/o timeout".
 			x.body.timeout = &net.OpError{Op: "read", Net: "tcp", Source: h.ls.localAddr(c), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+			now = time.Now()
 			x.body.setDeadline(now.Add(d))
 		}
 		x.rb = &reqBody{inner: req.Body, chunked: x.left < 0, left: x.left, closing: req.Close}
@@ -719,6 +727,9 @@ func (h *conn) start(x *exchange) {
 		x.bodyEnd = true
 	}
 	if d := s.cfg.WriteTimeout; d > 0 {
+		if now.IsZero() {
+			now = time.Now()
+		}
 		x.wdl = now.Add(d)
 		h.ls.localAddr(c) // asked on the loop, kept by the Conn: a write timeout's error names it
 	}
@@ -904,13 +915,9 @@ func (x *exchange) serve() {
 			reuse = false
 		}
 		w.release()
-		if x.h.c.Loop().Post(func() {
-			if len(out.b) > 0 {
-				x.h.c.Write(out.b)
-			}
-			putOutBuf(out)
-			x.h.done(x, reuse)
-		}) != nil {
+		h := x.h
+		h.back, x.out, x.reuse = x, out, reuse
+		if h.c.Loop().Post(h.backFn) != nil {
 			putOutBuf(out)
 		}
 	}()
@@ -927,6 +934,20 @@ func (x *exchange) serve() {
 	}
 	w.finishRequest()
 	reuse = w.shouldReuseConnection()
+}
+
+// handBack is the end of a response on the loop (posted by serve, through backFn, made once
+// per connection): its bytes are written, and the connection is taken back (done).
+func (h *conn) handBack() {
+	x := h.back
+	h.back = nil
+	out := x.out
+	x.out = nil
+	if len(out.b) > 0 {
+		h.c.Write(out.b)
+	}
+	putOutBuf(out)
+	h.done(x, x.reuse)
 }
 
 // expect handles the request's Expect header as net/http does: 100-continue is sent on the
