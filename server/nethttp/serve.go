@@ -179,7 +179,7 @@ type conn struct {
 
 	back   *exchange // the exchange whose response handBack ends
 	backFn func()    // handBack, made once
-	hj *netConn  // set once hijacked: its input goes there
+	hj     *netConn  // set once hijacked: its input goes there
 
 	scanned int32 // how much of the head in the input is known to be whole lines
 	crlf    int32 // leading CR and LF bytes still to skip (after a POST, as net/http)
