@@ -68,32 +68,30 @@ type Conn struct {
 	outN atomic.Int64
 
 	// State, on the loop's goroutine.
-	dirty     bool  // in l.dirty: the turn's end flushes it
-	closing   bool  // a graceful close: input is dropped, it lingers once the output is sent
-	lingering bool  // its writing side is shut down; input is dropped until the peer closes
-	closed    bool  // its socket is being closed (driver.closeFd)
-	opened    bool  // OnOpen ran (or is running)
-	done      bool  // finished: OnClose ran
-	eof       bool  // the peer shut down its side: it closes once the output is sent (unless halfOpen)
-	eofTold   bool  // OnData was called with EOF true (its last call)
-	halfOpen  bool  // the peer's EOF ends the input only (WithHalfOpen)
-	shutWant  bool  // CloseWrite: the writing side is shut down once the output is sent
-	shutDone  bool  // the writing side is shut down (CloseWrite's shutdown(2) is done)
-	paused    bool  // backpressure: not read until the output drains
-	drainWait bool  // OnData left input while output was pending: served again once it drains
-	held      bool  // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from paused)
-	reasonSet bool  // reason is set (the first one wins)
-	inData    bool  // OnData is running (see Loop.view)
-	reason    error // what OnClose is told
+	dirty     bool // in l.dirty: the turn's end flushes it
+	closing   bool // a graceful close: input is dropped, it lingers once the output is sent
+	lingering bool // its writing side is shut down; input is dropped until the peer closes
+	closed    bool // its socket is being closed (driver.closeFd)
+	opened    bool // OnOpen ran (or is running)
+	done      bool // finished: OnClose ran
+	eof       bool // the peer shut down its side: it closes once the output is sent (unless halfOpen)
+	eofTold   bool // OnData was called with EOF true (its last call)
+	halfOpen  bool // the peer's EOF ends the input only (WithHalfOpen)
+	shutWant  bool // CloseWrite: the writing side is shut down once the output is sent
+	shutDone  bool // the writing side is shut down (CloseWrite's shutdown(2) is done)
+	paused    bool // backpressure: not read until the output drains
+	drainWait bool // OnData left input while output was pending: served again once it drains
+	held      bool // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from paused)
+	reasonSet bool // the reason it closes is set (the first one wins): connRare.reason, nil without a rare part
+	inData    bool // OnData is running (see Loop.view)
 
-	// Timeouts: idle and reqTO (0: none); active, the loop time (ns) of the last bytes
-	// received or sent; reqStart, when the request under way started (0: none); rIdle, the
-	// read idle timeout (0: none), and ractive the loop time of the last bytes received. One
-	// entry in the loop's deadlines serves all three (dl, below), armed for the earliest
-	// deadline and re-armed when it comes early.
-	idle, reqTO      time.Duration
+	// Timeouts: to, the connection's timeouts (nil: none), shared with the loop's other
+	// connections that have the same (Loop.timeouts); active, the loop time (ns) of the last
+	// bytes received or sent; reqStart, when the request under way started (0: none); ractive,
+	// the loop time of the last bytes received. One entry in the loop's deadlines serves all
+	// three (dl, above), armed for the earliest deadline and re-armed when it comes early.
+	to               *connTimeouts
 	active, reqStart int64
-	rIdle            time.Duration
 	ractive          int64
 
 	// The requests driver's state (and recvLive, recvStop below).
@@ -116,7 +114,7 @@ type Conn struct {
 }
 
 // connRare is the state of a connection that few use: a lingering close's, a half-closed
-// peer's probe, RecvPerConn's receive buffer. It is made when first needed and kept, so an
+// peer's probe, RecvPerConn's receive buffer, the error it closes for. It is made when first needed and kept, so an
 // idle connection that uses none holds only the pointer.
 type connRare struct {
 	rbuf      *[RecvBufferSize]byte // requests: RecvPerConn's receive buffer, while it has one
@@ -131,6 +129,7 @@ type connRare struct {
 	dialing       *dialer         // Conn.Dial's dial under way: the connection is not read until it ends
 	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
 	afterPause    func()          // AfterPause's f, until no read is in flight
+	reason        error           // what OnClose is told (set once: Conn.reasonSet), when not nil
 }
 
 // splicingOut is the splicer that moves the connection's input (Splice), or nil.
@@ -717,11 +716,23 @@ func (c *Conn) SetHalfOpen(on bool) error {
 	return nil
 }
 
-// setReason records why the connection closes, unless a reason was recorded already.
+// setReason records why the connection closes, unless a reason was recorded already: a nil
+// one takes no rare part.
 func (c *Conn) setReason(err error) {
 	if !c.reasonSet {
-		c.reason, c.reasonSet = err, true
+		c.reasonSet = true
+		if err != nil {
+			c.x().reason = err
+		}
 	}
+}
+
+// closeReason is what setReason recorded (nil: none, or nil).
+func (c *Conn) closeReason() error {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.reason
 }
 
 // closeWith starts a graceful close for reason; asked: Close (or a queued Close) set gone
@@ -914,9 +925,9 @@ func (c *Conn) serve(data []byte) {
 	// A handler may have stopped for the output (WriteLimit's doc) below the limit, where no
 	// backpressure pause brings it back: it is given the input again once the output drains.
 	c.drainWait = c.pending() > 0
-	if c.reqTO > 0 && (consumed || c.reqStart == 0) && !c.closing && !c.closed {
+	if t := c.to; t != nil && t.reqTO > 0 && (consumed || c.reqStart == 0) && !c.closing && !c.closed {
 		c.reqStart = l.now() // precise: the request deadline is the one a client can exploit
-		c.armTimer(c.reqStart + int64(c.reqTO))
+		c.armTimer(c.reqStart + int64(t.reqTO))
 	}
 }
 
@@ -1125,7 +1136,8 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 	if err := c.usable("SetIdleTimeout"); err != nil {
 		return err
 	}
-	c.idle = max(d, 0)
+	t := c.timeouts()
+	c.to = c.l.timeouts(max(d, 0), t.reqTO, t.rIdle)
 	if d > 0 {
 		c.active = c.l.now()
 		c.armTimer(c.active + int64(d))
@@ -1135,7 +1147,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 
 // gotInput notes that bytes were received, for the idle timeouts.
 func (c *Conn) gotInput() {
-	if c.idle > 0 || c.rIdle > 0 {
+	if c.to != nil {
 		c.active = c.l.turnTime()
 		c.ractive = c.active
 	}
@@ -1147,7 +1159,8 @@ func (c *Conn) SetReadIdleTimeout(d time.Duration) error {
 	if err := c.usable("SetReadIdleTimeout"); err != nil {
 		return err
 	}
-	c.rIdle = max(d, 0)
+	t := c.timeouts()
+	c.to = c.l.timeouts(t.idle, t.reqTO, max(d, 0))
 	if d > 0 {
 		c.ractive = c.l.now()
 		c.armTimer(c.ractive + int64(d))
@@ -1161,7 +1174,8 @@ func (c *Conn) SetRequestTimeout(d time.Duration) error {
 	if err := c.usable("SetRequestTimeout"); err != nil {
 		return err
 	}
-	c.reqTO = max(d, 0)
+	t := c.timeouts()
+	c.to = c.l.timeouts(t.idle, max(d, 0), t.rIdle)
 	if d > 0 && c.reqStart > 0 {
 		c.armTimer(c.reqStart + int64(d))
 	}
@@ -1201,8 +1215,9 @@ func (c *Conn) onTimer() {
 	now := c.l.now()
 	next := int64(math.MaxInt64)
 	var reason error
-	if c.reqTO > 0 && c.reqStart > 0 {
-		if at := c.reqStart + int64(c.reqTO); now >= at {
+	to := c.timeouts()
+	if to.reqTO > 0 && c.reqStart > 0 {
+		if at := c.reqStart + int64(to.reqTO); now >= at {
 			reason = ErrRequestTimeout
 		} else {
 			next = at
@@ -1211,7 +1226,7 @@ func (c *Conn) onTimer() {
 	for _, t := range [2]struct {
 		d  time.Duration
 		at int64
-	}{{c.idle, c.active}, {c.rIdle, c.ractive}} {
+	}{{to.idle, c.active}, {to.rIdle, c.ractive}} {
 		if t.d > 0 && reason == nil {
 			if at := t.at + int64(t.d); now >= at {
 				reason = ErrIdleTimeout

@@ -223,7 +223,7 @@ func (d *connRdy) write(c *Conn) {
 		c.wblocked = true
 	}
 	if n > 0 {
-		if c.idle > 0 {
+		if c.to != nil {
 			c.active = c.l.turnTime()
 		}
 		c.sentSome()

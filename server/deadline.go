@@ -141,3 +141,42 @@ func (d *deadlines) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].c.dl, h[j].c.dl = int32(i+1), int32(j+1)
 }
+
+// connTimeouts are a connection's timeouts (see WithIdleTimeout, WithRequestTimeout,
+// WithReadIdleTimeout; 0: none). They do not change once made: the loop's connections with the
+// same timeouts share one (Loop.timeouts), so that a connection holds a pointer, not three
+// durations.
+type connTimeouts struct {
+	idle, reqTO, rIdle time.Duration
+}
+
+// maxTimeouts bounds the loop's shared connTimeouts (Loop.tos): past it, a connection whose
+// timeouts are none of them gets its own.
+const maxTimeouts = 8
+
+// timeouts returns the loop's connTimeouts for idle, reqTO and rIdle (made once and shared),
+// or nil when all are 0.
+func (l *Loop) timeouts(idle, reqTO, rIdle time.Duration) *connTimeouts {
+	if idle == 0 && reqTO == 0 && rIdle == 0 {
+		return nil
+	}
+	want := connTimeouts{idle, reqTO, rIdle}
+	for _, t := range l.tos {
+		if *t == want {
+			return t
+		}
+	}
+	t := &want
+	if len(l.tos) < maxTimeouts {
+		l.tos = append(l.tos, t)
+	}
+	return t
+}
+
+// timeouts returns the connection's timeouts (all 0 for none).
+func (c *Conn) timeouts() connTimeouts {
+	if c.to == nil {
+		return connTimeouts{}
+	}
+	return *c.to
+}

@@ -88,3 +88,30 @@ func TestLoopDeadlinesOneEntryAtTheEarliestTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopTimeoutsSharedByConnections: connections with the same timeouts share one record of
+// them (a pointer each, not three durations); one whose timeout changes gets another, and one
+// with none holds none.
+func TestLoopTimeoutsSharedByConnections(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithIdleTimeout(time.Hour), WithRequestTimeout(time.Minute))...)
+		var sc [3]*Conn
+		for i := range sc {
+			dialEngine(t, e)
+			sc[i] = r.next(t)
+		}
+		var same, other, none bool
+		onLoop(t, e.Loops()[0], func() {
+			sc[1].SetIdleTimeout(2 * time.Hour)
+			sc[2].SetIdleTimeout(0)
+			sc[2].SetRequestTimeout(0)
+			same = sc[0].to != nil && sc[0].to == e.Loops()[0].timeouts(time.Hour, time.Minute, 0)
+			other = sc[1].to != nil && sc[1].to != sc[0].to && *sc[1].to == connTimeouts{idle: 2 * time.Hour, reqTO: time.Minute}
+			none = sc[2].to == nil
+		})
+		if !same || !other || !none {
+			t.Fatalf("shared by the first: %v, the changed one's own: %v, none for none: %v; want all true", same, other, none)
+		}
+	})
+}

@@ -85,7 +85,8 @@ type Loop struct {
 	// it); flushing: flush is running.
 	clock              int64
 	clockSet, flushing bool
-	dls                deadlines // the connections' timeouts
+	dls                deadlines       // the connections' timeouts
+	tos                []*connTimeouts // the connections' timeouts, shared (timeouts)
 	tick               *ringev.Timer
 	shutdownFn         func()
 	closeFn            func()
@@ -436,7 +437,7 @@ func (l *Loop) addConn(fd int, counted bool) {
 
 // newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
 func (l *Loop) newConn(fd int, hs *handlers) *Conn {
-	c := &Conn{l: l, hs: hs, fd: fd, idle: l.e.o.idle, reqTO: l.e.o.request, halfOpen: l.e.o.halfOpen, rIdle: l.e.o.readIdle}
+	c := &Conn{l: l, hs: hs, fd: fd, to: l.timeouts(l.e.o.idle, l.e.o.request, l.e.o.readIdle), halfOpen: l.e.o.halfOpen}
 	l.conns.add(c)
 	return c
 }
@@ -444,10 +445,10 @@ func (l *Loop) newConn(fd int, hs *handlers) *Conn {
 // open starts serving c: its timers, its reading, then dialed (a dial's, told of the open
 // connection before OnOpen) and OnOpen.
 func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
-	if c.idle > 0 || c.rIdle > 0 {
+	if t := c.to; t != nil && (t.idle > 0 || t.rIdle > 0) {
 		c.active = l.now()
 		c.ractive = c.active
-		for _, d := range [2]time.Duration{c.idle, c.rIdle} {
+		for _, d := range [2]time.Duration{t.idle, t.rIdle} {
 			if d > 0 {
 				c.armTimer(c.active + int64(d)) // the earlier one stays
 			}
@@ -456,7 +457,7 @@ func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
 	l.drv.add(c)
 	if c.closed {
 		if dialed != nil {
-			dialed(nil, c.reason)
+			dialed(nil, c.closeReason())
 		}
 		return
 	}
@@ -485,7 +486,7 @@ func (l *Loop) finished(c *Conn) {
 	l.load.Add(-1)
 	l.dropDeadline(c)
 	if cl := c.hs.close; cl != nil && c.opened {
-		cl.OnClose(c, c.reason)
+		cl.OnClose(c, c.closeReason())
 	}
 	c.inData = false
 	if !c.inData {
@@ -545,7 +546,7 @@ func (l *Loop) flush() {
 			// left, as it is when a later send drains the output.
 			c.afterOutput()
 			if len(c.pend) > 0 && !c.closed {
-				if c.idle > 0 {
+				if c.to != nil {
 					c.active = l.turnTime() // sending is activity (see sentSome)
 				}
 				l.drv.send(c)

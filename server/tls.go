@@ -231,7 +231,7 @@ func (t *tlsConn) start() {
 	if c.closed || c.closing {
 		return
 	}
-	d := c.reqTO
+	d := c.timeouts().reqTO
 	if d <= 0 {
 		d = DefaultTLSHandshakeTimeout
 	}
