@@ -62,6 +62,10 @@ type Conn struct {
 	// dl is 1 + the index of its entry in the loop's deadlines, 0: none (here: in what
 	// would be padding).
 	dl int32
+	// Under l.mu (in what would be padding too): holdWant is the hold PauseRead or ResumeRead
+	// from another goroutine asked last; holdQueued, the loop has yet to apply it (applyHold is
+	// in its inbox, once).
+	holdWant, holdQueued bool
 	// outN is the output written and not yet sent: pend, the send in flight and what other
 	// goroutines wrote (atomic: Pending and the output cap read it from any goroutine). inN,
 	// below, is the input charged to the loop's buffered bytes (len(in) when last charged).
@@ -971,9 +975,11 @@ func (c *Conn) maybeResume() {
 // and its EOF in the kernel, for ResumeRead (a reset after it is seen once reading resumes, or
 // at the next write). It is apart from the write limit's pause (BackpressureHandler) and from
 // Forward's hold: the end of one does not end another. From another goroutine
-// it is queued for the loop (after that goroutine's earlier writes, as Loop.Post). It returns
-// net.ErrClosed once the connection is closed (from another goroutine: once its loop has
-// ended).
+// it is queued for the loop (after that goroutine's earlier writes, as Loop.Post), and a hold
+// is state, not a queue: of the PauseRead and ResumeRead calls the loop has not taken yet, the
+// last one counts, and they hold one entry of the loop's inbox, so that goroutines calling
+// them in a tight loop cost the loop one change per turn at most. It returns net.ErrClosed once
+// the connection is closed (from another goroutine: once its loop has ended).
 func (c *Conn) PauseRead() error { return c.holdRead(true) }
 
 // ResumeRead ends PauseRead: reading resumes (unless the write limit's pause holds it) and
@@ -1023,16 +1029,45 @@ func (c *Conn) readStopped() {
 // holdRead is PauseRead (on) and ResumeRead.
 func (c *Conn) holdRead(on bool) error {
 	if !c.l.ev.Owned() {
-		if c.l.Post(func() { c.setHeld(on) }) != nil {
-			return net.ErrClosed
-		}
-		return nil
+		return c.holdAsync(on)
 	}
 	if c.closed {
 		return net.ErrClosed
 	}
 	c.setHeld(on)
 	return nil
+}
+
+// holdAsync is holdRead from another goroutine. The hold asked is state, not a queue: one
+// applyHold waits in the inbox (as a posted function, in order with them and with writes),
+// and applies the hold asked last, so that goroutines toggling it cannot grow the inbox.
+func (c *Conn) holdAsync(on bool) error {
+	l := c.l
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	c.holdWant = on
+	if c.holdQueued {
+		l.mu.Unlock()
+		return nil
+	}
+	c.holdQueued = true
+	l.inF = append(l.inF, c.applyHold)
+	l.funcs++
+	l.wakeLocked()
+	return nil
+}
+
+// applyHold is holdAsync's entry of the inbox, run on the loop: the hold asked last.
+func (c *Conn) applyHold() {
+	l := c.l
+	l.mu.Lock()
+	on := c.holdWant
+	c.holdQueued = false
+	l.mu.Unlock()
+	c.setHeld(on)
 }
 
 // setHeld is holdRead on the loop: the driver follows, and a resume serves the buffered input

@@ -8,6 +8,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -349,6 +350,107 @@ func TestConnAfterPauseLeavesTheRestInTheSocket(t *testing.T) {
 		onLoop(t, p.c.Loop(), func() { n = p.c.Buffered() })
 		if n != len(p.input) {
 			t.Fatalf("the input grew after AfterPause's function: %d bytes, then %d", len(p.input), n)
+		}
+	})
+}
+
+// inboxLen is the number of entries waiting in l's inbox (writes, closes, sockets, functions).
+func inboxLen(l *Loop) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.inW) + len(l.inC) + len(l.inFd) + len(l.inF)
+}
+
+// TestConnPauseResumeStormCoalesces: while two goroutines call PauseRead and ResumeRead in a
+// tight loop, the loop's inbox holds at most a few entries (the requests coalesce), a line the
+// client sends is echoed, and the engine still ends within Shutdown's deadline.
+func TestConnPauseResumeStormCoalesces(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		stop := make(chan struct{})
+		stormed := make(chan int)
+		for range 2 {
+			go func() {
+				n := 0
+				defer func() { stormed <- n }()
+				for ; ; n++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if sc.PauseRead() != nil || sc.ResumeRead() != nil {
+						return // the loop has ended
+					}
+				}
+			}()
+		}
+		stopped := false
+		stopStorm := func() {
+			if !stopped {
+				stopped = true
+				close(stop)
+				t.Logf("%d PauseRead, ResumeRead pairs", <-stormed+<-stormed)
+			}
+		}
+		defer stopStorm()
+		most := 0
+		for range 200 {
+			most = max(most, inboxLen(sc.Loop()))
+			time.Sleep(50 * time.Microsecond)
+		}
+		if most > 4 {
+			t.Errorf("the loop's inbox held %d entries during the storm, want at most 4", most)
+		}
+		c.Write([]byte("through\n"))
+		if got := readN(t, c, 8); got != "through\n" {
+			t.Fatalf("reply %q", got)
+		}
+		shut, stopShut := context.WithTimeout(context.Background(), waitFor)
+		defer stopShut()
+		done := make(chan error, 1)
+		go func() { done <- e.Shutdown(shut) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+		case <-time.After(2 * waitFor):
+			t.Fatalf("Shutdown did not return within %v", 2*waitFor)
+		}
+		stopStorm()
+	})
+}
+
+// TestConnPauseResumeLastCallWins: of many PauseRead and ResumeRead calls from another
+// goroutine, the last one counts: after a thousand pairs and a PauseRead a line stays unread;
+// ResumeRead serves it.
+func TestConnPauseResumeLastCallWins(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		for range 1000 {
+			if err := sc.PauseRead(); err != nil {
+				t.Fatalf("PauseRead: %v", err)
+			}
+			if err := sc.ResumeRead(); err != nil {
+				t.Fatalf("ResumeRead: %v", err)
+			}
+		}
+		if err := sc.PauseRead(); err != nil {
+			t.Fatalf("PauseRead: %v", err)
+		}
+		heldLine(t, r, c, sc, "last")
+		if err := sc.ResumeRead(); err != nil {
+			t.Fatalf("ResumeRead: %v", err)
+		}
+		if got := readN(t, c, 5); got != "last\n" {
+			t.Fatalf("reply %q after ResumeRead", got)
 		}
 	})
 }
