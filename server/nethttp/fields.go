@@ -26,18 +26,21 @@ func validFieldName(name string) bool {
 func isTokenChar(c byte) bool { return tokenChars[c] }
 
 // tokenChars marks the bytes of a token: letters, digits and "!#$%&'*+-.^_`|~".
-var tokenChars = func() (t [256]bool) {
+var tokenChars = alnumAnd("!#$%&'*+-.^_`|~")
+
+// alnumAnd is a table that marks letters, digits and the bytes of extra.
+func alnumAnd(extra string) (t [256]bool) {
 	for c := range 256 {
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 			t[c] = true
 		}
 	}
-	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+	for _, c := range []byte(extra) {
 		t[c] = true
 	}
 	return t
-}()
+}
 
 // validFieldValue reports whether v holds no control character but a horizontal tab.
 func validFieldValue(v string) bool {
@@ -53,16 +56,15 @@ func validFieldValue(v string) bool {
 // literals and a port).
 func validHost(h string) bool {
 	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
-		default:
+		if !hostChars[h[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// hostChars marks the bytes validHost allows: letters, digits and "!$%&'()*+,-.:;=[]_~".
+var hostChars = alnumAnd("!$%&'()*+,-.:;=[]_~")
 
 // badTrailers are the fields a trailer may not carry (RFC 9110 section 6.5.1): framing,
 // routing, request modifiers, authentication, and response control.
