@@ -74,10 +74,7 @@ const bufferBeforeChunkingSize = 2048
 // be below the write limit.
 const syncEvery = 64 << 10
 
-var (
-	writers2k = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferBeforeChunkingSize) }}
-	outBufs   = sync.Pool{New: func() any { return &outBuf{b: make([]byte, 0, 4<<10)} }}
-)
+var ()
 
 // outBuf holds a response's bytes until they go to the Conn: at a Flush (from the handler's
 // goroutine, through the Conn's inbox), past flushAt bytes, or at the response's end, when the
@@ -161,24 +158,41 @@ func initResponse(x *exchange) *response {
 		wantsClose:       x.req.Close || hasToken(headerGet(x.req.Header, "Connection"), "close"),
 	}
 	w.cw.res = w
-	w.w = writers2k.Get().(*bufio.Writer)
+	w.w, w.bufw = x.h.ls.takeBufs()
 	w.w.Reset(&w.cw)
-	w.bufw = outBufs.Get().(*outBuf)
 	w.bufw.w = connWriter{w}
 	return w
 }
 
-// release returns the response's buffers (after finishRequest, or a panic).
-func (w *response) release() {
-	if w.w != nil {
-		w.w.Reset(nil)
-		writers2k.Put(w.w)
-		w.w = nil
+// maxLoopBufs bounds the responses' buffers a loop keeps for reuse (loopState.bufs).
+const maxLoopBufs = 64
+
+// respBufs are a response's buffers: its bufio.Writer and its outBuf.
+type respBufs struct {
+	w   *bufio.Writer
+	out *outBuf
+}
+
+// takeBufs returns buffers for a response (on the loop): a pair kept, else new ones.
+func (ls *loopState) takeBufs() (*bufio.Writer, *outBuf) {
+	if n := len(ls.bufs); n > 0 {
+		b := ls.bufs[n-1]
+		ls.bufs[n-1] = respBufs{}
+		ls.bufs = ls.bufs[:n-1]
+		return b.w, b.out
 	}
-	if w.bufw != nil {
-		putOutBuf(w.bufw)
-		w.bufw = nil
+	return bufio.NewWriterSize(nil, bufferBeforeChunkingSize), &outBuf{b: make([]byte, 0, 4<<10)}
+}
+
+// putBufs keeps a response's buffers for the next (on the loop, once the handler is done with
+// them), unless the loop keeps maxLoopBufs or out has grown past 64 KiB.
+func (ls *loopState) putBufs(w *bufio.Writer, out *outBuf) {
+	if len(ls.bufs) >= maxLoopBufs || cap(out.b) > 64<<10 {
+		return
 	}
+	w.Reset(nil)
+	out.b, out.w = out.b[:0], connWriter{}
+	ls.bufs = append(ls.bufs, respBufs{w, out})
 }
 
 // connWriter writes a response's bytes to its Conn (from the handler's goroutine), waiting
@@ -755,14 +769,6 @@ func (w *response) disableWriteContinue() {
 	w.writeContinueMu.Lock()
 	w.canWriteContinue.Store(false)
 	w.writeContinueMu.Unlock()
-}
-
-func putOutBuf(o *outBuf) {
-	if cap(o.b) > 64<<10 {
-		return
-	}
-	o.b, o.w = o.b[:0], connWriter{}
-	outBufs.Put(o)
 }
 
 func writeStatusLine(bw *outBuf, is11 bool, code int, scratch []byte) {

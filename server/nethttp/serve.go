@@ -56,6 +56,9 @@ type loopState struct {
 	local context.Context
 	base  context.Context
 
+	// bufs are responses' buffers for reuse (takeBufs, putBufs), on the loop.
+	bufs []respBufs
+
 	// shutting is set once the engine's graceful shutdown has reached the loop (OnShutdown):
 	// responses are the last of their connections, as net/http's once Shutdown has begun.
 	shutting atomic.Bool
@@ -588,8 +591,9 @@ type exchange struct {
 
 	unsynced int // bytes written to the Conn since the last wait for its output (connWriter)
 
-	out   *outBuf // the response's last bytes, for handBack
-	reuse bool    // the connection serves another request after this one (handBack)
+	out   *outBuf       // the response's last bytes, for handBack
+	bw    *bufio.Writer // the response's writer, for handBack to keep
+	reuse bool          // the connection serves another request after this one (handBack)
 
 	// A long body by Content-Length is read by its reader from the socket (detach): plain is
 	// set when the connection is not TLS's; detaching while the loop waits for its reading to
@@ -915,12 +919,10 @@ func (x *exchange) serve() {
 			out.b = out.b[:0] // a write that failed, or would: not sent, as on net/http
 			reuse = false
 		}
-		w.release()
 		h := x.h
-		h.back, x.out, x.reuse = x, out, reuse
-		if h.c.Loop().Post(h.backFn) != nil {
-			putOutBuf(out)
-		}
+		h.back, x.out, x.bw, x.reuse = x, out, w.w, reuse
+		w.w = nil
+		h.c.Loop().Post(h.backFn) // (an error: the loop has ended; the buffers go)
 	}()
 	var handler http.Handler = x.h.s.handler
 	if !x.h.s.cfg.DisableGeneralOptionsHandler && req.RequestURI == "*" && req.Method == "OPTIONS" {
@@ -947,7 +949,8 @@ func (h *conn) handBack() {
 	if len(out.b) > 0 {
 		h.c.Write(out.b)
 	}
-	putOutBuf(out)
+	h.ls.putBufs(x.bw, out)
+	x.bw = nil
 	h.done(x, x.reuse)
 }
 
