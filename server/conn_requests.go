@@ -251,6 +251,9 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	case x.Err == nil && x.N > 0:
 		c.deliver(x.Buf)
 		x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
+		if c.recvLive && !c.held && !c.paused && !c.closed && c.splicingOut() == nil {
+			return // still receiving, as wanted: what changed the want (PauseRead, a close, Splice, the write limit) updated it
+		}
 	case x.Err == nil: // N 0: the peer closed its side
 		if c.lingering || c.closed {
 			c.end(nil)
