@@ -18,19 +18,42 @@ import "slices"
 // dst is closing or closed the input is discarded all the same and the error is net.ErrClosed;
 // when it would take dst's output past its cap, dst is closed and the error is ErrOutputFull
 // (see Write).
-func (c *Conn) Forward(dst *Conn) (int, error) {
+func (c *Conn) Forward(dst *Conn) (int, error) { return c.forward(dst, false) }
+
+// forward is Forward, and Splice's start when splice is true (one call for both: the path of
+// every small message a proxy passes on).
+func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	if !c.l.ev.Owned() {
 		return 0, errNotOwner("Forward")
 	}
-	b := c.input()
+	var b []byte
+	v := &c.l.view
+	inView := c.inData && v.c == c
+	if inView {
+		b = v.b[v.off:]
+	} else {
+		b = c.in
+	}
 	n := len(b)
 	if n == 0 {
 		return 0, nil
 	}
-	err := dst.forwarded(b, c.l)
-	c.discard(n)
+	var err error
+	if dst.l == c.l && !dst.gone() && dst.fits(n) {
+		dst.write(b) // forwarded's common case, inline
+	} else {
+		err = dst.forwarded(b, c.l)
+	}
+	if inView {
+		v.off += n // discard's, inline
+	} else {
+		c.discard(n)
+	}
 	if err == nil && dst.outN.Load() > int64(dst.l.limit) && (c.rare == nil || c.rare.fwdOn == nil) {
 		c.waitFor(dst)
+	}
+	if splice && err == nil && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {
+		c.startSplice(dst)
 	}
 	return n, err
 }
@@ -78,13 +101,7 @@ const SpliceMinChunk = 4 << 10
 // moves at least SpliceMinChunk bytes, and ends after 8 splices in a row that moved fewer (the
 // recv takes over again), so that requests and replies of a few hundred bytes keep the copy
 // path.
-func (c *Conn) Splice(dst *Conn) (int, error) {
-	n, err := c.Forward(dst)
-	if err == nil && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {
-		c.startSplice(dst)
-	}
-	return n, err
-}
+func (c *Conn) Splice(dst *Conn) (int, error) { return c.forward(dst, true) }
 
 // fwdWait is a connection Forward holds (src) until the output of dst drains.
 type fwdWait struct{ dst, src *Conn }
