@@ -77,8 +77,8 @@ func (c *Conn) forwarded(b []byte, from *Loop) (err error) {
 const SpliceMinChunk = 4 << 10
 
 // Splice is Forward, and more: from then on the connection's input goes to dst through the
-// kernel, socket to pipe to socket (IORING_OP_SPLICE, Linux 5.7; io_uring_prep_splice(3),
-// splice(2)), without a copy in user space. That needs both connections on the same loop, the
+// kernel, socket to pipe to socket (splice(2), the loop's non-blocking calls, each once a
+// POLL_ADD request says there is input or room), without a copy in user space. That needs both connections on the same loop, the
 // requests driver (APIRequests) on the uring backend, no TLS, and neither connection splicing
 // already; elsewhere Splice is Forward (a handler calls it from each OnData, as it would
 // Forward). It returns what Forward returns, for the input buffered now, which goes first.
@@ -96,8 +96,8 @@ const SpliceMinChunk = 4 << 10
 // the kernel refuses the splice (EINVAL), the direction goes back to the copy path, said
 // through WithLogf.
 //
-// Splicing costs more than a copy for small messages (a POLL_ADD and two SPLICEs, which the
-// kernel runs in its io-wq threads, against a recv and a send): it starts when one Splice call
+// Splicing costs more than a copy for small messages (a POLL_ADD and two splices against a
+// recv and a send): it starts when one Splice call
 // moves at least SpliceMinChunk bytes, and ends after 8 splices in a row that moved fewer (the
 // recv takes over again), so that requests and replies of a few hundred bytes keep the copy
 // path.

@@ -3,7 +3,8 @@
 package server
 
 // Conn.Splice's kernel path: a connection's input moved to another connection's socket through a
-// pipe with IORING_OP_SPLICE, without passing through user space.
+// pipe with splice(2), without passing through user space; the waits for input and for room
+// are POLL_ADD requests.
 
 import (
 	"errors"
@@ -35,8 +36,6 @@ const spliceSmallRun = 8
 // Tokens of a splicer's requests.
 const (
 	tokSpPollIn  uint64 = iota + 1 // POLL_ADD POLLIN on the source
-	tokSpIn                        // SPLICE source -> pipe
-	tokSpOut                       // SPLICE pipe -> destination
 	tokSpPollOut                   // POLL_ADD POLLOUT on the destination
 )
 
@@ -45,7 +44,7 @@ type splicePipes struct {
 	free  [][2]int // empty pipes kept for reuse: read end, write end
 	held  int      // pipes the loop's splicers hold
 	live  int      // splicers with requests in the kernel or bytes in a pipe (the loop waits for them)
-	off   error    // the kernel refused IORING_OP_SPLICE: Splice is Forward on this loop
+	off   error    // the kernel refused a socket's splice: Splice is Forward on this loop
 	moved uint64   // bytes moved out of the pipes (tests)
 }
 
@@ -92,11 +91,13 @@ func (p *splicePipes) close() {
 }
 
 // splicer moves one direction's bytes, src's input to dst's socket, in chunks: a POLL_ADD waits
-// for src's input, a SPLICE moves what is there into a pipe (taken from the loop's pool then),
-// and SPLICEs move the pipe's bytes to dst (a POLL_ADD on dst waits while its socket is full),
-// after the output dst had; once the pipe is empty it goes back to the pool and the next chunk
-// starts. So a direction holds at most a pipe's bytes, and a slow dst stops src's reading. On
-// the loop's goroutine only.
+// for src's input, a splice(2) moves what is there into a pipe (taken from the loop's pool
+// then), and splices move the pipe's bytes to dst (a POLL_ADD on dst waits while its socket is
+// full), after the output dst had; once the pipe is empty it goes back to the pool and the
+// next chunk starts. So a direction holds at most a pipe's bytes, and a slow dst stops src's
+// reading. The splices are the loop's own non-blocking calls, not IORING_OP_SPLICE requests:
+// the kernel runs every one of those in an io-wq thread, whose hand-offs cost more CPU per
+// GiB than the calls (docs/design.md). On the loop's goroutine only.
 type splicer struct {
 	src, dst *Conn
 	cb       ringev.Callback
@@ -105,8 +106,7 @@ type splicer struct {
 	inPipe   int            // bytes in the pipe
 	inReq    ringev.Request // the POLL_ADD on src, while inPoll
 	inPoll   bool           // the POLL_ADD on src is in flight
-	inBusy   bool           // the SPLICE into the pipe is in flight
-	outBusy  bool           // a SPLICE out of the pipe, or the POLL_ADD on dst, is in flight
+	outBusy  bool           // the POLL_ADD on dst is in flight
 	reqs     int            // requests in flight
 	srcDone  bool           // src gives no more input (closed, closing, at its EOF)
 	dstDone  bool           // dst is closed: the pipe's bytes go nowhere
@@ -176,7 +176,7 @@ func (s *splicer) spliceUpdate() {
 // src's recv has ended.
 func (s *splicer) pumpIn() {
 	c := s.src
-	if s.srcDone || s.inPoll || s.inBusy || s.outBusy || s.inPipe > 0 || c.recvLive || c.paused || c.held {
+	if s.srcDone || s.inPoll || s.outBusy || s.inPipe > 0 || c.recvLive || c.paused || c.held {
 		return
 	}
 	var sqe uring.SQE
@@ -190,8 +190,9 @@ func (s *splicer) pumpIn() {
 	s.reqs++
 }
 
-// spliceIn moves src's input into a pipe (taken from the pool): SPLICE, SPLICE_F_NONBLOCK. With
-// no pipe to be had, the chunk goes through the copy path (splicing ends for this direction).
+// spliceIn moves src's input into a pipe (taken from the pool): splice(2), SPLICE_F_NONBLOCK.
+// With no pipe to be had, the chunk goes through the copy path (splicing ends for this
+// direction).
 func (s *splicer) spliceIn() {
 	c := s.src
 	if !s.hasPipe {
@@ -203,40 +204,43 @@ func (s *splicer) spliceIn() {
 		}
 		s.pipe, s.hasPipe = fds, true
 	}
-	var sqe uring.SQE
-	sqe.PrepSplice(c.fd, uring.SpliceNoOffset, s.pipe[1], uring.SpliceNoOffset, SplicePipeSize, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-	if _, err := c.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpIn); err != nil {
-		c.end(fmt.Errorf("server: splice from fd %d: %w", c.fd, err))
-		return
-	}
-	s.inBusy = true
-	s.reqs++
+	s.splicedIn(spliceNow(c.fd, s.pipe[1], SplicePipeSize))
 }
 
-// pumpOut moves the pipe's bytes to dst once dst's own output is sent: SPLICE, or a POLL_ADD
-// for room in dst's socket after one that could move nothing.
+// spliceNow is splice(2) of up to n bytes from in to out, SPLICE_F_MOVE | SPLICE_F_NONBLOCK
+// (both non-blocking: EAGAIN when in has nothing or out no room).
+func spliceNow(in, out, n int) (int, error) {
+	for {
+		m, err := unix.Splice(in, nil, out, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		if err != unix.EINTR {
+			return int(m), err
+		}
+	}
+}
+
+// pumpOut moves the pipe's bytes to dst once dst's own output is sent: splice(2), or a
+// POLL_ADD for room in dst's socket after one that could move nothing.
 func (s *splicer) pumpOut(poll bool) {
 	d := s.dst
 	if s.outBusy || s.inPipe == 0 || s.dstDone || d.closed || d.outLen > 0 || len(d.pend) > 0 {
 		return
 	}
-	var sqe uring.SQE
-	tok := tokSpOut
-	if poll {
-		sqe.PrepPollAdd(d.fd, unix.POLLOUT)
-		tok = tokSpPollOut
-	} else {
-		sqe.PrepSplice(s.pipe[0], uring.SpliceNoOffset, d.fd, uring.SpliceNoOffset, uint32(s.inPipe), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+	if !poll {
+		s.splicedOut(spliceNow(s.pipe[0], d.fd, s.inPipe))
+		return
 	}
-	if _, err := d.l.ev.SubmitSQE(&sqe, nil, s.cb, tok); err != nil {
-		d.end(fmt.Errorf("server: splice to fd %d: %w", d.fd, err))
+	var sqe uring.SQE
+	sqe.PrepPollAdd(d.fd, unix.POLLOUT)
+	if _, err := d.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpPollOut); err != nil {
+		d.end(fmt.Errorf("server: poll for a splice to fd %d: %w", d.fd, err))
 		return
 	}
 	s.outBusy = true
 	s.reqs++
 }
 
-// sending reports whether a SPLICE into dst is in flight: dst's own output waits for it.
+// sending reports whether the pipe's bytes wait for room in dst (a POLL_ADD on it): dst's own
+// output waits for them.
 func (s *splicer) sending() bool { return s.outBusy }
 
 // onIO is the splicer's one callback.
@@ -246,12 +250,6 @@ func (s *splicer) onIO(x *ringev.Completion) {
 	case tokSpPollIn:
 		s.inPoll = false
 		s.polledIn(x.Err)
-	case tokSpIn:
-		s.inBusy = false
-		s.splicedIn(x.N, x.Err)
-	case tokSpOut:
-		s.outBusy = false
-		s.splicedOut(x.N, x.Err)
 	case tokSpPollOut:
 		s.outBusy = false
 		if x.Err != nil && !errors.Is(x.Err, unix.ECANCELED) && !s.dst.closed {
@@ -276,10 +274,10 @@ func (s *splicer) polledIn(err error) {
 	}
 }
 
-// splicedIn follows the SPLICE into the pipe: bytes (then sent on), src's end of file, nothing
+// splicedIn follows the splice into the pipe: bytes (then sent on), src's end of file, nothing
 // yet (polled again), or an error, which closes src; a kernel that refuses the splice
-// (EINVAL: no IORING_OP_SPLICE, or a socket splice(2) cannot read) turns splicing off on the
-// loop, and the direction goes back to the copy path.
+// (EINVAL: a socket splice(2) cannot read) turns splicing off on the loop, and the direction
+// goes back to the copy path.
 func (s *splicer) splicedIn(n int, err error) {
 	c := s.src
 	switch {
@@ -300,14 +298,14 @@ func (s *splicer) splicedIn(n int, err error) {
 		s.spliceUpdate()
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
 		c.l.pipes.off = err
-		c.l.e.logf("IORING_OP_SPLICE (Linux 5.7) from fd %d: %v; forwarding with copies", c.fd, err)
+		c.l.e.logf("splice(2) from fd %d: %v; forwarding with copies", c.fd, err)
 		s.detach()
 	default:
 		c.end(err)
 	}
 }
 
-// splicedOut follows a SPLICE out of the pipe: the rest is sent on (after a POLL_ADD when dst's
+// splicedOut follows a splice out of the pipe: the rest is sent on (after a POLL_ADD when dst's
 // socket is full); an empty pipe goes back to the pool, dst's output state follows (a close or
 // CloseWrite that waited for these bytes), and the next chunk starts. An error closes dst.
 func (s *splicer) splicedOut(n int, err error) {
