@@ -862,6 +862,9 @@ func (c *Conn) serveLeft() {
 // over; input is dropped once the connection is closing.
 func (c *Conn) deliver(data []byte) {
 	if c.closing || c.lingering || c.closed {
+		if !c.lingering && !c.closed && c.tlsHandshaking() {
+			c.tls.recv(data) // the handshake a Close waits for (tlsConn.seal)
+		}
 		return
 	}
 	c.gotInput()

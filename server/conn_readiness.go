@@ -187,8 +187,8 @@ func (d *connRdy) read(c *Conn) {
 		}
 		c.peerEOF()
 		return
-	case c.lingering || c.closing:
-		return // dropped
+	case c.lingering || c.closing && !c.tlsHandshaking():
+		return // dropped (a closing TLS connection's handshake input goes on: deliver)
 	}
 	if into {
 		c.in = c.in[:len(c.in)+n]
@@ -247,7 +247,7 @@ func (d *connRdy) update(c *Conn) {
 	if c.wblocked && len(c.pend) > 0 {
 		flags |= ringev.Write
 	}
-	if c.lingering || !c.paused && !c.held && !c.closing && !c.eof {
+	if c.lingering || !c.paused && !c.held && (!c.closing || c.tlsHandshaking()) && !c.eof {
 		flags |= ringev.Read
 	}
 	shut := (c.peerShut || c.eof) && !c.lingering

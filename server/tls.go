@@ -225,10 +225,11 @@ func newTLSConn(c *Conn, client bool, cfg *tls.Config) *tlsConn {
 }
 
 // start arms the handshake timeout: the connection's request timeout (which OnOpen may have
-// set), else DefaultTLSHandshakeTimeout.
+// set), else DefaultTLSHandshakeTimeout. A connection OnOpen closed gets it too: its close
+// waits for the handshake to send what OnOpen wrote (seal).
 func (t *tlsConn) start() {
 	c := t.c
-	if c.closed || c.closing {
+	if c.closed {
 		return
 	}
 	d := c.timeouts().reqTO
@@ -336,6 +337,9 @@ func (t *tlsConn) handshook() {
 			err = io.ErrUnexpectedEOF // the peer closed its side within the handshake
 		}
 		c.closeWith(fmt.Errorf("%w: %w", ErrTLSHandshake, err), false)
+		if !c.dirty {
+			c.l.markDirty(c) // a Close that waited for the handshake goes on (seal drops its output)
+		}
 		return
 	}
 	t.phase = tlsOpen
@@ -414,7 +418,10 @@ func (t *tlsConn) dropPlain() {
 func (t *tlsConn) seal() {
 	c := t.c
 	if t.phase != tlsOpen {
-		if c.closing || t.phase == tlsFailed {
+		// A Close before the handshake's end waits for it (the output pending holds the
+		// close's lingering back), so that what was written before the Close is sent; a failed
+		// handshake drops it.
+		if t.phase == tlsFailed {
 			t.dropPlain() // never sent
 		}
 		return
@@ -484,6 +491,10 @@ func (t *tlsConn) state() *tls.ConnectionState {
 	st := t.rec.state()
 	return &st
 }
+
+// tlsHandshaking reports whether the connection's TLS handshake has yet to end: a closing
+// connection still reads for it (deliver, the readiness driver), as its close waits for it.
+func (c *Conn) tlsHandshaking() bool { return c.tls != nil && c.tls.phase < tlsOpen }
 
 // TLS is the connection's TLS state (version, cipher suite, ALPN, the peer's certificates) once
 // its handshake has ended; nil before, on a connection without TLS, and from another goroutine

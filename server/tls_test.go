@@ -1023,3 +1023,25 @@ func TestTLSDataAndFINAfterHandshakeAreServed(t *testing.T) {
 		}
 	})
 }
+
+// greetCloser writes a greeting in OnOpen and closes the connection there.
+type greetCloser struct{ Echo }
+
+func (greetCloser) OnOpen(c *Conn) {
+	c.WriteString("busy, bye\n")
+	c.Close()
+}
+
+// TestTLSCloseInOnOpenSendsTheGreeting: a handler that writes in OnOpen and closes there (a
+// server that turns a client away with a message) has its bytes sent once the handshake has
+// ended, then close_notify and EOF, as Close promises and as over TCP.
+func TestTLSCloseInOnOpenSendsTheGreeting(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, greetCloser{})
+		c := dialTLS(t, e, nil)
+		got, err := io.ReadAll(c)
+		if string(got) != "busy, bye\n" || err != nil {
+			t.Fatalf("the client read %q, %v; want \"busy, bye\\n\" then EOF", got, err)
+		}
+	})
+}
