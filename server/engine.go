@@ -72,7 +72,8 @@ func Listen(ctx context.Context, network, addr string, h Handler, opts ...Option
 // with the loop's RecvMsg and SendMsg requests, several in flight (on uring IORING_OP_RECVMSG
 // and IORING_OP_SENDMSG, Linux 5.3, every send of a turn in one io_uring_enter(2); on epoll and
 // poll the loop's emulation); with the readiness API with fd events and recvfrom(2)/sendto(2).
-// Shutdown sends what was queued and closes. Errors as Listen's.
+// Shutdown sends what was queued and closes. Errors as Listen's, and one for WithTLS (there is
+// no DTLS: the datagrams would go in plaintext).
 func ListenPacket(ctx context.Context, network, addr string, h PacketHandler, opts ...Option) (*Engine, error) {
 	if h == nil {
 		return nil, errors.New("server: ListenPacket with a nil PacketHandler")
@@ -106,6 +107,9 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 		return nil, err
 	}
 	if e.ph != nil {
+		if o.tls != nil {
+			return nil, fmt.Errorf("server: ListenPacket %s %s with WithTLS: TLS is for streams (Listen); datagrams would go in plaintext", e.network, addr)
+		}
 		o.balance = BalanceReusePort
 	}
 	e.o = o

@@ -7,15 +7,18 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // udpEcho sends every datagram back to its sender, prefixed with "re:".
@@ -153,3 +156,19 @@ func TestPacketWriteToRefusals(t *testing.T) {
 type packetFunc func(pc *PacketConn, from netip.AddrPort, data []byte)
 
 func (f packetFunc) OnPacket(pc *PacketConn, from netip.AddrPort, data []byte) { f(pc, from, data) }
+
+// TestPacketWithTLSIsAnError: ListenPacket with WithTLS fails, naming it, rather than serve
+// in plaintext what the caller asked to be encrypted.
+func TestPacketWithTLSIsAnError(t *testing.T) {
+	testutil.NoLeaks(t)
+	cert, _ := testutil.Cert(t)
+	e, err := ListenPacket(context.Background(), "udp", "127.0.0.1:0", &udpEcho{}, WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	if err == nil {
+		e.Close()
+		e.Wait()
+		t.Fatal("ListenPacket with WithTLS succeeded")
+	}
+	if !strings.Contains(err.Error(), "WithTLS") {
+		t.Fatalf("error %q does not name WithTLS", err)
+	}
+}
