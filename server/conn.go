@@ -1152,7 +1152,7 @@ func (c *Conn) outputChanged() {
 	case c.closing && p == 0 && !c.lingering:
 		c.l.drv.linger(c)
 		return
-	case c.shutWant && p == 0 && !c.shutDone:
+	case c.shutWant && p == 0 && !c.shutDone && !c.tlsHandshaking(): // (TLS: after close_notify)
 		c.shutDone = true
 		if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 			c.end(fmt.Errorf("server: shutdown(SHUT_WR) of fd %d: %w", c.fd, err))

@@ -355,8 +355,10 @@ func (t *tlsConn) handshook() {
 			return
 		}
 	}
-	if len(t.plain) > 0 && !c.dirty {
-		c.l.markDirty(c) // what OnOpen wrote is sealed at the turn's end
+	if (len(t.plain) > 0 || c.shutWant || c.closing) && !c.dirty {
+		// What OnOpen wrote is sealed at the turn's end, and a CloseWrite or Close made
+		// before the handshake's end goes on there (close_notify, then the FIN).
+		c.l.markDirty(c)
 	}
 	in, eof := tr.in, tr.eof
 	tr.in = nil

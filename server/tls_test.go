@@ -1045,3 +1045,35 @@ func TestTLSCloseInOnOpenSendsTheGreeting(t *testing.T) {
 		}
 	})
 }
+
+// shutWriter shuts down its writing side in OnOpen and records the lines it gets.
+type shutWriter struct{ *recorder }
+
+func (h shutWriter) OnOpen(c *Conn) {
+	h.recorder.OnOpen(c)
+	c.CloseWrite()
+}
+
+// TestTLSCloseWriteBeforeHandshakeEndsWaitsForIt: CloseWrite in OnOpen, before the handshake,
+// shuts the writing side down after the handshake and close_notify, not in the middle of the
+// handshake: the client's handshake succeeds, it reads EOF, and what it sends still arrives.
+func TestTLSCloseWriteBeforeHandshakeEndsWaitsForIt(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(*Conn, string) {}
+		e := tlsEngine(t, s, shutWriter{r}, WithHalfOpen(true))
+		c := dialTLS(t, e, nil)
+		if got, err := io.ReadAll(c); len(got) != 0 || err != nil {
+			t.Fatalf("the client read %q, %v; want EOF (close_notify)", got, err)
+		}
+		if _, err := c.Write([]byte("still heard\n")); err != nil {
+			t.Fatalf("writing after the server's CloseWrite: %v", err)
+		}
+		for end := time.Now().Add(waitFor); !slices.Contains(r.log(), "data still heard"); {
+			if time.Now().After(end) {
+				t.Fatalf("events %q: the server did not get the line sent after its CloseWrite", r.log())
+			}
+			time.Sleep(time.Millisecond) // the pace of the polling
+		}
+	})
+}
