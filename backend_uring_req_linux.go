@@ -135,6 +135,7 @@ func newRingReqs(l *Loop, rq *requests) reqDriver {
 		d.seen = d.next
 	}
 	b.reqs = d
+	l.rt = d
 	return d
 }
 

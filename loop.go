@@ -242,20 +242,23 @@ type Loop struct {
 	lookInFlight bool
 	newsDrop     []*fdSlot // slots whose fd events changed after a full look (dropNews)
 	req          *requests // requests (request_rec.go), made by the first one
-	sig          *signalState
-	posted       atomic.Bool // postQ is non-empty
-	stopReq      atomic.Bool
-	sleeping     atomic.Bool  // the loop is in (or about to enter) a blocking wait
-	slots        []*fdSlot    // indexed by fd number
-	nfd          int          // live fd events (all flags)
-	dispatch     uint64       // fairness clock: incremented per fd handler run
-	waits        uint64       // calls of wait (tests: a handler's I/O through the ring spares them)
-	yieldAt      int64        // loop time (ns since epoch) after which a blocking wait first yields (see yieldBeforeBlock)
-	yields       uint64       // runtime.Gosched calls of yieldBeforeBlock (tests)
-	lateYield    bool         // the backend runs yieldBeforeBlock itself, when its wait is about to block (lateYielder)
-	sched        schedSamples // yieldBeforeBlock's look at the Go scheduler
-	waitSeq      uint64       // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
-	cache        []readyFd    // what the last wait reported: cacheBuf, or a larger buffer
+	// rt is the uring backend's request driver once a request was made there (else nil): Once's
+	// request turn (ringReqs.turn) on a loop with no fd event.
+	rt        *ringReqs
+	sig       *signalState
+	posted    atomic.Bool // postQ is non-empty
+	stopReq   atomic.Bool
+	sleeping  atomic.Bool  // the loop is in (or about to enter) a blocking wait
+	slots     []*fdSlot    // indexed by fd number
+	nfd       int          // live fd events (all flags)
+	dispatch  uint64       // fairness clock: incremented per fd handler run
+	waits     uint64       // calls of wait (tests: a handler's I/O through the ring spares them)
+	yieldAt   int64        // loop time (ns since epoch) after which a blocking wait first yields (see yieldBeforeBlock)
+	yields    uint64       // runtime.Gosched calls of yieldBeforeBlock (tests)
+	lateYield bool         // the backend runs yieldBeforeBlock itself, when its wait is about to block (lateYielder)
+	sched     schedSamples // yieldBeforeBlock's look at the Go scheduler
+	waitSeq   uint64       // number of waits; fdSlot.mark == waitSeq: the slot's cache entry is usable
+	cache     []readyFd    // what the last wait reported: cacheBuf, or a larger buffer
 	// cacheLeft bounds the usable cache entries from above: markReady sets it, each handler run
 	// uses one up; 0 means none, so Once waits without looking at the cache.
 	cacheLeft int

@@ -81,10 +81,22 @@ func (l *Loop) Once() error {
 				return err
 			}
 		}
-		if l.dispatchFd() {
+		if l.cacheLeft > 0 && l.dispatchFd() {
 			return l.dispatchRest()
 		}
-		ready, err := l.wait(l.reqWait(timeout))
+		// A loop with no fd event on uring takes the request turn first: it serves the
+		// completions of requests without the fds' part of the wait (ringReqs.turn).
+		var ready []readyFd
+		var err error
+		t := turnNone
+		if l.rt != nil && l.nfd == 0 {
+			if ready, t, err = l.rt.turn(l); t == turnRan {
+				return nil
+			}
+		}
+		if t == turnNone {
+			ready, err = l.wait(l.reqWait(timeout))
+		}
 		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
 			l.cache = l.cache[:len(ready)] // the usual case: no pointer store, no write barrier
 		} else {

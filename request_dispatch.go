@@ -206,6 +206,15 @@ func (f *reqFd) recvDone(r *reqRec, res int32) {
 	}
 }
 
+// turnEnd is what Once's request turn did (ringReqs.turn).
+type turnEnd uint8
+
+const (
+	turnNone   turnEnd = iota // nothing: Once waits as usual
+	turnRan                   // it ran a batch of callbacks, Once's handler: Once returns
+	turnReaped                // it found CQEs it does not serve: they were read as a wait reads them
+)
+
 // reqWait is the timeout of Once's wait: 0 while completions wait for their callbacks
 // (the wait only looks at the fds, whose turn it is), else timeout.
 func (l *Loop) reqWait(timeout int64) int64 {

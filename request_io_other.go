@@ -28,3 +28,9 @@ func (rq *requests) prepIO(*reqRec) {}
 
 // fixIO writes an IO's registered-file state into its prepared SQE: none here.
 func (rq *requests) fixIO(*reqRec) {}
+
+// ringReqs is the uring backend's request driver, which only Linux has (Loop.rt is nil).
+type ringReqs struct{}
+
+// turn is the uring driver's request turn (Once): never taken here.
+func (d *ringReqs) turn(*Loop) ([]readyFd, turnEnd, error) { return nil, turnNone, nil }

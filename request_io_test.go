@@ -375,3 +375,81 @@ func TestIOFollowsRegisterFile(t *testing.T) {
 		}
 	}
 }
+
+// TestIOCallbackPanicLeavesLoopUsable: an IO's callback that panics out of Once, recovered by
+// Once's caller, leaves the loop usable on every backend: the next Once is not refused as
+// nested, the other IO whose completion came in the same batch runs, the IO that panicked can
+// be submitted again and completes, and a nested Once from a callback is still refused. The
+// two IOs resubmit themselves once with their bytes there already, so that the panic comes in
+// a busy loop's batch (on uring, the request turn's).
+func TestIOCallbackPanicLeavesLoopUsable(t *testing.T) {
+	const boom = "an IO callback's panic"
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r1, w1 := testutil.Pipe(t)
+		r2, w2 := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		panics, firstRuns, otherRuns := 0, 0, 0
+		var nested, failed error
+		first := mustIO(t)(l.NewRead(r1, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
+			firstRuns++
+			switch {
+			case err != nil || n != 1:
+				failed = errors.Join(failed, err, errors.New("first read: wrong count"))
+			case firstRuns == 1:
+				failed = errors.Join(failed, x.Submit())
+			case firstRuns == 2:
+				panic(boom)
+			default:
+				nested = l.Once()
+			}
+		}))
+		other := mustIO(t)(l.NewRead(r2, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
+			if otherRuns++; err != nil || n != 1 {
+				failed = errors.Join(failed, err, errors.New("other read: wrong count"))
+			} else if otherRuns == 1 {
+				failed = errors.Join(failed, x.Submit())
+			}
+		}))
+		testutil.Write(t, w1, []byte("ab"))
+		testutil.Write(t, w2, []byte("cd"))
+		if err := errors.Join(first.Submit(), other.Submit()); err != nil {
+			t.Fatal(err)
+		}
+		// turn is one Once that recovers the callback's panic, and only that.
+		turn := func() {
+			defer func() {
+				if p := recover(); p != nil {
+					if p != boom {
+						panic(p)
+					}
+					panics++
+				}
+			}()
+			if err := onceErr(t, l); err != nil {
+				t.Fatalf("Once after %d panics: %v", panics, err)
+			}
+		}
+		for i := 0; panics == 0 || otherRuns < 2; i++ {
+			if i == 100 || failed != nil {
+				t.Fatalf("after %d Onces: %d panics, the other IO ran %d times (%v)", i, panics, otherRuns, failed)
+			}
+			turn()
+		}
+		if err := first.Submit(); err != nil {
+			t.Fatalf("Submit of the IO whose callback panicked: %v", err)
+		}
+		testutil.Write(t, w1, []byte("e"))
+		for i := 0; firstRuns < 3; i++ {
+			if i == 100 {
+				t.Fatal("the resubmitted IO did not complete in 100 Onces")
+			}
+			turn()
+		}
+		if panics != 1 || otherRuns != 2 || failed != nil {
+			t.Fatalf("%d panics, the other IO ran %d times (%v): want 1 and 2", panics, otherRuns, failed)
+		}
+		if !errors.Is(nested, ringev.ErrNested) {
+			t.Fatalf("Once from an IO's callback: %v, want ErrNested", nested)
+		}
+	})
+}

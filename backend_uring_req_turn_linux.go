@@ -1,0 +1,124 @@
+package ringev
+
+// The request turn: Once's turn on a uring loop with no fd event whose requests are in the
+// kernel, as the C proactor's loop runs (io_uring_submit_and_wait, then the CQEs): one
+// io_uring_enter(2) that submits and collects without waiting, and the steady IO completions
+// it finds run from the ring in one pass, read and run together. What the loop's wait does for
+// fds (the announcement to posters, the epoll set's look, the readiness cache's marks) has
+// nothing to serve there, and the reap's count before the run is not needed for a CQE that
+// runs at once.
+
+import "github.com/ringev/ringev/uring"
+
+// turn is Once's request turn, before its wait, on a loop with no fd event (Loop.nfd is 0).
+// It runs only when the wait would look first without blocking (uringBackend.look: lookSkip
+// 0), with the EPOLL_WAIT for the loop's own eventfds in flight, something in the kernel or
+// queued, and no completion waiting for its callback; else turnNone, and Once waits as usual.
+// It makes the look's enter; when that found nothing, it counts as the look's miss, and the
+// wait that follows blocks without looking again (turnNone). It then runs, in the order of
+// the CQ, the CQEs that are an IO's steady completion (steady), up to reqBatch, as one batch
+// of callbacks: turnRan. At the first other CQE it stops; those after stay unread (the next
+// Once reads them without an enter). When the first CQE is another, nothing runs: the CQEs
+// are read as the wait reads them (reap), and Once goes on as after its wait with what that
+// found ready (the loop's own eventfds) in the readiness cache: turnReaped. A callback's
+// completions queued meanwhile are learned after the CQEs the enter found (requests.pos), as
+// in a batch of run.
+func (d *ringReqs) turn(l *Loop) ([]readyFd, turnEnd, error) {
+	b, rq := d.b, d.rq
+	if b.lookSkip != 0 || !b.inflight || rq.held != 0 || rq.head != len(rq.cq) {
+		return nil, turnNone, nil
+	}
+	ring := b.ring
+	p := d.seen
+	tail := ring.CQTail()
+	if p == tail {
+		// Nothing unread: the look's enter.
+		if len(d.queue) > 0 || len(d.cmds) > 0 {
+			if err := d.flush(); err != nil {
+				return l.cache[:0], turnReaped, err
+			}
+		} else if d.inflight == 0 {
+			return nil, turnNone, nil
+		}
+		d.submitted() // (entering)
+		if _, err := ring.Submit(); err != nil {
+			return l.cache[:0], turnReaped, ringWaitError(err)
+		}
+		if tail = ring.CQTail(); p == tail {
+			b.lookMiss = min(2*b.lookMiss+1, maxLookSkip)
+			b.lookSkip = b.lookMiss + 1 // the wait's own skip takes one
+			return nil, turnNone, nil
+		}
+		b.lookMiss = 0
+	}
+	c := ring.CQEAtPos(p)
+	r := steady(rq.recs, c)
+	if r == nil {
+		buf, retry, err := b.reap(l.cache[:0])
+		if retry {
+			err = nil // the fallback is on: the next wait arms it
+		}
+		return buf, turnReaped, err
+	}
+	// runTurn's batch: the nesting guard, the fds' turn after it.
+	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
+	l.inside = true
+	defer l.endFastTurn()
+	rq.turn++
+	rq.pos = tail
+	for n := reqBatch; ; {
+		res := c.Res
+		p++
+		d.seen = p
+		d.inflight--
+		// run's shortest way (the record is ready to be submitted again before its callback)
+		r.cqes = 0
+		if r.c.Op == OpRecv {
+			r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+		}
+		r.gen = (r.gen + 1) & genMask
+		r.state = stFree
+		rq.live--
+		x := r.rare
+		if res >= 0 {
+			x.fn(x.x, int(res), nil)
+		} else {
+			x.fn(x.x, 0, r.compErr(res))
+		}
+		if n--; n == 0 || p == tail || d.seen != p {
+			break // the batch is full, or the enter's CQEs ran, or a ride read the rest
+		}
+		c = ring.CQEAtPos(p)
+		if r = steady(rq.recs, c); r == nil {
+			break
+		}
+	}
+	if d.seen == p || rq.held > 0 {
+		d.next = p // (else a ride's read, holding none, moved it past)
+	}
+	ring.CQSetHead(d.next)
+	if rq.head == len(rq.cq) {
+		rq.cq, rq.head = rq.cq[:0], 0 // (settle: a callback may have queued completions)
+	}
+	return nil, turnRan, nil
+}
+
+// endFastTurn ends turn's batch (deferred, also when a callback panics): the nesting guard
+// off. (endTurn's endBatch has nothing to do: an IO's callback is no pooled record's.)
+func (l *Loop) endFastTurn() { l.inside = false }
+
+// steady returns the record of c when c is an IO's steady completion (run's shortest way: the
+// submission IO.Submit made, in flight with no CloseFd waiting for it, fast, and a result
+// that is its last: a read's or recv's any, a write's or send's whole count or an error),
+// else nil. recs is requests.recs.
+func steady(recs []*reqRec, c *uring.CQE) *ringRec {
+	ud := c.UserData
+	if ud&(reqTag|reqKindMask) != reqTag|reqKindOp || uint32(ud) >= uint32(len(recs)) {
+		return nil
+	}
+	r := ringOf(recs[uint32(ud)])
+	if r.ioKey != uint32(ud>>32) || !r.fast || r.c.Op&1 == 0 && uint32(c.Res) < uint32(len(r.c.Buf)) {
+		return nil
+	}
+	return r
+}
