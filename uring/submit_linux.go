@@ -2,6 +2,7 @@ package uring
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -110,6 +111,28 @@ func (r *Ring) wakeupFlag(toSubmit uint32) uint32 {
 // thread died, unix.EBUSY when the CQ is full and must be reaped first,
 // unix.EAGAIN, or unix.EBADF after Close. No allocation.
 func (r *Ring) Submit() (int, error) {
+	if r.setupFlags&(SetupSQPoll|SetupDeferTaskrun) == SetupDeferTaskrun && r.open && !timeoutPrepared.Load() {
+		// A DEFER_TASKRUN ring's usual submit, in this frame: publish the SQ and enter once
+		// with GETEVENTS, through rawsys (it does not wait, see enter). Any error goes the
+		// general way below, which enters again (EINTR, EBUSY, a registered index refused).
+		tail := r.sqeTail
+		if tail != r.sqFlushed {
+			r.sqFlushed = tail
+			atomic.StoreUint32(r.sqTail, tail) // store-release, as flushSQ
+		}
+		toSubmit := tail - atomic.LoadUint32(r.sqHead)
+		n, errno := rawsys.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit), 0,
+			uintptr(EnterGetEvents|r.enterFlags), 0, 0)
+		if errno == 0 {
+			return int(n), nil
+		}
+	}
+	return r.submit()
+}
+
+// submit is Submit's general way: SQPOLL, a ring without DEFER_TASKRUN, TIMEOUT requests to
+// note, an error to answer.
+func (r *Ring) submit() (int, error) {
 	if !r.open {
 		return 0, errClosed
 	}
