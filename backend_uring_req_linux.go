@@ -107,6 +107,7 @@ type ringReqs struct {
 	// first attempt instead of making one that finds nothing and then waiting. Set by the
 	// check of OpRecv.
 	pollFirst bool
+	turnErr   error // the error of the last turn that ended turnReaped (Once takes it)
 }
 
 type queuedReq struct {

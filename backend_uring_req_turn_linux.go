@@ -8,7 +8,11 @@ package ringev
 // nothing to serve there, and the reap's count before the run is not needed for a CQE that
 // runs at once.
 
-import "github.com/ringev/ringev/uring"
+import (
+	"unsafe"
+
+	"github.com/ringev/ringev/uring"
+)
 
 // turn is Once's request turn, before its wait, on a loop with no fd event (Loop.nfd is 0).
 // It runs only when the wait would look first without blocking (uringBackend.look: lookSkip
@@ -23,10 +27,10 @@ import "github.com/ringev/ringev/uring"
 // found ready (the loop's own eventfds) in the readiness cache: turnReaped. A callback's
 // completions queued meanwhile are learned after the CQEs the enter found (requests.pos), as
 // in a batch of run.
-func (d *ringReqs) turn(l *Loop) ([]readyFd, turnEnd, error) {
+func (d *ringReqs) turn(l *Loop) turnEnd {
 	b, rq := d.b, d.rq
 	if b.lookSkip != 0 || !b.inflight || rq.held != 0 || rq.head != len(rq.cq) {
-		return nil, turnNone, nil
+		return turnNone
 	}
 	ring := b.ring
 	p := d.seen
@@ -35,19 +39,19 @@ func (d *ringReqs) turn(l *Loop) ([]readyFd, turnEnd, error) {
 		// Nothing unread: the look's enter.
 		if len(d.queue) > 0 || len(d.cmds) > 0 {
 			if err := d.flush(); err != nil {
-				return l.cache[:0], turnReaped, err
+				return d.reaped(l, l.cache[:0], err)
 			}
 		} else if d.inflight == 0 {
-			return nil, turnNone, nil
+			return turnNone
 		}
 		d.submitted() // (entering)
 		if _, err := ring.Submit(); err != nil {
-			return l.cache[:0], turnReaped, ringWaitError(err)
+			return d.reaped(l, l.cache[:0], ringWaitError(err))
 		}
 		if tail = ring.CQTail(); p == tail {
 			b.lookMiss = min(2*b.lookMiss+1, maxLookSkip)
 			b.lookSkip = b.lookMiss + 1 // the wait's own skip takes one
-			return nil, turnNone, nil
+			return turnNone
 		}
 		b.lookMiss = 0
 	}
@@ -58,7 +62,7 @@ func (d *ringReqs) turn(l *Loop) ([]readyFd, turnEnd, error) {
 		if retry {
 			err = nil // the fallback is on: the next wait arms it
 		}
-		return buf, turnReaped, err
+		return d.reaped(l, buf, err)
 	}
 	// runTurn's batch: the nesting guard, the fds' turn after it.
 	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
@@ -100,7 +104,21 @@ func (d *ringReqs) turn(l *Loop) ([]readyFd, turnEnd, error) {
 	if rq.head == len(rq.cq) {
 		rq.cq, rq.head = rq.cq[:0], 0 // (settle: a callback may have queued completions)
 	}
-	return nil, turnRan, nil
+	return turnRan
+}
+
+// reaped ends a turn that read the CQEs as the wait reads them (turnReaped): what they made
+// ready goes to the readiness cache, as Once puts a wait's, and err to Once (turnErr).
+//
+//go:noinline
+func (d *ringReqs) reaped(l *Loop, buf []readyFd, err error) turnEnd {
+	if unsafe.SliceData(buf) == unsafe.SliceData(l.cache) {
+		l.cache = l.cache[:len(buf)]
+	} else {
+		l.cache = buf
+	}
+	d.turnErr = err
+	return turnReaped
 }
 
 // endFastTurn ends turn's batch (deferred, also when a callback panics): the nesting guard

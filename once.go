@@ -66,9 +66,8 @@ func (l *Loop) Once() error {
 				return l.ranOther() // a timer ran (or the fds' turn came first)
 			}
 		}
-		stopping := l.running && l.stopReq.Load()
 		// (A loop with requests pending, the usual one with no fd event, is not asked.)
-		if l.nfd == 0 && timeout < 0 && !stopping && (l.req == nil || l.req.live == 0) && l.nothingToDo() {
+		if (l.req == nil || l.req.live == 0) && l.nfd == 0 && timeout < 0 && !(l.running && l.stopReq.Load()) && l.nothingToDo() {
 			return ErrNothingToDo
 		}
 		if l.req != nil && l.req.pending() && l.runTurn() {
@@ -86,21 +85,24 @@ func (l *Loop) Once() error {
 		}
 		// A loop with no fd event on uring takes the request turn first: it serves the
 		// completions of requests without the fds' part of the wait (ringReqs.turn).
-		var ready []readyFd
 		var err error
 		t := turnNone
 		if l.rt != nil && l.nfd == 0 {
-			if ready, t, err = l.rt.turn(l); t == turnRan {
+			if t = l.rt.turn(l); t == turnRan {
 				return nil
+			}
+			if t == turnReaped {
+				err, l.rt.turnErr = l.rt.turnErr, nil // (the readiness is in l.cache)
 			}
 		}
 		if t == turnNone {
+			var ready []readyFd
 			ready, err = l.wait(l.reqWait(timeout))
-		}
-		if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
-			l.cache = l.cache[:len(ready)] // the usual case: no pointer store, no write barrier
-		} else {
-			l.cache = ready
+			if unsafe.SliceData(ready) == unsafe.SliceData(l.cache) {
+				l.cache = l.cache[:len(ready)] // the usual case: no pointer store, no write barrier
+			} else {
+				l.cache = ready
+			}
 		}
 		if err != nil {
 			return err

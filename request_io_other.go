@@ -30,7 +30,7 @@ func (rq *requests) prepIO(*reqRec) {}
 func (rq *requests) fixIO(*reqRec) {}
 
 // ringReqs is the uring backend's request driver, which only Linux has (Loop.rt is nil).
-type ringReqs struct{}
+type ringReqs struct{ turnErr error }
 
 // turn is the uring driver's request turn (Once): never taken here.
-func (d *ringReqs) turn(*Loop) ([]readyFd, turnEnd, error) { return nil, turnNone, nil }
+func (d *ringReqs) turn(*Loop) turnEnd { return turnNone }
