@@ -143,15 +143,8 @@ func (d *ringReqs) run(n int) bool {
 				// result goes to its IOFunc as it is; the record is ready to be submitted
 				// again (a fast record's per-submission fields are as ioDone leaves them).
 				ran = true
-				r.cqes = 0
-				if r.c.Op == OpRecv {
-					r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
-				}
-				r.gen = (r.gen + 1) & genMask
-				r.state = stFree
-				rq.live--
-				x := r.rare
-				if res >= 0 {
+				rq.ioSteady(r, res)
+				if x := r.rare; res >= 0 {
 					x.fn(x.x, int(res), nil)
 				} else {
 					x.fn(x.x, 0, r.compErr(res))
@@ -231,6 +224,19 @@ func (d *ringReqs) run(n int) bool {
 	}
 	ring.CQSetHead(d.next)
 	return ran
+}
+
+// ioSteady is run's and the request turn's work on r for an IO's steady completion res (its
+// shortest way: see steady), before its callback: a Recv's ioDrained, and the record ready to
+// be submitted again (its generation moved, free, not live). Its cqes, which every submission
+// sets, is not read until then.
+func (rq *requests) ioSteady(r *ringRec, res int32) {
+	if r.c.Op == OpRecv {
+		r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+	}
+	r.gen = (r.gen + 1) & genMask
+	r.state = stFree
+	rq.live--
 }
 
 // ioFd is run's work on an IO's fd state for its steady completion (res): a Recv's

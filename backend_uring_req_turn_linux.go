@@ -75,16 +75,8 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 		p++
 		d.seen = p
 		d.inflight--
-		// run's shortest way (the record is ready to be submitted again before its callback)
-		r.cqes = 0
-		if r.c.Op == OpRecv {
-			r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
-		}
-		r.gen = (r.gen + 1) & genMask
-		r.state = stFree
-		rq.live--
-		x := r.rare
-		if res >= 0 {
+		rq.ioSteady(r, res)
+		if x := r.rare; res >= 0 {
 			x.fn(x.x, int(res), nil)
 		} else {
 			x.fn(x.x, 0, r.compErr(res))

@@ -399,6 +399,24 @@ func onceErr(t testing.TB, l *ringev.Loop) error {
 	return err
 }
 
+// onceRecovering calls l.Once one time (onceErr) and recovers a panic of boom, a handler's,
+// counting it in panics; any other panic goes on. It fails the test (Fatal) if Once returns an
+// error.
+func onceRecovering(t testing.TB, l *ringev.Loop, boom any, panics *int) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			if p != boom {
+				panic(p)
+			}
+			*panics++
+		}
+	}()
+	if err := onceErr(t, l); err != nil {
+		t.Fatalf("Once (after %d panics): %v", *panics, err)
+	}
+}
+
 // once calls l.Once one time and fails the test (Fatal) if it returns an error or does not
 // return within the deadline.
 func once(t testing.TB, l *ringev.Loop) {

@@ -228,19 +228,7 @@ func TestLoopHandlerPanicLeavesLoopUsable(t *testing.T) {
 				}
 				addFd(t, l, rs[1], ringev.Read, func(*ringev.FdEvent, ringev.Flags) { otherRuns++ })
 				// turn is one Once that recovers the handler's panic, and only that.
-				turn := func() {
-					defer func() {
-						if p := recover(); p != nil {
-							if p != boom {
-								panic(p)
-							}
-							panics++
-						}
-					}()
-					if err := onceErr(t, l); err != nil {
-						t.Fatalf("Once (after %d panics): %v", panics, err)
-					}
-				}
+				turn := func() { onceRecovering(t, l, boom, &panics) }
 				for i := 0; panics == 0; i++ {
 					if i == 50 {
 						t.Fatalf("the panicking %s handler did not run within 50 Onces", kind)

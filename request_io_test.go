@@ -416,19 +416,7 @@ func TestIOCallbackPanicLeavesLoopUsable(t *testing.T) {
 			t.Fatal(err)
 		}
 		// turn is one Once that recovers the callback's panic, and only that.
-		turn := func() {
-			defer func() {
-				if p := recover(); p != nil {
-					if p != boom {
-						panic(p)
-					}
-					panics++
-				}
-			}()
-			if err := onceErr(t, l); err != nil {
-				t.Fatalf("Once after %d panics: %v", panics, err)
-			}
-		}
+		turn := func() { onceRecovering(t, l, boom, &panics) }
 		for i := 0; panics == 0 || otherRuns < 2; i++ {
 			if i == 100 || failed != nil {
 				t.Fatalf("after %d Onces: %d panics, the other IO ran %d times (%v)", i, panics, otherRuns, failed)
