@@ -27,12 +27,12 @@ func (x *IO) Submit() error {
 		return ErrNotOwner
 	}
 	r, rq := x.rec, l.req
-	if r.state != stFree || r.ioOwn != rq.ownSeq || r.ioGone {
+	if r.state != stFree || r.ioOwn != rq.ownSeq { // (ioOwn is 0 once ioGone)
 		return x.refused()
 	}
 	rq.live++
-	d, ok := rq.drv.(*ringReqs)
-	if !ok {
+	d := l.rt
+	if d == nil { // the emulation's
 		r.state = stQueued
 		rq.drv.start(r)
 		return nil

@@ -14,10 +14,11 @@ import (
 	"github.com/ringev/ringev/uring"
 )
 
-// turn is Once's request turn, before its wait, on a loop with no fd event (Loop.nfd is 0).
-// It runs only when the wait would look first without blocking (uringBackend.look: lookSkip
-// 0), with the EPOLL_WAIT for the loop's own eventfds in flight, something in the kernel or
-// queued, and no completion waiting for its callback; else turnNone, and Once waits as usual.
+// turn is Once's request turn, before its wait, on a loop with no fd event (Loop.nfd is 0)
+// and no completion waiting for its callback (requests.pending: Once asked). It runs only when
+// the wait would look first without blocking (uringBackend.look: lookSkip 0), with the
+// EPOLL_WAIT for the loop's own eventfds in flight and something in the kernel or queued;
+// else turnNone, and Once waits as usual.
 // It makes the look's enter; when that found nothing, it counts as the look's miss, and the
 // wait that follows blocks without looking again (turnNone). It then runs, in the order of
 // the CQ, the CQEs that are an IO's steady completion (steady), up to reqBatch, as one batch
@@ -29,7 +30,7 @@ import (
 // in a batch of run.
 func (d *ringReqs) turn(l *Loop) turnEnd {
 	b, rq := d.b, d.rq
-	if b.lookSkip != 0 || !b.inflight || rq.held != 0 || rq.head != len(rq.cq) {
+	if b.lookSkip != 0 || !b.inflight { // (and no completion waits for its callback: Once)
 		return turnNone
 	}
 	ring := b.ring
@@ -66,11 +67,14 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	}
 	// runTurn's batch: the nesting guard, the fds' turn after it.
 	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
-	l.inside = true
-	defer l.endFastTurn()
-	rq.turn++
+	l.inTurn = true // (no defer: see Loop.inTurn)
+	// (rq.turn, a batch's number for multishot requests' share, is runTurn's: none runs here)
 	rq.pos = tail
-	for n := reqBatch; ; {
+	end := tail // the batch ends before it
+	if tail-p > reqBatch {
+		end = p + reqBatch
+	}
+	for {
 		res := c.Res
 		p++
 		d.seen = p
@@ -81,7 +85,7 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 		} else {
 			x.fn(x.x, 0, r.compErr(res))
 		}
-		if n--; n == 0 || p == tail || d.seen != p {
+		if p == end || d.seen != p {
 			break // the batch is full, or the enter's CQEs ran, or a ride read the rest
 		}
 		c = ring.CQEAtPos(p)
@@ -96,6 +100,7 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	if rq.head == len(rq.cq) {
 		rq.cq, rq.head = rq.cq[:0], 0 // (settle: a callback may have queued completions)
 	}
+	l.inTurn = false
 	return turnRan
 }
 
@@ -113,17 +118,13 @@ func (d *ringReqs) reaped(l *Loop, buf []readyFd, err error) turnEnd {
 	return turnReaped
 }
 
-// endFastTurn ends turn's batch (deferred, also when a callback panics): the nesting guard
-// off. (endTurn's endBatch has nothing to do: an IO's callback is no pooled record's.)
-func (l *Loop) endFastTurn() { l.inside = false }
-
 // steady returns the record of c when c is an IO's steady completion (run's shortest way: the
 // submission IO.Submit made, in flight with no CloseFd waiting for it, fast, and a result
 // that is its last: a read's or recv's any, a write's or send's whole count or an error),
 // else nil. recs is requests.recs.
 func steady(recs []*reqRec, c *uring.CQE) *ringRec {
 	ud := c.UserData
-	if ud&(reqTag|reqKindMask) != reqTag|reqKindOp || uint32(ud) >= uint32(len(recs)) {
+	if ud>>61 != (reqTag|reqKindOp)>>61 || uint32(ud) >= uint32(len(recs)) {
 		return nil
 	}
 	r := ringOf(recs[uint32(ud)])

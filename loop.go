@@ -217,6 +217,11 @@ type Loop struct {
 	stack  *[2]uintptr // the owner goroutine: its stack bounds in its runtime g, or &anyStack (see owned)
 	closed bool
 	inside bool // a handler is running (nesting guard)
+	// inTurn: the request turn (ringReqs.turn) runs callbacks. It is the turn's nesting guard,
+	// set and cleared without a defer, which would cost the turn its results' registers: a
+	// callback that panics out of Once leaves it set, and nested tells that from a real
+	// nesting (it looks for the turn's frame on the stack), once, when it is found set.
+	inTurn bool
 
 	noPollFirst bool  // WithRecvPollFirst(false)
 	running     bool  // Run is running: Once returns early on Stop
@@ -402,7 +407,7 @@ func (l *Loop) Close() error {
 	if l.closed {
 		return nil
 	}
-	if l.inside {
+	if l.inside || l.inTurn && l.nested() {
 		return fmt.Errorf("ringev: Close called from inside a handler: %w", ErrNested)
 	}
 	// Under postMu: a Post or Stop that saw the loop open has finished writing to the wake-up
@@ -491,7 +496,7 @@ func (l *Loop) Run() error {
 	if !l.owned() {
 		return ErrNotOwner
 	}
-	if l.inside {
+	if l.inside || l.inTurn && l.nested() {
 		return ErrNested
 	}
 	l.running = true

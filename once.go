@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/ringev/ringev/internal/rawsys"
@@ -38,7 +39,7 @@ func (l *Loop) Once() error {
 	if !l.owned() {
 		return ErrNotOwner
 	}
-	if l.inside {
+	if l.inside || l.inTurn && l.nested() {
 		return ErrNested
 	}
 	if l.closed {
@@ -70,7 +71,8 @@ func (l *Loop) Once() error {
 		if (l.req == nil || l.req.live == 0) && l.nfd == 0 && timeout < 0 && !(l.running && l.stopReq.Load()) && l.nothingToDo() {
 			return ErrNothingToDo
 		}
-		if l.req != nil && l.req.pending() && l.runTurn() {
+		pending := l.req != nil && l.req.pending()
+		if pending && l.runTurn() {
 			return nil // completions (request_dispatch.go)
 		}
 		// Readiness from the previous wait that no handler has used up yet comes first, or,
@@ -87,7 +89,7 @@ func (l *Loop) Once() error {
 		// completions of requests without the fds' part of the wait (ringReqs.turn).
 		var err error
 		t := turnNone
-		if l.rt != nil && l.nfd == 0 {
+		if l.rt != nil && l.nfd == 0 && !pending {
 			if t = l.rt.turn(l); t == turnRan {
 				return nil
 			}
@@ -149,6 +151,38 @@ func (l *Loop) runTurn() bool {
 	rq.settle()
 	return ran
 }
+
+// nested reports whether the request turn whose guard is set (inTurn) is running below the
+// caller: a callback of it called Once, Run or Close. When it is not (a callback panicked out
+// of Once and the caller recovered), the guard is cleared. It walks the goroutine's stack
+// (runtime.Callers), all of it, only when the guard is found set outside a turn's callback or
+// inside one: never on a loop's usual path.
+//
+//go:noinline
+func (l *Loop) nested() bool {
+	var buf [64]uintptr
+	pcs := buf[:]
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) { // the whole stack, in one call (a chunk's skip would count inlined frames)
+		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, turnFunc) {
+			return true
+		}
+		if !more {
+			break
+		}
+	}
+	l.inTurn = false
+	return false
+}
+
+// turnFunc ends the name of the request turn's function as the runtime gives it (nested).
+const turnFunc = "/ringev.(*ringReqs).turn"
 
 // endTurn ends runTurn's batch (deferred): the nesting guard off, and the requests' end of
 // the batch (endBatch). Small enough to be inlined into runTurn's deferred call.

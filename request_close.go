@@ -55,7 +55,7 @@ func (rq *requests) closeFdEnd(r *reqRec, fd int) Request {
 // another file's.
 func (f *reqFd) closeIOs() {
 	for r := f.ios; r != nil; r = r.rare.ioNext {
-		r.ioGone = true
+		r.ioGone, r.ioOwn = true, 0 // (Submit's one compare refuses it)
 		if r.state == stQueued || r.state == stInflight {
 			r.ioCloseWait, r.ioKey = true, 0 // (run's shortest way would not count f.live down)
 			f.live++

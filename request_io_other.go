@@ -13,7 +13,7 @@ func (x *IO) Submit() error {
 		return ErrNotOwner
 	}
 	r, rq := x.rec, l.req
-	if r.state != stFree || r.ioOwn != rq.ownSeq || r.ioGone {
+	if r.state != stFree || r.ioOwn != rq.ownSeq { // (ioOwn is 0 once ioGone)
 		return x.refused()
 	}
 	rq.live++

@@ -441,3 +441,49 @@ func TestIOCallbackPanicLeavesLoopUsable(t *testing.T) {
 		}
 	})
 }
+
+// TestIOCallbackNestedOnceRunCloseReturnErrNested: Once and Run called from an IO's callback
+// return ErrNested, and Loop.Close an error wrapping it, on every backend, also when the
+// callback runs in a busy loop's batch (the read resubmits itself with its byte there already:
+// on uring, the request turn's); the loop works afterwards.
+func TestIOCallbackNestedOnceRunCloseReturnErrNested(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		runs := 0
+		var nested error
+		rd := mustIO(t)(l.NewRead(r, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
+			if runs++; err != nil || n != 1 {
+				nested = errors.Join(nested, err, errors.New("read: wrong count"))
+				return
+			}
+			if runs == 1 {
+				nested = errors.Join(nested, x.Submit())
+				return
+			}
+			if err := l.Once(); !errors.Is(err, ringev.ErrNested) {
+				nested = errors.Join(nested, errors.New("Once: want ErrNested"), err)
+			}
+			if err := l.Run(); !errors.Is(err, ringev.ErrNested) {
+				nested = errors.Join(nested, errors.New("Run: want ErrNested"), err)
+			}
+			if err := l.Close(); !errors.Is(err, ringev.ErrNested) {
+				nested = errors.Join(nested, errors.New("Close: want an error wrapping ErrNested"), err)
+			}
+		}))
+		testutil.Write(t, w, []byte("ab"))
+		if err := rd.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return runs >= 2 })
+		if nested != nil {
+			t.Fatal(nested)
+		}
+		// Afterwards the loop works: the read, submitted again, gets the next byte.
+		if err := rd.Submit(); err != nil {
+			t.Fatalf("Submit after the nested calls: %v", err)
+		}
+		testutil.Write(t, w, []byte("c"))
+		until(t, l, func() bool { return runs == 3 })
+	})
+}

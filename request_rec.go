@@ -46,10 +46,10 @@ type reqRec struct {
 	// with the IO, its buffer and its SQE: an IO holds its rare part until Free). An IO keeps
 	// what its submissions need to know of its fd in the record, so that a submission and its
 	// completion do not look at reqFd: ioOwn is requests.ownSeq when the fd was last found not
-	// to be one of the loop's own (as reqFd.okSeq); ioFixed is reqFd.fixed (setFixed updates
-	// it), ioDrained a Recv's reqFd.drained; ioGone: a CloseFd closed the fd (it is off the
-	// fd's ios list); ioCloseWait: the submission counts in reqFd.live, where a CloseFd waits
-	// for it.
+	// to be one of the loop's own (as reqFd.okSeq), 0 once ioGone; ioFixed is reqFd.fixed
+	// (setFixed updates it), ioDrained a Recv's reqFd.drained; ioGone: a CloseFd closed the fd
+	// (it is off the fd's ios list); ioCloseWait: the submission counts in reqFd.live, where a
+	// CloseFd waits for it.
 	ioOwn uint32
 	state uint8
 	// fast: the operation's next result is its last and goes to the callback as it is: a

@@ -16,7 +16,9 @@ import (
 // A Ring is always heap-allocated by New, so the timespec and getevents
 // argument kept inside it have stable addresses for io_uring_enter(2).
 type Ring struct {
-	open       bool // from New until Close
+	open bool // from New until Close
+	// quick: open, with DEFER_TASKRUN and without SQPOLL: Submit's way in one frame
+	quick      bool
 	fd         int
 	setupFlags uint32
 	features   uint32
@@ -169,6 +171,7 @@ func setup(entries uint32, p *Params) (int, error) {
 func newRing(fd int, p *Params) (*Ring, error) {
 	r := &Ring{
 		open:       true,
+		quick:      p.Flags&(SetupSQPoll|SetupDeferTaskrun) == SetupDeferTaskrun,
 		fd:         fd,
 		setupFlags: p.Flags,
 		features:   p.Features,

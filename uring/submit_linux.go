@@ -111,7 +111,7 @@ func (r *Ring) wakeupFlag(toSubmit uint32) uint32 {
 // thread died, unix.EBUSY when the CQ is full and must be reaped first,
 // unix.EAGAIN, or unix.EBADF after Close. No allocation.
 func (r *Ring) Submit() (int, error) {
-	if r.setupFlags&(SetupSQPoll|SetupDeferTaskrun) == SetupDeferTaskrun && r.open && !timeoutPrepared.Load() {
+	if r.quick && !timeoutPrepared.Load() {
 		// A DEFER_TASKRUN ring's usual submit, in this frame: publish the SQ and enter once
 		// with GETEVENTS, through rawsys (it does not wait, see enter). Any error goes the
 		// general way below, which enters again (EINTR, EBUSY, a registered index refused).
