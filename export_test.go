@@ -57,6 +57,9 @@ func OwnerStackKnown(l *Loop) bool { return l.stack != &anyStack }
 // loop has made it.
 func ExactSignalFd() int { return sigexactFd }
 
+// IOLinked reports whether x's pending submission has a LINK_TIMEOUT linked to it (uring).
+func IOLinked(x *IO) bool { return RequestLinked(x.handle()) }
+
 // RequestLinked reports whether the request h names carries its deadline as an
 // IORING_OP_LINK_TIMEOUT (uring), not as a loop timer.
 func RequestLinked(h Request) bool {

@@ -487,3 +487,58 @@ func TestIOCallbackNestedOnceRunCloseReturnErrNested(t *testing.T) {
 		until(t, l, func() bool { return runs == 3 })
 	})
 }
+
+// TestIOCancelBeforeTheWaitNeverReachesTheKernel: a read IO cancelled right after its
+// submission, with another IO's submission after it in the SQ, never reaches the kernel on any
+// backend, though it would complete at once: its callback gets ECANCELED and the pipe keeps its
+// bytes; the other IO completes. (On uring the cancel finds the IO's SQE by its user_data and
+// turns it into a NOP.)
+func TestIOCancelBeforeTheWaitNeverReachesTheKernel(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, _ := testutil.PipeHolding(t, "ab")
+		r2, _ := testutil.PipeHolding(t, "c")
+		l := newLoop(t, backend)
+		var rec, other ioRecorder
+		x := mustIO(t)(l.NewRead(r, make([]byte, 1), -1, rec.fn))
+		y := mustIO(t)(l.NewRead(r2, make([]byte, 1), -1, other.fn))
+		if err := errors.Join(x.Submit(), y.Submit(), x.Cancel()); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return len(rec.got) > 0 && len(other.got) > 0 })
+		wantIOErr(t, &rec, unix.ECANCELED)
+		if len(other.got) != 1 || other.got[0].n != 1 || other.got[0].err != nil {
+			t.Fatalf("the other IO's completions %+v, want one of 1 byte", other.got)
+		}
+		testutil.ExpectHeld(t, r, "ab")
+	})
+}
+
+// TestIODeadlineBeforeTheEnterIsLinked: a deadline set on a read IO's submission before the
+// loop's next enter, with another IO's submission after it, ends it with ETIME; on uring it
+// goes as a LINK_TIMEOUT when the IO's SQE is the SQ's last, and as the loop's timer
+// otherwise.
+func TestIODeadlineBeforeTheEnterIsLinked(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, _ := testutil.Pipe(t)
+		r2, _ := testutil.Pipe(t)
+		l := newLoop(t, backend)
+		var last, first ioRecorder
+		x := mustIO(t)(l.NewRead(r, make([]byte, 1), -1, last.fn))
+		y := mustIO(t)(l.NewRead(r2, make([]byte, 1), -1, first.fn))
+		if err := errors.Join(y.Submit(), x.Submit(), x.SetTimeout(time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if backend == "uring" && !ringev.IOLinked(x) {
+			t.Fatal("the deadline set on the SQ's last submission was not linked")
+		}
+		if err := y.SetTimeout(2 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if backend == "uring" && ringev.IOLinked(y) {
+			t.Fatal("a deadline was linked to a submission whose SQE is not the SQ's last")
+		}
+		until(t, l, func() bool { return len(last.got) > 0 && len(first.got) > 0 })
+		wantIOErr(t, &last, unix.ETIME)
+		wantIOErr(t, &first, unix.ETIME)
+	})
+}
