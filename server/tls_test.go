@@ -366,6 +366,15 @@ func TestTLSPlaintextHTTPGetsNetHTTPAnswer(t *testing.T) {
 	})
 }
 
+// stallHandshakes connects n clients to e that each send hello (a whole ClientHello) and then
+// nothing; cleanup closes them.
+func stallHandshakes(t *testing.T, e *Engine, hello []byte, n int) {
+	t.Helper()
+	for range n {
+		dialEngine(t, e).Write(hello)
+	}
+}
+
 // TestTLSStalledHandshakesKeepGoroutinesBounded: 1,000 clients that send a whole ClientHello
 // and stall hold at most WithMaxTLSHandshakes goroutines; the handshake timeout closes them all.
 func TestTLSStalledHandshakesKeepGoroutinesBounded(t *testing.T) {
@@ -373,22 +382,8 @@ func TestTLSStalledHandshakesKeepGoroutinesBounded(t *testing.T) {
 		const n, most = 1000, 64
 		h := newEchoCloser()
 		e := tlsEngine(t, s, h, WithRequestTimeout(2*time.Second), WithMaxTLSHandshakes(most))
-		base := runtime.NumGoroutine()
-		hello := clientHello(t)
-		conns := make([]net.Conn, 0, n)
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for range n {
-			c, err := net.DialTimeout("tcp", e.Addr().String(), waitFor)
-			if err != nil {
-				t.Fatalf("dial: %v", err)
-			}
-			conns = append(conns, c)
-			c.Write(hello)
-		}
+		base := runtime.NumGoroutine() // before clientHello, whose goroutine may end after it
+		stallHandshakes(t, e, clientHello(t), n)
 		peak := 0
 		for range n {
 			select {
@@ -416,19 +411,8 @@ func TestTLSStalledHandshakesLeaveOthersServed(t *testing.T) {
 		const n = 200
 		h := newEchoCloser()
 		e := tlsEngine(t, s, h, WithRequestTimeout(time.Hour))
-		base := runtime.NumGoroutine()
-		hello := clientHello(t)
-		conns := make([]net.Conn, 0, n)
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for range n {
-			c := dialEngine(t, e)
-			conns = append(conns, c)
-			c.Write(hello)
-		}
+		base := runtime.NumGoroutine() // before clientHello, whose goroutine may end after it
+		stallHandshakes(t, e, clientHello(t), n)
 		eventually(t, fmt.Sprintf("%d stalled handshakes running", n), func() bool { return runtime.NumGoroutine()-base >= n })
 		c := dialTLS(t, e, nil)
 		c.Write([]byte("x"))
