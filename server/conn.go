@@ -1159,12 +1159,39 @@ func (c *Conn) outputChanged() {
 			return
 		}
 	}
-	if !c.paused && !c.closing && c.pending() > c.l.limit {
-		c.paused = true
-		c.l.drv.update(c)
-		if bp := c.hs.bp; bp != nil {
+	if !c.paused && c.pending() > c.l.limit {
+		c.passedLimit()
+	}
+}
+
+// passedLimit is the start of backpressure: reading pauses and the handler is told. A turn's end
+// that finds the output past the write limit calls it (outputChanged), and so does a send that
+// finds Pending was past it while reading was not paused (reqSent, connRdy.write): bytes other
+// goroutines wrote, which the loop took only once a send had completed. So whoever saw Pending
+// past the limit, on any goroutine, is told when it drains (maybeResume). When the output has
+// drained to half the limit already, the handler is told both at once and reading goes on. Not
+// during a TLS handshake: the output waits for its end, which needs the input (a pause would
+// hold both); the turn's end after it finds the records past the limit.
+//
+//go:noinline
+func (c *Conn) passedLimit() {
+	if c.closing || c.closed || c.tls != nil && c.tls.phase < tlsOpen {
+		return
+	}
+	bp := c.hs.bp
+	if c.pending() <= c.l.limit/2 && (c.tls == nil || !c.tls.held) {
+		if bp != nil {
 			bp.OnBackpressure(c, true)
+			if !c.closed {
+				bp.OnBackpressure(c, false)
+			}
 		}
+		return
+	}
+	c.paused = true
+	c.l.drv.update(c)
+	if bp != nil {
+		bp.OnBackpressure(c, true)
 	}
 }
 

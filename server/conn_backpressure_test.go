@@ -7,9 +7,12 @@ package server
 // has drained.
 
 import (
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -137,4 +140,67 @@ func TestConnInputLeftForOutputIsServedOnceItDrains(t *testing.T) {
 			t.Fatal("the replies came back altered")
 		}
 	})
+}
+
+// drainWatcher is a recorder that counts its OnBackpressure calls.
+type drainWatcher struct {
+	*recorder
+	paused, resumed atomic.Int64
+}
+
+func (w *drainWatcher) OnBackpressure(c *Conn, paused bool) {
+	if paused {
+		w.paused.Add(1)
+	} else {
+		w.resumed.Add(1)
+	}
+}
+
+// TestConnBackpressureEndIsToldAfterEveryPassSeen: a goroutine that writes to a connection and
+// then sees Pending past WriteLimit is told when the output has drained: an OnBackpressure(c,
+// false) comes after its write, each time, also when the loop sent the output before any turn's
+// end found it past the limit (a send that completed between the write and the loop's taking of
+// its bytes).
+func TestConnBackpressureEndIsToldAfterEveryPassSeen(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		w := &drainWatcher{recorder: newRecorder()}
+		e := startEngine(t, w, append(s.opts(), WithWriteLimit(passLimit))...)
+		c := dialEngine(t, e)
+		drainToldAfterEveryPass(t, w, c, w.next(t))
+	})
+}
+
+// passLimit is the write limit of drainToldAfterEveryPass's connections.
+const passLimit = 16 << 10
+
+// drainToldAfterEveryPass writes 2,000 chunks of 3/4 of passLimit to sc from the test's
+// goroutine while the client c reads them all, and after each write that leaves Pending past
+// the limit waits (at most waitFor) for an OnBackpressure(sc, false) that comes after it.
+func drainToldAfterEveryPass(t *testing.T, w *drainWatcher, c net.Conn, sc *Conn) {
+	t.Helper()
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, c)
+		read <- err
+	}()
+	defer func() {
+		c.Close()
+		<-read
+	}()
+	chunk := strings.Repeat("x", passLimit*3/4)
+	seen := 0
+	for i := range 2000 {
+		before := w.resumed.Load()
+		if _, err := sc.WriteString(chunk); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if sc.Pending() <= sc.WriteLimit() {
+			continue
+		}
+		seen++
+		eventually(t, fmt.Sprintf("OnBackpressure(false) after write %d (Pending was past the limit)", i), func() bool {
+			return w.resumed.Load() > before
+		})
+	}
+	t.Logf("Pending seen past the limit after %d of 2000 writes; OnBackpressure true %d, false %d", seen, w.paused.Load(), w.resumed.Load())
 }

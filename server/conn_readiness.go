@@ -213,7 +213,7 @@ func (d *connRdy) write(c *Conn) {
 		return
 	}
 	d.l.sends++
-	c.outN.Add(-int64(n)) // wrote(-n), by hand (hot path)
+	past := c.outN.Add(-int64(n))+int64(n) > int64(c.l.limit) // wrote(-n), by hand (hot path)
 	c.l.charge(-n)
 	if n == len(c.pend) {
 		d.l.bufs.put(c.pend)
@@ -225,6 +225,11 @@ func (d *connRdy) write(c *Conn) {
 	if n > 0 {
 		if c.to != nil {
 			c.active = c.l.turnTime()
+		}
+		if past && !c.paused {
+			if c.passedLimit(); c.closed {
+				return // its handler closed it
+			}
 		}
 		c.sentSome()
 	}

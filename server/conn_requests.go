@@ -279,8 +279,10 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 // reqSent handles a send's completion: all of its buffer (x.Buf, c.outLen bytes) was sent
 // (the loop finishes short sends), or an error (a reset, ECANCELED by CloseFd).
 func (c *Conn) reqSent(x *ringev.Completion) {
+	past := false  // Pending was past the write limit until now
 	if !c.closed { // (else end counted it out already)
-		c.outN.Add(-int64(c.outLen)) // wrote(-c.outLen), by hand (hot path)
+		n := int64(c.outLen)
+		past = c.outN.Add(-n)+n > int64(c.l.limit) // wrote(-c.outLen), by hand (hot path)
 		c.l.charge(-c.outLen)
 	}
 	c.l.bufs.put(x.Buf) // the kernel is done with it
@@ -295,6 +297,11 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 		}
 		if s := c.splicingIn(); s != nil {
 			s.pumpOut(false) // a splice's bytes that waited for this output
+		}
+		if past && !c.paused {
+			if c.passedLimit(); c.closed {
+				return // its handler closed it
+			}
 		}
 		c.sentSome()
 	}

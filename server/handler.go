@@ -113,15 +113,25 @@ type TickHandler interface {
 }
 
 // BackpressureHandler is a Handler told when a connection's pending output (Conn.Pending)
-// passes the write limit (WithWriteLimit) at a turn's end: paused is true, and the connection
-// is no longer read, so OnData is not called for it. Once the output has drained to half the
-// limit, paused is false, reading resumes, and OnData is called if input is buffered. Writes
-// are not refused for it: a handler that writes to a connection its peer does not read (a
-// broadcast to a stalled client) watches Pending (right from any goroutine), or this. Past the
-// output cap (WithMaxPending), writes are refused and the connection closes (ErrOutputFull).
-// It is called on the connection's loop: a writer on another loop or goroutine is told late,
-// after it may have written megabytes more. Conn.Forward holds its source itself, at once,
-// whichever loop it is on; another writer from elsewhere watches Pending against WriteLimit.
+// passes the write limit (WithWriteLimit): paused is true, and the connection is no longer
+// read, so OnData is not called for it. Once the output has drained to half the limit, paused
+// is false, reading resumes, and OnData is called if input is buffered. Every true is followed
+// by one false unless the connection closes first (then OnClose comes), and a pass of the limit
+// that anyone saw counts: a writer on any goroutine that finds Pending past WriteLimit after
+// its write is told of the drain by a false that comes after it (or by OnClose), even when
+// the loop sent that output before its turn's end found it past the limit (then true and false
+// come together, and reading goes on). So a handler that stops writing to a slow client, or
+// stops reading the clients that talk to it, waits for this call rather than polling Pending.
+// During a TLS handshake the output waits for it: the pass is told once the records are
+// written.
+//
+// Writes are not refused for it: a handler that writes to a connection its peer does not read
+// (a broadcast to a stalled client) watches Pending (right from any goroutine), or this. Past
+// the output cap (WithMaxPending), writes are refused and the connection closes
+// (ErrOutputFull). It is called on the connection's loop: a writer on another loop or goroutine
+// is told late, after it may have written megabytes more. Conn.Forward holds its source itself,
+// at once, whichever loop it is on; another writer from elsewhere watches Pending against
+// WriteLimit.
 type BackpressureHandler interface {
 	OnBackpressure(c *Conn, paused bool)
 }

@@ -429,8 +429,13 @@ func (t *tlsConn) seal() {
 		return
 	}
 	if len(t.plain) > 0 {
-		err := t.rec.seal(t.plain) // the records count as written (rawWrite), the plaintext no more
-		t.dropPlain()
+		// The plaintext counts no more, then its records count as written (rawWrite): in that
+		// order, so that Pending never counts both, a peak past the write limit that a goroutine
+		// could see and no send would find (passedLimit).
+		c.wrote(-len(t.plain))
+		err := t.rec.seal(t.plain)
+		c.l.bufs.put(t.plain)
+		t.plain = nil
 		if err != nil {
 			t.phase = tlsFailed
 			c.setGone()

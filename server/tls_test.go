@@ -1061,3 +1061,31 @@ func TestTLSCloseWriteBeforeHandshakeEndsWaitsForIt(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSBackpressureEndIsToldAfterEveryPassSeen: over TLS too, a goroutine that writes to a
+// connection and then sees Pending past WriteLimit is told when the output has drained, each
+// time (the sealing of the plaintext into records makes no peak of Pending that no send would
+// find, and the handshake's end is not held up by the output waiting for it).
+func TestTLSBackpressureEndIsToldAfterEveryPassSeen(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		w := &drainWatcher{recorder: newRecorder()}
+		e := startEngine(t, w, append(s.opts(), WithWriteLimit(passLimit), WithTLS(tlsServerConfig(t)))...)
+		c := dialTLS(t, e, nil)
+		drainToldAfterEveryPass(t, w, c, w.next(t))
+	})
+}
+
+// TestTLSGreetingPastTheWriteLimitLetsTheHandshakeEnd: a greeting that OnOpen writes past the
+// write limit waits for the handshake, which still reads the client's flight: the client gets
+// the greeting whole (the output waiting for the handshake does not stop its reading).
+func TestTLSGreetingPastTheWriteLimitLetsTheHandshakeEnd(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.greet = strings.Repeat("g", 4*passLimit)
+		e := startEngine(t, r, append(s.opts(), WithWriteLimit(passLimit), WithTLS(tlsServerConfig(t)))...)
+		c := dialTLS(t, e, nil)
+		if got := readN(t, c, len(r.greet)); got != r.greet {
+			t.Fatal("the greeting came back altered")
+		}
+	})
+}
