@@ -417,9 +417,11 @@ func (c *Conn) Buffers() (in, out []byte) {
 
 // Commit is Discard(consumed) followed by Write(out), in one call: out appended to Buffers' out
 // is written without a copy. It returns an error wrapping ringev.ErrNotOwner from another
-// goroutine (nothing is done), and net.ErrClosed, with the input discarded, when out is not
-// empty and the connection is closing or closed; ErrOutputFull, with the input discarded, when
-// out would take Pending past the output cap (the connection is closed, as Write's doc says).
+// goroutine (nothing is done); net.ErrClosed, with the input discarded, when the connection is
+// closing or closed (Close, Abort, or its end), even with an empty out, and when out is not
+// empty and its writing side is closed (CloseWrite); ErrOutputFull, with the input discarded,
+// when out would take Pending past the output cap (the connection is closed, as Write's doc
+// says).
 func (c *Conn) Commit(consumed int, out []byte) error {
 	if !c.l.ev.Owned() {
 		return errNotOwner("Commit")
@@ -428,6 +430,9 @@ func (c *Conn) Commit(consumed int, out []byte) error {
 		c.discard(consumed)
 	}
 	if len(out) == 0 {
+		if c.st.Load() == stGone {
+			return net.ErrClosed
+		}
 		return nil
 	}
 	if c.gone() {

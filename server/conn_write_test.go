@@ -7,6 +7,7 @@ package server
 // write on the loop allocates nothing once the buffers have grown.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -255,5 +256,23 @@ func TestConnWriteBehindPostMakesNoInboxEntry(t *testing.T) {
 		if got, want := readN(t, c, len("first\nposted\nsecond\n")), "first\nposted\nsecond\n"; got != want {
 			t.Fatalf("the peer read %q, want %q", got, want)
 		}
+	})
+}
+
+// TestConnCommitOnAClosedConnIsErrClosed: Commit on a closed connection returns net.ErrClosed,
+// as Write does, also with nothing to write.
+func TestConnCommitOnAClosedConnIsErrClosed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		dialEngine(t, e)
+		sc := r.next(t)
+		onLoop(t, sc.Loop(), func() { sc.Abort() })
+		r.closedWith(t)
+		onLoop(t, sc.Loop(), func() {
+			if err := sc.Commit(0, nil); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Commit(0, nil) on a closed connection: %v, want net.ErrClosed", err)
+			}
+		})
 	})
 }

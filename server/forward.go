@@ -2,7 +2,10 @@
 
 package server
 
-import "slices"
+import (
+	"net"
+	"slices"
+)
 
 // Forward moves the connection's whole input to dst's output, in order, and returns the number
 // of bytes moved: what Next(-1) followed by dst.Write does (a proxy's OnData), in one call that
@@ -15,7 +18,9 @@ import "slices"
 // OnBackpressure comes at the end of a turn of dst's loop: from another loop, too late to hold
 // a fast source). This hold is apart from PauseRead's: ResumeRead does not end it. It belongs to
 // c's loop's goroutine (an error wrapping ringev.ErrNotOwner from another, nothing moved); when
-// dst is closing or closed the input is discarded all the same and the error is net.ErrClosed;
+// dst is closing or closed (or its writing side is: CloseWrite) the input is discarded all the
+// same and the error is net.ErrClosed, as it is when c is closed and has no input left (in
+// OnClose, the input c left is still moved);
 // when it would take dst's output past its cap, dst is closed and the error is ErrOutputFull
 // (see Write).
 func (c *Conn) Forward(dst *Conn) (int, error) { return c.forward(dst, false) }
@@ -36,6 +41,9 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	}
 	n := len(b)
 	if n == 0 {
+		if c.closed || dst.gone() {
+			return 0, net.ErrClosed
+		}
 		return 0, nil
 	}
 	var err error

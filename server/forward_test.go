@@ -191,3 +191,27 @@ func TestConnForwardHoldsItsSourceAcrossLoops(t *testing.T) {
 		t.Logf("the destination held at most %d bytes before a Forward, %d after one", f.before, f.max)
 	})
 }
+
+// TestConnForwardWithAClosedConnIsErrClosed: Forward to a closed connection, and Forward of a
+// closed connection with no input left, return net.ErrClosed, as Write does, even with nothing
+// to move.
+func TestConnForwardWithAClosedConnIsErrClosed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		dialEngine(t, e)
+		closed := r.next(t)
+		dialEngine(t, e)
+		open := r.next(t)
+		onLoop(t, e.Loops()[0], func() { closed.Abort() })
+		r.closedWith(t)
+		onLoop(t, e.Loops()[0], func() {
+			if n, err := open.Forward(closed); n != 0 || !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Forward to a closed connection: %d, %v; want 0, net.ErrClosed", n, err)
+			}
+			if n, err := closed.Forward(open); n != 0 || !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Forward of a closed connection: %d, %v; want 0, net.ErrClosed", n, err)
+			}
+		})
+	})
+}
