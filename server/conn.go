@@ -196,9 +196,11 @@ func (c *Conn) SetContext(v any) { c.ctx = v }
 // the loop has asked, and when the socket cannot tell.
 func (c *Conn) LocalAddr() net.Addr { return c.addr(0, unix.Getsockname) }
 
-// RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr. Once the socket
-// has closed (in OnClose) it can no longer be asked: it is nil there unless asked before, so a
-// handler that logs it at the close asks for it in OnOpen.
+// RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr. In OnClose it is
+// still the peer's, after a reset too: for a handler with OnClose (CloseHandler) that has not
+// asked for it, the loop asks the kernel before it closes the socket (getpeername(2), or
+// getsockopt(2) SO_PEERNAME once a reset has closed the connection), one system call per
+// connection; a handler that asks for it in OnOpen spares that.
 func (c *Conn) RemoteAddr() net.Addr { return c.addr(1, unix.Getpeername) }
 
 // connAddrs are a connection's local (0) and remote (1) addresses, each nil until asked. The
@@ -220,17 +222,35 @@ func (c *Conn) addr(i int, get func(int) (unix.Sockaddr, error)) net.Addr {
 	if err != nil {
 		return nil
 	}
+	return c.keepAddr(i, sa)
+}
+
+// keepAddr keeps sa as address i (in c.addrs) and returns it as a net.Addr, nil if it is no
+// address of a stream socket.
+func (c *Conn) keepAddr(i int, sa unix.Sockaddr) net.Addr {
 	a := sockaddrToNet(sa, unix.SOCK_STREAM)
 	if a == nil {
 		return nil
 	}
 	var both connAddrs
-	if old != nil {
+	if old := c.addrs.Load(); old != nil {
 		both = *old
 	}
 	both[i] = a
 	c.addrs.Store(&both)
 	return a
+}
+
+// keepPeer asks for the peer's address before the socket closes, unless it was asked already,
+// so that RemoteAddr gives it in OnClose. getpeername(2) fails once a reset has closed the
+// connection (ENOTCONN): SO_PEERNAME still tells then (peerName).
+func (c *Conn) keepPeer() {
+	if c.RemoteAddr() != nil {
+		return
+	}
+	if sa, err := peerName(c.fd); err == nil {
+		c.keepAddr(1, sa)
+	}
 }
 
 // input is the connection's unconsumed input.
@@ -778,6 +798,9 @@ func (c *Conn) abort(reason error) {
 func (c *Conn) end(reason error) {
 	if c.closed {
 		return
+	}
+	if c.hs.close != nil && c.opened {
+		c.keepPeer() // for RemoteAddr in OnClose
 	}
 	c.closed = true
 	c.setGone()

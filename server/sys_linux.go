@@ -1,12 +1,14 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,4 +57,32 @@ func memoryLimit() int64 {
 		}
 	}
 	return min(limit, debug.SetMemoryLimit(-1))
+}
+
+// peerName is the peer's address of TCP socket fd, from getsockopt(2) SO_PEERNAME, which, unlike
+// getpeername(2), still answers once a reset has closed the connection. The option takes the
+// address's exact size (EINVAL for a larger one): IPv6's is tried, then IPv4's.
+func peerName(fd int) (unix.Sockaddr, error) {
+	var raw unix.RawSockaddrAny
+	for _, size := range [2]uint32{unix.SizeofSockaddrInet6, unix.SizeofSockaddrInet4} {
+		n := size
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERNAME,
+			uintptr(unsafe.Pointer(&raw)), uintptr(unsafe.Pointer(&n)), 0)
+		if e == unix.EINVAL {
+			continue
+		}
+		if e != 0 {
+			return nil, fmt.Errorf("server: getsockopt(SO_PEERNAME) of fd %d: %w", fd, e)
+		}
+		switch raw.Addr.Family {
+		case unix.AF_INET:
+			p := (*unix.RawSockaddrInet4)(unsafe.Pointer(&raw))
+			return &unix.SockaddrInet4{Port: int(netPort(&p.Port)), Addr: p.Addr}, nil
+		case unix.AF_INET6:
+			p := (*unix.RawSockaddrInet6)(unsafe.Pointer(&raw))
+			return &unix.SockaddrInet6{Port: int(netPort(&p.Port)), ZoneId: p.Scope_id, Addr: p.Addr}, nil
+		}
+		return nil, fmt.Errorf("server: getsockopt(SO_PEERNAME) of fd %d: address family %d", fd, raw.Addr.Family)
+	}
+	return nil, fmt.Errorf("server: getsockopt(SO_PEERNAME) of fd %d: %w", fd, unix.EINVAL)
 }

@@ -22,6 +22,10 @@ func eventfd() (int, error) {
 	return -1, fmt.Errorf("server: eventfd(2) on %s: %w", runtime.GOOS, unix.ENOSYS)
 }
 
+func peerName(int) (unix.Sockaddr, error) {
+	return nil, fmt.Errorf("server: SO_PEERNAME on %s: %w", runtime.GOOS, unix.ENOPROTOOPT)
+}
+
 func usableCPUs() int { return max(1, runtime.NumCPU()) }
 
 // memoryLimit is the least of GOMEMLIMIT and 1 GiB (no server runs here: see above).
