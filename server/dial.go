@@ -123,7 +123,8 @@ func (e *Engine) dial(ctx context.Context, network, addr string, tc *tls.Config,
 //
 // Errors given to done: a *net.OpError ("dial tcp 127.0.0.1:1: connect: connection refused")
 // that names the address and wraps the errno (errors.Is(err, unix.ECONNREFUSED),
-// unix.ETIMEDOUT, unix.ENOENT for a missing Unix socket, ...), the lookup's error, or ctx.Err();
+// unix.ETIMEDOUT, unix.ECONNRESET for a peer that reset the connection as it accepted it,
+// unix.ENOENT for a missing Unix socket, ...), the lookup's error, or ctx.Err();
 // ErrShutdown (wrapped) when the engine shuts down first. Errors returned: one for a nil ctx, h
 // or done, an unknown network or a malformed address; one wrapping ringev.ErrNotOwner from
 // another goroutine; one wrapping ErrShutdown once the engine is shutting down; one for an
@@ -427,6 +428,9 @@ func (d *dialer) connected(x *ringev.Completion) {
 		err = nil
 	}
 	if err == nil {
+		if beforeDialCheck != nil {
+			beforeDialCheck(d.fd)
+		}
 		err = d.check()
 		if err == errAgain {
 			if err = d.connect(); err == nil {
@@ -447,16 +451,26 @@ func (d *dialer) connected(x *ringev.Completion) {
 	d.opened()
 }
 
+// beforeDialCheck, when set (tests), is called on the loop with the socket of a connect that
+// completed without an error, before the dial checks it (check).
+var beforeDialCheck func(fd int)
+
 // errAgain is check's: the socket must connect again.
 var errAgain = errors.New("connect again")
 
 // check tells a connected socket from a spurious wake-up (no peer yet: getpeername(2) fails
-// with ENOTCONN) and from a TCP self-connect (local address = peer's: closed, a new socket
-// connects again); errAgain asks for a new connect. Past maxSpurious or maxSelfConnect, an
-// error.
+// with ENOTCONN), from one the peer reset once connected (ENOTCONN too, but the socket's error
+// is ECONNRESET: the dial's error, naming the address as any other) and from a TCP self-connect
+// (local address = peer's: closed, a new socket connects again); errAgain asks for a new
+// connect. Past maxSpurious or maxSelfConnect, an error.
 func (d *dialer) check() error {
 	peer, err := unix.Getpeername(d.fd)
 	if errors.Is(err, unix.ENOTCONN) {
+		// A connection the peer reset (or that failed) since the connect completed has no peer
+		// either: its socket's error (SO_ERROR) says so, and a spurious wake-up has none.
+		if v, e := unix.GetsockoptInt(d.fd, unix.SOL_SOCKET, unix.SO_ERROR); e == nil && v != 0 {
+			return unix.Errno(v)
+		}
 		if d.spurious++; d.spurious > maxSpurious {
 			return unix.ENOTCONN
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -482,6 +483,78 @@ func TestDialTimeoutEndsTheDial(t *testing.T) {
 			if c != nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), addr) {
 				t.Errorf("%s: (%v, %v), want an error naming %s and wrapping context.DeadlineExceeded", how, c, err, addr)
 			}
+		}
+	})
+}
+
+// resetPeer is a net.Listener on 127.0.0.1 that resets each connection it accepts at once
+// (SO_LINGER 0) and then sends on reset; cleanup closes it and waits for its goroutine.
+func resetPeer(t *testing.T) (net.Listener, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	reset := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+			reset <- struct{}{}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return ln, reset
+}
+
+// TestDialResetRightAfterAcceptIsECONNRESET: a dial whose peer accepts and resets the
+// connection before the loop has looked at it (the connect completed, then the reset came)
+// fails with ECONNRESET and names the address, from Engine.Dial and from Loop.Dial.
+func TestDialResetRightAfterAcceptIsECONNRESET(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer, reset := resetPeer(t)
+		var dials, waited atomic.Int32   // each dial waits for its reset once
+		beforeDialCheck = func(fd int) { // the loop's goroutine, the connect completed
+			if waited.Load() == dials.Load() {
+				return // checked again (a spurious wake-up's connect)
+			}
+			waited.Add(1)
+			select {
+			case <-reset:
+			case <-time.After(waitFor):
+				t.Error("the peer did not accept within waitFor")
+				return
+			}
+			end := time.Now().Add(waitFor)
+			for { // the reset reaches the socket: TCP_CLOSE
+				ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+				if err != nil || ti.State == unix.BPF_TCP_CLOSE || time.Now().After(end) {
+					return
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		defer func() { beforeDialCheck = nil }()
+		e := startDialEngine(t, s.opts()...)
+		addr := peer.Addr().String()
+		dials.Add(1)
+		c, err := engineDial(t, e, context.Background(), "tcp", addr, newRecorder())
+		if c != nil || !errors.Is(err, unix.ECONNRESET) || !strings.Contains(err.Error(), addr) {
+			t.Errorf("Engine.Dial: %v, %v; want an error wrapping ECONNRESET that names %s", c, err, addr)
+		}
+		dials.Add(1)
+		c, err = dialFromLoop(t, e.Loops()[0], context.Background(), "tcp", addr, newRecorder())
+		if c != nil || !errors.Is(err, unix.ECONNRESET) || !strings.Contains(err.Error(), addr) {
+			t.Errorf("Loop.Dial: %v, %v; want an error wrapping ECONNRESET that names %s", c, err, addr)
 		}
 	})
 }
