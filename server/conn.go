@@ -62,10 +62,11 @@ type Conn struct {
 	// dl is 1 + the index of its entry in the loop's deadlines, 0: none (here: in what
 	// would be padding).
 	dl int32
-	// Under l.mu (in what would be padding too): holdWant is the hold PauseRead or ResumeRead
-	// from another goroutine asked last; holdQueued, the loop has yet to apply it (applyHold is
-	// in its inbox, once).
-	holdWant, holdQueued bool
+	// asked is the hold PauseRead or ResumeRead from another goroutine asked last (holdWant)
+	// and whether the loop has yet to apply it (holdQueued: applyHold is in its inbox, once),
+	// one atomic word (in what would be padding too), so that a call that finds one queued
+	// needs no lock.
+	asked atomic.Uint32
 	// outN is the output written and not yet sent: pend, the send in flight and what other
 	// goroutines wrote (atomic: Pending and the output cap read it from any goroutine). inN,
 	// below, is the input charged to the loop's buffered bytes (len(in) when last charged).
@@ -1071,34 +1072,47 @@ func (c *Conn) holdRead(on bool) error {
 
 // holdAsync is holdRead from another goroutine. The hold asked is state, not a queue: one
 // applyHold waits in the inbox (as a posted function, in order with them and with writes),
-// and applies the hold asked last, so that goroutines toggling it cannot grow the inbox.
+// and applies the hold asked last, so that goroutines toggling it cannot grow the inbox; while
+// one waits, a call only changes the word (c.asked), without the loop's lock.
 func (c *Conn) holdAsync(on bool) error {
+	want := uint32(0)
+	if on {
+		want = holdWant
+	}
+	for {
+		old := c.asked.Load()
+		if old&holdQueued == 0 {
+			break
+		}
+		if c.asked.CompareAndSwap(old, holdQueued|want) {
+			return nil
+		}
+	}
 	l := c.l
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
 		return net.ErrClosed
 	}
-	c.holdWant = on
-	if c.holdQueued {
-		l.mu.Unlock()
+	if c.asked.Swap(holdQueued|want)&holdQueued != 0 {
+		l.mu.Unlock() // another call queued it meanwhile
 		return nil
 	}
-	c.holdQueued = true
 	l.inF = append(l.inF, c.applyHold)
 	l.funcs++
 	l.wakeLocked()
 	return nil
 }
 
+// The bits of Conn.asked.
+const (
+	holdWant   = 1 << iota // PauseRead (else ResumeRead)
+	holdQueued             // applyHold is in the inbox
+)
+
 // applyHold is holdAsync's entry of the inbox, run on the loop: the hold asked last.
 func (c *Conn) applyHold() {
-	l := c.l
-	l.mu.Lock()
-	on := c.holdWant
-	c.holdQueued = false
-	l.mu.Unlock()
-	c.setHeld(on)
+	c.setHeld(c.asked.And(^uint32(holdQueued))&holdWant != 0)
 }
 
 // setHeld is holdRead on the loop: the driver follows, and a resume serves the buffered input
