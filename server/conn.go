@@ -730,7 +730,12 @@ func (c *Conn) startShut() {
 // pause of reading: the write limit's, PauseRead), and on a half-open connection (WithHalfOpen)
 // always, once at least: that call is how its handler learns of it. False from another
 // goroutine.
-func (c *Conn) EOF() bool { return c.l.ev.Owned() && c.eof }
+func (c *Conn) EOF() bool {
+	if v := &c.l.view; c.inData && v.c == c && v.part {
+		return false // more input waits behind the piece given (serveLeft)
+	}
+	return c.l.ev.Owned() && c.eof
+}
 
 // SetHalfOpen sets whether the peer's EOF ends the connection once its output is sent (false,
 // the default: see WithHalfOpen) or the input alone (true). Errors: ringev.ErrNotOwner
@@ -878,14 +883,33 @@ func (c *Conn) doneAtEOF(p int) bool {
 // over, so that no byte received goes unseen, or, at the EOF of a half-open connection, its
 // one call with EOF true and nothing to read. Nothing while reading is paused or held, or the
 // connection closes.
+//
+// What waited is given in pieces, each at most leftPiece bytes more than the last OnData left
+// unconsumed, and none once OnData pauses or holds reading again or the connection closes: a
+// pause can leave megabytes waiting (a multishot recv's completions in flight), and a handler
+// that passes its input on (a broadcast, a proxy) must be able to pause between pieces, as it
+// can between reads. EOF is false until the last piece.
 func (c *Conn) serveLeft() {
-	switch {
-	case c.paused || c.held || c.closing || c.closed:
-	case len(c.in) > 0 || c.eof && c.halfOpen && !c.eofTold:
-		c.eofTold = c.eof
-		c.serve(c.in)
+	kept := 0 // what the last piece's OnData left unconsumed
+	for !c.paused && !c.held && !c.closing && !c.closed {
+		n := len(c.in)
+		if m := kept + leftPiece; n > m {
+			c.serveUpTo(c.in, m)
+			kept = m - (n - len(c.in))
+			c.readStopped() // an AfterPause asked within the piece: the input is all of it now
+			continue
+		}
+		if n > 0 || c.eof && c.halfOpen && !c.eofTold {
+			c.eofTold = c.eof
+			c.serve(c.in)
+		}
+		return
 	}
 }
+
+// leftPiece is how much more input that waited (serveLeft) one OnData is given than the last
+// left unconsumed, in bytes: a recv buffer's worth (RecvLargeBufferSize).
+const leftPiece = 64 << 10
 
 // deliver hands bytes received (data, valid until it returns) to OnData, after the input left
 // over; input is dropped once the connection is closing.
@@ -931,13 +955,17 @@ func (c *Conn) received() {
 
 // serve calls OnData with data (c.in, or bytes received and not yet copied) as its input and
 // keeps what it leaves in c.in; the request deadline starts when a request is left unfinished.
-func (c *Conn) serve(data []byte) {
+func (c *Conn) serve(data []byte) { c.serveUpTo(data, len(data)) }
+
+// serveUpTo is serve with data[:n] as OnData's input: data[n:] (c.in's, see serveLeft) is kept
+// after what OnData leaves, unseen.
+func (c *Conn) serveUpTo(data []byte, n int) {
 	l := c.l
 	outer := l.view // another connection's OnData, if this one runs inside it
-	l.view, c.inData = inView{c: c, b: data}, true
+	l.view, c.inData = inView{c: c, b: data[:n], part: n < len(data)}, true
 	c.hs.h.OnData(c)
 	c.inData = false
-	rest := l.view.b[l.view.off:]
+	rest := data[l.view.off:]
 	consumed := l.view.off > 0
 	l.view = outer
 	switch {
@@ -1024,7 +1052,8 @@ func (c *Conn) ResumeRead() error { return c.holdRead(false) }
 // wait in the kernel until ResumeRead. A caller that reads the socket itself meanwhile (from a
 // dup(2) of Fd) sees the stream from where the input ends. That is at once, before AfterPause
 // returns, unless a recv is pending (the requests driver's, cancelled by PauseRead): then f runs
-// when its last completion has run. f is dropped, not called, if reading resumes or the
+// when its last completion has run; or unless OnData was given a piece of the input that waited
+// (Handler's doc): then f runs once that OnData has returned, with the rest in the input. f is dropped, not called, if reading resumes or the
 // connection closes first; a later AfterPause replaces it. Over TLS the input is plaintext and
 // the socket's bytes are not: do not read the socket of a TLS connection. Errors:
 // ringev.ErrNotOwner (wrapped) from another goroutine, net.ErrClosed, and one saying reading is
@@ -1036,8 +1065,8 @@ func (c *Conn) AfterPause(f func()) error {
 	if x := c.rare; !c.held || x != nil && (x.fwdOn != nil || x.dialing != nil) && !x.userHeld {
 		return errors.New("server: AfterPause: reading is not paused (PauseRead)")
 	}
-	if c.recvLive {
-		c.x().afterPause = f
+	if v := &c.l.view; c.recvLive || c.inData && v.c == c && v.part {
+		c.x().afterPause = f // after the recv's last completion, or the OnData of a piece (serveLeft)
 		return nil
 	}
 	if c.rare != nil {

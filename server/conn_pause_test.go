@@ -452,3 +452,94 @@ func TestConnPauseResumeLastCallWins(t *testing.T) {
 		}
 	})
 }
+
+// pausingReader is a handler that takes all of its input on each call and pauses reading: it
+// sends what each call saw (its size, and whether EOF was true) on got.
+type pausingReader struct{ got chan [2]int }
+
+func (h pausingReader) OnData(c *Conn) {
+	n := c.Buffered()
+	eof := 0
+	if c.EOF() {
+		eof = 1
+	}
+	c.Discard(n)
+	if err := c.PauseRead(); err != nil {
+		panic(err)
+	}
+	h.got <- [2]int{n, eof}
+}
+
+// servedInPauses sends size bytes (and a FIN if fin) to a pausingReader on s, resumes its
+// reading from the test's goroutine after each call, and returns the sizes and EOFs the calls
+// saw, until they have taken size bytes.
+func servedInPauses(t *testing.T, s setup, size int, fin bool) [][2]int {
+	t.Helper()
+	h := pausingReader{got: make(chan [2]int, 1)}
+	e := startEngine(t, h, s.opts()...)
+	c := dialEngine(t, e)
+	go func() {
+		c.Write(bytes.Repeat([]byte{'x'}, size))
+		if fin {
+			c.(*net.TCPConn).CloseWrite()
+		}
+	}()
+	var calls [][2]int
+	var sc *Conn
+	deadline := time.After(waitFor)
+	for taken := 0; taken < size; {
+		select {
+		case got := <-h.got:
+			calls = append(calls, got)
+			taken += got[0]
+		case <-deadline:
+			t.Fatalf("%d of %d bytes served within %v", func() int {
+				n := 0
+				for _, g := range calls {
+					n += g[0]
+				}
+				return n
+			}(), size, waitFor)
+		}
+		if sc == nil {
+			sc = onlyConn(t, e)
+		}
+		if err := sc.ResumeRead(); err != nil && taken < size {
+			t.Fatalf("ResumeRead: %v", err)
+		}
+	}
+	return calls
+}
+
+// TestConnResumeServesWhatWaitedInPieces: the input that waited through a PauseRead (on uring,
+// the multishot recv's completions in flight when it came: up to megabytes) is given to OnData
+// in pieces of at most 64 KiB, and none after the handler pauses again, so that a handler
+// that passes its input on (a broadcast) is not handed megabytes at once.
+func TestConnResumeServesWhatWaitedInPieces(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		calls := servedInPauses(t, s, 4<<20, false)
+		most := 0
+		for _, g := range calls {
+			most = max(most, g[0])
+		}
+		if most > leftPiece {
+			t.Fatalf("an OnData was given %d bytes at once (of 4 MiB, in %d calls); want at most %d", most, len(calls), leftPiece)
+		}
+	})
+}
+
+// TestConnEOFOnlyWithTheLastPiece: while the input that waited is given in pieces, EOF is
+// false until the piece that holds the last byte: a handler that trusts EOF sees everything.
+func TestConnEOFOnlyWithTheLastPiece(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const size = 512 << 10
+		calls := servedInPauses(t, s, size, true)
+		taken := 0
+		for i, g := range calls {
+			taken += g[0]
+			if g[1] == 1 && taken != size {
+				t.Fatalf("call %d of %d saw EOF with %d of %d bytes given", i+1, len(calls), taken, size)
+			}
+		}
+	})
+}

@@ -15,9 +15,13 @@ import (
 // OnData is called when bytes have arrived: they are the connection's input (Conn.Peek,
 // Conn.Next, Conn.Discard). What OnData leaves there is given again, with the bytes that
 // follow, on the next call, and at the peer's EOF (Conn.EOF true: nothing follows), so that no
-// byte received goes unseen. Replies go with Conn.Write, which buffers: every write a
-// loop turn makes to a connection goes out in one send at the turn's end. After the peer's EOF
-// the connection closes once its output is sent, unless it is half-open (WithHalfOpen).
+// byte received goes unseen. The input that waited through a pause of reading (PauseRead, the
+// write limit), which can be megabytes, is given in pieces, each at most 64 KiB more than the
+// last call left, one call after another until it is all given or the handler pauses reading
+// again: a handler that passes its input on (a broadcast, a proxy) can stop between pieces.
+// Replies go with Conn.Write, which buffers: every write a loop turn makes to a connection goes
+// out in one send at the turn's end. After the peer's EOF the connection closes once its
+// output is sent, unless it is half-open (WithHalfOpen).
 //
 // A Handler may also implement OpenHandler, CloseHandler, HandshakeHandler, TickHandler,
 // BackpressureHandler, ShutdownHandler and HTTPSHandler.

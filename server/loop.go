@@ -794,9 +794,10 @@ func (t *connTable) remove(c *Conn) {
 // and not yet copied (b), and what the handler has discarded of it (off). One OnData runs at a
 // time on a loop, so the loop holds it, not every connection.
 type inView struct {
-	c   *Conn
-	b   []byte
-	off int
+	c    *Conn
+	b    []byte
+	off  int
+	part bool // more input waits after b (serveLeft's pieces): EOF is not told yet
 }
 
 // asyncOut is an entry of Loop.inW: bytes other goroutines wrote to c, in order.
