@@ -550,29 +550,48 @@ func (r *goRecords) open(data []byte) error {
 	c := t.c
 	t.tr.in = data
 	defer func() { t.tr.in = nil }()
+	// The plaintext of every record in data goes to the handler in one OnData, as a plain
+	// connection's receive does: one call per record (a client that writes each line on its
+	// own sends a record per line) made a turn of small receives run OnData some hundred times
+	// per receive, and its output waited for the turn's end meanwhile. Only a full buffer
+	// hands over before the end.
 	buf := c.l.tlsBuf()
+	off := 0
 	for {
-		n, err := t.tc.Read(buf)
-		if n > 0 {
-			c.tlsPlain(buf[:n]) // n before err: those bytes are out of crypto/tls already
+		if off == len(buf) {
+			c.tlsPlain(buf)
+			off = 0
+			if c.closed || c.closing || c.lingering {
+				return nil // input is dropped from now on
+			}
 		}
+		n, err := t.tc.Read(buf[off:])
+		off += n // n before err: those bytes are out of crypto/tls already
 		switch {
 		case err == io.EOF:
 			t.peerNotified = true
+			if off > 0 {
+				c.tlsPlain(buf[:off])
+			}
 			if !c.closed && !c.eof {
 				c.peerEOF()
 			}
 			return nil
 		case err != nil:
+			if off > 0 {
+				c.tlsPlain(buf[:off])
+			}
 			if err == errWouldBlock || errors.Is(err, errWouldBlock) {
 				return nil
 			}
 			return err
-		case c.closed || c.closing || c.lingering:
-			return nil // input is dropped from now on
-		case len(t.tr.in) == 0 && n < len(buf):
-			// All of the record's plaintext was returned, and crypto/tls holds no other
-			// (recordCut): another Read would only find the transport empty.
+		case len(t.tr.in) == 0 && off < len(buf):
+			// All of the last record's plaintext was returned (it did not fill the buffer),
+			// and crypto/tls holds no other (recordCut): another Read would only find the
+			// transport empty.
+			if off > 0 {
+				c.tlsPlain(buf[:off])
+			}
 			return nil
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -1088,4 +1089,85 @@ func TestTLSGreetingPastTheWriteLimitLetsTheHandshakeEnd(t *testing.T) {
 			t.Fatal("the greeting came back altered")
 		}
 	})
+}
+
+// TestTLSRecordsReceivedTogetherMakeOneOnData: records that arrive in one segment (50 lines, a
+// record each, sent by one write(2)) reach the handler in one OnData with all their plaintext,
+// as a plain connection's bytes do, not one OnData per record.
+func TestTLSRecordsReceivedTogetherMakeOneOnData(t *testing.T) {
+	const lines = 50
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := &dataCalls{}
+		e := tlsEngine(t, s, h)
+		raw := &heldConn{Conn: dialEngine(t, e)}
+		c := handshakeOver(t, raw, nil)
+		c.SetDeadline(time.Now().Add(waitFor))
+		raw.hold.Store(true)
+		var want strings.Builder
+		for i := range lines {
+			line := fmt.Sprintf("line %d\n", i)
+			want.WriteString(line)
+			if _, err := c.Write([]byte(line)); err != nil {
+				t.Fatalf("tls.Conn.Write: %v", err)
+			}
+		}
+		if err := raw.release(); err != nil {
+			t.Fatalf("writing the %d records at once: %v", lines, err)
+		}
+		eventually(t, "every line received", func() bool { return h.got() == want.Len() })
+		if calls, data := h.result(); calls != 1 || data != want.String() {
+			t.Fatalf("%d records sent together made %d OnData calls (%q), want one with all of them", lines, calls, data)
+		}
+	})
+}
+
+// dataCalls is a handler that counts its OnData calls and keeps the input they were given.
+type dataCalls struct {
+	mu    sync.Mutex
+	calls int
+	data  []byte
+}
+
+func (h *dataCalls) OnData(c *Conn) {
+	in, _ := c.Peek(-1)
+	h.mu.Lock()
+	h.calls++
+	h.data = append(h.data, in...)
+	h.mu.Unlock()
+	c.Discard(len(in))
+}
+
+func (h *dataCalls) got() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.data)
+}
+
+func (h *dataCalls) result() (int, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls, string(h.data)
+}
+
+// heldConn is a client's socket under its tls.Conn whose writes, while hold is set, are kept
+// and then sent by release in one write(2).
+type heldConn struct {
+	net.Conn
+	hold atomic.Bool
+	kept []byte // the writes held (only the test's goroutine writes)
+}
+
+func (r *heldConn) Write(b []byte) (int, error) {
+	if r.hold.Load() {
+		r.kept = append(r.kept, b...)
+		return len(b), nil
+	}
+	return r.Conn.Write(b)
+}
+
+// release ends the hold and sends what it kept in one write.
+func (r *heldConn) release() error {
+	r.hold.Store(false)
+	_, err := r.Conn.Write(r.kept)
+	return err
 }
