@@ -13,7 +13,8 @@ import (
 )
 
 // TestSubmitAndWaitOneNopForTwoCQEsTimesOutOnce: one NOP submitted, two CQEs
-// wanted, 1 s timeout: returns after 1.0-1.2 s (not 2 s) with submitted 1, an
+// wanted, 1 s timeout: returns after 1 s and before 2 s (the timeout once, not
+// twice; a tighter upper bound measured the scheduler), with submitted 1, an
 // error wrapping ETIME, and the one completion ready (liburing issue 684).
 func TestSubmitAndWaitOneNopForTwoCQEsTimesOutOnce(t *testing.T) {
 	r := newTestRing(t)
@@ -24,8 +25,8 @@ func TestSubmitAndWaitOneNopForTwoCQEsTimesOutOnce(t *testing.T) {
 	if n != 1 || !errors.Is(err, unix.ETIME) {
 		t.Errorf("SubmitAndWaitTimeout = %d, %v; want 1, ETIME", n, err)
 	}
-	if el < time.Second || el > 1200*time.Millisecond {
-		t.Errorf("returned after %v, want 1.0-1.2 s", el)
+	if el < time.Second || el >= 2*time.Second {
+		t.Errorf("returned after %v, want 1 s and less than 2 s (one timeout, not two)", el)
 	}
 	if got := r.CQReady(); got != 1 {
 		t.Errorf("CQReady = %d, want 1", got)
