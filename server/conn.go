@@ -33,9 +33,7 @@ const MaxInput = 4 << 20
 type Conn struct {
 	l   *Loop
 	hs  *handlers // its Handler (the engine's, or the one Dial named)
-	fd  int
 	ctx any
-	tls *tlsConn // WithTLS's, else nil: pend is then ciphertext, the handler's output is tls.plain
 
 	// addrs are the addresses once the loop has asked for them (atomic: read from any
 	// goroutine).
@@ -59,36 +57,34 @@ type Conn struct {
 	// one atomic step: stOpen; stWShut once CloseWrite took it (Write fails, Close and Abort
 	// work once: claim); stGone once it is closing or closed (Write, Close and Abort fail).
 	st atomic.Int32
-	// dl is 1 + the index of its entry in the loop's deadlines, 0: none (here: in what
-	// would be padding).
+	// dl is 1 + the index of its entry in the loop's deadlines, 0: none.
 	dl int32
 	// asked is the hold PauseRead or ResumeRead from another goroutine asked last (holdWant)
 	// and whether the loop has yet to apply it (holdQueued: applyHold is in its inbox, once),
 	// one atomic word (in what would be padding too), so that a call that finds one queued
 	// needs no lock.
 	asked atomic.Uint32
+	fd    int32 // its socket (here: in what would be padding)
 	// outN is the output written and not yet sent: pend, the send in flight and what other
 	// goroutines wrote (atomic: Pending and the output cap read it from any goroutine). inN,
 	// below, is the input charged to the loop's buffered bytes (len(in) when last charged).
 	outN atomic.Int64
 
 	// State, on the loop's goroutine.
-	dirty     bool // in l.dirty: the turn's end flushes it
-	closing   bool // a graceful close: input is dropped, it lingers once the output is sent
-	lingering bool // its writing side is shut down; input is dropped until the peer closes
-	closed    bool // its socket is being closed (driver.closeFd)
-	opened    bool // OnOpen ran (or is running)
-	done      bool // finished: OnClose ran
-	eof       bool // the peer shut down its side: it closes once the output is sent (unless halfOpen)
-	eofTold   bool // OnData was called with EOF true (its last call)
-	halfOpen  bool // the peer's EOF ends the input only (WithHalfOpen)
-	shutWant  bool // CloseWrite: the writing side is shut down once the output is sent
-	shutDone  bool // the writing side is shut down (CloseWrite's shutdown(2) is done)
-	paused    bool // backpressure: not read until the output drains
-	drainWait bool // OnData left input while output was pending: served again once it drains
-	held      bool // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from paused)
-	reasonSet bool // the reason it closes is set (the first one wins): connRare.reason, nil without a rare part
-	inData    bool // OnData is running (see Loop.view)
+	dirty     bool  // in l.dirty: the turn's end flushes it
+	closing   bool  // a graceful close: input is dropped, it lingers once the output is sent
+	lingering bool  // its writing side is shut down; input is dropped until the peer closes
+	closed    bool  // its socket is being closed (driver.closeFd)
+	life      uint8 // lifeOpened: OnOpen ran (or is running); lifeDone: finished, OnClose ran
+	eof       bool  // the peer shut down its side: it closes once the output is sent (unless halfOpen)
+	eofTold   bool  // OnData was called with EOF true (its last call)
+	halfOpen  bool  // the peer's EOF ends the input only (WithHalfOpen)
+	shut      uint8 // CloseWrite's: 0, shutWanted or shutIssued
+	paused    bool  // backpressure: not read until the output drains
+	drainWait bool  // OnData left input while output was pending: served again once it drains
+	held      bool  // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from paused)
+	reasonAt  uint8 // where the reason it closes is (the first one set wins): see setReason
+	inData    bool  // OnData is running (see Loop.view)
 
 	// Timeouts: to, the connection's timeouts (nil: none), shared with the loop's other
 	// connections that have the same (Loop.timeouts); active, the loop time (ns) of the last
@@ -119,8 +115,8 @@ type Conn struct {
 }
 
 // connRare is the state of a connection that few use: a lingering close's, a half-closed
-// peer's probe, RecvPerConn's receive buffer, the error it closes for. It is made when first needed and kept, so an
-// idle connection that uses none holds only the pointer.
+// peer's probe, RecvPerConn's receive buffer, the error it closes for, TLS. It is made when
+// first needed and kept, so an idle connection that uses none holds only the pointer.
 type connRare struct {
 	rbuf      *[RecvBufferSize]byte // requests: RecvPerConn's receive buffer, while it has one
 	lingerEnd int64                 // requests: loop time (ns) at which a lingering close ends
@@ -134,7 +130,10 @@ type connRare struct {
 	dialing       *dialer         // Conn.Dial's dial under way: the connection is not read until it ends
 	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
 	afterPause    func()          // AfterPause's f, until no read is in flight
-	reason        error           // what OnClose is told (set once: Conn.reasonSet), when not nil
+	reason        error           // what OnClose is told, when Conn.reasonAt says it is here
+	// tls is WithTLS's or DialTLS's state (tlsOf), else nil: pend is then ciphertext, the
+	// handler's output is tls.plain.
+	tls *tlsConn
 }
 
 // splicingOut is the splicer that moves the connection's input (Splice), or nil.
@@ -151,6 +150,20 @@ func (c *Conn) splicingIn() *splicer {
 		return nil
 	}
 	return c.rare.splIn
+}
+
+// tlsOf is the connection's TLS state (connRare.tls), nil without TLS.
+func (c *Conn) tlsOf() *tlsConn {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.tls
+}
+
+// tlsHeld reports whether the connection's TLS state holds its reading (tlsConn.held).
+func (c *Conn) tlsHeld() bool {
+	t := c.tlsOf()
+	return t != nil && t.held
 }
 
 // x returns the connection's rare part, made when first asked.
@@ -184,7 +197,7 @@ func (c *Conn) Loop() *Loop { return c.l }
 
 // Fd is the connection's socket, for socket options (setsockopt(2)); do not read, write or
 // close it.
-func (c *Conn) Fd() int { return c.fd }
+func (c *Conn) Fd() int { return int(c.fd) }
 
 // Context returns what SetContext stored (nil at first).
 func (c *Conn) Context() any { return c.ctx }
@@ -219,7 +232,7 @@ func (c *Conn) addr(i int, get func(int) (unix.Sockaddr, error)) net.Addr {
 	if !c.l.ev.Owned() || c.closed {
 		return nil
 	}
-	sa, err := get(c.fd)
+	sa, err := get(int(c.fd))
 	if err != nil {
 		return nil
 	}
@@ -249,7 +262,7 @@ func (c *Conn) keepPeer() {
 	if c.RemoteAddr() != nil {
 		return
 	}
-	if sa, err := peerName(c.fd); err == nil {
+	if sa, err := peerName(int(c.fd)); err == nil {
 		c.keepAddr(1, sa)
 	}
 }
@@ -383,10 +396,10 @@ func (c *Conn) write(p []byte) {
 	if c.asyncAt.Load() != 0 {
 		p = c.writeAfterAsync(p)
 	}
-	if c.tls == nil {
+	if t := c.tlsOf(); t == nil {
 		c.pend = c.appendOut(c.pend, p)
 	} else {
-		c.tls.plain = c.appendOut(c.tls.plain, p)
+		t.plain = c.appendOut(t.plain, p)
 	}
 	c.outN.Add(int64(len(p))) // wrote(len(p)), by hand: the call would not be inlined
 	c.l.charge(len(p))
@@ -408,11 +421,11 @@ func (c *Conn) appendOut(out, p []byte) []byte {
 
 // outRoom is the free room of the handler's output (Buffers, AvailableBuffer).
 func (c *Conn) outRoom() []byte {
-	if c.tls != nil {
-		if c.tls.plain == nil {
-			c.tls.plain = c.l.bufs.get()
+	if t := c.tlsOf(); t != nil {
+		if t.plain == nil {
+			t.plain = c.l.bufs.get()
 		}
-		return c.tls.plain[len(c.tls.plain):len(c.tls.plain)]
+		return t.plain[len(t.plain):len(t.plain)]
 	}
 	if c.pend == nil {
 		c.pend = c.l.bufs.get()
@@ -542,8 +555,8 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 // output's free room (AvailableBuffer) is copied first: those bytes would overwrite it.
 func (c *Conn) writeAfterAsync(p []byte) []byte {
 	out := c.pend
-	if c.tls != nil {
-		out = c.tls.plain
+	if t := c.tlsOf(); t != nil {
+		out = t.plain
 	}
 	if n := len(out); len(p) > 0 && n < cap(out) && &p[0] == &out[:n+1][n] {
 		p = bytes.Clone(p)
@@ -593,8 +606,8 @@ func (c *Conn) takeAsync(b []byte) (n int, spare []byte) {
 		c.outN.Add(-int64(n))
 		return 0, b[:0]
 	}
-	if c.tls != nil {
-		c.tls.plain = c.appendOut(c.tls.plain, b)
+	if t := c.tlsOf(); t != nil {
+		t.plain = c.appendOut(t.plain, b)
 		spare = b[:0]
 	} else if len(c.pend) == 0 {
 		c.pend, spare = b, c.pend[:0]
@@ -617,8 +630,8 @@ func (c *Conn) Pending() int { return int(c.outN.Load()) }
 // pending is the output the loop holds (what Pending counts but the bytes not yet taken from
 // other goroutines): a TLS connection's plaintext not yet sealed included.
 func (c *Conn) pending() int {
-	if c.tls != nil {
-		return len(c.pend) + c.outLen + len(c.tls.plain)
+	if t := c.tlsOf(); t != nil {
+		return len(c.pend) + c.outLen + len(t.plain)
 	}
 	return len(c.pend) + c.outLen
 }
@@ -713,13 +726,13 @@ func (c *Conn) CloseWrite() error {
 // startShut is CloseWrite on the loop: the turn's end sends the output, then shuts down the
 // writing side (outputChanged).
 func (c *Conn) startShut() {
-	if c.closing || c.closed || c.shutWant {
+	if c.closing || c.closed || c.shut != 0 {
 		return
 	}
 	if c.asyncAt.Load() != 0 {
 		c.takeAsyncNow() // what other goroutines wrote before it is sent
 	}
-	c.shutWant = true
+	c.shut = shutWanted
 	if !c.dirty {
 		c.l.markDirty(c)
 	}
@@ -751,23 +764,52 @@ func (c *Conn) SetHalfOpen(on bool) error {
 	return nil
 }
 
-// setReason records why the connection closes, unless a reason was recorded already: a nil
-// one takes no rare part.
+// The bits of Conn.life.
+const (
+	lifeOpened uint8 = 1 << iota // OnOpen ran (or is running)
+	lifeDone                     // finished: OnClose ran
+)
+
+// The values of Conn.shut (CloseWrite's).
+const (
+	shutWanted uint8 = 1 + iota // the writing side is shut down once the output is sent
+	shutIssued                  // shutdown(SHUT_WR) is done
+)
+
+// Where a connection's reason to close is (Conn.reasonAt): none set yet; nil; io.EOF (the
+// peer's: the common one, kept without a rare part); connRare.reason.
+const (
+	reasonUnset uint8 = iota
+	reasonNil
+	reasonEOF
+	reasonRare
+)
+
+// setReason records why the connection closes, unless a reason was recorded already: only one
+// other than nil and io.EOF takes a rare part.
 func (c *Conn) setReason(err error) {
-	if !c.reasonSet {
-		c.reasonSet = true
-		if err != nil {
-			c.x().reason = err
-		}
+	if c.reasonAt != reasonUnset {
+		return
+	}
+	switch err {
+	case nil:
+		c.reasonAt = reasonNil
+	case io.EOF:
+		c.reasonAt = reasonEOF
+	default:
+		c.x().reason, c.reasonAt = err, reasonRare
 	}
 }
 
-// closeReason is what setReason recorded (nil: none, or nil).
+// closeReason is what setReason recorded (nil when nothing was).
 func (c *Conn) closeReason() error {
-	if c.rare == nil {
-		return nil
+	switch c.reasonAt {
+	case reasonEOF:
+		return io.EOF
+	case reasonRare:
+		return c.rare.reason
 	}
-	return c.rare.reason
+	return nil
 }
 
 // closeWith starts a graceful close for reason; asked: Close (or a queued Close) set gone
@@ -796,7 +838,7 @@ func (c *Conn) abort(reason error) {
 		return
 	}
 	c.setReason(reason)
-	unix.SetsockoptLinger(c.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	unix.SetsockoptLinger(int(c.fd), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 	c.end(nil)
 }
 
@@ -805,7 +847,7 @@ func (c *Conn) end(reason error) {
 	if c.closed {
 		return
 	}
-	if c.hs.close != nil && c.opened {
+	if c.hs.close != nil && c.life&lifeOpened != 0 {
 		c.keepPeer() // for RemoteAddr in OnClose
 	}
 	c.closed = true
@@ -832,8 +874,8 @@ func (c *Conn) end(reason error) {
 	c.inN = 0
 	c.l.bufs.put(c.pend)
 	c.pend = nil
-	if c.tls != nil {
-		c.tls.end()
+	if t := c.tlsOf(); t != nil {
+		t.end()
 	}
 	c.l.drv.closeFd(c) // the input left stays, for OnClose (finished)
 }
@@ -842,11 +884,11 @@ func (c *Conn) end(reason error) {
 // replies to what came before it are still sent, then the connection closes (io.EOF), unless
 // it is half-open and its writing side is not shut down yet.
 func (c *Conn) peerEOF() {
-	if c.tls != nil && c.tls.peerClosed() {
+	if t := c.tlsOf(); t != nil && t.peerClosed() {
 		return // the handshake under way takes it (see tlsConn.peerClosed)
 	}
 	c.eof = true
-	if !c.halfOpen || c.shutWant {
+	if !c.halfOpen || c.shut != 0 {
 		c.setReason(io.EOF)
 	}
 	c.serveLeft()
@@ -873,10 +915,10 @@ func (c *Conn) doneAtEOF(p int) bool {
 		return true
 	case !c.eofTold && (c.halfOpen || len(c.in) > 0), c.held && len(c.in) > 0:
 		return false // the handler has yet to see the EOF, or paused reading with input left
-	case c.tls != nil && c.tls.phase == tlsHandoff:
+	case c.tlsOf() != nil && c.tlsOf().phase == tlsHandoff:
 		return false // a handshake under way has the EOF: its end serves what came before it
 	}
-	return !c.halfOpen || c.shutWant
+	return !c.halfOpen || c.shut != 0
 }
 
 // serveLeft is OnData for what waited (a pause, PauseRead, the peer's EOF): the input left
@@ -916,7 +958,7 @@ const leftPiece = 64 << 10
 func (c *Conn) deliver(data []byte) {
 	if c.closing || c.lingering || c.closed {
 		if !c.lingering && !c.closed && c.tlsHandshaking() {
-			c.tls.recv(data) // the handshake a Close waits for (tlsConn.seal)
+			c.tlsOf().recv(data) // the handshake a Close waits for (tlsConn.seal)
 		}
 		return
 	}
@@ -925,8 +967,8 @@ func (c *Conn) deliver(data []byte) {
 		s.dst.forwarded(data, c.l) // what the recv brings once Splice was asked goes on, in order
 		return
 	}
-	if c.tls != nil {
-		c.tls.recv(data) // ciphertext: its plaintext comes back through tlsPlain
+	if t := c.tlsOf(); t != nil {
+		t.recv(data) // ciphertext: its plaintext comes back through tlsPlain
 		return
 	}
 	if len(c.in) == 0 && !c.paused && !c.held {
@@ -1014,7 +1056,7 @@ func (c *Conn) sentSome() {
 // maybeResume ends backpressure once the output has drained to half the write limit: reading
 // resumes, the handler is told, and the input that waited is served.
 func (c *Conn) maybeResume() {
-	if c.pending() > c.l.limit/2 || c.tls != nil && c.tls.held {
+	if c.pending() > c.l.limit/2 || c.tlsHeld() {
 		return
 	}
 	c.paused = false
@@ -1178,7 +1220,7 @@ func (c *Conn) hold(on bool) {
 // wraps the errno (unix.ECONNRESET for a reset). It returns false for the peer's half-close or
 // hang-up without an error.
 func (c *Conn) heldError() bool {
-	v, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	v, err := unix.GetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_ERROR)
 	switch {
 	case err != nil:
 		c.end(fmt.Errorf("server: getsockopt(SO_ERROR) of fd %d: %w", c.fd, err))
@@ -1204,7 +1246,7 @@ func (c *Conn) serveWaiting() {
 // end of file) or starts its lingering close (closing); one past the write limit pauses. The
 // common case, none of these, costs a few loads (it is inlined).
 func (c *Conn) afterOutput() {
-	if c.eof || c.closing || c.paused || c.shutWant || len(c.pend)+c.outLen > c.l.limit {
+	if c.eof || c.closing || c.paused || c.shut != 0 || len(c.pend)+c.outLen > c.l.limit {
 		c.outputChanged()
 	}
 }
@@ -1223,9 +1265,9 @@ func (c *Conn) outputChanged() {
 	case c.closing && p == 0 && !c.lingering:
 		c.l.drv.linger(c)
 		return
-	case c.shutWant && p == 0 && !c.shutDone && !c.tlsHandshaking(): // (TLS: after close_notify)
-		c.shutDone = true
-		if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+	case c.shut == shutWanted && p == 0 && !c.tlsHandshaking(): // (TLS: after close_notify)
+		c.shut = shutIssued
+		if err := unix.Shutdown(int(c.fd), unix.SHUT_WR); err != nil {
 			c.end(fmt.Errorf("server: shutdown(SHUT_WR) of fd %d: %w", c.fd, err))
 			return
 		}
@@ -1246,11 +1288,11 @@ func (c *Conn) outputChanged() {
 //
 //go:noinline
 func (c *Conn) passedLimit() {
-	if c.closing || c.closed || c.tls != nil && c.tls.phase < tlsOpen {
+	if c.closing || c.closed || c.tlsHandshaking() {
 		return
 	}
 	bp := c.hs.bp
-	if c.pending() <= c.l.limit/2 && (c.tls == nil || !c.tls.held) {
+	if c.pending() <= c.l.limit/2 && !c.tlsHeld() {
 		if bp != nil {
 			bp.OnBackpressure(c, true)
 			if !c.closed {

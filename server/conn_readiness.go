@@ -98,14 +98,14 @@ func (d *connRdy) accept(ev *ringev.FdEvent, _ ringev.Flags) {
 }
 
 func (d *connRdy) add(c *Conn) {
-	unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) // fails harmlessly on a unix socket
-	ev, err := d.l.ev.AddFd(c.fd, ringev.Read|ringev.Error, d.handle)
+	unix.SetsockoptInt(int(c.fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) // fails harmlessly on a unix socket
+	ev, err := d.l.ev.AddFd(int(c.fd), ringev.Read|ringev.Error, d.handle)
 	if err != nil {
 		d.l.e.logf("watching a connection: %v", err)
 		c.closed = true
 		c.setGone()
 		c.setReason(err)
-		unix.Close(c.fd)
+		unix.Close(int(c.fd))
 		d.l.finishLater(c)
 		return
 	}
@@ -163,7 +163,7 @@ func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 func (d *connRdy) read(c *Conn) {
 	buf := d.rbuf
 	// Read after the leftover, in the connection's own buffer (not TLS's: c.in is plaintext).
-	into := len(c.in) > 0 && !c.lingering && c.tls == nil
+	into := len(c.in) > 0 && !c.lingering && c.tlsOf() == nil
 	if into {
 		if cap(c.in)-len(c.in) < readChunk {
 			grown := make([]byte, len(c.in), 2*cap(c.in)+readChunk)
@@ -173,7 +173,7 @@ func (d *connRdy) read(c *Conn) {
 		}
 		buf = c.in[len(c.in):cap(c.in)]
 	}
-	n, err := d.l.ev.ReadNonblocking(c.fd, buf)
+	n, err := d.l.ev.ReadNonblocking(int(c.fd), buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
 		return
@@ -204,7 +204,7 @@ func (d *connRdy) write(c *Conn) {
 	if len(c.pend) == 0 || c.closed {
 		return
 	}
-	n, err := d.l.ev.WriteNonblocking(c.fd, c.pend)
+	n, err := d.l.ev.WriteNonblocking(int(c.fd), c.pend)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
 		n = 0
@@ -291,7 +291,7 @@ func (c *Conn) probeShut(*ringev.Timer) {
 // what the peer still sends is read and dropped until it closes, or lingerTimeout.
 func (d *connRdy) linger(c *Conn) {
 	c.lingering = true
-	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+	if err := unix.Shutdown(int(c.fd), unix.SHUT_WR); err != nil {
 		c.end(nil)
 		return
 	}

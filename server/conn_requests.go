@@ -210,7 +210,7 @@ func (d *connReqs) accepted(x *ringev.Completion) {
 }
 
 func (d *connReqs) add(c *Conn) {
-	unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) // fails harmlessly on a unix socket
+	unix.SetsockoptInt(int(c.fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) // fails harmlessly on a unix socket
 	d.update(c)
 }
 
@@ -352,7 +352,7 @@ func (d *connReqs) update(c *Conn) {
 func (d *connReqs) watchHeld(c *Conn, on bool) {
 	switch {
 	case on && (c.rare == nil || c.rare.watch == nil):
-		ev, err := d.l.ev.AddFd(c.fd, ringev.Error, d.heldEvent)
+		ev, err := d.l.ev.AddFd(int(c.fd), ringev.Error, d.heldEvent)
 		if err != nil {
 			d.l.e.logf("watching a paused connection for errors: %v", err)
 			return
@@ -382,7 +382,7 @@ func (d *connReqs) heldEvent(ev *ringev.FdEvent, _ ringev.Flags) {
 func (d *connReqs) armRecv(c *Conn) {
 	var err error
 	if d.group != nil {
-		c.recv, err = d.l.ev.RecvMultishot(c.fd, d.group, 0, d.onConn, c.tok(tokRecv))
+		c.recv, err = d.l.ev.RecvMultishot(int(c.fd), d.group, 0, d.onConn, c.tok(tokRecv))
 	} else {
 		x := c.x()
 		if x.rbuf == nil {
@@ -392,7 +392,7 @@ func (d *connReqs) armRecv(c *Conn) {
 				x.rbuf = new([RecvBufferSize]byte)
 			}
 		}
-		c.recv, err = d.l.ev.Recv(c.fd, x.rbuf[:], 0, d.onConn, c.tok(tokRecv))
+		c.recv, err = d.l.ev.Recv(int(c.fd), x.rbuf[:], 0, d.onConn, c.tok(tokRecv))
 	}
 	if err != nil {
 		d.l.e.logf("recv: %v", err)
@@ -417,7 +417,7 @@ func (d *connReqs) send(c *Conn) {
 	out := c.pend
 	c.pend, c.outLen = nil, len(out)
 	d.l.sends++
-	if _, err := d.l.ev.Send(c.fd, out, 0, d.onConn, c.tok(tokSend)); err != nil {
+	if _, err := d.l.ev.Send(int(c.fd), out, 0, d.onConn, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)
 		c.wrote(-len(out))
 		d.l.bufs.put(out)
@@ -433,7 +433,7 @@ func (d *connReqs) send(c *Conn) {
 // read them.
 func (d *connReqs) linger(c *Conn) {
 	c.lingering, c.x().lingerEnd = true, c.l.now()+int64(lingerTimeout)
-	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+	if err := unix.Shutdown(int(c.fd), unix.SHUT_WR); err != nil {
 		c.end(nil)
 		return
 	}
@@ -448,9 +448,9 @@ func (d *connReqs) linger(c *Conn) {
 
 func (d *connReqs) closeFd(c *Conn) {
 	d.watchHeld(c, false) // before the socket closes: the fd number may be reused
-	if _, err := d.l.ev.CloseFd(c.fd, d.onConn, c.tok(tokClose)); err != nil {
+	if _, err := d.l.ev.CloseFd(int(c.fd), d.onConn, c.tok(tokClose)); err != nil {
 		d.l.e.logf("closing a connection: %v", err)
-		unix.Close(c.fd)
+		unix.Close(int(c.fd))
 		c.reqClosed()
 	}
 }

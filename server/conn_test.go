@@ -358,6 +358,27 @@ func TestConnFitsInItsSizeClass(t *testing.T) {
 	}
 }
 
+// TestConnClosedByPeerHoldsNoRarePart: a connection the peer closed is told io.EOF without
+// taking a rare part for it (connRare), except with a recv per connection, whose buffer is in it.
+func TestConnClosedByPeerHoldsNoRarePart(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		r.next(t)
+		c.Close()
+		sc, err := r.closedWith(t)
+		if err != io.EOF {
+			t.Fatalf("OnClose(%v), want io.EOF", err)
+		}
+		var rare bool
+		onLoop(t, e.Loops()[0], func() { rare = sc.rare != nil })
+		if want := s.recv == RecvPerConn; rare != want {
+			t.Errorf("the closed connection holds a rare part: %v, want %v", rare, want)
+		}
+	})
+}
+
 // TestConnIdleHoldsNoRarePart: a connection idle after an exchange holds no rare part
 // (connRare), except with a recv per connection, whose buffer is in it.
 func TestConnIdleHoldsNoRarePart(t *testing.T) {

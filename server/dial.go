@@ -537,7 +537,7 @@ func (d *dialer) opened() {
 		c.ctx = d.forC // Conn.Dial's: the connection it was dialed for
 	}
 	if d.tls != nil {
-		c.tls = newTLSConn(c, true, d.tls)
+		c.x().tls = newTLSConn(c, true, d.tls)
 	}
 	l.open(c, d.done)
 }

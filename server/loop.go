@@ -430,14 +430,14 @@ func (l *Loop) addConn(fd int, counted bool) {
 	}
 	c := l.newConn(fd, &l.e.hs)
 	if cfg := l.e.o.tls; cfg != nil {
-		c.tls = newTLSConn(c, false, cfg)
+		c.x().tls = newTLSConn(c, false, cfg)
 	}
 	l.open(c, nil)
 }
 
 // newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
 func (l *Loop) newConn(fd int, hs *handlers) *Conn {
-	c := &Conn{l: l, hs: hs, fd: fd, to: l.timeouts(l.e.o.idle, l.e.o.request, l.e.o.readIdle), halfOpen: l.e.o.halfOpen}
+	c := &Conn{l: l, hs: hs, fd: int32(fd), to: l.timeouts(l.e.o.idle, l.e.o.request, l.e.o.readIdle), halfOpen: l.e.o.halfOpen}
 	l.conns.add(c)
 	return c
 }
@@ -461,15 +461,15 @@ func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
 		}
 		return
 	}
-	c.opened = true
+	c.life |= lifeOpened
 	if dialed != nil {
 		dialed(c, nil)
 	}
 	if o := c.hs.open; o != nil {
 		o.OnOpen(c)
 	}
-	if c.tls != nil {
-		c.tls.start()
+	if t := c.tlsOf(); t != nil {
+		t.start()
 	}
 	if l.draining && l.graceDone {
 		c.closeWith(ErrShutdown, false)
@@ -478,14 +478,14 @@ func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
 
 // finished is the end of a connection whose socket is closed: OnClose, and its buffers go back.
 func (l *Loop) finished(c *Conn) {
-	if c.done {
+	if c.life&lifeDone != 0 {
 		return
 	}
-	c.done = true
+	c.life |= lifeDone
 	l.conns.remove(c)
 	l.load.Add(-1)
 	l.dropDeadline(c)
-	if cl := c.hs.close; cl != nil && c.opened {
+	if cl := c.hs.close; cl != nil && c.life&lifeOpened != 0 {
 		cl.OnClose(c, c.closeReason())
 	}
 	c.inData = false
@@ -538,8 +538,8 @@ func (l *Loop) flush() {
 		list[i] = nil
 		c.dirty = false
 		if !c.closed {
-			if c.tls != nil {
-				c.tls.seal() // the turn's plaintext becomes records in c.pend
+			if t := c.tlsOf(); t != nil {
+				t.seal() // the turn's plaintext becomes records in c.pend
 			}
 			// Past the write limit, reading pauses before the send: a send that takes the
 			// whole output at once (readiness) then resumes it, and OnData is given what it
@@ -712,7 +712,7 @@ func (l *Loop) shutdown() {
 			if c == nil {
 				continue
 			}
-			if sh := c.hs.shut; sh != nil && c.opened && !c.closing && !c.closed && sh.OnShutdown(c) {
+			if sh := c.hs.shut; sh != nil && c.life&lifeOpened != 0 && !c.closing && !c.closed && sh.OnShutdown(c) {
 				continue // the handler closes it once its request is served
 			}
 			c.closeWith(ErrShutdown, false)

@@ -122,7 +122,7 @@ func (c *Conn) spliceable(dst *Conn) bool {
 	if _, ok := l.drv.(*connReqs); !ok || l.pipes.off != nil || l.ev.Backend() != "uring" {
 		return false
 	}
-	return dst.l == l && dst != c && c.tls == nil && dst.tls == nil && c.splicingOut() == nil && dst.splicingIn() == nil &&
+	return dst.l == l && dst != c && c.tlsOf() == nil && dst.tlsOf() == nil && c.splicingOut() == nil && dst.splicingIn() == nil &&
 		!c.closing && !c.closed && !c.lingering && !c.eof && !dst.closing && !dst.closed && !dst.gone()
 }
 
@@ -180,7 +180,7 @@ func (s *splicer) pumpIn() {
 		return
 	}
 	var sqe uring.SQE
-	sqe.PrepPollAdd(c.fd, unix.POLLIN)
+	sqe.PrepPollAdd(int(c.fd), unix.POLLIN)
 	r, err := c.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpPollIn)
 	if err != nil {
 		c.end(fmt.Errorf("server: poll for a splice from fd %d: %w", c.fd, err))
@@ -204,7 +204,7 @@ func (s *splicer) spliceIn() {
 		}
 		s.pipe, s.hasPipe = fds, true
 	}
-	s.splicedIn(spliceNow(c.fd, s.pipe[1], SplicePipeSize))
+	s.splicedIn(spliceNow(int(c.fd), s.pipe[1], SplicePipeSize))
 }
 
 // spliceNow is splice(2) of up to n bytes from in to out, SPLICE_F_MOVE | SPLICE_F_NONBLOCK
@@ -226,11 +226,11 @@ func (s *splicer) pumpOut(poll bool) {
 		return
 	}
 	if !poll {
-		s.splicedOut(spliceNow(s.pipe[0], d.fd, s.inPipe))
+		s.splicedOut(spliceNow(s.pipe[0], int(d.fd), s.inPipe))
 		return
 	}
 	var sqe uring.SQE
-	sqe.PrepPollAdd(d.fd, unix.POLLOUT)
+	sqe.PrepPollAdd(int(d.fd), unix.POLLOUT)
 	if _, err := d.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpPollOut); err != nil {
 		d.end(fmt.Errorf("server: poll for a splice to fd %d: %w", d.fd, err))
 		return

@@ -355,7 +355,7 @@ func (t *tlsConn) handshook() {
 			return
 		}
 	}
-	if (len(t.plain) > 0 || c.shutWant || c.closing) && !c.dirty {
+	if (len(t.plain) > 0 || c.shut != 0 || c.closing) && !c.dirty {
 		// What OnOpen wrote is sealed at the turn's end, and a CloseWrite or Close made
 		// before the handshake's end goes on there (close_notify, then the FIN).
 		c.l.markDirty(c)
@@ -443,7 +443,7 @@ func (t *tlsConn) seal() {
 			return
 		}
 	}
-	if (c.closing || c.shutWant) && !t.notified {
+	if (c.closing || c.shut != 0) && !t.notified {
 		t.notified = true // Close and CloseWrite: close_notify after the output, then the FIN
 		t.rec.closeNotify()
 	}
@@ -501,16 +501,22 @@ func (t *tlsConn) state() *tls.ConnectionState {
 
 // tlsHandshaking reports whether the connection's TLS handshake has yet to end: a closing
 // connection still reads for it (deliver, the readiness driver), as its close waits for it.
-func (c *Conn) tlsHandshaking() bool { return c.tls != nil && c.tls.phase < tlsOpen }
+func (c *Conn) tlsHandshaking() bool {
+	t := c.tlsOf()
+	return t != nil && t.phase < tlsOpen
+}
 
 // TLS is the connection's TLS state (version, cipher suite, ALPN, the peer's certificates) once
 // its handshake has ended; nil before, on a connection without TLS, and from another goroutine
 // than the loop's.
 func (c *Conn) TLS() *tls.ConnectionState {
-	if c.tls == nil || !c.l.ev.Owned() {
+	if !c.l.ev.Owned() {
 		return nil
 	}
-	return c.tls.state()
+	if t := c.tlsOf(); t != nil {
+		return t.state()
+	}
+	return nil
 }
 
 // tlsPlain is the handler's plaintext of a TLS connection: the layer's input path.

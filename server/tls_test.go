@@ -931,7 +931,7 @@ func TestTLSIdleConnHoldsNoLayerBuffer(t *testing.T) {
 		for end := time.Now().Add(waitFor); ; {
 			done := make(chan string, 1)
 			if err := sc.l.Post(func() {
-				tc := sc.tls
+				tc := sc.tlsOf()
 				var h []string
 				for _, b := range []struct {
 					name string
