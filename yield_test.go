@@ -27,8 +27,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// yieldHammer is how long each hammer below runs per backend and GOMAXPROCS.
+// yieldHammer is how long each hammer below runs at least per backend and GOMAXPROCS.
 const yieldHammer = 600 * time.Millisecond
+
+// hammerDone reports whether a hammer that began at start may end, its loop having yielded
+// yields times: once yieldHammer has passed, and with more than one P only once the loop has
+// yielded, or else at 2*deadline (checkYields then fails the test). The loop yields only when
+// the scheduler is idle: on a loaded machine the hammer's goroutines hold their Ps longer, and
+// 600 ms may pass without a yield.
+func hammerDone(start time.Time, yields uint64) bool {
+	d := time.Since(start)
+	return d >= yieldHammer && (yields > 0 || runtime.GOMAXPROCS(0) == 1) || d >= 2*deadline
+}
 
 // wakeDeadline is how long a signal may take to reach a loop before the test calls its wake-up
 // lost (a signal reaches the loop through the Go runtime, not at once), and how long a loop
@@ -196,14 +206,14 @@ func hammerPostStop(t *testing.T, backend string, withTimer bool) {
 			}
 		}
 	}()
-	end := time.Now().Add(yieldHammer)
+	start := time.Now()
 	runs := 0
 	for {
 		if err := l.Run(); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		runs++
-		if time.Now().After(end) {
+		if hammerDone(start, ringev.Yields(l)) {
 			done.Store(true)
 		}
 		select {
@@ -251,7 +261,8 @@ func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 			unblock := idleFd(t, l, r, w)
 			runEnds := make(chan struct{}, 1)
 			got := make(chan struct{}, 1)
-			var last atomic.Bool // set before the sender's last Stop: Run's return ends the test
+			var last atomic.Bool     // set before the sender's last Stop: Run's return ends the test
+			var yields atomic.Uint64 // ringev.Yields(l), for the sender: set on the loop after each Post and Stop
 			var posts, stops, lost int
 			var maxLat time.Duration
 			ownerDone := make(chan struct{})
@@ -275,7 +286,7 @@ func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 					}
 				}
 				rng := rand.New(rand.NewPCG(3, 4))
-				for end := time.Now().Add(yieldHammer); time.Now().Before(end); {
+				for start := time.Now(); !hammerDone(start, yields.Load()); {
 					switch rng.IntN(3) {
 					case 0:
 						runtime.Gosched()
@@ -290,7 +301,7 @@ func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 						continue
 					}
 					posts++
-					if err := l.Post(func() { got <- struct{}{} }); err != nil {
+					if err := l.Post(func() { yields.Store(ringev.Yields(l)); got <- struct{}{} }); err != nil {
 						t.Errorf("Post: %v", err)
 						break
 					}
@@ -308,6 +319,7 @@ func TestYieldAPostOrStopAloneDuringItWakesTheLoop(t *testing.T) {
 				if last.Load() {
 					break
 				}
+				yields.Store(ringev.Yields(l))
 				runEnds <- struct{}{}
 			}
 			close(ownerDone)
