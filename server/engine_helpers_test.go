@@ -8,6 +8,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/internal/testutil/backends"
+	"golang.org/x/sys/unix"
 )
 
 // waitFor bounds every wait of these tests.
@@ -148,6 +150,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// awaitAsleep waits until l's goroutine sleeps in its wait (testutil.BlockedIn of its thread,
+// to which ringev.New locked it), at most waitFor. A loop that a posted function (onLoop) woke
+// may still be ending that turn: it takes what another loop's handler writes to its
+// connections when it gets there, part of the writes perhaps, rather than when that loop's
+// enter wakes it after the handler's turn.
+func awaitAsleep(t *testing.T, l *Loop) {
+	t.Helper()
+	var tid int
+	onLoop(t, l, func() { tid = unix.Gettid() })
+	eventually(t, fmt.Sprintf("loop %d asleep in its wait", l.Index()), func() bool { return testutil.BlockedIn(tid) != "" })
 }
 
 // writeFromElsewhere writes s to c from another goroutine and waits until Write has returned
