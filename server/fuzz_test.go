@@ -38,6 +38,9 @@ func FuzzRESP(f *testing.F) {
 		if split := parseAll(in, int(cut)%(len(in)+1)); whole != split {
 			t.Fatalf("in one read: %s\nin two: %s", whole, split)
 		}
+		if fast, slow := respNext(string(in), false), respNext(string(in), true); fast != slow {
+			t.Fatalf("%q: the parser found %s, its general rules %s", in, fast, slow)
+		}
 		var fast, slow respParser
 		if plain, ok := fast.plainWords(in); ok { // a line without quotes: both splits agree
 			quoted, err := slow.quotedWords(in)

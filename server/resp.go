@@ -3,6 +3,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"time"
@@ -30,10 +31,8 @@ type RESP struct {
 	RequestTimeout time.Duration
 
 	ks *Keyspace
-	// Under ks.mu: the parser's reused buffers, and a command name in lower case, to look it
-	// up without allocating.
+	// Under ks.mu: the parser's reused buffers.
 	parser respParser
-	lower  [16]byte
 }
 
 // NewRESP returns a RESP server over ks, with no timeouts of its own.
@@ -101,6 +100,7 @@ func setTimeouts(c *Conn, idle, request time.Duration) {
 
 // command is one entry of the command table.
 type command struct {
+	name string // in lower case: the error replies quote it so
 	// arity follows Redis: N > 0 means exactly N arguments (the name included), -N at least N.
 	arity int
 	run   func(ks *Keyspace, args [][]byte, out []byte) []byte
@@ -116,73 +116,100 @@ func cmdFlushall(ks *Keyspace, _ [][]byte, out []byte) []byte {
 }
 func cmdQuit(_ *Keyspace, _ [][]byte, out []byte) []byte { return append(out, "+OK\r\n"...) }
 
-// lookup returns the command of a lower-case name. A switch, which the compiler turns into a
-// search by length and then by content, costs a fraction of a map lookup's hashing.
-func lookup(name []byte) (command, bool) {
-	switch string(name) {
-	case "ping":
-		return command{-1, cmdPing}, true
-	case "echo":
-		return command{2, cmdEcho}, true
-	case "set":
-		return command{-3, cmdSet}, true
-	case "get":
-		return command{2, cmdGet}, true
-	case "incr":
-		return command{2, cmdIncr}, true
-	case "del":
-		return command{-2, cmdDel}, true
-	case "mset":
-		return command{-3, cmdMset}, true
-	case "lpush", "rpush":
-		return command{-3, cmdPush}, true
-	case "lpop", "rpop":
-		return command{-2, cmdPop}, true
-	case "lrange":
-		return command{4, cmdLrange}, true
-	case "sadd":
-		return command{-3, cmdSadd}, true
-	case "spop":
-		return command{-2, cmdSpop}, true
-	case "hset":
-		return command{-4, cmdHset}, true
-	case "zadd":
-		return command{-4, cmdZadd}, true
-	case "zpopmin":
-		return command{-2, cmdZpopmin}, true
-	case "dbsize":
-		return command{1, cmdDbsize}, true
-	case "flushall":
-		return command{-1, cmdFlushall}, true
-	case "config":
-		return command{-2, cmdConfig}, true
-	case "quit":
-		return command{-1, cmdQuit}, true
+// The command table, and the index of QUIT in it.
+var commands = [...]command{
+	{"ping", -1, cmdPing}, {"echo", 2, cmdEcho}, {"set", -3, cmdSet}, {"get", 2, cmdGet},
+	{"incr", 2, cmdIncr}, {"del", -2, cmdDel}, {"mset", -3, cmdMset},
+	{"lpush", -3, cmdPush}, {"rpush", -3, cmdPush}, {"lpop", -2, cmdPop}, {"rpop", -2, cmdPop},
+	{"lrange", 4, cmdLrange}, {"sadd", -3, cmdSadd}, {"spop", -2, cmdSpop}, {"hset", -4, cmdHset},
+	{"zadd", -4, cmdZadd}, {"zpopmin", -2, cmdZpopmin}, {"dbsize", 1, cmdDbsize},
+	{"flushall", -1, cmdFlushall}, {"config", -2, cmdConfig}, {"quit", -1, cmdQuit},
+}
+
+const cmdQuitIndex = len(commands) - 1
+
+// nameKey packs a name of 1 to 8 bytes into a word, a byte each, with bit 5 set (c|0x20): the
+// key of a name in any case is the key of its lower case. Two names have one key only if they
+// are one name in two cases or hold non-letters (c|0x20 is a given lower-case letter only for
+// that letter and its upper case), and every command's name is letters. No byte of a key is 0,
+// so names of different lengths have different keys. It returns 0 for an empty or a longer
+// name.
+func nameKey(name []byte) uint64 {
+	var k uint64
+	switch n := len(name); {
+	case n >= 4 && n <= 8: // two loads of 4 bytes, which overlap unless n is 8
+		k = uint64(binary.LittleEndian.Uint32(name)) | uint64(binary.LittleEndian.Uint32(name[n-4:]))<<(8*(n-4))
+	case n >= 1 && n <= 3: // bytes 0, n/2 and n-1: all of them
+		k = uint64(name[0]) | uint64(name[n/2])<<(8*(n/2)) | uint64(name[n-1])<<(8*(n-1))
+	default:
+		return 0
 	}
-	return command{}, false
+	return k | 0x2020202020202020>>(64-8*len(name))
+}
+
+// lookup returns the index of the command named name, in any case, in commands; -1 for none.
+// A switch over its key (nameKey), a binary search over constants, costs a fraction of
+// lowering the name and comparing strings. The constants are the commands' names packed as
+// nameKey packs them (TestRESPCommandKeys): a name's letters, each with bit 5 set already.
+func lookup(name []byte) int {
+	switch nameKey(name) {
+	case 'p' | 'i'<<8 | 'n'<<16 | 'g'<<24:
+		return 0
+	case 'e' | 'c'<<8 | 'h'<<16 | 'o'<<24:
+		return 1
+	case 's' | 'e'<<8 | 't'<<16:
+		return 2
+	case 'g' | 'e'<<8 | 't'<<16:
+		return 3
+	case 'i' | 'n'<<8 | 'c'<<16 | 'r'<<24:
+		return 4
+	case 'd' | 'e'<<8 | 'l'<<16:
+		return 5
+	case 'm' | 's'<<8 | 'e'<<16 | 't'<<24:
+		return 6
+	case 'l' | 'p'<<8 | 'u'<<16 | 's'<<24 | 'h'<<32:
+		return 7
+	case 'r' | 'p'<<8 | 'u'<<16 | 's'<<24 | 'h'<<32:
+		return 8
+	case 'l' | 'p'<<8 | 'o'<<16 | 'p'<<24:
+		return 9
+	case 'r' | 'p'<<8 | 'o'<<16 | 'p'<<24:
+		return 10
+	case 'l' | 'r'<<8 | 'a'<<16 | 'n'<<24 | 'g'<<32 | 'e'<<40:
+		return 11
+	case 's' | 'a'<<8 | 'd'<<16 | 'd'<<24:
+		return 12
+	case 's' | 'p'<<8 | 'o'<<16 | 'p'<<24:
+		return 13
+	case 'h' | 's'<<8 | 'e'<<16 | 't'<<24:
+		return 14
+	case 'z' | 'a'<<8 | 'd'<<16 | 'd'<<24:
+		return 15
+	case 'z' | 'p'<<8 | 'o'<<16 | 'p'<<24 | 'm'<<32 | 'i'<<40 | 'n'<<48:
+		return 16
+	case 'd' | 'b'<<8 | 's'<<16 | 'i'<<24 | 'z'<<32 | 'e'<<40:
+		return 17
+	case 'f' | 'l'<<8 | 'u'<<16 | 's'<<24 | 'h'<<32 | 'a'<<40 | 'l'<<48 | 'l'<<56:
+		return 18
+	case 'c' | 'o'<<8 | 'n'<<16 | 'f'<<24 | 'i'<<32 | 'g'<<40:
+		return 19
+	case 'q' | 'u'<<8 | 'i'<<16 | 't'<<24:
+		return 20
+	}
+	return -1
 }
 
 // run runs one command; quit is true for QUIT (its +OK is in out).
 func (r *RESP) run(args [][]byte, out []byte) (_ []byte, quit bool) {
-	name := args[0]
-	if len(name) <= len(r.lower) {
-		lower := r.lower[:len(name)]
-		for i, c := range name {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			lower[i] = c
-		}
-		name = lower
-	}
-	cmd, ok := lookup(name)
-	if !ok {
+	i := lookup(args[0])
+	if i < 0 {
 		return appendError(out, unknownCommand(args)), false
 	}
+	cmd := &commands[i]
 	if cmd.arity > 0 && len(args) != cmd.arity || cmd.arity < 0 && len(args) < -cmd.arity {
-		return appendError(out, "ERR wrong number of arguments for '"+string(name)+"' command"), false
+		return appendError(out, "ERR wrong number of arguments for '"+cmd.name+"' command"), false
 	}
-	return cmd.run(r.ks, args, out), string(name) == "quit"
+	return cmd.run(r.ks, args, out), i == cmdQuitIndex
 }
 
 // unknownCommand is Redis's error for a command it does not know, with the first arguments

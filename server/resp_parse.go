@@ -53,6 +53,21 @@ func (p *respParser) next(in []byte) (args [][]byte, n int, err error) {
 	if len(in) == 0 {
 		return nil, 0, nil
 	}
+	var ok bool
+	if in[0] == '*' {
+		args, n, ok = p.multibulkFast(in)
+	} else {
+		args, n, ok = p.inlineFast(in)
+	}
+	if ok {
+		return args, n, nil
+	}
+	return p.nextSlow(in)
+}
+
+// nextSlow is next without its fast paths: the parser's general rules, which the fast paths
+// (multibulkFast, inlineFast) follow for the commands they take.
+func (p *respParser) nextSlow(in []byte) (args [][]byte, n int, err error) {
 	if in[0] == '*' {
 		args, n, err = p.multibulk(in)
 	} else {
@@ -62,6 +77,121 @@ func (p *respParser) next(in []byte) (args [][]byte, n int, err error) {
 		err = errRequestTooBig
 	}
 	return args, n, err
+}
+
+// multibulkFast parses the usual multibulk command in one pass: counts of at most 7 digits
+// (no sign, no leading zero) within the limits, each bulk complete and after a '$'. It returns
+// what multibulk would; ok is false for anything else (an incomplete command, an error, a
+// count it does not take), which multibulk then parses from the start.
+func (p *respParser) multibulkFast(in []byte) (args [][]byte, n int, ok bool) {
+	count, pos := oneDigit(in, 1), 4
+	if count < 0 {
+		if count, pos, ok = smallCount(in, 1); !ok || count > MaxRESPArgs {
+			return nil, 0, false
+		}
+	}
+	p.args = p.args[:0]
+	for range count {
+		if pos >= len(in) || in[pos] != '$' {
+			return nil, 0, false
+		}
+		size, next := oneDigit(in, pos+1), pos+4
+		if size < 0 {
+			if size, next, ok = smallCount(in, pos+1); !ok || size > MaxRESPBulk {
+				return nil, 0, false
+			}
+		}
+		if len(in)-next < size+2 {
+			return nil, 0, false
+		}
+		p.args = append(p.args, in[next:next+size])
+		pos = next + size + 2
+	}
+	return p.args, pos, true
+}
+
+// oneDigit is smallCount's common case, inlined: the count of one digit at in[i], or -1 for
+// any other (smallCount decides then).
+func oneDigit(in []byte, i int) int {
+	if i+2 < len(in) && in[i+1] == '\r' && in[i]-'0' <= 9 {
+		return int(in[i] - '0')
+	}
+	return -1
+}
+
+// smallCount parses the count that starts at in[i] and ends at a '\r' with a byte after it (the
+// line's end, as line reads it): 1 to 7 digits, no leading zero but in "0". It returns the
+// count and the offset past the line's end; ok is false for anything else (parseInt and line
+// decide then).
+func smallCount(in []byte, i int) (v, next int, ok bool) {
+	if i >= len(in) {
+		return 0, 0, false
+	}
+	v = int(in[i]) - '0'
+	if uint(v) > 9 {
+		return 0, 0, false
+	}
+	j := i + 1
+	for ; j < len(in) && j-i <= 7; j++ {
+		c := in[j]
+		if c == '\r' {
+			if j+1 >= len(in) {
+				return 0, 0, false
+			}
+			return v, j + 2, true
+		}
+		d := int(c) - '0'
+		if uint(d) > 9 || v == 0 {
+			return 0, 0, false
+		}
+		v = v*10 + d
+	}
+	return 0, 0, false
+}
+
+// inlineClass sorts the bytes of an inline line for inlineFast: 0 a word's, 1 a space (isSpace
+// but '\n'), 2 the line's end ('\n'), 3 one only inline's rules read right (a quote, NUL).
+var inlineClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c == '\n':
+			t[c] = 2
+		case isSpace(byte(c)):
+			t[c] = 1
+		case c == '"' || c == '\'' || c == 0:
+			t[c] = 3
+		}
+	}
+	return t
+}()
+
+// inlineFast parses an inline command without quotes or NUL bytes in one pass, its words views
+// of in. It returns what inline would; ok is false for anything else (no line end yet, a quote,
+// a NUL), which inline then parses from the start.
+func (p *respParser) inlineFast(in []byte) (args [][]byte, n int, ok bool) {
+	p.args = p.args[:0]
+	start := -1
+	for i, c := range in {
+		switch inlineClass[c] {
+		case 0:
+			if start < 0 {
+				start = i
+			}
+		case 1:
+			if start >= 0 {
+				p.args = append(p.args, in[start:i])
+				start = -1
+			}
+		case 2:
+			if start >= 0 {
+				p.args = append(p.args, in[start:i])
+			}
+			return p.args, i + 1, true
+		default:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
 }
 
 // line returns the count line at the start of in, ending at the first '\r' (as Redis reads it:

@@ -69,6 +69,67 @@ func TestRESPParsesBenchmarkRequests(t *testing.T) {
 	}
 }
 
+// respFastPathCases are inputs at the edges of the parser's fast paths (multibulkFast,
+// inlineFast): counts at their digit limit and past it, leading zeros, signs, limits, a bulk
+// shorter or longer than its count, quotes, NUL bytes, empty lines.
+var respFastPathCases = []string{
+	"*0\r\n", "*00\r\n", "*01\r\n$1\r\na\r\n", "*-1\r\n", "*+1\r\n", "*1 \r\n$1\r\na\r\n",
+	"*1\r\n$0\r\n\r\n", "*1\r\n$00\r\n\r\n", "*1\r\n$-0\r\n\r\n", "*1\r\n$1\r\nab\r\n",
+	"*1\r\n$3\r\nab\r\n", "*1\r\n$1234567\r\n", "*1\r\n$12345678\r\n", "*1\r\n$\r\n",
+	"*1234567\r\n", "*12345678\r\n", "*65536\r\n", "*65537\r\n", "*\r\n", "*1\r\n:1\r\n",
+	"*1\r\n$1048576\r\n", "*1\r\n$1048577\r\n", "*2\r\n$3\r\nGET\r\n$1\r\nk\rx",
+	"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n", "*1\n$4\r\nPING\r\n", "*1\r",
+	"PING\r\n", "PING\n", "PING", " PING  x\t\v\f y\r\r\n", "\r\n", "\n", "a\x00b\n", "a\rb\n",
+	"ECHO \"a b\"\r\n", "ECHO 'a'\r\n", "ECHO a\"b\r\n", "\xff\xfe x\n", "PING\r\nPING\r\n",
+}
+
+// TestRESPFastPathsAgreeWithTheGeneralParser: on every prefix of inputs at the edges of the fast
+// paths, the parser (next) finds what its general rules (nextSlow) find: the same arguments,
+// length and error.
+func TestRESPFastPathsAgreeWithTheGeneralParser(t *testing.T) {
+	for _, in := range append(respFastPathCases, benchmarkRequests...) {
+		for i := 1; i <= len(in); i++ {
+			if fast, slow := respNext(in[:i], false), respNext(in[:i], true); fast != slow {
+				t.Errorf("%q: the parser found %s, its general rules %s", in[:i], fast, slow)
+			}
+		}
+	}
+}
+
+// respNext is what a respParser's next (or, slow, nextSlow) finds at the start of in, as text.
+func respNext(in string, slow bool) string {
+	var p respParser
+	next := p.next
+	if slow {
+		next = p.nextSlow
+	}
+	args, n, err := next([]byte(in))
+	return fmt.Sprintf("%q %d %v", args, n, err)
+}
+
+// TestRESPCommandKeys: each command is found by its name in any case (lookup), and a name that
+// differs from every command's by a byte, or is longer, is not.
+func TestRESPCommandKeys(t *testing.T) {
+	for i, c := range commands {
+		mixed := []byte(c.name)
+		mixed[0] -= 'a' - 'A'
+		for _, name := range []string{c.name, strings.ToUpper(c.name), string(mixed)} {
+			if got := lookup([]byte(name)); got != i {
+				t.Errorf("lookup(%q) = %d; want %d", name, got, i)
+			}
+		}
+		others := []string{c.name + "x", c.name[1:], c.name + "\x00", "x" + c.name}
+		for j := range c.name { // one byte changed: to a non-letter, to the letter after it
+			others = append(others, c.name[:j]+"^"+c.name[j+1:], c.name[:j]+string(c.name[j]+1)+c.name[j+1:])
+		}
+		for _, name := range others {
+			if got := lookup([]byte(name)); got >= 0 && commands[got].name != strings.ToLower(name) {
+				t.Errorf("lookup(%q) = %d (%s)", name, got, commands[got].name)
+			}
+		}
+	}
+}
+
 // TestRESPWaitsForIncompleteCommands: every proper prefix of a request is "not yet" (n == 0, no
 // error), never a protocol error.
 func TestRESPWaitsForIncompleteCommands(t *testing.T) {
