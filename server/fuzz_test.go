@@ -91,6 +91,9 @@ func FuzzHTTP(f *testing.F) {
 		f.Add([]byte(r), uint16(len(r)/2))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
+		if fast, slow := httpParse(string(in), false), httpParse(string(in), true); fast != slow {
+			t.Fatalf("%q: the parser found %s, its general rules %s", in, fast, slow)
+		}
 		whole, closeWhole := serveInTwo(t, in, len(in))
 		split, closeSplit := serveInTwo(t, in, int(cut)%(len(in)+1))
 		if whole != split || closeWhole != closeSplit {

@@ -4,6 +4,8 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -117,8 +119,9 @@ func (h *HTTP) OnData(c *Conn) {
 func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
 	d := h.cur.Load()
 	used := 0
+	var req request
 	for used < len(in) && len(out) < limit {
-		req, n, status := parseRequest(in[used:])
+		n, status := parseRequest(in[used:], &req)
 		if status != "" {
 			return len(in), appendResponse(out, d, status, status[4:], false, "close"), true
 		}
@@ -136,6 +139,9 @@ func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
 
 // respond appends the response to a well-formed request.
 func respond(out []byte, d *httpDate, req *request) []byte {
+	if req.keepAlive && !req.http10 && string(req.method) == "GET" && (string(req.target) == "/" || string(req.target) == "/plaintext") {
+		return append(out, d.hello...) // the usual request
+	}
 	conn := ""
 	switch {
 	case !req.keepAlive:
@@ -196,17 +202,27 @@ const (
 	statusBadVersion     = "505 HTTP Version Not Supported"
 )
 
-// parseRequest parses the request at the start of b (RFC 9112): its request line, header fields
-// (Connection, Content-Length, Host and Transfer-Encoding are read, the others checked and
-// skipped) and body (skipped). It returns the request and its length in bytes, n == 0 when b
-// holds no complete request yet, or the status of the error response when the request is
-// refused. Lines must end in CRLF; empty lines before the request line are skipped.
-func parseRequest(b []byte) (req request, n int, status string) {
+// parseRequest parses the request at the start of b (RFC 9112) into req: its request line,
+// header fields (Connection, Content-Length, Host and Transfer-Encoding are read, the others
+// checked and skipped) and body (skipped). It returns the request's length in bytes, n == 0
+// when b holds no complete request yet, or the status of the error response when the request
+// is refused. Lines must end in CRLF; empty lines before the request line are skipped.
+func parseRequest(b []byte, req *request) (n int, status string) {
+	if n, ok := parseRequestFast(b, req); ok {
+		return n, ""
+	}
+	*req, n, status = parseRequestSlow(b)
+	return n, status
+}
+
+// parseRequestSlow is parseRequest without its fast path (parseRequestFast): the general rules,
+// errors included.
+func parseRequestSlow(b []byte) (req request, n int, status string) {
 	pos := 0
 	for pos+1 < len(b) && b[pos] == '\r' && b[pos+1] == '\n' {
 		pos += 2
 	}
-	bodyLen, hosts, closeTok, keepAliveTok := -1, 0, false, false
+	var hs headState
 	for first := true; ; first = false {
 		i := bytes.IndexByte(b[pos:], '\n')
 		if i < 0 && len(b) <= MaxHeaderBytes {
@@ -239,41 +255,187 @@ func parseRequest(b []byte) (req request, n int, status string) {
 				return req, 0, statusBadRequest
 			}
 		}
-		// The fields read are told apart by their length first: most fields are none of them,
-		// and a case-insensitive comparison costs more than a length.
+		if status = hs.field(name, value); status != "" {
+			return req, 0, status
+		}
+	}
+	n, status = hs.end(&req, b, pos)
+	return req, n, status
+}
+
+// parseRequestFast parses the usual request in one pass over its bytes: no empty line before
+// it, a request line parseRequestLine takes, header fields with a token for name and a value
+// of allowed bytes, the head within MaxHeaderBytes, no Transfer-Encoding, the body complete.
+// It fills req and returns what parseRequest would; ok is false for anything else (an
+// incomplete request, one refused, one it does not take), which parseRequestSlow then parses
+// from the start.
+func parseRequestFast(b []byte, req *request) (n int, ok bool) {
+	h := b[:min(len(b), MaxHeaderBytes)] // a line end past it would be a 431
+	pos, ok := requestLineFast(h, req)
+	if !ok {
+		return 0, false
+	}
+	var hs headState
+	for {
+		if pos+1 >= len(h) {
+			return 0, false
+		}
+		if h[pos] == '\r' {
+			if h[pos+1] != '\n' {
+				return 0, false
+			}
+			pos += 2
+			break // the end of the head
+		}
+		start := pos
+		pos += tokenEnd(h[pos:])
+		if pos == start || pos >= len(h) || h[pos] != ':' {
+			return 0, false
+		}
+		name := h[start:pos]
+		pos++
+		for pos < len(h) && (h[pos] == ' ' || h[pos] == '\t') {
+			pos++
+		}
+		start = pos
+		pos += valueEnd(h[pos:])
+		if pos+1 >= len(h) || h[pos] != '\r' || h[pos+1] != '\n' {
+			return 0, false
+		}
+		value := trimOWS(h[start:pos])
+		pos += 2
+		if hs.field(name, value) != "" {
+			return 0, false
+		}
+	}
+	n, status := hs.end(req, b, pos)
+	return n, n > 0 && status == ""
+}
+
+// requestLineFast parses the request line at the start of b as parseRequestLine does, with its
+// line end: "METHOD SP request-target SP HTTP/1.1" (or 1.0) and CRLF. It returns the offset
+// past the line; ok is false for anything else (parseRequestSlow decides then).
+func requestLineFast(b []byte, req *request) (int, bool) {
+	sp1 := tokenEnd(b)
+	if sp1 == 0 || sp1 == len(b) || b[sp1] != ' ' {
+		return 0, false
+	}
+	sp2 := sp1 + 1
+	for _, c := range b[sp2:] {
+		if c <= ' ' || c == 0x7f {
+			break
+		}
+		sp2++
+	}
+	if sp2 == sp1+1 || len(b)-sp2 < len(" HTTP/1.1\r\n") || b[sp2] != ' ' {
+		return 0, false
+	}
+	target := b[sp1+1 : sp2]
+	if target[0] != '/' && string(target) != "*" {
+		return 0, false
+	}
+	switch string(b[sp2+1 : sp2+11]) {
+	case "HTTP/1.1\r\n":
+		req.http10 = false
+	case "HTTP/1.0\r\n":
+		req.http10 = true
+	default:
+		return 0, false
+	}
+	req.method, req.target = b[:sp1], target
+	return sp2 + 11, true
+}
+
+// valueEnd returns the index of the first byte of b that a field value may not hold
+// (badValueByte), or len(b). It looks at eight bytes at a time: in a word x, the bytes below
+// 0x20 are those whose x-0x20 borrows with their top bit clear, and DEL's are the zero bytes of
+// x^0x7f...; the lowest byte so marked is exact (a borrow only marks bytes above it). A tab
+// is marked too: the bytes from it on are looked at one by one.
+func valueEnd(b []byte) int {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; len(b)-i >= 8; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		y := x ^ 0x7f*ones
+		if m := ((x-0x20*ones)&^x | (y-ones)&^y) & tops; m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			if b[i] != '\t' {
+				return i
+			}
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if badValueByte[b[i]] {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// headState is what a request's header fields tell (headState.field), for its end
+// (headState.end).
+type headState struct {
+	bodyLen             int // 1 + the Content-Length; 0: none
+	hosts               int
+	closeTok, keepAlive bool
+}
+
+// field reads one header field, its value trimmed of white space: Host, Connection,
+// Content-Length and Transfer-Encoding. It returns the status of a refusal, or "". The names
+// are told apart by their length first: most fields are none of them.
+func (s *headState) field(name, value []byte) string {
+	switch {
+	case len(name) == len("host") && foldEq(name, "host"):
+		s.hosts++
+	case len(name) == len("connection") && foldEq(name, "connection"):
+		for tok := range bytes.SplitSeq(value, []byte(",")) {
+			tok = trimOWS(tok)
+			s.closeTok = s.closeTok || bytes.EqualFold(tok, []byte("close"))
+			s.keepAlive = s.keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
+		}
+	case len(name) == len("content-length") && foldEq(name, "content-length"):
+		v, ok := parseLength(value)
 		switch {
-		case len(name) == len("Host") && bytes.EqualFold(name, []byte("Host")):
-			hosts++
-		case len(name) == len("Connection") && bytes.EqualFold(name, []byte("Connection")):
-			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				tok = trimOWS(tok)
-				closeTok = closeTok || bytes.EqualFold(tok, []byte("close"))
-				keepAliveTok = keepAliveTok || bytes.EqualFold(tok, []byte("keep-alive"))
-			}
-		case len(name) == len("Content-Length") && bytes.EqualFold(name, []byte("Content-Length")):
-			v, ok := parseLength(value)
-			switch {
-			case !ok || bodyLen >= 0 && v != bodyLen:
-				return req, 0, statusBadRequest
-			case v > MaxBodyBytes:
-				return req, 0, statusTooLarge
-			}
-			bodyLen = v
-		case len(name) == len("Transfer-Encoding") && bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			return req, 0, statusNotImplemented
+		case !ok || s.bodyLen > 0 && v != s.bodyLen-1:
+			return statusBadRequest
+		case v > MaxBodyBytes:
+			return statusTooLarge
 		}
+		s.bodyLen = v + 1
+	case len(name) == len("transfer-encoding") && foldEq(name, "transfer-encoding"):
+		return statusNotImplemented
 	}
-	if hosts > 1 || hosts == 0 && !req.http10 { // RFC 9112 3.2: exactly one Host in HTTP/1.1
-		return req, 0, statusBadRequest
+	return ""
+}
+
+// end finishes the request whose head ends at pos in b: exactly one Host in HTTP/1.1, whether
+// the connection stays open, and the body. It returns the request's length (0: its body is
+// not all in b yet) or the status of a refusal.
+func (s *headState) end(req *request, b []byte, pos int) (int, string) {
+	if s.hosts > 1 || s.hosts == 0 && !req.http10 { // RFC 9112 3.2: exactly one Host in HTTP/1.1
+		return 0, statusBadRequest
 	}
-	req.keepAlive = !closeTok && (!req.http10 || keepAliveTok)
-	if bodyLen > 0 {
-		pos += bodyLen
+	req.keepAlive = !s.closeTok && (!req.http10 || s.keepAlive)
+	if s.bodyLen > 1 {
+		pos += s.bodyLen - 1
 		if pos > len(b) {
-			return req, 0, ""
+			return 0, ""
 		}
 	}
-	return req, pos, ""
+	return pos, ""
+}
+
+// foldEq reports whether name, a token (tchar bytes), is lower (lower-case letters and '-') in
+// any case: a tchar byte with bit 5 set (c|0x20) is a lower-case letter only for that letter
+// and its upper case, and is '-' only for '-'. name and lower have the same length.
+func foldEq(name []byte, lower string) bool {
+	for i := range len(lower) {
+		if name[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // trimOWS removes the optional white space (spaces and tabs) around a field value or a list
@@ -340,11 +502,12 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 // tokenEnd returns the length of the RFC 9110 token (a method or a field name: tchars) that b
 // starts with: the index of its first byte that is not a tchar, or len(b).
 func tokenEnd(b []byte) int {
-	i := 0
-	for i < len(b) && tchar[b[i]] {
-		i++
+	for i, c := range b {
+		if !tchar[c] {
+			return i
+		}
 	}
-	return i
+	return len(b)
 }
 
 // badValueByte tells the bytes a field value may not hold: the control characters but tab,

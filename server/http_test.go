@@ -59,6 +59,91 @@ func TestHTTPPlaintext(t *testing.T) {
 	}
 }
 
+// httpFastPathCases are requests at the edges of the parser's fast path (parseRequestFast):
+// empty lines first, bare LFs, CRs inside lines, white space around values, control bytes,
+// fields it reads in any case, repeated and bad Content-Lengths, bodies, HTTP/1.0, a head at
+// MaxHeaderBytes and one past it.
+var httpFastPathCases = []string{
+	wrkRequest, curlRequest, "\r\n" + wrkRequest, "\n" + wrkRequest, "GET / HTTP/1.1\nHost: h\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: h\n\r\n", "GET / HTTP/1.1\r\nHost: h\r\n\n", "GET / HTTP/1.1\r\nHost: h\r\n\rx\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: h\rx\r\n\r\n", "GET /\r HTTP/1.1\r\nHost: h\r\n\r\n", "GET / HTTP/1.1\r\nhOsT:h\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: \t h \t\r\n\r\n", "GET / HTTP/1.1\r\nHost : h\r\n\r\n", "GET / HTTP/1.1\r\n Host: h\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: h\x01\r\n\r\n", "GET / HTTP/1.1\r\nHost: h\x7f\r\n\r\n", "GET / HTTP/1.1\r\nHost: h\xff\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n", "GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.0\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: h\r\nCONNECTION: Close\r\n\r\n", "GET / HTTP/1.0\r\nConnection: x, keep-alive \r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", "POST / HTTP/1.1\r\nHost: h\r\ncontent-length: 0\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+	"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+	"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\nContent-Length: 1\r\n\r\na",
+	"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", "GET / HTTP/2.0\r\nHost: h\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: h\r\nX: " + strings.Repeat("a", MaxHeaderBytes-50) + "\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: h\r\nX: " + strings.Repeat("a", MaxHeaderBytes-40) + "\r\n\r\n",
+}
+
+// TestHTTPFastPathAgreesWithTheGeneralParser: on every prefix of requests at the edges of the
+// fast path, the parser (parseRequest) finds what its general rules (parseRequestSlow) find:
+// the same request, length and refusal.
+func TestHTTPFastPathAgreesWithTheGeneralParser(t *testing.T) {
+	for _, in := range httpFastPathCases {
+		for i := 1; i <= len(in); i++ {
+			if i == 100 && len(in) > 300 {
+				i = len(in) - 100 // the long heads' middles are all alike
+			}
+			if fast, slow := httpParse(in[:i], false), httpParse(in[:i], true); fast != slow {
+				t.Errorf("%.80q: the parser found %s, its general rules %s", in[:i], fast, slow)
+			}
+		}
+	}
+}
+
+// httpParse is what parseRequest (or, slow, parseRequestSlow) finds at the start of in, as text.
+func httpParse(in string, slow bool) string {
+	var req request
+	var n int
+	var status string
+	if slow {
+		req, n, status = parseRequestSlow([]byte(in))
+	} else {
+		req = request{method: []byte("stale"), http10: true} // what a request before left
+		n, status = parseRequest([]byte(in), &req)
+	}
+	if n == 0 {
+		req = request{} // what an incomplete or refused request leaves in it is not read
+	}
+	return fmt.Sprintf("%q %q %v %v %d %q", req.method, req.target, req.http10, req.keepAlive, n, status)
+}
+
+// TestHTTPValueEndFindsTheFirstBadByte: valueEnd, eight bytes at a time, finds the first byte
+// a field value may not hold as a byte-by-byte look does: each byte value at each position of
+// values of 1 to 24 bytes, after a tab or a byte of 0x80 and more, or a second bad byte.
+func TestHTTPValueEndFindsTheFirstBadByte(t *testing.T) {
+	want := func(b []byte) int {
+		for i, c := range b {
+			if badValueByte[c] {
+				return i
+			}
+		}
+		return len(b)
+	}
+	for n := 1; n <= 24; n++ {
+		for pos := range n {
+			for c := range 256 {
+				for _, before := range []byte{'a', '\t', 0xff, 0x80, 0x1f} {
+					b := []byte(strings.Repeat("a", n))
+					if pos > 0 {
+						b[pos-1] = before
+					}
+					b[pos] = byte(c)
+					if got := valueEnd(b); got != want(b) {
+						t.Fatalf("valueEnd(%q) = %d; want %d", b, got, want(b))
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestHTTPPipelinedInOrder: requests sent together are answered in order, the incomplete one
 // at the end is left for later.
 func TestHTTPPipelinedInOrder(t *testing.T) {
