@@ -189,7 +189,7 @@ func (c *Conn) gone() bool { return c.st.Load() != stOpen }
 func (c *Conn) setGone() { c.st.Store(stGone) }
 
 // afterCloseWriteClaim, when set (tests), is called by CloseWrite from another goroutine once it
-// has taken the connection's writing side, before it queues the shutdown for the loop.
+// has taken the connection's writing side and queued the shutdown for the loop.
 var afterCloseWriteClaim func(c *Conn)
 
 // Loop is the loop that serves the connection.
@@ -377,9 +377,10 @@ func (c *Conn) overflow(n int) error {
 // once the connection's buffer has grown to its traffic; from another goroutine it copies p
 // into the connection's inbox, and the loop takes it on its next turn (woken through the ring
 // from another loop of the engine). Either way p may be reused at once. It returns 0 and
-// net.ErrClosed once the connection is closing or closed. A write that would take Pending past
-// the output cap (WithMaxPending) is refused: it returns 0 and ErrOutputFull, and the
-// connection is closed at once, its output dropped (OnClose's err is ErrOutputFull).
+// net.ErrClosed once the connection is closing or closed (on the loop, a close another
+// goroutine queued counts from when the loop runs it: see Loop.Post). A write that would take
+// Pending past the output cap (WithMaxPending) is refused: it returns 0 and ErrOutputFull, and
+// the connection is closed at once, its output dropped (OnClose's err is ErrOutputFull).
 func (c *Conn) Write(p []byte) (int, error) {
 	if !c.l.ev.Owned() || c.gone() {
 		return c.writeElsewhere(p)
@@ -454,7 +455,7 @@ func (c *Conn) Buffers() (in, out []byte) {
 		return nil, nil
 	}
 	in = c.input()
-	if c.gone() {
+	if c.writeShut() {
 		return in, nil
 	}
 	return in, c.outRoom()
@@ -482,7 +483,7 @@ func (c *Conn) Commit(consumed int, out []byte) error {
 		}
 		return nil
 	}
-	if c.gone() {
+	if c.writeShut() {
 		return net.ErrClosed
 	}
 	if !c.fits(len(out)) {
@@ -498,7 +499,7 @@ func (c *Conn) Commit(consumed int, out []byte) error {
 // another goroutine, and on a closed connection, it returns nil (append then allocates, and
 // Write copies or fails as usual).
 func (c *Conn) AvailableBuffer() []byte {
-	if !c.l.ev.Owned() || c.gone() {
+	if !c.l.ev.Owned() || c.writeShut() {
 		return nil
 	}
 	return c.outRoom()
@@ -509,13 +510,28 @@ func (c *Conn) WriteString(s string) (int, error) {
 	return c.Write(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
-// writeElsewhere is Write from another goroutine, or on a closed connection.
+// writeElsewhere is Write from another goroutine, or on a connection a close has taken.
 func (c *Conn) writeElsewhere(p []byte) (int, error) {
-	if c.l.ev.Owned() {
+	if !c.l.ev.Owned() {
+		return c.writeAsync(p)
+	}
+	if c.writeShut() {
 		return 0, net.ErrClosed
 	}
-	return c.writeAsync(p)
+	if !c.fits(len(p)) {
+		return 0, c.overflow(len(p))
+	}
+	c.write(p)
+	return len(p), nil
 }
+
+// writeShut reports, on the loop, whether writes fail: the connection is closing or closed, or
+// its writing side is shut down. A Close, Abort or CloseWrite from another goroutine takes the
+// connection at once (gone), but runs on the loop behind what was queued before it (posted
+// functions, writes): until then a write on the loop still joins the output, so that a posted
+// function's write queued before the close is sent before it, as the writes queued after the
+// function are; failing it would leave a hole in the stream.
+func (c *Conn) writeShut() bool { return c.gone() && (c.closing || c.closed || c.shut != 0) }
 
 // writeAsync is Write from another goroutine: p joins the connection's entry of the loop's
 // (asyncAt) and the loop is woken. Past the
@@ -720,19 +736,31 @@ func (c *Conn) claim() bool {
 // writes. It returns net.ErrClosed if the connection is closing or closed, or CloseWrite was
 // called already.
 func (c *Conn) CloseWrite() error {
+	if !c.l.ev.Owned() {
+		return c.closeWriteAsync()
+	}
 	if !c.st.CompareAndSwap(stOpen, stWShut) {
 		return net.ErrClosed
 	}
-	if !c.l.ev.Owned() {
-		if afterCloseWriteClaim != nil {
-			afterCloseWriteClaim(c)
-		}
-		if c.l.Post(c.startShut) != nil {
-			return net.ErrClosed
-		}
-		return nil
-	}
 	c.startShut()
+	return nil
+}
+
+// closeWriteAsync is CloseWrite from another goroutine: the writing side is taken and the
+// shutdown queued for the loop in one step under l.mu, as other goroutines' writes and posted
+// functions are queued, so that each of them is either before it (sent first) or after it
+// (refused).
+func (c *Conn) closeWriteAsync() error {
+	l := c.l
+	l.mu.Lock()
+	if l.stopped || !c.st.CompareAndSwap(stOpen, stWShut) {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	l.postLocked(c.startShut)
+	if afterCloseWriteClaim != nil {
+		afterCloseWriteClaim(c)
+	}
 	return nil
 }
 

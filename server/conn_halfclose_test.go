@@ -263,9 +263,9 @@ func TestConnCloseRacingCloseWriteCloses(t *testing.T) {
 }
 
 // TestConnCloseAfterCloseWriteClaimCloses: a Close that comes while another goroutine's
-// CloseWrite is under way (once CloseWrite has taken the writing side, before it queues the
-// shutdown: the afterCloseWriteClaim seam) takes (nil) and closes the connection, as any Close
-// after CloseWrite does.
+// CloseWrite is under way (once CloseWrite has taken the writing side and queued the shutdown:
+// the afterCloseWriteClaim seam) takes (nil) and closes the connection, as any Close after
+// CloseWrite does.
 func TestConnCloseAfterCloseWriteClaimCloses(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		r := newRecorder()
@@ -290,6 +290,46 @@ func TestConnCloseAfterCloseWriteClaimCloses(t *testing.T) {
 		}
 		if err := sc.Close(); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("Close after the close: %v, want net.ErrClosed", err)
+		}
+	})
+}
+
+// TestConnCloseWriteRefusesAPostedWriteAfterIt: once CloseWrite from another goroutine has
+// refused a Write (the afterCloseWriteClaim seam, as it returns), a function that goroutine
+// posts next runs after the shutdown: its Write fails too, and the peer reads EOF alone, not
+// the function's bytes after the refused ones (a hole in the stream).
+func TestConnCloseWriteRefusesAPostedWriteAfterIt(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		var refused error
+		posted := make(chan error, 1)
+		afterCloseWriteClaim = func(cc *Conn) {
+			_, refused = cc.WriteString("refused\n")
+			if err := cc.Loop().Post(func() { _, err := cc.WriteString("posted\n"); posted <- err }); err != nil {
+				posted <- err
+			}
+		}
+		t.Cleanup(func() { afterCloseWriteClaim = nil })
+		if err := sc.CloseWrite(); err != nil {
+			t.Fatalf("CloseWrite: %v", err)
+		}
+		afterCloseWriteClaim = nil
+		if !errors.Is(refused, net.ErrClosed) {
+			t.Errorf("Write after CloseWrite took the writing side: %v, want net.ErrClosed", refused)
+		}
+		select {
+		case err := <-posted:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("the posted function's Write: %v, want net.ErrClosed", err)
+			}
+		case <-time.After(waitFor):
+			t.Fatal("the posted function did not run")
+		}
+		if got := readToEOF(t, c); got != "" {
+			t.Errorf("the peer read %q before EOF, want nothing", got)
 		}
 	})
 }

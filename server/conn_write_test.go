@@ -13,6 +13,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // broadcaster is a recorder whose "go" line writes 100 lines to every other connection.
@@ -277,4 +278,59 @@ func TestConnCommitOnAClosedConnIsErrClosed(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestConnPostedWriteBeforeCloseIsSent: from one goroutine, Loop.Post of a function that
+// writes, a Write, then Close (or CloseWrite), while the loop is busy: the function runs
+// before the close, which is queued behind it, so its write succeeds and the peer reads the
+// function's bytes, the written ones, then EOF; not the written bytes alone, with a hole where
+// the function's were.
+func TestConnPostedWriteBeforeCloseIsSent(t *testing.T) {
+	for _, closeWrite := range []bool{false, true} {
+		name := map[bool]string{false: "Close", true: "CloseWrite"}[closeWrite]
+		t.Run(name, func(t *testing.T) {
+			eachSetup(t, func(t *testing.T, s setup) {
+				r := newRecorder()
+				e := startEngine(t, r, s.opts()...)
+				c := dialEngine(t, e)
+				sc := r.next(t)
+				release := make(chan struct{})
+				busy := func() {
+					select {
+					case <-release:
+					case <-time.After(waitFor):
+						t.Error("the loop was not released")
+					}
+				}
+				wrote := make(chan error, 1)
+				for _, f := range []func(){busy, func() { _, err := sc.WriteString("posted\n"); wrote <- err }} {
+					if err := sc.Loop().Post(f); err != nil {
+						t.Fatalf("Post: %v", err)
+					}
+				}
+				if _, err := sc.WriteString("written\n"); err != nil {
+					t.Fatalf("Write from another goroutine: %v", err)
+				}
+				closeIt := sc.Close
+				if closeWrite {
+					closeIt = sc.CloseWrite
+				}
+				if err := closeIt(); err != nil {
+					t.Fatalf("%s from another goroutine: %v", name, err)
+				}
+				close(release)
+				if got, err := io.ReadAll(c); err != nil || string(got) != "posted\nwritten\n" {
+					t.Errorf("the peer read %q, %v; want \"posted\\nwritten\\n\" then EOF", got, err)
+				}
+				select {
+				case err := <-wrote:
+					if err != nil {
+						t.Errorf("the posted function's Write: %v", err)
+					}
+				case <-time.After(waitFor):
+					t.Fatal("the posted function did not run")
+				}
+			})
+		})
+	}
 }

@@ -295,9 +295,10 @@ func (l *Loop) EventLoop() *ringev.Loop { return l.ev }
 // Post queues f to run on the loop's goroutine, after what was queued before it from the same
 // goroutine (writes included: Conn.Write then Post runs f after the bytes are in the
 // connection's output) and before what is queued after it (Post then Conn.Write: the bytes
-// follow what f writes; a Close is queued behind them too). A Close from another goroutine
-// takes the connection at once, though: f's writes after it fail with net.ErrClosed. It is safe from any goroutine; from another loop of the engine it wakes
-// this one through the ring (ringev.Loop.PostTo: IORING_OP_MSG_RING on uring). It returns
+// follow what f writes; a Close, CloseWrite or Abort is queued behind them too). A close
+// queued behind f, from any goroutine, takes the connection when the loop runs it: f's writes
+// succeed and are sent first. It is safe from any goroutine; from another loop of the engine
+// it wakes this one through the ring (ringev.Loop.PostTo: IORING_OP_MSG_RING on uring). It returns
 // ringev.ErrClosed once the loop has ended (f will not run) and ringev.ErrNilFunc for a nil f.
 func (l *Loop) Post(f func()) error {
 	if f == nil {
@@ -308,10 +309,15 @@ func (l *Loop) Post(f func()) error {
 		l.mu.Unlock()
 		return ringev.ErrClosed
 	}
+	l.postLocked(f)
+	return nil
+}
+
+// postLocked is Post under l.mu, of a running loop; it unlocks l.mu.
+func (l *Loop) postLocked(f func()) {
 	l.inF = append(l.inF, f)
 	l.funcs++
 	l.wakeLocked()
-	return nil
 }
 
 // wakeLocked makes sure a drain of the inbox is queued on the loop, and unlocks l.mu. The
