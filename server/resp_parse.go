@@ -68,6 +68,9 @@ func (p *respParser) next(in []byte) (args [][]byte, n int, err error) {
 // nextSlow is next without its fast paths: the parser's general rules, which the fast paths
 // (multibulkFast, inlineFast) follow for the commands they take.
 func (p *respParser) nextSlow(in []byte) (args [][]byte, n int, err error) {
+	if len(in) == 0 {
+		return nil, 0, nil
+	}
 	if in[0] == '*' {
 		args, n, err = p.multibulk(in)
 	} else {
