@@ -26,17 +26,7 @@ func TestServerCancelsContextWhenClientGoesAway(t *testing.T) {
 			}
 		})
 		addr := serveRingev(t, backend, &http.Server{Handler: h})
-		c, err := net.DialTimeout("tcp", addr, waitFor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		select {
-		case <-started:
-		case <-time.After(waitFor):
-			t.Fatal("the handler did not start")
-		}
-		c.Close()
+		requestThenLeave(t, addr, started)
 		select {
 		case <-cancelled:
 		case <-time.After(waitFor):
@@ -76,19 +66,26 @@ func TestServerCancelsDerivedContextsWithTheRequest(t *testing.T) {
 			result <- fmt.Sprintf("%v %v %v", child.Err(), timed.Err(), early.Err())
 		})
 		addr := serveRingev(t, backend, &http.Server{Handler: h})
-		c, err := net.DialTimeout("tcp", addr, waitFor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		select {
-		case <-started:
-		case <-time.After(waitFor):
-			t.Fatal("the handler did not start")
-		}
-		c.Close()
+		requestThenLeave(t, addr, started)
 		if got, want := <-result, "context canceled context canceled context canceled"; got != want {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 	})
+}
+
+// requestThenLeave sends a GET to addr and closes the connection once the handler has started
+// (started closed): a client that goes away during its request.
+func requestThenLeave(t *testing.T, addr string, started <-chan struct{}) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, waitFor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case <-started:
+	case <-time.After(waitFor):
+		t.Fatal("the handler did not start")
+	}
+	c.Close()
 }
