@@ -785,10 +785,13 @@ func (c *Conn) startShut() {
 // always, once at least: that call is how its handler learns of it. False from another
 // goroutine.
 func (c *Conn) EOF() bool {
+	if !c.l.ev.Owned() {
+		return false
+	}
 	if v := &c.l.view; c.inData && v.c == c && v.part {
 		return false // more input waits behind the piece given (serveLeft)
 	}
-	return c.l.ev.Owned() && c.eof
+	return c.eof
 }
 
 // SetHalfOpen sets whether the peer's EOF ends the connection once its output is sent (false,
@@ -991,8 +994,8 @@ func (c *Conn) serveLeft() {
 }
 
 // leftPiece is how much more input that waited (serveLeft) one OnData is given than the last
-// left unconsumed, in bytes: a recv buffer's worth (RecvLargeBufferSize).
-const leftPiece = 64 << 10
+// left unconsumed, in bytes: a recv buffer's worth.
+const leftPiece = RecvLargeBufferSize
 
 // deliver hands bytes received (data, valid until it returns) to OnData, after the input left
 // over; input is dropped once the connection is closing.
