@@ -1167,7 +1167,7 @@ func (c *Conn) readStopped() {
 	if x := c.rare; x != nil && x.afterPause != nil && !c.recvLive {
 		f := x.afterPause
 		x.afterPause = nil
-		if c.held && !c.closed {
+		if c.held && !c.closing && !c.closed {
 			f()
 		}
 	}

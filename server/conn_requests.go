@@ -263,6 +263,7 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 		c.readStopped()
 		return
 	case errors.Is(x.Err, unix.ENOBUFS): // the group ran dry; the loop re-arms the recv
+		c.readStopped() // unless reading is held: then this was the recv's last completion
 		return
 	case errors.Is(x.Err, unix.ECANCELED) && !c.closed:
 		// the recv was stopped for backpressure or PauseRead: update re-arms it when wanted
