@@ -207,6 +207,7 @@ func (p *pipe) direct(dc net.Conn, left int64, end func(left int64)) {
 	if p.closed || p.err != nil || p.eof {
 		p.mu.Unlock()
 		dc.Close()
+		end(left) // the loop feeds what is left, as before the detach
 		return
 	}
 	p.dc, p.dleft, p.dend = dc, left, end
@@ -217,7 +218,7 @@ func (p *pipe) direct(dc net.Conn, left int64, end func(left int64)) {
 // readDirect is Read from dc (p.mu held, released).
 func (p *pipe) readDirect(b []byte) (int, error) {
 	dc := p.dc
-	if len(b) > int(min(p.dleft, 1<<30)) {
+	if int64(len(b)) > p.dleft {
 		b = b[:p.dleft]
 	}
 	if dl := p.deadline; !dl.Equal(p.dlSent) {

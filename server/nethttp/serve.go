@@ -367,12 +367,8 @@ func (s *Server) OnClose(c *server.Conn, err error) {
 // handshakeReason is what net/http logs of a failed TLS handshake: crypto/tls's error (or
 // the peer's early close, or the timeout) without package server's prefix.
 func handshakeReason(err error) string {
-	if m, ok := err.(interface{ Unwrap() []error }); ok {
-		if errs := m.Unwrap(); len(errs) == 2 && errs[0] == server.ErrTLSHandshake {
-			return errs[1].Error()
-		}
-	}
-	return err.Error()
+	r := strings.TrimPrefix(err.Error(), server.ErrTLSHandshake.Error()+": ")
+	return strings.TrimPrefix(r, "server: ")
 }
 
 // OnShutdown keeps a connection whose request is in service open through the engine's graceful
