@@ -56,10 +56,18 @@ func (h *conn) hijack(x *exchange) (*netConn, error) {
 		h.c.SetIdleTimeout(0)
 		h.c.SetRequestTimeout(0)
 		if x.body != nil {
+			// What the body's reader has not read of the bytes given to it is the client's
+			// next, as net/http's hijacked connection reads it from its buffer.
+			if nc.in.put(x.unreadBody()) {
+				h.pauseRead()
+			}
 			x.body.close()
 		}
 		h.state(http.StateHijacked)
 		nc.fill()
+		if h.eof {
+			nc.in.end(nil) // the client's EOF came before: no OnData will tell it again
+		}
 		if x.detaching || x.direct || !nc.in.isFull() {
 			// The body's reader held reading: what follows it is the hijacked conn's.
 			x.detaching, x.direct = false, false
@@ -71,6 +79,21 @@ func (h *conn) hijack(x *exchange) (*netConn, error) {
 		return nil, errHijackClosed
 	}
 	return nc, nil
+}
+
+// unreadBody is what x's body's reader has not read of the bytes the loop gave it (its
+// bufio.Reader's, then the pipe's; on the loop, while its handler waits in Hijack), without
+// the bytes after the body a chunked body's reader was given to peek at (still in the input).
+func (x *exchange) unreadBody() []byte {
+	var b []byte
+	if x.br != nil {
+		b, _ = x.br.Peek(x.br.Buffered())
+	}
+	b = x.body.unread(b)
+	if x.chunks.state == chunkDone {
+		b = b[:len(b)-min(len(b), x.chunks.peek)]
+	}
+	return b
 }
 
 // fill moves the Conn's input into the pipe (on the loop), and pauses reading while the pipe

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +173,83 @@ func TestServerHijackServesGorillaWebSocket(t *testing.T) {
 			}
 		}
 		c.WriteMessage(gorilla.CloseMessage, gorilla.FormatCloseMessage(gorilla.CloseNormalClosure, ""))
+	})
+}
+
+// TestServerHijackHandsOverTheBodyNotRead: a handler that reads part of the request's body and
+// hijacks reads the rest of it from the hijacked connection, then what followed it, as on
+// net/http: a short body (in the body's pipe) and a long one (read from the socket).
+func TestServerHijackHandsOverTheBodyNotRead(t *testing.T) {
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.CopyN(io.Discard, r.Body, 100)
+			nc, brw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer nc.Close()
+			nc.SetReadDeadline(time.Now().Add(waitFor))
+			rest, err := brw.ReadString('!')
+			if err != nil {
+				t.Errorf("reading the hijacked connection: %v (after %d bytes)", err, len(rest))
+			}
+			brw.WriteString(strconv.Itoa(len(rest)) + " " + strconv.Itoa(strings.Count(rest, "b")))
+			brw.Flush()
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, opts...)
+		for _, n := range []int{1000, 600 << 10} {
+			c, err := net.DialTimeout("tcp", addr, waitFor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(waitFor))
+			go func() {
+				io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(n)+"\r\n\r\n")
+				io.WriteString(c, strings.Repeat("b", n)+"!")
+			}()
+			got, err := io.ReadAll(c)
+			c.Close()
+			if want := strconv.Itoa(n-100+1) + " " + strconv.Itoa(n-100); err != nil || string(got) != want {
+				t.Errorf("a body of %d bytes: the hijacked connection read %q (%v), want %q", n, got, err, want)
+			}
+		}
+	})
+}
+
+// TestServerHijackSeesTheEOFThatCameBefore: a client that shuts down its side before its
+// handler hijacks (the handler waits for the request's context, cancelled then) leaves its
+// bytes and then EOF for the hijacked connection to read, as on net/http.
+func TestServerHijackSeesTheEOFThatCameBefore(t *testing.T) {
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+			nc, brw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer nc.Close()
+			nc.SetReadDeadline(time.Now().Add(waitFor))
+			rest, err := io.ReadAll(brw)
+			if err != nil {
+				t.Errorf("reading the hijacked connection until EOF: %v (after %q)", err, rest)
+			}
+			brw.WriteString("got " + string(rest))
+			brw.Flush()
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, opts...)
+		c, err := net.DialTimeout("tcp", addr, waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * waitFor))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\nafter")
+		c.(*net.TCPConn).CloseWrite()
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != "got after" {
+			t.Fatalf("got %q, %v", got, err)
+		}
 	})
 }

@@ -266,6 +266,13 @@ func (p *pipe) readDirect(b []byte) (int, error) {
 	return n, err
 }
 
+// unread returns b (which it does not change) followed by the bytes put and not yet read.
+func (p *pipe) unread(b []byte) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append(b[:len(b):len(b)], p.buf[p.off:]...)
+}
+
 // close ends the reader's side: later reads fail and later puts are dropped.
 func (p *pipe) close() {
 	p.mu.Lock()
