@@ -54,16 +54,19 @@ func (e *Engine) Dial(ctx context.Context, network, addr string, h Handler) (*Co
 // DialTLS is Dial with TLS over the connection, cfg the client's (crypto/tls, unmodified): the
 // handler reads and writes plaintext, what it writes before the handshake ends is sent after
 // it, and Conn.TLS gives the state once it has ended. A cfg without ServerName and without
-// InsecureSkipVerify gets the host of addr. The handshake runs as an accepted connection's
+// InsecureSkipVerify gets the host of addr; over a Unix socket ("unix"), whose path names no
+// host, such a cfg is refused (crypto/tls's Dial would send the path as the server's name, and
+// verify the certificate against it): it must name the server. The handshake runs as an accepted connection's
 // does (WithTLS): on the engine's pool, within the connection's request timeout (else
 // DefaultTLSHandshakeTimeout); the connection is returned once it is open, before the
 // handshake, whose failure closes it with an error wrapping crypto/tls's (OnClose). Errors as
-// Dial's.
+// Dial's, and one for a nil cfg or a Unix socket's cfg that names no server.
 func (e *Engine) DialTLS(ctx context.Context, network, addr string, cfg *tls.Config, h Handler) (*Conn, error) {
-	if cfg == nil {
-		return nil, fmt.Errorf("server: Engine.DialTLS %s %s with a nil tls.Config", network, addr)
+	tc, err := clientConfig("Engine.DialTLS", network, addr, cfg)
+	if err != nil {
+		return nil, err
 	}
-	return e.dial(ctx, network, addr, clientConfig(cfg, addr), h)
+	return e.dial(ctx, network, addr, tc, h)
 }
 
 // dial is Dial and DialTLS (tc nil: no TLS).
@@ -135,16 +138,24 @@ func (l *Loop) Dial(ctx context.Context, network, addr string, h Handler, done f
 
 // DialTLS is Loop.Dial with TLS over the connection, as Engine.DialTLS.
 func (l *Loop) DialTLS(ctx context.Context, network, addr string, cfg *tls.Config, h Handler, done func(*Conn, error)) error {
-	if cfg == nil {
-		return fmt.Errorf("server: Loop.DialTLS %s %s with a nil tls.Config", network, addr)
+	tc, err := clientConfig("Loop.DialTLS", network, addr, cfg)
+	if err != nil {
+		return err
 	}
-	return l.dial(ctx, network, addr, clientConfig(cfg, addr), h, done, nil)
+	return l.dial(ctx, network, addr, tc, h, done, nil)
 }
 
-// clientConfig is cfg, with the host of addr as its ServerName when it has none (and verifies).
-func clientConfig(cfg *tls.Config, addr string) *tls.Config {
+// clientConfig is cfg, with the host of addr as its ServerName when it has none (and
+// verifies). Errors: a nil cfg; a cfg for a Unix socket that names no server and verifies.
+func clientConfig(op, network, addr string, cfg *tls.Config) (*tls.Config, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("server: %s %s %s with a nil tls.Config", op, network, addr)
+	}
 	if cfg.ServerName != "" || cfg.InsecureSkipVerify {
-		return cfg
+		return cfg, nil
+	}
+	if network == "unix" {
+		return nil, fmt.Errorf("server: %s %s %s: a socket path names no server: the tls.Config needs a ServerName to verify the certificate against", op, network, addr)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -152,7 +163,7 @@ func clientConfig(cfg *tls.Config, addr string) *tls.Config {
 	}
 	c := cfg.Clone()
 	c.ServerName = host
-	return c
+	return c, nil
 }
 
 // Dial is Loop.Dial for c, on c's loop: the connection dialed is one c needs (a proxy's

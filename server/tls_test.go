@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -761,6 +762,77 @@ func TestTLSDialUntrustedServerClosesNamingIt(t *testing.T) {
 		var unknown x509.UnknownAuthorityError
 		if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "TLS handshake") {
 			t.Fatalf("OnClose: %v; want a TLS handshake error wrapping x509.UnknownAuthorityError", err)
+		}
+	})
+}
+
+// TestTLSDialUnixNeedsServerName: DialTLS over a Unix socket with a config that names no server
+// (and verifies) is refused at once, with an error that says the config needs a ServerName: a
+// socket path is no name to verify a certificate against, nor to send as SNI.
+func TestTLSDialUnixNeedsServerName(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "tls.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		path := ln.Addr().String()
+		e := startDialEngine(t, s.opts()...)
+		cfg := tlsClientConfig(t)
+		cfg.ServerName = ""
+		if c, err := e.DialTLS(context.Background(), "unix", path, cfg, newRecorder()); c != nil || err == nil || !strings.Contains(err.Error(), "ServerName") {
+			t.Fatalf("Engine.DialTLS unix without a ServerName = %v, %v; want an error naming ServerName", c, err)
+		}
+		onLoop(t, e.Loops()[0], func() {
+			err = e.Loops()[0].DialTLS(context.Background(), "unix", path, cfg, newRecorder(), func(*Conn, error) {})
+		})
+		if err == nil || !strings.Contains(err.Error(), "ServerName") {
+			t.Fatalf("Loop.DialTLS unix without a ServerName = %v; want an error naming ServerName", err)
+		}
+	})
+}
+
+// TestTLSDialUnixVerifiesTheConfigsServerName: DialTLS over a Unix socket with a ServerName
+// talks TLS to the server there, its certificate verified against that name.
+func TestTLSDialUnixVerifiesTheConfigsServerName(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		ln, err := tls.Listen("unix", filepath.Join(t.TempDir(), "tls.sock"), tlsServerConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			io.Copy(c, c)
+		}()
+		defer func() { ln.Close(); <-done }()
+		e := startDialEngine(t, s.opts()...)
+		r := newRecorder()
+		states := make(chan *tls.ConnectionState, 1)
+		r.line = func(c *Conn, line string) { states <- c.TLS() }
+		cfg := tlsClientConfig(t)
+		cfg.ServerName = "localhost"
+		c, err := e.DialTLS(context.Background(), "unix", ln.Addr().String(), cfg, r)
+		if err != nil {
+			t.Fatalf("DialTLS: %v", err)
+		}
+		c.WriteString("ping\n")
+		select {
+		case st := <-states:
+			if st == nil || st.ServerName != "localhost" || len(st.VerifiedChains) == 0 {
+				t.Fatalf("Conn.TLS() = %+v; want a handshake verified for localhost", st)
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("no echo within %v (events %q)", waitFor, r.log())
+		}
+		c.Close()
+		if _, err := r.closedWith(t); err != nil {
+			t.Fatalf("OnClose: %v", err)
 		}
 	})
 }
