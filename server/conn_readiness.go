@@ -328,3 +328,7 @@ func (d *connRdy) stopAccept() {
 func (d *connRdy) idle() bool { return true }
 
 func (d *connRdy) release() {}
+
+// abandon has nothing to close: the loop's Close closes the listener and the connections
+// (AddFd with AutoClose).
+func (d *connRdy) abandon() {}

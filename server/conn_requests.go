@@ -478,6 +478,23 @@ func (d *connReqs) listenerClosed(*ringev.Completion) {
 
 func (d *connReqs) idle() bool { return d.lclosed && d.l.pipes.live == 0 }
 
+// abandon closes the listener, the sockets of the connections whose close has not started
+// (closeFd: a CloseFd request may have closed it already, and its number be another's now),
+// and the splice pipes.
+func (d *connReqs) abandon() {
+	for _, c := range d.l.conns.all {
+		if c != nil && !c.closed {
+			unix.Close(int(c.fd))
+			c.closed = true
+		}
+	}
+	if d.lfd >= 0 {
+		unix.Close(d.lfd)
+		d.lfd = -1
+	}
+	d.l.pipes.close()
+}
+
 func (d *connReqs) release() {
 	d.l.pipes.close()
 	if d.group != nil {

@@ -152,6 +152,10 @@ type ioDriver interface {
 	idle() bool
 	// release frees what the driver holds for the loop (a buffer group).
 	release()
+	// abandon closes, at once, the fds that the driver closes through the loop's requests
+	// (the listener, the connections' sockets, the splice pipes): the loop's Run has ended on
+	// an error, and none of its requests completes any more.
+	abandon()
 }
 
 // newLoop makes the engine's loop idx (not yet running).
@@ -216,10 +220,27 @@ func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<-
 	}
 	if err := ev.Run(); err != nil {
 		e.loopErr(l.idx, err)
+		l.abandon()
 	}
 	l.stop()
 	if err := ev.Close(); err != nil {
 		e.loopErr(l.idx, err)
+	}
+}
+
+// abandon closes what the loop holds when its Run ended on an error, not through the drain
+// (maybeDone) that closes it with the loop's requests: the dials' sockets and the driver's
+// (abandon). ev.Close closes the fds watched with AutoClose. No handler is called: the loop
+// that would run them has ended; Engine.Wait gives the error.
+func (l *Loop) abandon() {
+	for d := range l.dials {
+		if d.fd >= 0 {
+			unix.Close(d.fd)
+			d.fd = -1
+		}
+	}
+	if l.drv != nil {
+		l.drv.abandon()
 	}
 }
 

@@ -41,11 +41,11 @@ const (
 
 // splicePipes is a loop's pool of splice pipes.
 type splicePipes struct {
-	free  [][2]int // empty pipes kept for reuse: read end, write end
-	held  int      // pipes the loop's splicers hold
-	live  int      // splicers with requests in the kernel or bytes in a pipe (the loop waits for them)
-	off   error    // the kernel refused a socket's splice: Splice is Forward on this loop
-	moved uint64   // bytes moved out of the pipes (tests)
+	free  [][2]int            // empty pipes kept for reuse: read end, write end
+	used  map[[2]int]struct{} // the pipes the loop's splicers hold (closed with the pool)
+	live  int                 // splicers with requests in the kernel or bytes in a pipe (the loop waits for them)
+	off   error               // the kernel refused a socket's splice: Splice is Forward on this loop
+	moved uint64              // bytes moved out of the pipes (tests)
 }
 
 // take returns an empty pipe: one of the pool's, else a new one (pipe2(2), non-blocking, sized
@@ -55,24 +55,32 @@ func (p *splicePipes) take() ([2]int, error) {
 	if n := len(p.free); n > 0 {
 		fds := p.free[n-1]
 		p.free = p.free[:n-1]
-		p.held++
+		p.hold(fds)
 		return fds, nil
 	}
-	if p.held >= SplicePipesMax {
-		return [2]int{}, fmt.Errorf("server: %d splice pipes in use: %w", p.held, unix.EMFILE)
+	if len(p.used) >= SplicePipesMax {
+		return [2]int{}, fmt.Errorf("server: %d splice pipes in use: %w", len(p.used), unix.EMFILE)
 	}
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		return fds, fmt.Errorf("server: pipe2 for a splice: %w", err)
 	}
 	unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, SplicePipeSize) // its size stays on failure
-	p.held++
+	p.hold(fds)
 	return fds, nil
+}
+
+// hold counts fds among the pipes the splicers hold.
+func (p *splicePipes) hold(fds [2]int) {
+	if p.used == nil {
+		p.used = map[[2]int]struct{}{}
+	}
+	p.used[fds] = struct{}{}
 }
 
 // put gives a pipe back: kept when empty and the pool has room, else closed.
 func (p *splicePipes) put(fds [2]int, empty bool) {
-	p.held--
+	delete(p.used, fds)
 	if empty && len(p.free) < SplicePipesFree {
 		p.free = append(p.free, fds)
 		return
@@ -81,13 +89,18 @@ func (p *splicePipes) put(fds [2]int, empty bool) {
 	unix.Close(fds[1])
 }
 
-// close closes the pool's pipes (the loop's end).
+// close closes the pool's pipes at the loop's end: the free ones, and those splicers still
+// hold (a loop that ended on an error: their bytes go nowhere now).
 func (p *splicePipes) close() {
 	for _, fds := range p.free {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
 	}
-	p.free = nil
+	for fds := range p.used {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+	}
+	p.free, p.used = nil, nil
 }
 
 // splicer moves one direction's bytes, src's input to dst's socket, in chunks: a POLL_ADD waits

@@ -7,15 +7,20 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
 	"golang.org/x/sys/unix"
 )
@@ -356,6 +361,106 @@ func TestConnSplicePauseReadStopsSplicing(t *testing.T) {
 			}
 		case <-time.After(waitFor):
 			t.Fatal("b did not read to EOF after ResumeRead")
+		}
+	})
+}
+
+// TestConnSpliceLoopEndingOnAnErrorLeavesNoFd: a loop whose wait fails (its Run ends on an error,
+// not through the drain that gives the driver back) closes its splice pipes (the free ones and
+// one that holds bytes for a destination that does not read), its connections' sockets and its
+// listener (NoLeaks). The error is made by putting a
+// file that is not an epoll set in the place of the uring backend's epoll fd (its
+// IORING_OP_EPOLL_WAIT then fails with EINVAL).
+func TestConnSpliceLoopEndingOnAnErrorLeavesNoFd(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		if !kernelPath(s) {
+			t.Skip("Splice is Forward here: no pipe")
+		}
+		before := testutil.OpenFds(t)
+		j := newJoiner()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		e, err := Listen(ctx, "tcp", "127.0.0.1:0", j, append(s.opts(), WithLoops(1), WithLogf(t.Logf), WithHalfOpen(true))...)
+		if err != nil {
+			t.Fatalf("Listen: %v", err)
+		}
+		epfd := -1
+		for _, fd := range testutil.FdsSince(t, before) {
+			if link, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); link == "anon_inode:[eventpoll]" {
+				epfd = fd
+			}
+		}
+		if epfd < 0 {
+			t.Fatalf("no epoll fd among the engine's: %s", describeFds(testutil.FdsSince(t, before)))
+		}
+		a, err := net.DialTimeout("tcp", e.Addr().String(), waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		b, err := net.DialTimeout("tcp", e.Addr().String(), waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		select {
+		case <-j.pairs:
+		case <-time.After(waitFor):
+			t.Fatal("the two connections were not joined")
+		}
+		// a streams to b, which does not read: a pipe ends up holding bytes.
+		go func() {
+			a.SetWriteDeadline(time.Now().Add(waitFor))
+			a.Write(make([]byte, 32<<20))
+		}()
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p[1])
+		l := e.Loops()[0]
+		eventually(t, "a splice pipe holding bytes", func() bool {
+			held := false
+			onLoop(t, l, func() { held = len(l.pipes.used) > 0 && l.pipes.moved > 0 })
+			return held
+		})
+		// An fd event of the loop's own makes the backend wait through its epoll set.
+		onLoop(t, l, func() {
+			ev, err := l.EventLoop().AddFd(p[0], ringev.Read, func(*ringev.FdEvent, ringev.Flags) {
+				var buf [8]byte
+				unix.Read(p[0], buf[:])
+			})
+			if err != nil {
+				t.Errorf("AddFd: %v", err)
+				return
+			}
+			ev.SetAutoClose(true)
+		})
+		null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Dup3(null, epfd, unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(null)
+		unix.Write(p[1], []byte{1}) // ends the wait in flight; the next one fails
+		select {
+		case <-e.Done():
+		case <-time.After(waitFor):
+			t.Fatal("the loop did not end on its failed wait")
+		}
+		if err := e.Wait(); err == nil || !errors.Is(err, unix.EINVAL) {
+			t.Fatalf("Wait: %v; want the failed wait's EINVAL", err)
+		}
+		var pipes []string
+		for _, fd := range testutil.FdsSince(t, before) {
+			if link, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); strings.HasPrefix(link, "pipe:") && fd != p[1] {
+				pipes = append(pipes, fmt.Sprintf("%d (%s)", fd, link))
+			}
+		}
+		if len(pipes) > 0 {
+			t.Fatalf("pipes open after the loop's end: %v", pipes)
 		}
 	})
 }
