@@ -117,20 +117,21 @@ func (ch *chat) behind(talker *server.Conn) bool {
 	return false
 }
 
-// resume reads again the paused talkers that no client is behind for, and returns how many
-// remain paused. The loop of a client that has drained or left calls it, and every loop's
-// OnTick: a backlog can also clear with neither (a send ends before the turn's end that would
-// have found the client past the write limit), and then the talker waits for a tick.
-func (ch *chat) resume() (paused int) {
+// resume reads again the paused talkers that no client is behind for. The loop of a client
+// that has drained or left calls it: every client a talker was paused for was seen past its
+// write limit (behind), and a client seen so is told when it has drained (OnBackpressure
+// false) or closes (OnClose), on its loop; a talker still behind another client stays paused
+// until that one's drain.
+func (ch *chat) resume() {
 	for t := range ch.paused.Range {
 		t := t.(*server.Conn)
 		if ch.behind(t) {
-			paused++
-		} else if _, ok := ch.paused.LoadAndDelete(t); ok {
+			continue
+		}
+		if _, ok := ch.paused.LoadAndDelete(t); ok {
 			t.ResumeRead()
 		}
 	}
-	return paused
 }
 
 // OnBackpressure notes since when a client's output has been past the write limit, and once
@@ -158,7 +159,7 @@ func (ch *chat) OnClose(c *server.Conn, _ error) {
 
 // OnTick closes the loop's clients with a nick that have sent nothing for ch.idle, and those
 // whose output has been past the write limit for ch.stall; it comes again in a tenth of the
-// shorter, or every 10 ms while a talker is paused (see resume). The engine's idle timeout
+// shorter (at most a second). The engine's idle timeout
 // (nothing received or sent) closes the clients without a nick, which are sent nothing, but
 // not those the others talk to.
 func (ch *chat) OnTick(l *server.Loop) time.Duration {
@@ -176,9 +177,6 @@ func (ch *chat) OnTick(l *server.Loop) time.Duration {
 				ch.logf("chat: closing %s (%v): %d bytes have waited for it for more than %v", s.nick, addr, n, ch.stall)
 			}
 		}
-	}
-	if ch.resume() > 0 {
-		return 10 * time.Millisecond
 	}
 	return min(ch.idle/10, ch.stall/10, time.Second)
 }
