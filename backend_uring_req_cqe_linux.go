@@ -185,8 +185,8 @@ func (d *ringReqs) run(n int) bool {
 			if r.c.Op == OpRecv {
 				f.drained = res >= 0 && int(res) < len(r.c.Buf)
 			}
-			if f.live--; f.live == 0 && f.closeRec != nil {
-				rq.closeNow(f)
+			if f.live--; f.live == 0 && f.closing {
+				rq.closeNow(int32(r.c.Fd))
 			}
 			// The Completion: a free record's has Err nil and SockNonempty and More false
 			// (recycle), so only what differs is written.
@@ -250,8 +250,8 @@ func (d *ringReqs) ioFd(r *reqRec, res int32) {
 	if r.ioCloseWait {
 		r.ioCloseWait = false
 		f := &d.rq.fds[r.c.Fd]
-		if f.live--; f.live == 0 && f.closeRec != nil {
-			d.rq.closeNow(f)
+		if f.live--; f.live == 0 && f.closing {
+			d.rq.closeNow(int32(r.c.Fd))
 		}
 	}
 }

@@ -82,3 +82,14 @@ func RareSpares(l *Loop) int {
 	}
 	return len(l.req.rares)
 }
+
+// FdStateSize returns the size in bytes of the core's state per fd number (reqFd).
+func FdStateSize() int { return int(unsafe.Sizeof(reqFd{})) }
+
+// FdRareEntries returns how many fds have a rare part in l's request state (requests.fdRare).
+func FdRareEntries(l *Loop) int {
+	if l.req == nil {
+		return 0
+	}
+	return len(l.req.fdRare)
+}

@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// closeNow closes the fd of a CloseFd whose fd has no request left.
-func (rq *requests) closeNow(f *reqFd) {
-	c := f.closeRec
-	f.closeRec = nil
+// closeNow closes fd, whose CloseFd waits for it (reqFd.closing), now that no request on it is left.
+func (rq *requests) closeNow(fd int32) {
+	c := rq.closeRec(fd)
+	rq.setFdRare(fd, nil, rq.ios(fd))
 	res := int32(0)
 	if err := rq.setFixed(int32(c.c.Fd), false); err != nil { // no request on fd is left to use the slot
 		res = -int32(errnoOf(err))
@@ -28,7 +28,8 @@ func (rq *requests) closeNow(f *reqFd) {
 // fd's closeRec (requests for fd made from now on fail with ErrFdClosing) and is in flight.
 func (rq *requests) closeFdStart(r *reqRec, fd int) {
 	f := rq.fdState(int32(fd))
-	f.closeRec, f.okSeq = r, 0 // okSeq: no request on fd takes the fast way (fastOK) until it is checked again
+	f.okSeq = 0 // okSeq: no request on fd takes the fast way (fastOK) until it is checked again
+	rq.setFdRare(int32(fd), r, rq.ios(int32(fd)))
 	r.state = stInflight
 }
 
@@ -41,27 +42,28 @@ func (rq *requests) closeFdEnd(r *reqRec, fd int) Request {
 	for _, g := range rq.groups {
 		g.finishParked(fd)
 	}
-	f.closeIOs()
+	rq.closeIOs(int32(fd))
 	rq.drv.cancelFd(int32(fd))
-	if f.live == 0 && f.closeRec == r {
-		rq.closeNow(f)
+	if f.live == 0 && rq.closeRec(int32(fd)) == r {
+		rq.closeNow(int32(fd))
 	}
 	return h
 }
 
-// closeIOs tells the IOs made on f's fd that a CloseFd closes it: none submits again (ioGone),
-// and a pending submission counts in f.live from now on (ioCloseWait), so that the fd is
-// closed after its completion, as after a request's. The list is emptied: an IO made later is
-// another file's.
-func (f *reqFd) closeIOs() {
-	for r := f.ios; r != nil; r = r.rare.ioNext {
+// closeIOs tells the IOs made on fd that a CloseFd closes it: none submits again (ioGone),
+// and a pending submission counts in its reqFd.live from now on (ioCloseWait), so that the fd
+// is closed after its completion, as after a request's. The list is emptied: an IO made later
+// is another file's.
+func (rq *requests) closeIOs(fd int32) {
+	f := &rq.fds[fd]
+	for r := rq.ios(fd); r != nil; r = r.rare.ioNext {
 		r.ioGone, r.ioOwn = true, 0 // (Submit's one compare refuses it)
 		if r.state == stQueued || r.state == stInflight {
 			r.ioCloseWait, r.ioKey = true, 0 // (run's shortest way would not count f.live down)
 			f.live++
 		}
 	}
-	f.ios = nil
+	rq.setFdRare(fd, rq.closeRec(fd), nil)
 }
 
 // errnoOf returns the errno err wraps, or EIO.

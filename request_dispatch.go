@@ -164,8 +164,8 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 	if r.c.Op == OpRecv {
 		f.drained = res >= 0 && int(res) < len(r.c.Buf)
 	}
-	if f.live--; f.live == 0 && f.closeRec != nil {
-		rq.closeNow(f)
+	if f.live--; f.live == 0 && f.closing {
+		rq.closeNow(int32(r.c.Fd))
 	}
 }
 
@@ -192,8 +192,8 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 		f := &rq.fds[r.c.Fd]
 		f.recvDone(r, res)
 		f.live--
-		if f.live == 0 && f.closeRec != nil {
-			rq.closeNow(f)
+		if f.live == 0 && f.closing {
+			rq.closeNow(int32(r.c.Fd))
 		}
 	}
 }
@@ -434,9 +434,9 @@ func (rq *requests) shutdown() {
 	rq.dead = true
 	rq.ownSeq = closedSeq // no request takes the fast way (fastOK)
 	rq.drv.shutdown()
-	for i := range rq.fds {
-		if c := rq.fds[i].closeRec; c != nil {
-			rq.fds[i].closeRec = nil
+	for fd, x := range rq.fdRare {
+		if c := x.closeRec; c != nil {
+			rq.setFdRare(fd, nil, x.ios)
 			unix.Close(c.c.Fd)
 		}
 	}

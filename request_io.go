@@ -107,7 +107,8 @@ func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, erro
 	rx := r.rareOf() // an IO holds its rare part until Free
 	rx.fn, rx.x, rx.keep = fn, x, buf
 	r.ioOwn, r.ioFixed, r.ioDrained, r.ioGone, r.ioCloseWait = rq.ownSeq, f.fixed, false, false, false
-	rx.ioNext, f.ios = f.ios, r
+	rx.ioNext = rq.ios(int32(fd))
+	rq.setFdRare(int32(fd), rq.closeRec(int32(fd)), r)
 	rq.prepIO(r)
 	return x, nil
 }
@@ -130,7 +131,7 @@ func (x *IO) refused() error {
 		return ErrClosed
 	case r.state != stFree:
 		return ErrIOPending
-	case r.ioGone && f.closeRec != nil:
+	case r.ioGone && f.closing:
 		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrFdClosing)
 	case r.ioGone:
 		return fmt.Errorf("ringev: %v on fd %d: CloseFd closed it since the IO was made: %w", r.c.Op, r.c.Fd, unix.EBADF)
@@ -233,11 +234,16 @@ func (x *IO) Free() error {
 	x.rec = &freedRec
 	rq := r.rq
 	if !r.ioGone { // off its fd's list
-		p := &rq.fds[r.c.Fd].ios
-		for *p != r {
-			p = &(*p).rare.ioNext
+		fd := int32(r.c.Fd)
+		if first := rq.ios(fd); first == r {
+			rq.setFdRare(fd, rq.closeRec(fd), r.rare.ioNext)
+		} else {
+			p := first
+			for p.rare.ioNext != r {
+				p = p.rare.ioNext
+			}
+			p.rare.ioNext = r.rare.ioNext
 		}
-		*p = r.rare.ioNext
 	}
 	r.io, r.ioKey = false, 0 // (recycle gives the rare part back, forgetting fn, the IO and its buffer)
 	if x.l.closed {

@@ -9,6 +9,7 @@ package ringev
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -142,20 +143,58 @@ type reqVars struct {
 	ioKey uint32
 }
 
-// reqFd is the core's state for one fd number.
+// reqFd is the core's state for one fd number. What few fds have (a waiting CloseFd, IOs) is
+// in requests.fdRare, keyed by the fd, with a flag here: the table, indexed by fd number,
+// holds 16 bytes per number (a power-of-two size, so that indexing rq.fds is a shift, not a
+// multiply).
 type reqFd struct {
 	live int32 // records on this fd not yet finished
 	// okSeq is requests.ownSeq when the number was found not to be one of the loop's own fds,
 	// and 0 while a CloseFd closes it: a request on fd takes the fast way (newReq) only while
 	// okSeq == requests.ownSeq, one compare for both.
-	okSeq    uint32
-	fixed    bool    // the file is in the backend's registered-file table at slot fd (RegisterFile)
-	drained  bool    // the last Recv on fd took less than its buffer: the socket was empty then
-	closeRec *reqRec // a CloseFd waiting for them
+	okSeq   uint32
+	fixed   bool // the file is in the backend's registered-file table at slot fd (RegisterFile)
+	drained bool // the last Recv on fd took less than its buffer: the socket was empty then
+	closing bool // a CloseFd waits for its records to end (fdRare.closeRec)
+	hasIOs  bool // IOs were made on fd (fdRare.ios)
+}
+
+// fdRare is the part of an fd's state that few fds have (requests.fdRare; see reqFd).
+type fdRare struct {
+	closeRec *reqRec // a CloseFd waiting for the fd's records to end (reqFd.closing)
 	// ios lists the IOs made on fd (through reqRare.ioNext) that no CloseFd has closed: CloseFd
 	// and RegisterFile tell them, as an IO's submission and completion do not look at reqFd.
 	ios *reqRec
-	// (32 bytes: a power-of-two size, so that indexing rq.fds is a shift, not a multiply)
+}
+
+// closeRec returns the CloseFd waiting for fd's records to end, or nil.
+func (rq *requests) closeRec(fd int32) *reqRec {
+	if !rq.fds[fd].closing {
+		return nil
+	}
+	return rq.fdRare[fd].closeRec
+}
+
+// ios returns the first of the IOs made on fd (reqRare.ioNext links the others), or nil.
+func (rq *requests) ios(fd int32) *reqRec {
+	if !rq.fds[fd].hasIOs {
+		return nil
+	}
+	return rq.fdRare[fd].ios
+}
+
+// setFdRare sets fd's rare part (closeRec, ios) and its flags; an empty one leaves fdRare.
+func (rq *requests) setFdRare(fd int32, closeRec, ios *reqRec) {
+	f := &rq.fds[fd]
+	f.closing, f.hasIOs = closeRec != nil, ios != nil
+	if closeRec == nil && ios == nil {
+		delete(rq.fdRare, fd)
+		return
+	}
+	if rq.fdRare == nil {
+		rq.fdRare = make(map[int32]fdRare)
+	}
+	rq.fdRare[fd] = fdRare{closeRec: closeRec, ios: ios}
 }
 
 // requests is the loop's request state; created by the first request.
@@ -166,6 +205,8 @@ type requests struct {
 	free uint32 // the pool: 1 + the index of the first free record (a list through nextFree), 0 for none
 	live int    // records in use
 	fds  []reqFd
+	// fdRare holds what few fds have (a waiting CloseFd, IOs), with a flag in their reqFd.
+	fdRare map[int32]fdRare
 	// cq holds the completions waiting for their callbacks (from cq[head]) that are not CQEs
 	// the uring driver holds in its ring (held counts those): the emulation's, and the uring
 	// driver's others (a multishot request's, a cancel's before the kernel saw the request).
@@ -320,7 +361,7 @@ func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callbac
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
 	}
 	f := rq.fdState(int32(fd))
-	if f.closeRec != nil {
+	if f.closing {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrFdClosing)
 	}
 	f.okSeq = rq.ownSeq // checkReq found it is not one of the loop's own fds
@@ -373,6 +414,12 @@ func (rq *requests) grow() *reqRec {
 	r := rq.drv.newRec()
 	r.rq, r.idx = rq, uint32(len(rq.recs))
 	r.c.Request.rec, r.c.bid = r, -1
+	if len(rq.recs) == cap(rq.recs) {
+		// Twice the capacity, not append's quarter more past 256 records: what the growth
+		// leaves behind as garbage (until the next collection) is then once the table's size,
+		// not four times.
+		rq.recs = slices.Grow(rq.recs, len(rq.recs)+16)
+	}
 	rq.recs = append(rq.recs, r)
 	rq.live++
 	return r

@@ -72,3 +72,42 @@ func TestRequestRarePartGoesBackWithTheRecord(t *testing.T) {
 		until(t, l, func() bool { return rd.n() > 1 })
 	})
 }
+
+// TestRequestFdStateFitsIn16Bytes: the core's state per fd number, a table indexed by the
+// number, holds 16 bytes per number: a waiting CloseFd and the fd's IOs, which few fds have,
+// are kept outside it.
+func TestRequestFdStateFitsIn16Bytes(t *testing.T) {
+	if n := ringev.FdStateSize(); n > 16 {
+		t.Errorf("the state per fd number takes %d bytes, want at most 16", n)
+	}
+}
+
+// TestRequestFdRarePartLeavesWithTheClose: a CloseFd of an fd with a request in flight and an
+// IO gives the fd a rare part (the waiting CloseFd, the IO) while it waits; once the fd is
+// closed and the IO freed, none is left, so that the connections a server closes leave nothing
+// behind.
+func TestRequestFdRarePartLeavesWithTheClose(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rd recorder
+		must(t)(l.Recv(a, make([]byte, 8), 0, rd.cb, 1))
+		x, err := l.NewRead(a, make([]byte, 8), 0, func(*ringev.IO, int, error) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ringev.FdRareEntries(l); n != 1 {
+			t.Fatalf("%d fds with a rare part after NewRead, want 1", n)
+		}
+		closed := false
+		must(t)(l.CloseFd(a, func(*ringev.Completion) { closed = true }, 0))
+		testutil.HandOver(t, a)
+		untilFor(t, l, deadline, "CloseFd", func() bool { return closed && rd.n() > 0 })
+		if err := x.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if n := ringev.FdRareEntries(l); n != 0 {
+			t.Fatalf("%d fds with a rare part once the fd is closed and its IO freed, want 0", n)
+		}
+	})
+}

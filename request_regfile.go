@@ -69,7 +69,7 @@ func (l *Loop) fixFile(fd int, on bool) error {
 		return fmt.Errorf("ringev: %s(%d): one of the loop's own fds: %w", what, fd, unix.EBADF)
 	}
 	rq := l.reqs()
-	if int(fd) < len(rq.fds) && rq.fds[fd].closeRec != nil {
+	if int(fd) < len(rq.fds) && rq.fds[fd].closing {
 		return fmt.Errorf("ringev: %s(%d): %w", what, fd, ErrFdClosing)
 	}
 	if on {
@@ -96,12 +96,12 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 	// prepared after this (the rest of a short write, a multishot re-armed) follows it; the
 	// requests already in the kernel keep the registered file.
 	live := f.live > 0
-	for r := f.ios; r != nil; r = r.rare.ioNext {
+	for r := rq.ios(fd); r != nil; r = r.rare.ioNext {
 		live = live || r.state != stFree
 	}
 	fixed, err := rq.drv.fixFile(fd, on, live)
 	f.fixed = fixed
-	for r := f.ios; r != nil; r = r.rare.ioNext {
+	for r := rq.ios(fd); r != nil; r = r.rare.ioNext {
 		r.ioFixed = fixed
 		rq.fixIO(r)
 	}

@@ -51,7 +51,7 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 		if err := rq.checkFdOpen(fd); err != nil {
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, err)
 		}
-		if f := rq.fdState(int32(fd)); f.closeRec != nil {
+		if f := rq.fdState(int32(fd)); f.closing {
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, ErrFdClosing)
 		}
 	}
