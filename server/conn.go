@@ -39,15 +39,15 @@ type Conn struct {
 	// goroutine).
 	addrs atomic.Pointer[connAddrs]
 
-	// Input: in is what the handler left unconsumed (a free-list buffer), nil when empty.
-	// During OnData (inData, with the state below), the input it sees is the loop's view.
-	in []byte
+	// Input: in holds what the handler left unconsumed (a free-list buffer, inBytes), nil when
+	// empty (a holder of the loop's, so that an idle connection holds 8 bytes for it, not a
+	// slice's 24). During OnData (inData, with the state below), the input it sees is the
+	// loop's view.
+	in *inBuf
 
 	// Output: pend is what was written and not yet handed to the kernel (a free-list buffer);
-	// outLen, the bytes of the send in flight (the requests driver's: its buffer is the
-	// request's, which its completion gives back).
-	pend   []byte
-	outLen int
+	// outLen (below), the bytes of the send in flight.
+	pend []byte
 
 	// asyncAt is 1 + the index of the loop's entry (Loop.inW) that holds what other goroutines
 	// wrote, under l.mu, until the loop takes it (drain, or the loop's own Write or Close, which
@@ -65,6 +65,10 @@ type Conn struct {
 	// needs no lock.
 	asked atomic.Uint32
 	fd    int32 // its socket (here: in what would be padding)
+	// outLen is the bytes of the send in flight (the requests driver's: its buffer is the
+	// request's, which its completion gives back): at most the 0x7ffff000 bytes a request
+	// takes, which 32 bits hold.
+	outLen int32
 	// outN is the output written and not yet sent: pend, the send in flight and what other
 	// goroutines wrote (atomic: Pending and the output cap read it from any goroutine). inN,
 	// below, is the input charged to the loop's buffered bytes (len(in) when last charged).
@@ -272,7 +276,46 @@ func (c *Conn) input() []byte {
 	if v := &c.l.view; c.inData && v.c == c {
 		return v.b[v.off:]
 	}
-	return c.in
+	return c.inBytes()
+}
+
+// inBuf holds a connection's unconsumed input (Conn.in) while it has some; the loop keeps the
+// spares (Loop.ins).
+type inBuf struct{ b []byte }
+
+// inBytes is the connection's unconsumed input outside OnData (c.in's bytes), nil for none.
+func (c *Conn) inBytes() []byte {
+	if c.in == nil {
+		return nil
+	}
+	return c.in.b
+}
+
+// keepInput sets the connection's unconsumed input to b, taking a holder (and a buffer) from
+// the loop when it has none: b may be c.in's own bytes (a tail of them: copy moves it to the
+// start).
+func (c *Conn) keepInput(b []byte) {
+	if c.in == nil {
+		c.in = c.l.takeIn()
+	}
+	c.in.b = append(c.in.b[:0], b...)
+}
+
+// addInput appends b to the connection's unconsumed input.
+func (c *Conn) addInput(b []byte) {
+	if c.in == nil {
+		c.in = c.l.takeIn()
+	}
+	c.in.b = append(c.in.b, b...)
+}
+
+// dropInput gives the connection's input holder and its buffer back to the loop: it has no
+// unconsumed input left.
+func (c *Conn) dropInput() {
+	if h := c.in; h != nil {
+		c.in = nil
+		c.l.putIn(h)
+	}
 }
 
 // Buffered is the number of input bytes received and not yet discarded (0 from another
@@ -326,11 +369,13 @@ func (c *Conn) discard(n int) int {
 		v.off += n
 		return n
 	}
-	n = max(0, min(n, len(c.in)))
-	c.in = c.in[:copy(c.in, c.in[n:])]
-	if len(c.in) == 0 {
-		c.l.bufs.put(c.in)
-		c.in, c.reqStart = nil, 0
+	in := c.inBytes()
+	n = max(0, min(n, len(in)))
+	if n == len(in) {
+		c.dropInput()
+		c.reqStart = 0
+	} else {
+		c.in.b = in[:copy(in, in[n:])]
 	}
 	c.chargeInput()
 	return n
@@ -339,7 +384,7 @@ func (c *Conn) discard(n int) int {
 // chargeInput charges the loop with the change of the input the connection keeps (c.in) since it
 // was last charged: the engine's buffered bytes (WithMaxBuffered) count it.
 func (c *Conn) chargeInput() {
-	if len(c.in) != int(c.inN) {
+	if len(c.inBytes()) != int(c.inN) {
 		c.chargeInputNow()
 	}
 }
@@ -347,8 +392,9 @@ func (c *Conn) chargeInput() {
 // chargeInputNow is chargeInput's work when the input has changed.
 func (c *Conn) chargeInputNow() {
 	if !c.closed {
-		c.l.charge(len(c.in) - int(c.inN))
-		c.inN = int32(len(c.in)) // at most MaxInput and a read
+		n := len(c.inBytes())
+		c.l.charge(n - int(c.inN))
+		c.inN = int32(n) // at most MaxInput and a read
 	}
 }
 
@@ -660,9 +706,9 @@ func (c *Conn) Pending() int { return int(c.outN.Load()) }
 // other goroutines): a TLS connection's plaintext not yet sealed included.
 func (c *Conn) pending() int {
 	if t := c.tlsOf(); t != nil {
-		return len(c.pend) + c.outLen + len(t.plain)
+		return len(c.pend) + int(c.outLen) + len(t.plain)
 	}
-	return len(c.pend) + c.outLen
+	return len(c.pend) + int(c.outLen)
 }
 
 // unsent is the output not yet sent: pending's, and the bytes a Splice into the connection holds
@@ -913,7 +959,7 @@ func (c *Conn) end(reason error) {
 	if c.asyncAt.Load() != 0 {
 		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
 	}
-	c.wrote(-(len(c.pend) + c.outLen)) // the send in flight, if any, counts no more either
+	c.wrote(-(len(c.pend) + int(c.outLen))) // the send in flight, if any, counts no more either
 	c.l.charge(-int(c.inN))
 	c.inN = 0
 	c.l.bufs.put(c.pend)
@@ -957,7 +1003,7 @@ func (c *Conn) doneAtEOF(p int) bool {
 		return false
 	case c.closing:
 		return true
-	case !c.eofTold && (c.halfOpen || len(c.in) > 0), c.held && len(c.in) > 0:
+	case !c.eofTold && (c.halfOpen || len(c.inBytes()) > 0), c.held && len(c.inBytes()) > 0:
 		return false // the handler has yet to see the EOF, or paused reading with input left
 	case c.tlsOf() != nil && c.tlsOf().phase == tlsHandoff:
 		return false // a handshake under way has the EOF: its end serves what came before it
@@ -978,16 +1024,16 @@ func (c *Conn) doneAtEOF(p int) bool {
 func (c *Conn) serveLeft() {
 	kept := 0 // what the last piece's OnData left unconsumed
 	for !c.paused && !c.held && !c.closing && !c.closed {
-		n := len(c.in)
+		n := len(c.inBytes())
 		if m := kept + leftPiece; n > m {
-			c.serveUpTo(c.in, m)
-			kept = m - (n - len(c.in))
+			c.serveUpTo(c.in.b, m)
+			kept = m - (n - len(c.inBytes()))
 			c.readStopped() // an AfterPause asked within the piece: the input is all of it now
 			continue
 		}
 		if n > 0 || c.eof && c.halfOpen && !c.eofTold {
 			c.eofTold = c.eof
-			c.serve(c.in)
+			c.serve(c.inBytes())
 		}
 		return
 	}
@@ -1015,14 +1061,17 @@ func (c *Conn) deliver(data []byte) {
 		t.recv(data) // ciphertext: its plaintext comes back through tlsPlain
 		return
 	}
-	if len(c.in) == 0 && !c.paused && !c.held {
+	c.arrived(data)
+}
+
+// arrived is what deliver and tlsPlain do with the bytes (plaintext) that arrived: served at
+// once when nothing waits before them, else kept after what waits.
+func (c *Conn) arrived(data []byte) {
+	if len(c.inBytes()) == 0 && !c.paused && !c.held {
 		c.serve(data)
 		return
 	}
-	if c.in == nil {
-		c.in = c.l.bufs.get()
-	}
-	c.in = append(c.in, data...)
+	c.addInput(data)
 	c.received()
 }
 
@@ -1030,11 +1079,11 @@ func (c *Conn) deliver(data []byte) {
 func (c *Conn) received() {
 	c.chargeInput()
 	if !c.paused && !c.held {
-		c.serve(c.in)
+		c.serve(c.inBytes())
 		return
 	}
-	if len(c.in) > MaxInput {
-		c.l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(c.in))
+	if n := len(c.inBytes()); n > MaxInput {
+		c.l.e.logf("closing a connection with %d bytes of input its handler did not consume", n)
 		c.abort(ErrInputTooLarge)
 	}
 }
@@ -1056,21 +1105,17 @@ func (c *Conn) serveUpTo(data []byte, n int) {
 	l.view = outer
 	switch {
 	case len(rest) == 0:
-		l.bufs.put(c.in)
-		c.in, c.reqStart = nil, 0
+		c.dropInput()
+		c.reqStart = 0
 		c.chargeInput()
 		return
 	case len(rest) > MaxInput && !c.closing && !c.closed:
-		l.bufs.put(c.in)
-		c.in = nil
+		c.dropInput()
 		l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(rest))
 		c.abort(ErrInputTooLarge)
 		return
 	}
-	if c.in == nil {
-		c.in = l.bufs.get()
-	}
-	c.in = append(c.in[:0], rest...) // rest may be c.in's tail: append moves it to the start
+	c.keepInput(rest)
 	c.chargeInput()
 	// A handler may have stopped for the output (WriteLimit's doc) below the limit, where no
 	// backpressure pause brings it back: it is given the input again once the output drains.
@@ -1254,7 +1299,7 @@ func (c *Conn) hold(on bool) {
 		c.rare.afterPause = nil
 	}
 	c.l.drv.update(c)
-	if !on && (len(c.in) > 0 || c.eof) {
+	if !on && (len(c.inBytes()) > 0 || c.eof) {
 		c.l.ev.Post(c.serveWaiting)
 	}
 }
@@ -1290,7 +1335,7 @@ func (c *Conn) serveWaiting() {
 // end of file) or starts its lingering close (closing); one past the write limit pauses. The
 // common case, none of these, costs a few loads (it is inlined).
 func (c *Conn) afterOutput() {
-	if c.eof || c.closing || c.paused || c.shut != 0 || len(c.pend)+c.outLen > c.l.limit {
+	if c.eof || c.closing || c.paused || c.shut != 0 || len(c.pend)+int(c.outLen) > c.l.limit {
 		c.outputChanged()
 	}
 }

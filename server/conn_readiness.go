@@ -163,15 +163,15 @@ func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 func (d *connRdy) read(c *Conn) {
 	buf := d.rbuf
 	// Read after the leftover, in the connection's own buffer (not TLS's: c.in is plaintext).
-	into := len(c.in) > 0 && !c.lingering && c.tlsOf() == nil
+	into := len(c.inBytes()) > 0 && !c.lingering && c.tlsOf() == nil
 	if into {
-		if cap(c.in)-len(c.in) < readChunk {
-			grown := make([]byte, len(c.in), 2*cap(c.in)+readChunk)
-			copy(grown, c.in)
-			d.l.bufs.put(c.in)
-			c.in = grown
+		if in := c.in.b; cap(in)-len(in) < readChunk {
+			grown := make([]byte, len(in), 2*cap(in)+readChunk)
+			copy(grown, in)
+			d.l.bufs.put(in)
+			c.in.b = grown
 		}
-		buf = c.in[len(c.in):cap(c.in)]
+		buf = c.in.b[len(c.in.b):cap(c.in.b)]
 	}
 	n, err := d.l.ev.ReadNonblocking(int(c.fd), buf)
 	switch {
@@ -191,7 +191,7 @@ func (d *connRdy) read(c *Conn) {
 		return // dropped (a closing TLS connection's handshake input goes on: deliver)
 	}
 	if into {
-		c.in = c.in[:len(c.in)+n]
+		c.in.b = c.in.b[:len(c.in.b)+n]
 		c.gotInput()
 		c.received()
 		return

@@ -284,7 +284,7 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 	if !c.closed { // (else end counted it out already)
 		n := int64(c.outLen)
 		past = c.outN.Add(-n)+n > int64(c.l.limit) // wrote(-c.outLen), by hand (hot path)
-		c.l.charge(-c.outLen)
+		c.l.charge(-int(c.outLen))
 	}
 	c.l.bufs.put(x.Buf) // the kernel is done with it
 	c.outLen = 0
@@ -416,7 +416,7 @@ func (d *connReqs) send(c *Conn) {
 		return // (a splice's completion marks it dirty again)
 	}
 	out := c.pend
-	c.pend, c.outLen = nil, len(out)
+	c.pend, c.outLen = nil, int32(len(out))
 	d.l.sends++
 	if _, err := d.l.ev.Send(int(c.fd), out, 0, d.onConn, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)

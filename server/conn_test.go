@@ -349,7 +349,7 @@ func TestLoopPostAfterTheEndFails(t *testing.T) {
 
 // maxConnSize is the most a Conn may take, in bytes: a size class of Go's allocator, which is
 // what each connection spends on it.
-const maxConnSize = 224
+const maxConnSize = 192
 
 // TestConnFitsInItsSizeClass: a Conn takes at most maxConnSize bytes.
 func TestConnFitsInItsSizeClass(t *testing.T) {

@@ -37,7 +37,7 @@ func (l *Loop) armDeadline(c *Conn, at int64) {
 		d.h[i].at = at
 		d.up(i)
 	} else {
-		d.h = append(d.h, deadline{at: at, c: c})
+		d.h = append(roomFor1(d.h), deadline{at: at, c: c})
 		c.dl = int32(len(d.h))
 		d.up(len(d.h) - 1)
 	}
@@ -166,7 +166,8 @@ func (l *Loop) timeouts(idle, reqTO, rIdle time.Duration) *connTimeouts {
 			return t
 		}
 	}
-	t := &want
+	t := new(connTimeouts) // (not &want: want would escape, and be made on every call)
+	*t = want
 	if len(l.tos) < maxTimeouts {
 		l.tos = append(l.tos, t)
 	}

@@ -115,3 +115,19 @@ func TestLoopTimeoutsSharedByConnections(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopTimeoutsSharedAllocateNothing: a connection given timeouts that the loop already has
+// a record of (each new connection, with the engine's) allocates nothing for them: a record
+// made for each call and dropped was garbage per connection.
+func TestLoopTimeoutsSharedAllocateNothing(t *testing.T) {
+	e := startEngine(t, newRecorder(), WithIdleTimeout(time.Hour), WithRequestTimeout(time.Minute))
+	l := e.Loops()[0]
+	var allocs float64
+	onLoop(t, l, func() {
+		l.timeouts(time.Hour, time.Minute, 0)
+		allocs = testing.AllocsPerRun(100, func() { l.timeouts(time.Hour, time.Minute, 0) })
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations for timeouts the loop has a record of, want 0", allocs)
+	}
+}

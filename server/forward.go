@@ -37,7 +37,7 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	if inView {
 		b = v.b[v.off:]
 	} else {
-		b = c.in
+		b = c.inBytes()
 	}
 	n := len(b)
 	if n == 0 {

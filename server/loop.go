@@ -4,6 +4,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,7 @@ type Loop struct {
 	flushFn     func()
 	flushQueued bool // flushImm is queued
 	bufs        bufPool
+	ins         []*inBuf    // spare input holders (takeIn)
 	pipes       splicePipes // Conn.Splice's pipes
 	tlsScratch  []byte      // the plaintext crypto/tls returns (tlsBuf)
 	epoch       time.Time
@@ -517,8 +519,7 @@ func (l *Loop) finished(c *Conn) {
 	}
 	c.inData = false
 	if !c.inData {
-		l.bufs.put(c.in)
-		c.in = nil
+		c.dropInput()
 	}
 	l.bufs.put(c.pend)
 	c.pend = nil
@@ -643,7 +644,7 @@ func (l *Loop) shed() {
 			if c == nil {
 				continue
 			}
-			if h := c.outN.Load() + int64(len(c.in)); h > most && !c.closed {
+			if h := c.outN.Load() + int64(len(c.inBytes())); h > most && !c.closed {
 				worst, most = c, h
 			}
 		}
@@ -658,16 +659,46 @@ func (l *Loop) shed() {
 	}
 }
 
+// takeIn returns a spare input holder (Conn.in) with an empty buffer, or a new one.
+func (l *Loop) takeIn() *inBuf {
+	h, ok := pop(&l.ins)
+	if !ok {
+		h = new(inBuf)
+	}
+	h.b = l.bufs.get()
+	return h
+}
+
+// pop takes the last element of a free list, if it has one.
+func pop[T any](s *[]T) (x T, ok bool) {
+	n := len(*s)
+	if n == 0 {
+		return x, false
+	}
+	x = (*s)[n-1]
+	var zero T
+	(*s)[n-1] = zero
+	*s = (*s)[:n-1]
+	return x, true
+}
+
+// putIn gives an input holder and its buffer back: the buffer to the free list, the holder to
+// the spares (at most freeBufs of them).
+func (l *Loop) putIn(h *inBuf) {
+	l.bufs.put(h.b)
+	h.b = nil
+	if len(l.ins) < freeBufs {
+		l.ins = append(l.ins, h)
+	}
+}
+
 // bufPool is a loop's free list of output and leftover-input buffers (len 0), so that a busy
 // connection allocates none per request and an idle one holds none.
 type bufPool struct{ free [][]byte }
 
 // get returns an empty buffer from the free list (or a new one with room for 16 KiB).
 func (p *bufPool) get() []byte {
-	if n := len(p.free); n > 0 {
-		b := p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
+	if b, ok := pop(&p.free); ok {
 		return b
 	}
 	return make([]byte, 0, 4*RecvBufferSize)
@@ -805,7 +836,7 @@ func (t *connTable) add(c *Conn) {
 		t.all[c.slot] = c
 	} else {
 		c.slot = int32(len(t.all))
-		t.all = append(t.all, c)
+		t.all = append(roomFor1(t.all), c)
 	}
 	t.n++
 }
@@ -815,6 +846,18 @@ func (t *connTable) remove(c *Conn) {
 	t.all[c.slot] = nil
 	t.free = append(t.free, c.slot)
 	t.n--
+}
+
+// roomFor1 returns s with room for one more element: s itself, or a copy with twice its
+// capacity. A table of the connections that grows one entry at a time with append's growth
+// (a quarter more, past 256 entries) leaves about four times its final size behind as garbage
+// on the way, which stays in the process's memory until the next collection; doubling leaves
+// once its size.
+func roomFor1[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, len(s)+16)
 }
 
 // inView is the input an OnData call sees: its connection's unconsumed input or bytes received

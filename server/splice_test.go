@@ -302,7 +302,7 @@ func TestConnSpliceSlowDestinationStopsTheSource(t *testing.T) {
 			t.Fatal(err)
 		}
 		var held int
-		onLoop(t, pair[0].Loop(), func() { held = pair[1].Pending() + pair[1].unsentSpliced() + len(pair[0].in) })
+		onLoop(t, pair[0].Loop(), func() { held = pair[1].Pending() + pair[1].unsentSpliced() + len(pair[0].inBytes()) })
 		if held > 2*DefaultWriteLimit+SplicePipeSize {
 			t.Errorf("the server holds %d bytes of the stalled direction, want at most %d", held, 2*DefaultWriteLimit+SplicePipeSize)
 		}

@@ -521,15 +521,7 @@ func (c *Conn) TLS() *tls.ConnectionState {
 
 // tlsPlain is the handler's plaintext of a TLS connection: the layer's input path.
 func (c *Conn) tlsPlain(data []byte) {
-	if len(c.in) == 0 && !c.paused && !c.held {
-		c.serve(data)
-		return
-	}
-	if c.in == nil {
-		c.in = c.l.bufs.get()
-	}
-	c.in = append(c.in, data...)
-	c.received()
+	c.arrived(data)
 }
 
 // recordLayer is the record path of a TLS connection whose handshake has ended: what becomes of

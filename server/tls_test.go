@@ -1008,7 +1008,7 @@ func TestTLSIdleConnHoldsNoLayerBuffer(t *testing.T) {
 				for _, b := range []struct {
 					name string
 					buf  []byte
-				}{{"plain", tc.plain}, {"transport in", tc.tr.in}, {"transport out", tc.tr.out}, {"input", sc.in}, {"output", sc.pend}} {
+				}{{"plain", tc.plain}, {"transport in", tc.tr.in}, {"transport out", tc.tr.out}, {"input", sc.inBytes()}, {"output", sc.pend}} {
 					if b.buf != nil {
 						h = append(h, fmt.Sprintf("%s (cap %d)", b.name, cap(b.buf)))
 					}
