@@ -145,14 +145,19 @@ func (o *outBuf) Flush() error {
 	return err
 }
 
-// initResponse prepares x's response (part of x: one allocation for both).
+// initResponse prepares x's response (part of x). Its header map is the one the exchange
+// kept, emptied (recycle), if any.
 func initResponse(x *exchange) *response {
 	w := &x.resp
+	hh := w.handlerHeader
+	if hh == nil {
+		hh = make(http.Header)
+	}
 	*w = response{
 		x:                x,
 		req:              x.req,
 		reqBody:          x.req.Body,
-		handlerHeader:    make(http.Header),
+		handlerHeader:    hh,
 		contentLength:    -1,
 		wants10KeepAlive: x.req.ProtoMajor == 1 && x.req.ProtoMinor == 0 && hasToken(headerGet(x.req.Header, "Connection"), "keep-alive"),
 		wantsClose:       x.req.Close || hasToken(headerGet(x.req.Header, "Connection"), "close"),

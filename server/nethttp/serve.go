@@ -25,7 +25,10 @@ import (
 // Server serves an http.Handler over HTTP/1.1 on the connections of a server.Engine: it is
 // the Engine's server.Handler (with OnOpen, OnClose and OnBackpressure). Requests are parsed
 // on the connection's loop; each runs its handler on a goroutine of its own, which ends with
-// the response. An idle connection has no goroutine and no buffer.
+// the response. An idle connection has no goroutine and no buffer. Once a handler has
+// returned, its ResponseWriter and the map of its Header serve a later request (using them
+// after the return is not allowed by http.ResponseWriter); the Request, its URL, header and
+// context are its own.
 type Server struct {
 	cfg     *http.Server
 	handler http.Handler
@@ -58,6 +61,8 @@ type loopState struct {
 
 	// bufs are responses' buffers for reuse (takeBufs, putBufs), on the loop.
 	bufs []respBufs
+	// xs are exchanges for reuse (newExchange, recycle), on the loop.
+	xs []*exchange
 
 	// shutting is set once the engine's graceful shutdown has reached the loop (OnShutdown):
 	// responses are the last of their connections, as net/http's once Shutdown has begun.
@@ -325,6 +330,7 @@ func (h *conn) endAtEOF() {
 			x.cancel()
 		}
 		x.release()
+		x.recycle()
 		h.c.Discard(len(in))
 	}
 	h.fail(resp)
@@ -495,6 +501,7 @@ func (h *conn) next() {
 	req, err := x.parse(in[:end])
 	if err != nil {
 		x.release()
+		x.recycle()
 		h.fail(errorResponse(err))
 		return
 	}
@@ -572,7 +579,7 @@ type exchange struct {
 	w    *response // &resp
 	resp response
 
-	room fastRoom      // the Request's URL and header values, when fastRequest reads the head
+	rs   *reqState     // what the Request holds that lives as long as it does
 	src  source        // what the request's bufio.Reader reads: the head, then the body
 	br   *bufio.Reader // http.ReadRequest's reader, read by the body
 	body *pipe         // the body's bytes, from the loop; nil without a body
@@ -582,7 +589,6 @@ type exchange struct {
 	cutShort bool      // the client's EOF ended the body before its end
 	chunks   chunkScan // a chunked body: where it ends
 	bodyEnd  bool      // every byte of the body went to its reader
-	ctx      reqCtx    // the request's context
 	wdl      time.Time // WriteTimeout's deadline
 
 	unsynced int // bytes written to the Conn since the last wait for its output (connWriter)
@@ -619,12 +625,53 @@ func (s *source) Read(p []byte) (int, error) {
 
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
+// reqState is the part of a request's exchange that its Request points to (its context, its
+// URL, its header's values): made for each request, as a handler may keep the Request after
+// it returns (http.TimeoutHandler's inner handler does), while the exchange is reused.
+type reqState struct {
+	ctx  reqCtx
+	room fastRoom // the Request's URL and header values, when fastRequest reads the head
+}
+
+// maxLoopExchanges bounds the exchanges a loop keeps for reuse (loopState.xs).
+const maxLoopExchanges = 64
+
+// newExchange returns an exchange for a request of h (on the loop): one the loop kept, else
+// a new one.
 func newExchange(h *conn) *exchange {
-	return &exchange{h: h, left: -1}
+	ls := h.ls
+	rs := new(reqState)
+	if n := len(ls.xs); n > 0 {
+		x := ls.xs[n-1]
+		ls.xs[n-1] = nil
+		ls.xs = ls.xs[:n-1]
+		x.h, x.left, x.rs = h, -1, rs
+		return x
+	}
+	return &exchange{h: h, left: -1, rs: rs}
+}
+
+// recycle keeps x for the next request (on the loop), once nothing refers to it: its handler
+// has returned and its response is written, and it had no body (whose reader and the loop's
+// posted calls may still refer to it), nor was hijacked. A handler's header map is kept
+// (emptied) unless it grew large.
+func (x *exchange) recycle() {
+	ls := x.h.ls
+	if x.body != nil || len(ls.xs) >= maxLoopExchanges {
+		return
+	}
+	hh := x.resp.handlerHeader
+	if len(hh) > 16 {
+		hh = nil
+	}
+	clear(hh)
+	*x = exchange{}
+	x.resp.handlerHeader = hh
+	ls.xs = append(ls.xs, x)
 }
 
 // cancel cancels the request's context.
-func (x *exchange) cancel() { x.ctx.cancel() }
+func (x *exchange) cancel() { x.rs.ctx.cancel() }
 
 // release returns the exchange's reader, once nothing reads it.
 func (x *exchange) release() {
@@ -639,8 +686,8 @@ func (x *exchange) release() {
 // net/http's server does; err is what net/http's server answers (errorResponse). The
 // Request has its context, which x.cancel cancels.
 func (x *exchange) parse(head []byte) (*http.Request, error) {
-	x.ctx.parent = x.h.ls.localCtx(x.h.c)
-	req, err := x.parseHead(head, &x.ctx)
+	x.rs.ctx.parent = x.h.ls.localCtx(x.h.c)
+	req, err := x.parseHead(head, &x.rs.ctx)
 	if err != nil {
 		x.cancel()
 		return nil, err
@@ -650,7 +697,7 @@ func (x *exchange) parse(head []byte) (*http.Request, error) {
 
 // parseHead is parse's work, with the request's context ctx.
 func (x *exchange) parseHead(head []byte, ctx context.Context) (*http.Request, error) {
-	req, hosts := fastRequest(head, ctx, &x.room)
+	req, hosts := fastRequest(head, ctx, &x.rs.room)
 	fast := req != nil
 	host := ""
 	if fast {
@@ -982,8 +1029,11 @@ func (h *conn) done(x *exchange, reuse bool) {
 	if x.rb != nil {
 		x.release() // the body's reader is done with it
 	}
-	if !reuse || !x.bodyEnd || x.cutShort || h.ls.shutting.Load() {
-		if errors.Is(x.w.werr, os.ErrDeadlineExceeded) {
+	closing := !reuse || !x.bodyEnd || x.cutShort || h.ls.shutting.Load()
+	werr := x.w.werr
+	x.recycle()
+	if closing {
+		if errors.Is(werr, os.ErrDeadlineExceeded) {
 			// The output queued before the deadline is still sent, as a closed socket's
 			// is by the kernel; a client that does not read it is not waited for longer
 			// than the deadline's own span.

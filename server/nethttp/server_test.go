@@ -3,6 +3,8 @@
 package nethttp
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -84,4 +86,33 @@ func quote(s string) string {
 		s = s[:1500] + "..."
 	}
 	return strings.ReplaceAll(s, "\r\n", "\\r\\n\n")
+}
+
+// TestServerRequestOutlivesItsHandler: a Request kept after its handler returned (as
+// http.TimeoutHandler's inner handler keeps it) still holds its own URL, header and cancelled
+// context once the connection has served another request.
+func TestServerRequestOutlivesItsHandler(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		kept := make(chan *http.Request, 1)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/first" {
+				kept <- r
+			}
+			io.WriteString(w, r.URL.Path)
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		raw := "GET /first?a=1 HTTP/1.1\r\nHost: x\r\nX-N: 1\r\n\r\n" +
+			"GET /second?b=2 HTTP/1.1\r\nHost: y\r\nX-N: 2\r\nConnection: close\r\n\r\n"
+		got, closed, err := exchangeRaw(addr, raw, waitFor)
+		if err != nil || !closed || !strings.HasSuffix(got, "/second") {
+			t.Fatalf("the two requests got %q (closed %v, %v)", got, closed, err)
+		}
+		r := <-kept
+		if r.URL.Path != "/first" || r.URL.RawQuery != "a=1" || r.Host != "x" || r.Header.Get("X-N") != "1" {
+			t.Errorf("the kept Request changed: %s?%s, Host %q, X-N %q", r.URL.Path, r.URL.RawQuery, r.Host, r.Header.Get("X-N"))
+		}
+		if err := r.Context().Err(); err != context.Canceled {
+			t.Errorf("the kept Request's context: %v, want context.Canceled", err)
+		}
+	})
 }
