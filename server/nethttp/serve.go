@@ -129,6 +129,7 @@ func New(srv *http.Server) *Server {
 		max = http.DefaultMaxHeaderBytes
 	}
 	s := &Server{cfg: srv, handler: h, limit: max + 4096}
+	s.workers.serve = (*exchange).serve
 	s.base = context.WithValue(context.Background(), http.ServerContextKey, srv)
 	s.hdrTO = srv.ReadHeaderTimeout
 	if s.hdrTO <= 0 {

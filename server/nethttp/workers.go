@@ -16,11 +16,24 @@ const maxIdleWorkers = 256
 
 // workers runs the requests' handlers on goroutines that are kept between requests, so that a
 // request does not pay for a new goroutine's stack to grow to a handler's depth (net/http
-// keeps one goroutine per connection for that reason, and its stack). A waiting goroutine
-// waits on its channel alone: one timer for the pool (reap), not one per request, ends those
-// that have waited through a whole tick of it.
+// keeps one goroutine per connection for that reason, and its stack).
+//
+// Requests wait in a queue. A goroutine whose handler has returned takes the next request
+// itself, without waiting to be woken, so that a turn's requests cost one wake-up, not one
+// each. So that a handler that blocks does not hold up the requests behind it, a request
+// never waits in the queue without a goroutine woken for it that has not yet taken one
+// (waking is never 0 while the queue holds requests): whoever leaves requests in the queue
+// wakes one if none is.
+//
+// A waiting goroutine waits on its channel alone: one timer for the pool (reap), not one per
+// request, ends those that have waited through a whole tick of it.
 type workers struct {
+	serve func(*exchange) // (*exchange).serve; a test's own
+
 	mu     sync.Mutex
+	queue  []*exchange // the requests waiting, from queue[head]
+	head   int
+	waking int       // goroutines woken (or started) that have not yet looked at the queue
 	idle   []*worker // the longest waiting first
 	gen    uint64    // reap's ticks
 	reap   *time.Timer
@@ -32,31 +45,77 @@ type workers struct {
 }
 
 type worker struct {
-	ch  chan *exchange
-	gen uint64 // the tick in which it began to wait
+	ch  chan bool // true: look at the queue; false: end
+	gen uint64    // the tick in which it began to wait
 }
 
-// run runs x.serve on a waiting goroutine, or on a new one.
+// run queues x, to be served by a goroutine kept, or a new one.
 func (p *workers) run(x *exchange) {
 	p.mu.Lock()
+	if p.head > 0 && len(p.queue) == cap(p.queue) {
+		// The queue is full, with room before its head: moved down rather than grown, so
+		// that a queue that never empties does not grow for ever.
+		n := copy(p.queue, p.queue[p.head:])
+		clear(p.queue[n:])
+		p.queue, p.head = p.queue[:n], 0
+	}
+	p.queue = append(p.queue, x)
+	p.wakeLocked()
+}
+
+// wakeLocked wakes a goroutine for the queue's requests unless one is waking already, and
+// unlocks p.mu.
+func (p *workers) wakeLocked() {
+	if p.waking > 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.waking++
 	if n := len(p.idle); n > 0 {
 		w := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		w.ch <- x
+		w.ch <- true // it waits: its channel is empty
 		return
 	}
 	p.mu.Unlock()
-	go p.work(&worker{ch: make(chan *exchange, 1)}, x)
+	go p.work(&worker{ch: make(chan bool, 1)})
 }
 
-// work serves x, then each request it is given, until it is told to stop (nil).
-func (p *workers) work(w *worker, x *exchange) {
-	for x != nil {
-		x.serve()
-		x = nil // not kept alive while waiting
+// take returns the queue's first request, nil if it is empty; p.mu is held.
+func (p *workers) take() *exchange {
+	if p.head == len(p.queue) {
+		return nil
+	}
+	x := p.queue[p.head]
+	p.queue[p.head] = nil
+	p.head++
+	if p.head == len(p.queue) {
+		p.queue, p.head = p.queue[:0], 0
+	}
+	return x
+}
+
+// work serves the queue's requests, then waits to be woken for more, until it is told to
+// end. It has been woken (counted in waking).
+func (p *workers) work(w *worker) {
+	for {
 		p.mu.Lock()
+		p.waking--
+		for {
+			x := p.take()
+			if x == nil {
+				break
+			}
+			if p.head < len(p.queue) {
+				p.wakeLocked() // the rest must not wait for x's handler
+			} else {
+				p.mu.Unlock()
+			}
+			p.serve(x)
+			p.mu.Lock()
+		}
 		if p.stopped || len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()
 			return
@@ -69,7 +128,9 @@ func (p *workers) work(w *worker, x *exchange) {
 			p.reap = time.AfterFunc(workerIdle, func() { p.reapIdle(id) })
 		}
 		p.mu.Unlock()
-		x = <-w.ch
+		if !<-w.ch {
+			return
+		}
 	}
 }
 
@@ -85,7 +146,7 @@ func (p *workers) reapIdle(id uint64) {
 	p.gen++
 	n := 0
 	for n < len(p.idle) && p.idle[n].gen+1 < p.gen {
-		p.idle[n].ch <- nil // it waits: its channel is empty
+		p.idle[n].ch <- false // it waits: its channel is empty
 		n++
 	}
 	m := copy(p.idle, p.idle[n:])
@@ -110,6 +171,6 @@ func (p *workers) stop() {
 	}
 	p.mu.Unlock()
 	for _, w := range idle {
-		w.ch <- nil
+		w.ch <- false
 	}
 }

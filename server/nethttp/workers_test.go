@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringev/ringev/internal/testutil"
 )
 
 // TestWorkersEndWhenIdle: the goroutines kept for handlers end on their own once no request
@@ -44,4 +46,39 @@ func workerGoroutines() int {
 		}
 	}
 	return n
+}
+
+// TestWorkersServeBehindABlockedHandler: of two requests queued at once, the second is served
+// while the first one's handler waits for it (a goroutine is woken for what is left in the
+// queue before a handler runs).
+func TestWorkersServeBehindABlockedHandler(t *testing.T) {
+	testutil.NoLeaks(t)
+	a, b := &exchange{}, &exchange{}
+	release := make(chan struct{})
+	served := make(chan *exchange, 2)
+	p := &workers{serve: func(x *exchange) {
+		if x == a {
+			select {
+			case <-release:
+			case <-time.After(waitFor):
+			}
+		} else {
+			close(release)
+		}
+		served <- x
+	}}
+	defer p.stop()
+	p.mu.Lock()
+	p.queue = append(p.queue, a, b)
+	p.wakeLocked()
+	for _, want := range []*exchange{b, a} {
+		select {
+		case x := <-served:
+			if x != want {
+				t.Fatal("the request behind the blocked handler was not served first")
+			}
+		case <-time.After(2 * waitFor):
+			t.Fatal("the requests were not served")
+		}
+	}
 }
