@@ -403,6 +403,9 @@ func TestConnPauseResumeStormCoalesces(t *testing.T) {
 		if most > 4 {
 			t.Errorf("the loop's inbox held %d entries during the storm, want at most 4", most)
 		}
+		// The echo's deadline starts here: on a starved machine the sampling above, a hundred
+		// sleeps beside a spinning goroutine, can take longer than the one set at the dial.
+		c.SetDeadline(time.Now().Add(waitFor))
 		c.Write([]byte("through\n"))
 		if got := readN(t, c, 8); got != "through\n" {
 			t.Fatalf("reply %q", got)
