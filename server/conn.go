@@ -1020,23 +1020,64 @@ func (c *Conn) doneAtEOF(p int) bool {
 // unconsumed, and none once OnData pauses or holds reading again or the connection closes: a
 // pause can leave megabytes waiting (a multishot recv's completions in flight), and a handler
 // that passes its input on (a broadcast, a proxy) must be able to pause between pieces, as it
-// can between reads. EOF is false until the last piece.
+// can between reads. EOF is false until the last piece. The pieces are views of c.in from
+// where the last one's OnData stopped: the input is not moved between them (dropConsumed).
 func (c *Conn) serveLeft() {
-	kept := 0 // what the last piece's OnData left unconsumed
+	start, kept := 0, 0 // where the input not yet consumed starts in c.in; what the last piece left
+	pieces := false
 	for !c.paused && !c.held && !c.closing && !c.closed {
-		n := len(c.inBytes())
-		if m := kept + leftPiece; n > m {
-			c.serveUpTo(c.in.b, m)
-			kept = m - (n - len(c.inBytes()))
-			c.readStopped() // an AfterPause asked within the piece: the input is all of it now
+		n := len(c.inBytes()) - start
+		if end := start + kept + leftPiece; n > kept+leftPiece {
+			pieces = true
+			from := start
+			start = c.servePiece(from, end)
+			kept = end - start
 			continue
 		}
 		if n > 0 || c.eof && c.halfOpen && !c.eofTold {
 			c.eofTold = c.eof
-			c.serve(c.inBytes())
+			c.serve(c.inBytes()[start:])
 		}
 		return
 	}
+	c.dropConsumed(start)
+	if pieces {
+		c.readStopped() // an AfterPause asked within a piece: the input is all of it now
+	}
+}
+
+// servePiece calls OnData with c.in[from:to] as its input, c.in[to:] kept unseen behind it
+// (serveLeft), and returns where the input OnData left starts in c.in. c.in is not changed.
+func (c *Conn) servePiece(from, to int) int {
+	l := c.l
+	outer := l.view
+	l.view, c.inData = inView{c: c, b: c.in.b[:to], off: from, part: true}, true
+	c.hs.h.OnData(c)
+	c.inData = false
+	off := l.view.off
+	l.view = outer
+	c.drainWait = c.pending() > 0
+	c.leftInput(off > from)
+	return off
+}
+
+// dropConsumed drops the first n bytes of c.in, what the pieces' OnData consumed (serveLeft).
+// The rest is moved to the front only when it is no longer than n, so that moving costs at most
+// what was consumed; else c.in starts past them, in the same buffer.
+func (c *Conn) dropConsumed(n int) {
+	in := c.inBytes()
+	switch rest := len(in) - n; {
+	case n == 0:
+		return
+	case rest == 0:
+		c.dropInput()
+		c.reqStart = 0
+	case rest <= n:
+		c.in.b = in[:copy(in, in[n:])]
+	default:
+		c.in.b = in[n:]
+	}
+	c.chargeInput()
 }
 
 // leftPiece is how much more input that waited (serveLeft) one OnData is given than the last
@@ -1088,16 +1129,13 @@ func (c *Conn) received() {
 	}
 }
 
-// serve calls OnData with data (c.in, or bytes received and not yet copied) as its input and
-// keeps what it leaves in c.in; the request deadline starts when a request is left unfinished.
-func (c *Conn) serve(data []byte) { c.serveUpTo(data, len(data)) }
-
-// serveUpTo is serve with data[:n] as OnData's input: data[n:] (c.in's, see serveLeft) is kept
-// after what OnData leaves, unseen.
-func (c *Conn) serveUpTo(data []byte, n int) {
+// serve calls OnData with data (c.in, part of it, or bytes received and not yet copied) as its
+// input and keeps what it leaves in c.in; the request deadline starts when a request is left
+// unfinished.
+func (c *Conn) serve(data []byte) {
 	l := c.l
 	outer := l.view // another connection's OnData, if this one runs inside it
-	l.view, c.inData = inView{c: c, b: data[:n], part: n < len(data)}, true
+	l.view, c.inData = inView{c: c, b: data}, true
 	c.hs.h.OnData(c)
 	c.inData = false
 	rest := data[l.view.off:]
@@ -1120,8 +1158,14 @@ func (c *Conn) serveUpTo(data []byte, n int) {
 	// A handler may have stopped for the output (WriteLimit's doc) below the limit, where no
 	// backpressure pause brings it back: it is given the input again once the output drains.
 	c.drainWait = c.pending() > 0
+	c.leftInput(consumed)
+}
+
+// leftInput follows an OnData that left input unconsumed (consumed: it took some): the request
+// deadline starts.
+func (c *Conn) leftInput(consumed bool) {
 	if t := c.to; t != nil && t.reqTO > 0 && (consumed || c.reqStart == 0) && !c.closing && !c.closed {
-		c.reqStart = l.now() // precise: the request deadline is the one a client can exploit
+		c.reqStart = c.l.now() // precise: the request deadline is the one a client can exploit
 		c.armTimer(c.reqStart + int64(t.reqTO))
 	}
 }

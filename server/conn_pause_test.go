@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ringev/ringev"
 	"golang.org/x/sys/unix"
@@ -543,6 +544,97 @@ func TestConnEOFOnlyWithTheLastPiece(t *testing.T) {
 			if g[1] == 1 && taken != size {
 				t.Fatalf("call %d of %d saw EOF with %d of %d bytes given", i+1, len(calls), taken, size)
 			}
+		}
+	})
+}
+
+// hoarder is a handler that leaves all of its input until it holds size bytes, then pauses
+// reading and sends the connection on full; once the test resumes it, take serves each call.
+type hoarder struct {
+	size   int
+	full   chan *Conn
+	take   func(c *Conn)
+	taking bool // the loop's goroutine only
+}
+
+func (h *hoarder) OnData(c *Conn) {
+	if h.taking {
+		h.take(c)
+		return
+	}
+	if c.Buffered() < h.size {
+		return
+	}
+	h.taking = true
+	if err := c.PauseRead(); err != nil {
+		panic(err)
+	}
+	h.full <- c
+}
+
+// resumeHoard has size bytes sent to a hoarder on s, waits until they are all in the
+// connection's input with reading paused, then resumes it from the test's goroutine: what
+// waited (megabytes, all in the input) goes to take in pieces. It returns the client's side.
+func resumeHoard(t *testing.T, s setup, size int, take func(c *Conn)) net.Conn {
+	t.Helper()
+	h := &hoarder{size: size, full: make(chan *Conn, 1), take: take}
+	e := startEngine(t, h, s.opts()...)
+	c := dialEngine(t, e)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := c.Write(bytes.Repeat([]byte{'x'}, size))
+		sent <- err
+	}()
+	var sc *Conn
+	select {
+	case sc = <-h.full:
+	case <-time.After(waitFor):
+		t.Fatalf("%d bytes were not in the input within %v", size, waitFor)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("client write: %v", err)
+	}
+	if err := sc.ResumeRead(); err != nil {
+		t.Fatalf("ResumeRead: %v", err)
+	}
+	return c
+}
+
+// TestConnPiecesLeaveTheInputInPlace: the pieces of what waited through a pause are given
+// where they are in the input: what a piece's OnData consumed is passed over, not the rest
+// moved to the front after each piece (a 2 MiB backlog given in 64 KiB pieces moved about
+// 32 MiB). The test sees where each call's input starts (Peek's first byte) and counts the
+// bytes the layer moved between calls.
+func TestConnPiecesLeaveTheInputInPlace(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const size = 1 << 20
+		type call struct{ at, n uintptr }
+		var calls []call
+		taken := 0
+		done := make(chan []call, 1)
+		resumeHoard(t, s, size, func(c *Conn) {
+			b, _ := c.Peek(-1)
+			calls = append(calls, call{uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b))})
+			if taken += len(b); taken == size {
+				done <- calls
+			}
+			c.Discard(len(b))
+		})
+		var got []call
+		select {
+		case got = <-done:
+		case <-time.After(waitFor):
+			t.Fatalf("the input was not all served within %v", waitFor)
+		}
+		moved, left := uintptr(0), uintptr(size)-got[0].n
+		for i := 1; i < len(got); i++ {
+			if got[i].at != got[i-1].at+got[i-1].n {
+				moved += left
+			}
+			left -= got[i].n
+		}
+		if moved != 0 {
+			t.Fatalf("the layer moved %d bytes of input between the %d calls that took %d bytes; want 0", moved, len(got), size)
 		}
 	})
 }
