@@ -134,6 +134,7 @@ type connRare struct {
 	dialing       *dialer         // Conn.Dial's dial under way: the connection is not read until it ends
 	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
 	afterPause    func()          // AfterPause's f, until no read is in flight
+	leftKept      int             // what a piece's OnData left when the pieces stopped for the output (serveLeft)
 	reason        error           // what OnClose is told, when Conn.reasonAt says it is here
 	// tls is WithTLS's or DialTLS's state (tlsOf), else nil: pend is then ciphertext, the
 	// handler's output is tls.plain.
@@ -1020,17 +1021,27 @@ func (c *Conn) doneAtEOF(p int) bool {
 // unconsumed, and none once OnData pauses or holds reading again or the connection closes: a
 // pause can leave megabytes waiting (a multishot recv's completions in flight), and a handler
 // that passes its input on (a broadcast, a proxy) must be able to pause between pieces, as it
-// can between reads. EOF is false until the last piece. The pieces are views of c.in from
+// can between reads. EOF is false until the last piece. A piece whose OnData took nothing
+// while output is pending ends them too, until the output drains (drainWait), as any OnData
+// that leaves its input then: a handler that stops for its output is not handed ever larger
+// pieces in one turn. (One that took some and left the rest is given the next piece at once:
+// the rest is most likely a request the piece's end cut.) The pieces are views of c.in from
 // where the last one's OnData stopped: the input is not moved between them (dropConsumed).
 func (c *Conn) serveLeft() {
 	start, kept := 0, 0 // where the input not yet consumed starts in c.in; what the last piece left
+	if x := c.rare; x != nil && x.leftKept > 0 {
+		kept, x.leftKept = x.leftKept, 0
+	}
 	pieces := false
 	for !c.paused && !c.held && !c.closing && !c.closed {
 		n := len(c.inBytes()) - start
 		if end := start + kept + leftPiece; n > kept+leftPiece {
 			pieces = true
 			from := start
-			start = c.servePiece(from, end)
+			if start = c.servePiece(from, end); c.drainWait {
+				c.x().leftKept = end - start
+				break
+			}
 			kept = end - start
 			continue
 		}
@@ -1056,7 +1067,7 @@ func (c *Conn) servePiece(from, to int) int {
 	c.inData = false
 	off := l.view.off
 	l.view = outer
-	c.drainWait = c.pending() > 0
+	c.drainWait = off == from && c.pending() > 0
 	c.leftInput(off > from)
 	return off
 }
@@ -1119,6 +1130,9 @@ func (c *Conn) arrived(data []byte) {
 // received serves c.in, which has grown (deliver, or the readiness driver's read into it).
 func (c *Conn) received() {
 	c.chargeInput()
+	if x := c.rare; x != nil {
+		x.leftKept = 0 // the input is served whole, or waits for a pause's end (serveLeft)
+	}
 	if !c.paused && !c.held {
 		c.serve(c.inBytes())
 		return

@@ -638,3 +638,43 @@ func TestConnPiecesLeaveTheInputInPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestConnPiecesWaitForTheOutput: a handler that stops for its output within a piece of what
+// waited through a pause (it leaves its input while output is pending: WriteLimit's doc) is
+// given the rest once the output has drained, as after any OnData, not handed ever larger
+// pieces in the same turn. The handler answers a 4 KiB request with 4 KiB when nothing is
+// pending and takes nothing otherwise.
+func TestConnPiecesWaitForTheOutput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const size, req = 1 << 20, 4 << 10
+		reply := bytes.Repeat([]byte{'y'}, req)
+		type call struct{ pending, took int }
+		var calls []call
+		taken := 0
+		done := make(chan []call, 1)
+		c := resumeHoard(t, s, size, func(c *Conn) {
+			k := call{pending: c.Pending()}
+			if k.pending == 0 && c.Buffered() >= req {
+				c.Discard(req)
+				c.Write(reply)
+				k.took = req
+			}
+			calls = append(calls, k)
+			if taken += k.took; taken == size {
+				done <- calls
+			}
+		})
+		readN(t, c, size)
+		var got []call
+		select {
+		case got = <-done:
+		case <-time.After(waitFor):
+			t.Fatalf("the input was not all served within %v", waitFor)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i-1].took == 0 && got[i-1].pending > 0 && got[i].pending > 0 {
+				t.Fatalf("call %d of %d found %d bytes of output pending, as did call %d, which took nothing: OnData was called again before the output drained", i+1, len(got), got[i].pending, i)
+			}
+		}
+	})
+}

@@ -18,7 +18,9 @@ import (
 // byte received goes unseen. The input that waited through a pause of reading (PauseRead, the
 // write limit), which can be megabytes, is given in pieces, each at most 64 KiB more than the
 // last call left, one call after another until it is all given or the handler pauses reading
-// again: a handler that passes its input on (a broadcast, a proxy) can stop between pieces.
+// again: a handler that passes its input on (a broadcast, a proxy) can stop between pieces. A
+// call that takes nothing of its piece while output is pending stops them too, until the output
+// has drained to half the write limit, as any call that leaves its input then (WriteLimit).
 // Replies go with Conn.Write, which buffers: every write a loop turn makes to a connection goes
 // out in one send at the turn's end. After the peer's EOF the connection closes once its
 // output is sent, unless it is half-open (WithHalfOpen).
