@@ -3,6 +3,7 @@
 package nethttp
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/url"
@@ -21,14 +22,11 @@ const maxFastFields = 32
 // the head holds (0 or 1: req.Host is the first's value). It returns nil for any other head,
 // which http.ReadRequest reads instead.
 //
-// Its URL and the header's values go in room (part of the request's exchange: fewer
-// allocations).
-func fastRequest(head []byte, ctx context.Context, room *fastRoom) (req *http.Request, hosts int) {
-	i := 0
-	for i < len(head) && head[i] != '\n' {
-		i++
-	}
-	if i < 2 || i == len(head) || head[i-1] != '\r' {
+// Its URL and the header's values go in room (made with the request's exchange: fewer
+// allocations); fields is where it notes the fields as it reads them (the loop's).
+func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastFields) (req *http.Request, hosts int) {
+	i := bytes.IndexByte(head, '\n')
+	if i < 2 || head[i-1] != '\r' {
 		return nil, 0
 	}
 	line := head[:i-1]
@@ -69,8 +67,6 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom) (req *http.Re
 		return nil, 0 // a lone '?' at the end: url's ForceQuery
 	}
 
-	// The fields: where each name and value is (offsets into head).
-	var fields [maxFastFields]struct{ k0, k1, v0, v1 int }
 	n := 0
 	host, conn := -1, -1
 	p := i + 1
@@ -97,7 +93,7 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom) (req *http.Re
 			p++
 		}
 		v0 := p
-		for p < len(head) && (head[p] >= ' ' && head[p] < 0x7f || head[p] == '\t') {
+		for p < len(head) && valueChars[head[p]] {
 			p++
 		}
 		v1 := p
@@ -123,7 +119,7 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom) (req *http.Re
 			fieldIs(head[k0:k1], "Trailer"), fieldIs(head[k0:k1], "Pragma"):
 			return nil, 0
 		}
-		fields[n] = struct{ k0, k1, v0, v1 int }{k0, k1, v0, v1}
+		fields[n] = fastField{k0, k1, v0, v1}
 		n++
 	}
 	closing := minor == 0 // HTTP/1.0 closes without keep-alive
@@ -177,6 +173,21 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom) (req *http.Re
 	}
 	return r.WithContext(ctx), hosts
 }
+
+// fastFields is where fastRequest notes the fields of a head: where each name and value is
+// (offsets into the head). The loop's own, so that it is not cleared for each request.
+type fastFields [maxFastFields]fastField
+
+type fastField struct{ k0, k1, v0, v1 int }
+
+// valueChars marks the bytes of a fast field value: visible ASCII, space and tab.
+var valueChars = func() (t [256]bool) {
+	for c := ' '; c < 0x7f; c++ {
+		t[c] = true
+	}
+	t['\t'] = true
+	return t
+}()
 
 // fastRoom is where fastRequest puts a Request's URL and the values of its header.
 type fastRoom struct {

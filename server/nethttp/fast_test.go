@@ -91,7 +91,7 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 	}
 	fast := 0
 	for _, h := range heads {
-		got, hosts := fastRequest([]byte(h), context.Background(), new(fastRoom))
+		got, hosts := fastRequest([]byte(h), context.Background(), new(fastRoom), new(fastFields))
 		if got == nil {
 			continue
 		}
@@ -108,7 +108,7 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 			t.Errorf("%q: fastRequest: %d Host fields, the first %q; hostFields: %d, %q", h, hosts, got.Host, n, first)
 		}
 	}
-	if req, _ := fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"), context.Background(), new(fastRoom)); req == nil {
+	if req, _ := fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"), context.Background(), new(fastRoom), new(fastFields)); req == nil {
 		t.Error("fastRequest did not read wrk's GET")
 	}
 	t.Logf("%d of %d heads read by fastRequest", fast, len(heads))

@@ -63,6 +63,8 @@ type loopState struct {
 	bufs []respBufs
 	// xs are exchanges for reuse (newExchange, recycle), on the loop.
 	xs []*exchange
+	// fields is fastRequest's note of a head's fields, on the loop.
+	fields fastFields
 
 	// shutting is set once the engine's graceful shutdown has reached the loop (OnShutdown):
 	// responses are the last of their connections, as net/http's once Shutdown has begun.
@@ -698,7 +700,7 @@ func (x *exchange) parse(head []byte) (*http.Request, error) {
 
 // parseHead is parse's work, with the request's context ctx.
 func (x *exchange) parseHead(head []byte, ctx context.Context) (*http.Request, error) {
-	req, hosts := fastRequest(head, ctx, &x.rs.room)
+	req, hosts := fastRequest(head, ctx, &x.rs.room, &x.h.ls.fields)
 	fast := req != nil
 	host := ""
 	if fast {
