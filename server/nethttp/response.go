@@ -110,24 +110,28 @@ func (o *outBuf) WriteString(s string) (int, error) {
 
 func (o *outBuf) writeLong(s string) (int, error) { return o.Write([]byte(s)) }
 
-// writeField writes the header line "key: value\r\n" (value as bytes if vb is not nil).
-func (o *outBuf) writeField(key, v string, vb []byte) {
-	if n := len(o.b) + len(key) + len(v) + len(vb) + 4; n > flushAt {
+// writeField writes the header line "key: v\r\n".
+func (o *outBuf) writeField(key, v string) { appendField(o, key, v) }
+
+// appendField is writeField for a value as a string or as bytes.
+func appendField[V string | []byte](o *outBuf, key string, v V) {
+	n := len(key) + len(v) + 4
+	if len(o.b)+n > flushAt {
 		o.WriteString(key)
 		o.WriteString(": ")
-		if vb != nil {
-			o.Write(vb)
-		} else {
-			o.WriteString(v)
-		}
+		o.WriteString(string(v))
 		o.WriteString("\r\n")
 		return
 	}
-	o.b = append(o.b, key...)
-	o.b = append(o.b, ": "...)
-	o.b = append(o.b, v...)
-	o.b = append(o.b, vb...)
-	o.b = append(o.b, "\r\n"...)
+	b := slices.Grow(o.b, n)
+	i := len(b)
+	b = b[:i+n]
+	i += copy(b[i:], key)
+	b[i], b[i+1] = ':', ' '
+	i += 2
+	i += copy(b[i:], v)
+	b[i], b[i+1] = '\r', '\n'
+	o.b = b
 }
 
 func (o *outBuf) WriteByte(c byte) error {
@@ -145,23 +149,21 @@ func (o *outBuf) Flush() error {
 	return err
 }
 
-// initResponse prepares x's response (part of x). Its header map is the one the exchange
-// kept, emptied (recycle), if any.
+// initResponse prepares x's response (part of x, which is new or recycled: the response is
+// zero but for the header map the exchange kept, emptied).
 func initResponse(x *exchange) *response {
 	w := &x.resp
-	hh := w.handlerHeader
-	if hh == nil {
-		hh = make(http.Header)
+	if w.handlerHeader == nil {
+		w.handlerHeader = make(http.Header)
 	}
-	*w = response{
-		x:                x,
-		req:              x.req,
-		reqBody:          x.req.Body,
-		handlerHeader:    hh,
-		contentLength:    -1,
-		wants10KeepAlive: x.req.ProtoMajor == 1 && x.req.ProtoMinor == 0 && hasToken(headerGet(x.req.Header, "Connection"), "keep-alive"),
-		wantsClose:       x.req.Close || hasToken(headerGet(x.req.Header, "Connection"), "close"),
+	var conn string // the request's Connection
+	if len(x.req.Header) > 0 {
+		conn = headerGet(x.req.Header, "Connection")
 	}
+	w.x, w.req, w.reqBody = x, x.req, x.req.Body
+	w.contentLength = -1
+	w.wants10KeepAlive = x.req.ProtoMajor == 1 && x.req.ProtoMinor == 0 && hasToken(conn, "keep-alive")
+	w.wantsClose = x.req.Close || hasToken(conn, "close")
 	w.cw.res = w
 	w.w, w.bufw = x.h.ls.takeBufs()
 	w.w.Reset(&w.cw)
@@ -405,15 +407,19 @@ type extraHeader struct {
 
 func (h extraHeader) write(w *outBuf) {
 	if h.date != nil {
-		w.writeField("Date", "", h.date)
+		appendField(w, "Date", h.date)
 	}
 	if h.contentLength != nil {
-		w.writeField("Content-Length", "", h.contentLength)
+		appendField(w, "Content-Length", h.contentLength)
 	}
-	for i, v := range []string{h.contentType, h.connection, h.transferEncoding} {
-		if v != "" {
-			w.writeField([...]string{"Content-Type", "Connection", "Transfer-Encoding"}[i], v, nil)
-		}
+	if h.contentType != "" {
+		w.writeField("Content-Type", h.contentType)
+	}
+	if h.connection != "" {
+		w.writeField("Connection", h.connection)
+	}
+	if h.transferEncoding != "" {
+		w.writeField("Transfer-Encoding", h.transferEncoding)
 	}
 }
 
@@ -425,12 +431,12 @@ func bodyAllowedForStatus(status int) bool {
 	return true
 }
 
-func suppressedHeaders(status int) []string {
+func suppressedHeaders(status int) []int {
 	switch {
 	case status == 304:
-		return []string{"Content-Type", "Content-Length", "Transfer-Encoding"}
+		return []int{hContentType, hContentLength, hTransferEncoding}
 	case !bodyAllowedForStatus(status):
-		return []string{"Content-Length", "Transfer-Encoding"}
+		return []int{hContentLength, hTransferEncoding}
 	}
 	return nil
 }
@@ -453,28 +459,28 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	var setHeader extraHeader
 
 	trailers := false
-	for i := range header.fields {
+	for i := 0; header.prefixed && i < len(header.fields); i++ {
 		if f := &header.fields[i]; strings.HasPrefix(f.key, http.TrailerPrefix) {
 			f.gone = true
 			trailers = true
 		}
 	}
-	for _, v := range header.values("Trailer") {
+	for _, v := range header.values(hTrailer) {
 		trailers = true
 		foreachHeaderElement(v, cw.res.declareTrailer)
 	}
 
-	te := header.get("Transfer-Encoding")
+	te := header.get(hTransferEncoding)
 	hasTE := te != ""
 
-	if w.handlerDone.Load() && !trailers && !hasTE && bodyAllowedForStatus(w.status) && !header.has("Content-Length") && (!isHEAD || len(p) > 0) {
+	if w.handlerDone.Load() && !trailers && !hasTE && bodyAllowedForStatus(w.status) && !header.has(hContentLength) && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
 		setHeader.contentLength = strconv.AppendInt(cw.res.clenBuf[:0], int64(len(p)), 10)
 	}
 
 	if w.wants10KeepAlive && keepAlivesEnabled {
-		sentLength := header.get("Content-Length") != ""
-		if sentLength && header.get("Connection") == "keep-alive" {
+		sentLength := header.get(hContentLength) != ""
+		if sentLength && header.get(hConnection) == "keep-alive" {
 			w.closeAfterReply = false
 		}
 	}
@@ -482,7 +488,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	hasCL := w.contentLength != -1
 
 	if w.wants10KeepAlive && (isHEAD || hasCL || !bodyAllowedForStatus(w.status)) {
-		connectionHeaderSet := header.has("Connection")
+		connectionHeaderSet := header.has(hConnection)
 		if !connectionHeaderSet {
 			setHeader.connection = "keep-alive"
 		}
@@ -490,7 +496,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 		w.closeAfterReply = true
 	}
 
-	if header.get("Connection") == "close" || !keepAlivesEnabled {
+	if header.get(hConnection) == "close" || !keepAlivesEnabled {
 		w.closeAfterReply = true
 	}
 
@@ -533,15 +539,15 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 		}
 		if tooBig {
 			w.requestTooLarge()
-			delHeader("Connection")
+			delHeader(hConnection)
 			setHeader.connection = "close"
 		}
 	}
 
 	code := w.status
 	if bodyAllowedForStatus(code) {
-		haveType := header.has("Content-Type")
-		ce := header.get("Content-Encoding")
+		haveType := header.has(hContentType)
+		ce := header.get(hContentEncoding)
 		hasCE := len(ce) > 0
 		if !hasCE && !haveType && !hasTE && len(p) > 0 {
 			setHeader.contentType = http.DetectContentType(p)
@@ -552,49 +558,49 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 		}
 	}
 
-	if !header.has("Date") {
+	if !header.has(hDate) {
 		setHeader.date = appendDate(cw.res.dateBuf[:0])
 	}
 
 	if hasCL && hasTE && te != "identity" {
 		w.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", te, w.contentLength)
-		delHeader("Content-Length")
+		delHeader(hContentLength)
 		hasCL = false
 	}
 
 	if w.req.Method == "HEAD" || !bodyAllowedForStatus(code) || code == http.StatusNoContent {
-		delHeader("Transfer-Encoding")
+		delHeader(hTransferEncoding)
 	} else if hasCL {
-		delHeader("Transfer-Encoding")
+		delHeader(hTransferEncoding)
 	} else if w.req.ProtoAtLeast(1, 1) {
 		if hasTE && te == "identity" {
 			cw.chunking = false
 			w.closeAfterReply = true
-			delHeader("Transfer-Encoding")
+			delHeader(hTransferEncoding)
 		} else {
 			cw.chunking = true
 			setHeader.transferEncoding = "chunked"
 			if hasTE && te == "chunked" {
-				delHeader("Transfer-Encoding")
+				delHeader(hTransferEncoding)
 			}
 		}
 	} else {
 		w.closeAfterReply = true
-		delHeader("Transfer-Encoding")
+		delHeader(hTransferEncoding)
 	}
 
 	if cw.chunking {
-		delHeader("Content-Length")
+		delHeader(hContentLength)
 	}
 	if !w.req.ProtoAtLeast(1, 0) {
 		return
 	}
 
 	delConnectionHeader := w.closeAfterReply &&
-		(!keepAlivesEnabled || !hasToken(header.get("Connection"), "close")) &&
+		(!keepAlivesEnabled || !hasToken(header.get(hConnection), "close")) &&
 		!isProtocolSwitchResponse(w.status, header)
 	if delConnectionHeader {
-		delHeader("Connection")
+		delHeader(hConnection)
 		if w.req.ProtoAtLeast(1, 1) {
 			setHeader.connection = "close"
 		}
@@ -607,8 +613,8 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 }
 
 func isProtocolSwitchResponse(code int, h *headerSnap) bool {
-	return code == http.StatusSwitchingProtocols && h.get("Upgrade") != "" &&
-		valuesHaveToken(h.values("Connection"), "Upgrade")
+	return code == http.StatusSwitchingProtocols && h.get(hUpgrade) != "" &&
+		valuesHaveToken(h.values(hConnection), "Upgrade")
 }
 
 // snap takes the handler's header as it is now, once: net/http clones the map at WriteHeader,
@@ -624,16 +630,54 @@ func (cw *chunkWriter) snap() {
 // http.Header's WriteSubset writes them, with those writeHeader removed marked gone. It is
 // part of the response (no map, no allocation for a few fields).
 type headerSnap struct {
-	fields []headerField
-	vals   []string // the fields' values, one after another
-	fbuf   [4]headerField
-	vbuf   [4]string
+	fields   []headerField
+	vals     []string      // the fields' values, one after another
+	known    [nKnown]int32 // where each of the fields writeHeader asks for is in fields, plus 1
+	prefixed bool          // a name starts with http.TrailerPrefix
+	fbuf     [4]headerField
+	vbuf     [4]string
 }
 
 type headerField struct {
 	key  string
 	vals []string
 	gone bool
+}
+
+// The fields writeHeader asks a headerSnap for, by number.
+const (
+	hTrailer = iota
+	hTransferEncoding
+	hContentLength
+	hConnection
+	hContentType
+	hContentEncoding
+	hDate
+	hUpgrade
+	nKnown
+)
+
+// knownField is the number of the field named key, -1 for another.
+func knownField(key string) int {
+	switch key {
+	case "Trailer":
+		return hTrailer
+	case "Transfer-Encoding":
+		return hTransferEncoding
+	case "Content-Length":
+		return hContentLength
+	case "Connection":
+		return hConnection
+	case "Content-Type":
+		return hContentType
+	case "Content-Encoding":
+		return hContentEncoding
+	case "Date":
+		return hDate
+	case "Upgrade":
+		return hUpgrade
+	}
+	return -1
 }
 
 // take copies h (its values too, as http.Header's Clone does).
@@ -646,45 +690,54 @@ func (s *headerSnap) take(h http.Header) {
 	}
 	if len(s.fields) > 8 {
 		slices.SortFunc(s.fields, func(a, b headerField) int { return strings.Compare(a.key, b.key) })
-		return
+	} else {
+		for i := 1; i < len(s.fields); i++ {
+			for j := i; j > 0 && s.fields[j].key < s.fields[j-1].key; j-- {
+				s.fields[j], s.fields[j-1] = s.fields[j-1], s.fields[j]
+			}
+		}
 	}
-	for i := 1; i < len(s.fields); i++ {
-		for j := i; j > 0 && s.fields[j].key < s.fields[j-1].key; j-- {
-			s.fields[j], s.fields[j-1] = s.fields[j-1], s.fields[j]
+	s.known = [nKnown]int32{}
+	s.prefixed = false
+	for i, f := range s.fields {
+		if k := knownField(f.key); k >= 0 {
+			s.known[k] = int32(i + 1)
+		} else if strings.HasPrefix(f.key, http.TrailerPrefix) {
+			s.prefixed = true
 		}
 	}
 }
 
-// field returns the field named key (canonical), nil if there is none or it is gone.
-func (s *headerSnap) field(key string) *headerField {
-	for i := range s.fields {
-		if f := &s.fields[i]; f.key == key && !f.gone {
+// field returns the field number k (hTrailer...), nil if there is none or it is gone.
+func (s *headerSnap) field(k int) *headerField {
+	if i := s.known[k]; i > 0 {
+		if f := &s.fields[i-1]; !f.gone {
 			return f
 		}
 	}
 	return nil
 }
 
-func (s *headerSnap) has(key string) bool { return s.field(key) != nil }
+func (s *headerSnap) has(k int) bool { return s.field(k) != nil }
 
-// get is http.Header's Get for a canonical key.
-func (s *headerSnap) get(key string) string {
-	if f := s.field(key); f != nil && len(f.vals) > 0 {
+// get is http.Header's Get for the field number k.
+func (s *headerSnap) get(k int) string {
+	if f := s.field(k); f != nil && len(f.vals) > 0 {
 		return f.vals[0]
 	}
 	return ""
 }
 
-func (s *headerSnap) values(key string) []string {
-	if f := s.field(key); f != nil {
+func (s *headerSnap) values(k int) []string {
+	if f := s.field(k); f != nil {
 		return f.vals
 	}
 	return nil
 }
 
-// del removes the field named key (canonical).
-func (s *headerSnap) del(key string) {
-	if f := s.field(key); f != nil {
+// del removes the field number k.
+func (s *headerSnap) del(k int) {
+	if f := s.field(k); f != nil {
 		f.gone = true
 	}
 }
@@ -697,7 +750,7 @@ func (s *headerSnap) write(w *outBuf) {
 			continue
 		}
 		for _, v := range f.vals {
-			w.writeField(f.key, headerValue(v), nil)
+			w.writeField(f.key, headerValue(v))
 		}
 	}
 }
@@ -707,11 +760,12 @@ var newlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
 // headerValue is v as http.Header's Write writes it: CR and LF made spaces, then trimmed
 // (textproto.TrimString).
 func headerValue(v string) string {
-	plain := v == "" || v[0] > ' ' && v[len(v)-1] > ' '
-	for i := 0; plain && i < len(v); i++ {
-		plain = v[i] != '\r' && v[i] != '\n'
-	}
-	if plain {
+	if v == "" || v[0] > ' ' && v[len(v)-1] > ' ' {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c <= '\r' && (c == '\r' || c == '\n') {
+				return textproto.TrimString(newlineToSpace.Replace(v))
+			}
+		}
 		return v
 	}
 	return textproto.TrimString(newlineToSpace.Replace(v))
