@@ -39,8 +39,7 @@ type Server struct {
 	// the next request (IdleTimeout, else ReadTimeout).
 	hdrTO, idleTO time.Duration
 
-	running sync.WaitGroup // the handlers being served
-	workers workers
+	workers workers  // the handlers' goroutines, and the count of those being served
 	loops   sync.Map // *server.Loop -> *loopState
 }
 
@@ -167,7 +166,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, opts ...server.Opti
 // is closed and every handler's request context is cancelled), and ends the goroutines kept
 // for handlers.
 func (s *Server) Wait() {
-	s.running.Wait()
+	s.workers.wait()
 	s.workers.stop()
 }
 
@@ -791,7 +790,6 @@ func (h *conn) start(x *exchange) {
 	if x.body != nil {
 		x.feed()
 	}
-	s.running.Add(1)
 	s.workers.run(x)
 	if ls := h.ls; ls.yield && !ls.queued {
 		ls.queued = true
@@ -942,7 +940,6 @@ func (x *exchange) gone(err error) {
 // serve runs the handler (on its own goroutine), ends the response as net/http does, and
 // hands the connection back to the loop.
 func (x *exchange) serve() {
-	defer x.h.s.running.Done()
 	w, req := x.w, x.req
 	reuse := false
 	defer func() {

@@ -30,14 +30,16 @@ const maxIdleWorkers = 256
 type workers struct {
 	serve func(*exchange) // (*exchange).serve; a test's own
 
-	mu     sync.Mutex
-	queue  []*exchange // the requests waiting, from queue[head]
-	head   int
-	waking int       // goroutines woken (or started) that have not yet looked at the queue
-	idle   []*worker // the longest waiting first
-	gen    uint64    // reap's ticks
-	reap   *time.Timer
-	reapID uint64 // reap's, told apart from a timer stopped (stop) as it fired
+	mu      sync.Mutex
+	serving int         // the requests queued or being served (run to the end of serve)
+	ended   *sync.Cond  // on mu, signalled when serving falls to 0
+	queue   []*exchange // the requests waiting, from queue[head]
+	head    int
+	waking  int       // goroutines woken (or started) that have not yet looked at the queue
+	idle    []*worker // the longest waiting first
+	gen     uint64    // reap's ticks
+	reap    *time.Timer
+	reapID  uint64 // reap's, told apart from a timer stopped (stop) as it fired
 
 	// stopped is set by stop: a goroutine that ends its request after it (its handler's end
 	// counted, Server.Wait returned) ends instead of waiting for another.
@@ -60,7 +62,20 @@ func (p *workers) run(x *exchange) {
 		p.queue, p.head = p.queue[:n], 0
 	}
 	p.queue = append(p.queue, x)
+	p.serving++
 	p.wakeLocked()
+}
+
+// wait waits until no request is queued or being served.
+func (p *workers) wait() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.serving > 0 {
+		if p.ended == nil {
+			p.ended = sync.NewCond(&p.mu)
+		}
+		p.ended.Wait()
+	}
 }
 
 // wakeLocked wakes a goroutine for the queue's requests unless one is waking already, and
@@ -115,6 +130,9 @@ func (p *workers) work(w *worker) {
 			}
 			p.serve(x)
 			p.mu.Lock()
+			if p.serving--; p.serving == 0 && p.ended != nil {
+				p.ended.Broadcast()
+			}
 		}
 		if p.stopped || len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()

@@ -70,6 +70,7 @@ func TestWorkersServeBehindABlockedHandler(t *testing.T) {
 	defer p.stop()
 	p.mu.Lock()
 	p.queue = append(p.queue, a, b)
+	p.serving += 2
 	p.wakeLocked()
 	for _, want := range []*exchange{b, a} {
 		select {
