@@ -5,6 +5,7 @@ package nethttp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log"
@@ -373,10 +374,25 @@ func (s *Server) OnClose(c *server.Conn, err error) {
 }
 
 // handshakeReason is what net/http logs of a failed TLS handshake: crypto/tls's error (or
-// the peer's early close, or the timeout) without package server's prefix.
+// the peer's early close, or the timeout) without package server's prefix, and for plaintext
+// HTTP (which got net/http's 400, see ServesHTTPS) net/http's own words.
 func handshakeReason(err error) string {
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) && rh.Conn != nil && looksLikeHTTP(rh.RecordHeader) {
+		return "client sent an HTTP request to an HTTPS server"
+	}
 	r := strings.TrimPrefix(err.Error(), server.ErrTLSHandshake.Error()+": ")
 	return strings.TrimPrefix(r, "server: ")
+}
+
+// looksLikeHTTP reports whether a TLS record's header is the start of a plaintext HTTP
+// request, as net/http's server tells it.
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
 }
 
 // OnShutdown keeps a connection whose request is in service open through the engine's graceful

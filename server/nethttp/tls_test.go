@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,51 @@ func TestServerLogsTLSHandshakeError(t *testing.T) {
 		}
 		if s := logged.String(); strings.Contains(s, "server: TLS handshake") {
 			t.Errorf("ErrorLog %q names package server's error; want crypto/tls's reason", s)
+		}
+	})
+}
+
+// TestServerLogsPlainHTTPOnTLSPort: a plaintext HTTP request to the TLS port is logged as
+// net/http logs it ("http: TLS handshake error from ADDR: client sent an HTTP request to an
+// HTTPS server"), not with crypto/tls's reason.
+func TestServerLogsPlainHTTPOnTLSPort(t *testing.T) {
+	cert, _ := testutil.Cert(t)
+	const raw = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
+	// reason is what the log says after the client's address, once it says it.
+	reason := func(t *testing.T, logged *quietLog) string {
+		t.Helper()
+		re := regexp.MustCompile(`http: TLS handshake error from 127\.0\.0\.1:\d+: (.*)\n`)
+		deadline := time.Now().Add(waitFor)
+		for {
+			if m := re.FindStringSubmatch(logged.String()); m != nil {
+				return m[1]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("ErrorLog %q; want a TLS handshake error", logged.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	logger, netLogged := quietLogger()
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ErrorLog = logger
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	ts.StartTLS()
+	defer ts.Close()
+	if _, _, err := exchangeRaw(ts.Listener.Addr().String(), raw, waitFor); err != nil {
+		t.Fatal(err)
+	}
+	want := reason(t, netLogged)
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+		lg, logged := quietLogger()
+		addr := serveRingev(t, backend, &http.Server{Handler: h, ErrorLog: lg}, append(opts, server.WithTLS(cfg))...)
+		if _, _, err := exchangeRaw(addr, raw, waitFor); err != nil {
+			t.Fatal(err)
+		}
+		if got := reason(t, logged); got != want {
+			t.Errorf("logged %q; net/http logs %q", got, want)
 		}
 	})
 }
