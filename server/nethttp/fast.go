@@ -7,6 +7,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"unsafe"
 )
 
 // maxFastFields is the most header fields a head may have for fastRequest.
@@ -135,7 +136,7 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastF
 		}
 	}
 
-	s := string(head) // every string of the Request is part of this one
+	s := room.headString(head) // every string of the Request is part of this one
 	r := http.Request{
 		Method:     method,
 		Proto:      s[tend+1 : i-1],
@@ -189,10 +190,22 @@ var valueChars = func() (t [256]bool) {
 	return t
 }()
 
-// fastRoom is where fastRequest puts a Request's URL and the values of its header.
+// fastRoom is where fastRequest puts a Request's URL and the values of its header, and the
+// bytes of a short head.
 type fastRoom struct {
 	url  url.URL
 	vals [8]string
+	head [128]byte // written once (headString), then only read
+}
+
+// headString returns head as a string: in r's own bytes when it fits (r is made for one
+// request, and they are never written again), else a new string.
+func (r *fastRoom) headString(head []byte) string {
+	if len(head) > 0 && len(head) <= len(r.head) {
+		n := copy(r.head[:], head)
+		return unsafe.String(&r.head[0], n)
+	}
+	return string(head)
 }
 
 // pathByte reports whether c may be in a fast target's path: bytes that url.URL keeps as
