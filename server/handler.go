@@ -22,7 +22,12 @@ import (
 // call that takes nothing of its piece while output is pending stops them too, until the output
 // has drained to half the write limit, as any call that leaves its input then (WriteLimit).
 // Replies go with Conn.Write, which buffers: every write a loop turn makes to a connection goes
-// out in one send at the turn's end. After the peer's EOF the connection closes once its
+// out in one send at the turn's end. The output is capped, even for a peer that reads: a write
+// that takes Pending past 4 MiB (WithMaxPending) closes the connection (ErrOutputFull). So a
+// handler that answers requests, of which a client may pipeline thousands (redis-benchmark -P,
+// a batch of GETs of large values), answers while Pending is at most WriteLimit and leaves the
+// other requests in the input: OnData is given them again once the output has drained, without
+// waiting for more bytes (RESP and HTTP do so). After the peer's EOF the connection closes once its
 // output is sent, unless it is half-open (WithHalfOpen).
 //
 // A Handler may also implement OpenHandler, CloseHandler, HandshakeHandler, TickHandler,
