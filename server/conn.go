@@ -89,6 +89,9 @@ type Conn struct {
 	held      bool  // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from paused)
 	reasonAt  uint8 // where the reason it closes is (the first one set wins): see setReason
 	inData    bool  // OnData is running (see Loop.view)
+	// lentBid is 1 + the group buffer whose bytes the send in flight sends (Forward's lend);
+	// 0: the send's buffer is a free-list buffer.
+	lentBid uint16
 
 	// Timeouts: to, the connection's timeouts (nil: none), shared with the loop's other
 	// connections that have the same (Loop.timeouts); active, the loop time (ns) of the last

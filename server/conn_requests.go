@@ -152,6 +152,7 @@ func newConnReqs(l *Loop) (*connReqs, error) {
 		}
 		switch {
 		case err == nil:
+			l.lend.start(d)
 		case mode == "":
 			l.e.logf("multishot recv unavailable, receiving %s instead: %v", RecvPerConn, err)
 		default:
@@ -249,8 +250,13 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	}
 	switch {
 	case x.Err == nil && x.N > 0:
+		lend := &c.l.lend
+		lend.offer(x)
 		c.deliver(x.Buf)
-		x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
+		if lend.bid != 0 {
+			x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
+		}
+		lend.bid = 0 // (lent: the send's completion gives it back)
 		if c.recvLive && !c.held && !c.paused && !c.closed && c.splicingOut() == nil {
 			return // still receiving, as wanted: what changed the want (PauseRead, a close, Splice, the write limit) updated it
 		}
@@ -286,7 +292,11 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 		past = c.outN.Add(-n)+n > int64(c.l.limit) // wrote(-c.outLen), by hand (hot path)
 		c.l.charge(-int(c.outLen))
 	}
-	c.l.bufs.put(x.Buf) // the kernel is done with it
+	if c.lentBid == 0 {
+		c.l.bufs.put(x.Buf) // the kernel is done with it
+	} else {
+		c.l.lend.back(c)
+	}
 	c.outLen = 0
 	if x.Err != nil {
 		c.end(x.Err)

@@ -23,6 +23,12 @@ import (
 // OnClose, the input c left is still moved);
 // when it would take dst's output past its cap, dst is closed and the error is ErrOutputFull
 // (see Write).
+//
+// With the requests driver's multishot recv, input that is the whole of what one recv brought,
+// moved to a connection of the same loop with nothing to send, is sent at once from the
+// loop's receive buffer that holds it, without a copy; the buffer goes back to the loop's
+// group when the send completes. At most half the group's buffers are lent so (a destination
+// whose peer does not read keeps its own): past that, Forward copies.
 func (c *Conn) Forward(dst *Conn) (int, error) { return c.forward(dst, false) }
 
 // forward is Forward, and Splice's start when splice is true (one call for both: the path of
@@ -48,7 +54,9 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	}
 	var err error
 	if dst.l == c.l && !dst.gone() && dst.fits(n) {
-		dst.write(b) // forwarded's common case, inline
+		if c.l.lend.bid == 0 || !dst.lendTo(b) {
+			dst.write(b) // forwarded's common case, inline
+		}
 	} else {
 		err = dst.forwarded(b, c.l)
 	}

@@ -6,10 +6,12 @@ package server
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,5 +215,86 @@ func TestConnForwardWithAClosedConnIsErrClosed(t *testing.T) {
 				t.Errorf("Forward of a closed connection: %d, %v; want 0, net.ErrClosed", n, err)
 			}
 		})
+	})
+}
+
+// TestConnForwardLendsAtMostHalfTheRecvGroup: Forward sends a received group buffer itself
+// (no copy) only while the loop lends at most half of its receive group, so destinations whose
+// peers do not read, each with a send stalled on a full socket, cannot take the buffers every
+// receive of the loop needs: with 100 of them stalled, a new pair on the same loop is still
+// served, 1 MiB each way.
+func TestConnForwardLendsAtMostHalfTheRecvGroup(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		j := newJoiner()
+		j.forward, j.sndbuf = true, 16<<10
+		e := startEngine(t, j, append(s.opts(), WithHalfOpen(true))...)
+		small := net.Dialer{Timeout: waitFor, Control: func(_, _ string, rc syscall.RawConn) error {
+			rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 16<<10) })
+			return nil
+		}}
+		const stalled = 100
+		var wg sync.WaitGroup
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+			wg.Wait()
+		}()
+		var srcs []*Conn
+		for range stalled {
+			a, err := net.DialTimeout("tcp", e.Addr().String(), waitFor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, a)
+			b, err := small.Dial("tcp", e.Addr().String()) // reads nothing
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, b)
+			select {
+			case p := <-j.pairs:
+				srcs = append(srcs, p[0])
+			case <-time.After(waitFor):
+				t.Fatal("two connections were not joined")
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				chunk := make([]byte, 4<<10)
+				for {
+					if _, err := a.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		l := e.Loops()[0]
+		// Every source is held by Forward: its destination's output is past the write limit
+		// behind a send that its peer's full socket stalls.
+		eventually(t, "every source held by Forward (a receive group run dry holds some back)", func() bool {
+			held := 0
+			onLoop(t, l, func() {
+				for _, c := range srcs {
+					if c.rare != nil && c.rare.fwdOn != nil {
+						held++
+					}
+				}
+			})
+			return held == stalled
+		})
+		var lent, most int
+		onLoop(t, l, func() { lent, most = l.lend.held, l.lend.max })
+		t.Logf("%d group buffers lent to stalled sends (at most %d)", lent, most)
+		if lent > most {
+			t.Errorf("%d group buffers lent, past the bound of %d", lent, most)
+		}
+		a, b, _ := joinedOn(t, e, j)
+		data := make([]byte, 1<<20)
+		rand.Read(data)
+		if err := <-sendAndCheck(a, b, data); err != nil {
+			t.Fatalf("a new pair, while %d destinations stall: %v", stalled, err)
+		}
 	})
 }

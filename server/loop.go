@@ -77,6 +77,7 @@ type Loop struct {
 	bufs        bufPool
 	ins         []*inBuf    // spare input holders (takeIn)
 	pipes       splicePipes // Conn.Splice's pipes
+	lend        lender      // Forward's sends of the received buffer itself
 	tlsScratch  []byte      // the plaintext crypto/tls returns (tlsBuf)
 	epoch       time.Time
 	draining    bool

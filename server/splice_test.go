@@ -36,13 +36,18 @@ type joiner struct {
 	closed  chan *Conn
 	hold    int            // OnData leaves the input until this many bytes are buffered
 	started map[*Conn]bool // OnData has called Splice
+	forward bool           // OnData calls Forward, not Splice
+	sndbuf  int            // OnOpen sets SO_SNDBUF to this, if not 0
 }
 
 func newJoiner() *joiner {
-	return &joiner{pairs: make(chan [2]*Conn, 10), closed: make(chan *Conn, 10), started: map[*Conn]bool{}}
+	return &joiner{pairs: make(chan [2]*Conn, 10), closed: make(chan *Conn, 512), started: map[*Conn]bool{}}
 }
 
 func (j *joiner) OnOpen(c *Conn) {
+	if j.sndbuf > 0 {
+		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, j.sndbuf)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.wait == nil {
@@ -64,7 +69,11 @@ func (j *joiner) OnData(c *Conn) {
 		return
 	}
 	j.started[c] = true // (the loop's goroutine only)
-	c.Splice(other)
+	if j.forward {
+		c.Forward(other)
+	} else {
+		c.Splice(other)
+	}
 	if c.EOF() {
 		other.CloseWrite()
 	}
@@ -90,7 +99,12 @@ func (j *joiner) OnClose(c *Conn, err error) {
 // connections it joined, and those connections.
 func joined(t *testing.T, j *joiner, opts []Option) (a, b net.Conn, pair [2]*Conn) {
 	t.Helper()
-	e := startEngine(t, j, append(opts, WithHalfOpen(true))...)
+	return joinedOn(t, startEngine(t, j, append(opts, WithHalfOpen(true))...), j)
+}
+
+// joinedOn is joined on e, an engine serving j.
+func joinedOn(t *testing.T, e *Engine, j *joiner) (a, b net.Conn, pair [2]*Conn) {
+	t.Helper()
 	a = dialEngine(t, e)
 	b = dialEngine(t, e)
 	select {

@@ -1,0 +1,98 @@
+//go:build unix
+
+package server
+
+import (
+	"unsafe"
+
+	"github.com/ringev/ringev"
+)
+
+// lender is a loop's lending of received buffers to Forward's sends: the bytes a recv
+// completion brought into a buffer of the loop's group (the requests driver's multishot
+// recv), forwarded whole to a connection with no output, are sent from that buffer, with no
+// copy into the destination's output; the send's completion gives the buffer back to the
+// group. A send to a peer that does not read does not complete, and keeps its buffer: so at
+// most max of the group's buffers (half of them) are lent at once, and past that Forward
+// copies, so that the group, which every connection of the loop receives into, never runs dry
+// for lack of the lent ones.
+type lender struct {
+	g    *ringev.BufferGroup // the requests driver's group; nil: nothing is lent
+	d    *connReqs
+	bid  int     // 1 + the group buffer of the recv completion being delivered (0: none)
+	ptr  *byte   // where that completion's bytes start
+	n    int     // and how many there are
+	refs []int32 // per group buffer: the sends in flight that lend it
+	held int     // the group buffers lent (refs above 0)
+	max  int     // the most group buffers lent at once
+}
+
+// start makes lending use d's group, if it has one.
+func (ld *lender) start(d *connReqs) {
+	if g := d.group; g != nil {
+		*ld = lender{g: g, d: d, refs: make([]int32, g.Len()), max: g.Len() / 2}
+	}
+}
+
+// offer makes x's buffer, while its bytes are delivered (reqReceived), one Forward can lend.
+func (ld *lender) offer(x *ringev.Completion) {
+	if id := x.BufferID(); id >= 0 && ld.g != nil {
+		ld.bid, ld.ptr, ld.n = id+1, unsafe.SliceData(x.Buf), len(x.Buf)
+	}
+}
+
+// back is the end of c's lent send: its buffer goes back to the group.
+func (ld *lender) back(c *Conn) {
+	bid := int(c.lentBid) - 1
+	c.lentBid = 0
+	if ld.refs[bid]--; ld.refs[bid] == 0 {
+		ld.held--
+	}
+	ld.g.Release(bid)
+}
+
+// lendTo sends b, the whole of the bytes of the recv completion being delivered, to c at once
+// from the group buffer that holds them, in place of the copy into c's output that the turn's
+// end would send (Forward, on c's loop). It reports false, and does nothing, unless that send
+// would have been the turn's whole send for c and the turn's end had nothing else to do for it:
+// c has no output and no send in flight, is not closing nor half-closed either way, is not
+// paused, holds nothing written from another goroutine, is not TLS nor spliced into, and b is
+// within the write limit; and unless the lender may lend one more buffer (max).
+func (c *Conn) lendTo(b []byte) bool {
+	l := c.l
+	ld := &l.lend
+	if c.outLen > 0 || len(c.pend) > 0 || unsafe.SliceData(b) != ld.ptr || len(b) != ld.n || len(b) > l.limit ||
+		c.closing || c.closed || c.eof || c.paused || c.shut != 0 || c.asyncAt.Load() != 0 ||
+		c.rare != nil && (c.rare.splIn != nil || c.rare.tls != nil) {
+		return false
+	}
+	bid := ld.bid - 1
+	if ld.refs[bid] == 0 {
+		if ld.held >= ld.max {
+			return false
+		}
+		ld.held++
+	}
+	ld.refs[bid]++
+	ld.bid = 0 // the recv's hold on the buffer is the send's now
+	c.lentBid = uint16(bid + 1)
+	n := len(b)
+	c.outLen = int32(n)
+	c.wrote(n)
+	if c.to != nil {
+		c.active = l.turnTime() // sending is activity (see flush)
+	}
+	l.sends++
+	if _, err := l.ev.Send(int(c.fd), b, 0, ld.d.onConn, c.tok(tokSend)); err != nil {
+		l.e.logf("send: %v", err)
+		c.wrote(-n)
+		c.outLen = 0
+		ld.refs[bid]-- // the recv's hold again: reqReceived gives it back
+		if ld.refs[bid] == 0 {
+			ld.held--
+		}
+		c.lentBid, ld.bid = 0, bid+1
+		c.end(err)
+	}
+	return true
+}
