@@ -124,10 +124,11 @@ func (d *ringReqs) reaped(l *Loop, buf []readyFd, err error) turnEnd {
 // else nil. recs is requests.recs.
 func steady(recs []*reqRec, c *uring.CQE) *ringRec {
 	ud := c.UserData
-	if ud>>61 != (reqTag|reqKindOp)>>61 || uint32(ud) >= uint32(len(recs)) {
+	i := uint(uint32(ud))
+	if ud>>61 != (reqTag|reqKindOp)>>61 || i >= uint(len(recs)) {
 		return nil
 	}
-	r := ringOf(recs[uint32(ud)])
+	r := ringOf(recs[i])
 	if r.ioKey != uint32(ud>>32) || !r.fast || r.c.Op&1 == 0 && uint32(c.Res) < uint32(len(r.c.Buf)) {
 		return nil
 	}
