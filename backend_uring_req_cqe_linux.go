@@ -80,7 +80,7 @@ func (b *uringBackend) cqRead(tail uint32) {
 // from now on are learned after them (requests.pos), and the CQ's head moves to tail when no
 // CQE is held.
 func (d *ringReqs) read(ring *uring.Ring, tail uint32) {
-	d.seen, d.rq.pos = tail, tail
+	d.seen, d.end, d.rq.pos = tail, tail, tail
 	if d.rq.held == 0 && d.next != tail {
 		d.next = tail
 		ring.CQSetHead(tail)

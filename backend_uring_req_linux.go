@@ -100,6 +100,9 @@ type ringReqs struct {
 	// (requests.held counts the one-shot requests' among them, which run takes from there), and
 	// next is the CQ's head.
 	next, seen uint32
+	// end is where the request turn's batch ends (turn): a read moves it to seen, so that a
+	// callback's ride, which reads the CQEs after the turn's, ends the batch.
+	end uint32
 	fdArg      [1]int32 // fixFile's argument to IORING_REGISTER_FILES_UPDATE
 	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained, see
 	// recvDone) is prepared with IORING_RECVSEND_POLL_FIRST (Linux 5.19; not

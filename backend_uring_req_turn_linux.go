@@ -70,9 +70,9 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	l.inTurn = true // (no defer: see Loop.inTurn)
 	// (rq.turn, a batch's number for multishot requests' share, is runTurn's: none runs here)
 	rq.pos = tail
-	end := tail // the batch ends before it
+	d.end = tail // the batch ends before it
 	if tail-p > reqBatch {
-		end = p + reqBatch
+		d.end = p + reqBatch
 	}
 	for {
 		res := c.Res
@@ -85,9 +85,11 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 		} else {
 			x.fn(x.x, 0, r.compErr(res))
 		}
-		if p == end || d.seen != p {
-			break // the batch is full, or the enter's CQEs ran, or a ride read the rest
+		q := d.seen
+		if q == d.end {
+			break // the batch is full, or the enter's CQEs ran, or a ride read the rest (read)
 		}
+		p = q
 		c = ring.CQEAtPos(p)
 		if r = steady(rq.recs, c); r == nil {
 			break
@@ -100,8 +102,7 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	if rq.head == len(rq.cq) {
 		rq.cq, rq.head = rq.cq[:0], 0 // (settle: a callback may have queued completions)
 	}
-	l.inTurn = false
-	return turnRan
+	return turnRan // (Once clears l.inTurn)
 }
 
 // reaped ends a turn that read the CQEs as the wait reads them (turnReaped): what they made

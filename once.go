@@ -91,6 +91,7 @@ func (l *Loop) Once() error {
 		t := turnNone
 		if l.rt != nil && l.nfd == 0 && !pending {
 			if t = l.rt.turn(l); t == turnRan {
+				l.inTurn = false // (the turn set it for its callbacks)
 				return nil
 			}
 			if t == turnReaped {
