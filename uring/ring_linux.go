@@ -26,10 +26,13 @@ type Ring struct {
 	cqEntries  uint32
 
 	// SQ: pointers into the SQ ring mapping (kernel-shared) and local state.
-	sqHead    *uint32 // kernel advances as it consumes SQEs
-	sqTail    *uint32 // we publish filled SQEs here (store-release)
-	sqFlags   *uint32 // IORING_SQ_* (NEED_WAKEUP, CQ_OVERFLOW, TASKRUN)
-	sqMask    uint32
+	sqHead  *uint32 // kernel advances as it consumes SQEs
+	sqTail  *uint32 // we publish filled SQEs here (store-release)
+	sqFlags *uint32 // IORING_SQ_* (NEED_WAKEUP, CQ_OVERFLOW, TASKRUN)
+	sqMask  uint32
+	// sqLimit is the SQ position GetSQE and PutSQE hand out SQEs up to before they read the
+	// kernel's head again (room): the head last read plus the SQ's size (0 after Close).
+	sqLimit   uint32
 	sqes      []SQE  // the SQE array mapping
 	sqeTail   uint32 // local tail: SQEs handed out by GetSQE
 	sqFlushed uint32 // last value stored to *sqTail
@@ -226,6 +229,7 @@ func (r *Ring) mmap(p *Params) error {
 	// The ring starts empty; our local tail starts at the kernel's.
 	r.sqeTail = *r.sqTail
 	r.sqFlushed = r.sqeTail
+	r.sqLimit = r.sqeTail // the first SQE reads the head (room)
 
 	r.cqHead = u32At(r.cqRing, p.CQOff.Head)
 	r.cqTail = u32At(r.cqRing, p.CQOff.Tail)

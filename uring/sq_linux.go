@@ -15,14 +15,7 @@ import (
 // by the next Submit, SubmitAndWait or SubmitAndWaitTimeout. No allocation,
 // no syscall.
 func (r *Ring) GetSQE() *SQE {
-	if r.sqes == nil {
-		return nil
-	}
-	// Load-acquire of the kernel-owned head: the kernel (or the SQPOLL
-	// thread) has finished reading every SQE before the head it published,
-	// so those slots may be overwritten.
-	head := atomic.LoadUint32(r.sqHead)
-	if r.sqeTail-head >= uint32(len(r.sqes)) {
+	if !r.room() {
 		return nil
 	}
 	sqe := &r.sqes[r.sqeTail&r.sqMask]
@@ -31,17 +24,28 @@ func (r *Ring) GetSQE() *SQE {
 	return sqe
 }
 
+// room reports whether the SQ has a free SQE (false after Close). It reads the kernel's head
+// only once the SQ's tail has reached sqLimit, the position the head last read allows.
+func (r *Ring) room() bool {
+	if r.sqeTail != r.sqLimit {
+		return true
+	}
+	if r.sqes == nil {
+		return false
+	}
+	// Load-acquire of the kernel-owned head: the kernel (or the SQPOLL thread) has finished
+	// reading every SQE before the head it published, so those slots may be overwritten.
+	r.sqLimit = atomic.LoadUint32(r.sqHead) + uint32(len(r.sqes))
+	return r.sqeTail != r.sqLimit
+}
+
 // PutSQE copies s into the next free SQE and returns that SQE, or returns nil when the SQ is
 // full (call Submit, then retry) or the ring is closed: GetSQE for an SQE prepared beforehand
 // (one operation submitted many times), written once where GetSQE zeroes the slot and the
 // caller then fills it. The SQE is handed to the kernel as GetSQE's is. No allocation, no
 // syscall.
 func (r *Ring) PutSQE(s *SQE) *SQE {
-	if r.sqes == nil {
-		return nil
-	}
-	head := atomic.LoadUint32(r.sqHead) // load-acquire, as in GetSQE
-	if r.sqeTail-head >= uint32(len(r.sqes)) {
+	if !r.room() {
 		return nil
 	}
 	// The mask keeps the slot inside the SQE array: not bounds-checked again.
