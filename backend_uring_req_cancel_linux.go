@@ -89,14 +89,16 @@ func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
 func (d *ringReqs) cancelFd(fd int32) {
 	for _, q := range d.queue {
 		if r := q.r; r.gen == q.gen && r.state == stQueued && r.c.Fd == int(fd) && !r.noFd {
-			r.cancelReq, r.fast = true, false
+			r.cancelReq = true
+			r.slow()
 			d.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 		}
 	}
 	if d.rq.fds[fd].live > 0 {
 		for _, rec := range d.rq.recs {
 			if r := ringOf(rec); r.state == stInflight && r.c.Fd == int(fd) && !r.noFd {
-				r.cancelReq, r.fast = true, false
+				r.cancelReq = true
+				r.slow()
 				if d.unsubmitted(r) {
 					d.unprep(r) // it never reaches the kernel
 				}

@@ -135,13 +135,14 @@ func (d *ringReqs) run(n int) bool {
 			}
 			r := ringOf(recs[idx])
 			res := c.Res
-			if r.ioKey == uint32(ud>>32) && r.fast && (r.c.Op&1 != 0 || uint32(res) >= uint32(len(r.c.Buf))) {
+			if r.ioKey == uint32(ud>>32) && (r.c.Op&1 != 0 || uint32(res) >= uint32(len(r.c.Buf))) {
 				// An IO's submission that IO.Submit made (ioKey: this use of the record, in
-				// flight, no CloseFd waiting), with nothing changed since (fast: no deadline,
-				// no cancel), that ends with this result: a read's or recv's any, a write's or
-				// send's whole count or error (uint32 of an error is above any length). The
-				// result goes to its IOFunc as it is; the record is ready to be submitted
-				// again (a fast record's per-submission fields are as ioDone leaves them).
+				// flight, no CloseFd waiting, and nothing changed since: still fast, no
+				// deadline, no cancel), that ends with this result: a read's or recv's any,
+				// a write's or send's whole count or error (uint32 of an error is above any
+				// length). The result goes to its IOFunc as it is; the record is ready to be
+				// submitted again (a fast record's per-submission fields are as ioDone
+				// leaves them).
 				ran = true
 				rq.ioSteady(r, res)
 				if x := r.rare; res >= 0 {

@@ -102,8 +102,8 @@ type ringReqs struct {
 	next, seen uint32
 	// end is where the request turn's batch ends (turn): a read moves it to seen, so that a
 	// callback's ride, which reads the CQEs after the turn's, ends the batch.
-	end uint32
-	fdArg      [1]int32 // fixFile's argument to IORING_REGISTER_FILES_UPDATE
+	end   uint32
+	fdArg [1]int32 // fixFile's argument to IORING_REGISTER_FILES_UPDATE
 	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained, see
 	// recvDone) is prepared with IORING_RECVSEND_POLL_FIRST (Linux 5.19; not
 	// WithRecvPollFirst(false)): the kernel waits for the socket to be readable before its

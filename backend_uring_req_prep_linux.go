@@ -203,7 +203,8 @@ func (d *ringReqs) flush() error {
 		link := r.deadline != 0 && !multishot(r.c.Op) && !r.timerQueued()
 		if link {
 			if left = r.deadline - rq.l.now(); left <= 0 {
-				r.timedOut, r.cancelReq, r.fast = true, true, false
+				r.timedOut, r.cancelReq = true, true
+				r.slow()
 				rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 				continue
 			}

@@ -120,9 +120,9 @@ func (d *ringReqs) reaped(l *Loop, buf []readyFd, err error) turnEnd {
 }
 
 // steady returns the record of c when c is an IO's steady completion (run's shortest way: the
-// submission IO.Submit made, in flight with no CloseFd waiting for it, fast, and a result
-// that is its last: a read's or recv's any, a write's or send's whole count or an error),
-// else nil. recs is requests.recs.
+// submission IO.Submit made, in flight with no CloseFd waiting for it, still fast: its ioKey;
+// and a result that is its last: a read's or recv's any, a write's or send's whole count or
+// an error), else nil. recs is requests.recs.
 func steady(recs []*reqRec, c *uring.CQE) *ringRec {
 	ud := c.UserData
 	i := uint(uint32(ud))
@@ -130,7 +130,7 @@ func steady(recs []*reqRec, c *uring.CQE) *ringRec {
 		return nil
 	}
 	r := ringOf(recs[i])
-	if r.ioKey != uint32(ud>>32) || !r.fast || r.c.Op&1 == 0 && uint32(c.Res) < uint32(len(r.c.Buf)) {
+	if r.ioKey != uint32(ud>>32) || r.c.Op&1 == 0 && uint32(c.Res) < uint32(len(r.c.Buf)) {
 		return nil
 	}
 	return r

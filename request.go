@@ -225,7 +225,8 @@ func (h Request) Cancel() error {
 	if r == nil || r.cancelReq {
 		return nil
 	}
-	r.cancelReq, r.fast = true, false
+	r.cancelReq = true
+	r.slow()
 	if r.state == stParked {
 		r.c.group.unpark(r)
 		rq.finish(r, -int32(unix.ECANCELED), 0)

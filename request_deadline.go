@@ -16,7 +16,8 @@ func (rq *requests) deadlinePassed(t *Timer) {
 	switch r.state {
 	case stQueued, stInflight:
 		r.timedOut = true
-		r.cancelReq, r.fast = true, false
+		r.cancelReq = true
+		r.slow()
 		rq.drv.cancel(r)
 	case stParked:
 		r.timedOut = true
@@ -58,7 +59,7 @@ func (h Request) SetTimeout(d time.Duration) error {
 	if x.timer.index >= 0 {
 		l.timers.remove(x.timer.index)
 	}
-	r.fast = false // also for d <= 0: a LINK_TIMEOUT linked before stays, and its CQE comes
+	r.slow() // also for d <= 0: a LINK_TIMEOUT linked before stays, and its CQE comes
 	x.timeout = d
 	if d <= 0 {
 		r.deadline = 0

@@ -172,7 +172,7 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 // finish queues r's last completion and closes its fd if a CloseFd waits for it. The entry takes
 // runOne's general way (fast is cleared: only finishFast queues a fast request's result).
 func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
-	r.fast = false
+	r.slow()
 	if r.timerQueued() {
 		rq.l.timers.remove(r.rare.timer.index)
 	}

@@ -574,7 +574,8 @@ func (e *emulReqs) cancelFd(fd int32) {
 	for _, q := range []*reqList{&f.rd, &f.wr} {
 		for r := q.head; r != nil; r = q.head {
 			q.remove(r)
-			r.cancelReq, r.fast = true, false
+			r.cancelReq = true
+			r.slow()
 			e.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 		}
 	}

@@ -123,6 +123,10 @@ func (rq *requests) dropRare(r *reqRec) {
 	rq.rares = append(rq.rares, x)
 }
 
+// slow clears r.fast, and ioKey with it: the operation's next result takes the general way
+// (an IO's CQE takes the shortest way, whose one test is ioKey's, only while fast holds).
+func (r *reqRec) slow() { r.fast, r.ioKey = false, 0 }
+
 // reqVars is the part of a record that one use of it changes after newReq filled it in:
 // release clears it with one struct store (a few wide stores, not one per field).
 type reqVars struct {
@@ -136,8 +140,8 @@ type reqVars struct {
 	turn      bool  // a RecvMultishot's receive is a turn: one buffer, no wait (BufferGroup.pump)
 	// ioKey is, on the uring backend, the high half of the user_data (tag, kind, generation)
 	// of the IO's submission that IO.Submit put in the SQ itself, else 0: its CQE, when it
-	// matches and the record is still fast, takes run's shortest way (the record is an IO's,
-	// in flight, with no CloseFd waiting for it: closeIOs clears it). A record's gen moves at
+	// matches, takes run's shortest way (the record is an IO's, in flight, still fast: slow
+	// clears it, and so does closeIOs when a CloseFd waits for it). A record's gen moves at
 	// each completion, so an older key never matches. (In the struct's last 4 bytes, which
 	// were padding: a record fits in 224 bytes.)
 	ioKey uint32
