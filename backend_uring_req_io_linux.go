@@ -40,6 +40,7 @@ func (x *IO) Submit() error {
 	ring := d.b.ring
 	rr := ringOf(r)
 	var s *uring.SQE
+	pos := ring.SQTail()
 	if len(d.queue) == 0 {
 		s = ring.PutSQE(&rr.rare.drv.sqe) // the IO's SQE, prepared when it was made (prepIO)
 	}
@@ -55,7 +56,7 @@ func (x *IO) Submit() error {
 	s.UserData, rr.ioKey = ud, uint32(ud>>32)
 	rr.state, rr.fast = stInflight, true
 	rr.cqes, rr.opDone, rr.link = 1, false, false
-	rr.epoch = d.epoch // (its SQ position, which a cancel before the enter needs, is found then)
+	rr.sqPos = pos // (a cancel before the enter needs it: unsubmitted)
 	d.inflight++
 	return nil
 }

@@ -66,7 +66,7 @@ type ringRec struct {
 
 	// sqPos is the SQ position (uring.Ring.SQTail) of the SQE in which the request was last
 	// prepared; its LINK_TIMEOUT's, if it has one, follows. epoch is the driver's epoch then
-	// (see unsubmitted).
+	// (see unsubmitted; an IO's submission by IO.Submit sets sqPos only).
 	sqPos uint32
 	epoch uint64
 }

@@ -102,30 +102,19 @@ func (d *ringReqs) submitted() { d.epoch, d.subTail = d.epoch+1, d.b.ring.SQTail
 // submitted since: its SQE (sqeOf) and its LINK_TIMEOUT's (the next one, if r.link) are not the
 // kernel's yet; a cancel can turn them into NOPs (the request never reaches the kernel) and a
 // deadline can still be linked to the SQE while it is the SQ's last.
-// An IO's submission (IO.Submit) keeps no SQ position: r.sqPos is found here, by the
-// submission's user_data among the SQEs since the last enter.
+// An IO's submission (IO.Submit) keeps its SQ position and no epoch: it is unsubmitted while
+// that position is one an enter has not submitted and still holds the submission's
+// user_data (its generation is this submission's; nopPrepared overwrites it).
 func (d *ringReqs) unsubmitted(r *ringRec) bool {
-	if r.epoch != d.epoch || r.state != stInflight {
+	if r.state != stInflight {
 		return false
 	}
-	return !r.io || d.findIO(r)
-}
-
-// findIO sets r.sqPos to the SQ position of the SQE of r, an IO's record whose submission was
-// prepared since the last enter, and reports whether it found it (it does: a submission's
-// user_data, with its generation, is in the SQ once).
-//
-//go:noinline
-func (d *ringReqs) findIO(r *ringRec) bool {
-	ring := d.b.ring
-	ud := reqUserData(r, reqKindOp)
-	for p := d.subTail; p != ring.SQTail(); p++ {
-		if ring.SQEAtPos(p).UserData == ud {
-			r.sqPos = p
-			return true
-		}
+	if !r.io {
+		return r.epoch == d.epoch
 	}
-	return false
+	ring := d.b.ring
+	p := r.sqPos
+	return p-d.subTail < ring.SQTail()-d.subTail && ring.SQEAtPos(p).UserData == reqUserData(r, reqKindOp)
 }
 
 // sqeOf returns the SQE of r, an unsubmitted request (else nil).
