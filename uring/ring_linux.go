@@ -31,7 +31,7 @@ type Ring struct {
 	sqFlags *uint32 // IORING_SQ_* (NEED_WAKEUP, CQ_OVERFLOW, TASKRUN)
 	sqMask  uint32
 	// sqLimit is the SQ position GetSQE and PutSQE hand out SQEs up to before they read the
-	// kernel's head again (room): the head last read plus the SQ's size (0 after Close).
+	// kernel's head again (more): the head last read plus the SQ's size (0 after Close).
 	sqLimit   uint32
 	sqes      []SQE  // the SQE array mapping
 	sqeTail   uint32 // local tail: SQEs handed out by GetSQE
@@ -229,7 +229,7 @@ func (r *Ring) mmap(p *Params) error {
 	// The ring starts empty; our local tail starts at the kernel's.
 	r.sqeTail = *r.sqTail
 	r.sqFlushed = r.sqeTail
-	r.sqLimit = r.sqeTail // the first SQE reads the head (room)
+	r.sqLimit = r.sqeTail // the first SQE reads the head (more)
 
 	r.cqHead = u32At(r.cqRing, p.CQOff.Head)
 	r.cqTail = u32At(r.cqRing, p.CQOff.Tail)

@@ -15,7 +15,7 @@ import (
 // by the next Submit, SubmitAndWait or SubmitAndWaitTimeout. No allocation,
 // no syscall.
 func (r *Ring) GetSQE() *SQE {
-	if !r.room() {
+	if r.sqeTail == r.sqLimit && !r.more() {
 		return nil
 	}
 	sqe := &r.sqes[r.sqeTail&r.sqMask]
@@ -24,12 +24,10 @@ func (r *Ring) GetSQE() *SQE {
 	return sqe
 }
 
-// room reports whether the SQ has a free SQE (false after Close). It reads the kernel's head
-// only once the SQ's tail has reached sqLimit, the position the head last read allows.
-func (r *Ring) room() bool {
-	if r.sqeTail != r.sqLimit {
-		return true
-	}
+// more reads the kernel's SQ head again, once the SQ's tail has reached sqLimit (the position
+// the head last read allows), moves sqLimit past it, and reports whether the SQ has a free
+// SQE now (false after Close).
+func (r *Ring) more() bool {
 	if r.sqes == nil {
 		return false
 	}
@@ -45,7 +43,7 @@ func (r *Ring) room() bool {
 // caller then fills it. The SQE is handed to the kernel as GetSQE's is. No allocation, no
 // syscall.
 func (r *Ring) PutSQE(s *SQE) *SQE {
-	if !r.room() {
+	if r.sqeTail == r.sqLimit && !r.more() {
 		return nil
 	}
 	// The mask keeps the slot inside the SQE array: not bounds-checked again.
