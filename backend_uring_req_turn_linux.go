@@ -9,6 +9,7 @@ package ringev
 // runs at once.
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/ringev/ringev/uring"
@@ -67,13 +68,14 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	}
 	// runTurn's batch: the nesting guard, the fds' turn after it.
 	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
-	l.inTurn = true // (no defer: see Loop.inTurn)
 	// (rq.turn, a batch's number for multishot requests' share, is runTurn's: none runs here)
 	rq.pos = tail
 	d.end = tail // the batch ends before it
 	if tail-p > reqBatch {
 		d.end = p + reqBatch
 	}
+	mark := l // the turn's frame holds its loop, for the nesting guard (Loop.turnAt)
+	l.turnAt = l.stack[1] - uintptr(unsafe.Pointer(&mark))
 	for {
 		res := c.Res
 		p++
@@ -102,7 +104,8 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	if rq.head == len(rq.cq) {
 		rq.cq, rq.head = rq.cq[:0], 0 // (settle: a callback may have queued completions)
 	}
-	return turnRan // (Once clears l.inTurn)
+	runtime.KeepAlive(&mark) // (the variable holds the loop until here)
+	return turnRan           // (Once clears l.turnAt)
 }
 
 // reaped ends a turn that read the CQEs as the wait reads them (turnReaped): what they made

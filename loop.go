@@ -217,23 +217,25 @@ type Loop struct {
 	stack  *[2]uintptr // the owner goroutine: its stack bounds in its runtime g, or &anyStack (see owned)
 	closed bool
 	inside bool // a handler is running (nesting guard)
-	// inTurn: the request turn (ringReqs.turn) runs callbacks. It is the turn's nesting guard,
-	// set and cleared without a defer, which would cost the turn its results' registers: a
-	// callback that panics out of Once leaves it set, and nested tells that from a real
-	// nesting (it looks for the turn's frame on the stack), once, when it is found set.
-	inTurn bool
 
 	noPollFirst bool  // WithRecvPollFirst(false)
 	running     bool  // Run is running: Once returns early on Stop
 	busy        bool  // the last wait found something: look without blocking first (see wait)
 	fresh       bool  // WithFreshReadiness: never use readiness from an earlier Once
 	after       uint8 // afterAll, afterErr, afterReq: what dispatchRest has to do (see afterFd)
-	exactSig    bool  // WithExactSignals
-	epfd        int   // the backend's epoll set, which the busy path reads directly; -1: none
-	beFd        int   // the backend's own fd beyond the epoll set (its io_uring instance); -1: none
-	others      int   // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
-	rare        bool  // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
-	stale       bool  // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
+	// turnAt is the request turn's nesting guard (ringReqs.turn runs callbacks), 0 when off:
+	// the offset from the owner's stack top (stack[1]) of a variable in the turn's frame that
+	// holds this loop. It is set and cleared without a defer, which would cost the turn its
+	// results' registers, so a callback that panics out of Once leaves it set; nested tells
+	// that from a real nesting, once, when it is found set. (An offset from the top holds
+	// while the runtime moves the stack: it copies it whole, top to top.)
+	turnAt   uintptr
+	exactSig bool // WithExactSignals
+	epfd     int  // the backend's epoll set, which the busy path reads directly; -1: none
+	beFd     int  // the backend's own fd beyond the epoll set (its io_uring instance); -1: none
+	others   int  // Onces that ran other handlers since the fds last had their turn (FdStarvationLimit)
+	rare     bool // markReady met an invalid fd (nvalErr) or a stale event (stale): see markRare
+	stale    bool // markReady saw a stale event: rebuild the epoll set (rebuildEpollSet)
 	// rider is the backend if it can carry a handler's I/O with its next look (uring; nil on the
 	// others and after Close): Loop.ReadNonblocking and WriteNonblocking send the I/O through it
 	// (rideIO); ride is its rideState, which the hot path reads without a call.
@@ -407,7 +409,7 @@ func (l *Loop) Close() error {
 	if l.closed {
 		return nil
 	}
-	if l.inside || l.inTurn && l.nested() {
+	if l.inside || l.turnAt != 0 && l.nested() {
 		return fmt.Errorf("ringev: Close called from inside a handler: %w", ErrNested)
 	}
 	// Under postMu: a Post or Stop that saw the loop open has finished writing to the wake-up
@@ -496,7 +498,7 @@ func (l *Loop) Run() error {
 	if !l.owned() {
 		return ErrNotOwner
 	}
-	if l.inside || l.inTurn && l.nested() {
+	if l.inside || l.turnAt != 0 && l.nested() {
 		return ErrNested
 	}
 	l.running = true

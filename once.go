@@ -39,7 +39,7 @@ func (l *Loop) Once() error {
 	if !l.owned() {
 		return ErrNotOwner
 	}
-	if l.inside || l.inTurn && l.nested() {
+	if l.inside || l.turnAt != 0 && l.nested() {
 		return ErrNested
 	}
 	if l.closed {
@@ -91,7 +91,7 @@ func (l *Loop) Once() error {
 		t := turnNone
 		if l.rt != nil && l.nfd == 0 && !pending {
 			if t = l.rt.turn(l); t == turnRan {
-				l.inTurn = false // (the turn set it for its callbacks)
+				l.turnAt = 0 // (the turn set it for its callbacks)
 				return nil
 			}
 			if t == turnReaped {
@@ -153,14 +153,25 @@ func (l *Loop) runTurn() bool {
 	return ran
 }
 
-// nested reports whether the request turn whose guard is set (inTurn) is running below the
+// nested reports whether the request turn whose guard is set (turnAt) is running below the
 // caller: a callback of it called Once, Run or Close. When it is not (a callback panicked out
-// of Once and the caller recovered), the guard is cleared. It walks the goroutine's stack
-// (runtime.Callers), all of it, only when the guard is found set outside a turn's callback or
-// inside one: never on a loop's usual path.
+// of Once and the caller recovered), the guard is cleared. The turn is this loop's when the
+// variable at turnAt is in the live part of the stack and holds this loop (another loop's
+// turn, running where this one's ran, holds that loop there), and a turn's frame is on the
+// stack, which it walks (runtime.Callers), all of it: only when the guard is found set,
+// never on a loop's usual path.
 //
 //go:noinline
 func (l *Loop) nested() bool {
+	if st := l.stack; st != &anyStack { // (without the owner's bounds, the walk alone)
+		var probe byte
+		sp := uintptr(unsafe.Pointer(&probe))
+		at := st[1] - l.turnAt
+		if at-sp >= st[1]-sp || *(*uintptr)(unsafe.Add(unsafe.Pointer(&probe), at-sp)) != uintptr(unsafe.Pointer(l)) {
+			l.turnAt = 0
+			return false
+		}
+	}
 	var buf [64]uintptr
 	pcs := buf[:]
 	n := runtime.Callers(2, pcs)
@@ -178,7 +189,7 @@ func (l *Loop) nested() bool {
 			break
 		}
 	}
-	l.inTurn = false
+	l.turnAt = 0
 	return false
 }
 

@@ -442,6 +442,58 @@ func TestIOCallbackPanicLeavesLoopUsable(t *testing.T) {
 	})
 }
 
+// TestIOCallbackPanicLeavesNoGuardOnOtherLoops: after an IO's callback of loop A panicked out
+// of A's Once (recovered by its caller), A's Once called from an IO's callback of another loop
+// B of the same goroutine is not refused as nested: it runs A's posted function. Both
+// callbacks come in a busy loop's batch (on uring, the request turn's: each read resubmits
+// itself with its byte there already).
+func TestIOCallbackPanicLeavesNoGuardOnOtherLoops(t *testing.T) {
+	const boom = "loop A's callback's panic"
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		ra, wa := testutil.Pipe(t)
+		rb, wb := testutil.Pipe(t)
+		a, b := newLoop(t, backend), newLoop(t, backend)
+		panics, runsA, runsB, posted := 0, 0, 0, false
+		var failed, fromB error
+		ioA := mustIO(t)(a.NewRead(ra, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
+			if runsA++; err != nil || n != 1 {
+				failed = errors.Join(failed, err, errors.New("A's read: wrong count"))
+			} else if runsA == 1 {
+				failed = errors.Join(failed, x.Submit())
+			} else {
+				panic(boom)
+			}
+		}))
+		ioB := mustIO(t)(b.NewRead(rb, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
+			if runsB++; err != nil || n != 1 {
+				failed = errors.Join(failed, err, errors.New("B's read: wrong count"))
+			} else if runsB == 1 {
+				failed = errors.Join(failed, x.Submit())
+			} else {
+				fromB = a.Once()
+			}
+		}))
+		testutil.Write(t, wa, []byte("ab"))
+		testutil.Write(t, wb, []byte("cd"))
+		if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; panics == 0; i++ {
+			if i == 100 || failed != nil {
+				t.Fatalf("after %d Onces of A: no panic (%v)", i, failed)
+			}
+			onceRecovering(t, a, boom, &panics)
+		}
+		if err := a.Post(func() { posted = true }); err != nil {
+			t.Fatal(err)
+		}
+		until(t, b, func() bool { return runsB == 2 })
+		if failed != nil || fromB != nil || !posted {
+			t.Fatalf("A's Once from B's callback: %v, A's posted function ran: %v (%v); want nil and true", fromB, posted, failed)
+		}
+	})
+}
+
 // TestIOCallbackNestedOnceRunCloseReturnErrNested: Once and Run called from an IO's callback
 // return ErrNested, and Loop.Close an error wrapping it, on every backend, also when the
 // callback runs in a busy loop's batch (the read resubmits itself with its byte there already:
