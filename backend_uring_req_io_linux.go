@@ -27,7 +27,7 @@ func (x *IO) Submit() error {
 		return ErrNotOwner
 	}
 	r, rq := x.rec, l.req
-	if r.state != stFree || r.ioOwn != rq.ownSeq { // (ioOwn is 0 once ioGone)
+	if r.state != stFree || r.ioOwn != rq.ownSeq { // (ioOwn is 0 once a CloseFd closed the fd)
 		return x.refused()
 	}
 	rq.live++

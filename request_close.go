@@ -50,14 +50,14 @@ func (rq *requests) closeFdEnd(r *reqRec, fd int) Request {
 	return h
 }
 
-// closeIOs tells the IOs made on fd that a CloseFd closes it: none submits again (ioGone),
+// closeIOs tells the IOs made on fd that a CloseFd closes it: none submits again (ioOwn 0),
 // and a pending submission counts in its reqFd.live from now on (ioCloseWait), so that the fd
 // is closed after its completion, as after a request's. The list is emptied: an IO made later
 // is another file's.
 func (rq *requests) closeIOs(fd int32) {
 	f := &rq.fds[fd]
 	for r := rq.ios(fd); r != nil; r = r.rare.ioNext {
-		r.ioGone, r.ioOwn = true, 0 // (Submit's one compare refuses it)
+		r.ioOwn = 0 // (Submit's one compare refuses it)
 		if r.state == stQueued || r.state == stInflight {
 			r.ioCloseWait, r.ioKey = true, 0 // (run's shortest way would not count f.live down)
 			f.live++

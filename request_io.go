@@ -106,7 +106,7 @@ func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, erro
 	r.io = true
 	rx := r.rareOf() // an IO holds its rare part until Free
 	rx.fn, rx.x, rx.keep = fn, x, buf
-	r.ioOwn, r.ioFixed, r.ioDrained, r.ioGone, r.ioCloseWait = rq.ownSeq, f.fixed, false, false, false
+	r.ioOwn, r.ioFixed, r.ioDrained, r.ioCloseWait = rq.ownSeq, f.fixed, false, false
 	rx.ioNext = rq.ios(int32(fd))
 	rq.setFdRare(int32(fd), rq.closeRec(int32(fd)), r)
 	rq.prepIO(r)
@@ -131,9 +131,9 @@ func (x *IO) refused() error {
 		return ErrClosed
 	case r.state != stFree:
 		return ErrIOPending
-	case r.ioGone && f.closing:
+	case r.ioOwn == 0 && f.closing: // (a CloseFd closed the fd)
 		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrFdClosing)
-	case r.ioGone:
+	case r.ioOwn == 0:
 		return fmt.Errorf("ringev: %v on fd %d: CloseFd closed it since the IO was made: %w", r.c.Op, r.c.Fd, unix.EBADF)
 	}
 	if err := l.checkReq(r.c.Op, r.c.Fd, ioCallback); err != nil {
@@ -233,7 +233,7 @@ func (x *IO) Free() error {
 	}
 	x.rec = &freedRec
 	rq := r.rq
-	if !r.ioGone { // off its fd's list
+	if r.ioOwn != 0 { // off its fd's list (a CloseFd took it off: ioOwn 0)
 		fd := int32(r.c.Fd)
 		if first := rq.ios(fd); first == r {
 			rq.setFdRare(fd, rq.closeRec(fd), r.rare.ioNext)

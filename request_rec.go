@@ -47,18 +47,18 @@ type reqRec struct {
 	// with the IO, its buffer and its SQE: an IO holds its rare part until Free). An IO keeps
 	// what its submissions need to know of its fd in the record, so that a submission and its
 	// completion do not look at reqFd: ioOwn is requests.ownSeq when the fd was last found not
-	// to be one of the loop's own (as reqFd.okSeq), 0 once ioGone; ioFixed is reqFd.fixed
-	// (setFixed updates it), ioDrained a Recv's reqFd.drained; ioGone: a CloseFd closed the fd
-	// (it is off the fd's ios list); ioCloseWait: the submission counts in reqFd.live, where a
-	// CloseFd waits for it.
+	// to be one of the loop's own (as reqFd.okSeq), 0 once a CloseFd closed the fd (the IO is
+	// off the fd's ios list then; ownSeq counts from 1); ioFixed is reqFd.fixed (setFixed
+	// updates it), ioDrained a Recv's reqFd.drained; ioCloseWait: the submission counts in
+	// reqFd.live, where a CloseFd waits for it.
 	ioOwn uint32
 	state uint8
 	// fast: the operation's next result is its last and goes to the callback as it is: a
 	// read, write, recv or send started with no deadline, no cancel asked and nothing
 	// written before (set by the driver's start; cleared by whatever changes one of those).
-	fast                                        bool
-	io, ioFixed, ioDrained, ioGone, ioCloseWait bool
-	off                                         int64 // file offset; -1: the file position
+	fast                                bool
+	io, ioFixed, ioDrained, ioCloseWait bool
+	off                                 int64 // file offset; -1: the file position
 	// (a RecvMultishot's group is c.group, from the request's start)
 
 	reqVars // cleared by release in one struct store
