@@ -218,8 +218,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			// Nothing yet: skip the look for the next 1, 2, 4, ... 64 waits, so a loop whose
 			// requests wait in the kernel (a server's recvs) pays at most 1/64 of an enter
 			// per wait for it.
-			b.lookMiss = min(2*b.lookMiss+1, maxLookSkip)
-			b.lookSkip = b.lookMiss
+			b.lookMissed(0)
 		} else {
 			b.lookSkip--
 		}
@@ -304,6 +303,14 @@ func (b *uringBackend) look(buf []readyFd) (_ []readyFd, found, retry bool, _ er
 		b.lookMiss = 0
 	}
 	return buf, found, false, nil
+}
+
+// lookMissed counts a look (the wait's, or the request turn's enter) that found nothing:
+// the next 1, 2, 4, ... 64 waits skip theirs, and extra more (the turn's look is made before
+// a wait that takes one from the skip).
+func (b *uringBackend) lookMissed(extra int) {
+	b.lookMiss = min(2*b.lookMiss+1, maxLookSkip)
+	b.lookSkip = b.lookMiss + extra
 }
 
 // reap reads the ring's CQEs in place: a request's go to the requests' driver, the

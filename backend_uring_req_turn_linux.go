@@ -51,8 +51,7 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 			return d.reaped(l, l.cache[:0], ringWaitError(err))
 		}
 		if tail = ring.CQTail(); p == tail {
-			b.lookMiss = min(2*b.lookMiss+1, maxLookSkip)
-			b.lookSkip = b.lookMiss + 1 // the wait's own skip takes one
+			b.lookMissed(1) // the wait's own skip takes one
 			return turnNone
 		}
 		b.lookMiss = 0
