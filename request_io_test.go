@@ -494,6 +494,51 @@ func TestIOCallbackPanicLeavesNoGuardOnOtherLoops(t *testing.T) {
 	})
 }
 
+// TestIOCallbackNestedAcrossLoopsReturnsErrNested: loop A's Once called from a callback of
+// loop B, whose Once runs inside an IO's callback of A's, returns ErrNested on every backend:
+// A's callback runs in a busy loop's batch (on uring, the request turn's: the read resubmits
+// itself with its byte there already).
+func TestIOCallbackNestedAcrossLoopsReturnsErrNested(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		ra, wa := testutil.Pipe(t)
+		rb, wb := testutil.Pipe(t)
+		a, b := newLoop(t, backend), newLoop(t, backend)
+		runsA, runsB := 0, 0
+		var failed, fromB error
+		ioB := mustIO(t)(b.NewRead(rb, make([]byte, 1), -1, func(_ *ringev.IO, n int, err error) {
+			if runsB++; err != nil || n != 1 {
+				failed = errors.Join(failed, err, errors.New("B's read: wrong count"))
+				return
+			}
+			fromB = a.Once()
+		}))
+		ioA := mustIO(t)(a.NewRead(ra, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
+			if runsA++; err != nil || n != 1 {
+				failed = errors.Join(failed, err, errors.New("A's read: wrong count"))
+			} else if runsA == 1 {
+				failed = errors.Join(failed, x.Submit())
+			} else {
+				for i := 0; runsB == 0 && failed == nil; i++ {
+					if i == 100 {
+						failed = errors.New("B's read did not complete in 100 Onces of B")
+					} else if err := b.Once(); err != nil {
+						failed = errors.Join(failed, err)
+					}
+				}
+			}
+		}))
+		testutil.Write(t, wa, []byte("ab"))
+		testutil.Write(t, wb, []byte("c"))
+		if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
+			t.Fatal(err)
+		}
+		until(t, a, func() bool { return runsA == 2 || failed != nil })
+		if failed != nil || runsB != 1 || !errors.Is(fromB, ringev.ErrNested) {
+			t.Fatalf("A's Once from B's callback inside A's: %v (B's read ran %d times; %v), want ErrNested", fromB, runsB, failed)
+		}
+	})
+}
+
 // TestIOCallbackNestedOnceRunCloseReturnErrNested: Once and Run called from an IO's callback
 // return ErrNested, and Loop.Close an error wrapping it, on every backend, also when the
 // callback runs in a busy loop's batch (the read resubmits itself with its byte there already:
