@@ -8,6 +8,7 @@ package ringev_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,6 +37,24 @@ func mustIO(t *testing.T) func(*ringev.IO, error) *ringev.IO {
 		}
 		return x
 	}
+}
+
+// busyRead makes a read IO of one byte from fd on l whose callback counts its runs in *runs and
+// records a wrong result in *failed. Its first run submits it again, with its byte there
+// already, so that the next completion comes in a busy loop's batch (on uring, the request
+// turn's); each later run calls then, if not nil.
+func busyRead(t *testing.T, l *ringev.Loop, fd int, name string, runs *int, failed *error, then func()) *ringev.IO {
+	t.Helper()
+	return mustIO(t)(l.NewRead(fd, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
+		switch *runs++; {
+		case err != nil || n != 1:
+			*failed = errors.Join(*failed, err, fmt.Errorf("%s: wrong count", name))
+		case *runs == 1:
+			*failed = errors.Join(*failed, x.Submit())
+		case then != nil:
+			then()
+		}
+	}))
 }
 
 // TestIOSubmittedManyTimesRunsItsCallbackOncePerSubmission: a read IO and a write IO on a pipe,
@@ -403,13 +422,7 @@ func TestIOCallbackPanicLeavesLoopUsable(t *testing.T) {
 				nested = l.Once()
 			}
 		}))
-		other := mustIO(t)(l.NewRead(r2, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
-			if otherRuns++; err != nil || n != 1 {
-				failed = errors.Join(failed, err, errors.New("other read: wrong count"))
-			} else if otherRuns == 1 {
-				failed = errors.Join(failed, x.Submit())
-			}
-		}))
+		other := busyRead(t, l, r2, "other read", &otherRuns, &failed, nil)
 		testutil.Write(t, w1, []byte("ab"))
 		testutil.Write(t, w2, []byte("cd"))
 		if err := errors.Join(first.Submit(), other.Submit()); err != nil {
@@ -455,24 +468,8 @@ func TestIOCallbackPanicLeavesNoGuardOnOtherLoops(t *testing.T) {
 		a, b := newLoop(t, backend), newLoop(t, backend)
 		panics, runsA, runsB, posted := 0, 0, 0, false
 		var failed, fromB error
-		ioA := mustIO(t)(a.NewRead(ra, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
-			if runsA++; err != nil || n != 1 {
-				failed = errors.Join(failed, err, errors.New("A's read: wrong count"))
-			} else if runsA == 1 {
-				failed = errors.Join(failed, x.Submit())
-			} else {
-				panic(boom)
-			}
-		}))
-		ioB := mustIO(t)(b.NewRead(rb, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
-			if runsB++; err != nil || n != 1 {
-				failed = errors.Join(failed, err, errors.New("B's read: wrong count"))
-			} else if runsB == 1 {
-				failed = errors.Join(failed, x.Submit())
-			} else {
-				fromB = a.Once()
-			}
-		}))
+		ioA := busyRead(t, a, ra, "A's read", &runsA, &failed, func() { panic(boom) })
+		ioB := busyRead(t, b, rb, "B's read", &runsB, &failed, func() { fromB = a.Once() })
 		testutil.Write(t, wa, []byte("ab"))
 		testutil.Write(t, wb, []byte("cd"))
 		if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
@@ -512,21 +509,15 @@ func TestIOCallbackNestedAcrossLoopsReturnsErrNested(t *testing.T) {
 			}
 			fromB = a.Once()
 		}))
-		ioA := mustIO(t)(a.NewRead(ra, make([]byte, 1), -1, func(x *ringev.IO, n int, err error) {
-			if runsA++; err != nil || n != 1 {
-				failed = errors.Join(failed, err, errors.New("A's read: wrong count"))
-			} else if runsA == 1 {
-				failed = errors.Join(failed, x.Submit())
-			} else {
-				for i := 0; runsB == 0 && failed == nil; i++ {
-					if i == 100 {
-						failed = errors.New("B's read did not complete in 100 Onces of B")
-					} else if err := b.Once(); err != nil {
-						failed = errors.Join(failed, err)
-					}
+		ioA := busyRead(t, a, ra, "A's read", &runsA, &failed, func() {
+			for i := 0; runsB == 0 && failed == nil; i++ {
+				if i == 100 {
+					failed = errors.New("B's read did not complete in 100 Onces of B")
+				} else if err := b.Once(); err != nil {
+					failed = errors.Join(failed, err)
 				}
 			}
-		}))
+		})
 		testutil.Write(t, wa, []byte("ab"))
 		testutil.Write(t, wb, []byte("c"))
 		if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
