@@ -62,7 +62,9 @@ type Conn struct {
 	// asked is the hold PauseRead or ResumeRead from another goroutine asked last (holdWant)
 	// and whether the loop has yet to apply it (holdQueued: applyHold is in its inbox, once),
 	// one atomic word (in what would be padding too), so that a call that finds one queued
-	// needs no lock.
+	// needs no lock; and whether Forward holds a source until this connection's output drains
+	// (fwdWatched: its entries in the loop's fwdWait), so that the sends of the others do not
+	// look there.
 	asked atomic.Uint32
 	fd    int32 // its socket (here: in what would be padding)
 	// outLen is the bytes of the send in flight (the requests driver's: its buffer is the
@@ -946,7 +948,7 @@ func (c *Conn) end(reason error) {
 	}
 	c.closed = true
 	c.setGone()
-	if c.l.fwdWaiting.Load() != 0 {
+	if c.asked.Load()&fwdWatched != 0 {
 		c.wakeForwarders() // their next Forward fails (net.ErrClosed)
 	}
 	if c.rare != nil && c.rare.fwdOn != nil {
@@ -1191,7 +1193,7 @@ func (c *Conn) leftInput(consumed bool) {
 // (Sending is activity for the idle timeout from the moment the output goes to the kernel:
 // flush, and the readiness driver's writes, note the time.)
 func (c *Conn) sentSome() {
-	if c.l.fwdWaiting.Load() != 0 && c.outN.Load() <= int64(c.l.limit/2) {
+	if c.asked.Load()&fwdWatched != 0 && c.outN.Load() <= int64(c.l.limit/2) {
 		c.wakeForwarders()
 	}
 	if c.paused {
@@ -1305,7 +1307,7 @@ func (c *Conn) holdAsync(on bool) error {
 		if old&holdQueued == 0 {
 			break
 		}
-		if c.asked.CompareAndSwap(old, holdQueued|want) {
+		if c.asked.CompareAndSwap(old, old&^holdWant|want) {
 			return nil
 		}
 	}
@@ -1315,9 +1317,16 @@ func (c *Conn) holdAsync(on bool) error {
 		l.mu.Unlock()
 		return net.ErrClosed
 	}
-	if c.asked.Swap(holdQueued|want)&holdQueued != 0 {
-		l.mu.Unlock() // another call queued it meanwhile
-		return nil
+	for {
+		old := c.asked.Load()
+		if !c.asked.CompareAndSwap(old, old&^holdWant|holdQueued|want) {
+			continue
+		}
+		if old&holdQueued != 0 {
+			l.mu.Unlock() // another call queued it meanwhile
+			return nil
+		}
+		break
 	}
 	l.inF = append(l.inF, c.applyHold)
 	l.funcs++
@@ -1329,6 +1338,7 @@ func (c *Conn) holdAsync(on bool) error {
 const (
 	holdWant   = 1 << iota // PauseRead (else ResumeRead)
 	holdQueued             // applyHold is in the inbox
+	fwdWatched             // a source Forward holds waits for this connection's output (waitFor)
 )
 
 // applyHold is holdAsync's entry of the inbox, run on the loop: the hold asked last.

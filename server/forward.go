@@ -124,16 +124,16 @@ type fwdWait struct{ dst, src *Conn }
 
 // waitFor holds c, on its loop, until the output of dst drains to half its write limit or dst
 // closes: dst's loop, or a goroutine that sees it so, posts the end of the hold to c's loop.
-// Registering (fwdWaiting, then reading gone and Pending) and dst's side (Pending or gone,
-// then reading fwdWaiting) are ordered so that one of them sees the other.
+// Registering (the entry and dst's fwdWatched, then reading gone and Pending) and dst's side
+// (Pending or gone, then reading fwdWatched) are ordered so that one of them sees the other.
 func (c *Conn) waitFor(dst *Conn) {
 	l := dst.l
 	l.mu.Lock()
 	l.fwdWait = append(l.fwdWait, fwdWait{dst: dst, src: c})
-	l.fwdWaiting.Store(int32(len(l.fwdWait)))
+	dst.asked.Or(fwdWatched)
 	if l.stopped || dst.gone() {
 		l.fwdWait = l.fwdWait[:len(l.fwdWait)-1]
-		l.fwdWaiting.Store(int32(len(l.fwdWait)))
+		dst.unwatchLocked()
 		l.mu.Unlock()
 		return
 	}
@@ -165,7 +165,7 @@ func (c *Conn) wakeForwarders() {
 	}
 	clear(l.fwdWait[len(keep):])
 	l.fwdWait = keep
-	l.fwdWaiting.Store(int32(len(keep)))
+	c.asked.And(^uint32(fwdWatched))
 	l.mu.Unlock()
 	for _, s := range srcs {
 		s.l.Post(s.forwardDrained) // an error: its loop has ended, and s with it
@@ -191,7 +191,14 @@ func (c *Conn) fwdGone() {
 	l.mu.Lock()
 	if i := slices.IndexFunc(l.fwdWait, func(w fwdWait) bool { return w.src == c }); i >= 0 {
 		l.fwdWait = slices.Delete(l.fwdWait, i, i+1)
-		l.fwdWaiting.Store(int32(len(l.fwdWait)))
+		dst.unwatchLocked()
 	}
 	l.mu.Unlock()
+}
+
+// unwatchLocked clears c's fwdWatched unless a source still waits for it (under c.l.mu).
+func (c *Conn) unwatchLocked() {
+	if !slices.ContainsFunc(c.l.fwdWait, func(w fwdWait) bool { return w.dst == c }) {
+		c.asked.And(^uint32(fwdWatched))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -296,5 +297,69 @@ func TestConnForwardLendsAtMostHalfTheRecvGroup(t *testing.T) {
 		if err := <-sendAndCheck(a, b, data); err != nil {
 			t.Fatalf("a new pair, while %d destinations stall: %v", stalled, err)
 		}
+	})
+}
+
+// forwardOrEcho forwards the input of its second connection to its first, whose input it drops,
+// and echoes the lines of the others (recorder, whose conns are in the order they opened).
+type forwardOrEcho struct{ *recorder }
+
+func (f forwardOrEcho) OnData(c *Conn) {
+	f.mu.Lock()
+	conns := f.conns
+	f.mu.Unlock()
+	switch {
+	case c == conns[0]:
+		c.Next(-1)
+	case c == conns[1]:
+		c.Forward(conns[0])
+	default:
+		f.recorder.OnData(c)
+	}
+}
+
+// TestConnSendsTakeNoLockWhileAForwardWaits: while Forward holds a source until its
+// destination's output drains, the sends of the loop's other connections do not take the
+// loop's lock (each took it to look for sources to wake, however unrelated): a connection's
+// lines are echoed while the test holds it. The destination's socket buffers are made small,
+// and the test takes the lock once the kernel refuses the destination's output, so that
+// nothing more drains from it (whose end of the hold takes the lock).
+func TestConnSendsTakeNoLockWhileAForwardWaits(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := forwardOrEcho{newRecorder()}
+		e := startEngine(t, f, append(s.opts(), WithLoops(1))...)
+		dst := dialEngine(t, e) // its client does not read
+		dst.(*net.TCPConn).SetReadBuffer(4 << 10)
+		sdst := f.next(t)
+		l := e.Loops()[0]
+		onLoop(t, l, func() { unix.SetsockoptInt(sdst.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<10) })
+		src := dialEngine(t, e)
+		f.next(t)
+		go src.Write(make([]byte, 4<<20)) // ends when the test closes src, if not before
+		eventually(t, "Forward holding its source, the destination's socket full", func() bool {
+			var full bool
+			onLoop(t, l, func() { full = sdst.pending() > l.limit/2 && (sdst.wblocked || sdst.outLen > 0) })
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return full && len(l.fwdWait) > 0
+		})
+		c := dialEngine(t, e)
+		f.next(t)
+		l.mu.Lock()
+		locked := true
+		defer func() {
+			if locked {
+				l.mu.Unlock()
+			}
+		}()
+		for i := range 3 {
+			line := fmt.Sprintf("line %d\n", i)
+			c.Write([]byte(line))
+			if got := readN(t, c, len(line)); got != line {
+				t.Fatalf("echo %q, want %q", got, line)
+			}
+		}
+		locked = false
+		l.mu.Unlock()
 	})
 }

@@ -26,9 +26,7 @@ type Loop struct {
 	limit    int    // WithWriteLimit's
 	maxPend  int64  // WithMaxPending's
 	load     atomic.Int64
-	// fwdWaiting is len(fwdWait) (atomic: the loop's sends and closes read it without mu).
-	fwdWaiting atomic.Int32
-	rr         int // BalanceRoundRobin: the next loop (the first loop's goroutine only)
+	rr       int // BalanceRoundRobin: the next loop (the first loop's goroutine only)
 
 	// bufHeld is what the loop's connections hold, in bytes: their input and the output the
 	// loop has taken (the loop's goroutine only); bufShown is bufHeld as the engine sees it,
