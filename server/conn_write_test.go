@@ -262,6 +262,40 @@ func TestConnWriteBehindPostMakesNoInboxEntry(t *testing.T) {
 	})
 }
 
+// TestConnWriteBehindPostDoesNotAllocate: while a posted function runs (or waits), writes to a
+// connection from another goroutine queue behind it without an allocation each: consecutive
+// ones join one entry of the loop's queue of functions, not one closure (and buffer) apiece.
+func TestConnWriteBehindPostDoesNotAllocate(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		inside, release := make(chan struct{}), make(chan struct{})
+		err := sc.Loop().Post(func() {
+			close(inside)
+			select {
+			case <-release:
+			case <-time.After(waitFor):
+			}
+		})
+		if err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		<-inside
+		msg := []byte("0123456789abcdef\n")
+		for range 300 { // the entry's buffer grows to the writes measured
+			sc.Write(msg)
+		}
+		n := testing.AllocsPerRun(100, func() { sc.Write(msg) })
+		close(release)
+		if n != 0 {
+			t.Errorf("%v allocations per Write from another goroutine behind a posted function, want 0", n)
+		}
+		readN(t, c, 401*len(msg))
+	})
+}
+
 // TestConnCommitOnAClosedConnIsErrClosed: Commit on a closed connection returns net.ErrClosed,
 // as Write does, also with nothing to write.
 func TestConnCommitOnAClosedConnIsErrClosed(t *testing.T) {

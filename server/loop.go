@@ -50,7 +50,7 @@ type Loop struct {
 	wSpare  [][]byte   // buffers for inW's next entries
 	inC     []closeReq
 	inFd    []int
-	inF     []func()
+	inF     []inFn
 	fwdWait []fwdWait // sources Forward holds until their destination (one of this loop's) drains
 	// funcs counts the functions queued (Post) and not yet run, those a drain took included:
 	// while it is above 0, a write from another goroutine is queued as a function too, behind
@@ -60,7 +60,7 @@ type Loop struct {
 	tkW     []asyncOut
 	tkC     []closeReq
 	tkFd    []int
-	tkF     []func()
+	tkF     []inFn
 	drainFn func() // l.drain, made once
 
 	// The loop's goroutine only.
@@ -123,7 +123,7 @@ func (r closeReq) run() {
 // with the closes a drain takes after the writes.
 func (l *Loop) queueClose(r closeReq) {
 	if l.funcs > 0 {
-		l.inF = append(l.inF, r.run)
+		l.inF = append(l.inF, inFn{f: r.run})
 		l.funcs++
 		return
 	}
@@ -296,7 +296,7 @@ func (l *Loop) stop() {
 		l.load.Add(-1)
 	}
 	for _, f := range fns {
-		f()
+		f.run()
 	}
 }
 
@@ -337,7 +337,7 @@ func (l *Loop) Post(f func()) error {
 
 // postLocked is Post under l.mu, of a running loop; it unlocks l.mu.
 func (l *Loop) postLocked(f func()) {
-	l.inF = append(l.inF, f)
+	l.inF = append(l.inF, inFn{f: f})
 	l.funcs++
 	l.wakeLocked()
 }
@@ -392,8 +392,8 @@ func (l *Loop) drain() {
 		l.addConn(fd, true)
 	}
 	for i, f := range l.tkF {
-		l.tkF[i] = nil
-		f()
+		l.tkF[i] = inFn{}
+		f.run()
 	}
 	if len(l.tkF) > 0 {
 		l.mu.Lock()
@@ -867,6 +867,25 @@ type inView struct {
 	b    []byte
 	off  int
 	part bool // more input waits after b (serveLeft's pieces): EOF is not told yet
+}
+
+// inFn is an entry of the inbox's queue of functions (Loop.inF): f; or, f nil, bytes other
+// goroutines wrote to c while functions were queued (writeAsync), which join its output in
+// their turn (takeQueued). Consecutive writes to one connection share an entry, so that a
+// write queued so allocates nothing once the entry's buffer has grown.
+type inFn struct {
+	f func()
+	c *Conn
+	b []byte
+}
+
+// run runs the entry, on the loop.
+func (e inFn) run() {
+	if e.f != nil {
+		e.f()
+		return
+	}
+	e.c.takeQueued(e.b)
 }
 
 // asyncOut is an entry of Loop.inW: bytes other goroutines wrote to c, in order.
