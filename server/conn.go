@@ -591,7 +591,7 @@ func (c *Conn) writeShut() bool { return c.gone() && (c.closing || c.closed || c
 func (c *Conn) writeAsync(p []byte) (int, error) {
 	l := c.l
 	l.mu.Lock()
-	if l.stopped || c.gone() {
+	if l.stopped.Load() || c.gone() {
 		l.mu.Unlock()
 		return 0, net.ErrClosed
 	}
@@ -767,7 +767,7 @@ func (c *Conn) Abort() error {
 func (c *Conn) closeAsync(abort bool) error {
 	l := c.l
 	l.mu.Lock()
-	if l.stopped || !c.claim() {
+	if l.stopped.Load() || !c.claim() {
 		l.mu.Unlock()
 		return net.ErrClosed
 	}
@@ -809,7 +809,7 @@ func (c *Conn) CloseWrite() error {
 func (c *Conn) closeWriteAsync() error {
 	l := c.l
 	l.mu.Lock()
-	if l.stopped || !c.st.CompareAndSwap(stOpen, stWShut) {
+	if l.stopped.Load() || !c.st.CompareAndSwap(stOpen, stWShut) {
 		l.mu.Unlock()
 		return net.ErrClosed
 	}
@@ -1312,12 +1312,15 @@ func (c *Conn) holdAsync(on bool) error {
 			break
 		}
 		if c.asked.CompareAndSwap(old, old&^holdWant|want) {
+			if c.l.stopped.Load() {
+				return net.ErrClosed // the loop's end may run the applyHold queued, but it has ended
+			}
 			return nil
 		}
 	}
 	l := c.l
 	l.mu.Lock()
-	if l.stopped {
+	if l.stopped.Load() {
 		l.mu.Unlock()
 		return net.ErrClosed
 	}

@@ -678,3 +678,53 @@ func TestConnPiecesWaitForTheOutput(t *testing.T) {
 		}
 	})
 }
+
+// TestConnResumeReadAfterTheLoopEndedIsErrClosed: once the connection's loop has ended,
+// PauseRead and ResumeRead from another goroutine return net.ErrClosed, also the call that
+// finds an earlier one queued (it changed the hold asked without the lock and returned nil).
+// The loop is ended underneath with a PauseRead queued, and the test calls ResumeRead while
+// the loop's end runs a function queued before it. (Not on the requests driver: its sockets
+// are left open when its loop is stopped underneath.)
+func TestConnResumeReadAfterTheLoopEndedIsErrClosed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		if s.api == APIRequests {
+			t.Skip("the requests driver leaves its sockets open when its loop is stopped underneath")
+		}
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		dialEngine(t, e)
+		sc := r.next(t)
+		l := sc.Loop()
+		wait := func(ch chan struct{}) {
+			select {
+			case <-ch:
+			case <-time.After(waitFor):
+				t.Errorf("not within %v", waitFor)
+			}
+		}
+		inside, stop := make(chan struct{}), make(chan struct{})
+		err := l.Post(func() {
+			close(inside)
+			wait(stop)
+			l.EventLoop().Stop() // the loop ends after this function: what is queued runs at its end
+		})
+		if err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		wait(inside)
+		ending, release := make(chan struct{}), make(chan struct{})
+		if err := l.Post(func() { close(ending); wait(release) }); err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		if err := sc.PauseRead(); err != nil {
+			t.Fatalf("PauseRead while the loop runs: %v", err)
+		}
+		close(stop)
+		wait(ending)
+		err = sc.ResumeRead()
+		close(release)
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("ResumeRead once the loop has ended: %v, want net.ErrClosed", err)
+		}
+	})
+}

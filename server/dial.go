@@ -248,7 +248,7 @@ func (d *dialer) forGone() { d.cancel(errForGone) }
 func (l *Loop) isStopped() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.stopped
+	return l.stopped.Load()
 }
 
 // dialer is a Loop.Dial under way, on the loop's goroutine.

@@ -131,7 +131,7 @@ func (c *Conn) waitFor(dst *Conn) {
 	l.mu.Lock()
 	l.fwdWait = append(l.fwdWait, fwdWait{dst: dst, src: c})
 	dst.asked.Or(fwdWatched)
-	if l.stopped || dst.gone() {
+	if l.stopped.Load() || dst.gone() {
 		l.fwdWait = l.fwdWait[:len(l.fwdWait)-1]
 		dst.unwatchLocked()
 		l.mu.Unlock()

@@ -42,10 +42,11 @@ type Loop struct {
 	shedFn     func()
 
 	// The inbox: what other goroutines queue for this loop, under mu. woken: a drain is
-	// posted and has not taken the inbox yet; stopped: the loop has ended, nothing is taken.
+	// posted and has not taken the inbox yet; stopped: the loop has ended, nothing is taken
+	// (set under mu; atomic for PauseRead's path that takes no lock).
 	mu      sync.Mutex
 	woken   bool
-	stopped bool
+	stopped atomic.Bool
 	inW     []asyncOut // bytes written to connections from other goroutines (Conn.asyncAt)
 	wSpare  [][]byte   // buffers for inW's next entries
 	inC     []closeReq
@@ -282,7 +283,7 @@ func (l *Loop) startStream(lfd int) error {
 // functions run, writes dropped) and every later call fails with net.ErrClosed or ErrClosed.
 func (l *Loop) stop() {
 	l.mu.Lock()
-	l.stopped = true
+	l.stopped.Store(true)
 	fds, fns := l.inFd, l.inF
 	for _, e := range l.inW { // dropped: they count no more
 		e.c.asyncAt.Store(0)
@@ -327,7 +328,7 @@ func (l *Loop) Post(f func()) error {
 		return ringev.ErrNilFunc
 	}
 	l.mu.Lock()
-	if l.stopped {
+	if l.stopped.Load() {
 		l.mu.Unlock()
 		return ringev.ErrClosed
 	}
@@ -406,7 +407,7 @@ func (l *Loop) drain() {
 // l.load already.
 func (l *Loop) handOff(fd int) {
 	l.mu.Lock()
-	if l.stopped {
+	if l.stopped.Load() {
 		l.mu.Unlock()
 		unix.Close(fd)
 		l.load.Add(-1)
