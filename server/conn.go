@@ -428,7 +428,15 @@ func (c *Conn) overflow(n int) error {
 // writes it got. On the loop's goroutine it copies p into the output and allocates nothing
 // once the connection's buffer has grown to its traffic; from another goroutine it copies p
 // into the connection's inbox, and the loop takes it on its next turn (woken through the ring
-// from another loop of the engine). Either way p may be reused at once. It returns 0 and
+// from another loop of the engine). Either way p may be reused at once. What one goroutine
+// writes, posts (Loop.Post) and closes reaches the connection in the order of its calls; across
+// goroutines the order is the loop's. A write from another goroutine joins the output before the
+// loop's next write to the connection, unless a function that goroutine posted before it is
+// still waiting to run: then it joins in its turn, after that function, and what a handler
+// writes meanwhile comes first, even a write made on hearing (through a channel, say) that
+// this Write had returned. To have a handler write after another goroutine's write, that
+// goroutine hands over through the loop: a function it posts after its Write runs once the
+// bytes are in the output. It returns 0 and
 // net.ErrClosed once the connection is closing or closed (on the loop, a close another
 // goroutine queued counts from when the loop runs it: see Loop.Post). A write that would take
 // Pending past the output cap (WithMaxPending) is refused: it returns 0 and ErrOutputFull, and

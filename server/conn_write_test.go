@@ -202,6 +202,45 @@ func TestConnWriteAfterPostComesAfterThePostedWrite(t *testing.T) {
 	})
 }
 
+// TestConnPostAfterAWriteRunsWithItInTheOutput: from one goroutine, while a function it posted
+// waits, a Write, then Loop.Post of a function that writes (the hand-over Conn.Write's doc
+// names): the peer reads the Write's bytes, then the function's.
+func TestConnPostAfterAWriteRunsWithItInTheOutput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		l := sc.Loop()
+		inside, release := make(chan struct{}), make(chan struct{})
+		err := l.Post(func() {
+			close(inside)
+			select {
+			case <-release:
+			case <-time.After(waitFor):
+			}
+		})
+		if err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		select {
+		case <-inside:
+		case <-time.After(waitFor):
+			t.Fatalf("the posted function did not run within %v", waitFor)
+		}
+		if _, err := sc.WriteString("written\n"); err != nil {
+			t.Fatalf("Write from another goroutine: %v", err)
+		}
+		if err := l.Post(func() { sc.WriteString("then\n") }); err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		close(release)
+		if got, want := readN(t, c, len("written\nthen\n")), "written\nthen\n"; got != want {
+			t.Fatalf("the peer read %q, want %q", got, want)
+		}
+	})
+}
+
 // TestConnCloseAfterWriteBehindAPostSendsTheWrite: from one goroutine, Loop.Post of a
 // function, a Write, then Close: the peer reads what was written, then EOF (the close waits
 // behind the write, which waits behind the function).
@@ -282,7 +321,11 @@ func TestConnWriteBehindPostDoesNotAllocate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Post: %v", err)
 		}
-		<-inside
+		select {
+		case <-inside:
+		case <-time.After(waitFor):
+			t.Fatalf("the posted function did not run within %v", waitFor)
+		}
 		msg := []byte("0123456789abcdef\n")
 		for range 300 { // the entry's buffer grows to the writes measured
 			sc.Write(msg)

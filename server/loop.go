@@ -320,7 +320,9 @@ func (l *Loop) EventLoop() *ringev.Loop { return l.ev }
 // connection's output) and before what is queued after it (Post then Conn.Write: the bytes
 // follow what f writes; a Close, CloseWrite or Abort is queued behind them too). A close
 // queued behind f, from any goroutine, takes the connection when the loop runs it: f's writes
-// succeed and are sent first. It is safe from any goroutine; from another loop of the engine
+// succeed and are sent first. What other goroutines queue is ordered with the loop's own work
+// only so (see Conn.Write): a handler's write is not held behind a write waiting behind f. It
+// is safe from any goroutine; from another loop of the engine
 // it wakes this one through the ring (ringev.Loop.PostTo: IORING_OP_MSG_RING on uring). It returns
 // ringev.ErrClosed once the loop has ended (f will not run) and ringev.ErrNilFunc for a nil f.
 func (l *Loop) Post(f func()) error {
