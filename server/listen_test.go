@@ -99,7 +99,7 @@ func TestListenTCP6(t *testing.T) {
 	} else {
 		l.Close()
 	}
-	eachBackendRequests(t, func(t *testing.T, s setup) {
+	eachSetup(t, func(t *testing.T, s setup) {
 		r := newRecorder()
 		e := startEngineOn(t, "tcp6", "[::1]:0", r, s.opts()...)
 		if a, ok := e.Addr().(*net.TCPAddr); !ok || a.IP.To4() != nil {
