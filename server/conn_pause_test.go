@@ -683,13 +683,9 @@ func TestConnPiecesWaitForTheOutput(t *testing.T) {
 // PauseRead and ResumeRead from another goroutine return net.ErrClosed, also the call that
 // finds an earlier one queued (it changed the hold asked without the lock and returned nil).
 // The loop is ended underneath with a PauseRead queued, and the test calls ResumeRead while
-// the loop's end runs a function queued before it. (Not on the requests driver: its sockets
-// are left open when its loop is stopped underneath.)
+// the loop's end runs a function queued before it.
 func TestConnResumeReadAfterTheLoopEndedIsErrClosed(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		if s.api == APIRequests {
-			t.Skip("the requests driver leaves its sockets open when its loop is stopped underneath")
-		}
 		r := newRecorder()
 		e := startEngine(t, r, s.opts()...)
 		dialEngine(t, e)

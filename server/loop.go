@@ -81,6 +81,7 @@ type Loop struct {
 	epoch       time.Time
 	draining    bool
 	graceDone   bool
+	drained     bool    // the drain has closed everything and stopped the loop (maybeDone)
 	ended       []*Conn // connections whose socket is closed, for the turn's end (finished)
 	// clock is the loop time (ns) read once in a turn, for the connections' activity and
 	// request starts (turnTime); clockSet: it was read in this turn (the flush's end clears
@@ -223,6 +224,8 @@ func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<-
 	if err := ev.Run(); err != nil {
 		e.loopErr(l.idx, err)
 		l.abandon()
+	} else if !l.drained {
+		l.abandon() // stopped underneath (EventLoop().Stop): the drain did not close what it holds
 	}
 	l.stop()
 	if err := ev.Close(); err != nil {
@@ -230,7 +233,8 @@ func (l *Loop) run(lfd int, made chan<- error, start <-chan bool, started chan<-
 	}
 }
 
-// abandon closes what the loop holds when its Run ended on an error, not through the drain
+// abandon closes what the loop holds when its Run ended on an error, or was stopped underneath
+// (ringev.Loop.Stop), not through the drain
 // (maybeDone) that closes it with the loop's requests: the dials' sockets and the driver's
 // (abandon). ev.Close closes the fds watched with AutoClose. No handler is called: the loop
 // that would run them has ended; Engine.Wait gives the error.
@@ -810,6 +814,7 @@ func (l *Loop) maybeDone() {
 	if l.drv != nil {
 		l.drv.release()
 	}
+	l.drained = true
 	l.ev.Stop()
 }
 

@@ -2,7 +2,7 @@
 
 package server
 
-// Tests of a Loop's own state: its table of connections.
+// Tests of a Loop's own state: its table of connections, and its end.
 
 import "testing"
 
@@ -27,5 +27,23 @@ func TestLoopConnectionsReuseFreedSlots(t *testing.T) {
 		if slots != 2 || n != 2 || at != c {
 			t.Fatalf("after a close and a new connection: %d slots, %d connections, the new one in its slot %v; want 2, 2, true", slots, n, at == c)
 		}
+	})
+}
+
+// TestLoopStoppedUnderneathLeavesNoFd: a loop whose ringev loop is stopped underneath
+// (EventLoop().Stop, which any goroutine may call) closes its listener and its connections'
+// sockets as it ends, as after an error: the drain that closes them did not run.
+func TestLoopStoppedUnderneathLeavesNoFd(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		r.next(t)
+		c.Write([]byte("up\n"))
+		if got := readN(t, c, 3); got != "up\n" {
+			t.Fatalf("reply %q", got)
+		}
+		e.Loops()[0].EventLoop().Stop()
+		waitEngine(t, e, "the stop of its loop")
 	})
 }
