@@ -202,6 +202,29 @@ func TestConnWriteAfterPostComesAfterThePostedWrite(t *testing.T) {
 	})
 }
 
+// holdLoop posts a function that keeps l's goroutine until the returned release is called (at
+// most waitFor), and returns once it runs: what is queued for l meanwhile waits behind it.
+func holdLoop(t *testing.T, l *Loop) (release func()) {
+	t.Helper()
+	inside, done := make(chan struct{}), make(chan struct{})
+	err := l.Post(func() {
+		close(inside)
+		select {
+		case <-done:
+		case <-time.After(waitFor):
+		}
+	})
+	if err != nil {
+		t.Fatalf("Post: %v", err)
+	}
+	select {
+	case <-inside:
+	case <-time.After(waitFor):
+		t.Fatalf("the posted function did not run within %v", waitFor)
+	}
+	return func() { close(done) }
+}
+
 // TestConnPostAfterAWriteRunsWithItInTheOutput: from one goroutine, while a function it posted
 // waits, a Write, then Loop.Post of a function that writes (the hand-over Conn.Write's doc
 // names): the peer reads the Write's bytes, then the function's.
@@ -212,29 +235,14 @@ func TestConnPostAfterAWriteRunsWithItInTheOutput(t *testing.T) {
 		c := dialEngine(t, e)
 		sc := r.next(t)
 		l := sc.Loop()
-		inside, release := make(chan struct{}), make(chan struct{})
-		err := l.Post(func() {
-			close(inside)
-			select {
-			case <-release:
-			case <-time.After(waitFor):
-			}
-		})
-		if err != nil {
-			t.Fatalf("Post: %v", err)
-		}
-		select {
-		case <-inside:
-		case <-time.After(waitFor):
-			t.Fatalf("the posted function did not run within %v", waitFor)
-		}
+		release := holdLoop(t, l)
 		if _, err := sc.WriteString("written\n"); err != nil {
 			t.Fatalf("Write from another goroutine: %v", err)
 		}
 		if err := l.Post(func() { sc.WriteString("then\n") }); err != nil {
 			t.Fatalf("Post: %v", err)
 		}
-		close(release)
+		release()
 		if got, want := readN(t, c, len("written\nthen\n")), "written\nthen\n"; got != want {
 			t.Fatalf("the peer read %q, want %q", got, want)
 		}
@@ -310,28 +318,13 @@ func TestConnWriteBehindPostDoesNotAllocate(t *testing.T) {
 		e := startEngine(t, r, s.opts()...)
 		c := dialEngine(t, e)
 		sc := r.next(t)
-		inside, release := make(chan struct{}), make(chan struct{})
-		err := sc.Loop().Post(func() {
-			close(inside)
-			select {
-			case <-release:
-			case <-time.After(waitFor):
-			}
-		})
-		if err != nil {
-			t.Fatalf("Post: %v", err)
-		}
-		select {
-		case <-inside:
-		case <-time.After(waitFor):
-			t.Fatalf("the posted function did not run within %v", waitFor)
-		}
+		release := holdLoop(t, sc.Loop())
 		msg := []byte("0123456789abcdef\n")
 		for range 300 { // the entry's buffer grows to the writes measured
 			sc.Write(msg)
 		}
 		n := testing.AllocsPerRun(100, func() { sc.Write(msg) })
-		close(release)
+		release()
 		if n != 0 {
 			t.Errorf("%v allocations per Write from another goroutine behind a posted function, want 0", n)
 		}
