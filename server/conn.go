@@ -1165,13 +1165,18 @@ func (c *Conn) received() {
 // unfinished.
 func (c *Conn) serve(data []byte) {
 	l := c.l
-	outer := l.view // another connection's OnData, if this one runs inside it
-	l.view, c.inData = inView{c: c, b: data}, true
-	c.hs.h.OnData(c)
-	c.inData = false
-	rest := data[l.view.off:]
-	consumed := l.view.off > 0
-	l.view = outer
+	var off int
+	if v := &l.view; v.c == nil {
+		v.c, v.b, v.off, v.part = c, data, 0, false
+		c.inData = true
+		c.hs.h.OnData(c)
+		c.inData = false
+		off, v.c = v.off, nil // (b is left: it is read only with c)
+	} else {
+		off = c.serveInside(data)
+	}
+	rest := data[off:]
+	consumed := off > 0
 	switch {
 	case len(rest) == 0:
 		c.dropInput()
@@ -1190,6 +1195,19 @@ func (c *Conn) serve(data []byte) {
 	// backpressure pause brings it back: it is given the input again once the output drains.
 	c.drainWait = c.pending() > 0
 	c.leftInput(consumed)
+}
+
+// serveInside is serve's OnData when it runs inside another connection's OnData: that one's
+// view is kept, and restored. It returns how much of data OnData consumed.
+func (c *Conn) serveInside(data []byte) int {
+	l := c.l
+	outer := l.view
+	l.view, c.inData = inView{c: c, b: data}, true
+	c.hs.h.OnData(c)
+	c.inData = false
+	off := l.view.off
+	l.view = outer
+	return off
 }
 
 // leftInput follows an OnData that left input unconsumed (consumed: it took some): the request

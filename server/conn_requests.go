@@ -144,7 +144,7 @@ type connReqs struct {
 // CheckOp (naming the feature, wrapping unix.EOPNOTSUPP) or NewBufferGroup.
 func newConnReqs(l *Loop) (*connReqs, error) {
 	d := &connReqs{l: l, lfd: -1, lclosed: true}
-	d.onAcc, d.onLst, d.onConn = d.accepted, d.listenerClosed, d.onIO
+	d.onAcc, d.onLst, d.onConn = d.accepted, d.listenerClosed, d.onIO()
 	if mode := l.e.o.recv; mode != RecvPerConn {
 		err := recvMultishotCheck(l.ev)
 		if err == nil {
@@ -225,20 +225,23 @@ func (c *Conn) tok(k uint64) uint64 {
 // every other of the fd's, but where CloseFd itself fails (closeFd) the socket is closed and
 // the connection finished at once, and a recv still pending may complete later, when the slot
 // may be another's: such a completion is dropped (its group buffer given back), as a finished
-// connection would.
-func (d *connReqs) onIO(x *ringev.Completion) {
-	c := d.l.conns.all[x.Token>>32]
-	if c == nil || uint64(c.seq&(1<<tokSeqBits-1)) != x.Token>>tokBits&(1<<tokSeqBits-1) {
-		x.ReleaseBuffer()
-		return
-	}
-	switch x.Token & (1<<tokBits - 1) {
-	case tokRecv:
-		c.reqReceived(x)
-	case tokSend:
-		c.reqSent(x)
-	case tokClose:
-		c.reqClosed()
+// connection would. A closure over d, its body inside it: a method value (d.onIO) would add a
+// call to every completion.
+func (d *connReqs) onIO() ringev.Callback {
+	return func(x *ringev.Completion) {
+		c := d.l.conns.all[x.Token>>32]
+		if c == nil || uint64(c.seq&(1<<tokSeqBits-1)) != x.Token>>tokBits&(1<<tokSeqBits-1) {
+			x.ReleaseBuffer()
+			return
+		}
+		switch x.Token & (1<<tokBits - 1) {
+		case tokRecv:
+			c.reqReceived(x)
+		case tokSend:
+			c.reqSent(x)
+		case tokClose:
+			c.reqClosed()
+		}
 	}
 }
 

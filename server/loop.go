@@ -869,7 +869,8 @@ func roomFor1[T any](s []T) []T {
 
 // inView is the input an OnData call sees: its connection's unconsumed input or bytes received
 // and not yet copied (b), and what the handler has discarded of it (off). One OnData runs at a
-// time on a loop, so the loop holds it, not every connection.
+// time on a loop, so the loop holds it, not every connection; c is nil while none runs (serve:
+// one that runs inside another's keeps that one's view aside).
 type inView struct {
 	c    *Conn
 	b    []byte
