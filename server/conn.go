@@ -1561,6 +1561,30 @@ func (c *Conn) SetRequestTimeout(d time.Duration) error {
 	return nil
 }
 
+// SetTimeouts sets the idle timeout (from now) and the request timeout together, as
+// SetIdleTimeout(idle) and SetRequestTimeout(request) would, in one call (a service that switches
+// between the two on every request pays one lookup and one clock read); 0 removes either.
+// Errors as SetIdleTimeout's.
+func (c *Conn) SetTimeouts(idle, request time.Duration) error {
+	if err := c.usable("SetTimeouts"); err != nil {
+		return err
+	}
+	idle, request = max(idle, 0), max(request, 0)
+	var rIdle time.Duration
+	if c.to != nil {
+		rIdle = c.to.rIdle
+	}
+	c.to = c.l.timeouts(idle, request, rIdle)
+	if idle > 0 {
+		c.active = c.l.now()
+		c.armTimer(c.active + int64(idle))
+	}
+	if request > 0 && c.reqStart > 0 {
+		c.armTimer(c.reqStart + int64(request))
+	}
+	return nil
+}
+
 // usable returns the error of method what, which belongs to the loop's goroutine, called from
 // another or on a closed connection; else nil.
 func (c *Conn) usable(what string) error {

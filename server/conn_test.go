@@ -274,6 +274,9 @@ func TestConnLoopOnlyMethodsRefuseOtherGoroutines(t *testing.T) {
 		if err := sc.SetRequestTimeout(1); !errors.Is(err, ringev.ErrNotOwner) {
 			t.Errorf("SetRequestTimeout: %v", err)
 		}
+		if err := sc.SetTimeouts(1, 1); !errors.Is(err, ringev.ErrNotOwner) {
+			t.Errorf("SetTimeouts: %v", err)
+		}
 		onLoop(t, sc.Loop(), func() {
 			if !sc.Loop().EventLoop().Owned() {
 				t.Error("a posted function does not run on the loop's goroutine")

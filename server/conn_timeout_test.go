@@ -111,6 +111,39 @@ func TestConnSetTimeoutsPerConnection(t *testing.T) {
 	})
 }
 
+// TestConnSetTimeoutsSetsBoth: SetTimeouts(0, d) gives a connection a request timeout alone (a
+// request left incomplete is cut off with ErrRequestTimeout, the engine's hour-long idle timeout
+// replaced), and SetTimeouts(d, 0) an idle timeout alone (a connection that sends nothing is
+// closed with ErrIdleTimeout).
+func TestConnSetTimeoutsSetsBoth(t *testing.T) {
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		const d = 100 * time.Millisecond
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithIdleTimeout(time.Hour))...)
+		for _, tc := range []struct {
+			idle, request time.Duration
+			send          string
+			want          error
+		}{
+			{0, d, "incomplete", ErrRequestTimeout},
+			{d, 0, "", ErrIdleTimeout},
+		} {
+			c := dialEngine(t, e)
+			sc := r.next(t)
+			onLoop(t, sc.Loop(), func() {
+				if err := sc.SetTimeouts(tc.idle, tc.request); err != nil {
+					t.Errorf("SetTimeouts: %v", err)
+				}
+			})
+			c.Write([]byte(tc.send))
+			if got, err := r.closedWith(t); got != sc || !errors.Is(err, tc.want) {
+				t.Fatalf("SetTimeouts(%v, %v): closed the connection %v with %v; want %v", tc.idle, tc.request, got == sc, err, tc.want)
+			}
+			c.Close()
+		}
+	})
+}
+
 // TestConnReadIdleTimeoutCountsInputOnly: with WithReadIdleTimeout, a client that only listens
 // (the server writes to it every tenth of the timeout) is closed at the timeout (OnClose's err
 // ErrIdleTimeout), while one that sends a line at that pace stays open.

@@ -53,8 +53,7 @@ func (h *conn) hijack(x *exchange) (*netConn, error) {
 		}
 		h.x = nil
 		h.hj = nc
-		h.c.SetIdleTimeout(0)
-		h.c.SetRequestTimeout(0)
+		h.c.SetTimeouts(0, 0)
 		if x.body != nil {
 			// What the body's reader has not read of the bytes given to it is the client's
 			// next, as net/http's hijacked connection reads it from its buffer.

@@ -256,8 +256,7 @@ func (s *Server) OnOpen(c *server.Conn) {
 		h.halfOpen = ho.SetHalfOpen(true) == nil
 	}
 	if s.hdrTO > 0 {
-		c.SetIdleTimeout(s.hdrTO)
-		c.SetRequestTimeout(s.hdrTO)
+		c.SetTimeouts(s.hdrTO, s.hdrTO)
 	}
 	h.state(http.StateNew)
 }
@@ -770,8 +769,7 @@ func (h *conn) start(x *exchange) {
 		h.crlf = 4
 	}
 	if s.hdrTO > 0 || s.idleTO > 0 {
-		c.SetIdleTimeout(0)
-		c.SetRequestTimeout(0) // pipelined requests wait for this one, without a deadline
+		c.SetTimeouts(0, 0) // pipelined requests wait for this one, without a deadline
 	}
 	var now time.Time // asked for once, by a timeout that needs it
 	if req.Body != http.NoBody {
@@ -1063,11 +1061,8 @@ func (h *conn) done(x *exchange, reuse bool) {
 		return
 	}
 	h.state(http.StateIdle)
-	if h.s.idleTO > 0 {
-		h.c.SetIdleTimeout(h.s.idleTO)
-	}
-	if h.s.hdrTO > 0 {
-		h.c.SetRequestTimeout(h.s.hdrTO)
+	if h.s.idleTO > 0 || h.s.hdrTO > 0 {
+		h.c.SetTimeouts(h.s.idleTO, h.s.hdrTO)
 	}
 	if h.held {
 		h.resumeRead()
