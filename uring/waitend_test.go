@@ -200,7 +200,8 @@ func TestWaitRetriesEINTRHiddenBySubmission(t *testing.T) {
 	}
 }
 
-// TestDeputyTimeoutRequestEndsWait: a TIMEOUT request (50 ms) and
+// TestDeputyTimeoutRequestEndsWait: a TIMEOUT request (50 ms; 500 ms where it
+// is submitted before the wait) and
 // Deputy.SubmitAndWaitTimeout(2, 2 s) ends when it completes, wherever it
 // runs: on the SQPOLL ring alone, on the companion ring alone, or on either
 // while the other ring has a request in flight (the eventfd wait).
@@ -218,59 +219,83 @@ func TestDeputyTimeoutRequestEndsWait(t *testing.T) {
 		{name: "both rings, TIMEOUT on SQPOLL ring", both: true, pollFirst: true},
 	} {
 		t.Run(rt.name, func(t *testing.T) {
-			d := newTestDeputy(t, 1)
-			rfd, _ := newPipe(t)
-			both := rt.both
-			waitAsleep(t, d)
-			if rt.nopFirst {
-				stageNops(t, d, 5, 1)
-			}
-			if both && rt.pollFirst {
-				sqe := d.GetSQE()
-				sqe.PrepPollAdd(rfd, unix.POLLIN)
-				sqe.SetUserData(99)
-			}
-			stageTimeoutReq(t, d.GetSQE(), timeoutReqDelay, 1)
-			if both && !rt.pollFirst {
-				sqe := d.GetSQE()
-				sqe.PrepPollAdd(rfd, unix.POLLIN)
-				sqe.SetUserData(99)
-			}
-			staged := d.Staged()
-			if rt.nopFirst {
-				if _, err := d.Submit(); err != nil {
-					t.Fatal(err)
+			for attempt := 1; !deputyTimeoutEndsWait(t, rt.both, rt.pollFirst, rt.nopFirst); attempt++ {
+				if attempt == 5 {
+					t.Fatalf("the TIMEOUT was submitted before the wait, and %d times the wait began after half its delay: the case was never set up", attempt)
 				}
-				if c := reapDeputy(t, d, 1)[0]; c.UserData != 5 {
-					t.Fatalf("CQE %+v, want the NOP's", c)
-				}
-				staged = 0
 			}
-			start := time.Now()
-			n, err := d.SubmitAndWaitTimeout(2, 2*time.Second)
-			el := time.Since(start)
-			st := d.Stats()
-			wantComp, wantRing := uint64(0), uint64(0)
-			if rt.nopFirst || both {
-				wantComp, wantRing = 1, 1
-			} else {
-				wantComp = 1
-			}
-			if st.DeputySQEs != wantComp || st.SQPollSQEs != wantRing {
-				t.Fatalf("stats %+v: want DeputySQEs %d, SQPollSQEs %d (the route this case is about)", st, wantComp, wantRing)
-			}
-			if n != staged || err != nil {
-				t.Errorf("SubmitAndWaitTimeout(2, 2s) = %d, %v; want %d, nil", n, err, staged)
-			}
-			if el > timeoutReqBound {
-				t.Errorf("returned after %v: the completed TIMEOUT did not end the wait", el)
-			}
-			var cqes []CQE
-			for cqe := d.PeekCQE(); cqe != nil; cqe = d.PeekCQE() {
-				cqes = append(cqes, *cqe)
-				d.CQESeen()
-			}
-			wantOnlyTimeoutCQE(t, cqes)
 		})
 	}
+}
+
+// deputyTimeoutEndsWait runs one route of TestDeputyTimeoutRequestEndsWait.
+// With nopFirst the TIMEOUT is submitted (with the NOP) before the wait, so
+// its timer runs before the wait begins: a wait that begins after the TIMEOUT
+// completed is not the case (it rightly waits for two CQEs), and a wait that
+// begins after half the delay returns false without a verdict.
+func deputyTimeoutEndsWait(t *testing.T, both, pollFirst, nopFirst bool) bool {
+	t.Helper()
+	delay, bound := timeoutReqDelay, timeoutReqBound
+	if nopFirst {
+		delay, bound = 10*timeoutReqDelay, timeoutReqBound+10*timeoutReqDelay
+	}
+	d := newTestDeputy(t, 1)
+	rfd, _ := newPipe(t)
+	waitAsleep(t, d)
+	if nopFirst {
+		stageNops(t, d, 5, 1)
+	}
+	if both && pollFirst {
+		sqe := d.GetSQE()
+		sqe.PrepPollAdd(rfd, unix.POLLIN)
+		sqe.SetUserData(99)
+	}
+	stageTimeoutReq(t, d.GetSQE(), delay, 1)
+	if both && !pollFirst {
+		sqe := d.GetSQE()
+		sqe.PrepPollAdd(rfd, unix.POLLIN)
+		sqe.SetUserData(99)
+	}
+	staged := d.Staged()
+	var submitted time.Time
+	if nopFirst {
+		submitted = time.Now()
+		if _, err := d.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		if c := reapDeputy(t, d, 1)[0]; c.UserData != 5 {
+			t.Fatalf("CQE %+v, want the NOP's", c)
+		}
+		staged = 0
+	}
+	start := time.Now()
+	if nopFirst && start.Sub(submitted) > delay/2 {
+		reapDeputy(t, d, 1) // the TIMEOUT's CQE, so the deputy ends empty
+		return false
+	}
+	n, err := d.SubmitAndWaitTimeout(2, 2*time.Second)
+	el := time.Since(start)
+	st := d.Stats()
+	wantComp, wantRing := uint64(0), uint64(0)
+	if nopFirst || both {
+		wantComp, wantRing = 1, 1
+	} else {
+		wantComp = 1
+	}
+	if st.DeputySQEs != wantComp || st.SQPollSQEs != wantRing {
+		t.Fatalf("stats %+v: want DeputySQEs %d, SQPollSQEs %d (the route this case is about)", st, wantComp, wantRing)
+	}
+	if n != staged || err != nil {
+		t.Errorf("SubmitAndWaitTimeout(2, 2s) = %d, %v; want %d, nil", n, err, staged)
+	}
+	if el > bound {
+		t.Errorf("returned after %v: the completed TIMEOUT did not end the wait", el)
+	}
+	var cqes []CQE
+	for cqe := d.PeekCQE(); cqe != nil; cqe = d.PeekCQE() {
+		cqes = append(cqes, *cqe)
+		d.CQESeen()
+	}
+	wantOnlyTimeoutCQE(t, cqes)
+	return true
 }
