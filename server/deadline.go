@@ -13,7 +13,7 @@ import (
 // its deadlines, and one loop timer for the earliest entry. A connection with a timeout so holds a 16-byte heap entry, not a *ringev.Timer
 // (64 bytes) and a handler (16) of its own.
 type deadlines struct {
-	h       []deadline
+	h       dlHeap
 	t       *ringev.Timer // armed for tAt (h[0].at when it was armed); nil: none
 	tAt     int64
 	fn      func(*ringev.Timer) // Loop.deadlinesDue, made once
@@ -26,20 +26,57 @@ type deadline struct {
 	c  *Conn
 }
 
+// dlHeap is the heap's array of entries, in chunks of dlChunk entries that are never moved: a
+// slice that grows by copying would leave its old arrays behind as garbage, about its own
+// size (doubling) or four times it (append's growth), which stays in the process's memory
+// until the next collection, when every connection has an entry.
+type dlHeap struct {
+	chunks []*[dlChunk]deadline
+	n      int
+}
+
+// dlChunk is the entries per chunk of a dlHeap (8 KiB).
+const dlChunk = 512
+
+// at returns entry i (i < n).
+func (h *dlHeap) at(i int) *deadline { return &h.chunks[i/dlChunk][i%dlChunk] }
+
+// push adds e as entry n.
+func (h *dlHeap) push(e deadline) {
+	if h.n == len(h.chunks)*dlChunk {
+		h.chunks = append(h.chunks, new([dlChunk]deadline))
+	}
+	*h.at(h.n) = e
+	h.n++
+}
+
+// pop clears and drops the last entry, and the last chunk once it is empty and another chunk
+// has room to spare (so that an entry added and taken at a chunk's edge does not make a chunk
+// each time).
+func (h *dlHeap) pop() {
+	h.n--
+	*h.at(h.n) = deadline{}
+	if k := len(h.chunks); k > 1 && h.n <= (k-2)*dlChunk+dlChunk/2 {
+		h.chunks[k-1] = nil
+		h.chunks = h.chunks[:k-1]
+	}
+}
+
 // armDeadline makes c's deadline entry at loop time at (ns) or before: a later at than the
 // entry's is left for the entry's time to come (onTimer re-arms it then).
 func (l *Loop) armDeadline(c *Conn, at int64) {
 	d := &l.dls
 	if i := int(c.dl) - 1; i >= 0 {
-		if d.h[i].at <= at {
+		e := d.h.at(i)
+		if e.at <= at {
 			return
 		}
-		d.h[i].at = at
+		e.at = at
 		d.up(i)
 	} else {
-		d.h = append(roomFor1(d.h), deadline{at: at, c: c})
-		c.dl = int32(len(d.h))
-		d.up(len(d.h) - 1)
+		d.h.push(deadline{at: at, c: c})
+		c.dl = int32(d.h.n)
+		d.up(d.h.n - 1)
 	}
 	if !d.running && (d.t == nil || at < d.tAt) {
 		l.armDeadlineTimer()
@@ -61,13 +98,13 @@ func (l *Loop) armDeadlineTimer() {
 		d.t.Stop()
 		d.t = nil
 	}
-	if len(d.h) == 0 {
+	if d.h.n == 0 {
 		return
 	}
 	if d.fn == nil {
 		d.fn = l.deadlinesDue
 	}
-	d.tAt = d.h[0].at
+	d.tAt = d.h.at(0).at
 	d.t = l.ev.AddTimer(time.Duration(d.tAt-l.now()), d.fn)
 }
 
@@ -78,8 +115,8 @@ func (l *Loop) deadlinesDue(*ringev.Timer) {
 	d := &l.dls
 	d.t, d.running = nil, true
 	now := l.now()
-	for len(d.h) > 0 && d.h[0].at <= now {
-		c := d.h[0].c
+	for d.h.n > 0 && d.h.at(0).at <= now {
+		c := d.h.at(0).c
 		d.remove(0)
 		c.onTimer()
 	}
@@ -89,14 +126,14 @@ func (l *Loop) deadlinesDue(*ringev.Timer) {
 
 // remove takes entry i out of the heap.
 func (d *deadlines) remove(i int) {
-	d.h[i].c.dl = 0
-	n := len(d.h) - 1
+	e := d.h.at(i)
+	e.c.dl = 0
+	n := d.h.n - 1
 	if i != n {
-		d.h[i] = d.h[n]
-		d.h[i].c.dl = int32(i + 1)
+		*e = *d.h.at(n)
+		e.c.dl = int32(i + 1)
 	}
-	d.h[n] = deadline{}
-	d.h = d.h[:n]
+	d.h.pop()
 	if i != n {
 		d.down(i)
 		d.up(i)
@@ -105,10 +142,10 @@ func (d *deadlines) remove(i int) {
 
 // up moves entry i towards the root while it is earlier than its parent.
 func (d *deadlines) up(i int) {
-	h := d.h
+	h := &d.h
 	for i > 0 {
 		p := (i - 1) / 2
-		if h[p].at <= h[i].at {
+		if h.at(p).at <= h.at(i).at {
 			break
 		}
 		d.swap(i, p)
@@ -118,14 +155,14 @@ func (d *deadlines) up(i int) {
 
 // down moves entry i towards the leaves while a child is earlier.
 func (d *deadlines) down(i int) {
-	h := d.h
-	n := len(h)
+	h := &d.h
+	n := h.n
 	for {
 		m := i
-		if c := 2*i + 1; c < n && h[c].at < h[m].at {
+		if c := 2*i + 1; c < n && h.at(c).at < h.at(m).at {
 			m = c
 		}
-		if c := 2*i + 2; c < n && h[c].at < h[m].at {
+		if c := 2*i + 2; c < n && h.at(c).at < h.at(m).at {
 			m = c
 		}
 		if m == i {
@@ -137,9 +174,9 @@ func (d *deadlines) down(i int) {
 }
 
 func (d *deadlines) swap(i, j int) {
-	h := d.h
-	h[i], h[j] = h[j], h[i]
-	h[i].c.dl, h[j].c.dl = int32(i+1), int32(j+1)
+	a, b := d.h.at(i), d.h.at(j)
+	*a, *b = *b, *a
+	a.c.dl, b.c.dl = int32(i+1), int32(j+1)
 }
 
 // connTimeouts are a connection's timeouts (see WithIdleTimeout, WithRequestTimeout,

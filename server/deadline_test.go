@@ -6,6 +6,7 @@ package server
 // served by one loop timer, not a timer per connection.
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -17,13 +18,13 @@ func deadlinesState(t *testing.T, l *Loop) (n int, ordered, timed bool) {
 	t.Helper()
 	onLoop(t, l, func() {
 		d := &l.dls
-		n, ordered = len(d.h), true
-		for i, e := range d.h {
-			if int(e.c.dl) != i+1 || i > 0 && d.h[(i-1)/2].at > e.at {
+		n, ordered = d.h.n, true
+		for i := range n {
+			if e := d.h.at(i); int(e.c.dl) != i+1 || i > 0 && d.h.at((i-1)/2).at > e.at {
 				ordered = false
 			}
 		}
-		timed = n > 0 && d.t != nil && d.tAt == d.h[0].at
+		timed = n > 0 && d.t != nil && d.tAt == d.h.at(0).at
 	})
 	return n, ordered, timed
 }
@@ -77,9 +78,9 @@ func TestLoopDeadlinesOneEntryAtTheEarliestTimeout(t *testing.T) {
 		var n int
 		var at, want int64
 		onLoop(t, l, func() {
-			n = len(l.dls.h)
+			n = l.dls.h.n
 			if n == 1 {
-				at = l.dls.h[0].at
+				at = l.dls.h.at(0).at
 			}
 			want = c.ractive + int64(time.Minute)
 		})
@@ -129,5 +130,39 @@ func TestLoopTimeoutsSharedAllocateNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations for timeouts the loop has a record of, want 0", allocs)
+	}
+}
+
+// TestDeadlinesHeapGrowsWithoutCopying: the deadlines' heap grows by chunks that stay where
+// they are (a copied array would be garbage the size of the heap, with an entry per
+// connection), keeps its order across chunks, and gives its chunks back as it empties.
+func TestDeadlinesHeapGrowsWithoutCopying(t *testing.T) {
+	var d deadlines
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 3*dlChunk + 7
+	var first *[dlChunk]deadline
+	for i := range n {
+		c := &Conn{}
+		d.h.push(deadline{at: rng.Int64N(1 << 40), c: c})
+		c.dl = int32(d.h.n)
+		d.up(d.h.n - 1)
+		if i == 0 {
+			first = d.h.chunks[0]
+		}
+	}
+	if d.h.chunks[0] != first || len(d.h.chunks) != 4 {
+		t.Fatalf("after %d entries: %d chunks, the first moved: %v; want 4, false", n, len(d.h.chunks), d.h.chunks[0] != first)
+	}
+	last := int64(-1)
+	for d.h.n > 0 {
+		e := d.h.at(0)
+		if e.at < last || int(e.c.dl) != 1 {
+			t.Fatalf("entry at %d after %d (index %d), want in order, index 1", e.at, last, e.c.dl)
+		}
+		last = e.at
+		d.remove(0)
+	}
+	if len(d.h.chunks) != 1 {
+		t.Fatalf("%d chunks once empty, want 1", len(d.h.chunks))
 	}
 }
