@@ -1508,7 +1508,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 		return err
 	}
 	t := c.timeouts()
-	c.to = c.l.timeouts(max(d, 0), t.reqTO, t.rIdle)
+	c.to = c.l.timeouts(c.to, max(d, 0), t.reqTO, t.rIdle)
 	if d > 0 {
 		c.active = c.l.now()
 		c.armTimer(c.active + int64(d))
@@ -1539,7 +1539,7 @@ func (c *Conn) SetReadIdleTimeout(d time.Duration) error {
 		return err
 	}
 	t := c.timeouts()
-	c.to = c.l.timeouts(t.idle, t.reqTO, max(d, 0))
+	c.to = c.l.timeouts(c.to, t.idle, t.reqTO, max(d, 0))
 	if d > 0 {
 		c.ractive = c.l.now()
 		c.armTimer(c.ractive + int64(d))
@@ -1554,7 +1554,7 @@ func (c *Conn) SetRequestTimeout(d time.Duration) error {
 		return err
 	}
 	t := c.timeouts()
-	c.to = c.l.timeouts(t.idle, max(d, 0), t.rIdle)
+	c.to = c.l.timeouts(c.to, t.idle, max(d, 0), t.rIdle)
 	if d > 0 && c.reqStart > 0 {
 		c.armTimer(c.reqStart + int64(d))
 	}
@@ -1574,7 +1574,7 @@ func (c *Conn) SetTimeouts(idle, request time.Duration) error {
 	if c.to != nil {
 		rIdle = c.to.rIdle
 	}
-	c.to = c.l.timeouts(idle, request, rIdle)
+	c.to = c.l.timeouts(c.to, idle, request, rIdle)
 	if idle > 0 {
 		c.active = c.l.now()
 		c.armTimer(c.active + int64(idle))

@@ -188,26 +188,33 @@ type connTimeouts struct {
 }
 
 // maxTimeouts bounds the loop's shared connTimeouts (Loop.tos): past it, a connection whose
-// timeouts are none of them gets its own.
+// timeouts are none of them gets its own, which it keeps and changes in place from then on.
 const maxTimeouts = 8
 
-// timeouts returns the loop's connTimeouts for idle, reqTO and rIdle (made once and shared),
-// or nil when all are 0.
-func (l *Loop) timeouts(idle, reqTO, rIdle time.Duration) *connTimeouts {
+// timeouts returns the connTimeouts for idle, reqTO and rIdle of a connection whose record is
+// now cur (nil for none), or nil when all are 0: the loop's shared one when it has it (made
+// once), else cur itself, changed, when cur is the connection's own (none of the loop's), so
+// that a connection past the shared ones allocates once, not at each change.
+func (l *Loop) timeouts(cur *connTimeouts, idle, reqTO, rIdle time.Duration) *connTimeouts {
 	if idle == 0 && reqTO == 0 && rIdle == 0 {
 		return nil
 	}
 	want := connTimeouts{idle, reqTO, rIdle}
+	own := cur != nil
 	for _, t := range l.tos {
 		if *t == want {
 			return t
 		}
+		own = own && t != cur
 	}
-	t := new(connTimeouts) // (not &want: want would escape, and be made on every call)
+	t := cur
+	if !own {
+		t = new(connTimeouts) // (not &want: want would escape, and be made on every call)
+		if len(l.tos) < maxTimeouts {
+			l.tos = append(l.tos, t)
+		}
+	}
 	*t = want
-	if len(l.tos) < maxTimeouts {
-		l.tos = append(l.tos, t)
-	}
 	return t
 }
 

@@ -107,7 +107,7 @@ func TestLoopTimeoutsSharedByConnections(t *testing.T) {
 			sc[1].SetIdleTimeout(2 * time.Hour)
 			sc[2].SetIdleTimeout(0)
 			sc[2].SetRequestTimeout(0)
-			same = sc[0].to != nil && sc[0].to == e.Loops()[0].timeouts(time.Hour, time.Minute, 0)
+			same = sc[0].to != nil && sc[0].to == e.Loops()[0].timeouts(nil, time.Hour, time.Minute, 0)
 			other = sc[1].to != nil && sc[1].to != sc[0].to && *sc[1].to == connTimeouts{idle: 2 * time.Hour, reqTO: time.Minute}
 			none = sc[2].to == nil
 		})
@@ -125,11 +125,40 @@ func TestLoopTimeoutsSharedAllocateNothing(t *testing.T) {
 	l := e.Loops()[0]
 	var allocs float64
 	onLoop(t, l, func() {
-		l.timeouts(time.Hour, time.Minute, 0)
-		allocs = testing.AllocsPerRun(100, func() { l.timeouts(time.Hour, time.Minute, 0) })
+		l.timeouts(nil, time.Hour, time.Minute, 0)
+		allocs = testing.AllocsPerRun(100, func() { l.timeouts(nil, time.Hour, time.Minute, 0) })
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations for timeouts the loop has a record of, want 0", allocs)
+	}
+}
+
+// TestLoopTimeoutsPastTheSharedOnesKeepTheConnectionsOwn: once the loop shares maxTimeouts
+// records, a connection whose timeouts are none of them gets a record of its own, and keeps
+// it as they change: each change allocated a record before.
+func TestLoopTimeoutsPastTheSharedOnesKeepTheConnectionsOwn(t *testing.T) {
+	r := newRecorder()
+	e := startEngine(t, r)
+	l := e.Loops()[0]
+	dialEngine(t, e)
+	c := r.next(t)
+	var allocs float64
+	var same bool
+	onLoop(t, l, func() {
+		for i := range maxTimeouts {
+			l.timeouts(nil, time.Duration(i+1)*time.Hour, 0, 0)
+		}
+		c.SetIdleTimeout(time.Minute)
+		own := c.to
+		d := time.Second
+		allocs = testing.AllocsPerRun(100, func() {
+			d++
+			c.SetIdleTimeout(d)
+		})
+		same = c.to == own && c.to.idle == d
+	})
+	if allocs != 0 || !same {
+		t.Fatalf("%v allocations per change of a connection's own timeouts, the same record changed: %v; want 0, true", allocs, same)
 	}
 }
 
