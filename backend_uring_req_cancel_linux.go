@@ -94,7 +94,7 @@ func (d *ringReqs) cancelFd(fd int32) {
 			d.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
 		}
 	}
-	if d.rq.fds[fd].live > 0 {
+	if d.rq.fds[fd].live() > 0 {
 		for _, rec := range d.rq.recs {
 			if r := ringOf(rec); r.state == stInflight && r.c.Fd == int(fd) && !r.noFd {
 				r.cancelReq = true
@@ -105,7 +105,7 @@ func (d *ringReqs) cancelFd(fd int32) {
 			}
 		}
 	}
-	if d.rq.fds[fd].live > 0 { // (a number closed meanwhile could be another file's by the flush)
+	if d.rq.fds[fd].live() > 0 { // (a number closed meanwhile could be another file's by the flush)
 		d.cmds = append(d.cmds, ringCmd{fd: fd, byFd: true})
 	}
 }

@@ -184,9 +184,9 @@ func (d *ringReqs) run(n int) bool {
 			}
 			f := &rq.fds[r.c.Fd]
 			if r.c.Op == OpRecv {
-				f.drained = res >= 0 && int(res) < len(r.c.Buf)
+				f.set(fdDrained, res >= 0 && int(res) < len(r.c.Buf))
 			}
-			if f.live--; f.live == 0 && f.closing {
+			if f.countOut() {
 				rq.closeNow(int32(r.c.Fd))
 			}
 			// The Completion: a free record's has Err nil and SockNonempty and More false
@@ -251,7 +251,7 @@ func (d *ringReqs) ioFd(r *reqRec, res int32) {
 	if r.ioCloseWait {
 		r.ioCloseWait = false
 		f := &d.rq.fds[r.c.Fd]
-		if f.live--; f.live == 0 && f.closing {
+		if f.countOut() {
 			d.rq.closeNow(int32(r.c.Fd))
 		}
 	}

@@ -69,7 +69,7 @@ func (d *ringReqs) emptyFileTable() {
 	}
 	lo, hi := -1, -1
 	for i := range d.rq.fds {
-		if d.rq.fds[i].fixed {
+		if d.rq.fds[i].is(fdFixed) {
 			if lo < 0 {
 				lo = i
 			}
@@ -82,8 +82,9 @@ func (d *ringReqs) emptyFileTable() {
 	fds := make([]int32, hi-lo+1)
 	for i := range fds {
 		fds[i] = uring.RegisterFilesSkip
-		if f := &d.rq.fds[lo+i]; f.fixed {
-			fds[i], f.fixed = -1, false
+		if f := &d.rq.fds[lo+i]; f.is(fdFixed) {
+			fds[i] = -1
+			f.set(fdFixed, false)
 		}
 	}
 	d.b.ring.UpdateFiles(uint32(lo), fds)

@@ -55,7 +55,7 @@ func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	pos := ring.SQTail() - 1
 	r := ringOf(rq.pop())
 	f := &rq.fds[fd]
-	f.live++
+	f.w++ // (the live count)
 	r.cb = cb
 	r.state, r.fast = stInflight, true
 	r.cqes, r.opDone, r.link = 1, false, false
@@ -70,11 +70,11 @@ func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	} else {
 		r.flags = int32(arg)
 		s.OpFlags = uint32(arg)
-		if op == OpRecv && f.drained && d.pollFirst {
+		if op == OpRecv && f.is(fdDrained) && d.pollFirst {
 			s.Ioprio = uring.RecvsendPollFirst
 		}
 	}
-	if f.fixed {
+	if f.is(fdFixed) {
 		s.Flags = uring.SQEFixedFile
 	}
 	s.UserData = reqTag | uint64(r.gen)<<32 | uint64(r.idx)
@@ -331,10 +331,10 @@ func (d *ringReqs) fdBits(s *uring.SQE, r *ringRec) {
 		return
 	}
 	f := &d.rq.fds[r.c.Fd]
-	if f.fixed {
+	if f.is(fdFixed) {
 		s.Flags |= uring.SQEFixedFile
 	}
-	if r.c.Op == OpRecv && f.drained && d.pollFirst {
+	if r.c.Op == OpRecv && f.is(fdDrained) && d.pollFirst {
 		s.Ioprio = uring.RecvsendPollFirst
 	}
 }

@@ -99,7 +99,7 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 		// An event with auto-close would close it; one that reads it would eat wake-ups.
 		return nil, fmt.Errorf("ringev: AddFd: fd %d is one of the loop's own fds: %w", fd, unix.EBADF)
 	}
-	if rq := l.req; rq != nil && fd < len(rq.fds) && rq.fds[fd].closing {
+	if rq := l.req; rq != nil && fd < len(rq.fds) && rq.fds[fd].is(fdClosing) {
 		// A CloseFd closes it once its requests end: the event would watch a closed number.
 		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, ErrFdClosing)
 	}

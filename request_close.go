@@ -44,7 +44,7 @@ func (rq *requests) closeFdEnd(r *reqRec, fd int) Request {
 	}
 	rq.closeIOs(int32(fd))
 	rq.drv.cancelFd(int32(fd))
-	if f.live == 0 && rq.closeRec(int32(fd)) == r {
+	if f.live() == 0 && rq.closeRec(int32(fd)) == r {
 		rq.closeNow(int32(fd))
 	}
 	return h
@@ -60,7 +60,7 @@ func (rq *requests) closeIOs(fd int32) {
 		r.ioOwn = 0 // (Submit's one compare refuses it)
 		if r.state == stQueued || r.state == stInflight {
 			r.ioCloseWait, r.ioKey = true, 0 // (run's shortest way would not count f.live down)
-			f.live++
+			f.w++                            // (the live count)
 		}
 	}
 	rq.setFdRare(fd, rq.closeRec(fd), nil)

@@ -162,9 +162,9 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 	r.ioCloseWait = false
 	f := &rq.fds[r.c.Fd]
 	if r.c.Op == OpRecv {
-		f.drained = res >= 0 && int(res) < len(r.c.Buf)
+		f.set(fdDrained, res >= 0 && int(res) < len(r.c.Buf))
 	}
-	if f.live--; f.live == 0 && f.closing {
+	if f.countOut() {
 		rq.closeNow(int32(r.c.Fd))
 	}
 }
@@ -191,8 +191,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 		r.ioCloseWait = false
 		f := &rq.fds[r.c.Fd]
 		f.recvDone(r, res)
-		f.live--
-		if f.live == 0 && f.closing {
+		if f.countOut() {
 			rq.closeNow(int32(r.c.Fd))
 		}
 	}
@@ -202,7 +201,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 // less than its buffer (see ringReqs.pollFirst).
 func (f *reqFd) recvDone(r *reqRec, res int32) {
 	if r.c.Op == OpRecv {
-		f.drained = res >= 0 && int(res) < len(r.c.Buf)
+		f.set(fdDrained, res >= 0 && int(res) < len(r.c.Buf))
 	}
 }
 

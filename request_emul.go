@@ -133,7 +133,7 @@ func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 		return Request{rec: r, gen: r.gen}
 	}
 	r := emulOf(rq.pop())
-	rq.fds[fd].live++
+	rq.fds[fd].w++ // (the live count)
 	r.cb = cb
 	r.state, r.fast = stInflight, true
 	c := &r.c

@@ -99,14 +99,14 @@ func (l *Loop) newIO(op Op, fd int, buf []byte, arg int64, fn IOFunc) (*IO, erro
 	}
 	rq := l.req
 	f := &rq.fds[fd]
-	f.live-- // (take counted it)
+	f.w-- // (take counted it in the live count)
 	rq.live--
 	r.setArg(arg)
 	x := &IO{l: l, rec: r}
 	r.io = true
 	rx := r.rareOf() // an IO holds its rare part until Free
 	rx.fn, rx.x, rx.keep = fn, x, buf
-	r.ioOwn, r.ioFixed, r.ioDrained, r.ioCloseWait = rq.ownSeq, f.fixed, false, false
+	r.ioOwn, r.ioFixed, r.ioDrained, r.ioCloseWait = rq.ownSeq, f.is(fdFixed), false, false
 	rx.ioNext = rq.ios(int32(fd))
 	rq.setFdRare(int32(fd), rq.closeRec(int32(fd)), r)
 	rq.prepIO(r)
@@ -131,7 +131,7 @@ func (x *IO) refused() error {
 		return ErrClosed
 	case r.state != stFree:
 		return ErrIOPending
-	case r.ioOwn == 0 && f.closing: // (a CloseFd closed the fd)
+	case r.ioOwn == 0 && f.is(fdClosing): // (a CloseFd closed the fd)
 		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrFdClosing)
 	case r.ioOwn == 0:
 		return fmt.Errorf("ringev: %v on fd %d: CloseFd closed it since the IO was made: %w", r.c.Op, r.c.Fd, unix.EBADF)

@@ -149,18 +149,48 @@ type reqVars struct {
 
 // reqFd is the core's state for one fd number. What few fds have (a waiting CloseFd, IOs) is
 // in requests.fdRare, keyed by the fd, with a flag here: the table, indexed by fd number,
-// holds 16 bytes per number (a power-of-two size, so that indexing rq.fds is a shift, not a
+// holds 8 bytes per number (a power-of-two size, so that indexing rq.fds is a shift, not a
 // multiply).
 type reqFd struct {
-	live int32 // records on this fd not yet finished
+	// w is the count of records on this fd not yet finished (live, the low 28 bits: a record
+	// takes 224 bytes, so 2^28 of them on one fd would be 60 GB) and the fd's flags (fdFixed,
+	// fdDrained, fdClosing, fdHasIOs) in one word: a record counted in and out adds or takes 1.
+	w uint32
 	// okSeq is requests.ownSeq when the number was found not to be one of the loop's own fds,
 	// and 0 while a CloseFd closes it: a request on fd takes the fast way (newReq) only while
 	// okSeq == requests.ownSeq, one compare for both.
-	okSeq   uint32
-	fixed   bool // the file is in the backend's registered-file table at slot fd (RegisterFile)
-	drained bool // the last Recv on fd took less than its buffer: the socket was empty then
-	closing bool // a CloseFd waits for its records to end (fdRare.closeRec)
-	hasIOs  bool // IOs were made on fd (fdRare.ios)
+	okSeq uint32
+}
+
+// The flags of reqFd.w.
+const (
+	fdLive    = 1<<28 - 1 // the mask of the live count
+	fdFixed   = 1 << 28   // the file is in the backend's registered-file table at slot fd (RegisterFile)
+	fdDrained = 1 << 29   // the last Recv on fd took less than its buffer: the socket was empty then
+	fdClosing = 1 << 30   // a CloseFd waits for its records to end (fdRare.closeRec)
+	fdHasIOs  = 1 << 31   // IOs were made on fd (fdRare.ios)
+)
+
+// live is the count of records on f's fd not yet finished.
+func (f *reqFd) live() int32 { return int32(f.w & fdLive) }
+
+// is reports whether flag is set.
+func (f *reqFd) is(flag uint32) bool { return f.w&flag != 0 }
+
+// set sets flag to on.
+func (f *reqFd) set(flag uint32, on bool) {
+	if on {
+		f.w |= flag
+	} else {
+		f.w &^= flag
+	}
+}
+
+// countOut takes a finished record out of the live count and reports whether a CloseFd now
+// closes the fd: none is left and one waits (fdClosing).
+func (f *reqFd) countOut() bool {
+	f.w--
+	return f.w&(fdLive|fdClosing) == fdClosing
 }
 
 // fdRare is the part of an fd's state that few fds have (requests.fdRare; see reqFd).
@@ -173,7 +203,7 @@ type fdRare struct {
 
 // closeRec returns the CloseFd waiting for fd's records to end, or nil.
 func (rq *requests) closeRec(fd int32) *reqRec {
-	if !rq.fds[fd].closing {
+	if !rq.fds[fd].is(fdClosing) {
 		return nil
 	}
 	return rq.fdRare[fd].closeRec
@@ -181,7 +211,7 @@ func (rq *requests) closeRec(fd int32) *reqRec {
 
 // ios returns the first of the IOs made on fd (reqRare.ioNext links the others), or nil.
 func (rq *requests) ios(fd int32) *reqRec {
-	if !rq.fds[fd].hasIOs {
+	if !rq.fds[fd].is(fdHasIOs) {
 		return nil
 	}
 	return rq.fdRare[fd].ios
@@ -190,7 +220,8 @@ func (rq *requests) ios(fd int32) *reqRec {
 // setFdRare sets fd's rare part (closeRec, ios) and its flags; an empty one leaves fdRare.
 func (rq *requests) setFdRare(fd int32, closeRec, ios *reqRec) {
 	f := &rq.fds[fd]
-	f.closing, f.hasIOs = closeRec != nil, ios != nil
+	f.set(fdClosing, closeRec != nil)
+	f.set(fdHasIOs, ios != nil)
 	if closeRec == nil && ios == nil {
 		delete(rq.fdRare, fd)
 		return
@@ -319,7 +350,7 @@ func (rq *requests) take(op Op, fd int, buf []byte, cb Callback, token uint64) *
 	r.off, r.cb = -1, cb
 	r.c.Request.gen, r.c.Op, r.c.Fd, r.c.Token, r.c.Buf = r.gen, op, fd, token, buf
 	if op != OpClose && op != OpSQE {
-		rq.fds[fd].live++
+		rq.fds[fd].w++ // (the live count)
 	}
 	return r
 }
@@ -365,16 +396,16 @@ func (l *Loop) newReqChecked(op Op, fd int, buf []byte, needBuf bool, cb Callbac
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, err)
 	}
 	f := rq.fdState(int32(fd))
-	if f.closing {
+	if f.is(fdClosing) {
 		return nil, fmt.Errorf("ringev: %v on fd %d: %w", op, fd, ErrFdClosing)
 	}
 	f.okSeq = rq.ownSeq // checkReq found it is not one of the loop's own fds
-	if registerEveryFd && !f.fixed && op != OpClose {
+	if registerEveryFd && !f.is(fdFixed) && op != OpClose {
 		fixed, err := rq.drv.fixFile(int32(fd), true, false)
 		if err != nil {
 			return nil, fmt.Errorf("ringev: %v on fd %d: registering it (a test's registerEveryFd): %w", op, fd, err)
 		}
-		f.fixed = fixed
+		f.set(fdFixed, fixed)
 	}
 	return rq.take(op, fd, buf, cb, token), nil
 }

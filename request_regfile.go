@@ -69,14 +69,14 @@ func (l *Loop) fixFile(fd int, on bool) error {
 		return fmt.Errorf("ringev: %s(%d): one of the loop's own fds: %w", what, fd, unix.EBADF)
 	}
 	rq := l.reqs()
-	if int(fd) < len(rq.fds) && rq.fds[fd].closing {
+	if int(fd) < len(rq.fds) && rq.fds[fd].is(fdClosing) {
 		return fmt.Errorf("ringev: %s(%d): %w", what, fd, ErrFdClosing)
 	}
 	if on {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
 			return fmt.Errorf("ringev: %s(%d): not an open file: %w", what, fd, err)
 		}
-	} else if int(fd) >= len(rq.fds) || !rq.fds[fd].fixed {
+	} else if int(fd) >= len(rq.fds) || !rq.fds[fd].is(fdFixed) {
 		return nil // not registered (a closed number too: UnregisterFile after a close(2))
 	}
 	if err := rq.setFixed(int32(fd), on); err != nil {
@@ -89,18 +89,18 @@ func (l *Loop) fixFile(fd int, on bool) error {
 // work of RegisterFile and UnregisterFile once their checks passed.
 func (rq *requests) setFixed(fd int32, on bool) error {
 	f := rq.fdState(fd)
-	if f.fixed == on {
+	if f.is(fdFixed) == on {
 		return nil
 	}
 	// The driver reads f.fixed when it prepares an SQE (ringReqs.fdBits): a continuation
 	// prepared after this (the rest of a short write, a multishot re-armed) follows it; the
 	// requests already in the kernel keep the registered file.
-	live := f.live > 0
+	live := f.live() > 0
 	for r := rq.ios(fd); r != nil; r = r.rare.ioNext {
 		live = live || r.state != stFree
 	}
 	fixed, err := rq.drv.fixFile(fd, on, live)
-	f.fixed = fixed
+	f.set(fdFixed, fixed)
 	for r := rq.ios(fd); r != nil; r = r.rare.ioNext {
 		r.ioFixed = fixed
 		rq.fixIO(r)
@@ -113,7 +113,7 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 // keeps the file open after the close (a socket's peer sees no EOF), and the requests made on a
 // file that takes the number next would reach the old one through the slot.
 func (l *Loop) unfixBeforeClose(fd int) error {
-	if rq := l.req; rq != nil && fd >= 0 && fd < len(rq.fds) && rq.fds[fd].fixed {
+	if rq := l.req; rq != nil && fd >= 0 && fd < len(rq.fds) && rq.fds[fd].is(fdFixed) {
 		if err := rq.setFixed(int32(fd), false); err != nil {
 			return fmt.Errorf("ringev: close fd %d: emptying its registered-file slot: %w", fd, err)
 		}

@@ -51,7 +51,7 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 		if err := rq.checkFdOpen(fd); err != nil {
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, err)
 		}
-		if f := rq.fdState(int32(fd)); f.closing {
+		if f := rq.fdState(int32(fd)); f.is(fdClosing) {
 			return Request{}, fmt.Errorf("ringev: SubmitSQE on fd %d: %w", fd, ErrFdClosing)
 		}
 	}
@@ -61,7 +61,7 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 	if fd < 0 {
 		r.noFd = true
 	} else {
-		rq.fds[fd].live++
+		rq.fds[fd].w++ // (the live count)
 	}
 	return rq.submit(r), nil
 }
