@@ -219,7 +219,7 @@ func (d *ringReqs) run(n int) bool {
 				cp.Err = nil
 			}
 			r.reqVars = reqVars{}
-			r.nextFree, rq.free = rq.free, r.idx+1
+			cp.N, rq.free = int(rq.free), r.idx+1 // (nextFree)
 			rq.live--
 		}
 	}
@@ -263,9 +263,10 @@ func (d *ringReqs) ioFd(r *reqRec, res int32) {
 func (d *ringReqs) heldCQE(r *ringRec, res int32, flags uint32, p uint32) {
 	rq := d.rq
 	rq.pos = p
-	r.opRes, r.opFlags, r.opDone = res, compFlags(flags), true
+	r.keepOpResult(res, flags)
 	if r.cqes--; r.cqes == 0 {
-		rq.opDone(&r.reqRec, r.opRes, r.opFlags)
+		res, flags := r.opResult()
+		rq.opDone(&r.reqRec, res, flags)
 	}
 	rq.pos = d.seen
 }
@@ -324,9 +325,10 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		d.rq.complete(&r.reqRec, res, compFlags(flags))
 		return
 	} else {
-		r.opRes, r.opFlags, r.opDone = res, compFlags(flags), true
+		r.keepOpResult(res, flags)
 	}
 	if r.cqes--; r.cqes == 0 && r.opDone {
-		d.rq.opDone(&r.reqRec, r.opRes, r.opFlags)
+		res, flags := r.opResult()
+		d.rq.opDone(&r.reqRec, res, flags)
 	}
 }

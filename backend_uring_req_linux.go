@@ -58,17 +58,26 @@ type ringRec struct {
 	reqRec
 
 	cqes   int8 // final CQEs still to come (op, link timeout)
-	opDone bool // the op's final CQE arrived
+	opDone bool // the op's final CQE arrived (its result and flags are kept: keepOpResult)
 	link   bool // the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
-	// The op's final result and completion flags, kept while its LINK_TIMEOUT's CQE is to come.
-	opRes   int32
-	opFlags uint32
 
 	// sqPos is the SQ position (uring.Ring.SQTail) of the SQE in which the request was last
 	// prepared; its LINK_TIMEOUT's, if it has one, follows. epoch is the driver's epoch then
 	// (see unsubmitted; an IO's submission by IO.Submit sets sqPos only).
 	sqPos uint32
 	epoch uint64
+}
+
+// keepOpResult keeps the op's final result and completion flags (from its CQE's flags) while
+// the request's LINK_TIMEOUT's CQE is to come, in its Completion's N: the completion sets N
+// from the result anyway, and no callback reads it before (a record of 208 bytes, not 216).
+func (r *ringRec) keepOpResult(res int32, flags uint32) {
+	r.c.N, r.opDone = int(uint64(uint32(res))|uint64(compFlags(flags))<<32), true
+}
+
+// opResult returns what keepOpResult kept.
+func (r *ringRec) opResult() (res int32, flags uint32) {
+	return int32(uint32(r.c.N)), uint32(uint64(r.c.N) >> 32)
 }
 
 // ringOf returns the ringRec whose first field r is: r is a uring loop's record.

@@ -15,7 +15,7 @@ func RequestRecords(l *Loop) (made, free int) {
 	if rq == nil {
 		return 0, 0
 	}
-	for i := rq.free; i != 0; i = rq.recs[i-1].nextFree {
+	for i := rq.free; i != 0; i = rq.recs[i-1].nextFree() {
 		free++
 	}
 	return len(rq.recs), free
@@ -68,6 +68,9 @@ func RequestRecordSize(l *Loop) int {
 	}
 	return int(unsafe.Sizeof(emulRec{}))
 }
+
+// RequestRecordsRing reports whether l's requests are the uring driver's (ringRec records).
+func RequestRecordsRing(l *Loop) bool { return l.req != nil && l.req.ring() }
 
 // RequestHoldsRare reports whether h's request, still live, holds a rare part (reqRec.rare).
 func RequestHoldsRare(h Request) bool {

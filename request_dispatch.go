@@ -307,8 +307,8 @@ func (rq *requests) runOne() bool {
 		return false
 	}
 	if manyCQEs[r.c.Op] {
-		if r.turnSeq != uint32(rq.turn) {
-			r.turnSeq, r.turnRuns = uint32(rq.turn), 0
+		if r.turnSeq != uint16(rq.turn) {
+			r.turnSeq, r.turnRuns = uint16(rq.turn), 0
 		}
 		if r.turnRuns >= reqPerTurn {
 			rq.deferRequest(e) // behind the others: at most reqPerTurn per batch

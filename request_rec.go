@@ -36,12 +36,12 @@ type reqRec struct {
 	// Request, Op, Fd and Token are written when the request is made; N, Err, More,
 	// SockNonempty and a group buffer's fields at each completion. Until its last completion
 	// c.Buf is the request's buffer; that completion cuts it to the bytes that arrived.
-	c        Completion
-	rq       *requests
-	cb       Callback
-	idx      uint32
-	gen      uint32
-	nextFree uint32 // in the pool: 1 + the index of the next free record, 0 for none
+	c   Completion
+	rq  *requests
+	cb  Callback
+	idx uint32
+	gen uint32
+	// (In the pool, c.N is 1 + the index of the next free record, 0 for none: nextFree.)
 	// An IO's record (io set; request_io.go) is the caller's IO's, not the pool's, between
 	// submissions (state stFree), and its completions go to the IO's IOFunc (in its rare part,
 	// with the IO, its buffer and its SQE: an IO holds its rare part until Free). An IO keeps
@@ -52,7 +52,13 @@ type reqRec struct {
 	// updates it), ioDrained a Recv's reqFd.drained; ioCloseWait: the submission counts in
 	// reqFd.live, where a CloseFd waits for it.
 	ioOwn uint32
-	state uint8
+	// turnSeq is the dispatch batch (requests.turn, its low 16 bits) in which turnRuns counts
+	// the record's completions (a multishot request's: reqPerTurn per batch at most). A record
+	// that waits exactly a multiple of 2^16 batches between two completions finds its old
+	// count, and may have its first completion put behind the batch's others.
+	turnSeq  uint16
+	turnRuns int16
+	state    uint8
 	// fast: the operation's next result is its last and goes to the callback as it is: a
 	// read, write, recv or send started with no deadline, no cancel asked and nothing
 	// written before (set by the driver's start; cleared by whatever changes one of those).
@@ -63,8 +69,6 @@ type reqRec struct {
 
 	reqVars // cleared by release in one struct store
 
-	turnSeq  uint32 // dispatch batch (requests.turn, its low bits) in which turnRuns counts
-	turnRuns int32
 	// rare holds what few requests use (a deadline, Connect's address, SubmitSQE's SQE, an
 	// error), nil for the others: taken from the pool's spares when first needed (rareOf) and
 	// given back when the record is (recycle), so that an idle connection's pending recv holds
@@ -143,7 +147,7 @@ type reqVars struct {
 	// matches, takes run's shortest way (the record is an IO's, in flight, still fast: slow
 	// clears it, and so does closeIOs when a CloseFd waits for it). A record's gen moves at
 	// each completion, so an older key never matches. (In the struct's last 4 bytes, which
-	// were padding: a record fits in 224 bytes.)
+	// were padding: a uring record fits in 208 bytes.)
 	ioKey uint32
 }
 
@@ -237,7 +241,7 @@ type requests struct {
 	l    *Loop
 	drv  reqDriver
 	recs []*reqRec
-	free uint32 // the pool: 1 + the index of the first free record (a list through nextFree), 0 for none
+	free uint32 // the pool: 1 + the index of the first free record (a list through reqRec.nextFree), 0 for none
 	live int    // records in use
 	fds  []reqFd
 	// fdRare holds what few fds have (a waiting CloseFd, IOs), with a flag in their reqFd.
@@ -434,10 +438,14 @@ func (rq *requests) fdState(fd int32) *reqFd {
 	return &rq.fds[fd]
 }
 
+// nextFree is, for a record in the pool, 1 + the index of the next free record, 0 for none:
+// kept in its Completion's N, which every completion sets before its callback reads it.
+func (r *reqRec) nextFree() uint32 { return uint32(r.c.N) }
+
 // pop takes the first free record; one must be free (rq.free != 0).
 func (rq *requests) pop() *reqRec {
 	r := rq.recs[rq.free-1]
-	rq.free = r.nextFree
+	rq.free = r.nextFree()
 	rq.live++
 	return r
 }
@@ -481,7 +489,7 @@ func (rq *requests) recycle(r *reqRec) {
 		rq.dropRare(r)
 	}
 	r.reqVars = reqVars{}
-	r.nextFree, rq.free = rq.free, r.idx+1
+	r.c.N, rq.free = int(rq.free), r.idx+1 // (nextFree)
 	rq.live--
 }
 
