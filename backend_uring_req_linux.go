@@ -173,6 +173,7 @@ var ringOpNeeds = [...]struct {
 	OpRecvMultishot:   {uring.OpRecv, uring.OpSendZC, "IORING_RECV_MULTISHOT with provided buffer rings (Linux 6.0)"},
 	OpRecvMsg:         {uring.OpRecvmsg, 0, "IORING_OP_RECVMSG (Linux 5.3)"},
 	OpSendMsg:         {uring.OpSendmsg, 0, "IORING_OP_SENDMSG (Linux 5.3)"},
+	OpPoll:            {uring.OpPollAdd, 0, "IORING_OP_POLL_ADD (Linux 5.1)"},
 }
 
 // check probes the kernel's opcodes once (IORING_REGISTER_PROBE) and returns an error naming

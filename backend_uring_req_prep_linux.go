@@ -309,6 +309,8 @@ func prepReq(s *uring.SQE, r *ringRec) {
 		s.PrepRecvmsg(fd, r.rare.msg, int(r.flags))
 	case OpSendMsg:
 		s.PrepSendmsg(fd, r.rare.msg, int(r.flags))
+	case OpPoll:
+		s.PrepPollAdd(fd, uint32(r.flags))
 	}
 }
 

@@ -83,7 +83,7 @@ func TestCheckOpNamesAFeatureTheKernelLacks(t *testing.T) {
 func TestCheckOpRefusesAnUnknownOp(t *testing.T) {
 	eachBackend(t, ringev.Backends(), func(t *testing.T, b string) {
 		l := newLoop(t, b)
-		for _, op := range []ringev.Op{0, ringev.OpSendMsg + 1, 255} {
+		for _, op := range []ringev.Op{0, ringev.OpPoll + 1, 255} {
 			if err := l.CheckOp(op); !errors.Is(err, unix.EINVAL) {
 				t.Errorf("CheckOp(%v) = %v, want EINVAL", op, err)
 			}
@@ -103,7 +103,7 @@ func TestCheckOpOfEveryOpValueAgreesWithItself(t *testing.T) {
 			if (first == nil) != (again == nil) {
 				t.Errorf("CheckOp(%d) = %v, then %v", v, first, again)
 			}
-			if (v == 0 || v > int(ringev.OpSendMsg)) && !errors.Is(first, unix.EINVAL) {
+			if (v == 0 || v > int(ringev.OpPoll)) && !errors.Is(first, unix.EINVAL) {
 				t.Errorf("CheckOp(%d) = %v, want EINVAL", v, first)
 			}
 		}

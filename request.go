@@ -13,7 +13,7 @@ package ringev
 // (request_rec.go), what a backend does for requests (request_driver.go), completion dispatch
 // (request_dispatch.go), deadlines (request_deadline.go), CloseFd (request_close.go), buffer
 // groups (request_group.go), registered files (request_regfile.go), sockaddr conversion
-// (request_sockaddr.go), SubmitSQE (request_sqe_uring.go) and IO, a request made once and
+// (request_sockaddr.go), SubmitSQE (request_sqe_uring.go), Poll (request_poll.go) and IO, a request made once and
 // submitted many times (request_io.go). A backend runs requests through
 // a reqDriver: the uring backend as SQEs on its ring (backend_uring_req_linux.go), the others
 // with readiness and non-blocking syscalls (request_emul.go).
@@ -43,9 +43,10 @@ const (
 	OpSQE                           // Loop.SubmitSQE: an SQE prepared with package uring
 	OpRecvMsg                       // Loop.RecvMsg: recvmsg(2)
 	OpSendMsg                       // Loop.SendMsg: sendmsg(2)
+	OpPoll                          // Loop.Poll: one wait for an fd's readiness, as poll(2)
 )
 
-var opNames = [...]string{"", "read", "write", "recv", "send", "accept", "accept-multishot", "connect", "close", "fsync", "recv-multishot", "sqe", "recvmsg", "sendmsg"}
+var opNames = [...]string{"", "read", "write", "recv", "send", "accept", "accept-multishot", "connect", "close", "fsync", "recv-multishot", "sqe", "recvmsg", "sendmsg", "poll"}
 
 // String returns the operation's name ("read", "recv-multishot", ...).
 func (o Op) String() string {
@@ -117,7 +118,7 @@ func (c *Completion) ReleaseBuffer() {
 // do nothing (the loop recycles its records; a generation tells a stale handle apart).
 //
 // The request calls (Loop.Read, Write, Recv, Send, Accept, AcceptMultishot, Connect, Fsync,
-// CloseFd, RecvMultishot, RecvMsg, SendMsg, SubmitSQE) each return the request's handle, or an error, and
+// CloseFd, RecvMultishot, RecvMsg, SendMsg, Poll, SubmitSQE) each return the request's handle, or an error, and
 // then submit nothing:
 // ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
 // ErrNilCallback for a nil cb, unix.EBADF for a negative fd or one of the loop's own fds (its

@@ -22,7 +22,8 @@ import (
 type emulReqs struct {
 	l   *Loop
 	rq  *requests
-	fds []*emulFd // by fd number; nil: the emulation has not seen it
+	fds []*emulFd      // by fd number; nil: the emulation has not seen it
+	pfd [1]unix.PollFd // poll(2)'s argument for a Poll (pollNow), here so that it is not allocated per call
 }
 
 // emulRec is a request's record in the emulation: the core's record and its place in its fd's
@@ -204,7 +205,7 @@ func (e *emulReqs) start(rec *reqRec) {
 		// docs allow once no request is left, and taken by a pipe or socket): wait for it.
 		f.notPollable, f.nonblock = false, nonblockStream(int(r.c.Fd))
 	}
-	if writeSide(r.c.Op) {
+	if writeSide(r.c.Op) || r.c.Op == OpPoll && r.flags&unix.POLLOUT != 0 {
 		if f.wr.head == nil && r.c.Op != OpConnect && !e.perform(f, r) {
 			return
 		}
@@ -473,6 +474,8 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 			trap = unix.SYS_SENDMSG
 		}
 		n, errno = rawsys.Syscall(trap, fd, uintptr(unsafe.Pointer(r.rare.msg)), uintptr(r.flags|unix.MSG_DONTWAIT))
+	case OpPoll:
+		n, errno = e.pollNow(r.c.Fd, r.flags)
 	case OpAccept, OpAcceptMultishot:
 		n, _, errno = unix.Syscall6(sysAccept4, fd, 0, 0, uintptr(r.flags), 0, 0)
 		if errno == 0 && r.c.Op == OpAcceptMultishot {

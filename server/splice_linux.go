@@ -4,14 +4,13 @@ package server
 
 // Conn.Splice's kernel path: a connection's input moved to another connection's socket through a
 // pipe with splice(2), without passing through user space; the waits for input and for room
-// are POLL_ADD requests.
+// are the loop's Poll requests (IORING_OP_POLL_ADD on uring).
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,8 +34,8 @@ const spliceSmallRun = 8
 
 // Tokens of a splicer's requests.
 const (
-	tokSpPollIn  uint64 = iota + 1 // POLL_ADD POLLIN on the source
-	tokSpPollOut                   // POLL_ADD POLLOUT on the destination
+	tokSpPollIn  uint64 = iota + 1 // Poll for POLLIN on the source
+	tokSpPollOut                   // Poll for POLLOUT on the destination
 )
 
 // splicePipes is a loop's pool of splice pipes.
@@ -192,9 +191,7 @@ func (s *splicer) pumpIn() {
 	if s.srcDone || s.inPoll || s.outBusy || s.inPipe > 0 || c.recvLive || c.paused || c.held {
 		return
 	}
-	var sqe uring.SQE
-	sqe.PrepPollAdd(int(c.fd), unix.POLLIN)
-	r, err := c.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpPollIn)
+	r, err := c.l.ev.Poll(int(c.fd), unix.POLLIN, s.cb, tokSpPollIn)
 	if err != nil {
 		c.end(fmt.Errorf("server: poll for a splice from fd %d: %w", c.fd, err))
 		return
@@ -242,9 +239,7 @@ func (s *splicer) pumpOut(poll bool) {
 		s.splicedOut(spliceNow(s.pipe[0], int(d.fd), s.inPipe))
 		return
 	}
-	var sqe uring.SQE
-	sqe.PrepPollAdd(int(d.fd), unix.POLLOUT)
-	if _, err := d.l.ev.SubmitSQE(&sqe, nil, s.cb, tokSpPollOut); err != nil {
+	if _, err := d.l.ev.Poll(int(d.fd), unix.POLLOUT, s.cb, tokSpPollOut); err != nil {
 		d.end(fmt.Errorf("server: poll for a splice to fd %d: %w", d.fd, err))
 		return
 	}

@@ -1,0 +1,152 @@
+//go:build linux
+
+package ringev_test
+
+// Tests of Loop.Poll: one wait for an fd's readiness as a request.
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// TestRequestPollCompletesWhenTheFdBecomesReady: a Poll for POLLIN on an empty socket waits
+// through the loop's wait, and completes with POLLIN in N once the peer writes, on every
+// backend; the byte stays in the socket for the caller's own read.
+func TestRequestPollCompletesWhenTheFdBecomesReady(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, c := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		must(t)(l.Poll(a, unix.POLLIN, rec.cb, 7))
+		untilWaited(t, l)
+		if rec.n() != 0 {
+			t.Fatalf("a Poll on an empty socket completed: %+v", rec.got[0])
+		}
+		testutil.Write(t, c, []byte("x"))
+		until(t, l, func() bool { return rec.n() > 0 })
+		got := rec.got[0]
+		if rec.n() != 1 || got.Err != nil || got.N&unix.POLLIN == 0 || got.Op != ringev.OpPoll || got.Token != 7 {
+			t.Fatalf("%d completions, first N %#x err %v op %v token %d; want one with POLLIN, op poll, token 7", rec.n(), got.N, got.Err, got.Op, got.Token)
+		}
+		buf := make([]byte, 2)
+		if n, err := unix.Read(a, buf); n != 1 || err != nil {
+			t.Fatalf("read after the Poll: %d, %v; want the byte", n, err)
+		}
+	})
+}
+
+// TestRequestPollOutCompletesAtOnceWhenThereIsRoom: a Poll for POLLOUT on a socket with room
+// completes with POLLOUT in N, on every backend.
+func TestRequestPollOutCompletesAtOnceWhenThereIsRoom(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		must(t)(l.Poll(a, unix.POLLOUT, rec.cb, 0))
+		until(t, l, func() bool { return rec.n() > 0 })
+		if got := rec.got[0]; rec.n() != 1 || got.Err != nil || got.N&unix.POLLOUT == 0 {
+			t.Fatalf("%d completions, first N %#x err %v; want one with POLLOUT", rec.n(), got.N, got.Err)
+		}
+	})
+}
+
+// TestRequestPollCancelEndsItWithECANCELED: Cancel of a waiting Poll runs its callback once,
+// with ECANCELED, on every backend.
+func TestRequestPollCancelEndsItWithECANCELED(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		h := must(t)(l.Poll(a, unix.POLLIN, rec.cb, 0))
+		untilWaited(t, l)
+		if err := h.Cancel(); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return rec.n() > 0 })
+		quiet(t, l)
+		if got := rec.got[0]; rec.n() != 1 || !errors.Is(got.Err, unix.ECANCELED) {
+			t.Fatalf("%d completions, first N %#x err %v; want one with ECANCELED", rec.n(), got.N, got.Err)
+		}
+	})
+}
+
+// TestRequestPollCloseFdWhileItWaitsCancelsIt: CloseFd on an fd with a waiting Poll ends the
+// Poll with ECANCELED and closes the fd (the peer sees its end), on every backend.
+func TestRequestPollCloseFdWhileItWaitsCancelsIt(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, c := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rec, cls recorder
+		must(t)(l.Poll(a, unix.POLLIN, rec.cb, 0))
+		untilWaited(t, l)
+		must(t)(l.CloseFd(a, cls.cb, 0))
+		testutil.HandOver(t, a)
+		until(t, l, func() bool { return rec.n() > 0 && cls.n() > 0 })
+		if got := rec.got[0]; rec.n() != 1 || !errors.Is(got.Err, unix.ECANCELED) {
+			t.Fatalf("the Poll: %d completions, first N %#x err %v; want one with ECANCELED", rec.n(), got.N, got.Err)
+		}
+		if got := cls.got[0]; got.Err != nil {
+			t.Fatalf("CloseFd: %v", got.Err)
+		}
+		if n, err := unix.Read(c, make([]byte, 1)); n != 0 || err != nil {
+			t.Fatalf("the peer's read after CloseFd: %d, %v; want its end (0, nil)", n, err)
+		}
+	})
+}
+
+// TestRequestPollRefusesEventsOtherThanInOrOut: Poll with events other than exactly POLLIN or
+// POLLOUT returns an error wrapping EINVAL and submits nothing, on every backend.
+func TestRequestPollRefusesEventsOtherThanInOrOut(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		for _, ev := range []int16{0, unix.POLLIN | unix.POLLOUT, unix.POLLPRI} {
+			if _, err := l.Poll(a, ev, rec.cb, 0); !errors.Is(err, unix.EINVAL) {
+				t.Errorf("Poll with events %#x: %v, want EINVAL", ev, err)
+			}
+		}
+		quiet(t, l)
+		if rec.n() != 0 {
+			t.Fatalf("a refused Poll ran its callback: %+v", rec.got)
+		}
+	})
+}
+
+// TestRequestPollAllocatesNothing: a Poll on a ready fd, made and run to its callback, allocates
+// nothing once the loop is warm, on every backend.
+func TestRequestPollAllocatesNothing(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		done := 0
+		cb := func(*ringev.Completion) { done++ }
+		var err error
+		round := func() {
+			n := done
+			if _, err = l.Poll(a, unix.POLLOUT, cb, 0); err != nil {
+				return
+			}
+			for i := 0; i < 1000 && done == n && err == nil; i++ {
+				err = l.Once()
+			}
+		}
+		for range 20 {
+			round()
+		}
+		allocs := testing.AllocsPerRun(200, round)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done != 221 {
+			t.Fatalf("%d completions, want 221", done)
+		}
+		if allocs != 0 {
+			t.Fatalf("%.2f allocations per Poll, want 0", allocs)
+		}
+	})
+}
