@@ -18,13 +18,13 @@ const maxFastFields = 32
 // every line ending in CRLF, and fields with plain names and values, none about framing
 // (Content-Length, Transfer-Encoding, Trailer), none that http.ReadRequest rewrites
 // (Pragma) and at most one Host and one plain Connection. The Request is the one
-// http.ReadRequest returns for the same bytes, with ctx as its context (made on the stack and
-// copied once by WithContext: the only Request allocated), and hosts is how many Host fields
+// http.ReadRequest returns for the same bytes, with ctx as its context (made on the stack,
+// given ctx by WithContext, copied into room), and hosts is how many Host fields
 // the head holds (0 or 1: req.Host is the first's value). It returns nil for any other head,
 // which http.ReadRequest reads instead.
 //
-// Its URL and the header's values go in room (made with the request's exchange: fewer
-// allocations); fields is where it notes the fields as it reads them (the loop's).
+// The Request, its URL and the header's values go in room (made for the request: one
+// allocation for them all; never reused, as a handler may keep the Request); fields is where it notes the fields as it reads them (the loop's).
 func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastFields) (req *http.Request, hosts int) {
 	i := bytes.IndexByte(head, '\n')
 	if i < 2 || head[i-1] != '\r' {
@@ -172,7 +172,8 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastF
 		vals[j] = v
 		r.Header[k] = vals[j : j+1 : j+1]
 	}
-	return r.WithContext(ctx), hosts
+	room.req = *r.WithContext(ctx) // the context set in a copy, as ctx is unexported
+	return &room.req, hosts
 }
 
 // fastFields is where fastRequest notes the fields of a head: where each name and value is
@@ -190,9 +191,10 @@ var valueChars = func() (t [256]bool) {
 	return t
 }()
 
-// fastRoom is where fastRequest puts a Request's URL and the values of its header, and the
+// fastRoom is where fastRequest puts a Request, its URL and the values of its header, and the
 // bytes of a short head.
 type fastRoom struct {
+	req  http.Request
 	url  url.URL
 	vals [8]string
 	head [128]byte // written once (headString), then only read
