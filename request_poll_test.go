@@ -7,6 +7,7 @@ package ringev_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
@@ -147,6 +148,24 @@ func TestRequestPollAllocatesNothing(t *testing.T) {
 		}
 		if allocs != 0 {
 			t.Fatalf("%.2f allocations per Poll, want 0", allocs)
+		}
+	})
+}
+
+// TestRequestPollDeadlineEndsItWithETIME: a waiting Poll given a deadline with SetTimeout ends
+// with ETIME once it passes, on every backend.
+func TestRequestPollDeadlineEndsItWithETIME(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, _ := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		var rec recorder
+		h := must(t)(l.Poll(a, unix.POLLIN, rec.cb, 0))
+		if err := h.SetTimeout(time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return rec.n() > 0 })
+		if got := rec.got[0]; rec.n() != 1 || !errors.Is(got.Err, unix.ETIME) {
+			t.Fatalf("%d completions, first N %#x err %v; want one with ETIME", rec.n(), got.N, got.Err)
 		}
 	})
 }
