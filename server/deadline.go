@@ -180,9 +180,9 @@ func (d *deadlines) swap(i, j int) {
 }
 
 // connTimeouts are a connection's timeouts (see WithIdleTimeout, WithRequestTimeout,
-// WithReadIdleTimeout; 0: none). They do not change once made: the loop's connections with the
-// same timeouts share one (Loop.timeouts), so that a connection holds a pointer, not three
-// durations.
+// WithReadIdleTimeout; 0: none). The loop's connections with the same timeouts share one
+// (Loop.timeouts), which does not change once made, so that a connection holds a pointer, not
+// three durations; a connection past the shared ones (maxTimeouts) has its own, changed in place.
 type connTimeouts struct {
 	idle, reqTO, rIdle time.Duration
 }
