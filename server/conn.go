@@ -1517,9 +1517,9 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 }
 
 // gotInput notes that bytes were received, for the idle timeouts (inlined: a connection without
-// them pays one compare).
+// them, a request timeout alone included, pays a compare or two and reads no clock).
 func (c *Conn) gotInput() {
-	if c.to != nil {
+	if c.to.idles() {
 		c.noteInput()
 	}
 }

@@ -223,7 +223,7 @@ func (d *connRdy) write(c *Conn) {
 		c.wblocked = true
 	}
 	if n > 0 {
-		if c.to != nil {
+		if c.to.idles() {
 			c.active = c.l.turnTime()
 		}
 		if past && !c.paused {

@@ -187,6 +187,11 @@ type connTimeouts struct {
 	idle, reqTO, rIdle time.Duration
 }
 
+// idles reports whether t (nil: none) has an idle timeout, of either kind: only those need the
+// time of the connection's last activity (Conn.active, Conn.ractive), which a request timeout
+// alone does not.
+func (t *connTimeouts) idles() bool { return t != nil && t.idle|t.rIdle != 0 }
+
 // maxTimeouts bounds the loop's shared connTimeouts (Loop.tos): past it, a connection whose
 // timeouts are none of them gets its own, which it keeps and changes in place from then on.
 const maxTimeouts = 8

@@ -580,7 +580,7 @@ func (l *Loop) flush() {
 			// left, as it is when a later send drains the output.
 			c.afterOutput()
 			if len(c.pend) > 0 && !c.closed {
-				if c.to != nil {
+				if c.to.idles() {
 					c.active = l.turnTime() // sending is activity (see sentSome)
 				}
 				l.drv.send(c)
