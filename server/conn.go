@@ -1219,7 +1219,7 @@ func (c *Conn) leftInput(consumed bool) {
 	}
 }
 
-// sentSome follows output the kernel took: the end of backpressure, and what afterOutput does.
+// sentSome follows output the kernel took: the end of backpressure, and what outputChanged does.
 // (Sending is activity for the idle timeout from the moment the output goes to the kernel:
 // flush, and the readiness driver's writes, note the time.)
 func (c *Conn) sentSome() {
@@ -1232,7 +1232,9 @@ func (c *Conn) sentSome() {
 		c.drainWait = false
 		c.serveLeft()
 	}
-	c.afterOutput()
+	if c.outputWork() {
+		c.outputChanged()
+	}
 }
 
 // maybeResume ends backpressure once the output has drained to half the write limit: reading
@@ -1435,16 +1437,18 @@ func (c *Conn) serveWaiting() {
 	}
 }
 
-// afterOutput follows the output's state: a connection with nothing left to send closes (at
-// end of file) or starts its lingering close (closing); one past the write limit pauses. The
-// common case, none of these, costs a few loads (it is inlined).
-func (c *Conn) afterOutput() {
-	if c.eof || c.closing || c.paused || c.shut != 0 || len(c.pend)+int(c.outLen) > c.l.limit {
-		c.outputChanged()
-	}
+// outputWork reports whether the output's state may ask for work (outputChanged) after output
+// was written or sent: a connection with nothing left to send closes (at end of file), starts
+// its lingering close (closing) or shuts down its writing side (CloseWrite); one past the write
+// limit pauses. The common case, none of these, costs a few loads: it is inlined, and so is
+// its caller's `if c.outputWork() { c.outputChanged() }` (a function that made the call too
+// would not be). A paused connection with none of the others has nothing to do (outputChanged
+// would pass over it): it is not asked.
+func (c *Conn) outputWork() bool {
+	return c.eof || c.closing || c.shut != 0 || len(c.pend)+int(c.outLen) > c.l.limit
 }
 
-// outputChanged is afterOutput's work when there is some.
+// outputChanged is the work outputWork reports there may be.
 func (c *Conn) outputChanged() {
 	if c.closed {
 		return

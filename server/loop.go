@@ -578,7 +578,9 @@ func (l *Loop) flush() {
 			// Past the write limit, reading pauses before the send: a send that takes the
 			// whole output at once (readiness) then resumes it, and OnData is given what it
 			// left, as it is when a later send drains the output.
-			c.afterOutput()
+			if c.outputWork() {
+				c.outputChanged()
+			}
 			if len(c.pend) > 0 && !c.closed {
 				if c.to.idles() {
 					c.active = l.turnTime() // sending is activity (see sentSome)
