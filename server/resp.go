@@ -65,15 +65,26 @@ func (r *RESP) OnData(c *Conn) {
 func (r *RESP) serve(in, out []byte, limit int) (int, []byte, bool) {
 	used := 0
 	for used < len(in) && len(out) < limit {
-		args, n, err := r.parser.next(in[used:])
-		if pe, ok := err.(protocolError); ok {
-			return len(in), appendError(out, "ERR "+pe.Error()), true
+		var args [][]byte
+		var n int
+		var ok bool
+		if rest := in[used:]; rest[0] == '*' { // next's fast paths, without its call
+			args, n, ok = r.parser.multibulkFast(rest)
+		} else {
+			args, n, ok = r.parser.inlineFast(rest)
 		}
-		if err != nil { // errRequestTooBig
-			return len(in), out, true
-		}
-		if n == 0 {
-			break
+		if !ok {
+			var err error
+			args, n, err = r.parser.nextSlow(in[used:])
+			if pe, ok := err.(protocolError); ok {
+				return len(in), appendError(out, "ERR "+pe.Error()), true
+			}
+			if err != nil { // errRequestTooBig
+				return len(in), out, true
+			}
+			if n == 0 {
+				break
+			}
 		}
 		used += n
 		if len(args) == 0 {
