@@ -121,14 +121,22 @@ func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
 	used := 0
 	var req request
 	for used < len(in) && len(out) < limit {
-		n, status := parseRequest(in[used:], &req)
-		if status != "" {
-			return len(in), appendResponse(out, d, status, status[4:], false, "close"), true
-		}
-		if n == 0 {
-			break
+		n, ok := parseRequestFast(in[used:], &req) // parseRequest's, a call less
+		if !ok {
+			var status string
+			req, n, status = parseRequestSlow(in[used:])
+			if status != "" {
+				return len(in), appendResponse(out, d, status, status[4:], false, "close"), true
+			}
+			if n == 0 {
+				break
+			}
 		}
 		used += n
+		if req.hello && req.keepAlive && !req.http10 {
+			out = append(out, d.hello...) // respond's first case, without the call
+			continue
+		}
 		out = respond(out, d, &req)
 		if !req.keepAlive {
 			return len(in), out, true
@@ -191,6 +199,9 @@ type request struct {
 	method, target []byte // views into the input
 	http10         bool
 	keepAlive      bool
+	// hello: a GET of / or /plaintext, the usual request (requestLineFast's; false from
+	// parseRequestSlow): kept alive over HTTP/1.1, it is answered with httpDate.hello
+	hello bool
 }
 
 // The statuses of the requests parseRequest refuses; the connection is closed after each.
@@ -288,8 +299,10 @@ func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 			break // the end of the head
 		}
 		start := pos
-		pos += tokenEnd(h[pos:])
-		if pos == start || pos >= len(h) || h[pos] != ':' {
+		host := len(h)-pos > 4 && h[pos+4] == ':' && le32(h[pos:])|0x20202020 == hostKey
+		if host {
+			pos += 4 // Host, which every HTTP/1.1 request has: its name in one compare (foldEq's rule)
+		} else if pos += tokenEnd(h[pos:]); pos == start || pos >= len(h) || h[pos] != ':' {
 			return 0, false
 		}
 		name := h[start:pos]
@@ -302,9 +315,14 @@ func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 		if pos+1 >= len(h) || h[pos] != '\r' || h[pos+1] != '\n' {
 			return 0, false
 		}
-		value := trimOWS(h[start:pos])
+		end := pos // the value without its trailing white space (the leading was skipped)
+		for end > start && (h[end-1] == ' ' || h[end-1] == '\t') {
+			end--
+		}
 		pos += 2
-		if hs.field(name, value) != "" {
+		if host {
+			hs.hosts++ // headState.field's for Host
+		} else if hs.field(name, h[start:end]) != "" {
 			return 0, false
 		}
 	}
@@ -316,9 +334,12 @@ func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 // line end: "METHOD SP request-target SP HTTP/1.1" (or 1.0) and CRLF. It returns the offset
 // past the line; ok is false for anything else (parseRequestSlow decides then).
 func requestLineFast(b []byte, req *request) (int, bool) {
-	sp1 := tokenEnd(b)
-	if sp1 == 0 || sp1 == len(b) || b[sp1] != ' ' {
-		return 0, false
+	sp1 := 3 // GET, the usual method: its token and space in one compare
+	get := len(b) >= 4 && le32(b) == 'G'|'E'<<8|'T'<<16|' '<<24
+	if !get {
+		if sp1 = tokenEnd(b); sp1 == 0 || sp1 == len(b) || b[sp1] != ' ' {
+			return 0, false
+		}
 	}
 	sp2 := sp1 + 1
 	for _, c := range b[sp2:] {
@@ -343,6 +364,7 @@ func requestLineFast(b []byte, req *request) (int, bool) {
 		return 0, false
 	}
 	req.method, req.target = b[:sp1], target
+	req.hello = get && (string(target) == "/" || string(target) == "/plaintext")
 	return sp2 + 11, true
 }
 
@@ -372,6 +394,13 @@ func valueEnd(b []byte) int {
 	}
 	return len(b)
 }
+
+// le32 is the first four bytes of b, little-endian.
+func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+// hostKey is "host" as le32 reads it; a name's four bytes with bit 5 set (c|0x20) are hostKey
+// only for Host in any case (see foldEq).
+const hostKey = 'h' | 'o'<<8 | 's'<<16 | 't'<<24
 
 // headState is what a request's header fields tell (headState.field), for its end
 // (headState.end).

@@ -62,7 +62,7 @@ func TestHTTPPlaintext(t *testing.T) {
 // httpFastPathCases are requests at the edges of the parser's fast path (parseRequestFast):
 // empty lines first, bare LFs, CRs inside lines, white space around values, control bytes,
 // fields it reads in any case, repeated and bad Content-Lengths, bodies, HTTP/1.0, a head at
-// MaxHeaderBytes and one past it.
+// MaxHeaderBytes and one past it, names and methods next to Host and GET (read by one compare).
 var httpFastPathCases = []string{
 	wrkRequest, curlRequest, "\r\n" + wrkRequest, "\n" + wrkRequest, "GET / HTTP/1.1\nHost: h\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: h\n\r\n", "GET / HTTP/1.1\r\nHost: h\r\n\n", "GET / HTTP/1.1\r\nHost: h\r\n\rx\r\n\r\n",
@@ -79,6 +79,11 @@ var httpFastPathCases = []string{
 	"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", "GET / HTTP/2.0\r\nHost: h\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: h\r\nX: " + strings.Repeat("a", MaxHeaderBytes-50) + "\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: h\r\nX: " + strings.Repeat("a", MaxHeaderBytes-40) + "\r\n\r\n",
+	// Host and GET, each told by one compare, and names and methods that are almost them
+	"GET / HTTP/1.1\r\nHosts: h\r\n\r\n", "GET / HTTP/1.1\r\nHost:\r\n\r\n", "GET / HTTP/1.1\r\nHost\r\n\r\n",
+	"GET / HTTP/1.1\r\nHo\x00t: h\r\n\r\n", "GET / HTTP/1.1\r\nHOST:h \r\nHost:h\r\n\r\n", "GET / HTTP/1.1\r\nHost: h \t \r\n\r\n",
+	"GETS / HTTP/1.1\r\nHost: h\r\n\r\n", "get / HTTP/1.1\r\nHost: h\r\n\r\n", "GET  / HTTP/1.1\r\nHost: h\r\n\r\n",
+	"GET", "GET ", "GET /plaintext HTTP/1.1\r\nHost: h\r\n\r\n", "GET /plaintext? HTTP/1.0\r\nHost: h\r\n\r\n",
 }
 
 // TestHTTPFastPathAgreesWithTheGeneralParser: on every prefix of requests at the edges of the
