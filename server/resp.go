@@ -155,7 +155,7 @@ func nameKey(name []byte) uint64 {
 	default:
 		return 0
 	}
-	return k | 0x2020202020202020>>(64-8*len(name))
+	return k | 0x2020202020202020>>((64-8*len(name))&63)
 }
 
 // lookup returns the index of the command named name, in any case, in commands; -1 for none.

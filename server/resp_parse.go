@@ -87,39 +87,50 @@ func (p *respParser) nextSlow(in []byte) (args [][]byte, n int, err error) {
 // what multibulk would; ok is false for anything else (an incomplete command, an error, a
 // count it does not take), which multibulk then parses from the start.
 func (p *respParser) multibulkFast(in []byte) (args [][]byte, n int, ok bool) {
-	count, pos := oneDigit(in, 1), 4
+	count, pos := shortCount(in, 1)
 	if count < 0 {
 		if count, pos, ok = smallCount(in, 1); !ok || count > MaxRESPArgs {
 			return nil, 0, false
 		}
 	}
-	p.args = p.args[:0]
+	args = p.args[:0]
 	for range count {
 		if pos >= len(in) || in[pos] != '$' {
+			p.args = args
 			return nil, 0, false
 		}
-		size, next := oneDigit(in, pos+1), pos+4
+		size, next := shortCount(in, pos+1)
 		if size < 0 {
 			if size, next, ok = smallCount(in, pos+1); !ok || size > MaxRESPBulk {
+				p.args = args
 				return nil, 0, false
 			}
 		}
 		if len(in)-next < size+2 {
+			p.args = args
 			return nil, 0, false
 		}
-		p.args = append(p.args, in[next:next+size])
+		args = append(args, in[next:next+size])
 		pos = next + size + 2
 	}
-	return p.args, pos, true
+	p.args = args
+	return args, pos, true
 }
 
-// oneDigit is smallCount's common case, inlined: the count of one digit at in[i], or -1 for
-// any other (smallCount decides then).
-func oneDigit(in []byte, i int) int {
-	if i+2 < len(in) && in[i+1] == '\r' && in[i]-'0' <= 9 {
-		return int(in[i] - '0')
+// shortCount is smallCount's common cases, inlined: a count of one or two digits at in[i] (no
+// leading zero but in "0") whose '\r' has a byte after it, and the offset past its line's end;
+// v is -1 for any other (smallCount decides then).
+func shortCount(in []byte, i int) (v, next int) {
+	if i+3 < len(in) {
+		d, e := in[i]-'0', in[i+1]
+		switch {
+		case e == '\r' && d <= 9:
+			return int(d), i + 3
+		case in[i+2] == '\r' && d-1 <= 8 && e-'0' <= 9:
+			return int(d)*10 + int(e-'0'), i + 4
+		}
 	}
-	return -1
+	return -1, 0
 }
 
 // smallCount parses the count that starts at in[i] and ends at a '\r' with a byte after it (the
