@@ -1130,6 +1130,10 @@ func (c *Conn) deliver(data []byte) {
 		t.recv(data) // ciphertext: its plaintext comes back through tlsPlain
 		return
 	}
+	if len(c.inBytes()) == 0 && !c.paused && !c.held {
+		c.serve(data) // arrived's usual case, without its call
+		return
+	}
 	c.arrived(data)
 }
 
