@@ -254,12 +254,12 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	switch {
 	case x.Err == nil && x.N > 0:
 		lend := &c.l.lend
-		lend.offer(x)
+		lend.x = x // a Forward may lend its buffer (lendTo)
 		c.deliver(x.Buf)
-		if lend.bid != 0 {
+		if lend.x != nil {
 			x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
 		}
-		lend.bid = 0 // (lent: the send's completion gives it back)
+		lend.x = nil // (lent: the send's completion gives it back)
 		if c.recvLive && !c.held && !c.paused && !c.closed && c.splicingOut() == nil {
 			return // still receiving, as wanted: what changed the want (PauseRead, a close, Splice, the write limit) updated it
 		}

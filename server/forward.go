@@ -54,7 +54,7 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	}
 	var err error
 	if dst.l == c.l && !dst.gone() && dst.fits(n) {
-		if c.l.lend.bid == 0 || !dst.lendTo(b) {
+		if c.l.lend.x == nil || !dst.lendTo(b) {
 			dst.write(b) // forwarded's common case, inline
 		}
 	} else {

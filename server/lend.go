@@ -17,11 +17,12 @@ import (
 // copies, so that the group, which every connection of the loop receives into, never runs dry
 // for lack of the lent ones.
 type lender struct {
-	g    *ringev.BufferGroup // the requests driver's group; nil: nothing is lent
-	d    *connReqs
-	bid  int     // 1 + the group buffer of the recv completion being delivered (0: none)
-	ptr  *byte   // where that completion's bytes start
-	n    int     // and how many there are
+	g *ringev.BufferGroup // the requests driver's group; nil: nothing is lent
+	d *connReqs
+	// x is the recv completion being delivered (reqReceived), whose group buffer, if it has
+	// one, a Forward may lend; nil: none, or lent already. Its buffer and bytes are read only
+	// when a Forward asks (lendTo), so that a receive pays one store for it.
+	x    *ringev.Completion
 	refs []int32 // per group buffer: the sends in flight that lend it
 	held int     // the group buffers lent (refs above 0)
 	max  int     // the most group buffers lent at once
@@ -31,13 +32,6 @@ type lender struct {
 func (ld *lender) start(d *connReqs) {
 	if g := d.group; g != nil {
 		*ld = lender{g: g, d: d, refs: make([]int32, g.Len()), max: g.Len() / 2}
-	}
-}
-
-// offer makes x's buffer, while its bytes are delivered (reqReceived), one Forward can lend.
-func (ld *lender) offer(x *ringev.Completion) {
-	if id := x.BufferID(); id >= 0 && ld.g != nil {
-		ld.bid, ld.ptr, ld.n = id+1, unsafe.SliceData(x.Buf), len(x.Buf)
 	}
 }
 
@@ -61,12 +55,14 @@ func (ld *lender) back(c *Conn) {
 func (c *Conn) lendTo(b []byte) bool {
 	l := c.l
 	ld := &l.lend
-	if c.outLen > 0 || len(c.pend) > 0 || unsafe.SliceData(b) != ld.ptr || len(b) != ld.n || len(b) > l.limit ||
+	x := ld.x
+	if x == nil || ld.g == nil || x.BufferID() < 0 || unsafe.SliceData(b) != unsafe.SliceData(x.Buf) || len(b) != len(x.Buf) ||
+		c.outLen > 0 || len(c.pend) > 0 || len(b) > l.limit ||
 		c.closing || c.closed || c.eof || c.paused || c.shut != 0 || c.asyncAt.Load() != 0 ||
 		c.rare != nil && (c.rare.splIn != nil || c.rare.tls != nil) {
 		return false
 	}
-	bid := ld.bid - 1
+	bid := x.BufferID()
 	if ld.refs[bid] == 0 {
 		if ld.held >= ld.max {
 			return false
@@ -74,13 +70,13 @@ func (c *Conn) lendTo(b []byte) bool {
 		ld.held++
 	}
 	ld.refs[bid]++
-	ld.bid = 0 // the recv's hold on the buffer is the send's now
+	ld.x = nil // the recv's hold on the buffer is the send's now
 	c.lentBid = uint16(bid + 1)
 	n := len(b)
 	c.outLen = int32(n)
 	c.outN.Add(int64(n)) // wrote(n), by hand: the call would not be inlined
 	l.charge(n)
-	if c.to != nil {
+	if c.to.idles() {
 		c.active = l.turnTime() // sending is activity (see flush)
 	}
 	l.sends++
@@ -92,7 +88,7 @@ func (c *Conn) lendTo(b []byte) bool {
 		if ld.refs[bid] == 0 {
 			ld.held--
 		}
-		c.lentBid, ld.bid = 0, bid+1
+		c.lentBid, ld.x = 0, x
 		c.end(err)
 	}
 	return true
