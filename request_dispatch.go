@@ -111,6 +111,7 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 			r.done += int(res)
 			if r.done < len(r.c.Buf) {
 				if !r.cancelReq && !r.dead() {
+					r.slow() // the rest's result is not the last as it is (an IO's ioKey too)
 					r.state = stQueued
 					rq.drv.start(r)
 					return

@@ -144,6 +144,35 @@ func TestIOSendIsFinishedByTheLoop(t *testing.T) {
 	})
 }
 
+// TestIOSendShortThenFailingCountsTheBytesSent: a send IO of 1 MiB on a socket pair, more than
+// its buffers hold, whose rest fails (the peer closed while the loop sent the rest of the short
+// send) completes once with the count of the bytes sent before the error and the error, on
+// every backend.
+func TestIOSendShortThenFailingCountsTheBytesSent(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		out := make([]byte, 1<<20)
+		var rec ioRecorder
+		x := mustIO(t)(l.NewSend(a, out, 0, rec.fn))
+		if err := x.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		untilWaited(t, l)
+		untilWaited(t, l) // the first part sent, the rest waits for room
+		if len(rec.got) != 0 {
+			t.Fatalf("completions %+v before the peer closed, want none", rec.got)
+		}
+		if err := testutil.Close(t, b); err != nil {
+			t.Fatal(err)
+		}
+		until(t, l, func() bool { return len(rec.got) > 0 })
+		if got := rec.got[0]; len(rec.got) != 1 || got.err == nil || got.n <= 0 || got.n >= len(out) {
+			t.Fatalf("completions %+v, want one with the bytes sent before the error (between 1 and %d) and the error", rec.got, len(out)-1)
+		}
+	})
+}
+
 // pendingRead makes a read IO on an empty pipe, submits it and waits until the loop has
 // waited (on uring the read is in the kernel); it returns the IO, its recorder and the
 // pipe's write end.
