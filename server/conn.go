@@ -138,6 +138,7 @@ type connRare struct {
 	fwdOn         *Conn           // Forward's hold: the destination whose output it waits for
 	dialing       *dialer         // Conn.Dial's dial under way: the connection is not read until it ends
 	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
+	backlog       bool            // the input that waited through a pause or hold is served before it is read again
 	afterPause    func()          // AfterPause's f, until no read is in flight
 	leftKept      int             // what a piece's OnData left when the pieces stopped for the output (serveLeft)
 	reason        error           // what OnClose is told, when Conn.reasonAt says it is here
@@ -1066,9 +1067,13 @@ func (c *Conn) serveLeft() {
 			c.eofTold = c.eof
 			c.serve(c.inBytes()[start:])
 		}
+		c.servedBacklog()
 		return
 	}
 	c.dropConsumed(start)
+	if c.drainWait {
+		c.servedBacklog() // OnData stopped for the output, not holding reading: more input may help it
+	}
 	if pieces {
 		c.readStopped() // an AfterPause asked within a piece: the input is all of it now
 	}
@@ -1156,13 +1161,38 @@ func (c *Conn) received() {
 	}
 	if !c.paused && !c.held {
 		c.serve(c.inBytes())
-		return
+		c.servedBacklog()
 	}
-	if n := len(c.inBytes()); n > MaxInput {
-		c.l.e.logf("closing a connection with %d bytes of input its handler did not consume", n)
-		c.abort(ErrInputTooLarge)
+	// Else it is kept, however much: the loop read it (a recv in flight as reading stopped,
+	// bounded by the receive group), not the handler, which is not closed for it.
+}
+
+// keepBacklog notes, as a pause or a hold ends, that the input that waited is to be served
+// before the connection is read again: reading at once would bring more than the pieces it is
+// served in take (serveLeft) when the handler holds reading again between them (Forward), and
+// its input would grow at each hold.
+func (c *Conn) keepBacklog() {
+	if len(c.inBytes()) > 0 {
+		c.x().backlog = true
+	} else if c.rare != nil {
+		c.rare.backlog = false // the pieces took it all before the hold came back
 	}
 }
+
+// servedBacklog follows an OnData given the whole of the input that waited (or one that stopped
+// for its output: drainWait): reading resumes.
+func (c *Conn) servedBacklog() {
+	if x := c.rare; x != nil && x.backlog {
+		x.backlog = false
+		if !c.closed {
+			c.l.drv.update(c)
+		}
+	}
+}
+
+// backlogged reports whether the input that waited through a pause or hold is still to be
+// served (keepBacklog): the drivers do not read the connection until it is.
+func (c *Conn) backlogged() bool { return c.rare != nil && c.rare.backlog }
 
 // serve calls OnData with data (c.in, part of it, or bytes received and not yet copied) as its
 // input and keeps what it leaves in c.in; the request deadline starts when a request is left
@@ -1248,6 +1278,7 @@ func (c *Conn) maybeResume() {
 		return
 	}
 	c.paused = false
+	c.keepBacklog()
 	c.l.drv.update(c)
 	if bp := c.hs.bp; bp != nil {
 		bp.OnBackpressure(c, false)
@@ -1257,7 +1288,10 @@ func (c *Conn) maybeResume() {
 
 // PauseRead stops reading the connection until ResumeRead: no recv is left pending (uring),
 // no read interest is left (epoll, poll), and OnData is not called, even for the input already
-// buffered, which stays (bytes a recv in flight brings are buffered too, up to MaxInput). The
+// buffered, which stays (bytes a recv in flight brings are buffered too: a loop's receive
+// group at most, and the connection is not closed for them, even past MaxInput). After
+// ResumeRead the connection is not read again until the input that waited has been given to
+// OnData (in pieces, see Handler). The
 // peer's further bytes wait in the kernel, whose receive window then holds the peer back: a
 // proxy pauses the side whose destination does not keep up. A paused connection still learns
 // of a reset (or another socket error): it closes, and OnClose's err wraps the errno
@@ -1407,6 +1441,9 @@ func (c *Conn) hold(on bool) {
 	c.held = on
 	if !on && c.rare != nil {
 		c.rare.afterPause = nil
+	}
+	if !on {
+		c.keepBacklog()
 	}
 	c.l.drv.update(c)
 	if !on && (len(c.inBytes()) > 0 || c.eof) {

@@ -27,14 +27,16 @@ import (
 func reading(t *testing.T, sc *Conn) bool {
 	t.Helper()
 	var on bool
-	onLoop(t, sc.Loop(), func() {
-		if d, ok := sc.l.drv.(*connRdy); ok {
-			on = d.ev(sc).Flags()&ringev.Read != 0
-		} else {
-			on = sc.recv.Pending()
-		}
-	})
+	onLoop(t, sc.Loop(), func() { on = readingNow(sc) })
 	return on
+}
+
+// readingNow is reading, on sc's loop's goroutine.
+func readingNow(sc *Conn) bool {
+	if d, ok := sc.l.drv.(*connRdy); ok {
+		return d.ev(sc).Flags()&ringev.Read != 0
+	}
+	return sc.recv.Pending()
 }
 
 // inKernel is the number of bytes waiting in sc's socket receive queue (SIOCINQ).
@@ -573,7 +575,7 @@ func (h *hoarder) OnData(c *Conn) {
 }
 
 // resumeHoard has size bytes sent to a hoarder on s, waits until they are all in the
-// connection's input with reading paused, then resumes it from the test's goroutine: what
+// connection's input with reading paused and no recv pending, then resumes it from the test's goroutine: what
 // waited (megabytes, all in the input) goes to take in pieces. It returns the client's side.
 func resumeHoard(t *testing.T, s setup, size int, take func(c *Conn)) net.Conn {
 	t.Helper()
@@ -594,6 +596,7 @@ func resumeHoard(t *testing.T, s setup, size int, take func(c *Conn)) net.Conn {
 	if err := <-sent; err != nil {
 		t.Fatalf("client write: %v", err)
 	}
+	eventually(t, "the recv's end (a cancelled one may still be pending)", func() bool { return !reading(t, sc) })
 	if err := sc.ResumeRead(); err != nil {
 		t.Fatalf("ResumeRead: %v", err)
 	}
@@ -721,6 +724,49 @@ func TestConnResumeReadAfterTheLoopEndedIsErrClosed(t *testing.T) {
 		close(release)
 		if !errors.Is(err, net.ErrClosed) {
 			t.Errorf("ResumeRead once the loop has ended: %v, want net.ErrClosed", err)
+		}
+	})
+}
+
+// TestConnResumeReadsOnlyOnceWhatWaitedIsServed: once a pause ends, the connection is not read
+// (no recv pending, no Read asked) until the input that waited has been given to OnData: a
+// handler that holds reading again between its pieces (Forward does, at each) would otherwise
+// be brought more at each resume than its pieces take, and its input would grow without end.
+// Then reading resumes, and what the peer sends next is served.
+func TestConnResumeReadsOnlyOnceWhatWaitedIsServed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const size, more = 512 << 10, 64 << 10
+		var readAt []int // the input left when a call found the connection read (the loop's goroutine)
+		taken := 0
+		done := make(chan []int, 2)
+		var sc *Conn
+		c := resumeHoard(t, s, size, func(c *Conn) {
+			sc = c
+			if taken < size && readingNow(c) {
+				readAt = append(readAt, size-taken)
+			}
+			n, _ := c.Discard(c.Buffered())
+			if taken += n; taken == size || taken == size+more {
+				done <- readAt
+			}
+		})
+		var got []int
+		select {
+		case got = <-done:
+		case <-time.After(waitFor):
+			t.Fatalf("the input that waited was not all served within %v", waitFor)
+		}
+		if len(got) > 0 {
+			t.Fatalf("the connection was read while the input that waited was served: with %d bytes of it left (and at %d calls more)", got[0], len(got)-1)
+		}
+		eventually(t, "reading resumed", func() bool { return reading(t, sc) })
+		if _, err := c.Write(make([]byte, more)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(waitFor):
+			t.Fatalf("what the peer sent after the input that waited was not served within %v", waitFor)
 		}
 	})
 }

@@ -252,7 +252,7 @@ func (d *connRdy) update(c *Conn) {
 	if c.wblocked && len(c.pend) > 0 {
 		flags |= ringev.Write
 	}
-	if c.lingering || !c.paused && !c.held && (!c.closing || c.tlsHandshaking()) && !c.eof {
+	if c.lingering || !c.paused && !c.held && (!c.closing || c.tlsHandshaking()) && !c.eof && !c.backlogged() {
 		flags |= ringev.Read
 	}
 	shut := (c.peerShut || c.eof) && !c.lingering

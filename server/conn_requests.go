@@ -347,7 +347,7 @@ func (d *connReqs) update(c *Conn) {
 		s.spliceUpdate() // (which ends it when the connection closes)
 		splicing = c.splicingOut() != nil
 	}
-	want := c.lingering || !c.paused && !c.held && !splicing
+	want := c.lingering || !c.paused && !c.held && !splicing && !c.backlogged()
 	switch {
 	case want && !c.recvLive:
 		d.armRecv(c)

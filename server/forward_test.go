@@ -363,3 +363,125 @@ func TestConnSendsTakeNoLockWhileAForwardWaits(t *testing.T) {
 		l.mu.Unlock()
 	})
 }
+
+// pairForwarder joins the connections it accepts two by two (the first waits for the second,
+// not read meanwhile) and forwards each one's whole input to the other at every OnData, as a
+// proxy does, with no OnBackpressure. sndbuf and rcvbuf, when set, are its sockets' buffers.
+// It records the most input a connection held while served (maxIn), and the first connection
+// closed with an error of the engine's (ErrInputTooLarge, a reset).
+type pairForwarder struct {
+	sndbuf, rcvbuf int
+	mu             sync.Mutex
+	wait           *Conn
+	pairs          chan [2]*Conn
+	maxIn          int
+	failed         error
+}
+
+func newPairForwarder() *pairForwarder { return &pairForwarder{pairs: make(chan [2]*Conn, 1)} }
+
+func (p *pairForwarder) OnOpen(c *Conn) {
+	if p.sndbuf > 0 {
+		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, p.sndbuf)
+	}
+	if p.rcvbuf > 0 {
+		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_RCVBUF, p.rcvbuf)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wait == nil {
+		p.wait = c
+		c.PauseRead()
+		return
+	}
+	a := p.wait
+	p.wait = nil
+	a.SetContext(c)
+	c.SetContext(a)
+	a.ResumeRead()
+	p.pairs <- [2]*Conn{a, c}
+}
+
+func (p *pairForwarder) OnData(c *Conn) {
+	p.mu.Lock()
+	p.maxIn = max(p.maxIn, len(c.inBytes()), c.Buffered())
+	p.mu.Unlock()
+	if other, ok := c.Context().(*Conn); ok {
+		c.Forward(other)
+	}
+}
+
+func (p *pairForwarder) OnClose(c *Conn, err error) {
+	if other, ok := c.Context().(*Conn); ok {
+		other.Close()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		p.mu.Lock()
+		if p.failed == nil {
+			p.failed = err
+		}
+		p.mu.Unlock()
+	}
+}
+
+// pairOn dials e twice (the second with SO_SNDBUF and SO_RCVBUF of sockbuf bytes, if not 0),
+// and returns the two clients and their connections, which p joined.
+func pairOn(t *testing.T, e *Engine, p *pairForwarder, sockbuf int) (a, b net.Conn, pair [2]*Conn) {
+	t.Helper()
+	a = dialEngine(t, e)
+	eventually(t, "the first connection", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.wait != nil })
+	d := net.Dialer{Timeout: waitFor, Control: func(_, _ string, rc syscall.RawConn) error {
+		if sockbuf > 0 {
+			rc.Control(func(fd uintptr) {
+				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, sockbuf)
+				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, sockbuf)
+			})
+		}
+		return nil
+	}}
+	b, err := d.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetDeadline(time.Now().Add(waitFor))
+	t.Cleanup(func() { b.Close() })
+	select {
+	case pair = <-p.pairs:
+	case <-time.After(waitFor):
+		t.Fatal("the two connections were not joined")
+	}
+	return a, b, pair
+}
+
+// TestConnForwardHeldSourceIsNotReadUntilItsInputIsServed: a source that Forward holds is
+// not read again, once its hold ends, until the input that waited is served: its input stays
+// within what its reading brought as the hold began (a receive group, 2 MiB, on uring), and it
+// is not closed for it (ErrInputTooLarge), however often the hold comes back. 24 MiB go from
+// a fast client through a proxy whose destination has a small write limit and small socket
+// buffers, and arrive whole.
+func TestConnForwardHeldSourceIsNotReadUntilItsInputIsServed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := newPairForwarder()
+		p.sndbuf = 32 << 10
+		e := startEngine(t, p, append(s.opts(), WithWriteLimit(16<<10))...)
+		a, b, _ := pairOn(t, e, p, 32<<10)
+		data := make([]byte, 24<<20)
+		rand.Read(data)
+		a.SetDeadline(time.Now().Add(4 * waitFor))
+		b.SetDeadline(time.Now().Add(4 * waitFor))
+		if err := <-sendAndCheck(a, b, data); err != nil {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			t.Fatalf("%v (the proxy closed a connection for: %v)", err, p.failed)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.failed != nil {
+			t.Errorf("the proxy closed a connection for: %v", p.failed)
+		}
+		if most := RecvLargeGroupBuffers*RecvLargeBufferSize + leftPiece; p.maxIn > most {
+			t.Errorf("a held source's input reached %d bytes, want at most %d (MaxInput is %d)", p.maxIn, most, MaxInput)
+		}
+		t.Logf("a source's input held at most %d bytes", p.maxIn)
+	})
+}
