@@ -138,6 +138,7 @@ type connRare struct {
 	fwdOn         *Conn           // Forward's hold: the destination whose output it waits for
 	dialing       *dialer         // Conn.Dial's dial under way: the connection is not read until it ends
 	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
+	fwdDst        bool            // Forward (or Splice) of its loop wrote to it: its output does not pause its reading
 	backlog       bool            // the input that waited through a pause or hold is served before it is read again
 	afterPause    func()          // AfterPause's f, until no read is in flight
 	leftKept      int             // what a piece's OnData left when the pieces stopped for the output (serveLeft)
@@ -738,6 +739,15 @@ func (c *Conn) unsent() int { return c.pending() + c.unsentSpliced() }
 // (WithWriteLimit). A handler that answers requests stops answering once Pending and what it
 // has yet to write pass it, and leaves the other requests in the input: OnData is given them
 // again once the output has drained to half of it, without waiting for more bytes.
+//
+// That pause suits a connection whose output answers its input. It does not suit one whose
+// output comes from elsewhere while its peer reads only once it has written (an echo, a
+// server that streams its replies back while it takes a stream): a client that writes a
+// stream and reads the replies at once, past the limit, stops reading, the peer blocks
+// writing to it and stops reading too, and neither moves again. Such a writer keeps Pending
+// within WriteLimit (it writes more from OnBackpressure's false, or as the replies come), or
+// uses Forward: a connection Forward writes to is not paused for its output (Forward holds
+// the source instead).
 func (c *Conn) WriteLimit() int { return c.l.limit }
 
 // Close closes the connection gracefully: no more input is handed to OnData, the output
@@ -1515,7 +1525,11 @@ func (c *Conn) outputChanged() {
 	}
 }
 
-// passedLimit is the start of backpressure: reading pauses and the handler is told. A turn's end
+// passedLimit is the start of backpressure: reading pauses and the handler is told. Not for a
+// connection whose output Forward fills (fedByForward): that output is not what its input
+// makes, so not reading it holds nothing back, and its peer may read that output only once it
+// has written (an echo upstream, a server that answers a stream): not reading it then stops
+// both for good. Forward holds the sources that fill it instead. A turn's end
 // that finds the output past the write limit calls it (outputChanged), and so does a send that
 // finds Pending was past it while reading was not paused (reqSent, connRdy.write): bytes other
 // goroutines wrote, which the loop took only once a send had completed. So whoever saw Pending
@@ -1526,7 +1540,7 @@ func (c *Conn) outputChanged() {
 //
 //go:noinline
 func (c *Conn) passedLimit() {
-	if c.closing || c.closed || c.tlsHandshaking() {
+	if c.closing || c.closed || c.tlsHandshaking() || c.fedByForward() {
 		return
 	}
 	bp := c.hs.bp

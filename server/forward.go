@@ -16,7 +16,14 @@ import (
 // is called with the input that waited. So dst holds at most its write limit and one Forward's
 // input, whichever loop either is on, and a proxy needs no OnBackpressure of its own (dst's
 // OnBackpressure comes at the end of a turn of dst's loop: from another loop, too late to hold
-// a fast source). This hold is apart from PauseRead's: ResumeRead does not end it. It belongs to
+// a fast source). dst itself is not paused for its output past the write limit from then on
+// (when on another loop: while Forward holds a source for it),
+// nor its OnBackpressure called (see WriteLimit; its output past the cap still closes it):
+// its reading goes on, as a net.Conn proxy reads both ways, for its peer may read
+// only once it has written (an echo upstream), and not reading it would stop both for good.
+// Once the hold ends, c is not read again until the input that waited has been given to
+// OnData: its input stays within what its reading brought as the hold came. This hold is apart
+// from PauseRead's: ResumeRead does not end it. It belongs to
 // c's loop's goroutine (an error wrapping ringev.ErrNotOwner from another, nothing moved); when
 // dst is closing or closed (or its writing side is: CloseWrite) the input is discarded all the
 // same and the error is net.ErrClosed, as it is when c is closed and has no input left (in
@@ -56,6 +63,9 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	if dst.l == c.l && !dst.gone() && dst.fits(n) {
 		if c.l.lend.x == nil || !dst.lendTo(b) {
 			dst.write(b) // forwarded's common case, inline
+		}
+		if x := dst.rare; x == nil || !x.fwdDst {
+			dst.x().fwdDst = true // its output does not pause its reading (passedLimit)
 		}
 	} else {
 		err = dst.forwarded(b, c.l)
@@ -180,6 +190,12 @@ func (c *Conn) forwardDrained() {
 	}
 	x.fwdOn = nil
 	c.hold(x.userHeld || x.dialing != nil)
+}
+
+// fedByForward reports whether c's output is Forward's: a Forward on c's loop wrote to it, or
+// Forward holds a source (of any loop) until c's output drains (waitFor).
+func (c *Conn) fedByForward() bool {
+	return c.rare != nil && c.rare.fwdDst || c.asked.Load()&fwdWatched != 0
 }
 
 // fwdGone drops c's entry from its destination's loop as c closes (a hold's end that is

@@ -453,6 +453,53 @@ func pairOn(t *testing.T, e *Engine, p *pairForwarder, sockbuf int) (a, b net.Co
 	return a, b, pair
 }
 
+// TestConnForwardDestinationIsReadPastItsWriteLimit: a connection whose output Forward fills
+// is read while that output is past the write limit (Forward holds the source instead). A
+// proxy's upstream (an echo that reads only while it can write) has the client's bytes to
+// read, past the limit, and does not read them while it writes 1 MiB back: the upstream's
+// connection must take those (and forward them to the client, who reads) or neither side
+// moves again.
+func TestConnForwardDestinationIsReadPastItsWriteLimit(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := newPairForwarder()
+		p.sndbuf, p.rcvbuf = 32<<10, 32<<10
+		e := startEngine(t, p, append(s.opts(), WithWriteLimit(64<<10))...)
+		a, b, pair := pairOn(t, e, p, 32<<10)
+		up := pair[1] // the upstream's connection: its output is what a sends
+		toUp, toA := make([]byte, 2<<20), make([]byte, 1<<20)
+		rand.Read(toUp)
+		rand.Read(toA)
+		written := make(chan error, 2)
+		go func() { _, err := a.Write(toUp); written <- err }()
+		// The client's bytes pass the upstream connection's write limit: Forward holds the
+		// client's connection (the upstream reads nothing yet).
+		eventually(t, "the client's connection held by Forward", func() bool {
+			held := false
+			onLoop(t, up.Loop(), func() { held = pair[0].rare != nil && pair[0].rare.fwdOn == up })
+			return held
+		})
+		readA := make(chan []byte, 1)
+		go func() {
+			got := make([]byte, len(toA))
+			n, _ := io.ReadFull(a, got)
+			readA <- got[:n]
+		}()
+		if _, err := b.Write(toA); err != nil {
+			t.Fatalf("the upstream wrote 1 MiB while its connection's output was past the write limit: %v (the connection was not read)", err)
+		}
+		if got := <-readA; !bytes.Equal(got, toA) {
+			t.Fatalf("the client read %d bytes, other than the %d the upstream wrote", len(got), len(toA))
+		}
+		got := make([]byte, len(toUp))
+		if n, err := io.ReadFull(b, got); err != nil || !bytes.Equal(got, toUp) {
+			t.Fatalf("the upstream read %d bytes (%v), want the %d the client wrote", n, err, len(toUp))
+		}
+		if err := <-written; err != nil {
+			t.Fatalf("the client's write: %v", err)
+		}
+	})
+}
+
 // TestConnForwardHeldSourceIsNotReadUntilItsInputIsServed: a source that Forward holds is
 // not read again, once its hold ends, until the input that waited is served: its input stays
 // within what its reading brought as the hold began (a receive group, 2 MiB, on uring), and it

@@ -142,7 +142,8 @@ type TickHandler interface {
 // (ErrOutputFull). It is called on the connection's loop: a writer on another loop or goroutine
 // is told late, after it may have written megabytes more. Conn.Forward holds its source itself,
 // at once, whichever loop it is on; another writer from elsewhere watches Pending against
-// WriteLimit.
+// WriteLimit. A connection that Forward writes to is neither paused nor told: Forward holds
+// its source itself (see WriteLimit).
 type BackpressureHandler interface {
 	OnBackpressure(c *Conn, paused bool)
 }
