@@ -68,8 +68,8 @@ type Conn struct {
 	asked atomic.Uint32
 	fd    int32 // its socket (here: in what would be padding)
 	// outLen is the bytes of the send in flight (the requests driver's: its buffer is the
-	// request's, which its completion gives back): at most the 0x7ffff000 bytes a request
-	// takes, which 32 bits hold.
+	// request's, which its completion gives back): at most maxSend, 0x7ffff000 bytes, which
+	// 32 bits hold (send splits longer output).
 	outLen int32
 	// outN is the output written and not yet sent: pend, the send in flight and what other
 	// goroutines wrote (atomic: Pending and the output cap read it from any goroutine). inN,

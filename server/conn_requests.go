@@ -424,12 +424,22 @@ func (d *connReqs) armRecv(c *Conn) {
 	}
 }
 
+// maxSend is the most bytes one send request takes: what the kernel moves in one call
+// (MAX_RW_COUNT, 0x7ffff000), which Conn.outLen's 32 bits hold. Output past it (a write limit
+// raised past 2 GiB) goes in more sends. A variable, so that a test can make it small.
+var maxSend = 0x7ffff000
+
 func (d *connReqs) send(c *Conn) {
 	if c.outLen > 0 || len(c.pend) == 0 || c.closed || c.rare != nil && c.rare.splIn != nil && c.rare.splIn.sending() {
 		return // (a splice's completion marks it dirty again)
 	}
 	out := c.pend
-	c.pend, c.outLen = nil, int32(len(out))
+	if len(out) > maxSend { // (past what outLen holds: the rest waits for this send's end)
+		out, c.pend = out[:maxSend:maxSend], out[maxSend:]
+	} else {
+		c.pend = nil
+	}
+	c.outLen = int32(len(out))
 	d.l.sends++
 	if _, err := d.l.ev.Send(int(c.fd), out, 0, d.onConn, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)

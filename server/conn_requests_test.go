@@ -137,3 +137,33 @@ func TestRecvGroupFallsBackWithoutIncrementalBuffers(t *testing.T) {
 		echoPattern(t, srv, 3*RecvLargeBufferSize+1)
 	})
 }
+
+// TestSendLongerThanARequestTakesGoesInParts: with the requests driver, output longer than one
+// send request takes (maxSend, the kernel's MAX_RW_COUNT; made 64 KiB here) goes in sends of at
+// most that, whole and in order: one Write of 1 MiB makes at least 16 sends. A single send of
+// more than 0x7ffff000 bytes would overflow the 32 bits that count the send in flight.
+func TestSendLongerThanARequestTakesGoesInParts(t *testing.T) {
+	old := maxSend
+	maxSend = 64 << 10
+	t.Cleanup(func() { maxSend = old })
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		want := numbered(1<<20, 1)
+		r := newRecorder()
+		r.line = func(c *Conn, line string) {
+			if _, err := c.Write(want); err != nil {
+				panic(err)
+			}
+		}
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		r.next(t)
+		before := sendsMade(t, e)
+		c.Write([]byte("go\n"))
+		if got := readN(t, c, len(want)); got != string(want) {
+			t.Fatalf("the 1 MiB written came back different (%d bytes)", len(got))
+		}
+		if n := sendsMade(t, e) - before; n < uint64(len(want)/maxSend) {
+			t.Errorf("%d sends for one Write of %d bytes, want at least %d (sends of at most %d bytes)", n, len(want), len(want)/maxSend, maxSend)
+		}
+	})
+}
