@@ -1666,9 +1666,9 @@ func (c *Conn) armTimer(at int64) {
 }
 
 // onTimer checks the deadlines: one that has passed closes the connection (gracefully when
-// nothing waits to be sent, else at once: the peer does not take its output), else its entry
-// is re-armed for the earlier one. The loop's deadlines call it, the connection's entry taken
-// out.
+// nothing waits to be sent, after the TimeoutHandler's last answer, else at once: the peer
+// does not take its output), else its entry is re-armed for the earlier one. The loop's
+// deadlines call it, the connection's entry taken out.
 func (c *Conn) onTimer() {
 	c.l.clockSet = false // a timer runs in a turn of its own (see turnTime)
 	if c.closed || c.lingering {
@@ -1702,6 +1702,10 @@ func (c *Conn) onTimer() {
 		c.setGone()
 		c.abort(reason)
 	case reason != nil:
+		if th := c.hs.to; th != nil && c.life&lifeOpened != 0 {
+			c.setReason(reason) // kept if OnTimeout closes the connection itself
+			th.OnTimeout(c, reason)
+		}
 		c.closeWith(reason, false)
 	case next != math.MaxInt64:
 		c.armTimer(next)

@@ -182,3 +182,41 @@ func TestConnReadIdleTimeoutCountsInputOnly(t *testing.T) {
 		}
 	})
 }
+
+// lastWord is a recorder that is also a TimeoutHandler: at a timeout it writes the input left
+// and the reason, and closes the connection itself if closeToo.
+type lastWord struct {
+	*recorder
+	closeToo bool
+}
+
+func (h lastWord) OnTimeout(c *Conn, err error) {
+	b, _ := c.Peek(-1)
+	c.WriteString("late " + string(b) + ": " + err.Error() + "\n")
+	if h.closeToo {
+		c.Close()
+	}
+}
+
+// TestConnTimeoutHandlerAnswerIsSent: what a TimeoutHandler writes when the request timeout
+// cuts a request short reaches the peer before the close (EOF, not a reset), and OnClose's err
+// is ErrRequestTimeout, also when OnTimeout closes the connection itself.
+func TestConnTimeoutHandlerAnswerIsSent(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		for _, closeToo := range []bool{false, true} {
+			r := newRecorder()
+			e := startEngine(t, lastWord{r, closeToo}, append(s.opts(), WithRequestTimeout(200*time.Millisecond))...)
+			c := dialEngine(t, e)
+			r.next(t)
+			c.Write([]byte("GET "))
+			want := "late GET : " + ErrRequestTimeout.Error() + "\n"
+			if got := readToEOF(t, c); got != want {
+				t.Fatalf("closeToo %v: the peer read %q; want %q, then EOF", closeToo, got, want)
+			}
+			c.Close()
+			if _, err := r.closedWith(t); !errors.Is(err, ErrRequestTimeout) {
+				t.Fatalf("closeToo %v: OnClose's err %v; want ErrRequestTimeout", closeToo, err)
+			}
+		}
+	})
+}

@@ -18,7 +18,8 @@
 // Optional parts: OpenHandler (a greeting, the Conn.Context), CloseHandler (with why the
 // connection closed: io.EOF, ErrIdleTimeout, ErrRequestTimeout, ErrShutdown, a reset, ...),
 // TickHandler (a per-loop clock), BackpressureHandler, HandshakeHandler (a TLS connection's
-// handshake has ended: Conn.TLS is set).
+// handshake has ended: Conn.TLS is set), TimeoutHandler (a last answer before a timeout's
+// close).
 //
 // The peer's EOF hands OnData the input it left once more (Conn.EOF true); then the connection
 // closes once its output is sent, or, half-open (WithHalfOpen, Conn.SetHalfOpen), stays

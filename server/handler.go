@@ -31,7 +31,7 @@ import (
 // output is sent, unless it is half-open (WithHalfOpen).
 //
 // A Handler may also implement OpenHandler, CloseHandler, HandshakeHandler, TickHandler,
-// BackpressureHandler, ShutdownHandler and HTTPSHandler.
+// BackpressureHandler, ShutdownHandler, TimeoutHandler and HTTPSHandler.
 //
 // A panic in a Handler method is not recovered: it ends the process (net/http, unlike this,
 // recovers a handler's panic and closes only that connection). A Handler that must survive a
@@ -49,6 +49,7 @@ type handlers struct {
 	bp    BackpressureHandler
 	hand  HandshakeHandler
 	shut  ShutdownHandler
+	to    TimeoutHandler
 }
 
 // newHandlers finds h's optional parts.
@@ -59,6 +60,7 @@ func newHandlers(h Handler) handlers {
 	hs.bp, _ = h.(BackpressureHandler)
 	hs.hand, _ = h.(HandshakeHandler)
 	hs.shut, _ = h.(ShutdownHandler)
+	hs.to, _ = h.(TimeoutHandler)
 	return hs
 }
 
@@ -106,6 +108,17 @@ type CloseHandler interface {
 // context) still closes what is left at once when it passes (Engine.Close).
 type ShutdownHandler interface {
 	OnShutdown(c *Conn) (keep bool)
+}
+
+// TimeoutHandler is a Handler told, on the connection's loop, when a timeout is about to close
+// a connection (err is ErrRequestTimeout or ErrIdleTimeout), while it can still write: what
+// OnTimeout writes is sent before the socket closes, as after Conn.Close. It is the place for a
+// last answer to a request cut short, as net/http's server writes a 400 for a head whose last
+// line it was reading at the deadline. The connection closes after OnTimeout returns, and
+// OnClose is given err. It is not called when the connection is closing already, nor when
+// output waits to be sent (the peer does not read: the timeout resets the connection).
+type TimeoutHandler interface {
+	OnTimeout(c *Conn, err error)
 }
 
 // HTTPSHandler is a Handler that serves HTTP over TLS (WithTLS), as package nethttp's Server
