@@ -4,6 +4,7 @@ package nethttp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -24,12 +25,12 @@ import (
 )
 
 // Server serves an http.Handler over HTTP/1.1 on the connections of a server.Engine: it is
-// the Engine's server.Handler (with OnOpen, OnClose and OnBackpressure). Requests are parsed
-// on the connection's loop; each runs its handler on a goroutine of its own, which ends with
-// the response. An idle connection has no goroutine and no buffer. Once a handler has
-// returned, its ResponseWriter and the map of its Header serve a later request (using them
-// after the return is not allowed by http.ResponseWriter); the Request, its URL, header and
-// context are its own.
+// the Engine's server.Handler (with OnOpen, OnClose, OnTimeout and OnBackpressure). Requests
+// are parsed on the connection's loop; each runs its handler on a goroutine of its own, which
+// ends with the response. An idle connection has no goroutine and no buffer. Once a handler
+// has returned, its ResponseWriter and the map of its Header serve a later request (using
+// them after the return is not allowed by http.ResponseWriter); the Request, its URL, header
+// and context are its own.
 type Server struct {
 	cfg     *http.Server
 	handler http.Handler
@@ -198,6 +199,7 @@ type conn struct {
 
 	held     bool // reading is paused: a body's or hijacked input's reader is behind
 	lastPOST bool
+	served   bool // a request's head was read: the next one's waits for 4 bytes (OnTimeout)
 	halfOpen bool // the Conn stays writable after the client's EOF (it has SetHalfOpen)
 	eof      bool // the client has shut down its side: no request will come after the input
 
@@ -337,6 +339,47 @@ func (h *conn) endAtEOF() {
 	}
 	h.fail(resp)
 }
+
+// OnTimeout gives a request head that a timeout cuts short net/http's answer
+// (server.TimeoutHandler): the head's timeout (ReadHeaderTimeout, else ReadTimeout) or the
+// idle timeout closes the connection after it. On a connection that has served a request,
+// fewer than 4 bytes of the next head get no answer: net/http waits for 4 before it reads a
+// head.
+func (s *Server) OnTimeout(c *server.Conn, err error) {
+	h, _ := c.Context().(*conn)
+	if h == nil || h.x != nil || h.hj != nil {
+		return
+	}
+	in, _ := c.Peek(-1)
+	if len(in) == 0 || h.served && len(in) < 4 {
+		return
+	}
+	if resp := cutAnswer(in); resp != "" {
+		c.WriteString(resp)
+	}
+}
+
+// cutAnswer is net/http's answer to the request head in that its read deadline cut short: ""
+// (a close without one) or a 400. net/http's reader takes the last line, not complete, as a
+// whole one, then meets the deadline: a request line, or a header line without a colon yet,
+// is malformed (400); a head whose lines are valid so far fails with the timeout (no answer).
+func cutAnswer(in []byte) string {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(io.MultiReader(bytes.NewReader(in), timedOut{}))
+	_, err := http.ReadRequest(br)
+	br.Reset(nil)
+	readers.Put(br)
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		return ""
+	}
+	return errorResponse(err)
+}
+
+// timedOut is a connection's reader past its read deadline.
+type timedOut struct{}
+
+func (timedOut) Read([]byte) (int, error) { return 0, os.ErrDeadlineExceeded }
 
 // OnClose ends what the connection's request is waiting for: its body's reader and its
 // writes fail, its context is cancelled. A failed TLS handshake is logged as net/http logs it
@@ -522,7 +565,7 @@ func (h *conn) next() {
 		h.fail(errorResponse(err))
 		return
 	}
-	h.lastPOST = req.Method == "POST"
+	h.lastPOST, h.served = req.Method == "POST", true
 	c.Discard(end)
 	h.start(x)
 }

@@ -12,12 +12,93 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ringev/ringev/server"
 )
 
+// cutHeads are request heads that a timeout cuts short, one for each way net/http's server
+// answers the cut: it takes the last line, not complete, as a whole one, so a request line or
+// a header line without a colon yet gets a 400, and a head valid so far gets a silent close.
+// kept: the cut is of a connection's second request (net/http waits for its first 4 bytes).
+var cutHeads = []struct {
+	name, raw string
+	kept      bool
+}{
+	{"nothing", "", false},
+	{"in the method", "G", false},
+	{"after the method", "GET ", false},
+	{"in the target", "GET /%zz", false},
+	{"in the version", "GET / HTTP/1.", false},
+	{"at the request line's CR", "GET / HTTP/1.1", false},
+	{"in the request line's CRLF", "GET / HTTP/1.1\r", false},
+	{"after the request line", "GET / HTTP/1.1\r\n", false},
+	{"in a field name", "GET / HTTP/1.1\r\nHost: x\r\nX-Sl", false},
+	{"at a field's colon", "GET / HTTP/1.1\r\nHost: x\r\nX-Slow:", false},
+	{"in a field value", "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ab", false},
+	{"in a field's CRLF", "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ab\r", false},
+	{"in a continuation line", "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ab\r\n c", false},
+	{"in the blank line's CRLF", "GET / HTTP/1.1\r\nHost: x\r\n\r", false},
+	{"3 bytes of a second request", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET", true},
+	{"4 bytes of a second request", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET ", true},
+	{"a second request's field name", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nX-Sl", true},
+	{"a second request's field value", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nX-Slow: ab", true},
+}
+
+// TestServerAnswersCutHeadAsNetHTTP: a request head that the head's timeout (ReadHeaderTimeout,
+// else ReadTimeout) or the idle timeout cuts short gets net/http's answer to the same bytes,
+// a 400 or none, then the close, for each place a cut may fall.
+func TestServerAnswersCutHeadAsNetHTTP(t *testing.T) {
+	const d = 200 * time.Millisecond
+	configs := []struct {
+		name                  string
+		header, idle, request time.Duration // ReadHeaderTimeout, IdleTimeout, ReadTimeout
+	}{
+		{"ReadHeaderTimeout", d, 0, 0},
+		{"ReadHeaderTimeout+IdleTimeout", d, d, 0},
+		{"ReadTimeout", 0, 0, d},
+	}
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, cf := range configs {
+			name := cf.name
+			cfg := &http.Server{Handler: testHandler(), ReadHeaderTimeout: cf.header, IdleTimeout: cf.idle, ReadTimeout: cf.request}
+			ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg, opts...)
+			for _, cut := range cutHeads {
+				if cut.kept && cfg.IdleTimeout == 0 && cfg.ReadTimeout == 0 {
+					continue // net/http waits for 4 bytes of the next head without a deadline
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					want, wantClosed, err := exchangeRaw(ref, cut.raw, waitFor)
+					if err != nil {
+						t.Errorf("%s, %s: net/http: %v", name, cut.name, err)
+						return
+					}
+					have, haveClosed, err := exchangeRaw(got, cut.raw, waitFor)
+					if err != nil {
+						t.Errorf("%s, %s: ringev: %v", name, cut.name, err)
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if normalize(want) != normalize(have) || wantClosed != haveClosed {
+						t.Errorf("%s, cut %s (%q):\nnet/http (closed %v): %q\nringev (closed %v): %q", name, cut.name, cut.raw, wantClosed, normalize(want), haveClosed, normalize(have))
+					}
+				}()
+			}
+		}
+		wg.Wait()
+	})
+}
+
 // TestServerClosesSlowHead: a client that sends a request's head slower than
-// ReadHeaderTimeout (a byte now and then) is closed without an answer, as net/http does.
+// ReadHeaderTimeout (a byte of a field's value now and then) is cut off at the timeout from
+// its first byte, without an answer, as net/http does for a cut in a field's value.
 func TestServerClosesSlowHead(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		addr := serveRingev(t, backend, &http.Server{Handler: testHandler(), ReadHeaderTimeout: 200 * time.Millisecond})
@@ -27,13 +108,13 @@ func TestServerClosesSlowHead(t *testing.T) {
 		}
 		defer c.Close()
 		start := time.Now()
-		head := "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " // never complete
 		closed := make(chan []byte)
 		go func() {
 			b, _ := io.ReadAll(c)
 			closed <- b
 		}()
-		for i := 0; ; i++ {
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")) // never complete
+		for {
 			select {
 			case b := <-closed:
 				if len(b) != 0 {
@@ -48,7 +129,7 @@ func TestServerClosesSlowHead(t *testing.T) {
 			if time.Since(start) > waitFor {
 				t.Fatal("a head trickled for 10 s was not cut off")
 			}
-			c.Write([]byte{head[i%len(head)]})
+			c.Write([]byte("a"))
 		}
 	})
 }
