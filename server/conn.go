@@ -1607,23 +1607,39 @@ func (c *Conn) SetReadIdleTimeout(d time.Duration) error {
 }
 
 // SetRequestTimeout sets the connection's request timeout (see WithRequestTimeout); 0 removes
-// it. A request under way keeps its start. Errors as SetIdleTimeout's.
+// it and ends the request under way. A request under way keeps its start; input left buffered
+// with none under way (the next of pipelined requests, outside OnData) starts one now. Errors
+// as SetIdleTimeout's.
 func (c *Conn) SetRequestTimeout(d time.Duration) error {
 	if err := c.usable("SetRequestTimeout"); err != nil {
 		return err
 	}
 	t := c.timeouts()
 	c.to = c.l.timeouts(c.to, t.idle, max(d, 0), t.rIdle)
-	if d > 0 && c.reqStart > 0 {
-		c.armTimer(c.reqStart + int64(d))
-	}
+	c.requestTimeoutSet(d)
 	return nil
 }
 
+// requestTimeoutSet follows a change of the request timeout to d: 0 ends the request under way;
+// input left with none under way, outside OnData (which starts one as it returns), starts one
+// now; the request's deadline is armed.
+func (c *Conn) requestTimeoutSet(d time.Duration) {
+	switch {
+	case d <= 0:
+		c.reqStart = 0
+		return
+	case c.reqStart == 0 && !c.inData && !c.closing && len(c.inBytes()) > 0:
+		c.reqStart = c.l.now()
+	}
+	if c.reqStart > 0 {
+		c.armTimer(c.reqStart + int64(d))
+	}
+}
+
 // SetTimeouts sets the idle timeout (from now) and the request timeout together, as
-// SetIdleTimeout(idle) and SetRequestTimeout(request) would, in one call (a service that switches
-// between the two on every request pays one lookup and one clock read); 0 removes either.
-// Errors as SetIdleTimeout's.
+// SetIdleTimeout(idle) and SetRequestTimeout(request) would (a request under way, or input
+// left, as there), in one call (a service that switches between the two on every request
+// pays one lookup and one clock read); 0 removes either. Errors as SetIdleTimeout's.
 func (c *Conn) SetTimeouts(idle, request time.Duration) error {
 	if err := c.usable("SetTimeouts"); err != nil {
 		return err
@@ -1638,9 +1654,7 @@ func (c *Conn) SetTimeouts(idle, request time.Duration) error {
 		c.active = c.l.now()
 		c.armTimer(c.active + int64(idle))
 	}
-	if request > 0 && c.reqStart > 0 {
-		c.armTimer(c.reqStart + int64(request))
-	}
+	c.requestTimeoutSet(request)
 	return nil
 }
 

@@ -220,3 +220,67 @@ func TestConnTimeoutHandlerAnswerIsSent(t *testing.T) {
 		}
 	})
 }
+
+// bufferedOn waits until the server's side of a connection, sc, holds input its handler left.
+func bufferedOn(t *testing.T, sc *Conn) {
+	t.Helper()
+	eventually(t, "the input left buffered", func() bool {
+		n := 0
+		onLoop(t, sc.Loop(), func() { n = sc.Buffered() })
+		return n > 0
+	})
+}
+
+// TestConnSetRequestTimeoutStartsARequestForInputLeft: SetRequestTimeout outside OnData, on a
+// connection whose handler left input while it had no request timeout (the next of pipelined
+// requests, once the one before is served), starts the request then: it is cut off at the
+// timeout (ErrRequestTimeout), not left without a deadline.
+func TestConnSetRequestTimeoutStartsARequestForInputLeft(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		c.Write([]byte("partial"))
+		bufferedOn(t, sc)
+		onLoop(t, sc.Loop(), func() { sc.SetRequestTimeout(200 * time.Millisecond) })
+		if got := readToEOF(t, c); got != "" {
+			t.Fatalf("the peer read %q", got)
+		}
+		if _, err := r.closedWith(t); !errors.Is(err, ErrRequestTimeout) {
+			t.Fatalf("OnClose's err %v; want ErrRequestTimeout", err)
+		}
+	})
+}
+
+// TestConnSetRequestTimeoutZeroEndsTheRequest: SetRequestTimeout(0) ends the request under
+// way: a request timeout set again later times the input left from then, not from the first
+// request's start (which had passed).
+func TestConnSetRequestTimeoutZeroEndsTheRequest(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const timeout = 200 * time.Millisecond
+		r := newRecorder()
+		e := startEngine(t, r, append(s.opts(), WithRequestTimeout(timeout))...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		c.Write([]byte("partial"))
+		bufferedOn(t, sc)
+		onLoop(t, sc.Loop(), func() { sc.SetRequestTimeout(0) })
+		time.Sleep(2 * timeout) // the first request's deadline passes without a timeout
+		var set time.Time
+		onLoop(t, sc.Loop(), func() {
+			set = time.Now()
+			sc.SetRequestTimeout(timeout)
+		})
+		if got := readToEOF(t, c); got != "" {
+			t.Fatalf("the peer read %q", got)
+		}
+		if took := time.Since(set); took < timeout {
+			t.Fatalf("closed %v after the timeout was set again; want the timeout, %v", took, timeout)
+		}
+		c.Close()
+		if _, err := r.closedWith(t); !errors.Is(err, ErrRequestTimeout) {
+			t.Fatalf("OnClose's err %v; want ErrRequestTimeout", err)
+		}
+	})
+}
