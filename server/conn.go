@@ -1008,18 +1008,29 @@ func (c *Conn) peerEOF() {
 	}
 	c.eof = true
 	if !c.halfOpen || c.shut != 0 {
-		c.setReason(io.EOF)
+		c.setReason(c.eofReason())
 	}
 	c.serveLeft()
 	if c.closed {
 		return
 	}
 	if c.doneAtEOF(c.unsent()) {
-		c.setReason(io.EOF)
+		c.setReason(c.eofReason())
 		c.end(nil)
 		return
 	}
 	c.l.drv.update(c)
+}
+
+// eofReason is the reason to close that the peer's EOF gives: io.EOF, or nil when a Close or
+// Abort from another goroutine has claimed the connection already and waits in the loop's
+// queue. The call that returned nil first decides OnClose's err, as if the loop had run it
+// before it saw the EOF. (An abort by the output cap waiting so reports nil too.)
+func (c *Conn) eofReason() error {
+	if c.st.Load() == stGone {
+		return nil
+	}
+	return io.EOF
 }
 
 // doneAtEOF reports whether a connection at the peer's EOF with p bytes of output pending has
@@ -1507,7 +1518,7 @@ func (c *Conn) outputChanged() {
 	p := c.unsent()
 	switch {
 	case c.eof && c.doneAtEOF(p):
-		c.setReason(io.EOF)
+		c.setReason(c.eofReason())
 		c.end(nil)
 		return
 	case c.closing && p == 0 && !c.lingering:
