@@ -215,9 +215,9 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			if retry {
 				return b.wait(timeout, buf)
 			}
-			// Nothing yet: skip the look for the next 1, 2, 4, ... 64 waits, so a loop whose
-			// requests wait in the kernel (a server's recvs) pays at most 1/64 of an enter
-			// per wait for it.
+			// Nothing yet: skip the look for the next 1, 3, 7, ... 63, then 64 waits, so a
+			// loop whose requests wait in the kernel (a server's recvs) pays at most 1/64 of
+			// an enter per wait for it.
 			b.lookMissed(0)
 		} else {
 			b.lookSkip--
@@ -306,8 +306,9 @@ func (b *uringBackend) look(buf []readyFd) (_ []readyFd, found, retry bool, _ er
 }
 
 // lookMissed counts a look (the wait's, or the request turn's enter) that found nothing:
-// the next 1, 2, 4, ... 64 waits skip theirs, and extra more (the turn's look is made before
-// a wait that takes one from the skip).
+// the next 1, 3, 7, ... 63, then 64 waits skip theirs (lookMiss doubles plus one, to
+// maxLookSkip), and extra more (the turn's look is made before a wait that takes one from
+// the skip).
 func (b *uringBackend) lookMissed(extra int) {
 	b.lookMiss = min(2*b.lookMiss+1, maxLookSkip)
 	b.lookSkip = b.lookMiss + extra
