@@ -35,12 +35,12 @@ func idleTimeoutClosesTheIdleOne(t *testing.T, s setup) bool {
 	const idle = 250 * time.Millisecond
 	r := newRecorder()
 	e := startEngine(t, r, append(s.opts(), WithIdleTimeout(idle))...)
+	last := time.Now() // the busy client's last exchange: its connection is new
 	busy := dialEngine(t, e)
 	bc := r.next(t)
 	start := time.Now()
 	quiet := dialEngine(t, e)
 	r.next(t)
-	last := time.Now()
 	for time.Since(start) < 3*idle {
 		busy.SetDeadline(time.Now().Add(waitFor))
 		_, werr := busy.Write([]byte("x\n"))
