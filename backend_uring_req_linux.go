@@ -70,7 +70,7 @@ type ringRec struct {
 
 // keepOpResult keeps the op's final result and completion flags (from its CQE's flags) while
 // the request's LINK_TIMEOUT's CQE is to come, in its Completion's N: the completion sets N
-// from the result anyway, and no callback reads it before (a record of 208 bytes, not 216).
+// from the result anyway, and no callback reads it before (it saves the record a field).
 func (r *ringRec) keepOpResult(res int32, flags uint32) {
 	r.c.N, r.opDone = int(uint64(uint32(res))|uint64(compFlags(flags))<<32), true
 }

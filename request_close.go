@@ -15,7 +15,7 @@ func (rq *requests) closeNow(fd int32) {
 	c := rq.closeRec(fd)
 	rq.setFdRare(fd, nil, rq.ios(fd))
 	res := int32(0)
-	if err := rq.setFixed(int32(c.c.Fd), false); err != nil { // no request on fd is left to use the slot
+	if err := rq.setFixed(fd, false); err != nil { // no request on fd is left to use the slot
 		res = -int32(errnoOf(err))
 	}
 	if err := unix.Close(c.c.Fd); err != nil && res == 0 {

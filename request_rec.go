@@ -146,8 +146,7 @@ type reqVars struct {
 	// of the IO's submission that IO.Submit put in the SQ itself, else 0: its CQE, when it
 	// matches, takes run's shortest way (the record is an IO's, in flight, still fast: slow
 	// clears it, and so does closeIOs when a CloseFd waits for it). A record's gen moves at
-	// each completion, so an older key never matches. (In the struct's last 4 bytes, which
-	// were padding: a uring record fits in 208 bytes.)
+	// each completion, so an older key never matches. (In what was the struct's padding.)
 	ioKey uint32
 }
 
@@ -156,8 +155,8 @@ type reqVars struct {
 // holds 8 bytes per number (a power-of-two size, so that indexing rq.fds is a shift, not a
 // multiply).
 type reqFd struct {
-	// w is the count of records on this fd not yet finished (live, the low 28 bits: a record
-	// takes 224 bytes, so 2^28 of them on one fd would be 60 GB) and the fd's flags (fdFixed,
+	// w is the count of records on this fd not yet finished (live, the low 28 bits: 2^28 live
+	// records on one fd cannot fit in memory) and the fd's flags (fdFixed,
 	// fdDrained, fdClosing, fdHasIOs) in one word: a record counted in and out adds or takes 1.
 	w uint32
 	// okSeq is requests.ownSeq when the number was found not to be one of the loop's own fds,
