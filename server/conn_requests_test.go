@@ -138,11 +138,11 @@ func TestRecvGroupFallsBackWithoutIncrementalBuffers(t *testing.T) {
 	})
 }
 
-// TestSendLongerThanARequestTakesGoesInParts: with the requests driver, output longer than one
+// TestConnSendLongerThanARequestTakesGoesInParts: with the requests driver, output longer than one
 // send request takes (maxSend, the kernel's MAX_RW_COUNT; made 64 KiB here) goes in sends of at
 // most that, whole and in order: one Write of 1 MiB makes at least 16 sends. A single send of
 // more than 0x7ffff000 bytes would overflow the 32 bits that count the send in flight.
-func TestSendLongerThanARequestTakesGoesInParts(t *testing.T) {
+func TestConnSendLongerThanARequestTakesGoesInParts(t *testing.T) {
 	old := maxSend
 	maxSend = 64 << 10
 	t.Cleanup(func() { maxSend = old })

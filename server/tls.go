@@ -549,10 +549,8 @@ func (r *goRecords) open(data []byte) error {
 	t.tr.in = data
 	defer func() { t.tr.in = nil }()
 	// The plaintext of every record in data goes to the handler in one OnData, as a plain
-	// connection's receive does: one call per record (a client that writes each line on its
-	// own sends a record per line) made a turn of small receives run OnData some hundred times
-	// per receive, and its output waited for the turn's end meanwhile. Only a full buffer
-	// hands over before the end.
+	// connection's receive does, not one call per record (a client that writes each line on
+	// its own sends a record per line). Only a full buffer hands over before the end.
 	buf := c.l.tlsBuf()
 	off := 0
 	for {
