@@ -41,5 +41,10 @@
 // does not wait for. A handler
 // that wraps the body in http.MaxBytesReader and passes its limit does not get
 // "Connection: close" added to its response, as it does on net/http, whose own
-// ResponseWriter is told so through an unexported method.
+// ResponseWriter is told so through an unexported method. A kept-alive connection's next head
+// that cannot be read (cut short, too large, malformed) gets ConnState's StateActive only when
+// it is longer than 4096 bytes: net/http calls it when it read some of the head after its
+// first read of it (4096 bytes at most), which depends on how the bytes came, not on what was
+// sent. After a POST, when the 4 bytes net/http waits for are all CR and LF (which it skips),
+// the next head's deadline starts at its first byte, not at the fourth CR or LF.
 package nethttp

@@ -37,6 +37,10 @@ func TestServerAnswersHalfClosedClient(t *testing.T) {
 			"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
 			"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /req HTTP/1.1\r\nHost:",
 			"GET / HT",
+			"GET / HTTP/1.1\r\nHost: x\r\n\r\nGE",    // fewer than the 4 bytes net/http waits for
+			postAB + "\r\nG",                         // the same, a stray CRLF counted
+			postAB + "\r\nGE",                        // 4 bytes: the head is read, its CRLF skipped
+			"GET / HTTP/1.1\r\nHost: x\r\n\r\n\r\nG", // a stray CRLF after a GET is not skipped
 		} {
 			want, err := halfClosedExchange(ref, raw)
 			if err != nil {

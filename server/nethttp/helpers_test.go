@@ -107,6 +107,7 @@ func serveNetHTTP(t *testing.T, srv *http.Server) string {
 	ts.Config.IdleTimeout = srv.IdleTimeout
 	ts.Config.MaxHeaderBytes = srv.MaxHeaderBytes
 	ts.Config.ErrorLog = srv.ErrorLog
+	ts.Config.ConnState = srv.ConnState
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts.Listener.Addr().String()

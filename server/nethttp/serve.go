@@ -25,9 +25,9 @@ import (
 )
 
 // Server serves an http.Handler over HTTP/1.1 on the connections of a server.Engine: it is
-// the Engine's server.Handler (with OnOpen, OnClose, OnTimeout and OnBackpressure). Requests
-// are parsed on the connection's loop; each runs its handler on a goroutine of its own, which
-// ends with the response. An idle connection has no goroutine and no buffer. Once a handler
+// the Engine's server.Handler (with OnOpen, OnHandshake, OnClose, OnTimeout and
+// OnBackpressure). Requests are parsed on the connection's loop; each runs its handler on a
+// goroutine of its own, which ends with the response. An idle connection has no goroutine and no buffer. Once a handler
 // has returned, its ResponseWriter and the map of its Header serve a later request (using
 // them after the return is not allowed by http.ResponseWriter); the Request, its URL, header
 // and context are its own.
@@ -108,14 +108,16 @@ func (s *Server) loopOf(l *server.Loop) *loopState {
 
 // New returns a Server that serves srv.Handler (http.DefaultServeMux when nil) with srv's
 // settings that apply to HTTP/1.1 on a loop:
-//   - ReadHeaderTimeout (else ReadTimeout) bounds a request's head from its first byte, and
-//     a new connection's wait for it; ReadTimeout bounds the reading of the body (a Read of
-//     r.Body fails after it);
+//   - ReadHeaderTimeout (else ReadTimeout) bounds a new connection's first head from the
+//     connection's start, and a kept-alive connection's next head from its fourth byte, as
+//     net/http's, which waits for 4 bytes before it reads a head; ReadTimeout bounds a
+//     request from the same start, body included (a Read of r.Body fails after it);
 //   - WriteTimeout: a response write fails once it has passed since the request's head, with
 //     net/http's error ("write tcp LOCAL->REMOTE: i/o timeout", wrapping
 //     os.ErrDeadlineExceeded); what was written before is still sent, and the connection
 //     closes once the handler returns;
-//   - IdleTimeout (else ReadTimeout) closes a kept-alive connection that sends no request;
+//   - IdleTimeout (else ReadTimeout) closes a kept-alive connection that sends no request
+//     (fewer than 4 bytes of one; without it, they wait without a deadline, as on net/http);
 //   - MaxHeaderBytes (http.DefaultMaxHeaderBytes when 0): a longer head gets 431;
 //   - ErrorLog, ConnState (called on the connection's loop), DisableGeneralOptionsHandler.
 //
@@ -180,8 +182,8 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// conn is a connection's state, on its loop: what an idle connection holds (112 bytes, and
-// backFn's 16).
+// conn is a connection's state, on its loop: what an idle connection holds (with backFn's
+// closure).
 type conn struct {
 	s  *Server
 	c  *server.Conn
@@ -195,9 +197,15 @@ type conn struct {
 	backFn func()    // handBack, made once
 
 	scanned int32 // how much of the head in the input is known to be whole lines
-	crlf    int32 // leading CR and LF bytes still to skip (after a POST, as net/http)
+	// opened is when the connection opened (mono), where ReadHeaderTimeout or ReadTimeout
+	// starts for its first request; with ReadTimeout, when a later request's head had its
+	// fourth byte, if it was not complete then (timeHead).
+	opened int64
 
-	held     bool // reading is paused: a body's or hijacked input's reader is behind
+	crlf     uint8 // leading CR and LF bytes still to skip (after a POST, as net/http)
+	skipped  uint8 // the CR and LF bytes skipped before the head under way
+	timed    bool  // the head under way has its deadline (timeHead)
+	held     bool  // reading is paused: a body's or hijacked input's reader is behind
 	lastPOST bool
 	served   bool // a request's head was read: the next one's waits for 4 bytes (OnTimeout)
 	halfOpen bool // the Conn stays writable after the client's EOF (it has SetHalfOpen)
@@ -258,9 +266,67 @@ func (s *Server) OnOpen(c *server.Conn) {
 		h.halfOpen = ho.SetHalfOpen(true) == nil
 	}
 	if s.hdrTO > 0 {
+		// The first head's deadline runs from now, as net/http's from the accept: until its
+		// first byte the idle timeout is it; timeHead gives the head what is left. Over TLS the
+		// request timeout bounds the handshake, and OnHandshake starts the head's deadline.
 		c.SetTimeouts(s.hdrTO, s.hdrTO)
+		h.opened = mono()
 	}
 	h.state(http.StateNew)
+}
+
+// OnHandshake starts a TLS connection's first head's deadline at its handshake's end
+// (server.HandshakeHandler), as net/http's, which reads the head once the handshake is done.
+func (s *Server) OnHandshake(c *server.Conn) {
+	if h, ok := c.Context().(*conn); ok && s.hdrTO > 0 {
+		c.SetTimeouts(s.hdrTO, 0)
+		h.opened = mono()
+	}
+}
+
+// epoch is the origin of mono.
+var epoch = time.Now()
+
+// mono is the monotonic clock, in nanoseconds since epoch.
+func mono() int64 { return int64(time.Since(epoch)) }
+
+// timeHead gives a head not yet complete its deadline, once, as net/http reads a head under
+// ReadHeaderTimeout (else ReadTimeout): a new connection's first head within the timeout of
+// the connection's start; a kept-alive connection's next head within the timeout of its
+// fourth byte (n bytes of it are in the input; CR and LF skipped before it count), since
+// net/http waits for 4 bytes under IdleTimeout (else ReadTimeout, else without a deadline)
+// before it reads a head.
+func (h *conn) timeHead(n int) {
+	s := h.s
+	n += int(h.skipped)
+	if h.timed || n == 0 {
+		return
+	}
+	switch {
+	case h.served && n >= 4 && (s.hdrTO > 0 || s.idleTO > 0):
+		h.c.SetTimeouts(0, s.hdrTO)
+		if s.cfg.ReadTimeout > 0 {
+			h.opened = mono() // ReadTimeout's start (start)
+		}
+	case h.served:
+		return
+	case s.hdrTO > 0:
+		left := s.hdrTO - time.Duration(mono()-h.opened)
+		h.c.SetTimeouts(0, max(left, 1))
+	}
+	h.timed = true
+}
+
+// headFailed calls ConnState's StateActive for a head that cannot be read (cut short, too
+// large, malformed; n bytes of it and after it came) where net/http does: when its reading of
+// the head read bytes from the socket. On a new connection that is any byte. A kept-alive
+// connection's next head is read once a first read (of at most 4096 bytes, its buffer) has
+// brought 4 bytes: only the bytes that came after that read count. nethttp takes a head of
+// 4096 bytes or fewer as come in that first read.
+func (h *conn) headFailed(n int) {
+	if n > 0 && !h.served || n > 4096 {
+		h.state(http.StateActive)
+	}
 }
 
 // halfOpener is what a Conn offers that can stay open for writing after the peer's EOF
@@ -326,7 +392,10 @@ func (x *exchange) atEOF() {
 func (h *conn) endAtEOF() {
 	in, _ := h.c.Peek(-1)
 	resp := ""
-	if len(in) > 0 {
+	if n := len(in) + int(h.skipped); h.served && n < 4 {
+		// net/http's wait for a next head's 4 bytes ends there, without an answer.
+	} else if len(in) > 0 {
+		h.headFailed(n)
 		x := newExchange(h)
 		if _, err := x.parse(in); err != nil {
 			resp = errorResponse(err)
@@ -343,17 +412,19 @@ func (h *conn) endAtEOF() {
 // OnTimeout gives a request head that a timeout cuts short net/http's answer
 // (server.TimeoutHandler): the head's timeout (ReadHeaderTimeout, else ReadTimeout) or the
 // idle timeout closes the connection after it. On a connection that has served a request,
-// fewer than 4 bytes of the next head get no answer: net/http waits for 4 before it reads a
-// head.
+// fewer than 4 bytes of the next head (CR and LF skipped after a POST counted) get no answer:
+// net/http waits for 4 before it reads a head.
 func (s *Server) OnTimeout(c *server.Conn, err error) {
 	h, _ := c.Context().(*conn)
 	if h == nil || h.x != nil || h.hj != nil {
 		return
 	}
 	in, _ := c.Peek(-1)
-	if len(in) == 0 || h.served && len(in) < 4 {
+	n := len(in) + int(h.skipped)
+	if n == 0 || h.served && n < 4 {
 		return
 	}
+	h.headFailed(n)
 	if resp := cutAnswer(in); resp != "" {
 		c.WriteString(resp)
 	}
@@ -535,13 +606,14 @@ func (h *conn) next() {
 		if n < len(in) || n == int(h.crlf) {
 			h.crlf = 0
 		} else {
-			h.crlf -= int32(n)
+			h.crlf -= uint8(n)
 		}
+		h.skipped += uint8(n)
 		c.Discard(n)
 		in, _ = c.Peek(-1)
 	}
-	if len(in) == 0 {
-		return
+	if len(in) < 4 && h.served && len(in)+int(h.skipped) < 4 {
+		return // net/http waits for 4 bytes before it reads a kept-alive connection's head
 	}
 	end := -1
 	if e := headerEnd(in[int(h.scanned):]); e >= 0 {
@@ -551,21 +623,25 @@ func (h *conn) next() {
 	}
 	if end < 0 || end > h.s.limit {
 		if end > h.s.limit || len(in) >= h.s.limit {
+			h.headFailed(len(in) + int(h.skipped))
 			h.fail("HTTP/1.1 431 Request Header Fields Too Large" + errorHeaders + "431 Request Header Fields Too Large")
+			return
 		}
+		h.timeHead(len(in))
 		return
 	}
 	h.scanned = 0
-	h.state(http.StateActive)
 	x := newExchange(h)
 	req, err := x.parse(in[:end])
 	if err != nil {
 		x.release()
 		x.recycle()
+		h.headFailed(len(in) + int(h.skipped))
 		h.fail(errorResponse(err))
 		return
 	}
-	h.lastPOST, h.served = req.Method == "POST", true
+	h.state(http.StateActive)
+	h.lastPOST = req.Method == "POST"
 	c.Discard(end)
 	h.start(x)
 }
@@ -807,7 +883,11 @@ func (x *exchange) parseHead(head []byte, ctx context.Context) (*http.Request, e
 func (h *conn) start(x *exchange) {
 	s, c, req := h.s, h.c, x.req
 	h.x = x
-	h.crlf = 0
+	// net/http reads a request from the connection's start for its first, else from its
+	// head's fourth byte: timeHead noted when, where that was before this turn.
+	began := !h.served || h.timed
+	h.served = true
+	h.crlf, h.skipped, h.timed = 0, 0, false
 	if h.lastPOST {
 		h.crlf = 4
 	}
@@ -825,7 +905,11 @@ func (h *conn) start(x *exchange) {
 			// The error of net/http's connection read: "read tcp LOCAL->REMOTE: i/o timeout".
 			x.body.timeout = &net.OpError{Op: "read", Net: "tcp", Source: h.ls.localAddr(c), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 			now = time.Now()
-			x.body.setDeadline(now.Add(d))
+			from := now
+			if began {
+				from = epoch.Add(time.Duration(h.opened))
+			}
+			x.body.setDeadline(from.Add(d)) // ReadTimeout bounds the whole request, head and body
 		}
 		x.rb = &reqBody{inner: req.Body, chunked: x.left < 0, left: x.left, closing: req.Close}
 		req.Body = x.rb
@@ -1104,8 +1188,8 @@ func (h *conn) done(x *exchange, reuse bool) {
 		return
 	}
 	h.state(http.StateIdle)
-	if h.s.idleTO > 0 || h.s.hdrTO > 0 {
-		h.c.SetTimeouts(h.s.idleTO, h.s.hdrTO)
+	if h.s.idleTO > 0 {
+		h.c.SetTimeouts(h.s.idleTO, 0) // the next head's deadline starts at its fourth byte (timeHead)
 	}
 	if h.held {
 		h.resumeRead()

@@ -3,11 +3,13 @@
 package nethttp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/server"
 )
 
@@ -23,7 +26,8 @@ import (
 // answers the cut: it takes the last line, not complete, as a whole one, so a request line or
 // a header line without a colon yet gets a 400, and a head valid so far gets a silent close.
 // waits: net/http waits for more without a deadline unless an idle timeout is set (it reads a
-// kept-alive connection's next head once 4 bytes of it have come).
+// kept-alive connection's next head once 4 bytes of it have come, stray CRLFs after a POST
+// counted: it skips them only as it reads the head).
 var cutHeads = []struct {
 	name, raw string
 	waits     bool
@@ -46,7 +50,14 @@ var cutHeads = []struct {
 	{"4 bytes of a second request", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET ", false},
 	{"a second request's field name", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nX-Sl", false},
 	{"a second request's field value", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nX-Slow: ab", false},
+	{"a CRLF and a byte after a POST", postAB + "\r\nG", true},
+	{"a CRLF and 2 bytes after a POST", postAB + "\r\nGE", false},
+	{"2 CRLFs and 3 bytes after a POST", postAB + "\r\n\r\nGET", false},
+	{"a CRLF and a field name after a POST", postAB + "\r\nGET / HTTP/1.1\r\nX-Sl", false},
 }
+
+// postAB is a POST with its body, after which net/http skips up to 4 bytes of CR and LF.
+const postAB = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab"
 
 // TestServerAnswersCutHeadAsNetHTTP: a request head that the head's timeout (ReadHeaderTimeout,
 // else ReadTimeout) or the idle timeout cuts short gets net/http's answer to the same bytes,
@@ -69,18 +80,19 @@ func TestServerAnswersCutHeadAsNetHTTP(t *testing.T) {
 			cfg := &http.Server{Handler: testHandler(), ReadHeaderTimeout: cf.header, IdleTimeout: cf.idle, ReadTimeout: cf.request}
 			ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg, opts...)
 			for _, cut := range cutHeads {
+				quiet := waitFor
 				if cut.waits && cfg.IdleTimeout == 0 && cfg.ReadTimeout == 0 {
-					continue
+					quiet = 4 * d // no deadline on either: the client hears the first answer, no close
 				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					want, wantClosed, err := exchangeRaw(ref, cut.raw, waitFor)
+					want, wantClosed, err := exchangeRaw(ref, cut.raw, quiet)
 					if err != nil {
 						t.Errorf("%s, %s: net/http: %v", name, cut.name, err)
 						return
 					}
-					have, haveClosed, err := exchangeRaw(got, cut.raw, waitFor)
+					have, haveClosed, err := exchangeRaw(got, cut.raw, quiet)
 					if err != nil {
 						t.Errorf("%s, %s: ringev: %v", name, cut.name, err)
 						return
@@ -263,5 +275,186 @@ func TestServerWriteTimeoutDropsLateResponse(t *testing.T) {
 				t.Fatalf("%s: got %q, closed %v, %v: want no answer and a close", name, got, closed, err)
 			}
 		}
+	})
+}
+
+// step is a part of a request sent on its own: once the client has read until (when not ""),
+// it waits pause, then (with tls) makes the connection TLS's, and sends raw.
+type step struct {
+	until string
+	pause time.Duration
+	raw   string
+	tls   *tls.Config
+}
+
+// exchangeSteps sends steps on one connection and then reads until the server closes it or
+// quiet passes without it (closed false): what a client sees of a request sent in parts.
+func exchangeSteps(addr string, steps []step, quiet time.Duration) (got string, closed bool, err error) {
+	c, err := net.DialTimeout("tcp", addr, waitFor)
+	if err != nil {
+		return "", false, err
+	}
+	defer func() { c.Close() }()
+	var b []byte
+	buf := make([]byte, 4096)
+	c.SetDeadline(time.Now().Add(waitFor))
+	for _, s := range steps {
+		for !strings.Contains(string(b), s.until) {
+			n, err := c.Read(buf)
+			b = append(b, buf[:n]...)
+			if err != nil {
+				return string(b), false, fmt.Errorf("reading until %q: %w", s.until, err)
+			}
+		}
+		time.Sleep(s.pause)
+		if s.tls != nil {
+			tc := tls.Client(c, s.tls)
+			if err := tc.Handshake(); err != nil {
+				return string(b), false, err
+			}
+			c = tc
+		}
+		if _, err := io.WriteString(c, s.raw); err != nil {
+			return string(b), true, nil // the server has closed
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(quiet))
+	rest, err := io.ReadAll(c)
+	b = append(b, rest...)
+	var ne net.Error
+	switch {
+	case err == nil:
+		return string(b), true, nil
+	case errors.As(err, &ne) && ne.Timeout():
+		return string(b), false, nil
+	case strings.Contains(err.Error(), "connection reset"), errors.Is(err, io.ErrUnexpectedEOF):
+		return string(b), true, nil
+	}
+	return string(b), false, err
+}
+
+// sameSteps sends steps to net/http (ref) and to ringev (got), and fails the test where the
+// clients saw different things.
+func sameSteps(t *testing.T, name, ref, got string, steps []step, quiet time.Duration) {
+	want, wantClosed, err := exchangeSteps(ref, steps, quiet)
+	if err != nil {
+		t.Errorf("%s: net/http: %v", name, err)
+		return
+	}
+	have, haveClosed, err := exchangeSteps(got, steps, quiet)
+	if err != nil {
+		t.Errorf("%s: ringev: %v", name, err)
+		return
+	}
+	if normalize(want) != normalize(have) || wantClosed != haveClosed {
+		t.Errorf("%s:\nnet/http (closed %v): %q\nringev (closed %v): %q", name, wantClosed, normalize(want), haveClosed, normalize(have))
+	}
+}
+
+// TestServerTimesNextHeadFromItsFourthByte: on a kept-alive connection, ReadHeaderTimeout
+// bounds the next head from its fourth byte, as on net/http, which reads a head once 4 bytes
+// of it have come: fewer wait without a deadline (or until IdleTimeout), however long.
+func TestServerTimesNextHeadFromItsFourthByte(t *testing.T) {
+	const d = 200 * time.Millisecond
+	first := "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	eachBackend(t, func(t *testing.T, backend string) {
+		var wg sync.WaitGroup
+		for _, idle := range []time.Duration{0, 5 * d} {
+			cfg := &http.Server{Handler: testHandler(), ReadHeaderTimeout: d, IdleTimeout: idle}
+			ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg)
+			for _, tc := range []struct {
+				name  string
+				steps []step
+			}{
+				{"1 byte, then the rest past ReadHeaderTimeout", []step{
+					{"", 0, first + "G", nil},
+					{"hello\n", 2 * d, "ET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil}}},
+				{"3 bytes, then 1 past ReadHeaderTimeout, then the rest past it again", []step{
+					{"", 0, first + "GET", nil},
+					{"hello\n", 2 * d, " / HTTP/1.1\r\n", nil},
+					{"", 2 * d, "Host: x\r\n\r\n", nil}}},
+				{"a CRLF and a byte after a POST, then the rest past ReadHeaderTimeout", []step{
+					{"", 0, postAB + "\r\nG", nil},
+					{"trailer=map[]\n", 2 * d, "ET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil}}},
+			} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sameSteps(t, fmt.Sprintf("IdleTimeout %v, %s", idle, tc.name), ref, got, tc.steps, waitFor)
+				}()
+			}
+		}
+		wg.Wait()
+	})
+}
+
+// TestServerTimesFirstHeadFromAccept: ReadHeaderTimeout bounds a new connection's first head
+// from the connection's start, as on net/http: a head whose first byte comes late has only
+// what is left of it.
+func TestServerTimesFirstHeadFromAccept(t *testing.T) {
+	const d = 400 * time.Millisecond
+	eachBackend(t, func(t *testing.T, backend string) {
+		cfg := &http.Server{Handler: testHandler(), ReadHeaderTimeout: d}
+		ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg)
+		sameSteps(t, "a request line at 3/4 of ReadHeaderTimeout, the rest at 3/2", ref, got, []step{
+			{"", 3 * d / 4, "GET / HTTP/1.1\r\n", nil},
+			{"", 3 * d / 4, "Host: x\r\n\r\n", nil}}, waitFor)
+	})
+}
+
+// TestServerTimesRequestFromItsStart: ReadTimeout bounds a request from where net/http starts
+// reading it, not from its head's end: a new connection's first request from the connection's
+// start, a kept-alive connection's next one from its fourth byte. A body that ends past that
+// fails its reader with a timeout.
+func TestServerTimesRequestFromItsStart(t *testing.T) {
+	const d = 400 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		var ne net.Error
+		fmt.Fprintf(w, "timeout=%v\n", errors.As(err, &ne) && ne.Timeout())
+	})
+	const head = "Host: x\r\nContent-Length: 4\r\n\r\nab"
+	eachBackend(t, func(t *testing.T, backend string) {
+		cfg := &http.Server{Handler: h, ReadTimeout: d, ReadHeaderTimeout: 4 * d}
+		ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg)
+		var wg sync.WaitGroup
+		for _, tc := range []struct {
+			name  string
+			steps []step
+		}{
+			{"a first request whose head comes late", []step{
+				{"", 3 * d / 4, "POST / HTTP/1.1\r\n" + head, nil},
+				{"", 3 * d / 4, "cd", nil}}},
+			{"a next request whose head ends late", []step{
+				{"", 0, "POST / HTTP/1.1\r\n" + head + "cdPOST / HTTP/1.1\r\n", nil},
+				{"timeout=false\n", 3 * d / 4, head, nil},
+				{"", 3 * d / 4, "cd", nil}}},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sameSteps(t, tc.name, ref, got, tc.steps, waitFor)
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+// TestServerTimesFirstHeadFromHandshake: over TLS, ReadHeaderTimeout bounds the first head
+// from the handshake's end, as on net/http, which reads the head once the handshake is done.
+func TestServerTimesFirstHeadFromHandshake(t *testing.T) {
+	const d = 800 * time.Millisecond
+	cert, roots := testutil.Cert(t)
+	srvTLS := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+	eachBackend(t, func(t *testing.T, backend string) {
+		ts := httptest.NewUnstartedServer(testHandler())
+		ts.Config.ReadHeaderTimeout = d
+		ts.TLS = srvTLS
+		ts.StartTLS()
+		defer ts.Close()
+		got := serveRingev(t, backend, &http.Server{Handler: testHandler(), ReadHeaderTimeout: d}, server.WithTLS(srvTLS))
+		sameSteps(t, "a handshake at 3/4 of ReadHeaderTimeout, a head in two parts after it", ts.Listener.Addr().String(), got, []step{
+			{"", 3 * d / 4, "GET / HTTP/1.1\r\n", &tls.Config{RootCAs: roots, ServerName: "localhost"}},
+			{"", d / 2, "Host: x\r\nConnection: close\r\n\r\n", nil}}, waitFor)
 	})
 }
