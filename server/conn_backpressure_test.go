@@ -175,7 +175,8 @@ const passLimit = 16 << 10
 
 // drainToldAfterEveryPass writes 2,000 chunks of 3/4 of passLimit to sc from the test's
 // goroutine while the client c reads them all, and after each write that leaves Pending past
-// the limit waits (at most waitFor) for an OnBackpressure(sc, false) that comes after it.
+// the limit waits (at most waitFor) for an OnBackpressure(sc, false) that comes after it. It
+// fails if no write left Pending past the limit: the case was not made.
 func drainToldAfterEveryPass(t *testing.T, w *drainWatcher, c net.Conn, sc *Conn) {
 	t.Helper()
 	read := make(chan error, 1)
@@ -202,5 +203,7 @@ func drainToldAfterEveryPass(t *testing.T, w *drainWatcher, c net.Conn, sc *Conn
 			return w.resumed.Load() > before
 		})
 	}
-	t.Logf("Pending seen past the limit after %d of 2000 writes; OnBackpressure true %d, false %d", seen, w.paused.Load(), w.resumed.Load())
+	if seen == 0 {
+		t.Fatalf("Pending was never past the limit after a write (of 2000; OnBackpressure true %d, false %d): the case was not made", w.paused.Load(), w.resumed.Load())
+	}
 }
