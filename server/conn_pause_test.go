@@ -476,20 +476,15 @@ func (h pausingReader) OnData(c *Conn) {
 	h.got <- [2]int{n, eof}
 }
 
-// servedInPauses sends size bytes (and a FIN if fin) to a pausingReader on s, resumes its
+// servedInPauses sends size bytes to a pausingReader on s, resumes its
 // reading from the test's goroutine after each call, and returns the sizes and EOFs the calls
 // saw, until they have taken size bytes.
-func servedInPauses(t *testing.T, s setup, size int, fin bool) [][2]int {
+func servedInPauses(t *testing.T, s setup, size int) [][2]int {
 	t.Helper()
 	h := pausingReader{got: make(chan [2]int, 1)}
 	e := startEngine(t, h, s.opts()...)
 	c := dialEngine(t, e)
-	go func() {
-		c.Write(bytes.Repeat([]byte{'x'}, size))
-		if fin {
-			c.(*net.TCPConn).CloseWrite()
-		}
-	}()
+	go c.Write(bytes.Repeat([]byte{'x'}, size))
 	var calls [][2]int
 	var sc *Conn
 	deadline := time.After(waitFor)
@@ -523,7 +518,7 @@ func servedInPauses(t *testing.T, s setup, size int, fin bool) [][2]int {
 // that passes its input on (a broadcast) is not handed megabytes at once.
 func TestConnResumeServesWhatWaitedInPieces(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		calls := servedInPauses(t, s, 4<<20, false)
+		calls := servedInPauses(t, s, 4<<20)
 		most := 0
 		for _, g := range calls {
 			most = max(most, g[0])
@@ -535,25 +530,51 @@ func TestConnResumeServesWhatWaitedInPieces(t *testing.T) {
 }
 
 // TestConnEOFOnlyWithTheLastPiece: while the input that waited is given in pieces, EOF is
-// false until the piece that holds the last byte: a handler that trusts EOF sees everything.
+// false until the piece that holds the last byte, and true with it: a handler that trusts EOF
+// sees everything. The FIN is in before the pause ends.
 func TestConnEOFOnlyWithTheLastPiece(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		const size = 512 << 10
-		calls := servedInPauses(t, s, size, true)
+		type call struct {
+			n   int
+			eof bool
+		}
+		var calls []call
 		taken := 0
-		for i, g := range calls {
-			taken += g[0]
-			if g[1] == 1 && taken != size {
-				t.Fatalf("call %d of %d saw EOF with %d of %d bytes given", i+1, len(calls), taken, size)
+		done := make(chan []call, 1)
+		resumeHoard(t, s, size, true, func(c *Conn) {
+			n := c.Buffered()
+			calls = append(calls, call{n, c.EOF()})
+			c.Discard(n)
+			if taken += n; taken == size {
+				done <- calls
+			}
+		})
+		var got []call
+		select {
+		case got = <-done:
+		case <-time.After(waitFor):
+			t.Fatalf("the input was not all served within %v", waitFor)
+		}
+		if len(got) < 2 {
+			t.Fatalf("the %d bytes that waited were given in %d call; want pieces", size, len(got))
+		}
+		taken = 0
+		for i, g := range got {
+			taken += g.n
+			if g.eof != (i == len(got)-1) {
+				t.Fatalf("call %d of %d (%d of %d bytes given) saw EOF %v", i+1, len(got), taken, size, g.eof)
 			}
 		}
 	})
 }
 
-// hoarder is a handler that leaves all of its input until it holds size bytes, then pauses
-// reading and sends the connection on full; once the test resumes it, take serves each call.
+// hoarder is a handler that leaves all of its input until it holds size bytes (and, with fin,
+// EOF is true), then pauses reading and sends the connection on full; once the test resumes
+// it, take serves each call.
 type hoarder struct {
 	size   int
+	fin    bool
 	full   chan *Conn
 	take   func(c *Conn)
 	taking bool // the loop's goroutine only
@@ -564,7 +585,7 @@ func (h *hoarder) OnData(c *Conn) {
 		h.take(c)
 		return
 	}
-	if c.Buffered() < h.size {
+	if c.Buffered() < h.size || h.fin && !c.EOF() {
 		return
 	}
 	h.taking = true
@@ -574,17 +595,21 @@ func (h *hoarder) OnData(c *Conn) {
 	h.full <- c
 }
 
-// resumeHoard has size bytes sent to a hoarder on s, waits until they are all in the
-// connection's input with reading paused and no recv pending, then resumes it from the test's goroutine: what
-// waited (megabytes, all in the input) goes to take in pieces. It returns the client's side.
-func resumeHoard(t *testing.T, s setup, size int, take func(c *Conn)) net.Conn {
+// resumeHoard has size bytes (and a FIN if fin) sent to a hoarder on s, waits until they are
+// all in the connection's input with reading paused and no recv pending, then resumes it from
+// the test's goroutine: what waited (megabytes, all in the input) goes to take in pieces. It
+// returns the client's side.
+func resumeHoard(t *testing.T, s setup, size int, fin bool, take func(c *Conn)) net.Conn {
 	t.Helper()
-	h := &hoarder{size: size, full: make(chan *Conn, 1), take: take}
+	h := &hoarder{size: size, fin: fin, full: make(chan *Conn, 1), take: take}
 	e := startEngine(t, h, s.opts()...)
 	c := dialEngine(t, e)
 	sent := make(chan error, 1)
 	go func() {
 		_, err := c.Write(bytes.Repeat([]byte{'x'}, size))
+		if err == nil && fin {
+			err = c.(*net.TCPConn).CloseWrite()
+		}
 		sent <- err
 	}()
 	var sc *Conn
@@ -615,7 +640,7 @@ func TestConnPiecesLeaveTheInputInPlace(t *testing.T) {
 		var calls []call
 		taken := 0
 		done := make(chan []call, 1)
-		resumeHoard(t, s, size, func(c *Conn) {
+		resumeHoard(t, s, size, false, func(c *Conn) {
 			b, _ := c.Peek(-1)
 			calls = append(calls, call{uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b))})
 			if taken += len(b); taken == size {
@@ -655,7 +680,7 @@ func TestConnPiecesWaitForTheOutput(t *testing.T) {
 		var calls []call
 		taken := 0
 		done := make(chan []call, 1)
-		c := resumeHoard(t, s, size, func(c *Conn) {
+		c := resumeHoard(t, s, size, false, func(c *Conn) {
 			k := call{pending: c.Pending()}
 			if k.pending == 0 && c.Buffered() >= req {
 				c.Discard(req)
@@ -740,7 +765,7 @@ func TestConnResumeReadsOnlyOnceWhatWaitedIsServed(t *testing.T) {
 		taken := 0
 		done := make(chan []int, 2)
 		var sc *Conn
-		c := resumeHoard(t, s, size, func(c *Conn) {
+		c := resumeHoard(t, s, size, false, func(c *Conn) {
 			sc = c
 			if taken < size && readingNow(c) {
 				readAt = append(readAt, size-taken)
