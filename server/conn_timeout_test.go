@@ -289,11 +289,17 @@ func TestConnSetRequestTimeoutZeroEndsTheRequest(t *testing.T) {
 		c.Write([]byte("partial"))
 		bufferedOn(t, sc)
 		onLoop(t, sc.Loop(), func() { sc.SetRequestTimeout(0) })
-		time.Sleep(2 * timeout) // the first request's deadline passes without a timeout
+		first := time.Now().Add(timeout) // the first request's deadline or later: its bytes came before
 		var set time.Time
-		onLoop(t, sc.Loop(), func() {
-			set = time.Now()
-			sc.SetRequestTimeout(timeout)
+		eventually(t, "the first request's deadline to pass", func() bool {
+			if time.Now().Before(first) {
+				return false
+			}
+			onLoop(t, sc.Loop(), func() {
+				set = time.Now()
+				sc.SetRequestTimeout(timeout)
+			})
+			return true
 		})
 		if got := readToEOF(t, c); got != "" {
 			t.Fatalf("the peer read %q", got)
