@@ -134,37 +134,41 @@ func TestConnSetTimeoutsPerConnection(t *testing.T) {
 	})
 }
 
-// TestConnSetTimeoutsSetsBoth: SetTimeouts(0, d) gives a connection a request timeout alone (a
-// request left incomplete is cut off with ErrRequestTimeout, the engine's hour-long idle timeout
-// replaced), and SetTimeouts(d, 0) an idle timeout alone (a connection that sends nothing is
-// closed with ErrIdleTimeout).
-func TestConnSetTimeoutsSetsBoth(t *testing.T) {
+// TestConnSetTimeoutsSetsARequestTimeoutAlone: SetTimeouts(0, d) gives a connection a request
+// timeout alone: a request left incomplete is cut off with ErrRequestTimeout (the engine's
+// hour-long idle timeout replaced).
+func TestConnSetTimeoutsSetsARequestTimeoutAlone(t *testing.T) {
 	eachBackendRequests(t, func(t *testing.T, s setup) {
-		const d = 100 * time.Millisecond
-		r := newRecorder()
-		e := startEngine(t, r, append(s.opts(), WithIdleTimeout(time.Hour))...)
-		for _, tc := range []struct {
-			idle, request time.Duration
-			send          string
-			want          error
-		}{
-			{0, d, "incomplete", ErrRequestTimeout},
-			{d, 0, "", ErrIdleTimeout},
-		} {
-			c := dialEngine(t, e)
-			sc := r.next(t)
-			onLoop(t, sc.Loop(), func() {
-				if err := sc.SetTimeouts(tc.idle, tc.request); err != nil {
-					t.Errorf("SetTimeouts: %v", err)
-				}
-			})
-			c.Write([]byte(tc.send))
-			if got, err := r.closedWith(t); got != sc || !errors.Is(err, tc.want) {
-				t.Fatalf("SetTimeouts(%v, %v): closed the connection %v with %v; want %v", tc.idle, tc.request, got == sc, err, tc.want)
-			}
-			c.Close()
+		setTimeoutsCloses(t, s, 0, 100*time.Millisecond, "incomplete", ErrRequestTimeout)
+	})
+}
+
+// TestConnSetTimeoutsSetsAnIdleTimeoutAlone: SetTimeouts(d, 0) gives a connection an idle
+// timeout alone: a connection that sends nothing is closed with ErrIdleTimeout.
+func TestConnSetTimeoutsSetsAnIdleTimeoutAlone(t *testing.T) {
+	eachBackendRequests(t, func(t *testing.T, s setup) {
+		setTimeoutsCloses(t, s, 100*time.Millisecond, 0, "", ErrIdleTimeout)
+	})
+}
+
+// setTimeoutsCloses calls SetTimeouts(idle, request) on a connection of an engine on s whose
+// idle timeout is an hour, has the client send send, and checks that the connection is closed
+// with want (within waitFor).
+func setTimeoutsCloses(t *testing.T, s setup, idle, request time.Duration, send string, want error) {
+	t.Helper()
+	r := newRecorder()
+	e := startEngine(t, r, append(s.opts(), WithIdleTimeout(time.Hour))...)
+	c := dialEngine(t, e)
+	sc := r.next(t)
+	onLoop(t, sc.Loop(), func() {
+		if err := sc.SetTimeouts(idle, request); err != nil {
+			t.Errorf("SetTimeouts: %v", err)
 		}
 	})
+	c.Write([]byte(send))
+	if got, err := r.closedWith(t); got != sc || !errors.Is(err, want) {
+		t.Fatalf("SetTimeouts(%v, %v): closed the connection %v with %v; want %v", idle, request, got == sc, err, want)
+	}
 }
 
 // TestConnReadIdleTimeoutCountsInputOnly: with WithReadIdleTimeout, a client that only listens
