@@ -550,12 +550,7 @@ func TestConnEOFOnlyWithTheLastPiece(t *testing.T) {
 				done <- calls
 			}
 		})
-		var got []call
-		select {
-		case got = <-done:
-		case <-time.After(waitFor):
-			t.Fatalf("the input was not all served within %v", waitFor)
-		}
+		got := received(t, done, "the input was not all served")
 		if len(got) < 2 {
 			t.Fatalf("the %d bytes that waited were given in %d call; want pieces", size, len(got))
 		}
@@ -612,12 +607,7 @@ func resumeHoard(t *testing.T, s setup, size int, fin bool, take func(c *Conn)) 
 		}
 		sent <- err
 	}()
-	var sc *Conn
-	select {
-	case sc = <-h.full:
-	case <-time.After(waitFor):
-		t.Fatalf("%d bytes were not in the input within %v", size, waitFor)
-	}
+	sc := received(t, h.full, "the bytes sent, all in the input")
 	if err := <-sent; err != nil {
 		t.Fatalf("client write: %v", err)
 	}
@@ -648,12 +638,7 @@ func TestConnPiecesLeaveTheInputInPlace(t *testing.T) {
 			}
 			c.Discard(len(b))
 		})
-		var got []call
-		select {
-		case got = <-done:
-		case <-time.After(waitFor):
-			t.Fatalf("the input was not all served within %v", waitFor)
-		}
+		got := received(t, done, "the input was not all served")
 		moved, left := uintptr(0), uintptr(size)-got[0].n
 		for i := 1; i < len(got); i++ {
 			if got[i].at != got[i-1].at+got[i-1].n {
@@ -693,12 +678,7 @@ func TestConnPiecesWaitForTheOutput(t *testing.T) {
 			}
 		})
 		readN(t, c, size)
-		var got []call
-		select {
-		case got = <-done:
-		case <-time.After(waitFor):
-			t.Fatalf("the input was not all served within %v", waitFor)
-		}
+		got := received(t, done, "the input was not all served")
 		for i := 1; i < len(got); i++ {
 			if got[i-1].took == 0 && got[i-1].pending > 0 && got[i].pending > 0 {
 				t.Fatalf("call %d of %d found %d bytes of output pending, as did call %d, which took nothing: OnData was called again before the output drained", i+1, len(got), got[i].pending, i)
@@ -775,12 +755,7 @@ func TestConnResumeReadsOnlyOnceWhatWaitedIsServed(t *testing.T) {
 				done <- readAt
 			}
 		})
-		var got []int
-		select {
-		case got = <-done:
-		case <-time.After(waitFor):
-			t.Fatalf("the input that waited was not all served within %v", waitFor)
-		}
+		got := received(t, done, "the input that waited was not all served")
 		if len(got) > 0 {
 			t.Fatalf("the connection was read while the input that waited was served: with %d bytes of it left (and at %d calls more)", got[0], len(got)-1)
 		}

@@ -152,6 +152,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// received returns the next value on ch; none within waitFor fails the test, saying what
+// did not come.
+func received[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitFor):
+		t.Fatalf("%s: not within %v", what, waitFor)
+		panic("unreachable")
+	}
+}
+
 // awaitAsleep waits until l's goroutine sleeps in its wait (testutil.BlockedIn of its thread,
 // to which ringev.New locked it), at most waitFor. A loop that a posted function (onLoop) woke
 // may still be ending that turn: it takes what another loop's handler writes to its
