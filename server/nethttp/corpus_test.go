@@ -213,6 +213,21 @@ func corpus() []corpusCase {
 	addRaw("h2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 	addRaw("header line too long for small limit", "GET /req HTTP/1.1\r\nHost: x\r\nX-Long: "+strings.Repeat("l", 9000)+"\r\n\r\n")
 	addOpen("head unfinished", "GET /req HTTP/1.1\r\nHost: x\r\n")
+	// A head not ended whose lines so far net/http refuses at once, or reads and waits on.
+	addOpen("unfinished: bad request line", "GARBAGE\r\n")
+	addOpen("unfinished: bad method", "G@T / HTTP/1.1\r\n")
+	addOpen("unfinished: bad version", "GET / HTTP/x.y\r\n")
+	addOpen("unfinished: version 9.9", "GET / HTTP/9.9\r\n")
+	addOpen("unfinished: uri percent bad", "GET /%zz HTTP/1.1\r\n")
+	addOpen("unfinished: request line in parts", "GET / HT")
+	addOpen("unfinished: a line without a colon", "GET / HTTP/1.1\r\nHost: x\r\nBad Line\r\n")
+	addOpen("unfinished: a first line folded", "GET / HTTP/1.1\r\n Host: x\r\n")
+	addOpen("unfinished: a bad field name", "GET / HTTP/1.1\r\nHo st: x\r\n")
+	addOpen("unfinished: a bad field name, a next line begun", "GET / HTTP/1.1\r\nHo st: x\r\nX")
+	addOpen("unfinished: a NUL in a field name, a next line begun", "GET / HTTP/1.1\r\nX\x00Y: z\r\nA")
+	addOpen("unfinished: a folded line", "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n")
+	addOpen("unfinished: a bad second request line", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n")
+	addOpen("unfinished: a bad line after a POST's CRLF", postAB+"\r\nGARBAGE\r\n")
 	add("many headers", "GET /req HTTP/1.1\r\nHost: x\r\n"+manyHeaders(50)+"\r\n")
 	return cs
 }

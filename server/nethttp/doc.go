@@ -46,5 +46,9 @@
 // it is longer than 4096 bytes: net/http calls it when it read some of the head after its
 // first read of it (4096 bytes at most), which depends on how the bytes came, not on what was
 // sent. After a POST, when the 4 bytes net/http waits for are all CR and LF (which it skips),
-// the next head's deadline starts at its first byte, not at the fourth CR or LF.
+// the next head's deadline starts at its first byte, not at the fourth CR or LF. A head not
+// yet complete whose lines net/http refuses as they come (a malformed request line, a header
+// line without a colon) gets its 400 at once, as on net/http, while it is at most 1024 bytes
+// long; a longer one gets it at its end, or at the timeout's cut (each look at an unfinished
+// head reads it all again: the bound keeps a head sent a byte at a time cheap).
 package nethttp

@@ -4,7 +4,6 @@ package nethttp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -435,11 +434,7 @@ func (s *Server) OnTimeout(c *server.Conn, err error) {
 // whole one, then meets the deadline: a request line, or a header line without a colon yet,
 // is malformed (400); a head whose lines are valid so far fails with the timeout (no answer).
 func cutAnswer(in []byte) string {
-	br := readers.Get().(*bufio.Reader)
-	br.Reset(io.MultiReader(bytes.NewReader(in), timedOut{}))
-	_, err := http.ReadRequest(br)
-	br.Reset(nil)
-	readers.Put(br)
+	err := readPartial(in, os.ErrDeadlineExceeded)
 	var ne net.Error
 	if err == nil || errors.As(err, &ne) && ne.Timeout() {
 		return ""
@@ -447,10 +442,62 @@ func cutAnswer(in []byte) string {
 	return errorResponse(err)
 }
 
-// timedOut is a connection's reader past its read deadline.
-type timedOut struct{}
+// earlyMax is the longest head not yet complete that next reads as net/http's server would
+// (earlyError), in bytes: each look reads it all again, so a head that comes a byte at a time
+// costs at most this much parsing per byte.
+const earlyMax = 1024
 
-func (timedOut) Read([]byte) (int, error) { return 0, os.ErrDeadlineExceeded }
+// earlyError is the error net/http's server meets in head, not complete, before it waits for
+// more bytes (a malformed request line, a header line without a colon, ...): net/http answers
+// it at once, not at the head's end. nil: none.
+func earlyError(head []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(waitMore); !ok {
+				panic(r)
+			}
+			err = nil
+		}
+	}()
+	return readPartial(head, nil)
+}
+
+// readPartial is http.ReadRequest's error (nil: none) for a head of which its reader has b,
+// then end; with end nil the reader stops there (partialHead).
+func readPartial(b []byte, end error) error {
+	br := readers.Get().(*bufio.Reader)
+	defer func() {
+		br.Reset(nil)
+		readers.Put(br)
+	}()
+	br.Reset(&partialHead{b: b, end: end})
+	_, err := http.ReadRequest(br)
+	return err
+}
+
+// partialHead reads a head's bytes so far, then fails with end: a connection's reader past its
+// read deadline, say. With end nil it panics with waitMore, for earlyError to recover: there
+// net/http's reader would wait for more (an error would be read as the bytes' end, and the
+// last line, not complete, taken as a whole one).
+type partialHead struct {
+	b   []byte
+	end error
+}
+
+// waitMore is partialHead's panic where it has no more bytes and no end.
+type waitMore struct{}
+
+func (p *partialHead) Read(b []byte) (int, error) {
+	if len(p.b) == 0 {
+		if p.end == nil {
+			panic(waitMore{})
+		}
+		return 0, p.end
+	}
+	n := copy(b, p.b)
+	p.b = p.b[n:]
+	return n, nil
+}
 
 // OnClose ends what the connection's request is waiting for: its body's reader and its
 // writes fail, its context is cancelled. A failed TLS handshake is logged as net/http logs it
@@ -626,6 +673,13 @@ func (h *conn) next() {
 			h.headFailed(len(in) + int(h.skipped))
 			h.fail("HTTP/1.1 431 Request Header Fields Too Large" + errorHeaders + "431 Request Header Fields Too Large")
 			return
+		}
+		if len(in) <= earlyMax {
+			if err := earlyError(in); err != nil {
+				h.headFailed(len(in) + int(h.skipped))
+				h.fail(errorResponse(err))
+				return
+			}
 		}
 		h.timeHead(len(in))
 		return
