@@ -110,10 +110,7 @@ func (o *outBuf) WriteString(s string) (int, error) {
 
 func (o *outBuf) writeLong(s string) (int, error) { return o.Write([]byte(s)) }
 
-// writeField writes the header line "key: v\r\n".
-func (o *outBuf) writeField(key, v string) { appendField(o, key, v) }
-
-// appendField is writeField for a value as a string or as bytes.
+// appendField writes the header line "key: v\r\n", its value a string or bytes.
 func appendField[V string | []byte](o *outBuf, key string, v V) {
 	n := len(key) + len(v) + 4
 	if len(o.b)+n > flushAt {
@@ -413,13 +410,13 @@ func (h extraHeader) write(w *outBuf) {
 		appendField(w, "Content-Length", h.contentLength)
 	}
 	if h.contentType != "" {
-		w.writeField("Content-Type", h.contentType)
+		appendField(w, "Content-Type", h.contentType)
 	}
 	if h.connection != "" {
-		w.writeField("Connection", h.connection)
+		appendField(w, "Connection", h.connection)
 	}
 	if h.transferEncoding != "" {
-		w.writeField("Transfer-Encoding", h.transferEncoding)
+		appendField(w, "Transfer-Encoding", h.transferEncoding)
 	}
 }
 
@@ -750,7 +747,7 @@ func (s *headerSnap) write(w *outBuf) {
 			continue
 		}
 		for _, v := range f.vals {
-			w.writeField(f.key, headerValue(v))
+			appendField(w, f.key, headerValue(v))
 		}
 	}
 }
