@@ -757,15 +757,20 @@ var newlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
 // headerValue is v as http.Header's Write writes it: CR and LF made spaces, then trimmed
 // (textproto.TrimString).
 func headerValue(v string) string {
-	if v == "" || v[0] > ' ' && v[len(v)-1] > ' ' {
-		for i := 0; i < len(v); i++ {
-			if c := v[i]; c <= '\r' && (c == '\r' || c == '\n') {
-				return textproto.TrimString(newlineToSpace.Replace(v))
-			}
-		}
+	if v == "" || v[0] > ' ' && v[len(v)-1] > ' ' && !hasLineBreak(v) {
 		return v
 	}
 	return textproto.TrimString(newlineToSpace.Replace(v))
+}
+
+// hasLineBreak reports whether v holds a CR or an LF.
+func hasLineBreak(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= '\r' && (c == '\r' || c == '\n') {
+			return true
+		}
+	}
+	return false
 }
 
 func foreachHeaderElement(v string, fn func(string)) {
