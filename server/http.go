@@ -121,7 +121,7 @@ func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
 	used := 0
 	var req request
 	for used < len(in) && len(out) < limit {
-		n, ok := parseRequestFast(in[used:], &req) // parseRequest's, a call less
+		n, ok := parseRequestFast(in[used:], &req)
 		if !ok {
 			var status string
 			req, n, status = parseRequestSlow(in[used:])
@@ -204,7 +204,7 @@ type request struct {
 	hello bool
 }
 
-// The statuses of the requests parseRequest refuses; the connection is closed after each.
+// The statuses of the requests parseRequestSlow refuses; the connection is closed after each.
 const (
 	statusBadRequest     = "400 Bad Request"
 	statusTooLarge       = "413 Content Too Large"
@@ -213,21 +213,12 @@ const (
 	statusBadVersion     = "505 HTTP Version Not Supported"
 )
 
-// parseRequest parses the request at the start of b (RFC 9112) into req: its request line,
-// header fields (Connection, Content-Length, Host and Transfer-Encoding are read, the others
-// checked and skipped) and body (skipped). It returns the request's length in bytes, n == 0
-// when b holds no complete request yet, or the status of the error response when the request
-// is refused. Lines must end in CRLF; empty lines before the request line are skipped.
-func parseRequest(b []byte, req *request) (n int, status string) {
-	if n, ok := parseRequestFast(b, req); ok {
-		return n, ""
-	}
-	*req, n, status = parseRequestSlow(b)
-	return n, status
-}
-
-// parseRequestSlow is parseRequest without its fast path (parseRequestFast): the general rules,
-// errors included.
+// parseRequestSlow parses the request at the start of b (RFC 9112) by the general rules: its
+// request line, header fields (Connection, Content-Length, Host and Transfer-Encoding are read,
+// the others checked and skipped) and body (skipped). It returns the request, its length in
+// bytes, n == 0 when b holds no complete request yet, or the status of the error response when
+// the request is refused. Lines must end in CRLF; empty lines before the request line are
+// skipped. serve tries parseRequestFast first.
 func parseRequestSlow(b []byte) (req request, n int, status string) {
 	pos := 0
 	for pos+1 < len(b) && b[pos] == '\r' && b[pos+1] == '\n' {
@@ -277,7 +268,7 @@ func parseRequestSlow(b []byte) (req request, n int, status string) {
 // parseRequestFast parses the usual request in one pass over its bytes: no empty line before
 // it, a request line parseRequestLine takes, header fields with a token for name and a value
 // of allowed bytes, the head within MaxHeaderBytes, no Transfer-Encoding, the body complete.
-// It fills req and returns what parseRequest would; ok is false for anything else (an
+// It fills req and returns what parseRequestSlow would; ok is false for anything else (an
 // incomplete request, one refused, one it does not take), which parseRequestSlow then parses
 // from the start.
 func parseRequestFast(b []byte, req *request) (n int, ok bool) {

@@ -102,16 +102,17 @@ func TestHTTPFastPathAgreesWithTheGeneralParser(t *testing.T) {
 	}
 }
 
-// httpParse is what parseRequest (or, slow, parseRequestSlow) finds at the start of in, as text.
+// httpParse is what serve's parse (parseRequestFast, then parseRequestSlow if it does not take
+// the request) or, slow, parseRequestSlow alone finds at the start of in, as text.
 func httpParse(in string, slow bool) string {
-	var req request
-	var n int
-	var status string
-	if slow {
+	req := request{method: []byte("stale"), http10: true} // what a request before left
+	n, ok := 0, false
+	if !slow {
+		n, ok = parseRequestFast([]byte(in), &req)
+	}
+	status := ""
+	if !ok {
 		req, n, status = parseRequestSlow([]byte(in))
-	} else {
-		req = request{method: []byte("stale"), http10: true} // what a request before left
-		n, status = parseRequest([]byte(in), &req)
 	}
 	if n == 0 {
 		req = request{} // what an incomplete or refused request leaves in it is not read
