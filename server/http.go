@@ -134,7 +134,7 @@ func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
 		}
 		used += n
 		if req.hello && req.keepAlive && !req.http10 {
-			out = append(out, d.hello...) // respond's first case, without the call
+			out = append(out, d.hello...) // respond's answer, without the call
 			continue
 		}
 		out = respond(out, d, &req)
@@ -147,9 +147,6 @@ func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
 
 // respond appends the response to a well-formed request.
 func respond(out []byte, d *httpDate, req *request) []byte {
-	if req.keepAlive && !req.http10 && string(req.method) == "GET" && (string(req.target) == "/" || string(req.target) == "/plaintext") {
-		return append(out, d.hello...) // the usual request
-	}
 	conn := ""
 	switch {
 	case !req.keepAlive:
@@ -200,7 +197,8 @@ type request struct {
 	http10         bool
 	keepAlive      bool
 	// hello: a GET of / or /plaintext, the usual request (requestLineFast's; false from
-	// parseRequestSlow): kept alive over HTTP/1.1, it is answered with httpDate.hello
+	// parseRequestSlow): kept alive over HTTP/1.1, serve answers it with httpDate.hello without
+	// calling respond, which decides every other request (and a hello parseRequestSlow parsed)
 	hello bool
 }
 
