@@ -10,7 +10,7 @@ import (
 
 // reqCtx is a request's context (r.Context()), cancelled when the client goes away, when the
 // handler returns, or when the connection closes (cancel). It is part of the request's
-// exchange, so it costs no allocation of its own, and its Done channel is made only when asked
+// reqState, so it costs no allocation of its own, and its Done channel is made only when asked
 // for. Its AfterFunc lets the contexts derived from it (context.WithCancel, WithTimeout,
 // AfterFunc) follow its cancel without a goroutine of their own waiting on Done. Its parent
 // carries the values (the Server's, LocalAddrContextKey) and is never cancelled.
@@ -18,7 +18,7 @@ type reqCtx struct {
 	parent context.Context
 	mu     sync.Mutex
 	done   chan struct{} // made by Done, closed by cancel
-	err    error         // context.Canceled once cancelled
+	gone   bool          // cancelled: Err is context.Canceled
 	afters []*afterFunc  // AfterFunc's, not stopped, not run
 }
 
@@ -35,7 +35,7 @@ func (c *reqCtx) Done() <-chan struct{} {
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		if c.err != nil {
+		if c.gone {
 			close(c.done)
 		}
 	}
@@ -45,7 +45,10 @@ func (c *reqCtx) Done() <-chan struct{} {
 func (c *reqCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err
+	if c.gone {
+		return context.Canceled
+	}
+	return nil
 }
 
 func (c *reqCtx) Value(key any) any { return c.parent.Value(key) }
@@ -57,7 +60,7 @@ func (c *reqCtx) String() string { return "nethttp.requestContext" }
 func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
 	a := &afterFunc{f: f}
 	c.mu.Lock()
-	if c.err != nil {
+	if c.gone {
 		c.mu.Unlock()
 		a.done = true
 		go f()
@@ -85,11 +88,11 @@ func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
 // cancel cancels c (context.Canceled); later calls do nothing.
 func (c *reqCtx) cancel() {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.gone {
 		c.mu.Unlock()
 		return
 	}
-	c.err = context.Canceled
+	c.gone = true
 	if c.done != nil {
 		close(c.done)
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 // fastHeads are request heads at the edges of what fastRequest reads: each byte in a path
-// and in a query, field names in every case, blanks around values, Connection's forms, the
+// and in a query, each byte in each place of a value (its scan takes 8 bytes at a time),
+// field names in every case, blanks around values, Connection's forms, the
 // Host field's absence and repetition, a field too many.
 func fastHeads() []string {
 	var hs []string
@@ -24,6 +25,13 @@ func fastHeads() []string {
 		hs = append(hs, fmt.Sprintf("GET /a?q%cr HTTP/1.1\r\nHost: x\r\n\r\n", c))
 		hs = append(hs, fmt.Sprintf("GET /a HTTP/1.1\r\nHost: x\r\nX-V: a%cb\r\n\r\n", c))
 		hs = append(hs, fmt.Sprintf("GET /a HTTP/1.1\r\nHost: x\r\nX%cY: v\r\n\r\n", c))
+	}
+	for c := range 0x100 { // each byte in each place of a long value's first two words
+		for i := range 16 {
+			v := []byte(strings.Repeat("v", 20))
+			v[i] = byte(c)
+			hs = append(hs, "GET /a HTTP/1.1\r\nHost: x\r\nX-V: "+string(v)+"\r\n\r\n")
+		}
 	}
 	for _, c := range []byte{0, '\t', '\r', 0x7f, 0x80, 0xff} {
 		hs = append(hs, fmt.Sprintf("GET /a HTTP/1.1\r\nHost: x\r\nX-V: a%cb\r\n\r\n", c))
