@@ -57,7 +57,6 @@ type response struct {
 	hijacked    atomic.Bool
 	werr        error // the first error writing to the connection
 
-	dateBuf   [len(http.TimeFormat)]byte
 	clenBuf   [10]byte
 	statusBuf [3]byte
 
@@ -112,23 +111,17 @@ func (o *outBuf) writeLong(s string) (int, error) { return o.Write([]byte(s)) }
 
 // appendField writes the header line "key: v\r\n", its value a string or bytes.
 func appendField[V string | []byte](o *outBuf, key string, v V) {
-	n := len(key) + len(v) + 4
-	if len(o.b)+n > flushAt {
+	if len(o.b)+len(key)+len(v)+4 > flushAt {
 		o.WriteString(key)
 		o.WriteString(": ")
 		o.WriteString(string(v))
 		o.WriteString("\r\n")
 		return
 	}
-	b := slices.Grow(o.b, n)
-	i := len(b)
-	b = b[:i+n]
-	i += copy(b[i:], key)
-	b[i], b[i+1] = ':', ' '
-	i += 2
-	i += copy(b[i:], v)
-	b[i], b[i+1] = '\r', '\n'
-	o.b = b
+	b := append(o.b, key...)
+	b = append(b, ':', ' ')
+	b = append(b, v...)
+	o.b = append(b, '\r', '\n')
 }
 
 func (o *outBuf) WriteByte(c byte) error {
@@ -398,13 +391,13 @@ type extraHeader struct {
 	contentType      string
 	connection       string
 	transferEncoding string
-	date             []byte
+	date             string // the Date line (dateLine)
 	contentLength    []byte
 }
 
 func (h extraHeader) write(w *outBuf) {
-	if h.date != nil {
-		appendField(w, "Date", h.date)
+	if h.date != "" {
+		w.WriteString(h.date)
 	}
 	if h.contentLength != nil {
 		appendField(w, "Content-Length", h.contentLength)
@@ -556,7 +549,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	}
 
 	if !header.has(hDate) {
-		setHeader.date = appendDate(cw.res.dateBuf[:0])
+		setHeader.date = dateLine()
 	}
 
 	if hasCL && hasTE && te != "identity" {
@@ -636,9 +629,10 @@ type headerSnap struct {
 }
 
 type headerField struct {
-	key  string
-	vals []string
-	gone bool
+	key   string
+	vals  []string
+	gone  bool
+	known bool // key is one of knownField's (a valid name)
 }
 
 // The fields writeHeader asks a headerSnap for, by number.
@@ -677,9 +671,15 @@ func knownField(key string) int {
 	return -1
 }
 
-// take copies h (its values too, as http.Header's Clone does).
+// take copies h (its values too, as http.Header's Clone does). A header of one field that is
+// Content-Type (the common case) is read by a lookup: ranging over a map costs more.
 func (s *headerSnap) take(h http.Header) {
 	s.fields, s.vals = s.fbuf[:0], s.vbuf[:0]
+	s.known = [nKnown]int32{}
+	s.prefixed = false
+	if s.takeContentType(h) {
+		return
+	}
 	for k, vv := range h {
 		i := len(s.vals)
 		s.vals = append(s.vals, vv...)
@@ -694,15 +694,33 @@ func (s *headerSnap) take(h http.Header) {
 			}
 		}
 	}
-	s.known = [nKnown]int32{}
-	s.prefixed = false
 	for i, f := range s.fields {
 		if k := knownField(f.key); k >= 0 {
 			s.known[k] = int32(i + 1)
+			s.fields[i].known = true
 		} else if strings.HasPrefix(f.key, http.TrailerPrefix) {
 			s.prefixed = true
 		}
 	}
+}
+
+// takeContentType takes h if its one field is Content-Type, and reports whether it did.
+func (s *headerSnap) takeContentType(h http.Header) bool {
+	if len(h) != 1 {
+		return false
+	}
+	vv, ok := h["Content-Type"]
+	if !ok {
+		return false
+	}
+	if len(vv) == 1 {
+		s.vals = append(s.vals, vv[0]) // a store, not typedslicecopy's call
+	} else {
+		s.vals = append(s.vals, vv...)
+	}
+	s.fields = append(s.fields, headerField{key: "Content-Type", vals: s.vals[:len(vv):len(vv)], known: true})
+	s.known[hContentType] = 1
+	return true
 }
 
 // field returns the field number k (hTrailer...), nil if there is none or it is gone.
@@ -743,7 +761,7 @@ func (s *headerSnap) del(k int) {
 // CR and LF in values made spaces, values trimmed.
 func (s *headerSnap) write(w *outBuf) {
 	for _, f := range s.fields {
-		if f.gone || !validFieldName(f.key) {
+		if f.gone || !f.known && !validFieldName(f.key) {
 			continue
 		}
 		for _, v := range f.vals {
@@ -763,9 +781,14 @@ func headerValue(v string) string {
 	return textproto.TrimString(newlineToSpace.Replace(v))
 }
 
-// hasLineBreak reports whether v holds a CR or an LF.
+// hasLineBreak reports whether v holds a CR or an LF. It passes 8 bytes at a time while none
+// is a control byte up to CR.
 func hasLineBreak(v string) bool {
-	for i := 0; i < len(v); i++ {
+	i := 0
+	for i+8 <= len(v) && !hasCtl(word(v, i), '\r'+1) {
+		i += 8
+	}
+	for ; i < len(v); i++ {
 		if c := v[i]; c <= '\r' && (c == '\r' || c == '\n') {
 			return true
 		}
@@ -852,23 +875,24 @@ func writeStatusLine(bw *outBuf, is11 bool, code int, scratch []byte) {
 	}
 }
 
-// dateCache holds the Date header's value for the current second.
+// dateCache holds the Date header's line for the current second.
 var dateCache atomic.Pointer[dateValue]
 
 type dateValue struct {
-	sec int64
-	b   []byte
+	sec  int64
+	line string
 }
 
-// appendDate appends the time now in http.TimeFormat (formatted once a second).
-func appendDate(b []byte) []byte {
+// dateLine returns the Date header's line for the time now: "Date: ", the time in
+// http.TimeFormat, CRLF (formatted once a second).
+func dateLine() string {
 	now := time.Now()
 	if d := dateCache.Load(); d != nil && d.sec == now.Unix() {
-		return append(b, d.b...)
+		return d.line
 	}
-	d := &dateValue{sec: now.Unix(), b: now.UTC().AppendFormat(nil, http.TimeFormat)}
+	d := &dateValue{sec: now.Unix(), line: "Date: " + now.UTC().Format(http.TimeFormat) + "\r\n"}
 	dateCache.Store(d)
-	return append(b, d.b...)
+	return d.line
 }
 
 func (w *response) bodyAllowed() bool {

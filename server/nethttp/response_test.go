@@ -5,6 +5,8 @@ package nethttp
 import (
 	"io"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,4 +32,54 @@ func TestResponseWriteLargerThanTheOutputCapArrives(t *testing.T) {
 			t.Fatalf("GET /big?n=4000000: %d bytes, %v", len(b), err)
 		}
 	})
+}
+
+// TestHeaderValueIsHeaderWrites: headerValue gives each value as http.Header's Write writes
+// it (CR and LF made spaces, then trimmed), for each byte in each place of a long value's
+// first two words (its scan takes 8 bytes at a time).
+func TestHeaderValueIsHeaderWrites(t *testing.T) {
+	for c := range 0x100 {
+		for i := range 16 {
+			b := []byte(strings.Repeat("v", 20))
+			b[i] = byte(c)
+			v := string(b)
+			var sb strings.Builder
+			http.Header{"X": {v}}.Write(&sb)
+			want := strings.TrimSuffix(strings.TrimPrefix(sb.String(), "X: "), "\r\n")
+			if got := headerValue(v); got != want {
+				t.Errorf("headerValue(%q) = %q, http.Header's Write %q", v, got, want)
+			}
+		}
+	}
+}
+
+// TestHeaderSnapTakeIsClone: a snapshot holds the fields and values of the header it took,
+// sorted by name (one Content-Type field with one value or two, with other fields, or none).
+func TestHeaderSnapTakeIsClone(t *testing.T) {
+	for _, h := range []http.Header{
+		{},
+		{"Content-Type": {"text/plain"}},
+		{"Content-Type": {"text/plain", "text/html"}},
+		{"Content-Type": {}},
+		{"Content-Type": {"text/plain"}, "X-A": {"1"}},
+		{"X-A": {"1"}},
+		{"Content-Length": {"3"}},
+	} {
+		var s headerSnap
+		s.take(h)
+		got := http.Header{}
+		var names []string
+		for _, f := range s.fields {
+			got[f.key] = f.vals
+			names = append(names, f.key)
+		}
+		if !reflect.DeepEqual(got, h) || !slices.IsSorted(names) {
+			t.Errorf("take(%v): %v, names %v", h, got, names)
+		}
+		for k, vv := range h {
+			if n := knownField(k); n >= 0 && !reflect.DeepEqual(s.values(n), vv) {
+				t.Errorf("take(%v): values of %s: %v", h, k, s.values(n))
+			}
+		}
+	}
 }
