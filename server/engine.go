@@ -112,6 +112,9 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 		}
 		o.balance = BalanceReusePort
 	}
+	if _, ok := e.hs.h.(HTTPSHandler); ok {
+		o.tls = http1ALPN(o.tls)
+	}
 	e.o = o
 	if e.ph == nil {
 		e.tls = newTLSServer(e) // the handshake pool: WithTLS's and DialTLS's

@@ -124,7 +124,10 @@ type TimeoutHandler interface {
 // HTTPSHandler is a Handler that serves HTTP over TLS (WithTLS), as package nethttp's Server
 // and HTTP do: a client that sends a plaintext HTTP request in place of a TLS handshake gets
 // net/http's answer, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS
-// server.\n", before the connection closes. ServesHTTPS is a marker: it is not called.
+// server.\n", before the connection closes. An HTTPSHandler speaks HTTP/1.1 alone: when
+// WithTLS's config (or one its GetConfigForClient returns) offers "h2" by ALPN (NextProtos),
+// the engine serves a copy that offers "http/1.1" in its place, so that a client that offers
+// both gets HTTP/1.1. ServesHTTPS is a marker: it is not called.
 type HTTPSHandler interface {
 	ServesHTTPS()
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -87,6 +88,48 @@ func checkTLS(cfg *tls.Config) error {
 		return errors.New("server: WithTLS: a tls.Config without a certificate (Certificates, GetCertificate or GetConfigForClient)")
 	}
 	return nil
+}
+
+// http1ALPN returns the config an HTTPSHandler is served with, which speaks HTTP/1.1 alone: cfg,
+// or, when cfg offers "h2" by ALPN (NextProtos), a clone that offers "http/1.1" in its place, so
+// that a client that offers both gets HTTP/1.1, not HTTP/2 answered in HTTP/1.1. The configs a
+// GetConfigForClient returns are treated the same way.
+func http1ALPN(cfg *tls.Config) *tls.Config {
+	if cfg == nil || !slices.Contains(cfg.NextProtos, "h2") && cfg.GetConfigForClient == nil {
+		return cfg
+	}
+	c := cfg.Clone()
+	c.NextProtos = withoutH2(cfg.NextProtos)
+	if get := cfg.GetConfigForClient; get != nil {
+		c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			sc, err := get(hello)
+			if sc != nil && slices.Contains(sc.NextProtos, "h2") {
+				sc = sc.Clone()
+				sc.NextProtos = withoutH2(sc.NextProtos)
+			}
+			return sc, err
+		}
+	}
+	return c
+}
+
+// withoutH2 returns protos with "h2" replaced by "http/1.1", or left out when "http/1.1" is
+// there already; protos itself when it has no "h2".
+func withoutH2(protos []string) []string {
+	if !slices.Contains(protos, "h2") {
+		return protos
+	}
+	out := make([]string, 0, len(protos))
+	for _, p := range protos {
+		if p == "h2" {
+			if slices.Contains(protos, "http/1.1") {
+				continue
+			}
+			p = "http/1.1"
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // tlsServer is an engine's TLS handshake pool, for WithTLS's connections and DialTLS's.

@@ -629,6 +629,50 @@ func TestTLSCurlGetsHTTP(t *testing.T) {
 	})
 }
 
+// wantHTTP1ByALPN connects to e, which serves HTTP over TLS, as a client that offers "h2" and
+// "http/1.1" does, and fails unless ALPN chose "http/1.1" and a GET is answered.
+func wantHTTP1ByALPN(t *testing.T, e *Engine) {
+	t.Helper()
+	client := tlsClientConfig(t)
+	client.NextProtos = []string{"h2", "http/1.1"}
+	c := dialTLS(t, e, client)
+	if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Fatalf("ALPN negotiated %q, want http/1.1", p)
+	}
+	c.Write([]byte("GET /plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+	if got := readToEOF(t, c); !strings.HasSuffix(got, "\r\n\r\nHello, World!") {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestTLSHTTPSHandlerNegotiatesHTTP1WhenTheConfigOffersH2: an HTTPSHandler (the HTTP server)
+// given a tls.Config that offers "h2" (autocert's TLSConfig does, as configs made for net/http
+// often do) negotiates "http/1.1" with a client that offers both, and answers it in HTTP/1.1,
+// instead of agreeing to HTTP/2 and then answering in HTTP/1.1, which such a client cannot read.
+func TestTLSHTTPSHandlerNegotiatesHTTP1WhenTheConfigOffersH2(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		cfg := tlsServerConfig(t)
+		cfg.NextProtos = []string{"h2", "acme-tls/1"}
+		e := startEngine(t, NewHTTP(), append(s.opts(), WithTLS(cfg))...)
+		wantHTTP1ByALPN(t, e)
+		if len(cfg.NextProtos) != 2 || cfg.NextProtos[0] != "h2" {
+			t.Fatalf("the caller's config was changed: NextProtos %q", cfg.NextProtos)
+		}
+	})
+}
+
+// TestTLSHTTPSHandlerNegotiatesHTTP1WhenGetConfigForClientOffersH2: the same when the config
+// offering "h2" comes from the server config's GetConfigForClient.
+func TestTLSHTTPSHandlerNegotiatesHTTP1WhenGetConfigForClientOffersH2(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		perClient := tlsServerConfig(t)
+		perClient.NextProtos = []string{"h2", "http/1.1"}
+		cfg := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return perClient, nil }}
+		e := startEngine(t, NewHTTP(), append(s.opts(), WithTLS(cfg))...)
+		wantHTTP1ByALPN(t, e)
+	})
+}
+
 // TestTLSRedisCLIGetsRESP: redis-cli --tls talks to the RESP server over TLS.
 func TestTLSRedisCLIGetsRESP(t *testing.T) {
 	cli := needProgram(t, "redis-cli", "redis-tools")

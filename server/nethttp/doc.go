@@ -31,9 +31,10 @@
 // Content-Length and Transfer-Encoding, or by conflicting lengths, is refused as net/http
 // refuses it. A differential test sends the same raw requests to both servers.
 //
-// TLS: served with server.WithTLS, a request's r.TLS is its connection's state (Conn.TLS);
-// the tls.Config should offer ALPN "http/1.1" alone (NextProtos), since there is no HTTP/2
-// here.
+// TLS: served with server.WithTLS, a request's r.TLS is its connection's state (Conn.TLS).
+// There is no HTTP/2 here: a tls.Config that offers "h2" by ALPN (NextProtos, as autocert's
+// TLSConfig and configs made for net/http do) is served as a copy that offers "http/1.1" in its
+// place (server.HTTPSHandler), so that browsers and curl, which offer both, get HTTP/1.1.
 //
 // Differences from net/http's server: there is no HTTP/2 (nor h2c); ConnState is called on the
 // connection's loop (it must not block); BaseContext and ConnContext are not used; a graceful
