@@ -429,6 +429,18 @@ func (f *emulFd) sys(trap, a1, a2, a3, a4 uintptr) (uintptr, unix.Errno) {
 // sys). Small enough to be inlined into perform, whose read and write make that call themselves.
 func (f *emulFd) raw() bool { return (f.ev != nil || f.nonblock) && !f.notPollable }
 
+// streamAt reports whether a Read or Write at offset off (>= 0) on fd, whose pread(2) or
+// pwrite(2) failed with ESPIPE (fd cannot seek), reads or writes the stream instead, as io_uring's
+// IORING_OP_READ and WRITE do: the offset of a pipe, FIFO or character device is ignored, and a
+// socket takes 0 alone (another offset is ESPIPE there too). Only that failure pays its fstat(2).
+func streamAt(fd int, off int64) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT != unix.S_IFSOCK || off == 0
+}
+
 // perform makes r's syscall. It reports true when r must wait for readiness again (EAGAIN,
 // or a multishot op that goes on); otherwise it told the core (complete or opDone).
 func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
@@ -445,6 +457,9 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 			n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 		} else {
 			n, errno = f.sys(sysPread, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off))
+			if errno == unix.ESPIPE && streamAt(r.c.Fd, r.off) {
+				n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
+			}
 		}
 	case OpWrite, OpSend:
 		// The emulation finishes a short write itself (the core's continuation would queue
@@ -460,6 +475,9 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 				n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 			default:
 				n, errno = f.sys(sysPwrite, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off+int64(r.done)))
+				if errno == unix.ESPIPE && streamAt(r.c.Fd, r.off) {
+					n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
+				}
 			}
 			if errno != 0 || n == 0 || int(n) == len(p) {
 				break

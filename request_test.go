@@ -412,3 +412,54 @@ func TestRequestEmulatedReadCompletesInTheOnceThatFindsItsFdReady(t *testing.T) 
 		}
 	})
 }
+
+// TestRequestOffsetOnAPipeIsIgnored: Read and Write at an offset on a pipe, which cannot seek,
+// read and write the stream on every backend, as io_uring's IORING_OP_READ and WRITE do (the
+// emulation's pread(2) and pwrite(2) fail with ESPIPE there), so that code written on uring
+// runs where io_uring is denied.
+func TestRequestOffsetOnAPipeIsIgnored(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		r, w := testutil.Pipe(t)
+		testutil.Write(t, w, []byte("abc"))
+		l := newLoop(t, backend)
+		readAtWant(t, l, r, 5, "abc")
+		var wr recorder
+		must(t)(l.Write(w, []byte("xy"), 7, wr.cb, 0))
+		until(t, l, func() bool { return wr.n() > 0 })
+		wantOne(t, &wr, 2)
+		var got [8]byte
+		if n, _ := unix.Read(r, got[:]); string(got[:n]) != "xy" {
+			t.Fatalf("the pipe holds %q, want xy", got[:n])
+		}
+	})
+}
+
+// TestRequestReadOnASocketTakesOffsetZeroAlone: Read on a socket at offset 0 reads the stream,
+// and at another offset fails with ESPIPE, on every backend, as io_uring's IORING_OP_READ does
+// (a socket's read refuses a position other than 0; the emulation's pread(2) refuses any).
+func TestRequestReadOnASocketTakesOffsetZeroAlone(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		testutil.Write(t, b, []byte("abc"))
+		l := newLoop(t, backend)
+		var at3 recorder
+		must(t)(l.Read(a, make([]byte, 8), 3, at3.cb, 0))
+		until(t, l, func() bool { return at3.n() > 0 })
+		if c := at3.last(t); !errors.Is(c.Err, unix.ESPIPE) {
+			t.Fatalf("Read at offset 3: N %d err %v, want ESPIPE", c.N, c.Err)
+		}
+		readAtWant(t, l, a, 0, "abc")
+	})
+}
+
+// readAtWant makes a Read of fd at off on l and fails unless it completes with want.
+func readAtWant(t *testing.T, l *ringev.Loop, fd int, off int64, want string) {
+	t.Helper()
+	var rd recorder
+	must(t)(l.Read(fd, make([]byte, len(want)+8), off, rd.cb, 0))
+	until(t, l, func() bool { return rd.n() > 0 })
+	wantOne(t, &rd, len(want))
+	if string(rd.bufs[0]) != want {
+		t.Fatalf("Read at %d: %q, want %q", off, rd.bufs[0], want)
+	}
+}
