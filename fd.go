@@ -426,8 +426,11 @@ func (l *Loop) badFd(fd int) {
 // takes the fd number never gets an old request's completion. The fd events that watch fd
 // stay open, disarmed (flags 0), and lose their auto-close: closing them later, or the loop,
 // does not close the number again (by then another file's). A multishot request on fd ends
-// with it. N is 0, or Err is close(2)'s error. Requests for fd made before the callback runs
-// fail with ErrFdClosing.
+// with it. N is 0, or Err is close(2)'s error. Requests for fd made while the close waits for
+// fd's requests in the kernel fail with ErrFdClosing. When none is there (always on the
+// emulation: epoll, poll, uring-poll), fd is closed within CloseFd, before its callback runs:
+// from then on the number may be another file's, and a request for it is that file's (or fails
+// with EBADF), so make none for the old one.
 //
 // The fd events' part is the loop's (disarmForClose); the requests' part is the request
 // side's (closeFdStart, closeFdEnd), which never calls back into the fd events.

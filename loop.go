@@ -464,9 +464,11 @@ func (l *Loop) Stop() {
 }
 
 // Post queues f to run on the loop's goroutine and wakes the loop (in a batching wait,
-// WithBatchWait, when that wait ends: at most its d later). It is the one call safe from any
-// goroutine. Functions posted from one goroutine run in the order posted; each Once runs
-// one of them. It returns ErrClosed after Close and ErrNilFunc for a nil f.
+// WithBatchWait, when that wait ends: at most its d later). It is safe from any goroutine (see
+// Ownership for the other calls that are). Functions posted from one goroutine run in the order
+// posted; each Once runs one of them. Those still queued when the loop closes never run: a
+// goroutine that waits for what f sends should also watch for the loop's end. It returns
+// ErrClosed after Close and ErrNilFunc for a nil f.
 func (l *Loop) Post(f func()) error {
 	if f == nil {
 		return ErrNilFunc

@@ -123,7 +123,9 @@ func (c *Completion) ReleaseBuffer() {
 // ErrNotOwner from a goroutine other than the loop's, ErrClosed after Close, one wrapping
 // ErrNilCallback for a nil cb, unix.EBADF for a negative fd or one of the loop's own fds (its
 // epoll set, io_uring instance, eventfds), ErrEmptyBuffer for an empty
-// buffer where the op needs one, ErrFdClosing while a CloseFd closes the fd, and on the uring
+// buffer where the op needs one, one wrapping unix.EINVAL for a buffer of more than 0x7ffff000
+// bytes (the most one read(2) or write(2) moves), ErrFdClosing while a CloseFd waits to close
+// the fd (see CloseFd), and on the uring
 // backend one wrapping unix.EOPNOTSUPP that names the kernel feature the op needs when this
 // kernel lacks it (probed once with IORING_REGISTER_PROBE: AcceptMultishot and CloseFd need
 // Linux 5.19, RecvMultishot 6.0, Read, Write, Recv and Send 5.6, RecvMsg and SendMsg 5.3).

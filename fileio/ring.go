@@ -144,9 +144,10 @@ func (r *Ring) Open(name string, flag int, perm os.FileMode) (*File, error) {
 // Adopt puts an open file on the ring. The File owns f from now on: use f no more, and close
 // the File instead (which closes f). It puts f's descriptor in blocking mode (as f.Fd does).
 // The offsets of ReadAt and WriteAt need a file that can seek (a regular file or a block
-// device): on a pipe or a socket the io_uring modes read and write the stream, while
-// ModeThreads, and so ModeAuto where io_uring is unavailable, fails with an error wrapping
-// unix.ESPIPE (pread(2)).
+// device): the io_uring modes read and write a pipe's stream whatever the offset, and a
+// socket's at offset 0 alone (another fails with unix.ESPIPE), while ModeThreads, and so
+// ModeAuto where io_uring is unavailable, fails with an error wrapping unix.ESPIPE on both
+// (pread(2)).
 // Errors: one wrapping os.ErrClosed after Close (f is then left open), or the fcntl(2) or
 // fstat(2) errno.
 func (r *Ring) Adopt(f *os.File) (*File, error) {
