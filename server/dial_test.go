@@ -298,11 +298,7 @@ func TestDialTimesOutAtTheContextDeadline(t *testing.T) {
 
 // TestDialIPv6: a dial to [::1] on "tcp6" opens a connection that carries bytes.
 func TestDialIPv6(t *testing.T) {
-	if l, err := net.Listen("tcp6", "[::1]:0"); err != nil {
-		t.Skipf("no IPv6 loopback here: %v", err)
-	} else {
-		l.Close()
-	}
+	needIPv6Loopback(t)
 	eachSetup(t, func(t *testing.T, s setup) {
 		peer := echoPeer(t, "tcp6", "[::1]:0")
 		e := startDialEngine(t, s.opts()...)

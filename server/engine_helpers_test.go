@@ -108,6 +108,16 @@ func waitEngine(t *testing.T, e *Engine, what string) {
 	}
 }
 
+// needIPv6Loopback skips the test where there is no IPv6 loopback ([::1]).
+func needIPv6Loopback(t *testing.T) {
+	t.Helper()
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	l.Close()
+}
+
 // dialEngine connects to e with deadlines on every read and write; cleanup closes it.
 func dialEngine(t *testing.T, e *Engine) net.Conn {
 	t.Helper()

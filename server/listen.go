@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,7 +50,9 @@ func listenSocket(network, addr string, reuse int) (fd int, bound net.Addr, err 
 			ip, port, zone = a.IP, a.Port, a.Zone
 			typ = unix.SOCK_DGRAM
 		}
-		if ip4 := ip.To4(); network[len(network)-1] != '6' && (ip4 != nil || ip == nil) {
+		if (ip == nil || ip.IsUnspecified()) && (network == "tcp" || network == "udp") && dualStack() {
+			sa, family = &unix.SockaddrInet6{Port: port}, unix.AF_INET6 // [::], IPV6_V6ONLY off
+		} else if ip4 := ip.To4(); network[len(network)-1] != '6' && (ip4 != nil || ip == nil) {
 			a := &unix.SockaddrInet4{Port: port}
 			copy(a.Addr[:], ip4)
 			sa = a
@@ -97,10 +100,8 @@ func listenSocket(network, addr string, reuse int) (fd int, bound net.Addr, err 
 				return fail("SO_REUSEPORT on", err)
 			}
 		}
-		if family == unix.AF_INET6 && network[len(network)-1] == '6' {
-			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
-				return fail("IPV6_V6ONLY on", err)
-			}
+		if err := setV6Only(fd, network, family); err != nil {
+			return fail("IPV6_V6ONLY on", err)
 		}
 	}
 	if err := unix.Bind(fd, sa); err != nil {
@@ -147,13 +148,41 @@ func claimFree(network string, family, typ int, sa unix.Sockaddr) error {
 			return err
 		}
 	}
-	if family == unix.AF_INET6 && network[len(network)-1] == '6' {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
-			return err
-		}
+	if err := setV6Only(fd, network, family); err != nil {
+		return err
 	}
 	return unix.Bind(fd, sa)
 }
+
+// setV6Only sets IPV6_V6ONLY on an AF_INET6 socket fd, as net.Listen does: on for "tcp6" and
+// "udp6", off for "tcp" and "udp" (whose socket on [::] then takes IPv4 too, as ::ffff:a.b.c.d),
+// whatever the sysctl net.ipv6.bindv6only says. Another family's socket is left alone.
+func setV6Only(fd int, network string, family int) error {
+	if family != unix.AF_INET6 {
+		return nil
+	}
+	on := 0
+	if network[len(network)-1] == '6' {
+		on = 1
+	}
+	return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, on)
+}
+
+// dualStack reports whether this system has IPv6 sockets that take IPv4 too (IPV6_V6ONLY off),
+// so that "tcp" and "udp" on a wildcard address listen on [::] for both, as net.Listen does;
+// where it has not (no IPv6), they listen on 0.0.0.0. Probed once, as Go's net package does:
+// a socket bound to ::ffff:127.0.0.1.
+var dualStack = sync.OnceValue(func() bool {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_STREAM|sockFlags, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0) != nil {
+		return false
+	}
+	return unix.Bind(fd, &unix.SockaddrInet6{Addr: [16]byte{10: 0xff, 11: 0xff, 12: 127, 15: 1}}) == nil
+})
 
 // sockaddrToNet converts sa (of a socket of type typ) to a *net.TCPAddr, *net.UDPAddr or
 // *net.UnixAddr; nil for another family.

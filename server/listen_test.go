@@ -11,8 +11,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -94,11 +96,7 @@ func TestListenUnixSocket(t *testing.T) {
 
 // TestListenTCP6: an engine on [::1] serves an IPv6 client.
 func TestListenTCP6(t *testing.T) {
-	if l, err := net.Listen("tcp6", "[::1]:0"); err != nil {
-		t.Skipf("no IPv6 loopback here: %v", err)
-	} else {
-		l.Close()
-	}
+	needIPv6Loopback(t)
 	eachSetup(t, func(t *testing.T, s setup) {
 		r := newRecorder()
 		e := startEngineOn(t, "tcp6", "[::1]:0", r, s.opts()...)
@@ -109,6 +107,32 @@ func TestListenTCP6(t *testing.T) {
 		c.Write([]byte("six\n"))
 		if got := readN(t, c, 4); got != "six\n" {
 			t.Fatalf("reply %q", got)
+		}
+	})
+}
+
+// TestListenWildcardServesIPv4AndIPv6: an engine on ":0" for "tcp" (of two loops, the second
+// joining the first's port) serves an IPv4 and an IPv6 client, as net.Listen's dual-stack
+// socket does; its Addr is then [::]'s, as net.Listen's is.
+func TestListenWildcardServesIPv4AndIPv6(t *testing.T) {
+	needIPv6Loopback(t)
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := startEngineOn(t, "tcp", ":0", newRecorder(), append(s.opts(), WithLoops(2))...)
+		a := e.Addr().(*net.TCPAddr)
+		for _, host := range []string{"127.0.0.1", "::1"} {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(a.Port)), waitFor)
+			if err != nil {
+				t.Fatalf("dial %s: %v", host, err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.SetDeadline(time.Now().Add(waitFor))
+			c.Write([]byte(host + "\n"))
+			if got := readN(t, c, len(host)+1); got != host+"\n" {
+				t.Fatalf("reply to %s: %q", host, got)
+			}
+		}
+		if !a.IP.Equal(net.IPv6unspecified) {
+			t.Fatalf("Addr %v, want [::]:port", a)
 		}
 	})
 }

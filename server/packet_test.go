@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,8 +33,14 @@ func (u *udpEcho) OnPacket(pc *PacketConn, from netip.AddrPort, data []byte) {
 // startPacketEngine serves h on udp 127.0.0.1 (any port) with opts; cleanup ends it.
 func startPacketEngine(t *testing.T, h PacketHandler, opts ...Option) *Engine {
 	t.Helper()
+	return startPacketEngineOn(t, "127.0.0.1:0", h, opts...)
+}
+
+// startPacketEngineOn is startPacketEngine on addr.
+func startPacketEngineOn(t *testing.T, addr string, h PacketHandler, opts ...Option) *Engine {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e, err := ListenPacket(ctx, "udp", "127.0.0.1:0", h, append([]Option{WithLoops(1), WithLogf(t.Logf)}, opts...)...)
+	e, err := ListenPacket(ctx, "udp", addr, h, append([]Option{WithLoops(1), WithLogf(t.Logf)}, opts...)...)
 	if err != nil {
 		cancel()
 		t.Fatalf("ListenPacket: %v", err)
@@ -76,6 +83,30 @@ func TestPacketEchoesWithTheSendersAddress(t *testing.T) {
 			}
 			if got := string(buf[:n]); got != "re:"+msg {
 				t.Fatalf("reply %q, want %q", got, "re:"+msg)
+			}
+		}
+	})
+}
+
+// TestPacketWildcardServesIPv4AndIPv6: an engine on ":0" for "udp" answers an IPv4 and an
+// IPv6 client, as net.ListenPacket's dual-stack socket does.
+func TestPacketWildcardServesIPv4AndIPv6(t *testing.T) {
+	needIPv6Loopback(t)
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := startPacketEngineOn(t, ":0", &udpEcho{}, s.opts()...)
+		port := strconv.Itoa(e.Addr().(*net.UDPAddr).Port)
+		for _, host := range []string{"127.0.0.1", "::1"} {
+			c, err := net.Dial("udp", net.JoinHostPort(host, port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(waitFor))
+			c.Write([]byte(host))
+			buf := make([]byte, 100)
+			n, err := c.Read(buf)
+			if err != nil || string(buf[:n]) != "re:"+host {
+				t.Fatalf("reply to %s: %q, %v", host, buf[:n], err)
 			}
 		}
 	})
