@@ -364,42 +364,18 @@ func TestConnSendsTakeNoLockWhileAForwardWaits(t *testing.T) {
 	})
 }
 
-// pairForwarder joins the connections it accepts two by two (the first waits for the second,
-// not read meanwhile) and forwards each one's whole input to the other at every OnData, as a
-// proxy does, with no OnBackpressure. sndbuf and rcvbuf, when set, are its sockets' buffers.
-// It records the most input a connection held while served (maxIn), and the first connection
+// pairForwarder joins the connections it accepts two by two (pairer) and forwards each one's
+// whole input to the other at every OnData, as a proxy does, with no OnBackpressure. It
+// records the most input a connection held while served (maxIn), and the first connection
 // closed with an error of the engine's (ErrInputTooLarge, a reset).
 type pairForwarder struct {
-	sndbuf, rcvbuf int
-	mu             sync.Mutex
-	wait           *Conn
-	pairs          chan [2]*Conn
-	maxIn          int
-	failed         error
+	pairer
+	maxIn  int
+	failed error
 }
 
-func newPairForwarder() *pairForwarder { return &pairForwarder{pairs: make(chan [2]*Conn, 1)} }
-
-func (p *pairForwarder) OnOpen(c *Conn) {
-	if p.sndbuf > 0 {
-		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, p.sndbuf)
-	}
-	if p.rcvbuf > 0 {
-		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_RCVBUF, p.rcvbuf)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.wait == nil {
-		p.wait = c
-		c.PauseRead()
-		return
-	}
-	a := p.wait
-	p.wait = nil
-	a.SetContext(c)
-	c.SetContext(a)
-	a.ResumeRead()
-	p.pairs <- [2]*Conn{a, c}
+func newPairForwarder() *pairForwarder {
+	return &pairForwarder{pairer: pairer{pairs: make(chan [2]*Conn, 1)}}
 }
 
 func (p *pairForwarder) OnData(c *Conn) {

@@ -25,42 +25,51 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// joiner joins its connections in pairs, in the order they open: each splices its input to the
-// other, passes the peer's half-close on (WithHalfOpen), pauses the other's reading while its
-// output is past the write limit, and closes the other when it closes. The first of a pair waits
-// (PauseRead) for the second.
+// pairer joins its connections in pairs, in the order they open (OnOpen): the first of a pair
+// waits (PauseRead) for the second, then each has the other as its Context and the pair is sent
+// on pairs. sndbuf and rcvbuf, when not 0, are each connection's SO_SNDBUF and SO_RCVBUF.
+type pairer struct {
+	mu             sync.Mutex
+	wait           *Conn
+	pairs          chan [2]*Conn
+	sndbuf, rcvbuf int
+}
+
+func (p *pairer) OnOpen(c *Conn) {
+	if p.sndbuf > 0 {
+		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, p.sndbuf)
+	}
+	if p.rcvbuf > 0 {
+		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_RCVBUF, p.rcvbuf)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wait == nil {
+		p.wait = c
+		c.PauseRead()
+		return
+	}
+	a := p.wait
+	p.wait = nil
+	a.SetContext(c)
+	c.SetContext(a)
+	a.ResumeRead()
+	p.pairs <- [2]*Conn{a, c}
+}
+
+// joiner joins its connections in pairs (pairer): each splices its input to the other, passes
+// the peer's half-close on (WithHalfOpen), pauses the other's reading while its output is past
+// the write limit, and closes the other when it closes.
 type joiner struct {
-	mu      sync.Mutex
-	wait    *Conn
-	pairs   chan [2]*Conn
+	pairer
 	closed  chan *Conn
 	hold    int            // OnData leaves the input until this many bytes are buffered
 	started map[*Conn]bool // OnData has called Splice
 	forward bool           // OnData calls Forward, not Splice
-	sndbuf  int            // OnOpen sets SO_SNDBUF to this, if not 0
 }
 
 func newJoiner() *joiner {
-	return &joiner{pairs: make(chan [2]*Conn, 10), closed: make(chan *Conn, 512), started: map[*Conn]bool{}}
-}
-
-func (j *joiner) OnOpen(c *Conn) {
-	if j.sndbuf > 0 {
-		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, j.sndbuf)
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.wait == nil {
-		j.wait = c
-		c.PauseRead()
-		return
-	}
-	a := j.wait
-	j.wait = nil
-	a.SetContext(c)
-	c.SetContext(a)
-	a.ResumeRead()
-	j.pairs <- [2]*Conn{a, c}
+	return &joiner{pairer: pairer{pairs: make(chan [2]*Conn, 10)}, closed: make(chan *Conn, 512), started: map[*Conn]bool{}}
 }
 
 func (j *joiner) OnData(c *Conn) {
