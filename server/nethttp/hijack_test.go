@@ -72,13 +72,11 @@ func TestServerHijackServesWebSocket(t *testing.T) {
 func TestServerHijackHandsOverBytesReadAlready(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			nc, brw, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
+			nc, brw := hijack(t, w)
+			if nc == nil {
 				return
 			}
 			defer nc.Close()
-			nc.SetReadDeadline(time.Now().Add(waitFor))
 			line, err := brw.ReadString('\n')
 			if err != nil {
 				t.Error(err)
@@ -108,9 +106,8 @@ func TestServerHijackWriteLargerThanTheOutputCapArrives(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		big := strings.Repeat("abcdefghij", 400000)
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			nc, _, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
+			nc, _ := hijack(t, w)
+			if nc == nil {
 				return
 			}
 			defer nc.Close()
@@ -183,13 +180,11 @@ func TestServerHijackHandsOverTheBodyNotRead(t *testing.T) {
 	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.CopyN(io.Discard, r.Body, 100)
-			nc, brw, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
+			nc, brw := hijack(t, w)
+			if nc == nil {
 				return
 			}
 			defer nc.Close()
-			nc.SetReadDeadline(time.Now().Add(waitFor))
 			rest, err := brw.ReadString('!')
 			if err != nil {
 				t.Errorf("reading the hijacked connection: %v (after %d bytes)", err, len(rest))
@@ -224,13 +219,11 @@ func TestServerHijackSeesTheEOFThatCameBefore(t *testing.T) {
 	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
-			nc, brw, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
+			nc, brw := hijack(t, w)
+			if nc == nil {
 				return
 			}
 			defer nc.Close()
-			nc.SetReadDeadline(time.Now().Add(waitFor))
 			rest, err := io.ReadAll(brw)
 			if err != nil {
 				t.Errorf("reading the hijacked connection until EOF: %v (after %q)", err, rest)
@@ -252,4 +245,16 @@ func TestServerHijackSeesTheEOFThatCameBefore(t *testing.T) {
 			t.Fatalf("got %q, %v", got, err)
 		}
 	})
+}
+
+// hijack hijacks w's connection (a handler's) and gives it a read deadline waitFor away. An
+// error is the test's (Error), and nc is then nil.
+func hijack(t *testing.T, w http.ResponseWriter) (nc net.Conn, brw *bufio.ReadWriter) {
+	nc, brw, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	nc.SetReadDeadline(time.Now().Add(waitFor))
+	return nc, brw
 }
