@@ -28,6 +28,12 @@ func echoPeer(t *testing.T, network, addr string) net.Listener {
 	if err != nil {
 		t.Fatalf("listen %s %s: %v", network, addr, err)
 	}
+	return echoOn(t, ln)
+}
+
+// echoOn has each connection ln accepts send back what it gets, until its EOF; cleanup closes
+// ln and the connections, and waits for their goroutines. It returns ln.
+func echoOn(t *testing.T, ln net.Listener) net.Listener {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn

@@ -45,6 +45,16 @@ func tlsServerConfig(t *testing.T) *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{tlsTestCert(t)}}
 }
 
+// echoTLSPeer is echoPeer over crypto/tls's server, with tlsServerConfig.
+func echoTLSPeer(t *testing.T, network, addr string) net.Listener {
+	t.Helper()
+	ln, err := tls.Listen(network, addr, tlsServerConfig(t))
+	if err != nil {
+		t.Fatalf("listen %s %s: %v", network, addr, err)
+	}
+	return echoOn(t, ln)
+}
+
 // tlsClientConfig trusts nothing but the test certificate.
 func tlsClientConfig(t *testing.T) *tls.Config {
 	t.Helper()

@@ -749,21 +749,7 @@ func TestTLSPendingCountsWhatIsSent(t *testing.T) {
 // handshake has ended, with the server's certificate verified against the config's roots.
 func TestTLSDialTalksToTLSServers(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		ln, err := tls.Listen("tcp", "127.0.0.1:0", tlsServerConfig(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			io.Copy(c, c) // a tls.Conn: no splice
-		}()
-		defer func() { ln.Close(); <-done }()
+		ln := echoTLSPeer(t, "tcp", "127.0.0.1:0")
 		srv := tlsEngine(t, s, Echo{})
 		e := startDialEngine(t, s.opts()...)
 		for _, addr := range []string{ln.Addr().String(), srv.Addr().String()} {
@@ -840,21 +826,7 @@ func TestTLSDialUnixNeedsServerName(t *testing.T) {
 // talks TLS to the server there, its certificate verified against that name.
 func TestTLSDialUnixVerifiesTheConfigsServerName(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		ln, err := tls.Listen("unix", filepath.Join(t.TempDir(), "tls.sock"), tlsServerConfig(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			io.Copy(c, c)
-		}()
-		defer func() { ln.Close(); <-done }()
+		ln := echoTLSPeer(t, "unix", filepath.Join(t.TempDir(), "tls.sock"))
 		e := startDialEngine(t, s.opts()...)
 		r := newRecorder()
 		states := make(chan *tls.ConnectionState, 1)
