@@ -364,19 +364,10 @@ func TestConnPostedWriteBeforeCloseIsSent(t *testing.T) {
 				e := startEngine(t, r, s.opts()...)
 				c := dialEngine(t, e)
 				sc := r.next(t)
-				release := make(chan struct{})
-				busy := func() {
-					select {
-					case <-release:
-					case <-time.After(waitFor):
-						t.Error("the loop was not released")
-					}
-				}
+				release := holdLoop(t, sc.Loop())
 				wrote := make(chan error, 1)
-				for _, f := range []func(){busy, func() { _, err := sc.WriteString("posted\n"); wrote <- err }} {
-					if err := sc.Loop().Post(f); err != nil {
-						t.Fatalf("Post: %v", err)
-					}
+				if err := sc.Loop().Post(func() { _, err := sc.WriteString("posted\n"); wrote <- err }); err != nil {
+					t.Fatalf("Post: %v", err)
 				}
 				if _, err := sc.WriteString("written\n"); err != nil {
 					t.Fatalf("Write from another goroutine: %v", err)
@@ -388,7 +379,7 @@ func TestConnPostedWriteBeforeCloseIsSent(t *testing.T) {
 				if err := closeIt(); err != nil {
 					t.Fatalf("%s from another goroutine: %v", name, err)
 				}
-				close(release)
+				release()
 				if got, err := io.ReadAll(c); err != nil || string(got) != "posted\nwritten\n" {
 					t.Errorf("the peer read %q, %v; want \"posted\\nwritten\\n\" then EOF", got, err)
 				}
