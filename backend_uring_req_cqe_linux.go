@@ -219,8 +219,7 @@ func (d *ringReqs) run(n int) bool {
 				cp.Err = nil
 			}
 			r.reqVars = reqVars{}
-			cp.N, rq.free = int(rq.free), r.idx+1 // (nextFree)
-			rq.live--
+			rq.putFree(&r.reqRec)
 		}
 	}
 	ring.CQSetHead(d.next)

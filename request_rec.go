@@ -488,7 +488,12 @@ func (rq *requests) recycle(r *reqRec) {
 		rq.dropRare(r)
 	}
 	r.reqVars = reqVars{}
-	r.c.N, rq.free = int(rq.free), r.idx+1 // (nextFree)
+	rq.putFree(r)
+}
+
+// putFree puts r, free and its fields cleared, at the head of the pool's free list (nextFree).
+func (rq *requests) putFree(r *reqRec) {
+	r.c.N, rq.free = int(rq.free), r.idx+1
 	rq.live--
 }
 
