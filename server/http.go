@@ -123,6 +123,9 @@ func (h *HTTP) serve(in, out []byte, limit int) (int, []byte, bool) {
 	for used < len(in) && len(out) < limit {
 		n, ok := parseRequestFast(in[used:], &req)
 		if !ok {
+			if n < 0 {
+				break // incomplete: parseRequestSlow would find so too
+			}
 			var status string
 			req, n, status = parseRequestSlow(in[used:])
 			if status != "" {
@@ -266,9 +269,10 @@ func parseRequestSlow(b []byte) (req request, n int, status string) {
 // parseRequestFast parses the usual request in one pass over its bytes: no empty line before
 // it, a request line parseRequestLine takes, header fields with a token for name and a value
 // of allowed bytes, the head within MaxHeaderBytes, no Transfer-Encoding, the body complete.
-// It fills req and returns what parseRequestSlow would; ok is false for anything else (an
-// incomplete request, one refused, one it does not take), which parseRequestSlow then parses
-// from the start.
+// It fills req and returns what parseRequestSlow would; ok is false for anything else. Then n
+// is -1 when b is such a request cut short after its request line (parseRequestSlow would find
+// it incomplete too, n == 0), else 0: a request refused, one it does not take, or one cut short
+// in its request line, which parseRequestSlow then parses from the start.
 func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 	h := b[:min(len(b), MaxHeaderBytes)] // a line end past it would be a 431
 	pos, ok := requestLineFast(h, req)
@@ -278,7 +282,7 @@ func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 	var hs headState
 	for {
 		if pos+1 >= len(h) {
-			return 0, false
+			return cutShort(b, pos), false
 		}
 		if h[pos] == '\r' {
 			if h[pos+1] != '\n' {
@@ -291,7 +295,9 @@ func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 		host := len(h)-pos > 4 && h[pos+4] == ':' && le32(h[pos:])|0x20202020 == hostKey
 		if host {
 			pos += 4 // Host, which every HTTP/1.1 request has: its name in one compare (foldEq's rule)
-		} else if pos += tokenEnd(h[pos:]); pos == start || pos >= len(h) || h[pos] != ':' {
+		} else if pos += tokenEnd(h[pos:]); pos >= len(h) {
+			return cutShort(b, pos), false
+		} else if pos == start || h[pos] != ':' {
 			return 0, false
 		}
 		name := h[start:pos]
@@ -301,7 +307,10 @@ func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 		}
 		start = pos
 		pos += valueEnd(h[pos:])
-		if pos+1 >= len(h) || h[pos] != '\r' || h[pos+1] != '\n' {
+		if pos+1 >= len(h) {
+			return cutShort(b, pos), false
+		}
+		if h[pos] != '\r' || h[pos+1] != '\n' {
 			return 0, false
 		}
 		end := pos // the value without its trailing white space (the leading was skipped)
@@ -316,7 +325,21 @@ func parseRequestFast(b []byte, req *request) (n int, ok bool) {
 		}
 	}
 	n, status := hs.end(req, b, pos)
-	return n, n > 0 && status == ""
+	if n == 0 && status == "" {
+		return -1, false // the body is cut short
+	}
+	return n, status == ""
+}
+
+// cutShort is parseRequestFast's n for a request whose head b ends at pos, or at the byte at
+// pos, within a line the fast path takes so far: -1 (incomplete), unless that byte is an LF
+// (a line the general rules refuse) or the head is past MaxHeaderBytes (the 431): then 0, and
+// parseRequestSlow decides.
+func cutShort(b []byte, pos int) int {
+	if len(b) > MaxHeaderBytes || pos < len(b) && b[pos] == '\n' {
+		return 0
+	}
+	return -1
 }
 
 // requestLineFast parses the request line at the start of b as parseRequestLine does, with its

@@ -111,7 +111,9 @@ func httpParse(in string, slow bool) string {
 		n, ok = parseRequestFast([]byte(in), &req)
 	}
 	status := ""
-	if !ok {
+	if !ok && n < 0 {
+		n = 0 // incomplete
+	} else if !ok {
 		req, n, status = parseRequestSlow([]byte(in))
 	}
 	if n == 0 {
