@@ -87,7 +87,7 @@ var httpFastPathCases = []string{
 }
 
 // TestHTTPFastPathAgreesWithTheGeneralParser: on every prefix of requests at the edges of the
-// fast path, the parser (parseRequest) finds what its general rules (parseRequestSlow) find:
+// fast path, the parser as serve runs it (parseRequestFast, then parseRequestSlow) finds what its general rules (parseRequestSlow) find:
 // the same request, length and refusal.
 func TestHTTPFastPathAgreesWithTheGeneralParser(t *testing.T) {
 	for _, in := range httpFastPathCases {
