@@ -352,7 +352,7 @@ func (h *conn) state(st http.ConnState) {
 func (s *Server) OnData(c *server.Conn) {
 	h := c.Context().(*conn)
 	if h.halfOpen && !h.eof {
-		h.eof = any(c).(halfOpener).EOF()
+		h.eof = c.EOF()
 	}
 	switch {
 	case h.hj != nil:
@@ -1196,19 +1196,20 @@ func (h *conn) handBack() {
 // body's first read; another expectation gets 417 and no handler (false).
 func (x *exchange) expect() bool {
 	req, w := x.req, x.w
-	if hasToken(headerGet(req.Header, "Expect"), "100-continue") {
+	e := headerGet(req.Header, "Expect")
+	if e == "" {
+		return true
+	}
+	if hasToken(e, "100-continue") {
 		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
 			req.Body = &expectContinueReader{readCloser: req.Body, resp: w}
 			w.canWriteContinue.Store(true)
 		}
 		return true
 	}
-	if headerGet(req.Header, "Expect") != "" {
-		w.Header().Set("Connection", "close")
-		w.WriteHeader(http.StatusExpectationFailed)
-		return false
-	}
-	return true
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(http.StatusExpectationFailed)
+	return false
 }
 
 // done takes the connection back after a response (on the loop): the next request, or the
