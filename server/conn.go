@@ -860,13 +860,8 @@ func (c *Conn) startShut() {
 // always, once at least: that call is how its handler learns of it. False from another
 // goroutine.
 func (c *Conn) EOF() bool {
-	if !c.l.ev.Owned() {
-		return false
-	}
-	if v := &c.l.view; c.inData && v.c == c && v.part {
-		return false // more input waits behind the piece given (serveLeft)
-	}
-	return c.eof
+	l := c.l
+	return l.ev.Owned() && c.eof && !(c.inData && l.view.c == c && l.view.part) // (a piece: more input waits behind it, serveLeft)
 }
 
 // SetHalfOpen sets whether the peer's EOF ends the connection once its output is sent (false,
@@ -1141,6 +1136,11 @@ const leftPiece = RecvLargeBufferSize
 // deliver hands bytes received (data, valid until it returns) to OnData, after the input left
 // over; input is dropped once the connection is closing.
 func (c *Conn) deliver(data []byte) {
+	if c.servesNow() {
+		c.gotInput()
+		c.serve(data) // arrived's usual case, without its call
+		return
+	}
 	if c.closing || c.lingering || c.closed {
 		if !c.lingering && !c.closed && c.tlsHandshaking() {
 			c.tlsOf().recv(data) // the handshake a Close waits for (tlsConn.seal)
@@ -1156,11 +1156,15 @@ func (c *Conn) deliver(data []byte) {
 		t.recv(data) // ciphertext: its plaintext comes back through tlsPlain
 		return
 	}
-	if len(c.inBytes()) == 0 && !c.paused && !c.held {
-		c.serve(data) // arrived's usual case, without its call
-		return
-	}
 	c.arrived(data)
+}
+
+// servesNow reports whether bytes received go to OnData at once, as they are (deliver's usual
+// case): the connection is open and not lingering, has no input left, is neither paused nor
+// held, and neither splices its input nor is TLS.
+func (c *Conn) servesNow() bool {
+	return !c.closing && !c.lingering && !c.closed && len(c.inBytes()) == 0 && !c.paused && !c.held &&
+		(c.rare == nil || c.rare.splOut == nil && c.rare.tls == nil)
 }
 
 // arrived is what deliver and tlsPlain do with the bytes (plaintext) that arrived: served at
@@ -1230,15 +1234,15 @@ func (c *Conn) serve(data []byte) {
 	} else {
 		off = c.serveInside(data)
 	}
-	rest := data[off:]
-	consumed := off > 0
-	switch {
-	case len(rest) == 0:
+	if off == len(data) {
 		c.dropInput()
 		c.reqStart = 0
 		c.chargeInput()
 		return
-	case len(rest) > MaxInput && !c.closing && !c.closed:
+	}
+	rest := data[off:]
+	consumed := off > 0
+	if len(rest) > MaxInput && !c.closing && !c.closed {
 		c.dropInput()
 		l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(rest))
 		c.abort(ErrInputTooLarge)
@@ -1290,6 +1294,13 @@ func (c *Conn) sentSome() {
 	if c.outputWork() {
 		c.outputChanged()
 	}
+}
+
+// sentWork reports whether sentSome may have work to do: a forwarder to wake, a pause or an
+// OnData that stopped for the output to end, or what outputWork says. (Inlined: the send's
+// completion calls sentSome only then.)
+func (c *Conn) sentWork() bool {
+	return c.asked.Load()&fwdWatched != 0 || c.paused || c.drainWait || c.outputWork()
 }
 
 // maybeResume ends backpressure once the output has drained to half the write limit: reading

@@ -255,7 +255,12 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	case x.Err == nil && x.N > 0:
 		lend := &c.l.lend
 		lend.x = x // a Forward may lend its buffer (lendTo)
-		c.deliver(x.Buf)
+		if c.servesNow() {
+			c.gotInput()
+			c.serve(x.Buf) // deliver's usual case, without its call
+		} else {
+			c.deliver(x.Buf)
+		}
 		if lend.x != nil {
 			x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
 		}
@@ -295,10 +300,11 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 		past = c.outN.Add(-n)+n > int64(c.l.limit) // wrote(-c.outLen), by hand (hot path)
 		c.l.charge(-int(c.outLen))
 	}
-	if c.lentBid == 0 {
+	if bid := int(c.lentBid) - 1; bid < 0 {
 		c.l.bufs.put(x.Buf) // the kernel is done with it
 	} else {
-		c.l.lend.back(c)
+		c.lentBid = 0
+		c.l.lend.back(bid) // the group's buffer goes back
 	}
 	c.outLen = 0
 	if x.Err != nil {
@@ -317,7 +323,9 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 				return // its handler closed it
 			}
 		}
-		c.sentSome()
+		if c.sentWork() {
+			c.sentSome()
+		}
 	}
 }
 

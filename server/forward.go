@@ -61,7 +61,7 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	}
 	var err error
 	if dst.l == c.l && !dst.gone() && dst.fits(n) {
-		if c.l.lend.x == nil || !dst.lendTo(b) {
+		if x := c.l.lend.x; x == nil || !dst.lendTo(x, b) {
 			dst.write(b) // forwarded's common case, inline
 		}
 		if x := dst.rare; x == nil || !x.fwdDst {

@@ -35,34 +35,31 @@ func (ld *lender) start(d *connReqs) {
 	}
 }
 
-// back is the end of c's lent send: its buffer goes back to the group.
-func (ld *lender) back(c *Conn) {
-	bid := int(c.lentBid) - 1
-	c.lentBid = 0
+// back is the end of a lent send from group buffer bid: the buffer goes back to the group.
+func (ld *lender) back(bid int) {
 	if ld.refs[bid]--; ld.refs[bid] == 0 {
 		ld.held--
 	}
 	ld.g.Release(bid)
 }
 
-// lendTo sends b, the whole of the bytes of the recv completion being delivered, to c at once
-// from the group buffer that holds them, in place of the copy into c's output that the turn's
-// end would send (Forward, on c's loop). It reports false, and does nothing, unless that send
-// would have been the turn's whole send for c and the turn's end had nothing else to do for it:
-// c has no output and no send in flight, is not closing nor half-closed either way, is not
-// paused, holds nothing written from another goroutine, is not TLS nor spliced into, and b is
-// within the write limit; and unless the lender may lend one more buffer (max).
-func (c *Conn) lendTo(b []byte) bool {
+// lendTo sends b, the whole of the bytes of x, the recv completion being delivered (lender.x),
+// to c at once from the group buffer that holds them, in place of the copy into c's output
+// that the turn's end would send (Forward, on c's loop, to a c that is not gone: so c is not
+// closing, closed nor half-closed by CloseWrite). It reports false, and does nothing, unless
+// that send would have been the turn's whole send for c and the turn's end had nothing else to
+// do for it: c has no output and no send in flight, its peer has not shut down its side, it is
+// not paused, holds nothing written from another goroutine, is not TLS nor spliced into, and b
+// is within the write limit; and unless the lender may lend one more buffer (max).
+func (c *Conn) lendTo(x *ringev.Completion, b []byte) bool {
 	l := c.l
-	ld := &l.lend
-	x := ld.x
-	if x == nil || ld.g == nil || x.BufferID() < 0 || unsafe.SliceData(b) != unsafe.SliceData(x.Buf) || len(b) != len(x.Buf) ||
-		c.outLen > 0 || len(c.pend) > 0 || len(b) > l.limit ||
-		c.closing || c.closed || c.eof || c.paused || c.shut != 0 || c.asyncAt.Load() != 0 ||
+	bid := x.BufferID()
+	if bid < 0 || unsafe.SliceData(b) != unsafe.SliceData(x.Buf) || len(b) != len(x.Buf) ||
+		c.outLen > 0 || len(c.pend) > 0 || len(b) > l.limit || c.eof || c.paused || c.asyncAt.Load() != 0 ||
 		c.rare != nil && (c.rare.splIn != nil || c.rare.tls != nil) {
 		return false
 	}
-	bid := x.BufferID()
+	ld := &l.lend
 	if ld.refs[bid] == 0 {
 		if ld.held >= ld.max {
 			return false
