@@ -21,20 +21,20 @@ import (
 	"github.com/ringev/ringev/server"
 )
 
-// side is the Handler of both sides of a proxied connection: each Conn's context is the Conn
-// on the other side, once both are there (the upstream's is its client from the start).
-type side struct{}
-
-// proxy is the clients' Handler: a side that dials the upstream when a client opens (the
-// upstream's side is a bare side: no OnOpen).
+// proxy is the Handler of both sides of a proxied connection (one type for both, so that
+// OnData is called without a promoted method's wrapper): each Conn's context is the Conn on the
+// other side, once both are there (the upstream's is its client from the start).
 type proxy struct {
-	side
 	upstream string
 }
 
 // OnOpen dials the upstream for a client. Conn.Dial reads the client only once the dial has
-// ended, and ends the dial if the client leaves first (a reset) or WithDialTimeout passes.
+// ended, and ends the dial if the client leaves first (a reset) or WithDialTimeout passes. An
+// upstream's OnOpen does nothing: Conn.Dial made its context its client already.
 func (p *proxy) OnOpen(c *server.Conn) {
+	if c.Context() != nil {
+		return // an upstream
+	}
 	done := func(u *server.Conn, err error) {
 		if err != nil {
 			log.Printf("upstream: %v", err) // names the address
@@ -43,13 +43,13 @@ func (p *proxy) OnOpen(c *server.Conn) {
 		}
 		c.SetContext(u) // u's is c: Conn.Dial's
 	}
-	if err := c.Dial(context.Background(), "tcp", p.upstream, side{}, done); err != nil {
+	if err := c.Dial(context.Background(), "tcp", p.upstream, p, done); err != nil {
 		done(nil, err)
 	}
 }
 
 // OnData passes what arrived to the other side, and then the peer's half-close.
-func (side) OnData(c *server.Conn) {
+func (*proxy) OnData(c *server.Conn) {
 	// Splice: through the kernel where it can (uring), else Forward (copies). Half-open
 	// (WithHalfOpen): the peer's EOF ends its input alone.
 	other := c.Context().(*server.Conn)
@@ -63,7 +63,7 @@ func (side) OnData(c *server.Conn) {
 // is cut short: the other side is aborted, so that its peer gets a reset rather than an EOF
 // that would make a cut stream look whole. A client that left before its upstream was there
 // has no other side (its dial ended with it).
-func (side) OnClose(c *server.Conn, err error) {
+func (*proxy) OnClose(c *server.Conn, err error) {
 	other, ok := c.Context().(*server.Conn)
 	switch {
 	case !ok:
