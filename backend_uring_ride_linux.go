@@ -25,7 +25,7 @@ func (b *uringBackend) rideShared() *rideState {
 // kernel issues the SQEs in order and completes both at once. An I/O the kernel still did not
 // finish is waited for in the kernel, with the runtime's syscall bookkeeping, until its CQE. A
 // full SQ gives -EOPNOTSUPP (read(2) or write(2) then).
-func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
+func (b *uringBackend) ride(trap uintptr, fd int, p []byte) (int32, error) {
 	r := b.entering() // its enter submits the requests prepared before this I/O too
 	s := r.GetSQE()
 	if s == nil {
@@ -37,7 +37,7 @@ func (b *uringBackend) ride(op Op, fd int, p []byte) (int32, error) {
 	b.ioTag++
 	tag := b.ioTag
 	opcode := uring.OpRead
-	if op == OpWrite {
+	if trap == unix.SYS_WRITE {
 		opcode = uring.OpWrite
 	}
 	*s = uring.SQE{Opcode: opcode, Fd: int32(fd), Off: ^uint64(0), Addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))),

@@ -55,7 +55,7 @@ func (l *Loop) ReadNonblocking(fd int, p []byte) (int, error) {
 	var n int
 	var err error
 	if l.owned() && l.mayRide() { // owned first: other goroutines must not read ride, which Close clears
-		n, err = l.rideIO(OpRead, unix.SYS_READ, fd, p)
+		n, err = l.rideIO(unix.SYS_READ, fd, p)
 	} else {
 		n, err = rawIO(unix.SYS_READ, fd, p)
 	}
@@ -75,7 +75,7 @@ func (l *Loop) WriteNonblocking(fd int, p []byte) (int, error) {
 	var n int
 	var err error
 	if l.owned() && l.mayRide() { // owned first: other goroutines must not read ride, which Close clears
-		n, err = l.rideIO(OpWrite, unix.SYS_WRITE, fd, p)
+		n, err = l.rideIO(unix.SYS_WRITE, fd, p)
 	} else {
 		n, err = rawIO(unix.SYS_WRITE, fd, p)
 	}

@@ -158,8 +158,6 @@ var loopUsesLeft = map[string]bool{
 	"backend_uring_ride_linux.go backend_uring_req_cqe_linux.go method uringBackend.cqRead":   true,
 	"backend_uring_ride_linux.go backend_uring_req_cqe_linux.go method uringBackend.cqUnread": true,
 	"backend_uring_ride_linux.go backend_uring_req_linux.go const reqTag":                     true,
-	"backend_uring_ride_linux.go request.go const OpWrite":                                    true,
-	"backend_uring_ride_linux.go request.go type Op":                                          true,
 	"crossloop_uring_linux.go request.go const OpSQE":                                         true,
 	"crossloop_uring_linux.go request.go field Completion.Err":                                true,
 	"crossloop_uring_linux.go request.go field Completion.Token":                              true,
@@ -183,8 +181,6 @@ var loopUsesLeft = map[string]bool{
 	"fd.go request_rec.go method Loop.newReq":                                                 true,
 	"fd.go request_rec.go method reqFd.is":                                                    true,
 	"fd.go request_regfile.go method Loop.unfixBeforeClose":                                   true,
-	"io.go request.go const OpRead":                                                           true,
-	"io.go request.go const OpWrite":                                                          true,
 	"loop.go backend_uring_req_linux.go type ringReqs":                                        true,
 	"loop.go request_dispatch.go method requests.pending":                                     true,
 	"loop.go request_dispatch.go method requests.shutdown":                                    true,
@@ -192,7 +188,6 @@ var loopUsesLeft = map[string]bool{
 	"loop.go request_rec.go type requests":                                                    true,
 	"once.go backend_uring_req_linux.go field ringReqs.turnErr":                               true,
 	"once.go backend_uring_req_turn_linux.go method ringReqs.turn":                            true,
-	"once.go request.go type Op":                                                              true,
 	"once.go request_dispatch.go const reqBatch":                                              true,
 	"once.go request_dispatch.go const turnNone":                                              true,
 	"once.go request_dispatch.go const turnRan":                                               true,
@@ -211,7 +206,6 @@ var loopUsesLeft = map[string]bool{
 	"once.go request_rec.go field requests.seenWait":                                          true,
 	"once.go request_rec.go field requests.turn":                                              true,
 	"ownfd.go request_rec.go field requests.ownSeq":                                           true,
-	"ride.go request.go type Op":                                                              true,
 }
 
 // TestLayeringLoopFilesUseNoRequestCode fails when a loop file (any file of the package that is

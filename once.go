@@ -623,7 +623,7 @@ func (l *Loop) dropAllNews() {
 	l.newsDrop = l.newsDrop[:0]
 }
 
-// rideIO is Loop.ReadNonblocking (op OpRead, trap SYS_READ) or WriteNonblocking on a backend
+// rideIO is Loop.ReadNonblocking (trap SYS_READ) or WriteNonblocking (SYS_WRITE) on a backend
 // that can carry the I/O with its next look at the fds (rider: uring). When the handler has used
 // up the readiness the loop had (cacheLeft), so that the next Once would have to look at the
 // fds (the caller checked mayRide: the loop's handler I/O takes the ring path, WithIOPath("ring"),
@@ -637,7 +637,7 @@ func (l *Loop) dropAllNews() {
 // completed (the first wait makes one; kernels before 6.15 have none). When the backend cannot
 // ask without waiting (EOPNOTSUPP) read(2) or write(2) gives the answer. p is the kernel's
 // until the backend's ride returns.
-func (l *Loop) rideIO(op Op, trap uintptr, fd int, p []byte) (int, error) {
+func (l *Loop) rideIO(trap uintptr, fd int, p []byte) (int, error) {
 	b := l.ride
 	if l.cacheLeft > 0 || l.news && l.newsFull || b.inflight || l.fresh || !b.worked || b.fallback ||
 		len(p) == 0 || len(p) > maxRideLen || !l.watched(fd) {
@@ -656,7 +656,7 @@ func (l *Loop) rideIO(op Op, trap uintptr, fd int, p []byte) (int, error) {
 	if l.news {
 		l.dropAllNews() // an earlier handler I/O's look is older than this one
 	}
-	res, err := l.rider.ride(op, fd, p)
+	res, err := l.rider.ride(trap, fd, p)
 	l.lookInFlight = b.inflight
 	if b.found > 0 {
 		l.takeLook(b)

@@ -112,14 +112,15 @@ type rideState struct {
 type rider interface {
 	// rideShared returns the backend's rideState, which lives as long as the backend.
 	rideShared() *rideState
-	// ride makes op (OpRead or OpWrite) of p on fd at the file position, without waiting for
-	// data or room, followed by the backend's look at its fds, in one system call that does not
-	// wait, and waits (with the runtime's syscall bookkeeping) only for an I/O the kernel did not
-	// finish at once. res is the I/O's result as a CQE's: bytes, or -errno (-EOPNOTSUPP: the
-	// backend could not ask without waiting; read(2) or write(2) answers). What the look found
-	// is in rideState.found and events. err wraps a failed enter's errno; p may then stay the
+	// ride makes the read or write of p on fd (trap: unix.SYS_READ or unix.SYS_WRITE, the
+	// syscall it stands for) at the file position, without waiting for data or room, followed
+	// by the backend's look at its fds, in one system call that does not wait, and waits
+	// (with the runtime's syscall bookkeeping) only for an I/O the kernel did not finish at
+	// once. res is the I/O's result as a CQE's: bytes, or -errno (-EOPNOTSUPP: the backend
+	// could not ask without waiting; read(2) or write(2) answers). What the look found is in
+	// rideState.found and events. err wraps a failed enter's errno; p may then stay the
 	// kernel's until the backend closes.
-	ride(op Op, fd int, p []byte) (res int32, err error)
+	ride(trap uintptr, fd int, p []byte) (res int32, err error)
 }
 
 // setupIOPath applies WithIOPath(path) to the rider rd of a new loop ("": no option).
