@@ -10,6 +10,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// CloseFd closes fd through the loop: it cancels every request on fd
+// (IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_FD|IORING_ASYNC_CANCEL_ALL, Linux 5.19, on
+// uring), disarms the fd events that watch it, and closes it with close(2) once the last of
+// those requests has completed (their callbacks get ECANCELED, or their result if it won; a
+// Loop.Close meanwhile cancels them and closes the fd, without the callbacks), so
+// that the kernel holds no reference and a socket's peer sees EOF at once; a later file that
+// takes the fd number never gets an old request's completion. The fd events that watch fd
+// stay open, disarmed (flags 0), and lose their auto-close: closing them later, or the loop,
+// does not close the number again (by then another file's). A multishot request on fd ends
+// with it. N is 0, or Err is close(2)'s error. Requests for fd made while the close waits for
+// fd's requests in the kernel fail with ErrFdClosing. When none is there (always on the
+// emulation: epoll, poll, uring-poll), fd is closed within CloseFd, before its callback runs:
+// from then on the number may be another file's, and a request for it is that file's (or fails
+// with EBADF), so make none for the old one.
+//
+// The fd events' part is the loop's (disarmForClose, fd.go); the requests' part is the request
+// side's (closeFdStart, closeFdEnd), which never calls back into the fd events.
+func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
+	r, err := l.newReq(OpClose, fd, nil, false, cb, token)
+	if err != nil {
+		return Request{}, err
+	}
+	l.req.closeFdStart(r, fd)
+	l.disarmForClose(fd)
+	return l.req.closeFdEnd(r, fd), nil
+}
+
 // closeNow closes fd, whose CloseFd waits for it (reqFd.closing), now that no request on it is left.
 func (rq *requests) closeNow(fd int32) {
 	c := rq.closeRec(fd)
