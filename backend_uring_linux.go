@@ -31,7 +31,7 @@ type uringBackend struct {
 	ioBuf        []byte            // the buffer of the last ride's I/O SQE (on the heap, alive)
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
-	reqs         *ringReqs         // the requests' driver (backend_uring_req_linux.go), once one was made
+	reqs         ringUser          // the requests' driver, once a request was made
 	// lookSkip: waits left before a wait with requests in the kernel looks first without
 	// blocking again (look); lookMiss: the skip after the last look that found nothing.
 	lookSkip, lookMiss int
@@ -121,6 +121,48 @@ func CheckBatchWait() error {
 // of the rides (Loop.ReadNonblocking and WriteNonblocking) count up from it (uringBackend.ioTag).
 const uringEpollTag = 1
 
+// reqTag is bit 63 of a user_data: the SQE is a request's, and its CQE goes to the requests'
+// driver (ringUser); the backend's own tags (uringEpollTag, the rides', uringWakeTag) stay
+// below it.
+const reqTag uint64 = 1 << 63
+
+// probeHides, set only by tests (export_test.go, before they make a loop), makes the probes of
+// the kernel's opcodes (the requests' check, PostTo's MSG_RING) take the opcodes it reports as
+// missing: a kernel without a feature, on any kernel. A uring loop takes it when it is made
+// (uringBackend.hides) and keeps it for its life.
+var probeHides func(code uint8) bool
+
+// ringUser is the requests' driver as the backend sees it (ringReqs, backend_uring_req_linux.go):
+// the other user of the ring, whose SQEs go to the kernel with the backend's enters and whose
+// CQEs (user_data with reqTag) come back among the backend's. The backend calls it, and no other
+// code of the requests layer; the driver sets uringBackend.reqs when the loop's first request is
+// made.
+type ringUser interface {
+	// needWait reports whether the wait must enter the ring: SQEs to prepare or submit, or
+	// CQEs to come.
+	needWait() bool
+	// flush prepares in the SQ the SQEs that wait to be, before an enter.
+	flush() error
+	// submitted is told of each enter that may submit the SQ (entering).
+	submitted()
+	// inKernel reports whether some of the driver's SQEs are in the kernel without their last
+	// CQE: a batching wait has completions to wait for.
+	inKernel() bool
+	// owed reports whether the core must come back before a blocking wait: completions wait for
+	// their callbacks, or requests for their SQEs.
+	owed() bool
+	// cqes reads the CQEs that came since the last read (reap): the requests' go to the driver;
+	// got and res are the EPOLL_WAIT's CQE's, if it came. It moves the CQ's head.
+	cqes(ring *uring.Ring) (got bool, res int32)
+	// readCQE reads the request's CQE c at position p, as cqes reads each (the ride's loop).
+	readCQE(c *uring.CQE, p uint32)
+	// unread is the position of the first CQE not read yet.
+	unread() uint32
+	// read marks the CQEs before position tail read, and moves the CQ's head when the driver
+	// holds none of them.
+	read(ring *uring.Ring, tail uint32)
+}
+
 // uringForceFallback makes new uring backends use the pre-6.15 fallback (POLL_ADD on the epoll
 // fd, then epoll_wait) even where IORING_OP_EPOLL_WAIT exists; tests and benchmarks set it.
 var uringForceFallback bool
@@ -160,10 +202,8 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	if reqs {
 		// Requests queued or in the kernel: their SQEs go with this enter, and their CQEs
 		// come back only through the ring (with DEFER_TASKRUN, only when we enter it).
-		if d := b.reqs; len(d.queue) > 0 || len(d.cmds) > 0 {
-			if err := d.flush(); err != nil {
-				return buf, err
-			}
+		if err := b.reqs.flush(); err != nil {
+			return buf, err
 		}
 		if timeout == 0 {
 			if _, err := b.entering().Submit(); err != nil {
@@ -228,7 +268,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	}
 	b.blocking++
 	var err error
-	if b.batchWait > 0 && b.reqs != nil && b.reqs.inflight > 0 && b.batchSkip == 0 {
+	if b.batchWait > 0 && b.reqs != nil && b.reqs.inKernel() && b.batchSkip == 0 {
 		// WithBatchWait: wait for batchN completions, for at most batchWait past which the
 		// first one ends the wait; never past the next timer (timeout).
 		mw := b.batchWait
@@ -254,7 +294,7 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			}
 		}
 	} else {
-		if b.batchSkip > 0 && b.reqs != nil && b.reqs.inflight > 0 {
+		if b.batchSkip > 0 && b.reqs != nil && b.reqs.inKernel() {
 			b.batchSkip--
 		}
 		_, err = b.entering().SubmitAndWaitTimeout(1, time.Duration(timeout))
@@ -299,7 +339,7 @@ func (b *uringBackend) look(buf []readyFd) (_ []readyFd, found, retry bool, _ er
 	// the SQ yet, and an EPOLL_WAIT that completed (with nothing, or ECANCELED) is not in
 	// flight. Either goes back to the core, whose next wait flushes and re-arms.
 	// A wake-up from another loop's PostTo ends the wait: it comes once, not level-triggered.
-	if found = len(buf) > n || b.woke || b.reqs.rq.pending() || b.reqs.queued() || !b.inflight; found {
+	if found = len(buf) > n || b.woke || b.reqs.owed() || !b.inflight; found {
 		b.lookMiss = 0
 	}
 	return buf, found, false, nil

@@ -57,25 +57,6 @@ func (d *ringReqs) readCQE(c *uring.CQE, p uint32) {
 	d.cqe(c)
 }
 
-// cqUnread returns the positions of the CQEs that came since the last read: from (the CQ's head
-// when no request was made yet, which holds none) to tail.
-func (b *uringBackend) cqUnread() (from, tail uint32) {
-	if b.reqs != nil {
-		return b.reqs.seen, b.ring.CQTail()
-	}
-	return b.ring.CQHead(), b.ring.CQTail()
-}
-
-// cqRead marks the CQEs before position tail read (ringReqs.read), or gives them all back when
-// no request was made yet.
-func (b *uringBackend) cqRead(tail uint32) {
-	if b.reqs != nil {
-		b.reqs.read(b.ring, tail)
-		return
-	}
-	b.ring.CQSetHead(tail)
-}
-
 // read marks the CQEs before position tail read (see cqes): the completions the core queues
 // from now on are learned after them (requests.pos), and the CQ's head moves to tail when no
 // CQE is held.
@@ -331,3 +312,6 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 		d.rq.opDone(&r.reqRec, res, flags)
 	}
 }
+
+// unread is ringUser's: the position of the first CQE not read yet (seen).
+func (d *ringReqs) unread() uint32 { return d.seen }

@@ -26,11 +26,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A request's user_data: reqTag (bit 63; the backend's own tags, uringEpollTag and the ride
-// tags of once.go, stay below it), the kind (bits 61-62), the record's generation (bits 32-60)
-// and its index (bits 0-31).
+// A request's user_data: reqTag (bit 63, backend_uring_linux.go), the kind (bits 61-62), the
+// record's generation (bits 32-60) and its index (bits 0-31).
 const (
-	reqTag       uint64 = 1 << 63
 	reqKindOp    uint64 = 0 << 61 // the SQE of a one-shot request (one CQE, always its last)
 	reqKindLink  uint64 = 1 << 61 // its IORING_OP_LINK_TIMEOUT
 	reqKindCmd   uint64 = 2 << 61 // an IORING_OP_ASYNC_CANCEL the driver made (no record)
@@ -204,11 +202,6 @@ func (d *ringReqs) check(op Op) error {
 	return nil
 }
 
-// probeHides, set only by tests (export_test.go, before they make a loop), makes check take
-// the opcodes it reports as missing from the kernel: a kernel without a feature, on any kernel.
-// A uring loop takes it when it is made (uringBackend.hides) and keeps it for its life.
-var probeHides func(code uint8) bool
-
 // missingReqFeature returns an error naming what op needs (wrapping unix.EOPNOTSUPP) when
 // supported, an opcode probe, lacks op's opcode or its witness; else nil.
 func missingReqFeature(op Op, supported func(uint8) bool) error {
@@ -220,6 +213,13 @@ func missingReqFeature(op Op, supported func(uint8) bool) error {
 }
 
 func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 || d.inflight > 0 }
+
+// inKernel is ringUser's: SQEs in the kernel whose last CQE has not arrived.
+func (d *ringReqs) inKernel() bool { return d.inflight > 0 }
+
+// owed is ringUser's: completions wait for their callbacks (requests.pending), or records or
+// cancels for their SQEs, prepared or not (queued).
+func (d *ringReqs) owed() bool { return d.rq.pending() || d.queued() }
 
 // queued reports whether records or cancels wait to be prepared as SQEs (flush).
 func (d *ringReqs) queued() bool {

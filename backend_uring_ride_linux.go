@@ -72,7 +72,7 @@ func (b *uringBackend) ride(trap uintptr, fd int, p []byte) (int32, error) {
 				b.found = max(c.Res, 0)
 			default:
 				if c.UserData&reqTag != 0 {
-					b.reqs.readCQE(c, p) // a request's (backend_uring_req_cqe_linux.go)
+					b.reqs.readCQE(c, p) // a request's
 				}
 			}
 		}
@@ -85,4 +85,23 @@ func (b *uringBackend) ride(trap uintptr, fd int, p []byte) (int32, error) {
 			return 0, err
 		}
 	}
+}
+
+// cqUnread returns the positions of the CQEs that came since the last read: from (the CQ's head
+// when no request was made yet, which holds none) to tail.
+func (b *uringBackend) cqUnread() (from, tail uint32) {
+	if b.reqs != nil {
+		return b.reqs.unread(), b.ring.CQTail()
+	}
+	return b.ring.CQHead(), b.ring.CQTail()
+}
+
+// cqRead marks the CQEs before position tail read (ringUser.read), or gives them all back when
+// no request was made yet.
+func (b *uringBackend) cqRead(tail uint32) {
+	if b.reqs != nil {
+		b.reqs.read(b.ring, tail)
+		return
+	}
+	b.ring.CQSetHead(tail)
 }
