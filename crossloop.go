@@ -40,11 +40,16 @@ func (l *Loop) PostTo(dst *Loop, f func()) error {
 	dst.postQ = append(dst.postQ, f)
 	dst.posted.Store(true)
 	// As in wake: only the poster that sees dst sleeping wakes it.
-	if dst.sleeping.CompareAndSwap(true, false) && !l.msgWake(dst) {
+	if dst.sleeping.CompareAndSwap(true, false) && (ringWake == nil || !ringWake(l, dst)) {
 		writeWake(dst.wakeFd)
 	}
 	return nil
 }
+
+// ringWake, when set, wakes dst (which PostTo found sleeping, under dst.postMu) through l's
+// ring and reports true, or reports false when it cannot: the requests layer sets it where the
+// uring backend has such a wake-up (backend_uring_req_msg_linux.go); nil elsewhere.
+var ringWake func(l, dst *Loop) bool
 
 // writeWake adds one to a loop's wake-up eventfd, which its wait watches.
 func writeWake(fd int) {

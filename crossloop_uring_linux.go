@@ -9,7 +9,8 @@ import (
 // CQE only ends the receiver's wait (the posted function is already in its queue); the
 // receiver's backend notes it (uringBackend.woke) so that a look made just before blocking
 // cannot swallow it. The SQE's own CQE comes back to the sender as a request: on an error the
-// sender writes the receiver's eventfd instead.
+// sender writes the receiver's eventfd instead. The SQE is a request (SubmitSQE's kind), so
+// the requests layer makes it (backend_uring_req_msg_linux.go, which sets ringWake).
 //
 // The receiver's ring fd is read under its postMu while it is open, but the SQE reaches the
 // kernel at the sender's next enter: if the receiver has closed by then, the kernel answers
@@ -26,42 +27,7 @@ const uringWakeTag uint64 = 1 << 62
 type msgState struct {
 	ok   int8    // 0: not probed yet; 1: MSG_RING is there; -1: it is not
 	dsts []*Loop // the loops this one woke through its ring (token: index)
-	cb   Callback
-	got  uint64 // wake-up CQEs this loop received (tests read it)
-}
-
-// msgWake wakes dst (which PostTo found sleeping, under dst.postMu) with a MSG_RING SQE in l's
-// ring; false when it cannot (a backend other than uring on either side, no MSG_RING).
-func (l *Loop) msgWake(dst *Loop) bool {
-	b, ok := l.be.(*uringBackend)
-	if !ok {
-		return false
-	}
-	d, ok := dst.be.(*uringBackend)
-	if !ok || !b.msgRing() {
-		return false
-	}
-	m := &b.msg
-	tok := -1
-	for i, x := range m.dsts {
-		if x == dst {
-			tok = i
-			break
-		}
-	}
-	if tok < 0 {
-		tok = len(m.dsts)
-		m.dsts = append(m.dsts, dst)
-	}
-	if m.cb == nil {
-		m.cb = l.msgDone
-	}
-	rq := l.reqs()
-	r := rq.take(OpSQE, 0, nil, m.cb, uint64(tok))
-	r.noFd = true
-	r.rareOf().drv.sqe.PrepMsgRing(d.ring.Fd(), 0, uringWakeTag, 0, 0)
-	rq.submit(r)
-	return true
+	got  uint64  // wake-up CQEs this loop received (tests read it)
 }
 
 // msgRing reports whether the ring's kernel has IORING_OP_MSG_RING, probed once.
@@ -73,22 +39,4 @@ func (b *uringBackend) msgRing() bool {
 		}
 	}
 	return b.msg.ok > 0
-}
-
-// msgDone is the completion of a MSG_RING wake-up: on an error, the receiver (still open) is
-// woken through its eventfd.
-func (l *Loop) msgDone(c *Completion) {
-	if c.Err == nil {
-		return
-	}
-	m := &l.be.(*uringBackend).msg
-	if int(c.Token) >= len(m.dsts) {
-		return
-	}
-	dst := m.dsts[c.Token]
-	dst.postMu.Lock()
-	if !dst.closed {
-		writeWake(dst.wakeFd)
-	}
-	dst.postMu.Unlock()
 }
