@@ -117,7 +117,6 @@ type ringReqs struct {
 	// first attempt instead of making one that finds nothing and then waiting. Set by the
 	// check of OpRecv.
 	pollFirst bool
-	turnErr   error // the error of the last turn that ended turnReaped (Once takes it)
 }
 
 type queuedReq struct {
@@ -146,7 +145,7 @@ func newRingReqs(l *Loop, rq *requests) reqDriver {
 		d.seen = d.next
 	}
 	b.reqs = d
-	l.rt = d
+	l.rt, l.turner = d, d
 	return d
 }
 

@@ -117,7 +117,7 @@ func (d *ringReqs) reaped(l *Loop, buf []readyFd, err error) turnEnd {
 	} else {
 		l.cache = buf
 	}
-	d.turnErr = err
+	d.rq.turnErr = err
 	return turnReaped
 }
 

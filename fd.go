@@ -99,9 +99,11 @@ func (l *Loop) AddFd(fd int, flags Flags, h FdHandler) (*FdEvent, error) {
 		// An event with auto-close would close it; one that reads it would eat wake-ups.
 		return nil, fmt.Errorf("ringev: AddFd: fd %d is one of the loop's own fds: %w", fd, unix.EBADF)
 	}
-	if rq := l.req; rq != nil && fd < len(rq.fds) && rq.fds[fd].is(fdClosing) {
+	if l.rl != nil {
 		// A CloseFd closes it once its requests end: the event would watch a closed number.
-		return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, ErrFdClosing)
+		if err := l.rl.fdClosing(fd); err != nil {
+			return nil, fmt.Errorf("ringev: AddFd: fd %d: %w", fd, err)
+		}
 	}
 	s := l.slot(int32(fd))
 	if s.internal {
@@ -287,8 +289,10 @@ func (e *FdEvent) Close() error {
 		// name a closed fd: they are disarmed (flags 0), so they never see the file that
 		// takes the number next.
 		err := l.disarmSlot(s)
-		if uerr := l.unfixBeforeClose(int(e.fd)); uerr != nil && err == nil {
-			err = uerr
+		if l.rl != nil {
+			if uerr := l.rl.unfix(int(e.fd)); uerr != nil && err == nil {
+				err = uerr
+			}
 		}
 		if cerr := unix.Close(int(e.fd)); cerr != nil && err == nil {
 			err = fmt.Errorf("ringev: close fd %d: %w", e.fd, cerr)

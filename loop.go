@@ -248,10 +248,13 @@ type Loop struct {
 	// collects it); the busy path reads this instead of the backend's state.
 	lookInFlight bool
 	newsDrop     []*fdSlot // slots whose fd events changed after a full look (dropNews)
-	req          *requests // requests (request_rec.go), made by the first one
-	// rt is the uring backend's request driver once a request was made there (else nil): Once's
-	// request turn (ringReqs.turn) on a loop with no fd event.
-	rt        *ringReqs
+	// The requests layer (reqseam.go), nil until the first request: rs is its state that Once
+	// reads, rl what the loop asks of it, turner the uring driver's request turn (else nil):
+	// Once's turn on a loop with no fd event. reqSlots holds its own pointers.
+	rs     *reqShared
+	rl     reqLayer
+	turner reqTurner
+	reqSlots
 	sig       *signalState
 	posted    atomic.Bool // postQ is non-empty
 	stopReq   atomic.Bool
@@ -435,8 +438,8 @@ func (l *Loop) Close() error {
 		}
 		s.events = nil
 	}
-	if l.req != nil {
-		l.req.shutdown() // before the backend closes: the kernel may still hold buffers
+	if l.rl != nil {
+		l.rl.shutdown() // before the backend closes: the kernel may still hold buffers
 	}
 	l.slots = nil
 	l.order, l.last, l.ran = nil, nil, nil
@@ -539,7 +542,7 @@ func (l *Loop) timerTimeout() int64 {
 //
 //go:noinline
 func (l *Loop) nothingToDo() bool {
-	if l.hasSignals() || l.req != nil && l.req.live > 0 {
+	if l.hasSignals() || l.rs != nil && l.rs.live > 0 {
 		return false
 	}
 	l.postMu.Lock()
@@ -669,7 +672,7 @@ const (
 func (l *Loop) afterFd() error {
 	if l.after == afterReq { // the emulation's steady case first
 		l.after = 0
-		if l.req.pending() {
+		if l.rs.pending() {
 			l.runTurn()
 		}
 		return nil
@@ -683,7 +686,7 @@ func (l *Loop) afterFd() error {
 	}
 	if l.after&afterReq != 0 {
 		l.after &^= afterReq
-		if l.req.pending() {
+		if l.rs.pending() {
 			l.runTurn()
 		}
 	}

@@ -68,10 +68,10 @@ func (l *Loop) Once() error {
 			}
 		}
 		// (A loop with requests pending, the usual one with no fd event, is not asked.)
-		if (l.req == nil || l.req.live == 0) && l.nfd == 0 && timeout < 0 && !(l.running && l.stopReq.Load()) && l.nothingToDo() {
+		if (l.rs == nil || l.rs.live == 0) && l.nfd == 0 && timeout < 0 && !(l.running && l.stopReq.Load()) && l.nothingToDo() {
 			return ErrNothingToDo
 		}
-		pending := l.req != nil && l.req.pending()
+		pending := l.rs != nil && l.rs.pending()
 		if pending && l.runTurn() {
 			return nil // completions (request_dispatch.go)
 		}
@@ -86,16 +86,16 @@ func (l *Loop) Once() error {
 			return l.dispatchRest()
 		}
 		// A loop with no fd event on uring takes the request turn first: it serves the
-		// completions of requests without the fds' part of the wait (ringReqs.turn).
+		// completions of requests without the fds' part of the wait (reqTurner).
 		var err error
 		t := turnNone
-		if l.rt != nil && l.nfd == 0 && !pending {
-			if t = l.rt.turn(l); t == turnRan {
+		if l.turner != nil && l.nfd == 0 && !pending {
+			if t = l.turner.turn(l); t == turnRan {
 				l.turnAt = 0 // (the turn set it for its callbacks)
 				return nil
 			}
 			if t == turnReaped {
-				err, l.rt.turnErr = l.rt.turnErr, nil // (the readiness is in l.cache)
+				err, l.rs.turnErr = l.rs.turnErr, nil // (the readiness is in l.cache)
 			}
 		}
 		if t == turnNone {
@@ -113,7 +113,7 @@ func (l *Loop) Once() error {
 		if err := l.markReady(); err != nil {
 			return err
 		}
-		if l.req != nil && l.req.pending() && l.runTurn() {
+		if l.rs != nil && l.rs.pending() && l.runTurn() {
 			return nil
 		}
 		if l.dispatchFd() {
@@ -127,30 +127,22 @@ func (l *Loop) Once() error {
 
 // runTurn runs a batch of completions if it is their turn: completions and fd handlers take
 // turns when both are ready (an fd handler ran since the last batch, or no fd readiness is
-// left to serve). It reports whether it ran one. The requests' driver runs the batch
-// (reqDriver.run): at most reqBatch completions, in the order the loop learned of them.
+// left to serve). It reports whether it ran one. The requests layer runs the batch
+// (reqLayer.runBatch): at most reqBatch completions, in the order the loop learned of them.
 func (l *Loop) runTurn() bool {
-	rq := l.req
-	if l.dispatch == rq.seen && (l.cacheLeft > 0 || l.nfd > 0 && l.waitSeq == rq.seenWait) {
+	rs := l.rs
+	if l.dispatch == rs.seen && (l.cacheLeft > 0 || l.nfd > 0 && l.waitSeq == rs.seenWait) {
 		// The fd handlers' turn: no fd handler ran since the last batch, and one is ready, or
 		// the fds were not looked at since (Once then looks without blocking: see reqWait).
 		return false
 	}
-	rq.seen, rq.seenWait = l.dispatch, l.waitSeq
+	rs.seen, rs.seenWait = l.dispatch, l.waitSeq
 	// The callbacks run with the nesting guard set, once for the batch: endTurn resets it
 	// (and the requests' batch state: endBatch) also when a callback panics out of Once. A
 	// callback cannot close the loop (Close returns ErrNested).
 	l.inside = true
 	defer l.endTurn()
-	rq.turn++
-	var ran bool
-	if rq.emul {
-		ran = rq.runQueued(reqBatch) // emulReqs.run, without the interface call
-	} else {
-		ran = rq.drv.run(reqBatch) // at most reqBatch, in the order the loop learned of them
-	}
-	rq.settle()
-	return ran
+	return l.rl.runBatch(reqBatch)
 }
 
 // nested reports whether the request turn whose guard is set (turnAt) is running below the
@@ -197,10 +189,19 @@ func (l *Loop) nested() bool {
 const turnFunc = "/ringev.(*ringReqs).turn"
 
 // endTurn ends runTurn's batch (deferred): the nesting guard off, and the requests' end of
-// the batch (endBatch). Small enough to be inlined into runTurn's deferred call.
+// the batch (reqLayer.endBatch). Small enough to be inlined into runTurn's deferred call.
 func (l *Loop) endTurn() {
 	l.inside = false
-	l.req.endBatch()
+	l.rl.endBatch()
+}
+
+// reqWait is the timeout of Once's wait: 0 while completions wait for their callbacks
+// (the wait only looks at the fds, whose turn it is), else timeout.
+func (l *Loop) reqWait(timeout int64) int64 {
+	if l.rs != nil && l.rs.pending() {
+		return 0
+	}
+	return timeout
 }
 
 // wait asks the backend what is ready, blocking for at most timeout ns (< 0: no deadline). A
@@ -216,7 +217,7 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	// flight: the blocking wait below collects it, at once if something is ready by now (the
 	// enter runs the ring's pending completion work before it sleeps), so a look of our own
 	// first would be a syscall for nothing.
-	if l.busy && !l.lookInFlight && (l.req == nil || !l.req.drv.needWait()) {
+	if l.busy && !l.lookInFlight && (l.rl == nil || !l.rl.needWait()) {
 		var ready []readyFd
 		var err error
 		if l.epfd >= 0 {

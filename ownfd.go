@@ -20,7 +20,7 @@ func (l *Loop) ownsFd(fd int) bool {
 // ownsFd was false (reqFd.okSeq), to ask again.
 func (l *Loop) markInternal(s *fdSlot) {
 	s.internal = true
-	if l.req != nil {
-		l.req.ownSeq++
+	if l.rs != nil {
+		l.rs.ownSeq++
 	}
 }

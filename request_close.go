@@ -37,6 +37,14 @@ func (l *Loop) CloseFd(fd int, cb Callback, token uint64) (Request, error) {
 	return l.req.closeFdEnd(r, fd), nil
 }
 
+// fdClosing is reqLayer's: ErrFdClosing when a CloseFd of fd waits for fd's requests to end.
+func (rq *requests) fdClosing(fd int) error {
+	if fd < len(rq.fds) && rq.fds[fd].is(fdClosing) {
+		return ErrFdClosing
+	}
+	return nil
+}
+
 // closeNow closes fd, whose CloseFd waits for it (reqFd.closing), now that no request on it is left.
 func (rq *requests) closeNow(fd int32) {
 	c := rq.closeRec(fd)

@@ -31,12 +31,10 @@ const (
 	compBufShift            = 16
 )
 
-// Dispatch bounds: one Once runs at most reqBatch completions, and at most reqPerTurn of one
-// multishot request (a flood on one socket cannot hold the others back: liburing #1043).
-const (
-	reqBatch   = 32
-	reqPerTurn = 8
-)
+// Dispatch bounds: one Once runs at most reqBatch completions (reqseam.go), and at most
+// reqPerTurn of one multishot request (a flood on one socket cannot hold the others back:
+// liburing #1043).
+const reqPerTurn = 8
 
 // push appends an entry to the completion queue, at position rq.pos, and returns it for the
 // caller to write every other field of: in place, where append builds the entry on the stack
@@ -50,6 +48,7 @@ func (rq *requests) push() *cqEntry {
 	} else {
 		rq.cq = append(rq.cq, cqEntry{})
 	}
+	rq.queued++
 	if n > rq.head && int32(rq.cq[n-1].pos-rq.pos) > 0 {
 		return rq.pushBefore(n)
 	}
@@ -153,6 +152,7 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 	if n := len(rq.cq); n < cap(rq.cq) {
 		rq.cq = rq.cq[:n+1] // push's steady case, written out
 		rq.cq[n] = cqEntry{rec: r, gen: r.gen, res: res}
+		rq.queued++
 	} else {
 		e := rq.push()
 		e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, 0, 0
@@ -206,28 +206,6 @@ func (f *reqFd) recvDone(r *reqRec, res int32) {
 	}
 }
 
-// turnEnd is what Once's request turn did (ringReqs.turn).
-type turnEnd uint8
-
-const (
-	turnNone   turnEnd = iota // nothing: Once waits as usual
-	turnRan                   // it ran a batch of callbacks, Once's handler: Once returns
-	turnReaped                // it found CQEs it does not serve: they were read as a wait reads them
-)
-
-// reqWait is the timeout of Once's wait: 0 while completions wait for their callbacks
-// (the wait only looks at the fds, whose turn it is), else timeout.
-func (l *Loop) reqWait(timeout int64) int64 {
-	if l.req != nil && l.req.pending() {
-		return 0
-	}
-	return timeout
-}
-
-// pending reports whether completions wait for their callbacks (queued, or CQEs the uring driver
-// holds).
-func (rq *requests) pending() bool { return rq.held > 0 || rq.head < len(rq.cq) }
-
 // settle ends a batch of completions (runTurn's): the queue starts again at its front when
 // every completion in it ran, and moves what is left there once most of it ran (compact).
 // Small enough to be inlined into runTurn.
@@ -238,6 +216,23 @@ func (rq *requests) settle() {
 	}
 	rq.cq, rq.head = rq.cq[:0], 0
 }
+
+// runBatch is reqLayer's: a batch of completions for runTurn, which set the nesting guard; the
+// driver runs it (reqDriver.run): at most n completions, in the order the loop learned of them.
+func (rq *requests) runBatch(n int) bool {
+	rq.turn++
+	var ran bool
+	if rq.emul {
+		ran = rq.runQueued(n) // emulReqs.run, without the interface call
+	} else {
+		ran = rq.drv.run(n)
+	}
+	rq.settle()
+	return ran
+}
+
+// needWait is reqLayer's: the driver's (reqDriver.needWait).
+func (rq *requests) needWait() bool { return rq.drv.needWait() }
 
 // compact moves the completions left in the queue to its front once more than half of it
 // (and more than 64 entries) has run.
@@ -261,6 +256,7 @@ func (rq *requests) runQueued(n int) bool {
 			// work for it, written out.
 			res, flags := e.res, e.flags
 			rq.head++
+			rq.queued--
 			ran = true
 			c := &r.c
 			if flags&compSockNonempty != 0 {
@@ -303,6 +299,7 @@ func (rq *requests) runQueued(n int) bool {
 func (rq *requests) runOne() bool {
 	e := rq.cq[rq.head]
 	rq.head++
+	rq.queued--
 	r := e.rec
 	if r.gen != e.gen {
 		return false
@@ -404,6 +401,7 @@ func (rq *requests) deferRequest(e cqEntry) {
 		}
 	}
 	rq.cq = append(rq.cq[:rq.head+k], mine...)
+	rq.queued++ // e is queued again
 	clear(mine)
 	rq.scratch = mine[:0]
 }
@@ -446,7 +444,7 @@ func (rq *requests) shutdown() {
 		}
 	}
 	clear(rq.cq)
-	rq.cq, rq.head = nil, 0
+	rq.cq, rq.head, rq.queued = nil, 0, 0
 }
 
 // closeAccepted closes res, the new fd of an accept op's completion that no callback will get.

@@ -237,11 +237,14 @@ func (rq *requests) setFdRare(fd int32, closeRec, ios *reqRec) {
 
 // requests is the loop's request state; created by the first request.
 type requests struct {
+	// reqShared: the part the loop reads (Loop.rs): live (records in use), held (CQEs the
+	// uring driver holds in its ring for their callbacks), queued (len(cq) - head), seen,
+	// seenWait, ownSeq, turnErr.
+	reqShared
 	l    *Loop
 	drv  reqDriver
 	recs []*reqRec
 	free uint32 // the pool: 1 + the index of the first free record (a list through reqRec.nextFree), 0 for none
-	live int    // records in use
 	fds  []reqFd
 	// fdRare holds what few fds have (a waiting CloseFd, IOs), with a flag in their reqFd.
 	fdRare map[int32]fdRare
@@ -249,27 +252,30 @@ type requests struct {
 	// the uring driver holds in its ring (held counts those): the emulation's, and the uring
 	// driver's others (a multishot request's, a cancel's before the kernel saw the request).
 	// Each has the position at which the loop learned of it (pos, see cqEntry.pos).
-	cq       []cqEntry
-	head     int
-	held     int       // CQEs the uring driver holds in its ring for their callbacks
-	pos      uint32    // the position an entry pushed now takes (cqEntry.pos)
-	scratch  []cqEntry // deferRequest's
-	seen     uint64    // l.dispatch at the last completion batch (completions and fd handlers take turns)
-	seenWait uint64    // l.waitSeq at the last completion batch
-	turn     uint64
-	bgid     uint16
-	groups   []*BufferGroup
-	okOps    uint32     // bit op: drv.check(op) returned nil
-	rares    []*reqRare // spare rare parts of records (reqRec.rareOf)
-	// ownSeq counts from 1 the loop's own fds made since (see reqFd.okSeq, markInternal); Loop.Close
-	// sets it to closedSeq, which no reqFd.okSeq holds, so that no request takes the fast way.
-	ownSeq uint32
-	cbFd   int32  // the fd of the request whose callback is running; -1: none
-	cbRec  uint32 // 1 + the index of the record whose last callback is running; 0: none
-	dead   bool
-	fixed  bool // RegisterBuffers has registered the loop's fixed buffers
-	emul   bool // drv is the emulation's (runTurn calls its run, runQueued, directly)
-	onTmr  func(t *Timer)
+	cq      []cqEntry
+	head    int
+	pos     uint32    // the position an entry pushed now takes (cqEntry.pos)
+	scratch []cqEntry // deferRequest's
+	turn    uint64
+	bgid    uint16
+	groups  []*BufferGroup
+	okOps   uint32     // bit op: drv.check(op) returned nil
+	rares   []*reqRare // spare rare parts of records (reqRec.rareOf)
+	cbFd    int32      // the fd of the request whose callback is running; -1: none
+	cbRec   uint32     // 1 + the index of the record whose last callback is running; 0: none
+	dead    bool
+	fixed   bool // RegisterBuffers has registered the loop's fixed buffers
+	emul    bool // drv is the emulation's (runBatch calls its run, runQueued, directly)
+	onTmr   func(t *Timer)
+}
+
+// reqSlots holds the requests layer's own pointers in the Loop (which embeds it, so that a
+// request call reaches them at no cost); no code of the loop's files reads them (it has
+// reqseam.go's: Loop.rs, rl and turner).
+type reqSlots struct {
+	req *requests // the requests' state, made by the first request
+	// rt is the uring backend's request driver once a request was made there (else nil).
+	rt *ringReqs
 }
 
 // closedSeq is requests.ownSeq once the loop is closed.
@@ -285,14 +291,14 @@ func (l *Loop) reqs() *requests {
 
 // newRequests creates the loop's request state.
 func (l *Loop) newRequests() *requests {
-	rq := &requests{l: l, cbFd: -1, ownSeq: 1}
+	rq := &requests{l: l, cbFd: -1, reqShared: reqShared{ownSeq: 1}}
 	rq.onTmr = rq.deadlinePassed
 	if d := newRingReqs(l, rq); d != nil {
 		rq.drv = d
 	} else {
 		rq.drv, rq.emul = &emulReqs{l: l, rq: rq}, true
 	}
-	l.req = rq
+	l.req, l.rs, l.rl = rq, &rq.reqShared, rq
 	return rq
 }
 

@@ -108,12 +108,12 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 	return err
 }
 
-// unfixBeforeClose empties fd's slot in the ring's registered-file table, if fd is registered
-// (RegisterFile), before the loop closes fd itself (an fd event's auto-close): else the table
-// keeps the file open after the close (a socket's peer sees no EOF), and the requests made on a
-// file that takes the number next would reach the old one through the slot.
-func (l *Loop) unfixBeforeClose(fd int) error {
-	if rq := l.req; rq != nil && fd >= 0 && fd < len(rq.fds) && rq.fds[fd].is(fdFixed) {
+// unfix is reqLayer's: it empties fd's slot in the ring's registered-file table, if fd is
+// registered (RegisterFile), before the loop closes fd itself (an fd event's auto-close): else
+// the table keeps the file open after the close (a socket's peer sees no EOF), and the requests
+// made on a file that takes the number next would reach the old one through the slot.
+func (rq *requests) unfix(fd int) error {
+	if fd >= 0 && fd < len(rq.fds) && rq.fds[fd].is(fdFixed) {
 		if err := rq.setFixed(int32(fd), false); err != nil {
 			return fmt.Errorf("ringev: close fd %d: emptying its registered-file slot: %w", fd, err)
 		}
