@@ -68,6 +68,15 @@ func (d *ringReqs) read(ring *uring.Ring, tail uint32) {
 	}
 }
 
+// runBatch is reqDriving's: a batch of completions (runTurn's), through run.
+func (d *ringReqs) runBatch(n int) bool {
+	rq := d.rq
+	rq.turn++
+	ran := d.run(n)
+	rq.settle()
+	return ran
+}
+
 // run is reqDriver.run: up to n completions' callbacks, from the CQEs held in the ring and
 // the queued completions (requests.cq), merged by position. A held CQE is a one-shot request's
 // only one: its result goes from the CQE to the callback, through the Completion in its record

@@ -145,7 +145,7 @@ func newRingReqs(l *Loop, rq *requests) reqDriver {
 		d.seen = d.next
 	}
 	b.reqs = d
-	l.rt, l.turner = d, d
+	l.rt, l.turner = d, d // (newRequests sets l.rd)
 	return d
 }
 

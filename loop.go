@@ -249,11 +249,12 @@ type Loop struct {
 	lookInFlight bool
 	newsDrop     []*fdSlot // slots whose fd events changed after a full look (dropNews)
 	// The requests layer (reqseam.go), nil until the first request: rs is its state that Once
-	// reads, rl what the loop asks of it, turner the uring driver's request turn (else nil):
-	// Once's turn on a loop with no fd event. reqSlots holds its own pointers.
+	// reads, rd its driver, rl its core; turner is rd on uring (else nil), whose request turn
+	// is Once's on a loop with no fd event. reqSlots holds the layer's own pointers.
 	rs     *reqShared
+	rd     reqDriving
+	turner reqDriving
 	rl     reqLayer
-	turner reqTurner
 	reqSlots
 	sig       *signalState
 	posted    atomic.Bool // postQ is non-empty

@@ -127,8 +127,8 @@ func (l *Loop) Once() error {
 
 // runTurn runs a batch of completions if it is their turn: completions and fd handlers take
 // turns when both are ready (an fd handler ran since the last batch, or no fd readiness is
-// left to serve). It reports whether it ran one. The requests layer runs the batch
-// (reqLayer.runBatch): at most reqBatch completions, in the order the loop learned of them.
+// left to serve). It reports whether it ran one. The requests' driver runs the batch
+// (reqDriving.runBatch): at most reqBatch completions, in the order the loop learned of them.
 func (l *Loop) runTurn() bool {
 	rs := l.rs
 	if l.dispatch == rs.seen && (l.cacheLeft > 0 || l.nfd > 0 && l.waitSeq == rs.seenWait) {
@@ -138,11 +138,11 @@ func (l *Loop) runTurn() bool {
 	}
 	rs.seen, rs.seenWait = l.dispatch, l.waitSeq
 	// The callbacks run with the nesting guard set, once for the batch: endTurn resets it
-	// (and the requests' batch state: endBatch) also when a callback panics out of Once. A
+	// (and the requests' batch state: cbFd, cbRec) also when a callback panics out of Once. A
 	// callback cannot close the loop (Close returns ErrNested).
 	l.inside = true
 	defer l.endTurn()
-	return l.rl.runBatch(reqBatch)
+	return l.rd.runBatch(reqBatch)
 }
 
 // nested reports whether the request turn whose guard is set (turnAt) is running below the
@@ -188,11 +188,16 @@ func (l *Loop) nested() bool {
 // turnFunc ends the name of the request turn's function as the runtime gives it (nested).
 const turnFunc = "/ringev.(*ringReqs).turn"
 
-// endTurn ends runTurn's batch (deferred): the nesting guard off, and the requests' end of
-// the batch (reqLayer.endBatch). Small enough to be inlined into runTurn's deferred call.
+// endTurn ends runTurn's batch (deferred): the nesting guard off, no callback running
+// (reqShared.cbFd), and the record of a last callback that panicked back in the pool
+// (reqShared.cbRec). Small enough to be inlined into runTurn's deferred call.
 func (l *Loop) endTurn() {
 	l.inside = false
-	l.rl.endBatch()
+	rs := l.rs
+	rs.cbFd = -1
+	if rs.cbRec != 0 {
+		l.rl.putBack()
+	}
 }
 
 // reqWait is the timeout of Once's wait: 0 while completions wait for their callbacks
@@ -217,7 +222,7 @@ func (l *Loop) wait(timeout int64) ([]readyFd, error) {
 	// flight: the blocking wait below collects it, at once if something is ready by now (the
 	// enter runs the ring's pending completion work before it sleeps), so a look of our own
 	// first would be a syscall for nothing.
-	if l.busy && !l.lookInFlight && (l.rl == nil || !l.rl.needWait()) {
+	if l.busy && !l.lookInFlight && (l.rd == nil || !l.rd.needWait()) {
 		var ready []readyFd
 		var err error
 		if l.epfd >= 0 {

@@ -217,23 +217,6 @@ func (rq *requests) settle() {
 	rq.cq, rq.head = rq.cq[:0], 0
 }
 
-// runBatch is reqLayer's: a batch of completions for runTurn, which set the nesting guard; the
-// driver runs it (reqDriver.run): at most n completions, in the order the loop learned of them.
-func (rq *requests) runBatch(n int) bool {
-	rq.turn++
-	var ran bool
-	if rq.emul {
-		ran = rq.runQueued(n) // emulReqs.run, without the interface call
-	} else {
-		ran = rq.drv.run(n)
-	}
-	rq.settle()
-	return ran
-}
-
-// needWait is reqLayer's: the driver's (reqDriver.needWait).
-func (rq *requests) needWait() bool { return rq.drv.needWait() }
-
 // compact moves the completions left in the queue to its front once more than half of it
 // (and more than 64 entries) has run.
 //
@@ -406,19 +389,8 @@ func (rq *requests) deferRequest(e cqEntry) {
 	rq.scratch = mine[:0]
 }
 
-// endBatch ends a batch of callbacks (runTurn's), for the loop's endTurn (deferred: a callback
-// may panic, and then the record of a last callback goes back to the pool here, putBack).
-// Small enough to be inlined into it.
-func (rq *requests) endBatch() {
-	rq.cbFd = -1
-	if rq.cbRec != 0 {
-		rq.putBack()
-	}
-}
-
-// putBack puts the record of a last callback that panicked (cbRec) back in the pool.
-//
-//go:noinline
+// putBack is reqLayer's: it puts the record of a last callback that panicked (cbRec) back in
+// the pool, when the loop ends the batch (endTurn, deferred).
 func (rq *requests) putBack() {
 	r := rq.recs[rq.cbRec-1]
 	rq.cbRec = 0

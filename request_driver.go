@@ -16,6 +16,7 @@ import (
 // core (requests.runOne), and on uring a one-shot request's CQE from the ring to its callback.
 // The core never sees an SQE.
 type reqDriver interface {
+	reqDriving // what the loop asks of it (reqseam.go)
 	// newRec makes a record: a zero reqRec that is the first field of the backend's own
 	// record type, so that the backend reaches its state for the record from *reqRec at no
 	// cost. Every record of the loop is made here.

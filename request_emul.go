@@ -177,7 +177,7 @@ func (e *emulReqs) start(rec *reqRec) {
 		return
 	case OpRecvMultishot:
 		if r.turn {
-			e.turn(r)
+			e.recvTurn(r)
 			return
 		}
 	case OpConnect:
@@ -543,9 +543,10 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	return false
 }
 
-// turn makes r's turn (BufferGroup.pump) at once: one receive into one free buffer of its group,
-// with MSG_DONTWAIT, its result to opDone (ENOBUFS without a free buffer, EAGAIN without data).
-func (e *emulReqs) turn(r *emulRec) {
+// recvTurn makes r's turn (BufferGroup.pump) at once: one receive into one free buffer of its
+// group, with MSG_DONTWAIT, its result to opDone (ENOBUFS without a free buffer, EAGAIN without
+// data).
+func (e *emulReqs) recvTurn(r *emulRec) {
 	g := emulGroupOf(r.c.group)
 	if len(g.free) == 0 {
 		e.rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
@@ -605,6 +606,18 @@ func (e *emulReqs) cancelFd(fd int32) {
 func (e *emulReqs) needWait() bool { return false }
 
 func (e *emulReqs) run(n int) bool { return e.rq.runQueued(n) }
+
+// runBatch is reqDriving's: a batch of completions (runTurn's), the queued ones.
+func (e *emulReqs) runBatch(n int) bool {
+	rq := e.rq
+	rq.turn++
+	ran := rq.runQueued(n)
+	rq.settle()
+	return ran
+}
+
+// turn is reqDriving's: the emulation has no request turn (Loop.turner is nil).
+func (e *emulReqs) turn(*Loop) turnEnd { return turnNone }
 
 func (e *emulReqs) newGroup(bgid uint16, n, size int) (*BufferGroup, error) {
 	eg := new(emulGroup)

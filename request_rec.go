@@ -239,7 +239,7 @@ func (rq *requests) setFdRare(fd int32, closeRec, ios *reqRec) {
 type requests struct {
 	// reqShared: the part the loop reads (Loop.rs): live (records in use), held (CQEs the
 	// uring driver holds in its ring for their callbacks), queued (len(cq) - head), seen,
-	// seenWait, ownSeq, turnErr.
+	// seenWait, ownSeq, cbFd, cbRec, turnErr.
 	reqShared
 	l    *Loop
 	drv  reqDriver
@@ -261,11 +261,8 @@ type requests struct {
 	groups  []*BufferGroup
 	okOps   uint32     // bit op: drv.check(op) returned nil
 	rares   []*reqRare // spare rare parts of records (reqRec.rareOf)
-	cbFd    int32      // the fd of the request whose callback is running; -1: none
-	cbRec   uint32     // 1 + the index of the record whose last callback is running; 0: none
 	dead    bool
 	fixed   bool // RegisterBuffers has registered the loop's fixed buffers
-	emul    bool // drv is the emulation's (runBatch calls its run, runQueued, directly)
 	onTmr   func(t *Timer)
 }
 
@@ -291,14 +288,14 @@ func (l *Loop) reqs() *requests {
 
 // newRequests creates the loop's request state.
 func (l *Loop) newRequests() *requests {
-	rq := &requests{l: l, cbFd: -1, reqShared: reqShared{ownSeq: 1}}
+	rq := &requests{l: l, reqShared: reqShared{ownSeq: 1, cbFd: -1}}
 	rq.onTmr = rq.deadlinePassed
 	if d := newRingReqs(l, rq); d != nil {
 		rq.drv = d
 	} else {
-		rq.drv, rq.emul = &emulReqs{l: l, rq: rq}, true
+		rq.drv = &emulReqs{l: l, rq: rq}
 	}
-	l.req, l.rs, l.rl = rq, &rq.reqShared, rq
+	l.req, l.rs, l.rd, l.rl = rq, &rq.reqShared, rq.drv, rq
 	return rq
 }
 
