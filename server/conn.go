@@ -219,7 +219,8 @@ func (c *Conn) SetContext(v any) { c.ctx = v }
 
 // LocalAddr is the connection's local address (getsockname(2), asked once), a *net.TCPAddr or
 // *net.UnixAddr; safe from any goroutine, but nil from another goroutine than the loop's until
-// the loop has asked, and when the socket cannot tell.
+// the loop has asked (it has for a Conn that Engine.Dial returns), and when the socket cannot
+// tell.
 func (c *Conn) LocalAddr() net.Addr { return c.addr(0, unix.Getsockname) }
 
 // RemoteAddr is the peer's address (getpeername(2), asked once), as LocalAddr. In OnClose it is

@@ -37,8 +37,9 @@ func NewEngine(ctx context.Context, opts ...Option) (*Engine, error) {
 
 // Dial connects to addr on network ("tcp", "tcp4", "tcp6" or "unix") from one of the engine's
 // loops (the one with the fewest connections), and returns the connection once it is open:
-// served by h (its OnOpen runs on the loop, concurrently with the caller), and its Write,
-// Close and Abort usable at once from any goroutine. ctx bounds the connect: when it is done
+// served by h (its OnOpen runs on the loop, concurrently with the caller), its Write, Close
+// and Abort usable at once from any goroutine, and its LocalAddr and RemoteAddr set (asked on
+// the loop before Dial returns: getsockname(2) and getpeername(2)). ctx bounds the connect: when it is done
 // first, the socket is closed and the error wraps ctx.Err(). Dial blocks the calling
 // goroutine, never a loop: from one of the engine's loops it returns ErrFromLoop at once
 // (Loop.Dial dials from a handler without blocking).
@@ -85,7 +86,13 @@ func (e *Engine) dial(ctx context.Context, network, addr string, tc *tls.Config,
 		err error
 	}
 	res := make(chan result, 1)
-	done := func(c *Conn, err error) { res <- result{c, err} }
+	done := func(c *Conn, err error) {
+		if c != nil { // asked on the loop, so that the caller's goroutine has them (addr)
+			c.LocalAddr()
+			c.RemoteAddr()
+		}
+		res <- result{c, err}
+	}
 	err := l.Post(func() {
 		if err := l.dial(ctx, network, addr, tc, h, done, nil); err != nil {
 			done(nil, err)

@@ -217,6 +217,28 @@ func TestDialFromGoroutineReturnsTheOpenConn(t *testing.T) {
 	})
 }
 
+// TestDialFromGoroutineGivesTheConnsAddresses: the Conn that Engine.Dial returns tells its
+// caller's goroutine its remote address (the peer's) and its local one, though its handler
+// never asked for them on the loop (RemoteAddr and LocalAddr are nil from another goroutine
+// until the loop has asked).
+func TestDialFromGoroutineGivesTheConnsAddresses(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		peer := echoPeer(t, "tcp", "127.0.0.1:0")
+		e := startDialEngine(t, s.opts()...)
+		c, err := engineDial(t, e, context.Background(), "tcp", peer.Addr().String(), handlerFunc(func(c *Conn) { c.Discard(-1) }))
+		if err != nil {
+			t.Fatalf("Engine.Dial: %v", err)
+		}
+		defer c.Close()
+		if got := c.RemoteAddr(); got == nil || got.String() != peer.Addr().String() {
+			t.Errorf("RemoteAddr %v, want %v", got, peer.Addr())
+		}
+		if got, ok := c.LocalAddr().(*net.TCPAddr); !ok || !got.IP.IsLoopback() || got.Port == 0 {
+			t.Errorf("LocalAddr %v, want 127.0.0.1:port", c.LocalAddr())
+		}
+	})
+}
+
 // TestDialRefusedIsAnErrorNamingTheAddress: a connect to a port nobody listens on fails the
 // dial with an error that names the address and wraps ECONNREFUSED, from the loop and from a
 // goroutine; no OnOpen, no connection left.
