@@ -104,7 +104,11 @@ func WithEntries(n int) Option { return func(c *config) { c.entries = n } }
 // at once": the kernel then uses its own default, one second (io_uring_setup(2), sq_thread_idle).
 func WithSQIdle(d time.Duration) Option { return func(c *config) { c.sqIdle = d } }
 
-// WithSQThreadCPU pins the SQ thread of the SQPOLL modes to cpu (IORING_SETUP_SQ_AFF).
+// WithSQThreadCPU pins the SQ thread of the SQPOLL modes to cpu (IORING_SETUP_SQ_AFF); a
+// negative cpu pins none (the default), and the other modes ignore it. A CPU the kernel refuses
+// (one it does not know or that is offline; recent kernels also refuse one outside the
+// process's cpuset) makes NewRing fail with an error that names the option and wraps
+// io_uring_setup(2)'s unix.EINVAL.
 func WithSQThreadCPU(cpu int) Option { return func(c *config) { c.sqCPU = cpu } }
 
 // WithDeputy sets ModeDeputy's N: the most operations the owner submits itself when it finds

@@ -7,6 +7,7 @@ package fileio_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev/fileio"
+	"golang.org/x/sys/unix"
 )
 
 // sqThreads returns the IDs of this process's io_uring SQ threads (comm iou-sqp-*) and their
@@ -56,6 +58,23 @@ func newSQThread(t *testing.T, before map[int]string) int {
 		return false
 	})
 	return sqt
+}
+
+// TestRingSQThreadCPUItCannotUseIsNamed: NewRing with WithSQThreadCPU on a CPU the kernel
+// refuses for the SQ thread (past the CPUs it knows) fails with an error that names the
+// option and the CPU, and wraps the EINVAL of io_uring_setup(2).
+func TestRingSQThreadCPUItCannotUseIsNamed(t *testing.T) {
+	requireSQPoll(t)
+	checkLeaks(t)
+	const cpu = 1 << 20
+	r, err := fileio.NewRing(fileio.WithMode(fileio.ModeSQPoll), fileio.WithSQThreadCPU(cpu))
+	if err == nil {
+		r.Close()
+		t.Fatalf("NewRing with the SQ thread on CPU %d: no error", cpu)
+	}
+	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "WithSQThreadCPU("+strconv.Itoa(cpu)+")") {
+		t.Fatalf("error %q does not wrap EINVAL and name WithSQThreadCPU(%d)", err, cpu)
+	}
 }
 
 func TestRingSQPollSubmitsThroughAnSQThread(t *testing.T) {

@@ -135,10 +135,11 @@ func (e *uringEngine) setup() error {
 		what += " with SINGLE_ISSUER|DEFER_TASKRUN (6.1)"
 	case ModeSQPoll, ModeDeputy:
 		opts = append(opts, uring.WithSQPoll(c.sqIdle))
+		what += " with SQPOLL"
 		if c.sqCPU >= 0 {
 			opts = append(opts, uring.WithSQThreadCPU(c.sqCPU))
+			what += fmt.Sprintf(", its thread on CPU %d (WithSQThreadCPU(%d))", c.sqCPU, c.sqCPU)
 		}
-		what += " with SQPOLL"
 	}
 	var err error
 	if e.ring, err = uring.New(opts...); err != nil {
