@@ -11,7 +11,7 @@ import (
 
 // ErrNotOwner is returned by the methods that only the loop's owner, the goroutine that called
 // New, may call, when another goroutine calls them. The loop is left untouched.
-var ErrNotOwner = errors.New("ringev: loop used from a goroutine that does not own it (queue the call with Post)")
+var ErrNotOwner = errors.New("ringev: loop used from a goroutine that does not own it (the goroutine that called New owns it; others queue work for it with Post)")
 
 // owned reports whether the caller is the loop's owner goroutine.
 //

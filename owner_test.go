@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,4 +174,24 @@ func TestOwnerCheckHoldsWhileTheOwnersStackMoves(t *testing.T) {
 	if _, err := l.AddFd(-1, ringev.Read, func(*ringev.FdEvent, ringev.Flags) {}); errors.Is(err, ringev.ErrNotOwner) {
 		t.Fatalf("the owner's AddFd after its stack moved: %v", err)
 	}
+}
+
+// TestOwnerRunFromAnotherGoroutineSaysWhoOwnsTheLoop: Run from a goroutine other than the one
+// that called New fails with ErrNotOwner, whose text says which goroutine owns the loop (Post,
+// which it names for work from elsewhere, does not make Run or Close work there).
+func TestOwnerRunFromAnotherGoroutineSaysWhoOwnsTheLoop(t *testing.T) {
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		l := newLoop(t, backend)
+		res := make(chan error, 1)
+		go func() { res <- l.Run() }()
+		var err error
+		select {
+		case err = <-res:
+		case <-time.After(deadline):
+			t.Fatal("Run from another goroutine did not return")
+		}
+		if !errors.Is(err, ringev.ErrNotOwner) || !strings.Contains(err.Error(), "the goroutine that called New") {
+			t.Fatalf("Run from another goroutine: %v; want ErrNotOwner naming the goroutine that called New", err)
+		}
+	})
 }
