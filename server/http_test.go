@@ -87,8 +87,9 @@ var httpFastPathCases = []string{
 }
 
 // TestHTTPFastPathAgreesWithTheGeneralParser: on every prefix of requests at the edges of the
-// fast path, the parser as serve runs it (parseRequestFast, then parseRequestSlow) finds what its general rules (parseRequestSlow) find:
-// the same request, length and refusal.
+// fast path, the parser as serve runs it (parseRequestFast, then parseRequestSlow unless the
+// fast path took the request or found it cut short) finds what its general rules
+// (parseRequestSlow) find: the same request, length and refusal.
 func TestHTTPFastPathAgreesWithTheGeneralParser(t *testing.T) {
 	for _, in := range httpFastPathCases {
 		for i := 1; i <= len(in); i++ {
