@@ -256,7 +256,10 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 		lend := &c.l.lend
 		lend.x = x // a Forward may lend its buffer (lendTo)
 		if c.servesNow() {
-			c.gotInput()
+			if c.to.idles() { // gotInput's, without noteInput's call
+				c.active = c.l.turnTime()
+				c.ractive = c.active
+			}
 			c.serve(x.Buf) // deliver's usual case, without its call
 		} else {
 			c.deliver(x.Buf)
