@@ -32,6 +32,8 @@ type uringBackend struct {
 	pinned       [][]byte          // buffers of I/O SQEs whose wait failed: the kernel may still write them
 	epollSQE     uring.SQE         // the EPOLL_WAIT SQE on the set into ringEvents, tagged uringEpollTag
 	reqs         ringUser          // the requests' driver, once a request was made
+	epoch        uint64            // counts the enters that may submit the SQ (submitted)
+	subTail      uint32            // the SQ's tail (uring.Ring.SQTail) at the last of them
 	// lookSkip: waits left before a wait with requests in the kernel looks first without
 	// blocking again (look); lookMiss: the skip after the last look that found nothing.
 	lookSkip, lookMiss int
@@ -143,8 +145,6 @@ type ringUser interface {
 	needWait() bool
 	// flush prepares in the SQ the SQEs that wait to be, before an enter.
 	flush() error
-	// submitted is told of each enter that may submit the SQ (entering).
-	submitted()
 	// inKernel reports whether some of the driver's SQEs are in the kernel without their last
 	// CQE: a batching wait has completions to wait for.
 	inKernel() bool
@@ -423,13 +423,18 @@ func (b *uringBackend) replaceSet() error {
 
 // entering returns b's ring for an io_uring_enter(2) that may submit its SQ (every enter
 // of the backend goes through it): the requests the driver prepared in the SQ are the
-// kernel's from then on (ringReqs.submitted).
+// kernel's from then on (submitted).
 func (b *uringBackend) entering() *uring.Ring {
-	if b.reqs != nil {
-		b.reqs.submitted()
-	}
+	b.submitted()
 	return b.ring
 }
+
+// submitted is called before every io_uring_enter(2) on the ring that may submit its SQ (the
+// wait, the ride, a set's replacement, the requests' shutdown and turn): what was prepared in
+// the SQ is the kernel's from then on (the requests' driver tells a request's SQE that is not
+// yet by epoch and subTail). Calling it early is safe: a cancel then goes to the kernel as an
+// IORING_OP_ASYNC_CANCEL behind the request, which the kernel takes in order.
+func (b *uringBackend) submitted() { b.epoch, b.subTail = b.epoch+1, b.ring.SQTail() }
 
 func (b *uringBackend) close() error {
 	if b.ring == nil {

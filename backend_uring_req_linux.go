@@ -93,8 +93,6 @@ func (d *ringReqs) newRec() *reqRec { return &new(ringRec).reqRec }
 type ringReqs struct {
 	b        *uringBackend
 	rq       *requests
-	epoch    uint64       // counts the enters that may submit the SQ (submitted)
-	subTail  uint32       // the SQ's tail (uring.Ring.SQTail) at the last of them
 	queue    []queuedReq  // records to prepare at the next wait
 	cmds     []ringCmd    // cancels to prepare at the next wait
 	inflight int          // SQEs in the kernel whose last CQE has not arrived
@@ -222,5 +220,5 @@ func (d *ringReqs) owed() bool { return d.rq.pending() || d.queued() }
 
 // queued reports whether records or cancels wait to be prepared as SQEs (flush).
 func (d *ringReqs) queued() bool {
-	return d.b.ring.SQTail() != d.subTail || len(d.queue) > 0 || len(d.cmds) > 0
+	return d.b.ring.SQTail() != d.b.subTail || len(d.queue) > 0 || len(d.cmds) > 0
 }

@@ -29,7 +29,7 @@ func (d *ringReqs) start(rec *reqRec) {
 			s.UserData = opUserData(r)
 			r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
 			r.fast = r.c.Op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
-			r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.epoch
+			r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.b.epoch
 			d.inflight++
 			return
 		}
@@ -59,7 +59,7 @@ func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	r.cb = cb
 	r.state, r.fast = stInflight, true
 	r.cqes, r.opDone, r.link = 1, false, false
-	r.sqPos, r.epoch = pos, d.epoch
+	r.sqPos, r.epoch = pos, d.b.epoch
 	c := &r.c
 	c.Request.gen, c.Op, c.Fd, c.Token, c.Buf = r.gen, op, fd, token, buf
 	s.Opcode, s.Fd = bytesOpcode[op&7], int32(fd)
@@ -92,12 +92,6 @@ func (d *ringReqs) rwQueued(op Op, fd int, buf []byte, arg int64, cb Callback, t
 	return d.rq.submit(r)
 }
 
-// submitted is called before every io_uring_enter(2) on the ring that may submit its SQ (the
-// backend's wait, its ride, a set's replacement, shutdown): the prepared requests are the
-// kernel's from then on. (Calling it early is safe: a cancel then goes to the kernel as an
-// IORING_OP_ASYNC_CANCEL behind the request, which the kernel takes in order.)
-func (d *ringReqs) submitted() { d.epoch, d.subTail = d.epoch+1, d.b.ring.SQTail() }
-
 // unsubmitted reports whether r is a request that start prepared in the SQ and no enter has
 // submitted since: its SQE (sqeOf) and its LINK_TIMEOUT's (the next one, if r.link) are not the
 // kernel's yet; a cancel can turn them into NOPs (the request never reaches the kernel) and a
@@ -110,11 +104,11 @@ func (d *ringReqs) unsubmitted(r *ringRec) bool {
 		return false
 	}
 	if !r.io {
-		return r.epoch == d.epoch
+		return r.epoch == d.b.epoch
 	}
 	ring := d.b.ring
 	p := r.sqPos
-	return p-d.subTail < ring.SQTail()-d.subTail && ring.SQEAtPos(p).UserData == reqUserData(r, reqKindOp)
+	return p-d.b.subTail < ring.SQTail()-d.b.subTail && ring.SQEAtPos(p).UserData == reqUserData(r, reqKindOp)
 }
 
 // sqeOf returns the SQE of r, an unsubmitted request (else nil).
@@ -140,7 +134,7 @@ func (d *ringReqs) nopPrepared(r *ringRec) {
 		nop(ring.SQEAtPos(r.sqPos + 1))
 		r.link = false
 	}
-	r.epoch = d.epoch - 1 // no longer unsubmitted
+	r.epoch = d.b.epoch - 1 // no longer unsubmitted
 }
 
 // unprep makes r, an unsubmitted request, NOPs (nopPrepared) and finishes it with ECANCELED.
@@ -211,7 +205,7 @@ func (d *ringReqs) flush() error {
 		s.UserData = opUserData(r)
 		r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
 		r.fast = !link && r.deadline == 0 && r.c.Op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
-		r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.epoch-1 // not unsubmitted: the next enter is this flush's
+		r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.b.epoch-1 // not unsubmitted: the next enter is this flush's
 		d.inflight++
 		if link {
 			s.Flags |= uring.SQEIOLink

@@ -46,7 +46,7 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 		} else if d.inflight == 0 {
 			return turnNone
 		}
-		d.submitted() // (entering)
+		b.submitted() // (entering)
 		if _, err := ring.Submit(); err != nil {
 			return d.reaped(l, l.cache[:0], ringWaitError(err))
 		}
