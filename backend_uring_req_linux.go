@@ -214,7 +214,7 @@ func (d *ringReqs) needWait() bool { return len(d.queue) > 0 || len(d.cmds) > 0 
 // inKernel is ringUser's: SQEs in the kernel whose last CQE has not arrived.
 func (d *ringReqs) inKernel() bool { return d.inflight > 0 }
 
-// owed is ringUser's: completions wait for their callbacks (requests.pending), or records or
+// owed is ringUser's: completions wait for their callbacks (reqShared.pending), or records or
 // cancels for their SQEs, prepared or not (queued).
 func (d *ringReqs) owed() bool { return d.rq.pending() || d.queued() }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // turn is Once's request turn, before its wait, on a loop with no fd event (Loop.nfd is 0)
-// and no completion waiting for its callback (requests.pending: Once asked). It runs only when
+// and no completion waiting for its callback (reqShared.pending: Once asked). It runs only when
 // the wait would look first without blocking (uringBackend.look: lookSkip 0), with the
 // EPOLL_WAIT for the loop's own eventfds in flight and something in the kernel or queued;
 // else turnNone, and Once waits as usual.

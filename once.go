@@ -86,7 +86,7 @@ func (l *Loop) Once() error {
 			return l.dispatchRest()
 		}
 		// A loop with no fd event on uring takes the request turn first: it serves the
-		// completions of requests without the fds' part of the wait (reqTurner).
+		// completions of requests without the fds' part of the wait (reqDriving.turn).
 		var err error
 		t := turnNone
 		if l.turner != nil && l.nfd == 0 && !pending {
