@@ -86,9 +86,9 @@ type Conn struct {
 	eofTold   bool  // OnData was called with EOF true (its last call)
 	halfOpen  bool  // the peer's EOF ends the input only (WithHalfOpen)
 	shut      uint8 // CloseWrite's: 0, shutWanted or shutIssued
-	paused    bool  // backpressure: not read until the output drains
+	bp        uint8 // backpressure: bpPaused, bpTold, bpRead
 	drainWait bool  // OnData left input while output was pending: served again once it drains
-	held      bool  // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from paused)
+	held      bool  // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from bp)
 	reasonAt  uint8 // where the reason it closes is (the first one set wins): see setReason
 	inData    bool  // OnData is running (see Loop.view)
 	// lentBid is 1 + the group buffer whose bytes the send in flight sends (Forward's lend);
@@ -719,8 +719,9 @@ func (c *Conn) takeAsync(b []byte) (n int, spare []byte) {
 
 // Pending is the number of output bytes written and not yet sent, including those other
 // goroutines wrote that the loop has not taken yet. Safe from any goroutine; 0 once the
-// connection has closed. Past the write limit (WriteLimit) the connection is no longer read;
-// a write that would take it past the output cap (WithMaxPending) is refused.
+// connection has closed. Past the write limit (WriteLimit) the connection is no longer read
+// (unless SetPauseOnOutput(false)); a write that would take it past the output cap
+// (WithMaxPending) is refused.
 func (c *Conn) Pending() int { return int(c.outN.Load()) }
 
 // pending is the output the loop holds (what Pending counts but the bytes not yet taken from
@@ -737,17 +738,21 @@ func (c *Conn) pending() int {
 func (c *Conn) unsent() int { return c.pending() + c.unsentSpliced() }
 
 // WriteLimit is the pending output, in bytes, past which the connection is no longer read
-// (WithWriteLimit). A handler that answers requests stops answering once Pending and what it
-// has yet to write pass it, and leaves the other requests in the input: OnData is given them
-// again once the output has drained to half of it, without waiting for more bytes.
+// (WithWriteLimit), unless SetPauseOnOutput(false) was asked. A handler that answers requests
+// stops answering once Pending and what it has yet to write pass it, and leaves the other
+// requests in the input: OnData is given them again once the output has drained to half of
+// it, without waiting for more bytes.
 //
 // That pause suits a connection whose output answers its input. It does not suit one whose
-// output comes from elsewhere while its peer reads only once it has written (an echo, a
-// server that streams its replies back while it takes a stream): a client that writes a
-// stream and reads the replies at once, past the limit, stops reading, the peer blocks
-// writing to it and stops reading too, and neither moves again. Such a writer keeps Pending
-// within WriteLimit (it writes more from OnBackpressure's false, or as the replies come), or
-// uses Forward: a connection Forward writes to is not paused for its output (Forward holds
+// output comes from elsewhere (another goroutine, a broadcast, a download) while its peer
+// reads only once it has written, or needs its input read to go on: past the limit the
+// connection is not read, the peer blocks writing to it and does not read either, and neither
+// moves again. Such a connection is made not to pause (SetPauseOnOutput(false), or
+// WithPauseOnOutput(false) for every connection): it is read whatever its output, as a
+// net.Conn's reader is not stopped by a writer blocked on the same connection, while the
+// output cap (WithMaxPending), MaxInput and the engine's budget (WithMaxBuffered) still bound
+// what it holds, and its handler is still told (BackpressureHandler) so that a writer from elsewhere can wait for
+// the drain. A connection Forward writes to does not pause for its output either (Forward holds
 // the source instead).
 func (c *Conn) WriteLimit() int { return c.l.limit }
 
@@ -1068,7 +1073,7 @@ func (c *Conn) serveLeft() {
 		kept, x.leftKept = x.leftKept, 0
 	}
 	pieces := false
-	for !c.paused && !c.held && !c.closing && !c.closed {
+	for c.bp < bpPaused && !c.held && !c.closing && !c.closed {
 		n := len(c.inBytes()) - start
 		if end := start + kept + leftPiece; n > kept+leftPiece {
 			pieces = true
@@ -1164,14 +1169,14 @@ func (c *Conn) deliver(data []byte) {
 // case): the connection is open and not lingering, has no input left, is neither paused nor
 // held, and neither splices its input nor is TLS.
 func (c *Conn) servesNow() bool {
-	return !c.closing && !c.lingering && !c.closed && len(c.inBytes()) == 0 && !c.paused && !c.held &&
+	return !c.closing && !c.lingering && !c.closed && len(c.inBytes()) == 0 && c.bp < bpPaused && !c.held &&
 		(c.rare == nil || c.rare.splOut == nil && c.rare.tls == nil)
 }
 
 // arrived is what deliver and tlsPlain do with the bytes (plaintext) that arrived: served at
 // once when nothing waits before them, else kept after what waits.
 func (c *Conn) arrived(data []byte) {
-	if len(c.inBytes()) == 0 && !c.paused && !c.held {
+	if len(c.inBytes()) == 0 && c.bp < bpPaused && !c.held {
 		c.serve(data)
 		return
 	}
@@ -1185,7 +1190,7 @@ func (c *Conn) received() {
 	if x := c.rare; x != nil {
 		x.leftKept = 0 // the input is served whole, or waits for a pause's end (serveLeft)
 	}
-	if !c.paused && !c.held {
+	if c.bp < bpPaused && !c.held {
 		c.serve(c.inBytes())
 		c.servedBacklog()
 	}
@@ -1286,7 +1291,7 @@ func (c *Conn) sentSome() {
 	if c.asked.Load()&fwdWatched != 0 && c.outN.Load() <= int64(c.l.limit/2) {
 		c.wakeForwarders()
 	}
-	if c.paused {
+	if c.bp >= bpTold {
 		c.maybeResume()
 	} else if c.drainWait && c.pending() <= c.l.limit/2 {
 		c.drainWait = false
@@ -1301,22 +1306,76 @@ func (c *Conn) sentSome() {
 // OnData that stopped for the output to end, or what outputWork says. (Inlined: the send's
 // completion calls sentSome only then.)
 func (c *Conn) sentWork() bool {
-	return c.asked.Load()&fwdWatched != 0 || c.paused || c.drainWait || c.outputWork()
+	return c.asked.Load()&fwdWatched != 0 || c.bp >= bpTold || c.drainWait || c.outputWork()
 }
 
 // maybeResume ends backpressure once the output has drained to half the write limit: reading
-// resumes, the handler is told, and the input that waited is served.
+// resumes, the handler is told, and the input that waited is served. A connection read past
+// the limit (bpTold) is told alone.
 func (c *Conn) maybeResume() {
 	if c.pending() > c.l.limit/2 || c.tlsHeld() {
 		return
 	}
-	c.paused = false
+	if c.bp < bpPaused {
+		c.bp &^= bpTold
+		if bp := c.hs.bp; bp != nil {
+			bp.OnBackpressure(c, false)
+		}
+		return
+	}
+	c.bp &^= bpPaused
 	c.keepBacklog()
 	c.l.drv.update(c)
 	if bp := c.hs.bp; bp != nil {
 		bp.OnBackpressure(c, false)
 	}
 	c.serveLeft() // the input that waited
+}
+
+// The bits of Conn.bp, the connection's backpressure. bpPaused and bpTold are never both set,
+// and they are its high bits, so that the tests of the request path are each one compare of
+// the byte: not paused (c.bp < bpPaused), neither (c.bp < bpTold), either (c.bp >= bpTold).
+const (
+	bpRead   uint8 = 1    // SetPauseOnOutput(false): its output does not pause its reading
+	bpTold   uint8 = 0x40 // past the write limit and told so (OnBackpressure), but read all the same (bpRead)
+	bpPaused uint8 = 0x80 // past the write limit: not read until the output drains to half of it (or a TLS handshake's hold: tlsConn.held)
+)
+
+// SetPauseOnOutput sets whether the connection's output past the write limit pauses its
+// reading (true, the default: see WriteLimit) or not (false: WithPauseOnOutput). A connection
+// that does not pause is read whatever its output, as a net.Conn is read by one goroutine
+// while another is blocked writing to it: for a connection whose output does not answer its
+// input (a stream written from another goroutine, a broadcast, a download) to a peer that
+// reads only once it has written. Its handler is still told (BackpressureHandler: true past the
+// limit, false once the output has drained to half of it, but reading goes on), and the output
+// cap (WithMaxPending), MaxInput and the engine's budget (WithMaxBuffered) still bound what it
+// holds. Set to false while paused, reading resumes at once (OnData is called, in a turn of its
+// own, with the input that waited), and the handler is told false once the output drains, as
+// it would have been; set to true past the limit, reading pauses until then. Errors:
+// ringev.ErrNotOwner (wrapped) from another goroutine, net.ErrClosed.
+func (c *Conn) SetPauseOnOutput(on bool) error {
+	if err := c.usable("SetPauseOnOutput"); err != nil {
+		return err
+	}
+	switch {
+	case on && c.bp&bpRead != 0:
+		c.bp &^= bpRead
+		if c.bp&bpTold != 0 {
+			c.bp = c.bp&^bpTold | bpPaused
+			c.l.drv.update(c)
+		}
+	case !on && c.bp&bpRead == 0:
+		c.bp |= bpRead
+		if c.bp >= bpPaused && !c.tlsHeld() {
+			c.bp = c.bp&^bpPaused | bpTold
+			c.keepBacklog()
+			c.l.drv.update(c)
+			if len(c.inBytes()) > 0 || c.eof {
+				c.l.ev.Post(c.serveWaiting)
+			}
+		}
+	}
+	return nil
 }
 
 // PauseRead stops reading the connection until ResumeRead: no recv is left pending (uring),
@@ -1543,12 +1602,13 @@ func (c *Conn) outputChanged() {
 			return
 		}
 	}
-	if !c.paused && c.pending() > c.l.limit {
+	if c.bp < bpTold && c.pending() > c.l.limit {
 		c.passedLimit()
 	}
 }
 
-// passedLimit is the start of backpressure: reading pauses and the handler is told. Not for a
+// passedLimit is the start of backpressure: reading pauses (not for a connection that does
+// not pause for its output: bpRead, it is marked told, bpTold) and the handler is told. Not for a
 // connection whose output Forward fills (fedByForward): that output is not what its input
 // makes, so not reading it holds nothing back, and its peer may read that output only once it
 // has written (an echo upstream, a server that answers a stream): not reading it then stops
@@ -1576,8 +1636,12 @@ func (c *Conn) passedLimit() {
 		}
 		return
 	}
-	c.paused = true
-	c.l.drv.update(c)
+	if c.bp&bpRead != 0 {
+		c.bp |= bpTold // read all the same (SetPauseOnOutput)
+	} else {
+		c.bp |= bpPaused
+		c.l.drv.update(c)
+	}
 	if bp != nil {
 		bp.OnBackpressure(c, true)
 	}

@@ -23,6 +23,7 @@ import (
 type flooder struct {
 	mu     sync.Mutex
 	events []string
+	conn   atomic.Pointer[Conn] // the last connection opened
 }
 
 func (f *flooder) add(ev string) {
@@ -57,6 +58,7 @@ func (f *flooder) OnData(c *Conn) {
 
 // OnOpen makes the socket's send buffer small, so that the kernel cannot take the flood.
 func (f *flooder) OnOpen(c *Conn) {
+	f.conn.Store(c)
 	unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10)
 }
 
@@ -206,4 +208,116 @@ func drainToldAfterEveryPass(t *testing.T, w *drainWatcher, c net.Conn, sc *Conn
 	if seen == 0 {
 		t.Fatalf("Pending was never past the limit after a write (of 2000; OnBackpressure true %d, false %d): the case was not made", w.paused.Load(), w.resumed.Load())
 	}
+}
+
+// streamer is a Handler whose output does not answer its input: OnOpen starts a goroutine that
+// writes streamOut bytes to the connection, and OnData consumes whatever arrives and counts it.
+// Both sides' socket buffers are made small, so that the output stays pending and a peer that
+// is not read blocks writing. setInOpen: OnOpen calls SetPauseOnOutput(false).
+type streamer struct {
+	setInOpen bool
+	wrote     chan error
+	got       atomic.Int64
+}
+
+const streamOut, streamIn = 1 << 20, 2 << 20
+
+func newStreamer(setInOpen bool) *streamer {
+	return &streamer{setInOpen: setInOpen, wrote: make(chan error, 1)}
+}
+
+func (h *streamer) OnOpen(c *Conn) {
+	unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10)
+	unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<10)
+	if h.setInOpen {
+		if err := c.SetPauseOnOutput(false); err != nil {
+			h.wrote <- fmt.Errorf("SetPauseOnOutput: %w", err)
+			return
+		}
+	}
+	go func() {
+		_, err := c.WriteString(strings.Repeat("o", streamOut))
+		h.wrote <- err
+	}()
+}
+
+func (h *streamer) OnData(c *Conn) {
+	n, _ := c.Discard(c.Buffered())
+	h.got.Add(int64(n))
+}
+
+// streamBothWays connects a client with small socket buffers to e (a streamer's engine with a
+// 64 KiB write limit) and, once the streamer's goroutine has written its output, past the
+// limit, writes streamIn bytes, all of them before it reads (as a client that must finish
+// sending first does), then reads the output. Every wait has a deadline: a server that stops
+// reading the connection for its output stalls the client's write until it.
+func streamBothWays(t *testing.T, e *Engine, h *streamer) {
+	t.Helper()
+	c := dialEngine(t, e)
+	c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	c.(*net.TCPConn).SetWriteBuffer(32 << 10)
+	if err := received(t, h.wrote, "the streamer's write"); err != nil {
+		t.Fatalf("the streamer's write: %v", err)
+	}
+	if n, err := c.Write([]byte(strings.Repeat("i", streamIn))); err != nil {
+		t.Fatalf("the client wrote %d of %d bytes before it read: %v (the server read %d)", n, streamIn, err, h.got.Load())
+	}
+	if got := readN(t, c, streamOut); got != strings.Repeat("o", streamOut) {
+		t.Fatal("the stream came back altered")
+	}
+	eventually(t, "the server consumed the client's stream", func() bool { return h.got.Load() == streamIn })
+}
+
+// TestConnSetPauseOnOutputOffReadsPastTheLimit: a connection made not to pause for its output
+// (SetPauseOnOutput(false) in OnOpen), whose output, written from another goroutine, is past
+// the write limit, is still read: a client that writes a 2 MiB stream before it reads finishes.
+// With the default the server stops reading, the client blocks in its write, and neither moves
+// until the write's deadline.
+func TestConnSetPauseOnOutputOffReadsPastTheLimit(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newStreamer(true)
+		streamBothWays(t, startEngine(t, h, append(s.opts(), WithWriteLimit(64<<10))...), h)
+	})
+}
+
+// TestConnWithPauseOnOutputOffReadsPastTheLimit: WithPauseOnOutput(false) is
+// SetPauseOnOutput(false) for every connection of the engine.
+func TestConnWithPauseOnOutputOffReadsPastTheLimit(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newStreamer(false)
+		streamBothWays(t, startEngine(t, h, append(s.opts(), WithWriteLimit(64<<10), WithPauseOnOutput(false))...), h)
+	})
+}
+
+// TestConnSetPauseOnOutputOffResumesAPausedConnection: SetPauseOnOutput(false) on a connection
+// paused for its output resumes its reading at once: a line the client sent meanwhile is served
+// before the client reads the output, and OnBackpressure(false) still comes once it drains.
+func TestConnSetPauseOnOutputOffResumesAPausedConnection(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f, e, c := startFlooded(t, s)
+		c.Write([]byte("after\n"))
+		sc := f.conn.Load()
+		onLoop(t, e.Loops()[0], func() {
+			if err := sc.SetPauseOnOutput(false); err != nil {
+				t.Errorf("SetPauseOnOutput: %v", err)
+			}
+		})
+		eventually(t, "the line served while the output is pending", func() bool { return f.log() == "flood paused after" })
+		if got := readN(t, c, 1<<20+6); got != strings.Repeat("f", 1<<20)+"after\n" {
+			t.Fatal("the output came back altered")
+		}
+		eventually(t, "OnBackpressure(false) once the output drained", func() bool { return f.log() == "flood paused after resumed" })
+	})
+}
+
+// TestConnPauseOnOutputOffTellsBackpressure: a connection that does not pause for its output
+// (WithPauseOnOutput(false)) still tells its handler, true past the write limit and false once
+// the output has drained, after every pass a writer saw.
+func TestConnPauseOnOutputOffTellsBackpressure(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		w := &drainWatcher{recorder: newRecorder()}
+		e := startEngine(t, w, append(s.opts(), WithWriteLimit(passLimit), WithPauseOnOutput(false))...)
+		c := dialEngine(t, e)
+		drainToldAfterEveryPass(t, w, c, w.next(t))
+	})
 }

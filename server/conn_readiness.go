@@ -226,7 +226,7 @@ func (d *connRdy) write(c *Conn) {
 		if c.to.idles() {
 			c.active = c.l.turnTime()
 		}
-		if past && !c.paused {
+		if past && c.bp < bpTold {
 			if c.passedLimit(); c.closed {
 				return // its handler closed it
 			}
@@ -252,7 +252,7 @@ func (d *connRdy) update(c *Conn) {
 	if c.wblocked && len(c.pend) > 0 {
 		flags |= ringev.Write
 	}
-	if c.lingering || !c.paused && !c.held && (!c.closing || c.tlsHandshaking()) && !c.eof && !c.backlogged() {
+	if c.lingering || c.bp < bpPaused && !c.held && (!c.closing || c.tlsHandshaking()) && !c.eof && !c.backlogged() {
 		flags |= ringev.Read
 	}
 	shut := (c.peerShut || c.eof) && !c.lingering

@@ -268,7 +268,7 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 			x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
 		}
 		lend.x = nil // (lent: the send's completion gives it back)
-		if c.recvLive && !c.held && !c.paused && !c.closed && c.splicingOut() == nil {
+		if c.recvLive && !c.held && c.bp < bpPaused && !c.closed && c.splicingOut() == nil {
 			return // still receiving, as wanted: what changed the want (PauseRead, a close, Splice, the write limit) updated it
 		}
 	case x.Err == nil: // N 0: the peer closed its side
@@ -321,7 +321,7 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 		if s := c.splicingIn(); s != nil {
 			s.pumpOut(false) // a splice's bytes that waited for this output
 		}
-		if past && !c.paused {
+		if past && c.bp < bpTold {
 			if c.passedLimit(); c.closed {
 				return // its handler closed it
 			}
@@ -358,7 +358,7 @@ func (d *connReqs) update(c *Conn) {
 		s.spliceUpdate() // (which ends it when the connection closes)
 		splicing = c.splicingOut() != nil
 	}
-	want := c.lingering || !c.paused && !c.held && !splicing && !c.backlogged()
+	want := c.lingering || c.bp < bpPaused && !c.held && !splicing && !c.backlogged()
 	switch {
 	case want && !c.recvLive:
 		d.armRecv(c)

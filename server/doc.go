@@ -39,7 +39,8 @@
 // a request timeout that
 // starts with a request's first byte and is not moved by the bytes that follow
 // (WithRequestTimeout). A connection whose pending output passes the write limit is no longer
-// read until it drains (WithWriteLimit, BackpressureHandler). A handler stops reading one
+// read until it drains (WithWriteLimit, BackpressureHandler), unless its output does not
+// answer its input and it was made not to pause (Conn.SetPauseOnOutput). A handler stops reading one
 // itself with Conn.PauseRead (a proxy whose other side does not keep up), until ResumeRead.
 //
 // Memory is bounded by default. A write that would take a connection's pending output

@@ -142,7 +142,9 @@ type TickHandler interface {
 // BackpressureHandler is a Handler told when a connection's pending output (Conn.Pending)
 // passes the write limit (WithWriteLimit): paused is true, and the connection is no longer
 // read, so OnData is not called for it. Once the output has drained to half the limit, paused
-// is false, reading resumes, and OnData is called if input is buffered. Every true is followed
+// is false, reading resumes, and OnData is called if input is buffered. A connection that does
+// not pause for its output (Conn.SetPauseOnOutput(false), WithPauseOnOutput) is told the same,
+// true and false, but is read all along: a writer from elsewhere waits for the false. Every true is followed
 // by one false unless the connection closes first (then OnClose comes), and a pass of the limit
 // that anyone saw counts: a writer on any goroutine that finds Pending past WriteLimit after
 // its write is told of the drain by a false that comes after it (or by OnClose), even when

@@ -55,7 +55,7 @@ func (c *Conn) lendTo(x *ringev.Completion, b []byte) bool {
 	l := c.l
 	bid := x.BufferID()
 	if bid < 0 || unsafe.SliceData(b) != unsafe.SliceData(x.Buf) || len(b) != len(x.Buf) ||
-		c.outLen > 0 || len(c.pend) > 0 || len(b) > l.limit || c.eof || c.paused || c.asyncAt.Load() != 0 ||
+		c.outLen > 0 || len(c.pend) > 0 || len(b) > l.limit || c.eof || c.bp >= bpPaused || c.asyncAt.Load() != 0 ||
 		c.rare != nil && (c.rare.splIn != nil || c.rare.tls != nil) {
 		return false
 	}

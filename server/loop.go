@@ -472,7 +472,7 @@ func (l *Loop) addConn(fd int, counted bool) {
 
 // newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
 func (l *Loop) newConn(fd int, hs *handlers) *Conn {
-	c := &Conn{l: l, hs: hs, fd: int32(fd), to: l.timeouts(nil, l.e.o.idle, l.e.o.request, l.e.o.readIdle), halfOpen: l.e.o.halfOpen}
+	c := &Conn{l: l, hs: hs, fd: int32(fd), to: l.timeouts(nil, l.e.o.idle, l.e.o.request, l.e.o.readIdle), halfOpen: l.e.o.halfOpen, bp: l.e.o.bp}
 	l.conns.add(c)
 	return c
 }

@@ -26,6 +26,7 @@ type options struct {
 	maxPending  int
 	maxBuffered int
 	halfOpen    bool
+	bp          uint8 // a connection's Conn.bp at first: bpRead for WithPauseOnOutput(false)
 	readIdle    time.Duration
 	drain       time.Duration
 	dialTimeout time.Duration
@@ -123,8 +124,22 @@ func WithRequestTimeout(d time.Duration) Option { return func(o *options) { o.re
 func WithHalfOpen(on bool) Option { return func(o *options) { o.halfOpen = on } }
 
 // WithWriteLimit sets the pending output, in bytes, past which a connection is no longer read
-// until it drains to half of it (BackpressureHandler is told); 0 means DefaultWriteLimit.
+// until it drains to half of it (BackpressureHandler is told); 0 means DefaultWriteLimit. A
+// connection whose output does not answer its input is made not to pause
+// (WithPauseOnOutput, Conn.SetPauseOnOutput): see Conn.WriteLimit.
 func WithWriteLimit(bytes int) Option { return func(o *options) { o.writeLimit = bytes } }
+
+// WithPauseOnOutput sets whether a connection's output past the write limit pauses its reading:
+// true, the default, or false, for servers whose output does not answer their input (see
+// Conn.SetPauseOnOutput, which changes it for one connection, and WriteLimit).
+func WithPauseOnOutput(on bool) Option {
+	return func(o *options) {
+		o.bp = 0
+		if !on {
+			o.bp = bpRead
+		}
+	}
+}
 
 // WithMaxPending sets a connection's output cap, in bytes: a write (on the loop or from another
 // goroutine) that would take Conn.Pending past it is refused with ErrOutputFull, and the

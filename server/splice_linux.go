@@ -175,7 +175,7 @@ func (s *splicer) spliceUpdate() {
 		s.stopIn()
 		return
 	}
-	if c.paused || c.held {
+	if c.bp >= bpPaused || c.held {
 		if s.inPoll {
 			s.inReq.Cancel()
 		}
@@ -188,7 +188,7 @@ func (s *splicer) spliceUpdate() {
 // src's recv has ended.
 func (s *splicer) pumpIn() {
 	c := s.src
-	if s.srcDone || s.inPoll || s.outBusy || s.inPipe > 0 || c.recvLive || c.paused || c.held {
+	if s.srcDone || s.inPoll || s.outBusy || s.inPipe > 0 || c.recvLive || c.bp >= bpPaused || c.held {
 		return
 	}
 	r, err := c.l.ev.Poll(int(c.fd), unix.POLLIN, s.cb, tokSpPollIn)

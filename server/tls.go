@@ -248,7 +248,7 @@ type tlsConn struct {
 	client bool
 	// notified: close_notify (or a fatal alert) was sent; peerNotified: the peer's was received.
 	notified, peerNotified bool
-	held                   bool // not read until the handshake ends (Conn.paused set for it)
+	held                   bool // not read until the handshake ends (Conn.bp's bpPaused set for it)
 	timer                  *ringev.Timer
 	hsErr                  error // the handshake's, set before its hand-off
 }
@@ -323,7 +323,8 @@ func (t *tlsConn) recv(data []byte) {
 		if t.tr.feed(data) > maxHandshakeInput && !t.held {
 			// A client may send records after its Finished before the handshake has read
 			// it: the connection is not read until the handshake ends.
-			t.held, t.c.paused = true, true
+			t.held = true
+			t.c.bp |= bpPaused
 			t.c.l.drv.update(t.c)
 		}
 	}
@@ -389,7 +390,8 @@ func (t *tlsConn) handshook() {
 	t.gor.t = t
 	t.rec = &t.gor
 	if t.held {
-		t.held, c.paused = false, false
+		t.held = false
+		c.bp &^= bpPaused
 		c.l.drv.update(c)
 	}
 	if hh := c.hs.hand; hh != nil && !c.closing {
