@@ -246,8 +246,9 @@ func (h Request) Pending() bool { return h.rec != nil && h.rec.gen == h.gen && h
 // Read reads into buf from fd at offset off (-1: the file position, as read(2); else as
 // pread(2)): IORING_OP_READ (Linux 5.6) on uring. On an fd that cannot seek, every backend
 // does as io_uring does: a pipe's offset is ignored, and a socket takes 0 alone (another
-// offset fails with ESPIPE). N is the bytes read, 0 at end of file; Buf is buf[:N]. The errors of every request call, and the rules for buf (the kernel's
-// until the last callback) and fd (close it with CloseFd), are in Request's documentation.
+// offset fails with ESPIPE). N is the bytes read, 0 at end of file; Buf is buf[:N]. The
+// errors of every request call, and the rules for buf (the kernel's until the last callback)
+// and fd (close it with CloseFd), are in Request's documentation.
 func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
 	if l.owned() { // first: another goroutine must not read the owner's request state
 		if rq := l.req; rq != nil && rq.fastOK(OpRead, fd, buf, true, cb) {
@@ -263,8 +264,9 @@ func (l *Loop) Read(fd int, buf []byte, off int64, cb Callback, token uint64) (R
 }
 
 // Write writes all of buf to fd at offset off (-1: the file position; on an fd that cannot
-// seek, as for Read): IORING_OP_WRITE (5.6) on uring. The loop finishes a short write (the rest goes as the same request, with the same
-// deadline), so N is len(buf); on an error after a part was written, N counts that part.
+// seek, as for Read): IORING_OP_WRITE (5.6) on uring. The loop finishes a short write (the
+// rest goes as the same request, with the same deadline), so N is len(buf); on an error after
+// a part was written, N counts that part.
 func (l *Loop) Write(fd int, buf []byte, off int64, cb Callback, token uint64) (Request, error) {
 	if l.owned() { // first: another goroutine must not read the owner's request state
 		if rq := l.req; rq != nil && rq.fastOK(OpWrite, fd, buf, true, cb) {

@@ -33,7 +33,7 @@ const (
 
 // Dispatch bounds: one Once runs at most reqBatch completions (reqseam.go), and at most
 // reqPerTurn of one multishot request (a flood on one socket cannot hold the others back:
-// liburing #1043).
+// docs/design.md, "Dispatch bounds").
 const reqPerTurn = 8
 
 // push appends an entry to the completion queue, at position rq.pos, and returns it for the

@@ -39,10 +39,10 @@ func NewEngine(ctx context.Context, opts ...Option) (*Engine, error) {
 // loops (the one with the fewest connections), and returns the connection once it is open:
 // served by h (its OnOpen runs on the loop, concurrently with the caller), its Write, Close
 // and Abort usable at once from any goroutine, and its LocalAddr and RemoteAddr set (asked on
-// the loop before Dial returns: getsockname(2) and getpeername(2)). ctx bounds the connect: when it is done
-// first, the socket is closed and the error wraps ctx.Err(). Dial blocks the calling
-// goroutine, never a loop: from one of the engine's loops it returns ErrFromLoop at once
-// (Loop.Dial dials from a handler without blocking).
+// the loop before Dial returns: getsockname(2) and getpeername(2)). ctx bounds the connect:
+// when it is done first, the socket is closed and the error wraps ctx.Err(). Dial blocks the
+// calling goroutine, never a loop: from one of the engine's loops it returns ErrFromLoop at
+// once (Loop.Dial dials from a handler without blocking).
 //
 // Errors: those of Loop.Dial (a nil ctx is one) and its done (a *net.OpError that names the
 // address and wraps the errno, e.g. unix.ECONNREFUSED, or ctx.Err()); ErrFromLoop; one

@@ -46,8 +46,9 @@ var ErrFromLoop = errors.New("server: a blocking Engine call from one of its loo
 // and addr ("host:port", port 0 for any free one; a path for "unix"), and returns once every
 // loop is serving. As with net.Listen, "tcp" on a host that is empty or unspecified (":8080",
 // "0.0.0.0:8080", "[::]:8080") listens on [::] for IPv6 and IPv4 clients alike (IPV6_V6ONLY
-// off; on 0.0.0.0 where the system has no IPv6); "tcp4" and "tcp6" take one. The engine shuts down gracefully when ctx is done (see Shutdown; bounded by
-// WithDrainTimeout), or when Shutdown or Close is called; Wait waits for the end.
+// off; on 0.0.0.0 where the system has no IPv6); "tcp4" and "tcp6" take one. The engine
+// shuts down gracefully when ctx is done (see Shutdown; bounded by WithDrainTimeout), or when
+// Shutdown or Close is called; Wait waits for the end.
 //
 // Errors: one naming an unknown network, API, receive mode or balancing; one naming the address
 // when it cannot be listened on (wrapping the errno, e.g. unix.EADDRINUSE); the loops' errors
@@ -71,13 +72,13 @@ func Listen(ctx context.Context, network, addr string, h Handler, opts ...Option
 // ListenPacket starts serving h on a datagram socket for network ("udp", "udp4" or "udp6") and
 // addr ("udp" on an unspecified host takes IPv6 and IPv4 alike, as Listen's "tcp"; an IPv4
 // sender's address then comes as ::ffff:a.b.c.d, as from net's ReadFromUDPAddrPort: Unmap it
-// to compare it with an IPv4 one), on each loop (SO_REUSEPORT: the kernel spreads the senders over the loops' sockets), and
-// returns once every loop is serving. With the requests API the datagrams are received and sent
-// with the loop's RecvMsg and SendMsg requests, several in flight (on uring IORING_OP_RECVMSG
-// and IORING_OP_SENDMSG, Linux 5.3, every send of a turn in one io_uring_enter(2); on epoll and
-// poll the loop's emulation); with the readiness API with fd events and recvfrom(2)/sendto(2).
-// Shutdown sends what was queued and closes. Errors as Listen's, and one for WithTLS (there is
-// no DTLS: the datagrams would go in plaintext).
+// to compare it with an IPv4 one), on each loop (SO_REUSEPORT: the kernel spreads the senders
+// over the loops' sockets), and returns once every loop is serving. With the requests API the
+// datagrams are received and sent with the loop's RecvMsg and SendMsg requests, several in
+// flight (on uring IORING_OP_RECVMSG and IORING_OP_SENDMSG, Linux 5.3, every send of a turn in
+// one io_uring_enter(2); on epoll and poll the loop's emulation); with the readiness API with
+// fd events and recvfrom(2)/sendto(2). Shutdown sends what was queued and closes. Errors as
+// Listen's, and one for WithTLS (there is no DTLS: the datagrams would go in plaintext).
 func ListenPacket(ctx context.Context, network, addr string, h PacketHandler, opts ...Option) (*Engine, error) {
 	if h == nil {
 		return nil, errors.New("server: ListenPacket with a nil PacketHandler")

@@ -26,10 +26,10 @@ import (
 // Server serves an http.Handler over HTTP/1.1 on the connections of a server.Engine: it is
 // the Engine's server.Handler (with OnOpen, OnHandshake, OnClose, OnTimeout and
 // OnBackpressure). Requests are parsed on the connection's loop; each runs its handler on a
-// goroutine of its own, which ends with the response. An idle connection has no goroutine and no buffer. Once a handler
-// has returned, its ResponseWriter and the map of its Header serve a later request (using
-// them after the return is not allowed by http.ResponseWriter); the Request, its URL, header
-// and context are its own.
+// goroutine of its own, which ends with the response. An idle connection has no goroutine and
+// no buffer. Once a handler has returned, its ResponseWriter and the map of its Header serve a
+// later request (using them after the return is not allowed by http.ResponseWriter); the
+// Request, its URL, header and context are its own.
 type Server struct {
 	cfg     *http.Server
 	handler http.Handler
