@@ -744,16 +744,16 @@ func (c *Conn) unsent() int { return c.pending() + c.unsentSpliced() }
 // it, without waiting for more bytes.
 //
 // That pause suits a connection whose output answers its input. It does not suit one whose
-// output comes from elsewhere (another goroutine, a broadcast, a download) while its peer
-// reads only once it has written, or needs its input read to go on: past the limit the
-// connection is not read, the peer blocks writing to it and does not read either, and neither
-// moves again. Such a connection is made not to pause (SetPauseOnOutput(false), or
-// WithPauseOnOutput(false) for every connection): it is read whatever its output, as a
-// net.Conn's reader is not stopped by a writer blocked on the same connection, while the
-// output cap (WithMaxPending), MaxInput and the engine's budget (WithMaxBuffered) still bound
-// what it holds, and its handler is still told (BackpressureHandler) so that a writer from elsewhere can wait for
-// the drain. A connection Forward writes to does not pause for its output either (Forward holds
-// the source instead).
+// output comes from elsewhere (another goroutine, a broadcast, a download) while its peer reads
+// only once it has written, or needs its input read to go on: past the limit the connection is
+// not read, the peer blocks writing to it and does not read either, and neither moves again.
+// Such a connection is made not to pause (SetPauseOnOutput(false), or WithPauseOnOutput(false)
+// for every connection): it is read whatever its output, as a net.Conn's reader is not stopped
+// by a writer blocked on the same connection, while the output cap (WithMaxPending), MaxInput
+// and the engine's budget (WithMaxBuffered) still bound what it holds, and its handler is still
+// told (BackpressureHandler) so that a writer from elsewhere can wait for the drain. A
+// connection Forward writes to does not pause for its output either (Forward holds the source
+// instead).
 func (c *Conn) WriteLimit() int { return c.l.limit }
 
 // Close closes the connection gracefully: no more input is handed to OnData, the output
@@ -1607,19 +1607,19 @@ func (c *Conn) outputChanged() {
 	}
 }
 
-// passedLimit is the start of backpressure: reading pauses (not for a connection that does
-// not pause for its output: bpRead, it is marked told, bpTold) and the handler is told. Not for a
+// passedLimit is the start of backpressure: reading pauses (not for a connection that does not
+// pause for its output: bpRead, it is marked told, bpTold) and the handler is told. Not for a
 // connection whose output Forward fills (fedByForward): that output is not what its input
 // makes, so not reading it holds nothing back, and its peer may read that output only once it
 // has written (an echo upstream, a server that answers a stream): not reading it then stops
-// both for good. Forward holds the sources that fill it instead. A turn's end
-// that finds the output past the write limit calls it (outputChanged), and so does a send that
-// finds Pending was past it while reading was not paused (reqSent, connRdy.write): bytes other
-// goroutines wrote, which the loop took only once a send had completed. So whoever saw Pending
-// past the limit, on any goroutine, is told when it drains (maybeResume). When the output has
-// drained to half the limit already, the handler is told both at once and reading goes on. Not
-// during a TLS handshake: the output waits for its end, which needs the input (a pause would
-// hold both); the turn's end after it finds the records past the limit.
+// both for good. Forward holds the sources that fill it instead. A turn's end that finds the
+// output past the write limit calls it (outputChanged), and so does a send that finds Pending
+// was past it while reading was not paused (reqSent, connRdy.write): bytes other goroutines
+// wrote, which the loop took only once a send had completed. So whoever saw Pending past the
+// limit, on any goroutine, is told when it drains (maybeResume). When the output has drained to
+// half the limit already, the handler is told both at once and reading goes on. Not during a
+// TLS handshake: the output waits for its end, which needs the input (a pause would hold both);
+// the turn's end after it finds the records past the limit.
 //
 //go:noinline
 func (c *Conn) passedLimit() {

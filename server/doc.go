@@ -35,13 +35,13 @@
 // method that belongs to the loop's goroutine, either works or returns an error.
 //
 // Connections are cut off by an idle timeout (WithIdleTimeout, or WithReadIdleTimeout, which
-// counts received bytes only: the server's writes do not keep a client that only listens) and
-// a request timeout that
-// starts with a request's first byte and is not moved by the bytes that follow
-// (WithRequestTimeout). A connection whose pending output passes the write limit is no longer
-// read until it drains (WithWriteLimit, BackpressureHandler), unless its output does not
-// answer its input and it was made not to pause (Conn.SetPauseOnOutput). A handler stops reading one
-// itself with Conn.PauseRead (a proxy whose other side does not keep up), until ResumeRead.
+// counts received bytes only: the server's writes do not keep a client that only listens) and a
+// request timeout that starts with a request's first byte and is not moved by the bytes that
+// follow (WithRequestTimeout). A connection whose pending output passes the write limit is no
+// longer read until it drains (WithWriteLimit, BackpressureHandler), unless its output does not
+// answer its input and it was made not to pause (Conn.SetPauseOnOutput). A handler stops
+// reading one itself with Conn.PauseRead (a proxy whose other side does not keep up), until
+// ResumeRead.
 //
 // Memory is bounded by default. A write that would take a connection's pending output
 // (Conn.Pending, right from any goroutine) past its cap, 4 MiB, is refused and closes the

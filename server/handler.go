@@ -144,15 +144,15 @@ type TickHandler interface {
 // read, so OnData is not called for it. Once the output has drained to half the limit, paused
 // is false, reading resumes, and OnData is called if input is buffered. A connection that does
 // not pause for its output (Conn.SetPauseOnOutput(false), WithPauseOnOutput) is told the same,
-// true and false, but is read all along: a writer from elsewhere waits for the false. Every true is followed
-// by one false unless the connection closes first (then OnClose comes), and a pass of the limit
-// that anyone saw counts: a writer on any goroutine that finds Pending past WriteLimit after
-// its write is told of the drain by a false that comes after it (or by OnClose), even when
-// the loop sent that output before its turn's end found it past the limit (then true and false
-// come together, and reading goes on). So a handler that stops writing to a slow client, or
-// stops reading the clients that talk to it, waits for this call rather than polling Pending.
-// During a TLS handshake the output waits for it: the pass is told once the records are
-// written.
+// true and false, but is read all along: a writer from elsewhere waits for the false. Every
+// true is followed by one false unless the connection closes first (then OnClose comes), and a
+// pass of the limit that anyone saw counts: a writer on any goroutine that finds Pending past
+// WriteLimit after its write is told of the drain by a false that comes after it (or by
+// OnClose), even when the loop sent that output before its turn's end found it past the limit
+// (then true and false come together, and reading goes on). So a handler that stops writing to
+// a slow client, or stops reading the clients that talk to it, waits for this call rather than
+// polling Pending. During a TLS handshake the output waits for it: the pass is told once the
+// records are written.
 //
 // Writes are not refused for it: a handler that writes to a connection its peer does not read
 // (a broadcast to a stalled client) watches Pending (right from any goroutine), or this. Past
