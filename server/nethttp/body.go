@@ -90,6 +90,15 @@ func (b *reqBody) Close() error {
 	return err
 }
 
+// mayWait reports whether Close may read what is left of the body: the handler left some of
+// it unread, and the connection is not given up on it (closing, or more left than the server
+// reads).
+func (b *reqBody) mayWait() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.closed && !b.sawEOF && (b.chunked || !b.closing && b.left <= maxPostHandlerReadBytes)
+}
+
 // state is what the response's header decides by, under the body's lock.
 func (b *reqBody) state() (closed, sawEOF bool, unread int64) {
 	b.mu.Lock()

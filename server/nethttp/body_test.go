@@ -3,6 +3,7 @@
 package nethttp
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"fmt"
@@ -82,6 +83,35 @@ func TestServerAnswersExpectContinue(t *testing.T) {
 		b, _ := io.ReadAll(c)
 		if !strings.HasPrefix(string(b), "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(string(b), "\r\n\r\nbody") {
 			t.Fatalf("response %q", b)
+		}
+	})
+}
+
+// TestServerAnswersExpectContinueWithoutTheBody: a handler that answers an
+// "Expect: 100-continue" request without reading its body has its response sent at once, as on
+// net/http, while the client still waits for "100 Continue" and has sent none of the body:
+// the server does not hold the response until it has read the body it would discard.
+func TestServerAnswersExpectContinueWithoutTheBody(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "no body needed")
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		c, err := net.DialTimeout("tcp", addr, waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(waitFor))
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("no response before the body was sent: %v", err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(b) != "no body needed" || err != nil || !resp.Close {
+			t.Fatalf("got %s %q (%v), close %v; want 200 \"no body needed\", Connection: close", resp.Status, b, err, resp.Close)
 		}
 	})
 }

@@ -948,6 +948,11 @@ func (w *response) finishRequest() {
 	}
 	w.w.Flush()
 	w.cw.close()
+	if rb, ok := w.reqBody.(*reqBody); ok && rb.mayWait() {
+		// Closing the body may wait for the client's bytes: the response goes out first, as
+		// net/http's does, so that a client waiting for it (or for "100 Continue") gets it.
+		w.bufw.Flush()
+	}
 	w.reqBody.Close() // the bytes held go with the connection back to the loop (serve)
 	if w.req.MultipartForm != nil {
 		w.req.MultipartForm.RemoveAll()
