@@ -1015,12 +1015,34 @@ func (c *Conn) peerEOF() {
 	if c.closed {
 		return
 	}
-	if c.doneAtEOF(c.unsent()) {
-		c.setReason(c.eofReason())
-		c.end(nil)
+	if c.doneAtEOF(c.unsent()) && c.endAtEOF() {
 		return
 	}
 	c.l.drv.update(c)
+}
+
+// endAtEOF closes a connection that doneAtEOF found done and reports whether it did: not
+// when other goroutines wrote to it before it could refuse their writes (the bytes wait in the
+// loop's inbox, or behind functions posted before them): those are taken into the output
+// (the inbox's at once, the others in their turn), to be sent before it closes, as the bytes
+// its handler wrote before the EOF are. Its writes are refused from the check on (gone), under
+// l.mu, where other goroutines' writes are queued.
+func (c *Conn) endAtEOF() bool {
+	l := c.l
+	l.mu.Lock()
+	if c.asyncAt.Load() != 0 || c.outN.Load() > int64(c.pending()) {
+		l.mu.Unlock()
+		if c.asyncAt.Load() != 0 {
+			c.takeAsyncNow()
+		}
+		return false
+	}
+	reason := c.eofReason()
+	c.setGone()
+	l.mu.Unlock()
+	c.setReason(reason)
+	c.end(nil)
+	return true
 }
 
 // eofReason is the reason to close that the peer's EOF gives: io.EOF, or nil when a Close or
@@ -1588,9 +1610,7 @@ func (c *Conn) outputChanged() {
 	}
 	p := c.unsent()
 	switch {
-	case c.eof && c.doneAtEOF(p):
-		c.setReason(c.eofReason())
-		c.end(nil)
+	case c.eof && c.doneAtEOF(p) && c.endAtEOF():
 		return
 	case c.closing && p == 0 && !c.lingering:
 		c.l.drv.linger(c)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // atEOF is what a handler saw in its OnData call at the peer's EOF: the connection and the
@@ -330,6 +332,37 @@ func TestConnCloseWriteRefusesAPostedWriteAfterIt(t *testing.T) {
 		}
 		if got := readToEOF(t, c); got != "" {
 			t.Errorf("the peer read %q before EOF, want nothing", got)
+		}
+	})
+}
+
+// TestConnPeerEOFSendsWhatOtherGoroutinesWrote: what another goroutine wrote (its Write
+// returned nil) before the loop saw the peer's EOF is sent before the connection closes, also
+// when the loop sees the EOF before it has taken those bytes (here: a goroutine writes while
+// OnData runs, and the EOF came with the data).
+func TestConnPeerEOFSendsWhatOtherGoroutinesWrote(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		const want = "written by another goroutine during OnData\n"
+		r := newRecorder()
+		r.line = func(c *Conn, line string) { writeFromElsewhere(t, c, want) }
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		release := holdLoop(t, sc.Loop())
+		if _, err := io.WriteString(c, "line\n"); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatalf("CloseWrite: %v", err)
+		}
+		eventually(t, "the line and the FIN in the kernel", func() bool {
+			fds := []unix.PollFd{{Fd: int32(sc.Fd()), Events: unix.POLLRDHUP}}
+			n, err := unix.Poll(fds, 0)
+			return err == nil && n == 1 && fds[0].Revents&unix.POLLRDHUP != 0
+		})
+		release()
+		if got := readToEOF(t, c); got != want {
+			t.Fatalf("the peer read %q, then EOF; want %q", got, want)
 		}
 	})
 }
