@@ -366,3 +366,43 @@ func TestConnPeerEOFSendsWhatOtherGoroutinesWrote(t *testing.T) {
 		}
 	})
 }
+
+// TestConnCloseAfterPeerHalfCloseWithInputUnreadSendsTheOutput: a Close of a connection whose
+// peer has shut down its side (its FIN in the kernel) with input the connection has not read
+// (PauseRead) sends the output and then a FIN: the input left is read and dropped first, as a
+// lingering close does. Closing the socket with unread input makes the kernel send a reset,
+// which drops the output still in the socket's buffer, and the peer reads ECONNRESET.
+func TestConnCloseAfterPeerHalfCloseWithInputUnreadSendsTheOutput(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		r.line = func(*Conn, string) {} // (never called: the connection is held)
+		e := startEngine(t, r, s.opts()...)
+		c := dialEngine(t, e)
+		sc := r.next(t)
+		onLoop(t, sc.Loop(), func() {
+			if err := sc.PauseRead(); err != nil {
+				t.Errorf("PauseRead: %v", err)
+			}
+		})
+		if _, err := io.WriteString(c, strings.Repeat("not read\n", 1000)); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatalf("CloseWrite: %v", err)
+		}
+		eventually(t, "the input and the FIN in the kernel", func() bool {
+			fds := []unix.PollFd{{Fd: int32(sc.Fd()), Events: unix.POLLRDHUP}}
+			n, err := unix.Poll(fds, 0)
+			return err == nil && n == 1 && fds[0].Revents&unix.POLLRDHUP != 0
+		})
+		want := strings.Repeat("output\n", 50000)
+		writeFromElsewhere(t, sc, want)
+		if err := sc.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		r.closedWith(t)
+		if got := readToEOF(t, c); got != want {
+			t.Fatalf("the peer read %d bytes of %d", len(got), len(want))
+		}
+	})
+}

@@ -131,8 +131,12 @@ func (d *connRdy) ev(c *Conn) *ringev.FdEvent {
 func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 	c := ev.Data.(*Conn)
 	switch {
-	case flags&ringev.Error != 0 && c.lingering:
-		c.end(nil) // the peer closed (or reset) while we linger
+	case flags&ringev.Error != 0 && c.lingering && flags&ringev.Read == 0:
+		// The peer closed (or reset) while we linger, and nothing is left to read. Input
+		// left (Read) is read and dropped first, below, until the end of file: closing the
+		// socket with input unread makes the kernel send a reset, which drops the output not
+		// yet acknowledged.
+		c.end(nil)
 		return
 	case flags&ringev.Error != 0 && flags&ringev.Read == 0:
 		// Error on a connection that does not read (paused, held, closing, or at end of
