@@ -1086,3 +1086,94 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 var errHijackClosed = errors.New("http: connection closed before it was hijacked")
+
+// handle is the http.ResponseWriter a handler is given: its request's own (in the request's
+// reqState, made for each request), which leads to the response, part of the exchange that
+// later requests reuse. Once the handler has returned (done), it leads nowhere: a goroutine
+// that kept it and writes late gets errAfterHandler, and does not write into the response of
+// a later request, another client's perhaps.
+type handle struct {
+	w    *response
+	done atomic.Bool
+}
+
+// errAfterHandler is what a response's writes return once its handler has returned.
+var errAfterHandler = errors.New("http: response written after its handler returned")
+
+func (h *handle) Header() http.Header {
+	if h.done.Load() {
+		return http.Header{} // changes go nowhere
+	}
+	return h.w.Header()
+}
+
+func (h *handle) WriteHeader(code int) {
+	if !h.done.Load() {
+		h.w.WriteHeader(code)
+	}
+}
+
+func (h *handle) Write(data []byte) (int, error) {
+	if h.done.Load() {
+		return 0, errAfterHandler
+	}
+	return h.w.write(len(data), data, "")
+}
+
+func (h *handle) WriteString(data string) (int, error) {
+	if h.done.Load() {
+		return 0, errAfterHandler
+	}
+	return h.w.write(len(data), nil, data)
+}
+
+func (h *handle) Flush() { h.FlushError() }
+
+func (h *handle) FlushError() error {
+	if h.done.Load() {
+		return errAfterHandler
+	}
+	return h.w.FlushError()
+}
+
+func (h *handle) ReadFrom(src io.Reader) (int64, error) {
+	if h.done.Load() {
+		return 0, errAfterHandler
+	}
+	return h.w.ReadFrom(src)
+}
+
+func (h *handle) SetReadDeadline(deadline time.Time) error {
+	if h.done.Load() {
+		return errAfterHandler
+	}
+	return h.w.SetReadDeadline(deadline)
+}
+
+func (h *handle) SetWriteDeadline(deadline time.Time) error {
+	if h.done.Load() {
+		return errAfterHandler
+	}
+	return h.w.SetWriteDeadline(deadline)
+}
+
+func (h *handle) EnableFullDuplex() error {
+	if h.done.Load() {
+		return errAfterHandler
+	}
+	return h.w.EnableFullDuplex()
+}
+
+func (h *handle) CloseNotify() <-chan bool {
+	if h.done.Load() {
+		panic("net/http: CloseNotify called after ServeHTTP finished")
+	}
+	return h.w.CloseNotify()
+}
+
+func (h *handle) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if h.done.Load() {
+		panic("net/http: Hijack called after ServeHTTP finished")
+	}
+	return h.w.Hijack()
+}

@@ -83,3 +83,42 @@ func TestHeaderSnapTakeIsClone(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseWriteAfterItsHandlerReturnedReachesNoOtherResponse: a ResponseWriter that a
+// goroutine kept past its handler's return writes nowhere (its Write fails), not into the
+// response of the next request the loop serves, on another connection: the loop reuses the
+// memory of a finished response for the next.
+func TestResponseWriteAfterItsHandlerReturnedReachesNoOtherResponse(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		kept := make(chan http.ResponseWriter, 1)
+		lateErr := make(chan error, 1)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/first" {
+				kept <- w
+				io.WriteString(w, "first")
+				return
+			}
+			_, err := io.WriteString(<-kept, "written late by the first handler")
+			lateErr <- err
+			io.WriteString(w, "second")
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		tr := &http.Transport{DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr, Timeout: waitFor}
+		for _, path := range []string{"/first", "/second"} {
+			resp, err := client.Get("http://" + addr + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := path[1:]; string(b) != want || err != nil {
+				t.Fatalf("GET %s: %q (%v), want %q", path, b, err, want)
+			}
+		}
+		if err := <-lateErr; err == nil {
+			t.Fatal("the late Write returned no error")
+		}
+	})
+}

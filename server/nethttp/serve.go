@@ -821,6 +821,7 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) 
 type reqState struct {
 	ctx  reqCtx
 	room fastRoom // the Request's URL and header values, when fastRequest reads the head
+	w    handle   // the handler's ResponseWriter
 }
 
 // maxLoopExchanges bounds the exchanges a loop keeps for reuse (loopState.xs).
@@ -1136,8 +1137,11 @@ func (x *exchange) gone(err error) {
 // hands the connection back to the loop.
 func (x *exchange) serve() {
 	w, req := x.w, x.req
+	hw := &x.rs.w
+	hw.w = w
 	reuse := false
 	defer func() {
+		hw.done.Store(true)
 		if err := recover(); err != nil && err != http.ErrAbortHandler {
 			const size = 64 << 10
 			buf := make([]byte, size)
@@ -1167,7 +1171,7 @@ func (x *exchange) serve() {
 		handler = globalOptionsHandler{}
 	}
 	if x.expect() {
-		handler.ServeHTTP(w, req)
+		handler.ServeHTTP(hw, req)
 	}
 	x.cancel()
 	if w.hijacked.Load() {
@@ -1292,8 +1296,8 @@ func (globalOptionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// At most 4 KiB of body; past that the connection closes (http.MaxBytesReader's
 		// effect on net/http's own writer).
 		if n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10+1)); n > 4<<10 {
-			if res, ok := w.(*response); ok {
-				res.requestTooLarge()
+			if hw, ok := w.(*handle); ok {
+				hw.w.requestTooLarge()
 			}
 		}
 	}
