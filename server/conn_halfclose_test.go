@@ -355,11 +355,7 @@ func TestConnPeerEOFSendsWhatOtherGoroutinesWrote(t *testing.T) {
 		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 			t.Fatalf("CloseWrite: %v", err)
 		}
-		eventually(t, "the line and the FIN in the kernel", func() bool {
-			fds := []unix.PollFd{{Fd: int32(sc.Fd()), Events: unix.POLLRDHUP}}
-			n, err := unix.Poll(fds, 0)
-			return err == nil && n == 1 && fds[0].Revents&unix.POLLRDHUP != 0
-		})
+		peerFINIn(t, sc)
 		release()
 		if got := readToEOF(t, c); got != want {
 			t.Fatalf("the peer read %q, then EOF; want %q", got, want)
@@ -379,22 +375,14 @@ func TestConnCloseAfterPeerHalfCloseWithInputUnreadSendsTheOutput(t *testing.T) 
 		e := startEngine(t, r, s.opts()...)
 		c := dialEngine(t, e)
 		sc := r.next(t)
-		onLoop(t, sc.Loop(), func() {
-			if err := sc.PauseRead(); err != nil {
-				t.Errorf("PauseRead: %v", err)
-			}
-		})
+		pauseOnLoop(t, sc)
 		if _, err := io.WriteString(c, strings.Repeat("not read\n", 1000)); err != nil {
 			t.Fatalf("Write: %v", err)
 		}
 		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 			t.Fatalf("CloseWrite: %v", err)
 		}
-		eventually(t, "the input and the FIN in the kernel", func() bool {
-			fds := []unix.PollFd{{Fd: int32(sc.Fd()), Events: unix.POLLRDHUP}}
-			n, err := unix.Poll(fds, 0)
-			return err == nil && n == 1 && fds[0].Revents&unix.POLLRDHUP != 0
-		})
+		peerFINIn(t, sc)
 		want := strings.Repeat("output\n", 50000)
 		writeFromElsewhere(t, sc, want)
 		if err := sc.Close(); err != nil {
@@ -404,5 +392,15 @@ func TestConnCloseAfterPeerHalfCloseWithInputUnreadSendsTheOutput(t *testing.T) 
 		if got := readToEOF(t, c); got != want {
 			t.Fatalf("the peer read %d bytes of %d", len(got), len(want))
 		}
+	})
+}
+
+// peerFINIn waits until the peer's FIN is in sc's socket (POLLRDHUP), at most waitFor.
+func peerFINIn(t *testing.T, sc *Conn) {
+	t.Helper()
+	eventually(t, "the peer's FIN in the kernel", func() bool {
+		fds := []unix.PollFd{{Fd: int32(sc.Fd()), Events: unix.POLLRDHUP}}
+		n, err := unix.Poll(fds, 0)
+		return err == nil && n == 1 && fds[0].Revents&unix.POLLRDHUP != 0
 	})
 }

@@ -66,6 +66,16 @@ func heldLine(t *testing.T, r *recorder, c net.Conn, sc *Conn, line string) {
 	}
 }
 
+// pauseOnLoop calls sc.PauseRead on its loop and waits for it.
+func pauseOnLoop(t *testing.T, sc *Conn) {
+	t.Helper()
+	onLoop(t, sc.Loop(), func() {
+		if err := sc.PauseRead(); err != nil {
+			t.Errorf("PauseRead: %v", err)
+		}
+	})
+}
+
 // TestConnPauseReadStopsReading: after PauseRead on the loop no recv is pending (no read
 // interest) and a line the peer sends stays in the kernel; ResumeRead serves it.
 func TestConnPauseReadStopsReading(t *testing.T) {
@@ -74,11 +84,7 @@ func TestConnPauseReadStopsReading(t *testing.T) {
 		e := startEngine(t, r, s.opts()...)
 		c := dialEngine(t, e)
 		sc := r.next(t)
-		onLoop(t, sc.Loop(), func() {
-			if err := sc.PauseRead(); err != nil {
-				t.Errorf("PauseRead: %v", err)
-			}
-		})
+		pauseOnLoop(t, sc)
 		heldLine(t, r, c, sc, "held")
 		onLoop(t, sc.Loop(), func() {
 			if err := sc.ResumeRead(); err != nil {

@@ -67,13 +67,7 @@ func TestServerAnswersExpectContinue(t *testing.T) {
 			b, _ := io.ReadAll(r.Body)
 			fmt.Fprintf(w, "%s", b)
 		})
-		addr := serveRingev(t, backend, &http.Server{Handler: h})
-		c, err := net.DialTimeout("tcp", addr, waitFor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(waitFor))
+		c := dialRaw(t, serveRingev(t, backend, &http.Server{Handler: h}))
 		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
 		buf := make([]byte, 25)
 		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "HTTP/1.1 100 Continue\r\n\r\n" {
@@ -96,13 +90,7 @@ func TestServerAnswersExpectContinueWithoutTheBody(t *testing.T) {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "no body needed")
 		})
-		addr := serveRingev(t, backend, &http.Server{Handler: h})
-		c, err := net.DialTimeout("tcp", addr, waitFor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(waitFor))
+		c := dialRaw(t, serveRingev(t, backend, &http.Server{Handler: h}))
 		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {

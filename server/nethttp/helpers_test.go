@@ -97,6 +97,19 @@ func serveRingev(t *testing.T, backend string, srv *http.Server, opts ...server.
 	return e.Addr().String()
 }
 
+// dialRaw connects to addr with a deadline of waitFor on every read and write; cleanup closes
+// the connection.
+func dialRaw(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, waitFor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(waitFor))
+	return c
+}
+
 // serveNetHTTP serves srv's handler with net/http until the test ends and returns its address.
 func serveNetHTTP(t *testing.T, srv *http.Server) string {
 	t.Helper()
