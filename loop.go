@@ -558,7 +558,7 @@ func (l *Loop) nothingToDo() bool {
 // ready, runs an fd handler (with WithDispatchAll, every ready one) instead. tevent's order holds
 // for any single Once otherwise, but there a zero-delay timer re-added from its own handler, or an
 // immediate or posted function that re-queues itself, keeps every fd waiting for ever (libuv
-// bounded it after its users hit it, libuv #4245). The busy fd path pays nothing for it: the
+// bounded it after its users hit it). The busy fd path pays nothing for it: the
 // count is kept and looked at only on the paths of the others.
 const FdStarvationLimit = 16
 
