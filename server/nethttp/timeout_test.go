@@ -349,15 +349,23 @@ func exchangeSteps(addr string, steps []step, quiet time.Duration) (got string, 
 	return string(b), false, err
 }
 
-// sameSteps sends steps to net/http (ref) and to ringev (got), and fails the test where the
-// clients saw different things.
+// sameSteps sends steps to net/http (ref) and to ringev (got), both at once, and fails the
+// test where the clients saw different things.
 func sameSteps(t *testing.T, name, ref, got string, steps []step, quiet time.Duration) {
-	want, wantClosed, err := exchangeSteps(ref, steps, quiet)
-	if err != nil {
-		t.Errorf("%s: net/http: %v", name, err)
+	var want string
+	var wantClosed bool
+	var refErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		want, wantClosed, refErr = exchangeSteps(ref, steps, quiet)
+	}()
+	have, haveClosed, err := exchangeSteps(got, steps, quiet)
+	<-done
+	if refErr != nil {
+		t.Errorf("%s: net/http: %v", name, refErr)
 		return
 	}
-	have, haveClosed, err := exchangeSteps(got, steps, quiet)
 	if err != nil {
 		t.Errorf("%s: ringev: %v", name, err)
 		return
@@ -370,12 +378,17 @@ func sameSteps(t *testing.T, name, ref, got string, steps []step, quiet time.Dur
 // TestServerTimesNextHeadFromItsFourthByte: on a kept-alive connection, ReadHeaderTimeout
 // bounds the next head from its fourth byte, as on net/http, which reads a head once 4 bytes
 // of it have come: fewer wait without a deadline (or until IdleTimeout), however long.
+//
+// A slow machine only delays the servers' cuts: each pause is at least a ReadHeaderTimeout
+// away from the deadline it must pass (2d after the first byte, against d) and from the one
+// it must not reach (IdleTimeout, 10d), and the pause after the fourth byte is 5d, so a cut
+// late by up to 4d is still seen; a head never timed from its fourth byte is never cut.
 func TestServerTimesNextHeadFromItsFourthByte(t *testing.T) {
 	const d = 200 * time.Millisecond
 	first := "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 	eachBackend(t, func(t *testing.T, backend string) {
 		var wg sync.WaitGroup
-		for _, idle := range []time.Duration{0, 5 * d} {
+		for _, idle := range []time.Duration{0, 10 * d} {
 			cfg := &http.Server{Handler: testHandler(), ReadHeaderTimeout: d, IdleTimeout: idle}
 			ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg)
 			for _, tc := range []struct {
@@ -388,7 +401,7 @@ func TestServerTimesNextHeadFromItsFourthByte(t *testing.T) {
 				{"3 bytes, then 1 past ReadHeaderTimeout, then the rest past it again", []step{
 					{"", 0, first + "GET", nil},
 					{"hello\n", 2 * d, " / HTTP/1.1\r\n", nil},
-					{"", 2 * d, "Host: x\r\n\r\n", nil}}},
+					{"", 5 * d, "Host: x\r\n\r\n", nil}}},
 				{"a CRLF and a byte after a POST, then the rest past ReadHeaderTimeout", []step{
 					{"", 0, postAB + "\r\nG", nil},
 					{"trailer=map[]\n", 2 * d, "ET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil}}},
@@ -407,14 +420,18 @@ func TestServerTimesNextHeadFromItsFourthByte(t *testing.T) {
 // TestServerTimesFirstHeadFromAccept: ReadHeaderTimeout bounds a new connection's first head
 // from the connection's start, as on net/http: a head whose first byte comes late has only
 // what is left of it.
+//
+// The head ends at 11/8 of ReadHeaderTimeout from the dial: 3/8 of it past the deadline from
+// the accept, and 3/8 of it before the one a head timed from its first byte (at 3/4) would
+// have, so either server may be late by up to 3/8 (750 ms) in either direction.
 func TestServerTimesFirstHeadFromAccept(t *testing.T) {
-	const d = 400 * time.Millisecond
+	const d = 2 * time.Second
 	eachBackend(t, func(t *testing.T, backend string) {
 		cfg := &http.Server{Handler: testHandler(), ReadHeaderTimeout: d}
 		ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg)
-		sameSteps(t, "a request line at 3/4 of ReadHeaderTimeout, the rest at 3/2", ref, got, []step{
+		sameSteps(t, "a request line at 3/4 of ReadHeaderTimeout, the rest at 11/8", ref, got, []step{
 			{"", 3 * d / 4, "GET / HTTP/1.1\r\n", nil},
-			{"", 3 * d / 4, "Host: x\r\n\r\n", nil}}, waitFor)
+			{"", 5 * d / 8, "Host: x\r\n\r\n", nil}}, waitFor)
 	})
 }
 
@@ -422,8 +439,12 @@ func TestServerTimesFirstHeadFromAccept(t *testing.T) {
 // reading it, not from its head's end: a new connection's first request from the connection's
 // start, a kept-alive connection's next one from its fourth byte. A body that ends past that
 // fails its reader with a timeout.
+//
+// The body ends 11/8 of ReadTimeout after the request's start: 3/8 of it past the deadline
+// from the start, and 3/8 of it before the one from the head's end (at 3/4) would be, so
+// either server may be late by up to 3/8 (750 ms) in either direction.
 func TestServerTimesRequestFromItsStart(t *testing.T) {
-	const d = 400 * time.Millisecond
+	const d = 2 * time.Second
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
 		var ne net.Error
@@ -440,11 +461,11 @@ func TestServerTimesRequestFromItsStart(t *testing.T) {
 		}{
 			{"a first request whose head comes late", []step{
 				{"", 3 * d / 4, "POST / HTTP/1.1\r\n" + head, nil},
-				{"", 3 * d / 4, "cd", nil}}},
+				{"", 5 * d / 8, "cd", nil}}},
 			{"a next request whose head ends late", []step{
 				{"", 0, "POST / HTTP/1.1\r\n" + head + "cdPOST / HTTP/1.1\r\n", nil},
 				{"timeout=false\n", 3 * d / 4, head, nil},
-				{"", 3 * d / 4, "cd", nil}}},
+				{"", 5 * d / 8, "cd", nil}}},
 		} {
 			wg.Add(1)
 			go func() {
@@ -458,8 +479,12 @@ func TestServerTimesRequestFromItsStart(t *testing.T) {
 
 // TestServerTimesFirstHeadFromHandshake: over TLS, ReadHeaderTimeout bounds the first head
 // from the handshake's end, as on net/http, which reads the head once the handshake is done.
+//
+// The handshake starts at 1/2 of ReadHeaderTimeout, which also bounds it (net/http's
+// tlsHandshakeTimeout): it has the other half (1 s). The head ends 3/4 of it after the
+// handshake: 1/4 (500 ms) before its deadline, and at least 1/4 past the one from the accept.
 func TestServerTimesFirstHeadFromHandshake(t *testing.T) {
-	const d = 800 * time.Millisecond
+	const d = 2 * time.Second
 	cert, roots := testutil.Cert(t)
 	srvTLS := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
 	eachBackend(t, func(t *testing.T, backend string) {
@@ -469,8 +494,8 @@ func TestServerTimesFirstHeadFromHandshake(t *testing.T) {
 		ts.StartTLS()
 		defer ts.Close()
 		got := serveRingev(t, backend, &http.Server{Handler: testHandler(), ReadHeaderTimeout: d}, server.WithTLS(srvTLS))
-		sameSteps(t, "a handshake at 3/4 of ReadHeaderTimeout, a head in two parts after it", ts.Listener.Addr().String(), got, []step{
-			{"", 3 * d / 4, "GET / HTTP/1.1\r\n", &tls.Config{RootCAs: roots, ServerName: "localhost"}},
-			{"", d / 2, "Host: x\r\nConnection: close\r\n\r\n", nil}}, waitFor)
+		sameSteps(t, "a handshake at 1/2 of ReadHeaderTimeout, a head in two parts, ending 3/4 of it later", ts.Listener.Addr().String(), got, []step{
+			{"", d / 2, "GET / HTTP/1.1\r\n", &tls.Config{RootCAs: roots, ServerName: "localhost"}},
+			{"", 3 * d / 4, "Host: x\r\nConnection: close\r\n\r\n", nil}}, waitFor)
 	})
 }
