@@ -29,7 +29,7 @@ func (d *ringReqs) cancel(rec *reqRec) {
 // submitted, whose SQE must be the SQ's last (the LINK_TIMEOUT must follow it directly). It
 // reports whether it did; when it did not, the loop's timer enforces the deadline.
 func (d *ringReqs) linkNow(r *ringRec, after time.Duration) bool {
-	if !d.unsubmitted(r) || r.link || multishot(r.c.Op) {
+	if !d.unsubmitted(r) || r.link || multishot(r.op) {
 		return false
 	}
 	ring := d.b.ring
@@ -62,7 +62,7 @@ func (d *ringReqs) linkNow(r *ringRec, after time.Duration) bool {
 // still queued gets its deadline as a LINK_TIMEOUT when flush prepares it.
 func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
 	r := ringOf(rec)
-	if r.state == stQueued && !multishot(r.c.Op) {
+	if r.state == stQueued && !multishot(r.op) {
 		return true // flush links a LINK_TIMEOUT, if a deadline is left
 	}
 	if r.state != stInflight {
@@ -88,7 +88,7 @@ func (d *ringReqs) retime(rec *reqRec, after time.Duration) bool {
 
 func (d *ringReqs) cancelFd(fd int32) {
 	for _, q := range d.queue {
-		if r := q.r; r.gen == q.gen && r.state == stQueued && r.c.Fd == int(fd) && !r.noFd {
+		if r := q.r; r.gen == q.gen && r.state == stQueued && r.fd == fd && !r.noFd {
 			r.cancelReq = true
 			r.slow()
 			d.rq.opDone(&r.reqRec, -int32(unix.ECANCELED), 0)
@@ -96,7 +96,7 @@ func (d *ringReqs) cancelFd(fd int32) {
 	}
 	if d.rq.fds[fd].live() > 0 {
 		for _, rec := range d.rq.recs {
-			if r := ringOf(rec); r.state == stInflight && r.c.Fd == int(fd) && !r.noFd {
+			if r := ringOf(rec); r.state == stInflight && r.fd == fd && !r.noFd {
 				r.cancelReq = true
 				r.slow()
 				if d.unsubmitted(r) {

@@ -125,7 +125,7 @@ func (d *ringReqs) run(n int) bool {
 			}
 			r := ringOf(recs[idx])
 			res := c.Res
-			if r.ioKey == uint32(ud>>32) && (r.c.Op&1 != 0 || uint32(res) >= uint32(len(r.c.Buf))) {
+			if r.ioKey == uint32(ud>>32) && (r.op&1 != 0 || uint32(res) >= uint32(len(r.buf))) {
 				// An IO's submission that IO.Submit made (ioKey: this use of the record, in
 				// flight, no CloseFd waiting, and nothing changed since: still fast, no
 				// deadline, no cancel), that ends with this result: a read's or recv's any,
@@ -145,7 +145,7 @@ func (d *ringReqs) run(n int) bool {
 			if r.gen != uint32(ud>>32)&genMask || r.state != stInflight {
 				continue // a stale CQE: its record was reused
 			}
-			if !r.fast || r.c.Op&1 == 0 && int(res) != len(r.c.Buf) && res >= 0 {
+			if !r.fast || r.op&1 == 0 && int(res) != len(r.buf) && res >= 0 {
 				d.heldCQE(r, res, c.Flags, p)
 				break // (it may have queued a completion before limit)
 			}
@@ -157,7 +157,7 @@ func (d *ringReqs) run(n int) bool {
 				// An IO's: the result goes to its IOFunc as it is (a fast record's
 				// per-submission fields are as ioDone leaves them: nothing to clear). Its fd's
 				// state is looked at only for a Recv or when a CloseFd waits (ioFd).
-				if r.ioCloseWait || r.c.Op == OpRecv {
+				if r.ioCloseWait || r.op == OpRecv {
 					d.ioFd(&r.reqRec, res)
 				}
 				r.gen = (r.gen + 1) & genMask
@@ -172,27 +172,25 @@ func (d *ringReqs) run(n int) bool {
 				}
 				continue
 			}
-			f := &rq.fds[r.c.Fd]
-			if r.c.Op == OpRecv {
-				f.set(fdDrained, res >= 0 && int(res) < len(r.c.Buf))
+			f := &rq.fds[r.fd]
+			if r.op == OpRecv {
+				f.set(fdDrained, res >= 0 && int(res) < len(r.buf))
 			}
 			if f.countOut() {
-				rq.closeNow(int32(r.c.Fd))
+				rq.closeNow(int32(r.fd))
 			}
-			// The Completion: a free record's has Err nil and SockNonempty and More false
-			// (recycle), so only what differs is written.
-			cp := &r.c
-			if c.Flags&uring.CQEFSockNonempty != 0 {
-				cp.SockNonempty = r.c.Op == OpRecv
-			}
+			// The loop's Completion, every field.
+			cp := rq.compOf(&r.reqRec, r.gen)
+			cp.SockNonempty = c.Flags&uring.CQEFSockNonempty != 0 && r.op == OpRecv
+			cp.More, cp.bid = false, -1
 			if res >= 0 {
-				cp.N = int(res)
-				if r.c.Op&1 != 0 {
-					cp.Buf = cp.Buf[:res]
+				cp.N, cp.Err, cp.Buf = int(res), nil, r.buf
+				if r.op&1 != 0 {
+					cp.Buf = r.buf[:res]
 				}
 			} else {
-				cp.N, cp.Err = 0, r.compErr(res)
-				if r.c.Op&1 != 0 {
+				cp.N, cp.Err, cp.Buf = 0, r.compErr(res), r.buf
+				if r.op&1 != 0 {
 					cp.Buf = nil
 				}
 			}
@@ -204,10 +202,7 @@ func (d *ringReqs) run(n int) bool {
 			rq.cbRec = r.idx + 1
 			r.cb(cp)
 			rq.cbRec = 0
-			r.cb, cp.Buf, cp.SockNonempty = nil, nil, false
-			if cp.Err != nil {
-				cp.Err = nil
-			}
+			r.cb, r.buf = nil, nil
 			r.reqVars = reqVars{}
 			rq.putFree(&r.reqRec)
 		}
@@ -221,8 +216,8 @@ func (d *ringReqs) run(n int) bool {
 // be submitted again (its generation moved, free, not live). Its cqes, which every submission
 // sets, is not read until then.
 func (rq *requests) ioSteady(r *ringRec, res int32) {
-	if r.c.Op == OpRecv {
-		r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+	if r.op == OpRecv {
+		r.ioDrained = res >= 0 && int(res) < len(r.buf)
 	}
 	r.gen = (r.gen + 1) & genMask
 	r.state = stFree
@@ -234,14 +229,14 @@ func (rq *requests) ioSteady(r *ringRec, res int32) {
 //
 //go:noinline
 func (d *ringReqs) ioFd(r *reqRec, res int32) {
-	if r.c.Op == OpRecv {
-		r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+	if r.op == OpRecv {
+		r.ioDrained = res >= 0 && int(res) < len(r.buf)
 	}
 	if r.ioCloseWait {
 		r.ioCloseWait = false
-		f := &d.rq.fds[r.c.Fd]
+		f := &d.rq.fds[r.fd]
 		if f.countOut() {
-			d.rq.closeNow(int32(r.c.Fd))
+			d.rq.closeNow(int32(r.fd))
 		}
 	}
 }
@@ -301,7 +296,7 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 	}
 	if d.dead { // Loop.Close: no callback runs; a connection accepted meanwhile is closed
 		if kind != reqKindLink {
-			closeAccepted(r.c.Op, res)
+			closeAccepted(r.op, res)
 		}
 		return
 	}

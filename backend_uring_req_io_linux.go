@@ -49,7 +49,7 @@ func (x *IO) Submit() error {
 		d.start(r)
 		return nil
 	}
-	if r.c.Op == OpRecv && r.ioDrained && d.pollFirst {
+	if r.op == OpRecv && r.ioDrained && d.pollFirst {
 		s.Ioprio = uring.RecvsendPollFirst
 	}
 	ud := reqTag | uint64(r.gen)<<32 | uint64(r.idx)

@@ -43,7 +43,7 @@ func reqUserData(r *ringRec, kind uint64) uint64 {
 // opUserData is the user_data of r's own SQE (reqKindOp, or reqKindMulti for an op that may
 // post several CQEs).
 func opUserData(r *ringRec) uint64 {
-	if multishot(r.c.Op) {
+	if multishot(r.op) {
 		return reqUserData(r, reqKindMulti)
 	}
 	return reqUserData(r, reqKindOp)
@@ -64,18 +64,20 @@ type ringRec struct {
 	// (see unsubmitted; an IO's submission by IO.Submit sets sqPos only).
 	sqPos uint32
 	epoch uint64
+	// kept is the op's final result and completion flags while the request's LINK_TIMEOUT's CQE
+	// is to come (keepOpResult).
+	kept uint64
 }
 
 // keepOpResult keeps the op's final result and completion flags (from its CQE's flags) while
-// the request's LINK_TIMEOUT's CQE is to come, in its Completion's N: the completion sets N
-// from the result anyway, and no callback reads it before (it saves the record a field).
+// the request's LINK_TIMEOUT's CQE is to come.
 func (r *ringRec) keepOpResult(res int32, flags uint32) {
-	r.c.N, r.opDone = int(uint64(uint32(res))|uint64(compFlags(flags))<<32), true
+	r.kept, r.opDone = uint64(uint32(res))|uint64(compFlags(flags))<<32, true
 }
 
 // opResult returns what keepOpResult kept.
 func (r *ringRec) opResult() (res int32, flags uint32) {
-	return int32(uint32(r.c.N)), uint32(uint64(r.c.N) >> 32)
+	return int32(uint32(r.kept)), uint32(r.kept >> 32)
 }
 
 // ringOf returns the ringRec whose first field r is: r is a uring loop's record.

@@ -20,7 +20,7 @@ func (d *ringReqs) start(rec *reqRec) {
 	r := ringOf(rec)
 	if r.deadline == 0 && len(d.queue) == 0 && !d.dead {
 		if s := d.b.ring.GetSQE(); s != nil {
-			if r.c.Op <= OpSend {
+			if r.op <= OpSend {
 				prepBytes(s, rec) // prepReq's first case, without its call
 			} else {
 				prepReq(s, r)
@@ -28,7 +28,7 @@ func (d *ringReqs) start(rec *reqRec) {
 			d.fdBits(s, r)
 			s.UserData = opUserData(r)
 			r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
-			r.fast = r.c.Op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
+			r.fast = r.op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
 			r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.b.epoch
 			d.inflight++
 			return
@@ -60,8 +60,7 @@ func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	r.state, r.fast = stInflight, true
 	r.cqes, r.opDone, r.link = 1, false, false
 	r.sqPos, r.epoch = pos, d.b.epoch
-	c := &r.c
-	c.Request.gen, c.Op, c.Fd, c.Token, c.Buf = r.gen, op, fd, token, buf
+	r.op, r.fd, r.token, r.buf = op, int32(fd), token, buf
 	s.Opcode, s.Fd = bytesOpcode[op&7], int32(fd)
 	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))), uint32(len(buf))
 	if op <= OpWrite {
@@ -183,7 +182,7 @@ func (d *ringReqs) flush() error {
 			continue
 		}
 		var left int64
-		link := r.deadline != 0 && !multishot(r.c.Op) && !r.timerQueued()
+		link := r.deadline != 0 && !multishot(r.op) && !r.timerQueued()
 		if link {
 			if left = r.deadline - rq.l.now(); left <= 0 {
 				r.timedOut, r.cancelReq = true, true
@@ -204,7 +203,7 @@ func (d *ringReqs) flush() error {
 		d.fdBits(s, r)
 		s.UserData = opUserData(r)
 		r.state, r.cqes, r.opDone, r.link = stInflight, 1, false, false
-		r.fast = !link && r.deadline == 0 && r.c.Op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
+		r.fast = !link && r.deadline == 0 && r.op <= OpSend && r.done == 0 && !r.cancelReq && !r.timedOut
 		r.sqPos, r.epoch = d.b.ring.SQTail()-1, d.b.epoch-1 // not unsubmitted: the next enter is this flush's
 		d.inflight++
 		if link {
@@ -251,14 +250,14 @@ var bytesOpcode = [8]uint8{OpRead: uring.OpRead, OpWrite: uring.OpWrite, OpRecv:
 // prepBytes prepares in s, a zeroed SQE, r's read, write, recv or send (what is left of it):
 // prepReq's work for them, as field stores (the Preps rewrite all of the SQE, through a call).
 func prepBytes(s *uring.SQE, r *reqRec) {
-	p := r.c.Buf
+	p := r.buf
 	if r.done != 0 {
 		p = p[r.done:] // the rest of a short write or send
 	}
-	s.Opcode, s.Fd = bytesOpcode[r.c.Op], int32(r.c.Fd)
+	s.Opcode, s.Fd = bytesOpcode[r.op], int32(r.fd)
 	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), uint32(len(p))
 	switch {
-	case r.c.Op >= OpRecv:
+	case r.op >= OpRecv:
 		s.OpFlags = uint32(r.flags)
 		return
 	case r.off >= 0:
@@ -267,18 +266,18 @@ func prepBytes(s *uring.SQE, r *reqRec) {
 		s.Off = ^uint64(0) // the file position
 	}
 	if r.flags > 0 { // ReadFixed, WriteFixed: the registered buffer's index + 1
-		s.Opcode, s.BufIndex = fixedOpcode[r.c.Op], uint16(r.flags-1)
+		s.Opcode, s.BufIndex = fixedOpcode[r.op], uint16(r.flags-1)
 	}
 }
 
 // prepReq prepares r's operation in s, a zeroed SQE (GetSQE's).
 func prepReq(s *uring.SQE, r *ringRec) {
-	if r.c.Op <= OpSend {
+	if r.op <= OpSend {
 		prepBytes(s, &r.reqRec)
 		return
 	}
-	fd := int(r.c.Fd)
-	switch r.c.Op {
+	fd := int(r.fd)
+	switch r.op {
 	case OpAccept:
 		s.PrepAccept(fd, nil, nil, int(r.flags))
 	case OpAcceptMultishot:
@@ -295,7 +294,7 @@ func prepReq(s *uring.SQE, r *ringRec) {
 		if r.turn {
 			prepTurn(s, r)
 		} else {
-			s.PrepRecvMultishot(fd, r.c.group.bgid, int(r.flags))
+			s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
 		}
 	case OpSQE:
 		*s = r.rare.drv.sqe
@@ -312,9 +311,9 @@ func prepReq(s *uring.SQE, r *ringRec) {
 // 5.6) into one buffer of its group (IOSQE_BUFFER_SELECT, 5.7), with MSG_DONTWAIT, so that it
 // takes at most one buffer and never waits for data (-EAGAIN when the socket is empty).
 func prepTurn(s *uring.SQE, r *ringRec) {
-	s.PrepRecv(r.c.Fd, nil, int(r.flags)|unix.MSG_DONTWAIT)
-	s.Len = uint32(r.c.group.size)
-	s.SetBufferGroup(r.c.group.bgid)
+	s.PrepRecv(int(r.fd), nil, int(r.flags)|unix.MSG_DONTWAIT)
+	s.Len = uint32(r.group.size)
+	s.SetBufferGroup(r.group.bgid)
 }
 
 // fdBits adds to s, r's SQE just prepared, what r's fd state asks for: IOSQE_FIXED_FILE when
@@ -323,14 +322,14 @@ func prepTurn(s *uring.SQE, r *ringRec) {
 // every preparation, so a continuation (the rest of a short write, a multishot re-armed)
 // follows an UnregisterFile made since. The caller's SQE (OpSQE) is left as given.
 func (d *ringReqs) fdBits(s *uring.SQE, r *ringRec) {
-	if r.c.Op == OpSQE {
+	if r.op == OpSQE {
 		return
 	}
-	f := &d.rq.fds[r.c.Fd]
+	f := &d.rq.fds[r.fd]
 	if f.is(fdFixed) {
 		s.Flags |= uring.SQEFixedFile
 	}
-	if r.c.Op == OpRecv && f.is(fdDrained) && d.pollFirst {
+	if r.op == OpRecv && f.is(fdDrained) && d.pollFirst {
 		s.Ioprio = uring.RecvsendPollFirst
 	}
 }

@@ -22,7 +22,7 @@ func (d *ringReqs) shutdown() {
 			c := ring.CQEAtPos(p)
 			if ud := c.UserData; ud&(reqTag|reqKindMask) == reqTag|reqKindOp && int(uint32(ud)) < len(d.rq.recs) {
 				if r := d.rq.recs[uint32(ud)]; r.gen == uint32(ud>>32)&genMask && r.state == stInflight {
-					closeAccepted(r.c.Op, c.Res)
+					closeAccepted(r.op, c.Res)
 				}
 			}
 		}

@@ -231,7 +231,7 @@ func (h Request) Cancel() error {
 	r.cancelReq = true
 	r.slow()
 	if r.state == stParked {
-		r.c.group.unpark(r)
+		r.group.unpark(r)
 		rq.finish(r, -int32(unix.ECANCELED), 0)
 		return nil
 	}

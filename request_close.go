@@ -53,7 +53,7 @@ func (rq *requests) closeNow(fd int32) {
 	if err := rq.setFixed(fd, false); err != nil { // no request on fd is left to use the slot
 		res = -int32(errnoOf(err))
 	}
-	if err := unix.Close(c.c.Fd); err != nil && res == 0 {
+	if err := unix.Close(int(c.fd)); err != nil && res == 0 {
 		res = -int32(err.(unix.Errno))
 	}
 	rq.finish(c, res, 0)

@@ -21,7 +21,7 @@ func (rq *requests) deadlinePassed(t *Timer) {
 		rq.drv.cancel(r)
 	case stParked:
 		r.timedOut = true
-		r.c.group.unpark(r)
+		r.group.unpark(r)
 		rq.finish(r, -int32(eTime), 0)
 	}
 }

@@ -84,7 +84,7 @@ func (rq *requests) complete(r *reqRec, res int32, flags uint32) {
 func (rq *requests) queue(r *reqRec, res int32, flags uint32) {
 	e := rq.push()
 	e.rec, e.gen, e.res, e.flags, e.off = r, r.gen, res, flags, 0
-	if r.c.Op == OpRecvMultishot && flags&compBuffer != 0 {
+	if r.op == OpRecvMultishot && flags&compBuffer != 0 {
 		e.off = r.takeBuffer(res, flags)
 	}
 }
@@ -92,7 +92,7 @@ func (rq *requests) queue(r *reqRec, res int32, flags uint32) {
 // takeBuffer takes the group buffer of a RecvMultishot's completion (BufferGroup.take) and returns
 // the data's offset in it.
 func (r *reqRec) takeBuffer(res int32, flags uint32) int32 {
-	return r.c.group.take(int(flags>>compBufShift), max(res, 0), flags&compBufMore != 0)
+	return r.group.take(int(flags>>compBufShift), max(res, 0), flags&compBufMore != 0)
 }
 
 // opDone is told the result of r's operation (its last CQE, or the emulation's last
@@ -104,11 +104,11 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	if r.state == stFree || r.state == stDone {
 		return
 	}
-	switch r.c.Op {
+	switch r.op {
 	case OpWrite, OpSend:
 		if res > 0 {
 			r.done += int(res)
-			if r.done < len(r.c.Buf) {
+			if r.done < len(r.buf) {
 				if !r.cancelReq && !r.dead() {
 					r.slow() // the rest's result is not the last as it is (an IO's ioKey too)
 					r.state = stQueued
@@ -130,14 +130,14 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 			return
 		}
 	case OpRecvMultishot:
-		if r.c.group.ended(r, res, flags) {
+		if r.group.ended(r, res, flags) {
 			return
 		}
 	}
 	if r.timedOut && (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) {
 		res = -int32(eTime)
 	}
-	if r.c.Op == OpRecvMultishot && r.c.group.closed && res == -int32(unix.ENOBUFS) {
+	if r.op == OpRecvMultishot && r.group.closed && res == -int32(unix.ENOBUFS) {
 		res = -int32(unix.ECANCELED) // BufferGroup.Close cancelled it; the kernel saw the group go first
 	}
 	rq.finish(r, res, flags)
@@ -161,12 +161,12 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 		return // an IO's: not counted on its fd
 	}
 	r.ioCloseWait = false
-	f := &rq.fds[r.c.Fd]
-	if r.c.Op == OpRecv {
-		f.set(fdDrained, res >= 0 && int(res) < len(r.c.Buf))
+	f := &rq.fds[r.fd]
+	if r.op == OpRecv {
+		f.set(fdDrained, res >= 0 && int(res) < len(r.buf))
 	}
 	if f.countOut() {
-		rq.closeNow(int32(r.c.Fd))
+		rq.closeNow(int32(r.fd))
 	}
 }
 
@@ -177,7 +177,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	if r.timerQueued() {
 		rq.l.timers.remove(r.rare.timer.index)
 	}
-	if (r.c.Op == OpWrite || r.c.Op == OpSend) && r.done > 0 && res < 0 {
+	if (r.op == OpWrite || r.op == OpSend) && r.done > 0 && res < 0 {
 		r.res = res
 		res = int32(r.done) // with the error in r.res: see runOne
 	} else {
@@ -185,15 +185,15 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	}
 	r.state = stDone
 	rq.queue(r, res, flags&^compMore)
-	if r.io && r.c.Op == OpRecv {
-		r.ioDrained = res >= 0 && int(res) < len(r.c.Buf)
+	if r.io && r.op == OpRecv {
+		r.ioDrained = res >= 0 && int(res) < len(r.buf)
 	}
 	if r.counted() {
 		r.ioCloseWait = false
-		f := &rq.fds[r.c.Fd]
+		f := &rq.fds[r.fd]
 		f.recvDone(r, res)
 		if f.countOut() {
-			rq.closeNow(int32(r.c.Fd))
+			rq.closeNow(int32(r.fd))
 		}
 	}
 }
@@ -201,8 +201,8 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 // recvDone notes, for a Recv's last completion (res), whether it drained the socket: it took
 // less than its buffer (see ringReqs.pollFirst).
 func (f *reqFd) recvDone(r *reqRec, res int32) {
-	if r.c.Op == OpRecv {
-		f.set(fdDrained, res >= 0 && int(res) < len(r.c.Buf))
+	if r.op == OpRecv {
+		f.set(fdDrained, res >= 0 && int(res) < len(r.buf))
 	}
 }
 
@@ -241,22 +241,21 @@ func (rq *requests) runQueued(n int) bool {
 			rq.head++
 			rq.queued--
 			ran = true
-			c := &r.c
-			if flags&compSockNonempty != 0 {
-				c.SockNonempty = r.c.Op == OpRecv
-			}
+			c := rq.compOf(r, r.gen)
+			c.SockNonempty = flags&compSockNonempty != 0 && r.op == OpRecv
+			c.More, c.bid, c.Buf = false, -1, r.buf
 			if res >= 0 {
-				c.N = int(res)
-				if r.c.Op&1 != 0 { // OpRead, OpRecv
+				c.N, c.Err = int(res), nil
+				if r.op&1 != 0 { // OpRead, OpRecv
 					c.Buf = c.Buf[:res]
 				}
 			} else {
 				c.N, c.Err = 0, r.compErr(res)
-				if r.c.Op&1 != 0 {
+				if r.op&1 != 0 {
 					c.Buf = nil
 				}
 			}
-			rq.cbFd = int32(r.c.Fd)
+			rq.cbFd = r.fd
 			r.retire() // last's work, written out
 			if r.io {
 				rq.ioDone(r)
@@ -287,7 +286,7 @@ func (rq *requests) runOne() bool {
 	if r.gen != e.gen {
 		return false
 	}
-	if manyCQEs[r.c.Op] {
+	if manyCQEs[r.op] {
 		if r.turnSeq != uint16(rq.turn) {
 			r.turnSeq, r.turnRuns = uint16(rq.turn), 0
 		}
@@ -297,11 +296,10 @@ func (rq *requests) runOne() bool {
 		}
 		r.turnRuns++
 	}
-	// r's Completion for e: the fields a completion sets, each once (Request, Op, Fd and Token
-	// were set when the request was made).
-	c := &r.c
+	// The loop's Completion for e: every field, each once.
+	c := rq.compOf(r, e.gen)
 	c.More = e.flags&compMore != 0
-	c.SockNonempty = e.flags&compSockNonempty != 0 && (r.c.Op == OpRecv || r.c.Op == OpRecvMultishot)
+	c.SockNonempty = e.flags&compSockNonempty != 0 && (r.op == OpRecv || r.op == OpRecvMultishot)
 	c.N, c.Err = int(e.res), nil
 	switch {
 	case e.res >= 0 && (r.res >= 0 || c.More):
@@ -311,46 +309,47 @@ func (rq *requests) runOne() bool {
 	default: // e.res < 0
 		c.N, c.Err = 0, r.compErr(e.res)
 	}
-	switch r.c.Op {
+	c.bid = -1
+	switch r.op {
 	case OpRead, OpRecv:
 		if c.Err == nil {
-			c.Buf = c.Buf[:c.N]
+			c.Buf = r.buf[:c.N]
 		} else {
 			c.Buf = nil
 		}
 	case OpWrite, OpSend:
-		// c.Buf is the whole buffer
+		c.Buf = r.buf // the whole buffer
 	case OpRecvMultishot:
-		c.Buf, c.bid = nil, -1
+		c.Buf, c.group = nil, r.group
 		if e.flags&compBuffer != 0 {
 			bid := int32(e.flags >> compBufShift)
-			g := c.group
+			g := r.group
 			c.bid = bid
 			c.Buf = g.slab[int(bid)*g.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
 		}
 	default:
 		c.Buf = nil
 	}
-	rq.cbFd = int32(r.c.Fd)
+	rq.cbFd = r.fd
 	if c.More {
 		r.cb(c)
 		return true
 	}
-	rq.last(r)
+	rq.last(r, c)
 	return true
 }
 
-// last runs r's last callback: r's handle is stale from the callback on (a new request it
-// makes takes another record), and r goes back to the pool after it (its Completion is the
-// callback's until then).
-func (rq *requests) last(r *reqRec) {
+// last runs r's last callback with c, the loop's Completion: r's handle is stale from the
+// callback on (a new request it makes takes another record), and r goes back to the pool after
+// it.
+func (rq *requests) last(r *reqRec, c *Completion) {
 	r.retire()
 	if r.io { // an IO's: the caller's record, not the pool's
 		rq.ioDone(r)
 		return
 	}
 	rq.cbRec = r.idx + 1
-	r.cb(&r.c)
+	r.cb(c)
 	rq.cbRec = 0
 	rq.recycle(r)
 }
@@ -373,9 +372,9 @@ func (rq *requests) deferRequest(e cqEntry) {
 	e.pos = rq.pos
 	mine := append(rq.scratch[:0], e)
 	k := 0
-	fd := e.rec.c.Fd
+	fd := e.rec.fd
 	for _, x := range rest {
-		if x.rec == e.rec || x.rec.c.Op == OpClose && x.rec.c.Fd == fd && x.rec.gen == x.gen {
+		if x.rec == e.rec || x.rec.op == OpClose && x.rec.fd == fd && x.rec.gen == x.gen {
 			x.pos = rq.pos
 			mine = append(mine, x)
 		} else {
@@ -407,12 +406,12 @@ func (rq *requests) shutdown() {
 	for fd, x := range rq.fdRare {
 		if c := x.closeRec; c != nil {
 			rq.setFdRare(fd, nil, x.ios)
-			unix.Close(c.c.Fd)
+			unix.Close(int(c.fd))
 		}
 	}
 	for _, e := range rq.cq[rq.head:] {
 		if e.rec != nil && e.rec.gen == e.gen {
-			closeAccepted(e.rec.c.Op, e.res)
+			closeAccepted(e.rec.op, e.res)
 		}
 	}
 	clear(rq.cq)

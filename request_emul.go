@@ -137,8 +137,7 @@ func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	rq.fds[fd].w++ // (the live count)
 	r.cb = cb
 	r.state, r.fast = stInflight, true
-	c := &r.c
-	c.Request.gen, c.Op, c.Fd, c.Token, c.Buf = r.gen, op, fd, token, buf
+	r.op, r.fd, r.token, r.buf = op, int32(fd), token, buf
 	if op <= OpWrite {
 		r.off = arg
 	} else {
@@ -164,14 +163,14 @@ func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 func (e *emulReqs) start(rec *reqRec) {
 	r := emulOf(rec)
 	r.state = stInflight
-	r.fast = r.c.Op <= OpSend && r.deadline == 0 && r.done == 0 && !r.cancelReq && !r.timedOut
-	switch r.c.Op {
+	r.fast = r.op <= OpSend && r.deadline == 0 && r.done == 0 && !r.cancelReq && !r.timedOut
+	switch r.op {
 	case OpFsync:
 		var err error
 		if r.flags == fsyncData {
-			err = fdatasync(int(r.c.Fd))
+			err = fdatasync(int(r.fd))
 		} else {
-			err = unix.Fsync(int(r.c.Fd))
+			err = unix.Fsync(int(r.fd))
 		}
 		e.rq.opDone(rec, errRes(err), 0)
 		return
@@ -183,7 +182,7 @@ func (e *emulReqs) start(rec *reqRec) {
 	case OpConnect:
 		if r.done == 0 {
 			r.done = -1 // connect(2) made; the rest waits for Write
-			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.c.Fd), uintptr(unsafe.Pointer(&r.rare.sa)), uintptr(r.rare.salen))
+			_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(r.fd), uintptr(unsafe.Pointer(&r.rare.sa)), uintptr(r.rare.salen))
 			if errno != unix.EINPROGRESS && errno != unix.EAGAIN && errno != unix.EALREADY {
 				r.done = 0
 				e.rq.opDone(rec, -int32(errno), 0)
@@ -192,7 +191,7 @@ func (e *emulReqs) start(rec *reqRec) {
 		}
 	}
 	var f *emulFd
-	if fd := r.c.Fd; fd < len(e.fds) && e.fds[fd] != nil {
+	if fd := int(r.fd); fd < len(e.fds) && e.fds[fd] != nil {
 		f = e.fds[fd]
 	} else {
 		f = e.fdOf(int32(fd))
@@ -203,15 +202,15 @@ func (e *emulReqs) start(rec *reqRec) {
 		}
 		// EAGAIN: the number is no longer a regular file's (closed with close(2), which the
 		// docs allow once no request is left, and taken by a pipe or socket): wait for it.
-		f.notPollable, f.nonblock = false, nonblockStream(int(r.c.Fd))
+		f.notPollable, f.nonblock = false, nonblockStream(int(r.fd))
 	}
-	if writeSide(r.c.Op) || r.c.Op == OpPoll && r.flags&unix.POLLOUT != 0 {
-		if f.wr.head == nil && r.c.Op != OpConnect && !e.perform(f, r) {
+	if writeSide(r.op) || r.op == OpPoll && r.flags&unix.POLLOUT != 0 {
+		if f.wr.head == nil && r.op != OpConnect && !e.perform(f, r) {
 			return
 		}
 		f.wr.push(r)
 	} else {
-		if f.ev == nil && readsWriteOnly(r.c.Fd, r.c.Op) {
+		if f.ev == nil && readsWriteOnly(int(r.fd), r.op) {
 			e.rq.opDone(rec, -int32(unix.EBADF), 0)
 			return
 		}
@@ -445,19 +444,19 @@ func streamAt(fd int, off int64) bool {
 // or a multishot op that goes on); otherwise it told the core (complete or opDone).
 func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	rq := e.rq
-	fd := uintptr(r.c.Fd)
+	fd := uintptr(r.fd)
 	var n uintptr
 	var errno unix.Errno
-	switch r.c.Op {
+	switch r.op {
 	case OpRead:
-		p := r.c.Buf
+		p := r.buf
 		if r.off < 0 && f.raw() {
 			n, errno = rawsys.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 		} else if r.off < 0 {
 			n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 		} else {
 			n, errno = f.sys(sysPread, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off))
-			if errno == unix.ESPIPE && streamAt(r.c.Fd, r.off) {
+			if errno == unix.ESPIPE && streamAt(int(r.fd), r.off) {
 				n, errno = f.sys(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 			}
 		}
@@ -465,9 +464,9 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		// The emulation finishes a short write itself (the core's continuation would queue
 		// the rest behind later requests): until all is written, EAGAIN, or an error.
 		for {
-			p := r.c.Buf[r.done:]
+			p := r.buf[r.done:]
 			switch {
-			case r.c.Op == OpSend:
+			case r.op == OpSend:
 				n, errno = rawsys.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 			case r.off < 0 && f.raw():
 				n, errno = rawsys.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
@@ -475,7 +474,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 				n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 			default:
 				n, errno = f.sys(sysPwrite, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.off+int64(r.done)))
-				if errno == unix.ESPIPE && streamAt(r.c.Fd, r.off) {
+				if errno == unix.ESPIPE && streamAt(int(r.fd), r.off) {
 					n, errno = f.sys(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0)
 				}
 			}
@@ -485,23 +484,23 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 			r.done += int(n)
 		}
 	case OpRecv:
-		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.c.Buf[0])), uintptr(len(r.c.Buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 	case OpRecvMsg, OpSendMsg:
 		trap := uintptr(unix.SYS_RECVMSG)
-		if r.c.Op == OpSendMsg {
+		if r.op == OpSendMsg {
 			trap = unix.SYS_SENDMSG
 		}
 		n, errno = rawsys.Syscall(trap, fd, uintptr(unsafe.Pointer(r.rare.msg)), uintptr(r.flags|unix.MSG_DONTWAIT))
 	case OpPoll:
-		n, errno = e.pollNow(r.c.Fd, r.flags)
+		n, errno = e.pollNow(int(r.fd), r.flags)
 	case OpAccept, OpAcceptMultishot:
 		n, _, errno = unix.Syscall6(sysAccept4, fd, 0, 0, uintptr(r.flags), 0, 0)
-		if errno == 0 && r.c.Op == OpAcceptMultishot {
+		if errno == 0 && r.op == OpAcceptMultishot {
 			rq.complete(&r.reqRec, int32(n), 0)
 			return true
 		}
 	case OpConnect:
-		v, err := unix.GetsockoptInt(int(r.c.Fd), unix.SOL_SOCKET, unix.SO_ERROR)
+		v, err := unix.GetsockoptInt(int(r.fd), unix.SOL_SOCKET, unix.SO_ERROR)
 		if err != nil {
 			errno = err.(unix.Errno)
 		} else {
@@ -509,7 +508,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		}
 		r.done = 0
 	case OpRecvMultishot:
-		g := emulGroupOf(r.c.group)
+		g := emulGroupOf(r.group)
 		if len(g.free) == 0 {
 			rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
 			return false
@@ -535,7 +534,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	if errno != 0 {
 		res = -int32(errno)
 	}
-	if r.fast && r.done == 0 && (r.c.Op&1 != 0 || res < 0 || int(res) == len(r.c.Buf)) {
+	if r.fast && r.done == 0 && (r.op&1 != 0 || res < 0 || int(res) == len(r.buf)) {
 		rq.finishFast(&r.reqRec, res) // what opDone would do, as the ring's steady case does
 	} else {
 		rq.opDone(&r.reqRec, res, 0)
@@ -547,14 +546,14 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 // group, with MSG_DONTWAIT, its result to opDone (ENOBUFS without a free buffer, EAGAIN without
 // data).
 func (e *emulReqs) recvTurn(r *emulRec) {
-	g := emulGroupOf(r.c.group)
+	g := emulGroupOf(r.group)
 	if len(g.free) == 0 {
 		e.rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
 		return
 	}
 	bid := g.free[len(g.free)-1]
 	p := g.buf(int(bid), g.size)
-	n, errno := rawsys.Syscall6(unix.SYS_RECVFROM, uintptr(r.c.Fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+	n, errno := rawsys.Syscall6(unix.SYS_RECVFROM, uintptr(r.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 	switch {
 	case errno == unix.EINTR:
 		e.rq.opDone(&r.reqRec, -int32(unix.EAGAIN), 0) // wait for data as a multishot

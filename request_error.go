@@ -48,7 +48,7 @@ func (e *RequestError) Unwrap() error { return e.Errno }
 // recv keeps timing out, a multishot recv that keeps running dry), and a new one, kept in r's
 // rare part, when it does not: a failed request allocates once, not at every failure.
 func (r *reqRec) compErr(res int32) error {
-	e := RequestError{Op: r.c.Op, Fd: r.c.Fd, Errno: unix.Errno(-res)}
+	e := RequestError{Op: r.op, Fd: int(r.fd), Errno: unix.Errno(-res)}
 	if r.noFd {
 		e.Fd = -1
 	}

@@ -265,7 +265,7 @@ func (g *BufferGroup) unpark(r *reqRec) {
 func (g *BufferGroup) finishParked(fd int) {
 	rq := g.l.req
 	for i := g.phead; i < len(g.parked); i++ {
-		if p := g.parked[i]; p.c.Fd == fd {
+		if p := g.parked[i]; int(p.fd) == fd {
 			g.unpark(p)
 			i--
 			p.cancelReq = true
@@ -289,7 +289,7 @@ func (g *BufferGroup) Close() error {
 	rq := g.l.req
 	if !g.l.closed {
 		for _, r := range rq.recs {
-			if r.c.group == g && r.c.Op == OpRecvMultishot && r.state != stFree && r.state != stDone {
+			if r.group == g && r.op == OpRecvMultishot && r.state != stFree && r.state != stDone {
 				Request{rec: r, gen: r.gen}.Cancel()
 			}
 		}
@@ -331,6 +331,6 @@ func (l *Loop) RecvMultishot(fd int, g *BufferGroup, flags int, cb Callback, tok
 	if err != nil {
 		return Request{}, err
 	}
-	r.c.group, r.flags = g, int32(flags)
+	r.group, r.flags = g, int32(flags)
 	return l.req.submit(r), nil
 }

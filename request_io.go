@@ -125,18 +125,18 @@ func (x *IO) refused() error {
 	}
 	rq := r.rq
 	l := rq.l
-	f := &rq.fds[r.c.Fd]
+	f := &rq.fds[r.fd]
 	switch {
 	case l.closed:
 		return ErrClosed
 	case r.state != stFree:
 		return ErrIOPending
 	case r.ioOwn == 0 && f.is(fdClosing): // (a CloseFd closed the fd)
-		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrFdClosing)
+		return fmt.Errorf("ringev: %v on fd %d: %w", r.op, r.fd, ErrFdClosing)
 	case r.ioOwn == 0:
-		return fmt.Errorf("ringev: %v on fd %d: CloseFd closed it since the IO was made: %w", r.c.Op, r.c.Fd, unix.EBADF)
+		return fmt.Errorf("ringev: %v on fd %d: CloseFd closed it since the IO was made: %w", r.op, r.fd, unix.EBADF)
 	}
-	if err := l.checkReq(r.c.Op, r.c.Fd, ioCallback); err != nil {
+	if err := l.checkReq(r.op, int(r.fd), ioCallback); err != nil {
 		return err
 	}
 	r.ioOwn = rq.ownSeq
@@ -157,11 +157,11 @@ func (x *IO) SetBuf(buf []byte) error {
 	case r.state != stFree:
 		return ErrIOPending
 	case len(buf) == 0:
-		return fmt.Errorf("ringev: %v on fd %d: %w", r.c.Op, r.c.Fd, ErrEmptyBuffer)
+		return fmt.Errorf("ringev: %v on fd %d: %w", r.op, r.fd, ErrEmptyBuffer)
 	case len(buf) > maxRideLen:
-		return fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", r.c.Op, r.c.Fd, len(buf), maxRideLen, unix.EINVAL)
+		return fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", r.op, r.fd, len(buf), maxRideLen, unix.EINVAL)
 	}
-	r.c.Buf, r.rare.keep = buf, buf
+	r.buf, r.rare.keep = buf, buf
 	r.rq.prepIO(r)
 	return nil
 }
@@ -180,7 +180,7 @@ func (x *IO) Fd() int {
 	if x.rec == &freedRec {
 		return -1
 	}
-	return x.rec.c.Fd
+	return int(x.rec.fd)
 }
 
 // Pending reports whether a submission of the IO has not completed yet (its callback has not
@@ -234,7 +234,7 @@ func (x *IO) Free() error {
 	x.rec = &freedRec
 	rq := r.rq
 	if r.ioOwn != 0 { // off its fd's list (a CloseFd took it off: ioOwn 0)
-		fd := int32(r.c.Fd)
+		fd := int32(r.fd)
 		if first := rq.ios(fd); first == r {
 			rq.setFdRare(fd, rq.closeRec(fd), r.rare.ioNext)
 		} else {
@@ -254,14 +254,13 @@ func (x *IO) Free() error {
 	return nil
 }
 
-// ioDone runs r's IOFunc for its submission's last completion (the Completion's N and Err):
-// r, retired, is ready to be submitted again (its per-submission fields cleared, its buffer
-// whole again) before the callback runs.
+// ioDone runs r's IOFunc for its submission's last completion (the loop's Completion's N and
+// Err): r, retired, is ready to be submitted again (its per-submission fields cleared) before
+// the callback runs.
 func (rq *requests) ioDone(r *reqRec) {
-	n, err := r.c.N, r.c.Err
+	n, err := rq.comp.N, rq.comp.Err
 	flags := r.flags
 	r.reqVars = reqVars{flags: flags}
-	r.c.Buf, r.c.Err, r.c.SockNonempty = r.rare.keep, nil, false
 	rq.live--
 	x := r.rare
 	x.fn(x.x, n, err)

@@ -32,16 +32,17 @@ const fsyncData = 1
 // It is the first field of the backend's record (reqDriver.newRec), which the backend reaches
 // from it without a lookup.
 type reqRec struct {
-	// c is what the callback gets, kept in the record rather than built for each completion:
-	// Request, Op, Fd and Token are written when the request is made; N, Err, More,
-	// SockNonempty and a group buffer's fields at each completion. Until its last completion
-	// c.Buf is the request's buffer; that completion cuts it to the bytes that arrived.
-	c   Completion
-	rq  *requests
-	cb  Callback
-	idx uint32
-	gen uint32
-	// (In the pool, c.N is 1 + the index of the next free record, 0 for none: nextFree.)
+	rq *requests
+	cb Callback
+	// The request as it was made (the loop's Completion gets them for each callback, see
+	// requests.comp): its token, its buffer (Read, Write, Recv, Send: whole until the last
+	// completion, which gives the callback the bytes that arrived) and a RecvMultishot's group.
+	token uint64
+	buf   []byte
+	group *BufferGroup
+	idx   uint32
+	gen   uint32
+	fd    int32
 	// An IO's record (io set; request_io.go) is the caller's IO's, not the pool's, between
 	// submissions (state stFree), and its completions go to the IO's IOFunc (in its rare part,
 	// with the IO, its buffer and its SQE: an IO holds its rare part until Free). An IO keeps
@@ -58,14 +59,16 @@ type reqRec struct {
 	// count, and may have its first completion put behind the batch's others.
 	turnSeq  uint16
 	turnRuns int16
+	op       Op
 	state    uint8
 	// fast: the operation's next result is its last and goes to the callback as it is: a
 	// read, write, recv or send started with no deadline, no cancel asked and nothing
 	// written before (set by the driver's start; cleared by whatever changes one of those).
 	fast                                bool
 	io, ioFixed, ioDrained, ioCloseWait bool
-	off                                 int64 // file offset; -1: the file position
-	// (a RecvMultishot's group is c.group, from the request's start)
+	// off is the file offset (-1: the file position); in the pool, 1 + the index of the next
+	// free record, 0 for none (nextFree: take sets it).
+	off int64
 
 	reqVars // cleared by release in one struct store
 
@@ -261,9 +264,13 @@ type requests struct {
 	groups  []*BufferGroup
 	okOps   uint32     // bit op: drv.check(op) returned nil
 	rares   []*reqRare // spare rare parts of records (reqRec.rareOf)
-	dead    bool
-	fixed   bool // RegisterBuffers has registered the loop's fixed buffers
-	onTmr   func(t *Timer)
+	// comp is what every Callback gets (Callback: valid only until it returns), filled for
+	// each completion from its record (compOf) and the result: one per loop, not one per
+	// record, so that a pending request's record holds none.
+	comp  Completion
+	dead  bool
+	fixed bool // RegisterBuffers has registered the loop's fixed buffers
+	onTmr func(t *Timer)
 }
 
 // reqSlots holds the requests layer's own pointers in the Loop (which embeds it, so that a
@@ -354,7 +361,7 @@ func (rq *requests) take(op Op, fd int, buf []byte, cb Callback, token uint64) *
 		r = rq.grow()
 	}
 	r.off, r.cb = -1, cb
-	r.c.Request.gen, r.c.Op, r.c.Fd, r.c.Token, r.c.Buf = r.gen, op, fd, token, buf
+	r.op, r.fd, r.token, r.buf = op, int32(fd), token, buf
 	if op != OpClose && op != OpSQE {
 		rq.fds[fd].w++ // (the live count)
 	}
@@ -364,7 +371,7 @@ func (rq *requests) take(op Op, fd int, buf []byte, cb Callback, token uint64) *
 // setArg sets the argument of a read, write, recv or send (reqDriver.rw's arg): the file
 // offset of a read or write, the msg flags of a recv or send.
 func (r *reqRec) setArg(arg int64) {
-	if r.c.Op <= OpWrite {
+	if r.op <= OpWrite {
 		r.off = arg
 	} else {
 		r.flags = int32(arg)
@@ -441,8 +448,8 @@ func (rq *requests) fdState(fd int32) *reqFd {
 }
 
 // nextFree is, for a record in the pool, 1 + the index of the next free record, 0 for none:
-// kept in its Completion's N, which every completion sets before its callback reads it.
-func (r *reqRec) nextFree() uint32 { return uint32(r.c.N) }
+// kept in its off, which take sets.
+func (r *reqRec) nextFree() uint32 { return uint32(r.off) }
 
 // pop takes the first free record; one must be free (rq.free != 0).
 func (rq *requests) pop() *reqRec {
@@ -458,7 +465,6 @@ func (rq *requests) pop() *reqRec {
 func (rq *requests) grow() *reqRec {
 	r := rq.drv.newRec()
 	r.rq, r.idx = rq, uint32(len(rq.recs))
-	r.c.Request.rec, r.c.bid = r, -1
 	if len(rq.recs) == cap(rq.recs) {
 		// Twice the capacity, not append's quarter more past 256 records: what the growth
 		// leaves behind as garbage (until the next collection) is then once the table's size,
@@ -479,13 +485,11 @@ func (r *reqRec) retire() {
 }
 
 // recycle puts r, retired, back in the pool after its last callback: it forgets the callback,
-// the buffer and the group (for the garbage collector) and the per-use fields. A free record's
-// Completion has Err nil and More and SockNonempty false, which the uring driver's steady
-// completion relies on (ringReqs.run).
+// the buffer and the group (for the garbage collector) and the per-use fields.
 func (rq *requests) recycle(r *reqRec) {
-	r.cb, r.c.Buf, r.c.Err, r.c.SockNonempty = nil, nil, nil, false
-	if r.c.Op >= OpRecvMultishot { // the only ops that set them
-		r.c.group, r.c.bid = nil, -1
+	r.cb, r.buf = nil, nil
+	if r.op == OpRecvMultishot { // the only op that sets it
+		r.group = nil
 	}
 	if r.rare != nil {
 		rq.dropRare(r)
@@ -496,7 +500,7 @@ func (rq *requests) recycle(r *reqRec) {
 
 // putFree puts r, free and its fields cleared, at the head of the pool's free list (nextFree).
 func (rq *requests) putFree(r *reqRec) {
-	r.c.N, rq.free = int(rq.free), r.idx+1
+	r.off, rq.free = int64(rq.free), r.idx+1
 	rq.live--
 }
 
@@ -515,5 +519,14 @@ func (rq *requests) submit(r *reqRec) Request {
 //
 // An IO's submission counts only while a CloseFd waits for it (ioCloseWait).
 func (r *reqRec) counted() bool {
-	return r.c.Op != OpClose && !r.noFd && (!r.io || r.ioCloseWait)
+	return r.op != OpClose && !r.noFd && (!r.io || r.ioCloseWait)
+}
+
+// compOf returns the loop's Completion (requests.comp) with the fields of r's request set:
+// Request (the handle of r's use gen), Op, Fd and Token; the caller sets the others (N, Err,
+// Buf, More, SockNonempty, the group buffer) before the callback. Small enough to be inlined.
+func (rq *requests) compOf(r *reqRec, gen uint32) *Completion {
+	c := &rq.comp
+	c.Request, c.Op, c.Fd, c.Token = Request{rec: r, gen: gen}, r.op, int(r.fd), r.token
+	return c
 }
