@@ -125,7 +125,7 @@ func (d *ringReqs) run(n int) bool {
 			}
 			r := ringOf(recs[idx])
 			res := c.Res
-			if r.ioKey == uint32(ud>>32) && (r.op&1 != 0 || uint32(res) >= uint32(len(r.buf))) {
+			if r.ioKey == uint32(ud>>32) && (r.op&1 != 0 || uint32(res) >= r.blen) {
 				// An IO's submission that IO.Submit made (ioKey: this use of the record, in
 				// flight, no CloseFd waiting, and nothing changed since: still fast, no
 				// deadline, no cancel), that ends with this result: a read's or recv's any,
@@ -145,7 +145,7 @@ func (d *ringReqs) run(n int) bool {
 			if r.gen != uint32(ud>>32)&genMask || r.state != stInflight {
 				continue // a stale CQE: its record was reused
 			}
-			if !r.fast || r.op&1 == 0 && int(res) != len(r.buf) && res >= 0 {
+			if !r.fast || r.op&1 == 0 && int(res) != int(r.blen) && res >= 0 {
 				d.heldCQE(r, res, c.Flags, p)
 				break // (it may have queued a completion before limit)
 			}
@@ -174,7 +174,7 @@ func (d *ringReqs) run(n int) bool {
 			}
 			f := &rq.fds[r.fd]
 			if r.op == OpRecv {
-				f.set(fdDrained, res >= 0 && int(res) < len(r.buf))
+				f.set(fdDrained, res >= 0 && int(res) < int(r.blen))
 			}
 			if f.countOut() {
 				rq.closeNow(int32(r.fd))
@@ -184,12 +184,12 @@ func (d *ringReqs) run(n int) bool {
 			cp.SockNonempty = c.Flags&uring.CQEFSockNonempty != 0 && r.op == OpRecv
 			cp.More, cp.bid = false, -1
 			if res >= 0 {
-				cp.N, cp.Err, cp.Buf = int(res), nil, r.buf
+				cp.N, cp.Err, cp.Buf = int(res), nil, r.bytes()
 				if r.op&1 != 0 {
-					cp.Buf = r.buf[:res]
+					cp.Buf = cp.Buf[:res]
 				}
 			} else {
-				cp.N, cp.Err, cp.Buf = 0, r.compErr(res), r.buf
+				cp.N, cp.Err, cp.Buf = 0, r.compErr(res), r.bytes()
 				if r.op&1 != 0 {
 					cp.Buf = nil
 				}
@@ -202,7 +202,7 @@ func (d *ringReqs) run(n int) bool {
 			rq.cbRec = r.idx + 1
 			r.cb(cp)
 			rq.cbRec = 0
-			r.cb, r.buf = nil, nil
+			r.cb, r.bp = nil, nil
 			r.reqVars = reqVars{}
 			rq.putFree(&r.reqRec)
 		}
@@ -217,7 +217,7 @@ func (d *ringReqs) run(n int) bool {
 // sets, is not read until then.
 func (rq *requests) ioSteady(r *ringRec, res int32) {
 	if r.op == OpRecv {
-		r.ioDrained = res >= 0 && int(res) < len(r.buf)
+		r.ioDrained = res >= 0 && int(res) < int(r.blen)
 	}
 	r.gen = (r.gen + 1) & genMask
 	r.state = stFree
@@ -230,7 +230,7 @@ func (rq *requests) ioSteady(r *ringRec, res int32) {
 //go:noinline
 func (d *ringReqs) ioFd(r *reqRec, res int32) {
 	if r.op == OpRecv {
-		r.ioDrained = res >= 0 && int(res) < len(r.buf)
+		r.ioDrained = res >= 0 && int(res) < int(r.blen)
 	}
 	if r.ioCloseWait {
 		r.ioCloseWait = false
@@ -247,10 +247,10 @@ func (d *ringReqs) ioFd(r *reqRec, res int32) {
 func (d *ringReqs) heldCQE(r *ringRec, res int32, flags uint32, p uint32) {
 	rq := d.rq
 	rq.pos = p
-	r.keepOpResult(res, flags)
 	if r.cqes--; r.cqes == 0 {
-		res, flags := r.opResult()
-		rq.opDone(&r.reqRec, res, flags)
+		rq.opDone(&r.reqRec, res, compFlags(flags))
+	} else {
+		r.keepOpResult(res, flags) // its LINK_TIMEOUT's CQE is to come
 	}
 	rq.pos = d.seen
 }
@@ -308,8 +308,12 @@ func (d *ringReqs) cqe(c *uring.CQE) {
 	} else if more {
 		d.rq.complete(&r.reqRec, res, compFlags(flags))
 		return
+	} else if r.cqes == 1 { // no LINK_TIMEOUT's CQE to wait for: the op's result goes on now
+		r.cqes = 0
+		d.rq.opDone(&r.reqRec, res, compFlags(flags))
+		return
 	} else {
-		r.keepOpResult(res, flags)
+		r.keepOpResult(res, flags) // (a one-shot request's, with its LINK_TIMEOUT's CQE to come)
 	}
 	if r.cqes--; r.cqes == 0 && r.opDone {
 		res, flags := r.opResult()

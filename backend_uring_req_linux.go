@@ -58,26 +58,29 @@ type ringRec struct {
 	cqes   int8 // final CQEs still to come (op, link timeout)
 	opDone bool // the op's final CQE arrived (its result and flags are kept: keepOpResult)
 	link   bool // the request's LINK_TIMEOUT is in the kernel (its CQE has not come)
+	// keptFlags is the op's completion flags while its LINK_TIMEOUT's CQE is to come, and
+	// sqPos its result then (keepOpResult).
+	keptFlags uint8
 
 	// sqPos is the SQ position (uring.Ring.SQTail) of the SQE in which the request was last
 	// prepared; its LINK_TIMEOUT's, if it has one, follows. epoch is the driver's epoch then
 	// (see unsubmitted; an IO's submission by IO.Submit sets sqPos only).
 	sqPos uint32
 	epoch uint64
-	// kept is the op's final result and completion flags while the request's LINK_TIMEOUT's CQE
-	// is to come (keepOpResult).
-	kept uint64
 }
 
 // keepOpResult keeps the op's final result and completion flags (from its CQE's flags) while
-// the request's LINK_TIMEOUT's CQE is to come.
+// the request's LINK_TIMEOUT's CQE is to come, in sqPos and keptFlags: the request was
+// submitted, so unsubmitted no longer reads sqPos (a one-shot request's epoch is past, an IO's
+// SQ position holds another user_data), and a one-shot request's completion flags are
+// compSockNonempty at most (no more, no group buffer).
 func (r *ringRec) keepOpResult(res int32, flags uint32) {
-	r.kept, r.opDone = uint64(uint32(res))|uint64(compFlags(flags))<<32, true
+	r.sqPos, r.keptFlags, r.opDone = uint32(res), uint8(compFlags(flags)), true
 }
 
 // opResult returns what keepOpResult kept.
 func (r *ringRec) opResult() (res int32, flags uint32) {
-	return int32(uint32(r.kept)), uint32(r.kept >> 32)
+	return int32(r.sqPos), uint32(r.keptFlags)
 }
 
 // ringOf returns the ringRec whose first field r is: r is a uring loop's record.

@@ -60,7 +60,8 @@ func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	r.state, r.fast = stInflight, true
 	r.cqes, r.opDone, r.link = 1, false, false
 	r.sqPos, r.epoch = pos, d.b.epoch
-	r.op, r.fd, r.token, r.buf = op, int32(fd), token, buf
+	r.op, r.fd, r.token = op, int32(fd), token
+	r.setBytes(buf)
 	s.Opcode, s.Fd = bytesOpcode[op&7], int32(fd)
 	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))), uint32(len(buf))
 	if op <= OpWrite {
@@ -250,12 +251,9 @@ var bytesOpcode = [8]uint8{OpRead: uring.OpRead, OpWrite: uring.OpWrite, OpRecv:
 // prepBytes prepares in s, a zeroed SQE, r's read, write, recv or send (what is left of it):
 // prepReq's work for them, as field stores (the Preps rewrite all of the SQE, through a call).
 func prepBytes(s *uring.SQE, r *reqRec) {
-	p := r.buf
-	if r.done != 0 {
-		p = p[r.done:] // the rest of a short write or send
-	}
 	s.Opcode, s.Fd = bytesOpcode[r.op], int32(r.fd)
-	s.Addr, s.Len = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), uint32(len(p))
+	// (past what a short write or send wrote: done)
+	s.Addr, s.Len = uint64(uintptr(r.bp)+uintptr(r.done)), r.blen-uint32(r.done)
 	switch {
 	case r.op >= OpRecv:
 		s.OpFlags = uint32(r.flags)
@@ -294,7 +292,7 @@ func prepReq(s *uring.SQE, r *ringRec) {
 		if r.turn {
 			prepTurn(s, r)
 		} else {
-			s.PrepRecvMultishot(fd, r.group.bgid, int(r.flags))
+			s.PrepRecvMultishot(fd, r.grp().bgid, int(r.flags))
 		}
 	case OpSQE:
 		*s = r.rare.drv.sqe
@@ -312,8 +310,8 @@ func prepReq(s *uring.SQE, r *ringRec) {
 // takes at most one buffer and never waits for data (-EAGAIN when the socket is empty).
 func prepTurn(s *uring.SQE, r *ringRec) {
 	s.PrepRecv(int(r.fd), nil, int(r.flags)|unix.MSG_DONTWAIT)
-	s.Len = uint32(r.group.size)
-	s.SetBufferGroup(r.group.bgid)
+	s.Len = uint32(r.grp().size)
+	s.SetBufferGroup(r.grp().bgid)
 }
 
 // fdBits adds to s, r's SQE just prepared, what r's fd state asks for: IOSQE_FIXED_FILE when

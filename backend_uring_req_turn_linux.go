@@ -132,7 +132,7 @@ func steady(recs []*reqRec, c *uring.CQE) *ringRec {
 		return nil
 	}
 	r := ringOf(recs[i])
-	if r.ioKey != uint32(ud>>32) || r.op&1 == 0 && uint32(c.Res) < uint32(len(r.buf)) {
+	if r.ioKey != uint32(ud>>32) || r.op&1 == 0 && uint32(c.Res) < r.blen {
 		return nil
 	}
 	return r

@@ -231,7 +231,7 @@ func (h Request) Cancel() error {
 	r.cancelReq = true
 	r.slow()
 	if r.state == stParked {
-		r.group.unpark(r)
+		r.grp().unpark(r)
 		rq.finish(r, -int32(unix.ECANCELED), 0)
 		return nil
 	}

@@ -21,7 +21,7 @@ func (rq *requests) deadlinePassed(t *Timer) {
 		rq.drv.cancel(r)
 	case stParked:
 		r.timedOut = true
-		r.group.unpark(r)
+		r.grp().unpark(r)
 		rq.finish(r, -int32(eTime), 0)
 	}
 }

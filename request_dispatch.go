@@ -92,7 +92,7 @@ func (rq *requests) queue(r *reqRec, res int32, flags uint32) {
 // takeBuffer takes the group buffer of a RecvMultishot's completion (BufferGroup.take) and returns
 // the data's offset in it.
 func (r *reqRec) takeBuffer(res int32, flags uint32) int32 {
-	return r.group.take(int(flags>>compBufShift), max(res, 0), flags&compBufMore != 0)
+	return r.grp().take(int(flags>>compBufShift), max(res, 0), flags&compBufMore != 0)
 }
 
 // opDone is told the result of r's operation (its last CQE, or the emulation's last
@@ -107,8 +107,8 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 	switch r.op {
 	case OpWrite, OpSend:
 		if res > 0 {
-			r.done += int(res)
-			if r.done < len(r.buf) {
+			r.done += res
+			if uint32(r.done) < r.blen {
 				if !r.cancelReq && !r.dead() {
 					r.slow() // the rest's result is not the last as it is (an IO's ioKey too)
 					r.state = stQueued
@@ -130,14 +130,14 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 			return
 		}
 	case OpRecvMultishot:
-		if r.group.ended(r, res, flags) {
+		if r.grp().ended(r, res, flags) {
 			return
 		}
 	}
 	if r.timedOut && (res == -int32(unix.ECANCELED) || res == -int32(unix.EINTR)) {
 		res = -int32(eTime)
 	}
-	if r.op == OpRecvMultishot && r.group.closed && res == -int32(unix.ENOBUFS) {
+	if r.op == OpRecvMultishot && r.grp().closed && res == -int32(unix.ENOBUFS) {
 		res = -int32(unix.ECANCELED) // BufferGroup.Close cancelled it; the kernel saw the group go first
 	}
 	rq.finish(r, res, flags)
@@ -163,7 +163,7 @@ func (rq *requests) finishFast(r *reqRec, res int32) {
 	r.ioCloseWait = false
 	f := &rq.fds[r.fd]
 	if r.op == OpRecv {
-		f.set(fdDrained, res >= 0 && int(res) < len(r.buf))
+		f.set(fdDrained, res >= 0 && int(res) < int(r.blen))
 	}
 	if f.countOut() {
 		rq.closeNow(int32(r.fd))
@@ -186,7 +186,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 	r.state = stDone
 	rq.queue(r, res, flags&^compMore)
 	if r.io && r.op == OpRecv {
-		r.ioDrained = res >= 0 && int(res) < len(r.buf)
+		r.ioDrained = res >= 0 && int(res) < int(r.blen)
 	}
 	if r.counted() {
 		r.ioCloseWait = false
@@ -202,7 +202,7 @@ func (rq *requests) finish(r *reqRec, res int32, flags uint32) {
 // less than its buffer (see ringReqs.pollFirst).
 func (f *reqFd) recvDone(r *reqRec, res int32) {
 	if r.op == OpRecv {
-		f.set(fdDrained, res >= 0 && int(res) < len(r.buf))
+		f.set(fdDrained, res >= 0 && int(res) < int(r.blen))
 	}
 }
 
@@ -243,7 +243,7 @@ func (rq *requests) runQueued(n int) bool {
 			ran = true
 			c := rq.compOf(r, r.gen)
 			c.SockNonempty = flags&compSockNonempty != 0 && r.op == OpRecv
-			c.More, c.bid, c.Buf = false, -1, r.buf
+			c.More, c.bid, c.Buf = false, -1, r.bytes()
 			if res >= 0 {
 				c.N, c.Err = int(res), nil
 				if r.op&1 != 0 { // OpRead, OpRecv
@@ -313,17 +313,17 @@ func (rq *requests) runOne() bool {
 	switch r.op {
 	case OpRead, OpRecv:
 		if c.Err == nil {
-			c.Buf = r.buf[:c.N]
+			c.Buf = r.bytes()[:c.N]
 		} else {
 			c.Buf = nil
 		}
 	case OpWrite, OpSend:
-		c.Buf = r.buf // the whole buffer
+		c.Buf = r.bytes() // the whole buffer
 	case OpRecvMultishot:
-		c.Buf, c.group = nil, r.group
+		c.Buf, c.group = nil, r.grp()
 		if e.flags&compBuffer != 0 {
 			bid := int32(e.flags >> compBufShift)
-			g := r.group
+			g := c.group
 			c.bid = bid
 			c.Buf = g.slab[int(bid)*g.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
 		}

@@ -137,7 +137,8 @@ func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	rq.fds[fd].w++ // (the live count)
 	r.cb = cb
 	r.state, r.fast = stInflight, true
-	r.op, r.fd, r.token, r.buf = op, int32(fd), token, buf
+	r.op, r.fd, r.token = op, int32(fd), token
+	r.setBytes(buf)
 	if op <= OpWrite {
 		r.off = arg
 	} else {
@@ -449,7 +450,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	var errno unix.Errno
 	switch r.op {
 	case OpRead:
-		p := r.buf
+		p := r.bytes()
 		if r.off < 0 && f.raw() {
 			n, errno = rawsys.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 		} else if r.off < 0 {
@@ -464,7 +465,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		// The emulation finishes a short write itself (the core's continuation would queue
 		// the rest behind later requests): until all is written, EAGAIN, or an error.
 		for {
-			p := r.buf[r.done:]
+			p := r.bytes()[r.done:]
 			switch {
 			case r.op == OpSend:
 				n, errno = rawsys.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
@@ -481,10 +482,10 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 			if errno != 0 || n == 0 || int(n) == len(p) {
 				break
 			}
-			r.done += int(n)
+			r.done += int32(n)
 		}
 	case OpRecv:
-		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
+		n, errno = rawsys.Syscall6(unix.SYS_RECVFROM, fd, uintptr(r.bp), uintptr(r.blen), uintptr(r.flags|unix.MSG_DONTWAIT), 0, 0)
 	case OpRecvMsg, OpSendMsg:
 		trap := uintptr(unix.SYS_RECVMSG)
 		if r.op == OpSendMsg {
@@ -508,7 +509,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 		}
 		r.done = 0
 	case OpRecvMultishot:
-		g := emulGroupOf(r.group)
+		g := emulGroupOf(r.grp())
 		if len(g.free) == 0 {
 			rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
 			return false
@@ -534,7 +535,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 	if errno != 0 {
 		res = -int32(errno)
 	}
-	if r.fast && r.done == 0 && (r.op&1 != 0 || res < 0 || int(res) == len(r.buf)) {
+	if r.fast && r.done == 0 && (r.op&1 != 0 || res < 0 || int(res) == int(r.blen)) {
 		rq.finishFast(&r.reqRec, res) // what opDone would do, as the ring's steady case does
 	} else {
 		rq.opDone(&r.reqRec, res, 0)
@@ -546,7 +547,7 @@ func (e *emulReqs) perform(f *emulFd, r *emulRec) bool {
 // group, with MSG_DONTWAIT, its result to opDone (ENOBUFS without a free buffer, EAGAIN without
 // data).
 func (e *emulReqs) recvTurn(r *emulRec) {
-	g := emulGroupOf(r.group)
+	g := emulGroupOf(r.grp())
 	if len(g.free) == 0 {
 		e.rq.opDone(&r.reqRec, -int32(unix.ENOBUFS), 0)
 		return

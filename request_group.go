@@ -7,6 +7,7 @@ package ringev
 
 import (
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -289,7 +290,7 @@ func (g *BufferGroup) Close() error {
 	rq := g.l.req
 	if !g.l.closed {
 		for _, r := range rq.recs {
-			if r.group == g && r.op == OpRecvMultishot && r.state != stFree && r.state != stDone {
+			if r.grp() == g && r.op == OpRecvMultishot && r.state != stFree && r.state != stDone {
 				Request{rec: r, gen: r.gen}.Cancel()
 			}
 		}
@@ -331,6 +332,6 @@ func (l *Loop) RecvMultishot(fd int, g *BufferGroup, flags int, cb Callback, tok
 	if err != nil {
 		return Request{}, err
 	}
-	r.group, r.flags = g, int32(flags)
+	r.bp, r.flags = unsafe.Pointer(g), int32(flags) // (grp)
 	return l.req.submit(r), nil
 }

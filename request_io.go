@@ -161,7 +161,8 @@ func (x *IO) SetBuf(buf []byte) error {
 	case len(buf) > maxRideLen:
 		return fmt.Errorf("ringev: %v on fd %d: buffer of %d bytes, at most %d: %w", r.op, r.fd, len(buf), maxRideLen, unix.EINVAL)
 	}
-	r.buf, r.rare.keep = buf, buf
+	r.rare.keep = buf
+	r.setBytes(buf)
 	r.rq.prepIO(r)
 	return nil
 }

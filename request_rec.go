@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,17 +33,23 @@ const fsyncData = 1
 // It is the first field of the backend's record (reqDriver.newRec), which the backend reaches
 // from it without a lookup.
 type reqRec struct {
-	rq *requests
-	cb Callback
+	// rare holds what few requests use (a deadline's timer, Connect's address, SubmitSQE's
+	// SQE, an error), nil for the others: taken from the pool's spares when first needed
+	// (rareOf) and given back when the record is (recycle), so that an idle connection's
+	// pending recv holds none.
+	rare *reqRare
+	rq   *requests
+	cb   Callback
 	// The request as it was made (the loop's Completion gets them for each callback, see
-	// requests.comp): its token, its buffer (Read, Write, Recv, Send: whole until the last
-	// completion, which gives the callback the bytes that arrived) and a RecvMultishot's group.
-	token uint64
-	buf   []byte
-	group *BufferGroup
-	idx   uint32
-	gen   uint32
-	fd    int32
+	// requests.comp): its token, and its buffer (Read, Write, Recv, Send: whole until the last
+	// completion, which gives the callback the bytes that arrived) as its data pointer, length
+	// and capacity (bytes, setBytes), or a RecvMultishot's group in bp (grp).
+	token      uint64
+	bp         unsafe.Pointer
+	blen, bcap uint32
+	idx        uint32
+	gen        uint32
+	fd         int32
 	// An IO's record (io set; request_io.go) is the caller's IO's, not the pool's, between
 	// submissions (state stFree), and its completions go to the IO's IOFunc (in its rare part,
 	// with the IO, its buffer and its SQE: an IO holds its rare part until Free). An IO keeps
@@ -53,31 +60,30 @@ type reqRec struct {
 	// updates it), ioDrained a Recv's reqFd.drained; ioCloseWait: the submission counts in
 	// reqFd.live, where a CloseFd waits for it.
 	ioOwn uint32
-	// turnSeq is the dispatch batch (requests.turn, its low 16 bits) in which turnRuns counts
-	// the record's completions (a multishot request's: reqPerTurn per batch at most). A record
-	// that waits exactly a multiple of 2^16 batches between two completions finds its old
-	// count, and may have its first completion put behind the batch's others.
-	turnSeq  uint16
-	turnRuns int16
-	op       Op
-	state    uint8
+	// off is the file offset (-1: the file position); in the pool, 1 + the index of the next
+	// free record, 0 for none (nextFree: take sets it).
+	off   int64
+	op    Op
+	state uint8
 	// fast: the operation's next result is its last and goes to the callback as it is: a
 	// read, write, recv or send started with no deadline, no cancel asked and nothing
 	// written before (set by the driver's start; cleared by whatever changes one of those).
 	fast                                bool
 	io, ioFixed, ioDrained, ioCloseWait bool
-	// off is the file offset (-1: the file position); in the pool, 1 + the index of the next
-	// free record, 0 for none (nextFree: take sets it).
-	off int64
-
-	reqVars // cleared by release in one struct store
-
-	// rare holds what few requests use (a deadline, Connect's address, SubmitSQE's SQE, an
-	// error), nil for the others: taken from the pool's spares when first needed (rareOf) and
-	// given back when the record is (recycle), so that an idle connection's pending recv holds
-	// none.
-	rare *reqRare
+	reqVars                             // cleared by release in one struct store
 }
+
+// bytes returns the request's buffer (Read, Write, Recv, Send), nil for the other ops.
+func (r *reqRec) bytes() []byte { return unsafe.Slice((*byte)(r.bp), r.bcap)[:r.blen] }
+
+// setBytes makes b the request's buffer (its capacity kept up to 4 GiB - 1, more than any
+// request uses; its length is at most maxRideLen).
+func (r *reqRec) setBytes(b []byte) {
+	r.bp, r.blen, r.bcap = unsafe.Pointer(unsafe.SliceData(b)), uint32(len(b)), uint32(min(cap(b), 1<<32-1))
+}
+
+// grp returns a RecvMultishot's group, which it keeps in bp (the op has no buffer of its own).
+func (r *reqRec) grp() *BufferGroup { return (*BufferGroup)(r.bp) }
 
 // reqRare is the part of a record that few requests use (see reqRec.rare), and that an IO's
 // record holds from NewRead (or the others) to Free.
@@ -137,20 +143,26 @@ func (r *reqRec) slow() { r.fast, r.ioKey = false, 0 }
 // reqVars is the part of a record that one use of it changes after newReq filled it in:
 // release clears it with one struct store (a few wide stores, not one per field).
 type reqVars struct {
-	done      int   // Write, Send: bytes written so far
-	deadline  int64 // loop ns; 0: none
-	flags     int32 // msg flags, accept4 flags, fsyncData
-	res       int32 // a Write's or Send's error after a part was written (see finish), else 0
-	noFd      bool  // SubmitSQE without an fd: not counted in requests.fds[fd].live
-	cancelReq bool  // Cancel (or CloseFd, or the deadline) asked
-	timedOut  bool  // the deadline passed
-	turn      bool  // a RecvMultishot's receive is a turn: one buffer, no wait (BufferGroup.pump)
+	deadline int64 // loop ns; 0: none
+	done     int32 // Write, Send: bytes written so far (a buffer holds at most maxRideLen)
+	flags    int32 // msg flags, accept4 flags, fsyncData
+	res      int32 // a Write's or Send's error after a part was written (see finish), else 0
 	// ioKey is, on the uring backend, the high half of the user_data (tag, kind, generation)
 	// of the IO's submission that IO.Submit put in the SQ itself, else 0: its CQE, when it
 	// matches, takes run's shortest way (the record is an IO's, in flight, still fast: slow
 	// clears it, and so does closeIOs when a CloseFd waits for it). A record's gen moves at
-	// each completion, so an older key never matches. (In what was the struct's padding.)
+	// each completion, so an older key never matches.
 	ioKey uint32
+	// turnSeq is the dispatch batch (requests.turn, its low 16 bits) in which turnRuns counts
+	// the record's completions (a multishot request's: reqPerTurn per batch at most). A request
+	// that waits exactly a multiple of 2^16 batches between two completions finds its old
+	// count, and may have its first completion put behind the batch's others.
+	turnSeq   uint16
+	turnRuns  int16
+	noFd      bool // SubmitSQE without an fd: not counted in requests.fds[fd].live
+	cancelReq bool // Cancel (or CloseFd, or the deadline) asked
+	timedOut  bool // the deadline passed
+	turn      bool // a RecvMultishot's receive is a turn: one buffer, no wait (BufferGroup.pump)
 }
 
 // reqFd is the core's state for one fd number. What few fds have (a waiting CloseFd, IOs) is
@@ -361,7 +373,8 @@ func (rq *requests) take(op Op, fd int, buf []byte, cb Callback, token uint64) *
 		r = rq.grow()
 	}
 	r.off, r.cb = -1, cb
-	r.op, r.fd, r.token, r.buf = op, int32(fd), token, buf
+	r.op, r.fd, r.token = op, int32(fd), token
+	r.setBytes(buf)
 	if op != OpClose && op != OpSQE {
 		rq.fds[fd].w++ // (the live count)
 	}
@@ -487,10 +500,7 @@ func (r *reqRec) retire() {
 // recycle puts r, retired, back in the pool after its last callback: it forgets the callback,
 // the buffer and the group (for the garbage collector) and the per-use fields.
 func (rq *requests) recycle(r *reqRec) {
-	r.cb, r.buf = nil, nil
-	if r.op == OpRecvMultishot { // the only op that sets it
-		r.group = nil
-	}
+	r.cb, r.bp = nil, nil
 	if r.rare != nil {
 		rq.dropRare(r)
 	}

@@ -18,9 +18,9 @@ import (
 // emulation's.
 func maxRecordSize(l *ringev.Loop) int {
 	if ringev.RequestRecordsRing(l) {
-		return 160
+		return 128
 	}
-	return 160
+	return 136
 }
 
 // TestRequestRecordFitsInItsSizeClass: a pending Recv's record, on every backend, is at most
