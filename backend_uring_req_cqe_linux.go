@@ -184,10 +184,11 @@ func (d *ringReqs) run(n int) bool {
 			cp.SockNonempty = c.Flags&uring.CQEFSockNonempty != 0 && r.op == OpRecv
 			cp.More, cp.bid = false, -1
 			if res >= 0 {
-				cp.N, cp.Err, cp.Buf = int(res), nil, r.bytes()
+				n := r.blen // a write's or send's whole buffer
 				if r.op&1 != 0 {
-					cp.Buf = cp.Buf[:res]
+					n = uint32(res) // what a read or recv brought
 				}
+				cp.N, cp.Err, cp.Buf = int(res), nil, r.bytesN(n)
 			} else {
 				cp.N, cp.Err, cp.Buf = 0, r.compErr(res), r.bytes()
 				if r.op&1 != 0 {

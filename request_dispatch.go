@@ -243,13 +243,15 @@ func (rq *requests) runQueued(n int) bool {
 			ran = true
 			c := rq.compOf(r, r.gen)
 			c.SockNonempty = flags&compSockNonempty != 0 && r.op == OpRecv
-			c.More, c.bid, c.Buf = false, -1, r.bytes()
+			c.More, c.bid = false, -1
 			if res >= 0 {
-				c.N, c.Err = int(res), nil
-				if r.op&1 != 0 { // OpRead, OpRecv
-					c.Buf = c.Buf[:res]
+				n := r.blen // a write's or send's whole buffer
+				if r.op&1 != 0 {
+					n = uint32(res) // what a read or recv brought
 				}
+				c.N, c.Err, c.Buf = int(res), nil, r.bytesN(n)
 			} else {
+				c.Buf = r.bytes()
 				c.N, c.Err = 0, r.compErr(res)
 				if r.op&1 != 0 {
 					c.Buf = nil
@@ -279,7 +281,7 @@ func (rq *requests) runQueued(n int) bool {
 // reqPerTurn completions in this batch). A taken entry is not cleared: its record stays in
 // rq.recs anyway (records are recycled, never freed), so it keeps nothing else reachable.
 func (rq *requests) runOne() bool {
-	e := rq.cq[rq.head]
+	e := &rq.cq[rq.head] // (read before the callback, which may move the queue: see push, compact)
 	rq.head++
 	rq.queued--
 	r := e.rec
@@ -291,7 +293,7 @@ func (rq *requests) runOne() bool {
 			r.turnSeq, r.turnRuns = uint16(rq.turn), 0
 		}
 		if r.turnRuns >= reqPerTurn {
-			rq.deferRequest(e) // behind the others: at most reqPerTurn per batch
+			rq.deferRequest(*e) // behind the others: at most reqPerTurn per batch
 			return false
 		}
 		r.turnRuns++
@@ -313,7 +315,7 @@ func (rq *requests) runOne() bool {
 	switch r.op {
 	case OpRead, OpRecv:
 		if c.Err == nil {
-			c.Buf = r.bytes()[:c.N]
+			c.Buf = r.bytesN(uint32(c.N))
 		} else {
 			c.Buf = nil
 		}
@@ -323,9 +325,8 @@ func (rq *requests) runOne() bool {
 		c.Buf, c.group = nil, r.grp()
 		if e.flags&compBuffer != 0 {
 			bid := int32(e.flags >> compBufShift)
-			g := c.group
 			c.bid = bid
-			c.Buf = g.slab[int(bid)*g.size+int(e.off):][:max(c.N, 0):max(c.N, 0)]
+			c.Buf = c.group.view(bid, e.off, max(c.N, 0))
 		}
 	default:
 		c.Buf = nil

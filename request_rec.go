@@ -74,7 +74,21 @@ type reqRec struct {
 }
 
 // bytes returns the request's buffer (Read, Write, Recv, Send), nil for the other ops.
-func (r *reqRec) bytes() []byte { return unsafe.Slice((*byte)(r.bp), r.bcap)[:r.blen] }
+func (r *reqRec) bytes() []byte { return r.bytesN(r.blen) }
+
+// bytesN returns the request's buffer cut to its first n bytes (at most blen), built from its
+// parts as the runtime lays a slice out: unsafe.Slice and a cut would check what setBytes and
+// the caller hold true, a few instructions for every completion.
+func (r *reqRec) bytesN(n uint32) []byte {
+	h := bufHeader{r.bp, int(min(n, r.blen)), int(r.bcap)}
+	return *(*[]byte)(unsafe.Pointer(&h))
+}
+
+// bufHeader is a []byte's layout: data pointer, length, capacity.
+type bufHeader struct {
+	p    unsafe.Pointer
+	n, c int
+}
 
 // setBytes makes b the request's buffer (its capacity kept up to 4 GiB - 1, more than any
 // request uses; its length is at most maxRideLen).
