@@ -311,25 +311,26 @@ func (rq *requests) runOne() bool {
 	default: // e.res < 0
 		c.N, c.Err = 0, r.compErr(e.res)
 	}
-	c.bid = -1
-	switch r.op {
+	switch r.op { // (a server's usual completion first)
+	case OpRecvMultishot:
+		c.group = r.grp()
+		if e.flags&compBuffer != 0 {
+			bid := int32(e.flags >> compBufShift)
+			c.bid, c.Buf = bid, c.group.view(bid, e.off, max(c.N, 0))
+		} else {
+			c.bid, c.Buf = -1, nil
+		}
 	case OpRead, OpRecv:
+		c.bid = -1
 		if c.Err == nil {
 			c.Buf = r.bytesN(uint32(c.N))
 		} else {
 			c.Buf = nil
 		}
 	case OpWrite, OpSend:
-		c.Buf = r.bytes() // the whole buffer
-	case OpRecvMultishot:
-		c.Buf, c.group = nil, r.grp()
-		if e.flags&compBuffer != 0 {
-			bid := int32(e.flags >> compBufShift)
-			c.bid = bid
-			c.Buf = c.group.view(bid, e.off, max(c.N, 0))
-		}
+		c.bid, c.Buf = -1, r.bytes() // the whole buffer
 	default:
-		c.Buf = nil
+		c.bid, c.Buf = -1, nil
 	}
 	rq.cbFd = r.fd
 	if c.More {
