@@ -58,9 +58,10 @@ func (o Op) String() string {
 
 // Callback is a request's completion callback. The loop runs it on its goroutine, as a
 // handler (Once from inside it returns ErrNested). c and what it points to belong to the loop
-// and are valid only until the callback returns; copy what you need. Make one Callback per
-// connection (a method value, or a function that reads Completion.Token) and reuse it for every
-// request: a closure made for each request is a heap allocation per request.
+// and are valid only until the callback returns (the loop fills one Completion for every
+// callback); copy what you need. Make one Callback per connection (a method value, or a
+// function that reads Completion.Token) and reuse it for every request: a closure made for
+// each request is a heap allocation per request.
 type Callback func(c *Completion)
 
 // Completion is what a Callback gets: the request's outcome.
