@@ -130,6 +130,26 @@ func dialEngine(t *testing.T, e *Engine) net.Conn {
 	return c
 }
 
+// progressConn is a client whose Reads, and Writes in pieces of 64 KiB, each have a deadline
+// waitFor after they start: a stream of any length fails when it stalls (no byte for waitFor),
+// not when a busy machine makes it slow.
+type progressConn struct{ net.Conn }
+
+func (c progressConn) Read(p []byte) (int, error) {
+	c.SetReadDeadline(time.Now().Add(waitFor))
+	return c.Conn.Read(p)
+}
+
+func (c progressConn) Write(p []byte) (n int, err error) {
+	for n < len(p) && err == nil {
+		c.SetWriteDeadline(time.Now().Add(waitFor))
+		var m int
+		m, err = c.Conn.Write(p[n:min(len(p), n+64<<10)])
+		n += m
+	}
+	return n, err
+}
+
 // readN reads exactly n bytes from c; an error fails the test.
 func readN(t *testing.T, c net.Conn, n int) string {
 	t.Helper()
