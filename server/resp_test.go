@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,13 +305,14 @@ func TestRESPLargeList(t *testing.T) {
 	}
 }
 
-// respServers runs test for every usable backend and driver, with a RESP server's address.
-func respServers(t *testing.T, test func(t *testing.T, addr string)) {
+// respServers runs test for every usable backend and driver, with the address of a server of
+// the Handler newHandler returns.
+func respServers(t *testing.T, newHandler func() Handler, test func(t *testing.T, addr string)) {
 	for _, b := range ringev.Backends() {
 		for _, d := range drivers {
 			d.Backend = b
 			t.Run(b+"/"+d.API+d.Recv, func(t *testing.T) {
-				d.Handler = NewRESP(NewKeyspace())
+				d.Handler = newHandler()
 				srv, err := listenServer(t, d)
 				if err != nil {
 					testutil.SkipIfIOUringUnavailable(t, err, "backend "+b)
@@ -323,26 +325,61 @@ func respServers(t *testing.T, test func(t *testing.T, addr string)) {
 	}
 }
 
-// pingWithin sends PING on c and fails unless +PONG arrives within d.
-func pingWithin(t *testing.T, c net.Conn, rd *bufio.Reader, d time.Duration, what string) {
-	t.Helper()
-	c.SetDeadline(time.Now().Add(d))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		t.Fatalf("%s: write: %v", what, err)
-	}
-	line, err := rd.ReadString('\n')
-	if err != nil || line != "+PONG\r\n" {
-		t.Fatalf("%s: %q, %v; want +PONG within %v", what, line, err, d)
-	}
+// workCountingRESP is a RESP that counts the work it does for every connection but one (the
+// client whose address is good): its OnData calls and the bytes they consume and queue. At
+// each OnData of the good client's connection it records the counts so far (at).
+type workCountingRESP struct {
+	*RESP
+	good    atomic.Pointer[string] // the good client's address, as its RemoteAddr gives it
+	isGood  map[*Conn]bool         // (the loop's goroutine only) each connection's class
+	calls   atomic.Int64           // OnData calls for the others
+	bytes   atomic.Int64           // input bytes those calls consumed, and output they queued
+	atCalls atomic.Int64           // calls when the good client was last served
+	atBytes atomic.Int64           // bytes when the good client was last served
 }
 
-// TestRESPAnswersAClientPromptlyBesideHostileOnes, on every backend and driver: a slowloris
-// client (an inline command, one byte per 5 ms, never ending), a client that pipelines 200,000
-// PINGs without reading a reply, and one that sends a bulk length of 1 GB and then trickles: a
-// fourth client's PINGs are answered within 1 s each all along, and the
-// process's heap stays below 64 MiB more than at the start.
+func (r *workCountingRESP) OnData(c *Conn) {
+	good, known := r.isGood[c]
+	if !known {
+		if a := r.good.Load(); a != nil {
+			good = c.RemoteAddr().String() == *a
+			r.isGood[c] = good
+		}
+	}
+	if good {
+		r.atCalls.Store(r.calls.Load())
+		r.atBytes.Store(r.bytes.Load())
+		r.RESP.OnData(c)
+		return
+	}
+	in, out := c.Buffered(), c.Pending()
+	r.RESP.OnData(c)
+	r.calls.Add(1)
+	r.bytes.Add(int64(max(0, in-c.Buffered()) + max(0, c.Pending()-out)))
+}
+
+// hostileCallsWhileWaiting bounds the OnData calls the hostile clients of
+// TestRESPAnswersAClientPromptlyBesideHostileOnes get while a PING of the good client waits: a
+// few loop turns' worth. A turn serves each hostile connection's input once (a read), or its
+// receives' completions (the flood's 1.2 MB is about 19 of 64 KiB), and its output up to the
+// write limit. A loop that serves a connection until it has nothing more to read gives the
+// flood some 38 calls while a PING waits.
+const hostileCallsWhileWaiting = 32
+
+// TestRESPAnswersAClientPromptlyBesideHostileOnes, on every backend and driver: beside a
+// slowloris client (an inline command, one byte per 5 ms, never ending), a client that
+// pipelines 200,000 PINGs without reading a reply, and one that sends a bulk length of 1 GB
+// and then trickles, a fourth client's PINGs are each served before the hostile ones get more
+// than a few loop turns' worth of work (hostileCallsWhileWaiting OnData calls): counted, not
+// timed, so that a slow machine does not fail it and starvation does. The process's heap
+// stays below 64 MiB more than at the start.
 func TestRESPAnswersAClientPromptlyBesideHostileOnes(t *testing.T) {
-	respServers(t, func(t *testing.T, addr string) {
+	var r *workCountingRESP
+	newHandler := func() Handler {
+		r = &workCountingRESP{RESP: NewRESP(NewKeyspace()), isGood: map[*Conn]bool{}}
+		return r
+	}
+	respServers(t, newHandler, func(t *testing.T, addr string) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -412,12 +449,29 @@ func TestRESPAnswersAClientPromptlyBesideHostileOnes(t *testing.T) {
 			}
 		}()
 		good := dial()
+		me := good.LocalAddr().String()
+		r.good.Store(&me)
 		rd := bufio.NewReader(good)
-		end := time.Now().Add(time.Second)
-		for i := 0; time.Now().Before(end); i++ {
-			pingWithin(t, good, rd, time.Second, "the well-behaved client")
-			time.Sleep(10 * time.Millisecond)
+		var maxCalls, maxBytes int64
+		for i := range 50 {
+			calls := r.calls.Load() // each PING after the hostile ones were served once more
+			eventually(t, "the hostile clients served", func() bool { return r.calls.Load() > calls })
+			good.SetDeadline(time.Now().Add(waitFor))
+			if _, err := good.Write([]byte("PING\r\n")); err != nil {
+				t.Fatalf("the well-behaved client: write: %v", err)
+			}
+			calls, work := r.calls.Load(), r.bytes.Load() // its PING is in the server's socket
+			if line, err := rd.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+				t.Fatalf("the well-behaved client's PING %d: %q, %v; want +PONG", i, line, err)
+			}
+			dc, db := r.atCalls.Load()-calls, r.atBytes.Load()-work
+			if dc > hostileCallsWhileWaiting {
+				t.Fatalf("while the well-behaved client's PING %d waited, the hostile ones got %d OnData calls (%d bytes of work); want at most %d calls",
+					i, dc, db, hostileCallsWhileWaiting)
+			}
+			maxCalls, maxBytes = max(maxCalls, dc), max(maxBytes, db)
 		}
+		t.Logf("while a PING waited, the hostile clients got at most %d OnData calls and %d bytes of work", maxCalls, maxBytes)
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		if ms.HeapInuse > heap0+64<<20 {
