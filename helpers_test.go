@@ -491,6 +491,19 @@ func wantOne(t *testing.T, r *recorder, n int) ringev.Completion {
 	return c
 }
 
+// wantOneErr checks that exactly one completion arrived, with an error wrapping errno.
+func wantOneErr(t *testing.T, r *recorder, errno unix.Errno) ringev.Completion {
+	t.Helper()
+	if len(r.got) != 1 {
+		t.Fatalf("%d completions, want 1 with %v: %+v", len(r.got), errno, r.got)
+	}
+	c := r.got[0]
+	if !errors.Is(c.Err, errno) {
+		t.Fatalf("completion: N %#x err %v, want %v", c.N, c.Err, errno)
+	}
+	return c
+}
+
 // must fails the test if a request call failed: must(t)(l.Recv(...)).
 func must(t *testing.T) func(ringev.Request, error) ringev.Request {
 	return func(h ringev.Request, err error) ringev.Request {

@@ -69,9 +69,7 @@ func TestRequestPollCancelEndsItWithECANCELED(t *testing.T) {
 		}
 		until(t, l, func() bool { return rec.n() > 0 })
 		quiet(t, l)
-		if got := rec.got[0]; rec.n() != 1 || !errors.Is(got.Err, unix.ECANCELED) {
-			t.Fatalf("%d completions, first N %#x err %v; want one with ECANCELED", rec.n(), got.N, got.Err)
-		}
+		wantOneErr(t, &rec, unix.ECANCELED)
 	})
 }
 
@@ -87,9 +85,7 @@ func TestRequestPollCloseFdWhileItWaitsCancelsIt(t *testing.T) {
 		must(t)(l.CloseFd(a, cls.cb, 0))
 		testutil.HandOver(t, a)
 		until(t, l, func() bool { return rec.n() > 0 && cls.n() > 0 })
-		if got := rec.got[0]; rec.n() != 1 || !errors.Is(got.Err, unix.ECANCELED) {
-			t.Fatalf("the Poll: %d completions, first N %#x err %v; want one with ECANCELED", rec.n(), got.N, got.Err)
-		}
+		wantOneErr(t, &rec, unix.ECANCELED)
 		if got := cls.got[0]; got.Err != nil {
 			t.Fatalf("CloseFd: %v", got.Err)
 		}
@@ -164,8 +160,6 @@ func TestRequestPollDeadlineEndsItWithETIME(t *testing.T) {
 			t.Fatal(err)
 		}
 		until(t, l, func() bool { return rec.n() > 0 })
-		if got := rec.got[0]; rec.n() != 1 || !errors.Is(got.Err, unix.ETIME) {
-			t.Fatalf("%d completions, first N %#x err %v; want one with ETIME", rec.n(), got.N, got.Err)
-		}
+		wantOneErr(t, &rec, unix.ETIME)
 	})
 }
