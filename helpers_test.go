@@ -108,6 +108,17 @@ func eachBackend(t *testing.T, backends []string, fn func(t *testing.T, backend 
 	}
 }
 
+// eachSocketpair runs fn as one subtest per backend of ringev.Backends(), with a connected
+// Unix socket pair (a, b) and a loop (newLoop) on that backend; the sockets are made first, so
+// that cleanup closes the loop before them.
+func eachSocketpair(t *testing.T, fn func(t *testing.T, l *ringev.Loop, a, b int)) {
+	t.Helper()
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		fn(t, newLoop(t, backend), a, b)
+	})
+}
+
 // eachMode runs fn as one subtest per backend and mode, named "backend/mode".
 func eachMode(t *testing.T, backends []string, modes []mode, fn func(t *testing.T, backend string, m mode)) {
 	t.Helper()

@@ -18,9 +18,7 @@ import (
 // through the loop's wait, and completes with POLLIN in N once the peer writes, on every
 // backend; the byte stays in the socket for the caller's own read.
 func TestRequestPollCompletesWhenTheFdBecomesReady(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, c := testutil.Socketpair(t)
-		l := newLoop(t, backend)
+	eachSocketpair(t, func(t *testing.T, l *ringev.Loop, a, c int) {
 		var rec recorder
 		must(t)(l.Poll(a, unix.POLLIN, rec.cb, 7))
 		untilWaited(t, l)
@@ -43,9 +41,7 @@ func TestRequestPollCompletesWhenTheFdBecomesReady(t *testing.T) {
 // TestRequestPollOutCompletesAtOnceWhenThereIsRoom: a Poll for POLLOUT on a socket with room
 // completes with POLLOUT in N, on every backend.
 func TestRequestPollOutCompletesAtOnceWhenThereIsRoom(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := testutil.Socketpair(t)
-		l := newLoop(t, backend)
+	eachSocketpair(t, func(t *testing.T, l *ringev.Loop, a, _ int) {
 		var rec recorder
 		must(t)(l.Poll(a, unix.POLLOUT, rec.cb, 0))
 		until(t, l, func() bool { return rec.n() > 0 })
@@ -58,9 +54,7 @@ func TestRequestPollOutCompletesAtOnceWhenThereIsRoom(t *testing.T) {
 // TestRequestPollCancelEndsItWithECANCELED: Cancel of a waiting Poll runs its callback once,
 // with ECANCELED, on every backend.
 func TestRequestPollCancelEndsItWithECANCELED(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := testutil.Socketpair(t)
-		l := newLoop(t, backend)
+	eachSocketpair(t, func(t *testing.T, l *ringev.Loop, a, _ int) {
 		var rec recorder
 		h := must(t)(l.Poll(a, unix.POLLIN, rec.cb, 0))
 		untilWaited(t, l)
@@ -76,9 +70,7 @@ func TestRequestPollCancelEndsItWithECANCELED(t *testing.T) {
 // TestRequestPollCloseFdWhileItWaitsCancelsIt: CloseFd on an fd with a waiting Poll ends the
 // Poll with ECANCELED and closes the fd (the peer sees its end), on every backend.
 func TestRequestPollCloseFdWhileItWaitsCancelsIt(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, c := testutil.Socketpair(t)
-		l := newLoop(t, backend)
+	eachSocketpair(t, func(t *testing.T, l *ringev.Loop, a, c int) {
 		var rec, cls recorder
 		must(t)(l.Poll(a, unix.POLLIN, rec.cb, 0))
 		untilWaited(t, l)
@@ -98,9 +90,7 @@ func TestRequestPollCloseFdWhileItWaitsCancelsIt(t *testing.T) {
 // TestRequestPollRefusesEventsOtherThanInOrOut: Poll with events other than exactly POLLIN or
 // POLLOUT returns an error wrapping EINVAL and submits nothing, on every backend.
 func TestRequestPollRefusesEventsOtherThanInOrOut(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := testutil.Socketpair(t)
-		l := newLoop(t, backend)
+	eachSocketpair(t, func(t *testing.T, l *ringev.Loop, a, _ int) {
 		var rec recorder
 		for _, ev := range []int16{0, unix.POLLIN | unix.POLLOUT, unix.POLLPRI} {
 			if _, err := l.Poll(a, ev, rec.cb, 0); !errors.Is(err, unix.EINVAL) {
@@ -117,9 +107,7 @@ func TestRequestPollRefusesEventsOtherThanInOrOut(t *testing.T) {
 // TestRequestPollAllocatesNothing: a Poll on a ready fd, made and run to its callback, allocates
 // nothing once the loop is warm, on every backend.
 func TestRequestPollAllocatesNothing(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := testutil.Socketpair(t)
-		l := newLoop(t, backend)
+	eachSocketpair(t, func(t *testing.T, l *ringev.Loop, a, _ int) {
 		done := 0
 		cb := func(*ringev.Completion) { done++ }
 		var err error
@@ -151,9 +139,7 @@ func TestRequestPollAllocatesNothing(t *testing.T) {
 // TestRequestPollDeadlineEndsItWithETIME: a waiting Poll given a deadline with SetTimeout ends
 // with ETIME once it passes, on every backend.
 func TestRequestPollDeadlineEndsItWithETIME(t *testing.T) {
-	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		a, _ := testutil.Socketpair(t)
-		l := newLoop(t, backend)
+	eachSocketpair(t, func(t *testing.T, l *ringev.Loop, a, _ int) {
 		var rec recorder
 		h := must(t)(l.Poll(a, unix.POLLIN, rec.cb, 0))
 		if err := h.SetTimeout(time.Millisecond); err != nil {
