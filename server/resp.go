@@ -68,7 +68,7 @@ func (r *RESP) serve(in, out []byte, limit int) (int, []byte, bool) {
 		var args [][]byte
 		var n int
 		var ok bool
-		if rest := in[used:]; rest[0] == '*' { // next's fast paths, without its call
+		if rest := in[used:]; rest[0] == '*' { // the fast paths first, then nextSlow
 			args, n, ok = r.parser.multibulkFast(rest)
 		} else {
 			args, n, ok = r.parser.inlineFast(rest)

@@ -37,36 +37,20 @@ func (e protocolError) Error() string { return "Protocol error: " + string(e) }
 var errRequestTooBig = errors.New("RESP request larger than MaxRESPRequest")
 
 // respParser splits a connection's input into commands. Its buffers are reused from one command
-// to the next: a command's arguments are valid until the next call of next.
+// to the next: a command's arguments are valid until the parser's next call.
 type respParser struct {
 	args    [][]byte
 	scratch []byte // inline arguments, unquoted
 	starts  []int  // inline: each word's start and end in scratch
 }
 
-// next parses the command at the start of in. It returns its arguments (none for an empty
-// command: an empty inline line or a multibulk count <= 0, both ignored as Redis does), the bytes
-// consumed, or n == 0 when in holds no complete command yet. A multibulk argument is a view into
-// in, and so is an inline one without quotes; a quoted inline one lives in the parser's scratch
-// buffer. The error is a protocolError or errRequestTooBig.
-func (p *respParser) next(in []byte) (args [][]byte, n int, err error) {
-	if len(in) == 0 {
-		return nil, 0, nil
-	}
-	var ok bool
-	if in[0] == '*' {
-		args, n, ok = p.multibulkFast(in)
-	} else {
-		args, n, ok = p.inlineFast(in)
-	}
-	if ok {
-		return args, n, nil
-	}
-	return p.nextSlow(in)
-}
-
-// nextSlow is next without its fast paths: the parser's general rules, which the fast paths
-// (multibulkFast, inlineFast) follow for the commands they take.
+// nextSlow parses the command at the start of in by the parser's general rules, which the fast
+// paths (multibulkFast, inlineFast; RESP.serve tries them first) follow for the commands
+// they take. It returns its arguments (none for an empty command: an empty inline line or a
+// multibulk count <= 0, both ignored as Redis does), the bytes consumed, or n == 0 when in holds
+// no complete command yet. A multibulk argument is a view into in, and so is an inline one
+// without quotes; a quoted inline one lives in the parser's scratch buffer. The error is a
+// protocolError or errRequestTooBig.
 func (p *respParser) nextSlow(in []byte) (args [][]byte, n int, err error) {
 	if len(in) == 0 {
 		return nil, 0, nil

@@ -18,6 +18,24 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
+// next parses the command at the start of in as RESP.serve does: the fast paths, then
+// nextSlow (whose results it returns).
+func (p *respParser) next(in []byte) (args [][]byte, n int, err error) {
+	if len(in) == 0 {
+		return nil, 0, nil
+	}
+	var ok bool
+	if in[0] == '*' {
+		args, n, ok = p.multibulkFast(in)
+	} else {
+		args, n, ok = p.inlineFast(in)
+	}
+	if ok {
+		return args, n, nil
+	}
+	return p.nextSlow(in)
+}
+
 // The requests redis-benchmark 7.0 sends (redisFormatCommand of its default tests), as seeds and
 // as the parser's real-world input.
 var benchmarkRequests = []string{
