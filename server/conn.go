@@ -1752,11 +1752,7 @@ func (c *Conn) SetTimeouts(idle, request time.Duration) error {
 		return err
 	}
 	idle, request = max(idle, 0), max(request, 0)
-	var rIdle time.Duration
-	if c.to != nil {
-		rIdle = c.to.rIdle
-	}
-	c.to = c.l.timeouts(c.to, idle, request, rIdle)
+	c.to = c.l.timeouts(c.to, idle, request, c.timeouts().rIdle)
 	if idle > 0 {
 		c.active = c.l.now()
 		c.armTimer(c.active + int64(idle))
