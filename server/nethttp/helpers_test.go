@@ -137,15 +137,23 @@ func exchangeRaw(addr, raw string, quiet time.Duration) (got string, closed bool
 	if _, err := c.Write([]byte(raw)); err != nil {
 		return "", false, err
 	}
+	return readToClose(c, nil, quiet)
+}
+
+// readToClose reads c after got until the server closes the connection (an EOF or a reset:
+// closed true) or quiet passes without it (closed false), and returns got and what it read.
+// Any other read error is err.
+func readToClose(c net.Conn, got []byte, quiet time.Duration) (string, bool, error) {
 	c.SetReadDeadline(time.Now().Add(quiet))
-	b, err := io.ReadAll(c)
+	rest, err := io.ReadAll(c)
+	b := append(got, rest...)
 	var ne net.Error
 	switch {
 	case err == nil:
 		return string(b), true, nil
 	case errors.As(err, &ne) && ne.Timeout():
 		return string(b), false, nil
-	case errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "connection reset"):
+	case errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrUnexpectedEOF), strings.Contains(err.Error(), "connection reset"):
 		return string(b), true, nil
 	}
 	return string(b), false, err

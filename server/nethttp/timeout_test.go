@@ -334,19 +334,7 @@ func exchangeSteps(addr string, steps []step, quiet time.Duration) (got string, 
 			return string(b), true, nil // the server has closed
 		}
 	}
-	c.SetReadDeadline(time.Now().Add(quiet))
-	rest, err := io.ReadAll(c)
-	b = append(b, rest...)
-	var ne net.Error
-	switch {
-	case err == nil:
-		return string(b), true, nil
-	case errors.As(err, &ne) && ne.Timeout():
-		return string(b), false, nil
-	case strings.Contains(err.Error(), "connection reset"), errors.Is(err, io.ErrUnexpectedEOF):
-		return string(b), true, nil
-	}
-	return string(b), false, err
+	return readToClose(c, b, quiet)
 }
 
 // sameSteps sends steps to net/http (ref) and to ringev (got), both at once, and fails the
