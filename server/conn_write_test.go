@@ -225,6 +225,17 @@ func holdLoop(t *testing.T, l *Loop) (release func()) {
 	return func() { close(done) }
 }
 
+// postHeldConn starts an engine with s's options, dials it, and holds the served connection's loop
+// (holdLoop): the peer's end, the served connection, and the release.
+func postHeldConn(t *testing.T, s setup) (c net.Conn, sc *Conn, release func()) {
+	t.Helper()
+	r := newRecorder()
+	e := startEngine(t, r, s.opts()...)
+	c = dialEngine(t, e)
+	sc = r.next(t)
+	return c, sc, holdLoop(t, sc.Loop())
+}
+
 // TestConnPostAfterAWriteRunsWithItInTheOutput: from one goroutine, while a function it posted
 // waits, a Write, then Loop.Post of a function that writes (the hand-over Conn.Write's doc
 // names): the peer reads the Write's bytes, then the function's.
@@ -314,11 +325,7 @@ func TestConnWriteBehindPostMakesNoInboxEntry(t *testing.T) {
 // ones join one entry of the loop's queue of functions, not one closure (and buffer) apiece.
 func TestConnWriteBehindPostDoesNotAllocate(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		r := newRecorder()
-		e := startEngine(t, r, s.opts()...)
-		c := dialEngine(t, e)
-		sc := r.next(t)
-		release := holdLoop(t, sc.Loop())
+		c, sc, release := postHeldConn(t, s)
 		msg := []byte("0123456789abcdef\n")
 		for range 300 { // the entry's buffer grows to the writes measured
 			sc.Write(msg)
@@ -360,11 +367,7 @@ func TestConnPostedWriteBeforeCloseIsSent(t *testing.T) {
 		name := map[bool]string{false: "Close", true: "CloseWrite"}[closeWrite]
 		t.Run(name, func(t *testing.T) {
 			eachSetup(t, func(t *testing.T, s setup) {
-				r := newRecorder()
-				e := startEngine(t, r, s.opts()...)
-				c := dialEngine(t, e)
-				sc := r.next(t)
-				release := holdLoop(t, sc.Loop())
+				c, sc, release := postHeldConn(t, s)
 				wrote := make(chan error, 1)
 				if err := sc.Loop().Post(func() { _, err := sc.WriteString("posted\n"); wrote <- err }); err != nil {
 					t.Fatalf("Post: %v", err)
