@@ -9,8 +9,8 @@ package ringev
 // prepared request is still the loop's: a cancel turns its SQE into a NOP, a deadline is
 // linked to it (see unsubmitted). CQEs are read in place by the backend's wait (cqes) and by
 // its ride (readCQE): a one-shot request's CQE stays in the ring, held until its callback runs
-// (run), with no copy and no record built for it (the callback gets the Completion kept in the
-// request's record); any other is taken when read.
+// (run), with no copy and no record built for it (the callback gets the loop's Completion,
+// filled from the record and the CQE: requests.comp); any other is taken when read.
 //
 // This file is the driver's state, its user_data and its probe of what the kernel offers. Its
 // other parts: submission (backend_uring_req_prep_linux.go), cancels and deadlines

@@ -229,7 +229,7 @@ func (rq *requests) compact() {
 	}
 }
 
-// runQueued runs up to n queued completions (requests.cq); the emulation's reqDriver.run.
+// runQueued runs up to n queued completions (requests.cq); the emulation's batch (emulReqs.runBatch).
 func (rq *requests) runQueued(n int) bool {
 	ran := false
 	for ; n > 0 && rq.head < len(rq.cq); n-- {

@@ -12,7 +12,7 @@ import (
 // request", "cancel it", "cancel every request on this fd", "run a batch of callbacks"; the
 // driver tells the core what completed (requests.complete for a multishot's intermediate
 // completions, requests.opDone for the last one), during the backend's wait or, for the
-// emulation, from its fd events, and runs the batch (run): the queued completions through the
+// emulation, from its fd events, and runs the batch (reqDriving.runBatch): the queued completions through the
 // core (requests.runOne), and on uring a one-shot request's CQE from the ring to its callback.
 // The core never sees an SQE.
 type reqDriver interface {
@@ -42,13 +42,6 @@ type reqDriver interface {
 	// kernel feature op needs (wrapping unix.EOPNOTSUPP); the emulation runs every op but
 	// OpSQE (which SubmitSQE refuses itself).
 	check(op Op) error
-	// run runs up to n completions' callbacks (runTurn's batch), in the order the loop learned
-	// of them, and reports whether it ran one: the queued ones (requests.runQueued), and on
-	// uring the CQEs the driver holds in its ring, merged by position (cqEntry.pos).
-	run(n int) bool
-	// needWait reports whether the backend must enter its wait (not only look at the fds):
-	// requests to submit, or completions to collect.
-	needWait() bool
 	// newGroup makes a buffer group of n buffers of size bytes with ID bgid: a BufferGroup that
 	// is the first field of the backend's own group type (as newRec), filled in by
 	// Loop.initGroup, with the backend's side set up.

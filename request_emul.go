@@ -605,8 +605,6 @@ func (e *emulReqs) cancelFd(fd int32) {
 
 func (e *emulReqs) needWait() bool { return false }
 
-func (e *emulReqs) run(n int) bool { return e.rq.runQueued(n) }
-
 // runBatch is reqDriving's: a batch of completions (runTurn's), the queued ones.
 func (e *emulReqs) runBatch(n int) bool {
 	rq := e.rq
