@@ -80,8 +80,8 @@ func (d *ringReqs) runBatch(n int) bool {
 // run is runBatch's: up to n completions' callbacks, from the CQEs held in the ring and
 // the queued completions (requests.cq), merged by position. A held CQE is a one-shot request's
 // only one: its result goes from the CQE to the callback, through the loop's Completion
-// (requests.comp; the steady case: fast, and a read's any result or a write's whole count), or through opDone
-// (heldCQE). The CQ's head follows.
+// (requests.comp; the steady case: fast, and a read's any result or a write's whole count),
+// or through opDone (heldCQE). The CQ's head follows.
 func (d *ringReqs) run(n int) bool {
 	rq := d.rq
 	ring := d.b.ring

@@ -114,7 +114,7 @@ type ringReqs struct {
 	// callback's ride, which reads the CQEs after the turn's, ends the batch.
 	end   uint32
 	fdArg [1]int32 // fixFile's argument to IORING_REGISTER_FILES_UPDATE
-	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd.drained, see
+	// pollFirst: a Recv on an fd whose last Recv drained the socket (reqFd's fdDrained, see
 	// recvDone) is prepared with IORING_RECVSEND_POLL_FIRST (Linux 5.19; not
 	// WithRecvPollFirst(false)): the kernel waits for the socket to be readable before its
 	// first attempt instead of making one that finds nothing and then waiting. Set by the

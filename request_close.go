@@ -45,7 +45,7 @@ func (rq *requests) fdClosing(fd int) error {
 	return nil
 }
 
-// closeNow closes fd, whose CloseFd waits for it (reqFd.closing), now that no request on it is left.
+// closeNow closes fd, whose CloseFd waits for it (reqFd's fdClosing), now that no request on it is left.
 func (rq *requests) closeNow(fd int32) {
 	c := rq.closeRec(fd)
 	rq.setFdRare(fd, nil, rq.ios(fd))

@@ -56,8 +56,8 @@ type reqRec struct {
 	// what its submissions need to know of its fd in the record, so that a submission and its
 	// completion do not look at reqFd: ioOwn is requests.ownSeq when the fd was last found not
 	// to be one of the loop's own (as reqFd.okSeq), 0 once a CloseFd closed the fd (the IO is
-	// off the fd's ios list then; ownSeq counts from 1); ioFixed is reqFd.fixed (setFixed
-	// updates it), ioDrained a Recv's reqFd.drained; ioCloseWait: the submission counts in
+	// off the fd's ios list then; ownSeq counts from 1); ioFixed is reqFd's fdFixed (setFixed
+	// updates it), ioDrained a Recv's fdDrained; ioCloseWait: the submission counts in
 	// reqFd.live, where a CloseFd waits for it.
 	ioOwn uint32
 	// off is the file offset (-1: the file position); in the pool, 1 + the index of the next
@@ -227,7 +227,7 @@ func (f *reqFd) countOut() bool {
 
 // fdRare is the part of an fd's state that few fds have (requests.fdRare; see reqFd).
 type fdRare struct {
-	closeRec *reqRec // a CloseFd waiting for the fd's records to end (reqFd.closing)
+	closeRec *reqRec // a CloseFd waiting for the fd's records to end (reqFd's fdClosing)
 	// ios lists the IOs made on fd (through reqRare.ioNext) that no CloseFd has closed: CloseFd
 	// and RegisterFile tell them, as an IO's submission and completion do not look at reqFd.
 	ios *reqRec
