@@ -13,9 +13,9 @@ import (
 	"github.com/ringev/ringev/internal/testutil"
 )
 
-// maxRecordSize is the most l's request record may take: a size class of Go's allocator, 208
-// bytes for the uring driver's (an idle connection's multishot recv holds one), 224 for the
-// emulation's.
+// maxRecordSize is the most l's request record may take: 128 bytes for the uring driver's (a
+// size class of Go's allocator; an idle connection's multishot recv holds one), 136 for the
+// emulation's (in the 144-byte class).
 func maxRecordSize(l *ringev.Loop) int {
 	if ringev.RequestRecordsRing(l) {
 		return 128
