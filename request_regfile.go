@@ -69,8 +69,8 @@ func (l *Loop) fixFile(fd int, on bool) error {
 		return fmt.Errorf("ringev: %s(%d): one of the loop's own fds: %w", what, fd, unix.EBADF)
 	}
 	rq := l.reqs()
-	if int(fd) < len(rq.fds) && rq.fds[fd].is(fdClosing) {
-		return fmt.Errorf("ringev: %s(%d): %w", what, fd, ErrFdClosing)
+	if err := rq.fdClosing(fd); err != nil {
+		return fmt.Errorf("ringev: %s(%d): %w", what, fd, err)
 	}
 	if on {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
