@@ -92,7 +92,7 @@ func (rq *requests) setFixed(fd int32, on bool) error {
 	if f.is(fdFixed) == on {
 		return nil
 	}
-	// The driver reads f.fixed when it prepares an SQE (ringReqs.fdBits): a continuation
+	// The driver reads fdFixed when it prepares an SQE (ringReqs.fdBits): a continuation
 	// prepared after this (the rest of a short write, a multishot re-armed) follows it; the
 	// requests already in the kernel keep the registered file.
 	live := f.live() > 0
