@@ -129,7 +129,7 @@ func (c *Completion) ReleaseBuffer() {
 // the fd (see CloseFd), and on the uring
 // backend one wrapping unix.EOPNOTSUPP that names the kernel feature the op needs when this
 // kernel lacks it (probed once with IORING_REGISTER_PROBE: AcceptMultishot and CloseFd need
-// Linux 5.19, RecvMultishot 6.0, Read, Write, Recv and Send 5.6, RecvMsg and SendMsg 5.3).
+// Linux 5.19, RecvMultishot 6.0, Read, Write, Recv and Send 5.6, RecvMsg and SendMsg 5.3, Poll 5.1).
 // token is handed back in Completion.Token.
 //
 // Buffer ownership: a request's buffer belongs to the kernel from the call until the
