@@ -55,7 +55,7 @@ func (d *ringReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 	pos := ring.SQTail() - 1
 	r := ringOf(rq.pop())
 	f := &rq.fds[fd]
-	f.w++ // (the live count)
+	f.countIn()
 	r.cb = cb
 	r.state, r.fast = stInflight, true
 	r.cqes, r.opDone, r.link = 1, false, false

@@ -95,7 +95,7 @@ func (rq *requests) closeIOs(fd int32) {
 		r.ioOwn = 0 // (Submit's one compare refuses it)
 		if r.state == stQueued || r.state == stInflight {
 			r.ioCloseWait, r.ioKey = true, 0 // (run's shortest way would not count f.live down)
-			f.w++                            // (the live count)
+			f.countIn()
 		}
 	}
 	rq.setFdRare(fd, rq.closeRec(fd), nil)

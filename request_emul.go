@@ -134,7 +134,7 @@ func (e *emulReqs) rw(op Op, fd int, buf []byte, arg int64, cb Callback, token u
 		return Request{rec: r, gen: r.gen}
 	}
 	r := emulOf(rq.pop())
-	rq.fds[fd].w++ // (the live count)
+	rq.fds[fd].countIn()
 	r.cb = cb
 	r.state, r.fast = stInflight, true
 	r.op, r.fd, r.token = op, int32(fd), token

@@ -218,6 +218,9 @@ func (f *reqFd) set(flag uint32, on bool) {
 	}
 }
 
+// countIn counts a record on f's fd in the live count (countOut takes it out).
+func (f *reqFd) countIn() { f.w++ }
+
 // countOut takes a finished record out of the live count and reports whether a CloseFd now
 // closes the fd: none is left and one waits (fdClosing).
 func (f *reqFd) countOut() bool {
@@ -390,7 +393,7 @@ func (rq *requests) take(op Op, fd int, buf []byte, cb Callback, token uint64) *
 	r.op, r.fd, r.token = op, int32(fd), token
 	r.setBytes(buf)
 	if op != OpClose && op != OpSQE {
-		rq.fds[fd].w++ // (the live count)
+		rq.fds[fd].countIn()
 	}
 	return r
 }

@@ -61,7 +61,7 @@ func (l *Loop) SubmitSQE(sqe *uring.SQE, keep []byte, cb Callback, token uint64)
 	if fd < 0 {
 		r.noFd = true
 	} else {
-		rq.fds[fd].w++ // (the live count)
+		rq.fds[fd].countIn()
 	}
 	return rq.submit(r), nil
 }
