@@ -6,6 +6,9 @@
 //	go run ./examples/httpd -addr 127.0.0.1:8080              # on ringev
 //	go run ./examples/httpd -addr 127.0.0.1:8080 -server net  # on net/http
 //
+// With --tls-cert and --tls-key it serves HTTPS, HTTP/1.1 alone on either server (ALPN
+// "http/1.1"; net/http's HTTP/2 is off), so that the two compare like for like.
+//
 // Paths: / and /plaintext ("Hello, World!"), /json, /upload (POST: the body's SHA-256),
 // /stream (a streamed response, one line per 100 ms, ?n= lines), /ws (a WebSocket echo).
 package main
@@ -13,6 +16,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -94,22 +98,48 @@ func main() {
 	which := flag.String("server", "ringev", "ringev or net (net/http)")
 	backend := flag.String("backend", "auto", "ringev's backend: auto, uring, epoll or poll")
 	loops := flag.Int("loops", 0, "ringev's loops (0: one per CPU)")
+	cert := flag.String("tls-cert", "", "serve HTTPS with this PEM certificate `file` (with --tls-key)")
+	key := flag.String("tls-key", "", "the PEM private key `file` of --tls-cert")
 	flag.Parse()
+	cfg, err := tlsConfig(*cert, *key)
+	if err != nil {
+		log.Fatal(err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *which, *addr, *backend, *loops, nil); err != nil {
+	if err := run(ctx, *which, *addr, *backend, *loops, cfg, nil); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// run serves the application on addr until ctx is done; ready, if not nil, is told the
-// address served.
-func run(ctx context.Context, which, addr, backend string, loops int, ready chan<- string) error {
+// tlsConfig is the TLS config of --tls-cert and --tls-key: nil when both are empty, an error
+// when one is given alone or the files do not load. It offers HTTP/1.1 alone by ALPN.
+func tlsConfig(certFile, keyFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("httpd: --tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("httpd: --tls-cert, --tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}, nil
+}
+
+// run serves the application on addr until ctx is done, over TLS with cfg when it is not nil;
+// ready, if not nil, is told the address served.
+func run(ctx context.Context, which, addr, backend string, loops int, cfg *tls.Config, ready chan<- string) error {
 	srv := &http.Server{Handler: mux(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 75 * time.Second}
 	switch which {
 	case "ringev":
 		s := nethttp.New(srv)
-		e, err := server.Listen(ctx, "tcp", addr, s, server.WithBackend(backend), server.WithLoops(loops))
+		opts := []server.Option{server.WithBackend(backend), server.WithLoops(loops)}
+		if cfg != nil {
+			opts = append(opts, server.WithTLS(cfg))
+		}
+		e, err := server.Listen(ctx, "tcp", addr, s, opts...)
 		if err != nil {
 			return err
 		}
@@ -123,6 +153,12 @@ func run(ctx context.Context, which, addr, backend string, loops int, ready chan
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
+		}
+		if cfg != nil {
+			// HTTP/1.1 alone: a non-nil, empty TLSNextProto turns net/http's HTTP/2 off.
+			srv.TLSConfig = cfg
+			srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+			ln = tls.NewListener(ln, cfg)
 		}
 		if ready != nil {
 			ready <- ln.Addr().String()

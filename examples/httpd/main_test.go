@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,32 +18,76 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ringev/ringev/internal/testutil"
 	"go.uber.org/goleak"
 )
+
+// startHTTPD runs the application (run) on one loop of backend, over TLS with cfg when it is
+// not nil, until the test's end, and returns its context and address; a kernel without
+// io_uring skips the test.
+func startHTTPD(t *testing.T, which, backend string, cfg *tls.Config) (context.Context, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- run(ctx, which, "127.0.0.1:0", backend, 1, cfg, ready) }()
+	select {
+	case addr := <-ready:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+		return ctx, addr
+	case err := <-done:
+		cancel()
+		if strings.Contains(fmt.Sprint(err), "io_uring") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	return nil, ""
+}
+
+// TestHTTPDServesHTTPSWithTLSFlags: with --tls-cert and --tls-key (tlsConfig) both servers
+// answer over TLS in HTTP/1.1, also to a client that offers HTTP/2; one flag alone is refused.
+func TestHTTPDServesHTTPSWithTLSFlags(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	certFile, keyFile, roots := testutil.CertFiles(t)
+	if _, err := tlsConfig(certFile, ""); err == nil || !strings.Contains(err.Error(), "go together") {
+		t.Errorf("--tls-cert alone: %v, want an error", err)
+	}
+	for _, v := range []struct{ server, backend string }{{"ringev", "uring"}, {"ringev", "epoll"}, {"ringev", "poll"}, {"net", ""}} {
+		t.Run(v.server+"/"+v.backend, func(t *testing.T) {
+			cfg, err := tlsConfig(certFile, keyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, addr := startHTTPD(t, v.server, v.backend, cfg)
+			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			resp, err := client.Get("https://" + addr + "/plaintext")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) != "Hello, World!" || err != nil {
+				t.Fatalf("/plaintext over TLS: %q, %v", b, err)
+			}
+			if resp.TLS == nil || resp.Proto != "HTTP/1.1" || resp.TLS.NegotiatedProtocol != "http/1.1" {
+				t.Errorf("over TLS: %s, TLS %v; want HTTP/1.1 with ALPN http/1.1", resp.Proto, resp.TLS != nil)
+			}
+		})
+	}
+}
 
 func TestHTTPDServesEachPathOnBothServers(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, v := range []struct{ server, backend string }{{"ringev", "uring"}, {"ringev", "epoll"}, {"ringev", "poll"}, {"net", ""}} {
 		t.Run(v.server+"/"+v.backend, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			ready, done := make(chan string, 1), make(chan error, 1)
-			go func() { done <- run(ctx, v.server, "127.0.0.1:0", v.backend, 1, ready) }()
-			var addr string
-			select {
-			case addr = <-ready:
-			case err := <-done:
-				cancel()
-				if strings.Contains(fmt.Sprint(err), "io_uring") {
-					t.Skip(err)
-				}
-				t.Fatal(err)
-			}
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Error(err)
-				}
-			}()
+			ctx, addr := startHTTPD(t, v.server, v.backend, nil)
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
 			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
