@@ -704,12 +704,18 @@ func (l *Loop) putIn(h *inBuf) {
 // connection allocates none per request and an idle one holds none.
 type bufPool struct{ free [][]byte }
 
-// get returns an empty buffer from the free list (or a new one with room for 16 KiB).
+// newBufCap is the capacity of the buffers bufPool makes, in bytes (4 KiB, one page): a
+// request-response protocol's reply fits, and each buffer in the free list (as many as there
+// were sends in flight at once) holds one page of memory, not four. Output past it grows the
+// buffer by append, and put keeps the grown buffer (up to freeBufCap).
+const newBufCap = 4 << 10
+
+// get returns an empty buffer from the free list (or a new one of newBufCap).
 func (p *bufPool) get() []byte {
 	if b, ok := pop(&p.free); ok {
 		return b
 	}
-	return make([]byte, 0, 4*RecvBufferSize)
+	return make([]byte, 0, newBufCap)
 }
 
 // put gives b back to the free list, unless it grew past freeBufCap or the list is full.

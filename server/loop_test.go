@@ -47,3 +47,13 @@ func TestLoopStoppedUnderneathLeavesNoFd(t *testing.T) {
 		waitEngine(t, e, "the stop of its loop")
 	})
 }
+
+// TestLoopBufferPoolMakesOnePageBuffers: a buffer the loop's free list makes (an output or
+// leftover-input buffer) has room for one page, so that the free list, which keeps as many as
+// there were sends in flight at once, holds one page of memory for each, not four.
+func TestLoopBufferPoolMakesOnePageBuffers(t *testing.T) {
+	var p bufPool
+	if b := p.get(); len(b) != 0 || cap(b) != 4<<10 {
+		t.Fatalf("a new buffer: len %d cap %d, want 0 and 4096", len(b), cap(b))
+	}
+}
