@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -1089,91 +1090,160 @@ var errHijackClosed = errors.New("http: connection closed before it was hijacked
 
 // handle is the http.ResponseWriter a handler is given: its request's own (in the request's
 // reqState, made for each request), which leads to the response, part of the exchange that
-// later requests reuse. Once the handler has returned (done), it leads nowhere: a goroutine
-// that kept it and writes late gets errAfterHandler, and does not write into the response of
-// a later request, another client's perhaps.
+// later requests reuse. Each method counts itself in n while it runs; end, once the handler
+// has returned, marks n ended and waits for the methods inside to return, so that the response
+// is finished (and the exchange reused) only when no goroutine writes to it. A method called
+// after end leads nowhere: a goroutine that kept the writer and writes late gets
+// errAfterHandler, and does not write into the response of a later request, another
+// client's perhaps.
+//
+// The methods that run the caller's code or panic by design (WriteHeader with a bad code,
+// ReadFrom, Hijack, CloseNotify) count themselves out in a defer; the others count out on
+// return. Where a handler panicked, abandon takes end's place: it does not wait (a method that
+// panicked never counted out), and the exchange is not reused if a method is still inside.
 type handle struct {
 	w    *response
-	done atomic.Bool
+	n    atomic.Int32  // the methods inside, and handleEnded once the handler returned
+	wake chan struct{} // closed by the last method to leave after end, when end waits
 }
+
+// handleEnded is the bit of handle.n that end sets; handleWoken is n once end was woken (or
+// need not be), so that no later method wakes it again.
+const (
+	handleEnded = math.MinInt32
+	handleWoken = handleEnded | 1<<30
+)
 
 // errAfterHandler is what a response's writes return once its handler has returned.
 var errAfterHandler = errors.New("http: response written after its handler returned")
 
+// enter counts a method in and reports whether the handler still runs; if not, the method is
+// counted out already.
+func (h *handle) enter() bool {
+	if h.n.Add(1) < 0 {
+		h.leave()
+		return false
+	}
+	return true
+}
+
+// leave counts a method out; the last to leave after end wakes it (once: handleWoken).
+func (h *handle) leave() {
+	if h.n.Add(-1) == handleEnded && h.n.CompareAndSwap(handleEnded, handleWoken) && h.wake != nil {
+		close(h.wake)
+	}
+}
+
+// end marks the handler returned (on its goroutine) and waits for the methods that other
+// goroutines are inside to return.
+func (h *handle) end() {
+	if h.n.CompareAndSwap(0, handleEnded) {
+		return
+	}
+	h.wake = make(chan struct{})
+	if h.n.Add(handleEnded) != handleEnded {
+		<-h.wake
+	}
+}
+
+// abandon marks the handler returned after it panicked, without waiting, and reports whether
+// a method may still be inside (or never counted out).
+func (h *handle) abandon() (inside bool) {
+	return h.n.Add(handleEnded) != handleEnded
+}
+
 func (h *handle) Header() http.Header {
-	if h.done.Load() {
+	if !h.enter() {
 		return http.Header{} // changes go nowhere
 	}
-	return h.w.Header()
+	hh := h.w.Header()
+	h.leave()
+	return hh
 }
 
 func (h *handle) WriteHeader(code int) {
-	if !h.done.Load() {
+	if h.enter() {
+		defer h.leave()
 		h.w.WriteHeader(code)
 	}
 }
 
 func (h *handle) Write(data []byte) (int, error) {
-	if h.done.Load() {
+	if !h.enter() {
 		return 0, errAfterHandler
 	}
-	return h.w.write(len(data), data, "")
+	n, err := h.w.write(len(data), data, "")
+	h.leave()
+	return n, err
 }
 
 func (h *handle) WriteString(data string) (int, error) {
-	if h.done.Load() {
+	if !h.enter() {
 		return 0, errAfterHandler
 	}
-	return h.w.write(len(data), nil, data)
+	n, err := h.w.write(len(data), nil, data)
+	h.leave()
+	return n, err
 }
 
 func (h *handle) Flush() { h.FlushError() }
 
 func (h *handle) FlushError() error {
-	if h.done.Load() {
+	if !h.enter() {
 		return errAfterHandler
 	}
-	return h.w.FlushError()
+	err := h.w.FlushError()
+	h.leave()
+	return err
 }
 
 func (h *handle) ReadFrom(src io.Reader) (int64, error) {
-	if h.done.Load() {
+	if !h.enter() {
 		return 0, errAfterHandler
 	}
+	defer h.leave()
 	return h.w.ReadFrom(src)
 }
 
 func (h *handle) SetReadDeadline(deadline time.Time) error {
-	if h.done.Load() {
+	if !h.enter() {
 		return errAfterHandler
 	}
-	return h.w.SetReadDeadline(deadline)
+	err := h.w.SetReadDeadline(deadline)
+	h.leave()
+	return err
 }
 
 func (h *handle) SetWriteDeadline(deadline time.Time) error {
-	if h.done.Load() {
+	if !h.enter() {
 		return errAfterHandler
 	}
-	return h.w.SetWriteDeadline(deadline)
+	err := h.w.SetWriteDeadline(deadline)
+	h.leave()
+	return err
 }
 
 func (h *handle) EnableFullDuplex() error {
-	if h.done.Load() {
+	if !h.enter() {
 		return errAfterHandler
 	}
-	return h.w.EnableFullDuplex()
+	err := h.w.EnableFullDuplex()
+	h.leave()
+	return err
 }
 
 func (h *handle) CloseNotify() <-chan bool {
-	if h.done.Load() {
+	if !h.enter() {
 		panic("net/http: CloseNotify called after ServeHTTP finished")
 	}
+	defer h.leave()
 	return h.w.CloseNotify()
 }
 
 func (h *handle) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if h.done.Load() {
+	if !h.enter() {
 		panic("net/http: Hijack called after ServeHTTP finished")
 	}
+	defer h.leave()
 	return h.w.Hijack()
 }

@@ -3,11 +3,15 @@
 package nethttp
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ringev/ringev/server"
@@ -119,6 +123,73 @@ func TestResponseWriteAfterItsHandlerReturnedReachesNoOtherResponse(t *testing.T
 		}
 		if err := <-lateErr; err == nil {
 			t.Fatal("the late Write returned no error")
+		}
+	})
+}
+
+// TestResponseWriteRacingItsHandlersReturnReachesNoOtherResponse: goroutines that write to
+// their handler's ResponseWriter while the handler returns either write into that response
+// (before the return) or get an error (after it), never into another request's response, which
+// the loop builds in the same reused memory, and never race with the response's end.
+func TestResponseWriteRacingItsHandlersReturnReachesNoOtherResponse(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		var late sync.WaitGroup
+		var panics atomic.Int32
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mark := "<" + r.URL.Path[1:] + ">"
+			writing := make(chan struct{})
+			late.Add(1)
+			go func() {
+				defer late.Done()
+				defer func() {
+					if recover() != nil {
+						panics.Add(1)
+					}
+				}()
+				io.WriteString(w, mark)
+				close(writing)
+				for range 1 << 16 { // until the handler has returned
+					if _, err := io.WriteString(w, mark); err != nil {
+						return
+					}
+					runtime.Gosched()
+				}
+			}()
+			<-writing // and returns while its goroutine writes
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		const clients, requests = 4, 100
+		tr := &http.Transport{MaxIdleConnsPerHost: clients}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr, Timeout: waitFor}
+		errs := make(chan error, clients)
+		for c := range clients {
+			go func() {
+				for i := range requests {
+					mark := fmt.Sprintf("<%d-%d>", c, i)
+					resp, err := client.Get(fmt.Sprintf("http://%s/%d-%d", addr, c, i))
+					if err != nil {
+						errs <- err
+						return
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil || len(b) == 0 || strings.ReplaceAll(string(b), mark, "") != "" {
+						errs <- fmt.Errorf("GET /%d-%d: %q (%v), want %s repeated", c, i, b, err, mark)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range clients {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		late.Wait()
+		if n := panics.Load(); n > 0 {
+			t.Errorf("%d late writes panicked", n)
 		}
 	})
 }

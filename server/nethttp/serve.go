@@ -787,6 +787,8 @@ type exchange struct {
 	bw    *bufio.Writer // the response's writer, for handBack to keep
 	reuse bool          // the connection serves another request after this one (handBack)
 
+	abandoned bool // its handler panicked with a ResponseWriter method inside: not reused
+
 	// A long body by Content-Length is read by its reader from the socket (detach): plain is
 	// set when the connection is not TLS's; detaching while the loop waits for its reading to
 	// stop (AfterPause), direct while the reader reads (attach ends it); noDirect once that
@@ -1139,9 +1141,9 @@ func (x *exchange) serve() {
 	w, req := x.w, x.req
 	hw := &x.rs.w
 	hw.w = w
-	reuse := false
+	reuse, ended := false, false
 	defer func() {
-		hw.done.Store(true)
+		abandoned := !ended && hw.abandon() // the handler panicked, a write perhaps inside
 		if err := recover(); err != nil && err != http.ErrAbortHandler {
 			const size = 64 << 10
 			buf := make([]byte, size)
@@ -1150,6 +1152,15 @@ func (x *exchange) serve() {
 		}
 		x.cancel()
 		if w.hijacked.Load() {
+			return
+		}
+		h := x.h
+		if abandoned {
+			// The response and its buffers are left to what may still write to them: the
+			// exchange is not reused, the connection closes.
+			x.abandoned = true
+			h.back, x.out, x.bw, x.reuse = x, nil, nil, false
+			h.c.Loop().Post(h.backFn)
 			return
 		}
 		if !reuse {
@@ -1161,7 +1172,6 @@ func (x *exchange) serve() {
 			out.b = out.b[:0] // a write that failed, or would: not sent, as on net/http
 			reuse = false
 		}
-		h := x.h
 		h.back, x.out, x.bw, x.reuse = x, out, w.w, reuse
 		w.w = nil
 		h.c.Loop().Post(h.backFn) // (an error: the loop has ended; the buffers go)
@@ -1173,6 +1183,8 @@ func (x *exchange) serve() {
 	if x.expect() {
 		handler.ServeHTTP(hw, req)
 	}
+	hw.end() // no goroutine that kept hw writes past here, into a response the loop reuses
+	ended = true
 	x.cancel()
 	if w.hijacked.Load() {
 		return
@@ -1186,13 +1198,14 @@ func (x *exchange) serve() {
 func (h *conn) handBack() {
 	x := h.back
 	h.back = nil
-	out := x.out
-	x.out = nil
-	if len(out.b) > 0 {
-		h.c.Write(out.b)
+	if out := x.out; out != nil {
+		x.out = nil
+		if len(out.b) > 0 {
+			h.c.Write(out.b)
+		}
+		h.ls.putBufs(x.bw, out)
+		x.bw = nil
 	}
-	h.ls.putBufs(x.bw, out)
-	x.bw = nil
 	h.done(x, x.reuse)
 }
 
@@ -1230,8 +1243,11 @@ func (h *conn) done(x *exchange, reuse bool) {
 		x.release() // the body's reader is done with it
 	}
 	closing := !reuse || !x.bodyEnd || x.cutShort || h.ls.shutting.Load()
-	werr := x.w.werr
-	x.recycle()
+	var werr error
+	if !x.abandoned {
+		werr = x.w.werr
+		x.recycle()
+	}
 	if closing {
 		if errors.Is(werr, os.ErrDeadlineExceeded) {
 			// The output queued before the deadline is still sent, as a closed socket's
