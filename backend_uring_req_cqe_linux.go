@@ -37,12 +37,54 @@ func (d *ringReqs) cqes(ring *uring.Ring) (got bool, res int32) {
 			continue
 		}
 		rq.pos = p
+		if ud&reqKindMask == reqKindMulti && c.Flags&(uring.CQEFMore|uring.CQEFBuffer) == uring.CQEFMore|uring.CQEFBuffer &&
+			d.recvMore(c) {
+			continue
+		}
 		d.cqe(c)
 	}
 	d.inflight -= held
 	rq.held += held
 	d.read(ring, tail)
 	return got, res
+}
+
+// recvMore queues c, a RecvMultishot's CQE that is not its last and carries a group buffer
+// (the steady case of a server's receive), as cqe's way through complete and queue does, in
+// fewer steps; it reports false, having done nothing, when c is not one (another multishot
+// op's, a stale CQE, the loop closing): cqe takes it then.
+func (d *ringReqs) recvMore(c *uring.CQE) bool {
+	rq := d.rq
+	ud := c.UserData
+	idx := uint(uint32(ud))
+	if idx >= uint(len(rq.recs)) {
+		return false
+	}
+	r := rq.recs[idx]
+	if r.op != OpRecvMultishot || r.gen != uint32(ud>>32)&genMask || r.state != stInflight || d.dead {
+		return false
+	}
+	res, flags := c.Res, c.Flags
+	var e *cqEntry
+	if n := len(rq.cq); n < cap(rq.cq) && (n == rq.head || int32(rq.cq[n-1].pos-rq.pos) <= 0) {
+		rq.cq = rq.cq[:n+1] // push's steady case, written out
+		rq.queued++
+		e = &rq.cq[n]
+		e.pos = rq.pos
+	} else {
+		e = rq.push()
+	}
+	e.rec, e.gen, e.res = r, r.gen, res
+	e.flags = compMore | compBuffer | flags>>uring.CQEBufferShift<<compBufShift
+	if flags&uring.CQEFSockNonempty != 0 {
+		e.flags |= compSockNonempty
+	}
+	more := flags&uring.CQEFBufMore != 0
+	if more {
+		e.flags |= compBufMore
+	}
+	e.off = r.grp().take(int(flags>>uring.CQEBufferShift), max(res, 0), more)
+	return true
 }
 
 // readCQE reads a request's CQE at position p (user_data with reqTag), as cqes reads each: the
@@ -54,6 +96,10 @@ func (d *ringReqs) readCQE(c *uring.CQE, p uint32) {
 		return
 	}
 	d.rq.pos = p
+	if c.UserData&reqKindMask == reqKindMulti && c.Flags&(uring.CQEFMore|uring.CQEFBuffer) == uring.CQEFMore|uring.CQEFBuffer &&
+		d.recvMore(c) {
+		return
+	}
 	d.cqe(c)
 }
 

@@ -297,6 +297,19 @@ func (rq *requests) runOne() bool {
 			return false
 		}
 		r.turnRuns++
+		if e.flags&(compMore|compBuffer) == compMore|compBuffer && r.op == OpRecvMultishot && e.res >= 0 {
+			// A receive's data in a group buffer, more to come: a server's usual
+			// completion, the general way's fields below for it.
+			c := rq.compOf(r, e.gen)
+			g := r.grp()
+			bid := int32(e.flags >> compBufShift)
+			c.More, c.SockNonempty = true, e.flags&compSockNonempty != 0
+			c.N, c.Err, c.group = int(e.res), nil, g
+			c.bid, c.Buf = bid, g.view(bid, e.off, int(e.res))
+			rq.cbFd = r.fd
+			r.cb(c)
+			return true
+		}
 	}
 	// The loop's Completion for e: every field, each once.
 	c := rq.compOf(r, e.gen)
