@@ -44,24 +44,30 @@ type BufferGroup struct {
 	turns   int  // turns in flight: one-buffer receives pump started, not completed yet
 	pumping bool // pump is running (a turn that the emulation completes at once calls it again)
 	closed  bool
-	inc     bool    // incremental consumption (IOU_PBUF_RING_INC)
-	off     []int32 // per buffer: bytes the kernel used so far (incremental consumption)
-	refs    []int32 // per buffer: completions holding a view of it, not released yet
-	out     []bool  // per buffer: the kernel is done with it (it comes back when refs is 0)
+	inc     bool       // incremental consumption (IOU_PBUF_RING_INC)
+	bufs    []bufState // per buffer (one slice: one bounds check, one cache line)
+}
+
+// bufState is a group buffer's state on the loop's side.
+type bufState struct {
+	off  int32 // bytes the kernel used so far (incremental consumption)
+	refs int32 // completions holding a view of it, not released yet
+	out  bool  // the kernel is done with it (it comes back when refs is 0)
 }
 
 // take records that a completion holds n bytes of buffer bid (more: the kernel goes on
 // filling it, compBufMore) and returns where they start in it.
 func (g *BufferGroup) take(bid int, n int32, more bool) int32 {
-	if bid >= g.n {
+	if uint(bid) >= uint(len(g.bufs)) {
 		return 0
 	}
-	off := g.off[bid]
-	g.refs[bid]++
+	b := &g.bufs[bid]
+	off := b.off
+	b.refs++
 	if more {
-		g.off[bid] += n
+		b.off += n
 	} else {
-		g.off[bid], g.out[bid] = 0, true
+		b.off, b.out = 0, true
 		g.avail--
 	}
 	return off
@@ -103,7 +109,7 @@ func (l *Loop) NewBufferGroup(n, size int) (*BufferGroup, error) {
 // bgid: reqDriver.newGroup's first step.
 func (l *Loop) initGroup(g *BufferGroup, bgid uint16, n, size int) {
 	*g = BufferGroup{l: l, bgid: bgid, size: size, n: n, slab: make([]byte, n*size),
-		off: make([]int32, n), refs: make([]int32, n), out: make([]bool, n)}
+		bufs: make([]bufState, n)}
 }
 
 // nextGroupID advances rq.bgid to the next buffer group ID that no open group holds: the IDs
@@ -163,16 +169,30 @@ func (g *BufferGroup) Size() int { return g.size }
 // is posted to the loop, as Post does.
 func (g *BufferGroup) Release(id int) {
 	if !g.l.owned() {
-		g.l.Post(func() { g.Release(id) }) // ErrClosed: the loop has let go of its groups
+		g.releaseLater(id)
 		return
 	}
-	if g.closed || id < 0 || id >= g.n || g.l.closed || g.refs[id] == 0 {
+	if uint(id) >= uint(len(g.bufs)) || g.closed || g.l.closed {
 		return
 	}
-	if g.refs[id]--; g.refs[id] > 0 || !g.out[id] {
-		return
+	if b := &g.bufs[id]; b.refs > 0 {
+		if b.refs--; b.refs == 0 && b.out {
+			g.back(id)
+		}
 	}
-	g.out[id] = false
+}
+
+// releaseLater is Release from a goroutine that does not own the loop: posted to the loop.
+//
+//go:noinline
+func (g *BufferGroup) releaseLater(id int) {
+	g.l.Post(func() { g.Release(id) }) // ErrClosed: the loop has let go of its groups
+}
+
+// back gives buffer id, which no completion holds and the kernel is done with, back to the
+// kernel (Release's last part), and lets a RecvMultishot waiting for a buffer have its turn.
+func (g *BufferGroup) back(id int) {
+	g.bufs[id].out = false
 	g.l.req.drv.provide(g, id)
 	g.avail++
 	if g.phead < len(g.parked) {
