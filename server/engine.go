@@ -123,6 +123,7 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 	e.o = o
 	if e.ph == nil {
 		e.tls = newTLSServer(e) // the handshake pool: WithTLS's and DialTLS's
+		e.o.tls = e.tls.keyLogConfig(e.o.tls)
 	}
 	e.done = make(chan struct{})
 	// The sockets: one per loop with SO_REUSEPORT, else one for the first loop.

@@ -78,6 +78,8 @@ type Loop struct {
 	pipes       splicePipes // Conn.Splice's pipes
 	lend        lender      // Forward's sends of the received buffer itself
 	tlsScratch  []byte      // the plaintext crypto/tls returns (tlsBuf)
+	aeads       []*recDir   // the TLS directions that hold an AEAD (aeadRing)
+	aeadNext    int         // the next place in aeads
 	epoch       time.Time
 	draining    bool
 	graceDone   bool

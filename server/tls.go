@@ -31,8 +31,9 @@ import (
 // then an error whose Temporary() is true, which crypto/tls survives (its read side keeps the
 // bytes of a record not yet complete and goes on at the next call); its Write appends to the
 // connection's output and never fails. The handler's writes of a turn are one tls.Conn.Write at the turn's end
-// (records of up to 16 KiB), sealed into the output the driver sends. An idle connection
-// holds the tls.Conn and no buffer of the layer's.
+// (records of up to 16 KiB), sealed into the output the driver sends. A server's TLS 1.3
+// connection goes over to the layer's own records instead (swRecords, tlsrec.go) and drops
+// its tls.Conn; either way an idle connection holds no buffer of the layer's.
 
 // DefaultMaxTLSHandshakes is WithMaxTLSHandshakes's default.
 const DefaultMaxTLSHandshakes = 1024
@@ -73,10 +74,12 @@ var (
 // WithTLS serves TLS with cfg on every connection of the engine (Listen): the handler reads and
 // writes plaintext, as over TCP, and Conn.TLS gives the connection's state once its handshake
 // has ended. cfg needs a certificate (Certificates, GetCertificate or GetConfigForClient); it
-// must not be changed once given. OnOpen runs at the accept, before the handshake (Conn.TLS is
-// nil there): what it writes is sent once the handshake has ended; a HandshakeHandler's
-// OnHandshake runs at the handshake's end, with Conn.TLS set, and OnData after it. A handshake
-// that fails closes the connection with an error wrapping crypto/tls's (OnClose).
+// must not be changed once given. The engine serves a clone of it whose KeyLogWriter passes
+// each line on to cfg's and keeps a TLS 1.3 connection's traffic secrets for the layer's own
+// record path. OnOpen runs at the accept, before the handshake (Conn.TLS is nil there): what
+// it writes is sent once the handshake has ended; a HandshakeHandler's OnHandshake runs at the
+// handshake's end, with Conn.TLS set, and OnData after it. A handshake that fails closes the
+// connection with an error wrapping crypto/tls's (OnClose).
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // checkTLS returns an error naming what cfg lacks to serve, or nil.
@@ -150,6 +153,9 @@ type tlsServer struct {
 	next  chan *tlsConn
 	quit  chan struct{} // closed when the engine's last loop has ended
 	ended int           // loops ended (under mu)
+
+	keyMu sync.Mutex
+	keys  map[[32]byte]keyEntry // the handshakes under way by ClientHello random (keyLine)
 }
 
 // newTLSServer makes e's handshake pool.
@@ -236,9 +242,11 @@ const (
 
 // tlsConn is a connection's TLS.
 type tlsConn struct {
-	c     *Conn
-	tc    *tls.Conn
-	tr    tlsTransport
+	c  *Conn
+	tc *tls.Conn // nil once swRecords has the records
+	// tr is tc's transport; nil once swRecords has the records (the handshake's goroutine,
+	// and any takeOutput it posted, hold their own pointer).
+	tr    *tlsTransport
 	rec   recordLayer // nil until the handshake has ended
 	gor   goRecords   // rec's, without an allocation of its own
 	plain []byte      // the handler's output not yet sealed (a free-list buffer)
@@ -251,18 +259,20 @@ type tlsConn struct {
 	held                   bool // not read until the handshake ends (Conn.bp's bpPaused set for it)
 	timer                  *ringev.Timer
 	hsErr                  error // the handshake's, set before its hand-off
+	// sec receives the handshake's traffic secrets (a server's, from the key log), until its
+	// end hands them to swRecords.
+	sec *tlsSecrets
 }
 
 // newTLSConn makes c's TLS, before its driver starts reading it: the client's side (DialTLS)
 // or the server's (an accepted connection).
 func newTLSConn(c *Conn, client bool, cfg *tls.Config) *tlsConn {
 	t := &tlsConn{c: c, client: client}
-	t.tr.t = t
-	t.tr.sync = true
+	t.tr = &tlsTransport{t: t, sync: true}
 	if client {
-		t.tc = tls.Client(&t.tr, cfg)
+		t.tc = tls.Client(t.tr, cfg)
 	} else {
-		t.tc = tls.Server(&t.tr, cfg)
+		t.tc = tls.Server(t.tr, cfg)
 	}
 	return t
 }
@@ -292,6 +302,9 @@ func (t *tlsConn) start() {
 func (t *tlsConn) handOff() {
 	t.c.LocalAddr()
 	t.c.RemoteAddr()
+	if !t.client {
+		t.tr.keepFlight = t.c.l.e.tls.register(t, t.tr.in)
+	}
 	t.phase = tlsHandoff
 	t.c.l.e.tls.enqueue(t)
 }
@@ -361,8 +374,10 @@ func (t *tlsConn) handshook() {
 	if c.closed {
 		return
 	}
-	tr := &t.tr
+	tr := t.tr
 	tr.sync, tr.wake = false, nil // the goroutine is done with the transport
+	sec, flight := c.l.e.tls.unregister(t), tr.flight
+	tr.flight = nil
 	if t.timer != nil {
 		t.timer.Stop()
 		t.timer = nil
@@ -387,8 +402,13 @@ func (t *tlsConn) handshook() {
 		return
 	}
 	t.phase = tlsOpen
-	t.gor.t = t
-	t.rec = &t.gor
+	if sw := newSWRecords(t, sec, flight); sw != nil {
+		t.rec = sw
+		t.tc, t.tr = nil, nil // its state is sw's snapshot; its buffers and keys go
+	} else {
+		t.gor.t = t
+		t.rec = &t.gor
+	}
 	if t.held {
 		t.held = false
 		c.bp &^= bpPaused
@@ -530,8 +550,15 @@ func (t *tlsConn) end() {
 	t.dropPlain()
 	if t.phase == tlsHandoff {
 		t.tr.close()
-	} else {
+		if sec := t.c.l.e.tls.unregister(t); sec != nil {
+			clear(sec.client[:])
+			clear(sec.server[:])
+		}
+	} else if t.tr != nil {
 		t.tr.in = nil
+	}
+	if sw, ok := t.rec.(*swRecords); ok {
+		sw.end()
 	}
 }
 
@@ -570,9 +597,10 @@ func (c *Conn) tlsPlain(data []byte) {
 }
 
 // recordLayer is the record path of a TLS connection whose handshake has ended: what becomes of
-// the ciphertext received and of the plaintext to send. goRecords (crypto/tls on the loop) is
-// the one there is. Kernel TLS would be another: TLS_TX and TLS_RX set on the socket after the
-// handshake (setsockopt TCP_ULP "tls"), then the socket takes and gives plaintext.
+// the ciphertext received and of the plaintext to send. goRecords is crypto/tls's, on the
+// loop; swRecords the layer's own TLS 1.3 records (a server's). Kernel TLS would be another:
+// TLS_TX and TLS_RX set on the socket after the handshake (setsockopt TCP_ULP "tls"), then
+// the socket takes and gives plaintext.
 type recordLayer interface {
 	// open takes ciphertext received (valid until it returns) and hands the plaintext to the
 	// connection's input; an error is the records' (an alert is queued).
@@ -647,10 +675,11 @@ func (r *goRecords) closeNotify() error { return r.t.tc.CloseWrite() }
 
 func (r *goRecords) state() tls.ConnectionState { return r.t.tc.ConnectionState() }
 
-// tlsBuf is the loop's buffer for the plaintext crypto/tls returns (a record's at most).
+// tlsBuf is the loop's buffer for the plaintext of the records received (crypto/tls's, or
+// swRecords', which opens a record into it whole).
 func (l *Loop) tlsBuf() []byte {
 	if l.tlsScratch == nil {
-		l.tlsScratch = make([]byte, 16<<10)
+		l.tlsScratch = make([]byte, maxCiphertext) // a record's plaintext with its padding
 	}
 	return l.tlsScratch
 }
@@ -681,9 +710,12 @@ type tlsTransport struct {
 	wake   chan struct{} // signalled when in, closed or eof changes (sync)
 	in     []byte
 	out    []byte // the handshake's output, for the loop (sync)
-	posted bool   // a takeOutput is posted (sync)
-	closed bool   // the connection ended (sync)
-	eof    bool   // the peer closed its side (sync)
+	flight []byte // a copy of all of a server's handshake output, for newSWRecords (sync)
+	// keepFlight: flight is kept (set before the handshake starts).
+	keepFlight bool
+	posted     bool // a takeOutput is posted (sync)
+	closed     bool // the connection ended (sync)
+	eof        bool // the peer closed its side (sync)
 }
 
 func (tr *tlsTransport) Read(p []byte) (int, error) {
@@ -781,6 +813,9 @@ func (tr *tlsTransport) Write(p []byte) (int, error) {
 		return len(p), nil // dropped: nobody sends it
 	}
 	tr.out = append(tr.out, p...)
+	if tr.keepFlight {
+		tr.flight = append(tr.flight, p...)
+	}
 	post := !tr.posted
 	tr.posted = true
 	tr.mu.Unlock()

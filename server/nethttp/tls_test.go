@@ -3,11 +3,13 @@
 package nethttp
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -146,6 +148,49 @@ func TestServerLogsPlainHTTPOnTLSPort(t *testing.T) {
 		}
 		if got := reason(t, logged); got != want {
 			t.Errorf("logged %q; net/http logs %q", got, want)
+		}
+	})
+}
+
+// TestServerOverTLSServesCurlAndOpenSSL: real TLS 1.3 clients, curl (a GET and a POST on one
+// keep-alive connection) and openssl s_client, get the handler's answers over server.WithTLS.
+func TestServerOverTLSServesCurlAndOpenSSL(t *testing.T) {
+	certFile, keyFile, _ := testutil.CertFiles(t)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %d body=%q tls=%v\n", r.Method, r.URL.Path, r.ProtoMajor, b, r.TLS != nil)
+	})
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, append(opts, server.WithTLS(cfg))...)
+		ran := false
+		if curl, err := exec.LookPath("curl"); err == nil {
+			ran = true
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			out, err := exec.CommandContext(ctx, curl, "-sS", "--cacert", certFile, "https://"+addr+"/a",
+				"--next", "--cacert", certFile, "--data-binary", "up", "https://"+addr+"/b").CombinedOutput()
+			cancel()
+			if want := "GET /a 1 body=\"\" tls=true\nPOST /b 1 body=\"up\" tls=true\n"; string(out) != want || err != nil {
+				t.Errorf("curl: %q, %v; want %q", out, err, want)
+			}
+		}
+		if openssl, err := exec.LookPath("openssl"); err == nil {
+			ran = true
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			cmd := exec.CommandContext(ctx, openssl, "s_client", "-connect", addr, "-tls1_3", "-quiet", "-ign_eof")
+			cmd.Stdin = strings.NewReader("GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			out, err := cmd.CombinedOutput()
+			cancel()
+			if want := "GET /c 1 body=\"\" tls=true\n"; !strings.HasSuffix(string(out), want) {
+				t.Errorf("openssl s_client: %v\n%s\nwant it to end with %q", err, out, want)
+			}
+		}
+		if !ran {
+			t.Skip("neither curl nor openssl is installed")
 		}
 	})
 }

@@ -1,0 +1,525 @@
+//go:build linux
+
+package server
+
+// Tests of the loop's own TLS 1.3 record layer (swRecords): a client that writes and reads
+// records by hand (recordPeer) after Go's client has made the handshake.
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	gohash "hash"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringev/ringev/internal/testutil"
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// keyLogLines keeps a client's key log.
+type keyLogLines struct{ testutil.SyncBuffer }
+
+// secret is the logged secret of label, nil if none.
+func (k *keyLogLines) secret(label string) []byte {
+	for _, line := range strings.Split(k.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == label {
+			b, _ := hex.DecodeString(f[2])
+			return b
+		}
+	}
+	return nil
+}
+
+// oneRecord is a socket whose Read returns at most the rest of one record, so that the
+// client's tls.Conn reads nothing past its handshake: what follows is the recordPeer's.
+type oneRecord struct {
+	net.Conn
+	cut recordCut
+}
+
+func (o *oneRecord) Read(p []byte) (int, error) {
+	hdr := o.cut.hn < len(o.cut.hdr)
+	if hdr {
+		p = p[:min(len(p), len(o.cut.hdr)-o.cut.hn)]
+	} else {
+		p = p[:min(len(p), o.cut.left)]
+	}
+	n, err := o.Conn.Read(p)
+	o.cut.take(p[:n], n)
+	return n, err
+}
+
+// peerDir is one direction of the recordPeer: the RFC 8446 derivations written apart from
+// the layer's (only HKDF-Expand-Label is shared).
+type peerDir struct {
+	h      func() gohash.Hash
+	suite  uint16
+	secret []byte
+	aead   cipher.AEAD
+	iv     []byte
+	seq    uint64
+}
+
+func (d *peerDir) set(t *testing.T, secret []byte) {
+	t.Helper()
+	d.secret = secret
+	klen := 16
+	if d.suite != tls.TLS_AES_128_GCM_SHA256 {
+		klen = 32
+	}
+	key, err := expandLabel(d.h, secret, "key", klen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.iv, err = expandLabel(d.h, secret, "iv", 12); err != nil {
+		t.Fatal(err)
+	}
+	if d.suite == tls.TLS_CHACHA20_POLY1305_SHA256 {
+		d.aead, err = chacha20poly1305.New(key)
+	} else {
+		b, _ := aes.NewCipher(key)
+		d.aead, err = cipher.NewGCM(b)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.seq = 0
+}
+
+func (d *peerDir) update(t *testing.T) {
+	t.Helper()
+	next, err := expandLabel(d.h, d.secret, "traffic upd", d.h().Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.set(t, next)
+}
+
+func (d *peerDir) nonce() []byte {
+	n := bytes.Clone(d.iv)
+	for i := range 8 {
+		n[11-i] ^= byte(d.seq >> (8 * i))
+	}
+	return n
+}
+
+// recordPeer is a TLS 1.3 client that Go's client handshakes for, then writes and reads
+// records by hand with the traffic secrets from its key log.
+type recordPeer struct {
+	t        *testing.T
+	conn     net.Conn
+	out, in  peerDir
+	pending  []byte // application data read and not yet taken
+	st       tls.ConnectionState
+	clientTC *tls.Conn
+}
+
+func newRecordPeer(t *testing.T, e *Engine, cfg *tls.Config) *recordPeer {
+	t.Helper()
+	raw := dialEngine(t, e)
+	if cfg == nil {
+		cfg = tlsClientConfig(t)
+	}
+	kl := &keyLogLines{}
+	cfg.KeyLogWriter = kl
+	cfg.MinVersion = tls.VersionTLS13
+	tc := tls.Client(&oneRecord{Conn: raw}, cfg)
+	if err := tc.Handshake(); err != nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	st := tc.ConnectionState()
+	h := sha256.New
+	if st.CipherSuite == tls.TLS_AES_256_GCM_SHA384 {
+		h = sha512.New384
+	}
+	p := &recordPeer{t: t, conn: raw, st: st, clientTC: tc}
+	p.out = peerDir{h: h, suite: st.CipherSuite}
+	p.in = peerDir{h: h, suite: st.CipherSuite}
+	p.out.set(t, kl.secret("CLIENT_TRAFFIC_SECRET_0"))
+	p.in.set(t, kl.secret("SERVER_TRAFFIC_SECRET_0"))
+	return p
+}
+
+// record is a record of inner type typ with content and pad zeros, sealed under the send key.
+func (p *recordPeer) record(typ byte, content []byte, pad int) []byte {
+	inner := append(append(bytes.Clone(content), typ), make([]byte, pad)...)
+	n := len(inner) + p.out.aead.Overhead()
+	hdr := []byte{recAppData, 3, 3, byte(n >> 8), byte(n)}
+	rec := p.out.aead.Seal(hdr, p.out.nonce(), inner, hdr)
+	p.out.seq++
+	return rec
+}
+
+func (p *recordPeer) send(recs ...[]byte) {
+	p.t.Helper()
+	p.conn.SetWriteDeadline(time.Now().Add(waitFor))
+	if _, err := p.conn.Write(bytes.Join(recs, nil)); err != nil {
+		p.t.Fatalf("write: %v", err)
+	}
+}
+
+// next reads and opens the server's next record: its inner type and content.
+func (p *recordPeer) next() (byte, []byte, error) {
+	p.conn.SetReadDeadline(time.Now().Add(waitFor))
+	hdr := make([]byte, recHeader)
+	if _, err := io.ReadFull(p.conn, hdr); err != nil {
+		return 0, nil, err
+	}
+	body := make([]byte, int(hdr[3])<<8|int(hdr[4]))
+	if _, err := io.ReadFull(p.conn, body); err != nil {
+		return 0, nil, err
+	}
+	if hdr[0] != recAppData {
+		return 0, nil, fmt.Errorf("a record of outer type %d", hdr[0])
+	}
+	pt, err := p.in.aead.Open(nil, p.in.nonce(), body, hdr)
+	if err != nil {
+		return 0, nil, fmt.Errorf("server record %d does not open: %w", p.in.seq, err)
+	}
+	p.in.seq++
+	i := len(pt) - 1
+	for i >= 0 && pt[i] == 0 {
+		i--
+	}
+	if i < 0 {
+		return 0, nil, errors.New("a server record without a content type")
+	}
+	return pt[i], pt[:i], nil
+}
+
+// read returns the next n bytes of application data, skipping the NewSessionTickets.
+func (p *recordPeer) read(n int) string {
+	p.t.Helper()
+	for len(p.pending) < n {
+		typ, b, err := p.next()
+		if err != nil {
+			p.t.Fatalf("reading %d bytes (%q so far): %v", n, p.pending, err)
+		}
+		switch {
+		case typ == recAppData:
+			p.pending = append(p.pending, b...)
+		case typ == recHandshake && len(b) > 0 && b[0] == 4: // NewSessionTicket
+		default:
+			p.t.Fatalf("reading data: a record of type %d: %x", typ, b)
+		}
+	}
+	s := string(p.pending[:n])
+	p.pending = p.pending[n:]
+	return s
+}
+
+// alert reads until the server's alert and returns its description, then expects the close.
+func (p *recordPeer) alert() uint8 {
+	p.t.Helper()
+	for {
+		typ, b, err := p.next()
+		if err != nil {
+			p.t.Fatalf("waiting for an alert: %v", err)
+		}
+		if typ == recAlert && len(b) == 2 {
+			if _, err := p.conn.Read(make([]byte, 1)); err == nil {
+				p.t.Fatalf("the connection is open after alert %d", b[1])
+			}
+			return b[1]
+		}
+	}
+}
+
+// pingedPeer serves an echo over TLS on s and returns a recordPeer talking to it, after a first
+// "ping" echoed.
+func pingedPeer(t *testing.T, s setup, h Handler) *recordPeer {
+	t.Helper()
+	e := tlsEngine(t, s, h)
+	p := newRecordPeer(t, e, nil)
+	p.send(p.record(recAppData, []byte("ping"), 0))
+	if got := p.read(4); got != "ping" {
+		t.Fatalf("echo: %q", got)
+	}
+	return p
+}
+
+// layerRecorder tells which record layer each connection has when its first data arrives.
+type layerRecorder struct {
+	Echo
+	layers chan string
+}
+
+func (h *layerRecorder) OnData(c *Conn) {
+	t := c.tlsOf()
+	var layer string
+	switch r := t.rec.(type) {
+	case *swRecords:
+		layer = fmt.Sprintf("swRecords seq %d", r.out.seq)
+		if t.tc != nil {
+			layer = "swRecords with the tls.Conn kept"
+		}
+	case *goRecords:
+		layer = "goRecords"
+	}
+	select {
+	case h.layers <- layer: // the first data's
+	default:
+	}
+	h.Echo.OnData(c)
+}
+
+// TestTLSRecordsServeTLS13AfterTheHandshake: a TLS 1.3 connection's records are the layer's
+// own once the handshake has ended, and its tls.Conn is gone; each suite's echo works, the
+// send sequence going on after the session tickets the handshake sent (none when tickets are
+// off; after the client's Finished when a client certificate is asked for).
+func TestTLSRecordsServeTLS13AfterTheHandshake(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		for _, v := range []struct {
+			name    string
+			config  func(*tls.Config)
+			tickets int // the NewSessionTicket records the handshake sends
+		}{
+			{"tickets", func(*tls.Config) {}, 1},
+			{"no-tickets", func(c *tls.Config) { c.SessionTicketsDisabled = true }, 0},
+			{"client-cert-asked", func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }, 1},
+		} {
+			h := &layerRecorder{layers: make(chan string, 1)}
+			cfg := tlsServerConfig(t)
+			v.config(cfg)
+			e := startEngine(t, h, append(s.opts(), WithTLS(cfg))...)
+			ccfg := tlsClientConfig(t)
+			ccfg.ClientSessionCache = tls.NewLRUClientSessionCache(1) // Go's client asks for tickets only with a cache
+			c := dialTLS(t, e, ccfg)
+			for _, msg := range []string{"hello", strings.Repeat("x", 40000)} {
+				c.Write([]byte(msg))
+				if got := readN(t, c, len(msg)); got != msg {
+					t.Fatalf("%s: echo of %d bytes: %d bytes back", v.name, len(msg), len(got))
+				}
+			}
+			if got, want := <-h.layers, fmt.Sprintf("swRecords seq %d", v.tickets); got != want {
+				t.Errorf("%s: at the first data, the record layer is %s; want %s (after the tickets' records)", v.name, got, want)
+			}
+			c.Close()
+		}
+	})
+}
+
+// TestTLSRecordsLeaveTLS12ToCryptoTLS: a TLS 1.2 connection keeps crypto/tls's record layer,
+// and is served.
+func TestTLSRecordsLeaveTLS12ToCryptoTLS(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := &layerRecorder{layers: make(chan string, 1)}
+		e := tlsEngine(t, s, h)
+		cfg := tlsClientConfig(t)
+		cfg.MaxVersion = tls.VersionTLS12
+		c := dialTLS(t, e, cfg)
+		c.Write([]byte("hello"))
+		if got := readN(t, c, 5); got != "hello" {
+			t.Fatalf("echo: %q", got)
+		}
+		if got := <-h.layers; got != "goRecords" {
+			t.Errorf("TLS 1.2: the record layer is %s; want goRecords", got)
+		}
+	})
+}
+
+// TestTLSRecordsPeerKeyUpdate: a KeyUpdate from the client moves the server's receive key; one
+// with update_requested gets the server's KeyUpdate (update_not_requested), and the server's
+// next records are under its next key.
+func TestTLSRecordsPeerKeyUpdate(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		for _, requested := range []bool{false, true} {
+			p := pingedPeer(t, s, Echo{})
+			req := byte(0)
+			if requested {
+				req = 1
+			}
+			p.send(p.record(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, req}, 0))
+			p.out.update(t)
+			p.send(p.record(recAppData, []byte("pong"), 0))
+			if requested {
+				typ, b, err := p.next()
+				if err != nil || typ != recHandshake || !bytes.Equal(b, []byte{hsKeyUpdate, 0, 0, 1, 0}) {
+					t.Fatalf("after KeyUpdate(update_requested): type %d %x, %v; want the server's KeyUpdate(update_not_requested)", typ, b, err)
+				}
+				p.in.update(t)
+			}
+			if got := p.read(4); got != "pong" {
+				t.Fatalf("echo after KeyUpdate(%d): %q", req, got)
+			}
+		}
+	})
+}
+
+// TestTLSRecordsAlertUnexpectedMessages: after the handshake, a handshake message other than
+// KeyUpdate, a record without a content type, and a KeyUpdate with data after it in its record
+// each get the unexpected_message alert and a close naming the record error.
+func TestTLSRecordsAlertUnexpectedMessages(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		for _, v := range []struct {
+			name string
+			rec  func(p *recordPeer) []byte
+		}{
+			{"new-session-ticket", func(p *recordPeer) []byte { return p.record(recHandshake, []byte{4, 0, 0, 1, 0}, 0) }},
+			{"no-content-type", func(p *recordPeer) []byte { return p.record(0, nil, 20) }},
+			{"key-update-with-more", func(p *recordPeer) []byte {
+				return p.record(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, 0, hsKeyUpdate}, 0)
+			}},
+			{"change-cipher-spec", func(p *recordPeer) []byte { return p.record(20, []byte{1}, 0) }},
+		} {
+			h := newEchoCloser()
+			p := pingedPeer(t, s, h)
+			p.send(v.rec(p))
+			if got := p.alert(); got != alertUnexpectedMessage {
+				t.Errorf("%s: alert %v; want unexpected_message", v.name, tls.AlertError(got))
+			}
+			if err := h.reason(t); err == nil || !strings.Contains(err.Error(), "TLS record") {
+				t.Errorf("%s: OnClose: %v; want a TLS record error", v.name, err)
+			}
+		}
+	})
+}
+
+// TestTLSRecordsStripPadding: a record's padding goes, its content type is the last nonzero
+// byte, and data split over records and receives comes whole.
+func TestTLSRecordsStripPadding(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := pingedPeer(t, s, Echo{})
+		rec := p.record(recAppData, []byte("padded"), 300)
+		p.send(rec[:3])
+		p.send(rec[3:], p.record(recAppData, []byte{0, 0}, 7))
+		if got := p.read(8); got != "padded\x00\x00" {
+			t.Fatalf("echo: %q; want %q", got, "padded\x00\x00")
+		}
+	})
+}
+
+// TestTLSRecordsOverflowingPlaintextAlerts: a record whose plaintext is over 2^14 bytes (its
+// ciphertext within the limit) gets record_overflow.
+func TestTLSRecordsOverflowingPlaintextAlerts(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := pingedPeer(t, s, Echo{})
+		p.send(p.record(recAppData, make([]byte, maxPlaintext+1), 0))
+		if got := p.alert(); got != alertRecordOverflow {
+			t.Errorf("alert %v; want record_overflow", tls.AlertError(got))
+		}
+	})
+}
+
+// TestTLSRecordsBoundEmptyRecords: 16 empty records in a row are taken; 17 get
+// unexpected_message, as crypto/tls bounds them.
+func TestTLSRecordsBoundEmptyRecords(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := pingedPeer(t, s, Echo{})
+		var recs [][]byte
+		for range maxUseless {
+			recs = append(recs, p.record(recAppData, nil, 0))
+		}
+		p.send(append(recs, p.record(recAppData, []byte("ok"), 0))...)
+		if got := p.read(2); got != "ok" {
+			t.Fatalf("after %d empty records: %q", maxUseless, got)
+		}
+		recs = recs[:0]
+		for range maxUseless + 1 {
+			recs = append(recs, p.record(recAppData, nil, 0))
+		}
+		p.send(recs...)
+		if got := p.alert(); got != alertUnexpectedMessage {
+			t.Errorf("after %d empty records: alert %v; want unexpected_message", maxUseless+1, tls.AlertError(got))
+		}
+	})
+}
+
+// TestTLSRecordsCloseNotifyIsEOF: the client's close_notify is the end of its data (OnClose:
+// io.EOF, not ErrTLSNoCloseNotify), as crypto/tls's records make it.
+func TestTLSRecordsCloseNotifyIsEOF(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		p := pingedPeer(t, s, h)
+		p.send(p.record(recAppData, []byte("last"), 0), p.record(recAlert, []byte{1, alertCloseNotify}, 0))
+		if got := p.read(4); got != "last" {
+			t.Fatalf("echo: %q", got)
+		}
+		if err := h.reason(t); err != io.EOF {
+			t.Errorf("OnClose: %v; want io.EOF after close_notify", err)
+		}
+	})
+}
+
+// TestTLSRecordsKeepConnectionState: Conn.TLS after the hand-over gives what the handshake
+// chose, the server name, and exported keying material equal to the client's.
+func TestTLSRecordsKeepConnectionState(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		r := newRecorder()
+		got := make(chan string, 1)
+		r.line = func(c *Conn, line string) {
+			st := c.TLS()
+			ekm, err := st.ExportKeyingMaterial("ringev test", nil, 16)
+			got <- fmt.Sprintf("%x %x %s %v %x %v", st.Version, st.CipherSuite, st.ServerName, st.HandshakeComplete, ekm, err)
+			c.WriteString(line + "\n")
+		}
+		e := startEngine(t, r, append(s.opts(), WithTLS(tlsServerConfig(t)))...)
+		cfg := tlsClientConfig(t)
+		cfg.ServerName = "localhost"
+		c := dialTLS(t, e, cfg)
+		c.Write([]byte("hi\n"))
+		readN(t, c, 3)
+		cs := c.ConnectionState()
+		ekm, err := cs.ExportKeyingMaterial("ringev test", nil, 16)
+		if want := fmt.Sprintf("%x %x localhost true %x %v", cs.Version, cs.CipherSuite, ekm, err); <-got != want {
+			t.Errorf("Conn.TLS(): want %s", want)
+		}
+	})
+}
+
+// TestTLSRecordsChainTheUsersKeyLog: the config's own KeyLogWriter still gets every line, and
+// a GetConfigForClient's config is served by the layer too.
+func TestTLSRecordsChainTheUsersKeyLog(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		kl := &keyLogLines{}
+		inner := tlsServerConfig(t)
+		inner.KeyLogWriter = kl
+		cfg := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return inner, nil }}
+		h := &layerRecorder{layers: make(chan string, 1)}
+		e := startEngine(t, h, append(s.opts(), WithTLS(cfg))...)
+		c := dialTLS(t, e, nil)
+		c.Write([]byte("hi"))
+		readN(t, c, 2)
+		if got := <-h.layers; !strings.HasPrefix(got, "swRecords seq") {
+			t.Errorf("with GetConfigForClient: the record layer is %s; want swRecords", got)
+		}
+		for _, label := range []string{"CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "CLIENT_HANDSHAKE_TRAFFIC_SECRET"} {
+			if kl.secret(label) == nil {
+				t.Errorf("the config's KeyLogWriter has no %s", label)
+			}
+		}
+	})
+}
+
+// TestTLSRecordsOpenSSLEachSuite: openssl s_client gets the HTTP server's answer over each
+// TLS 1.3 cipher suite (Go's client picks AES-128-GCM on this hardware; the others only a
+// client that asks for them gets).
+func TestTLSRecordsOpenSSLEachSuite(t *testing.T) {
+	openssl := needProgram(t, "openssl", "openssl")
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, NewHTTP())
+		for _, suite := range []string{"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"} {
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			cmd := exec.CommandContext(ctx, openssl, "s_client", "-connect", e.Addr().String(), "-tls1_3",
+				"-ciphersuites", suite, "-quiet", "-ign_eof")
+			cmd.Stdin = strings.NewReader("GET /plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			out, err := cmd.CombinedOutput()
+			cancel()
+			if !strings.HasSuffix(string(out), "\r\n\r\nHello, World!") {
+				t.Errorf("openssl s_client -ciphersuites %s: %v\n%s", suite, err, out)
+			}
+		}
+	})
+}
