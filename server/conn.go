@@ -137,9 +137,10 @@ type connRare struct {
 	watch         *ringev.FdEvent // requests: a held connection's watch for Error (watchHeld)
 	fwdOn         *Conn           // Forward's hold: the destination whose output it waits for
 	dialing       *dialer         // Conn.Dial's dial under way: the connection is not read until it ends
+	fwdTo         *Conn           // the connection of its loop its Forward wrote to last, counted in that one's fwdDst until it closes
 	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
-	fwdDst        bool            // Forward (or Splice) of its loop wrote to it: its output does not pause its reading
 	backlog       bool            // the input that waited through a pause or hold is served before it is read again
+	fwdDst        int32           // open sources of its loop whose Forward (or Splice) writes to it (fwdTo): its output does not pause its reading
 	afterPause    func()          // AfterPause's f, until no read is in flight
 	leftKept      int             // what a piece's OnData left when the pieces stopped for the output (serveLeft)
 	reason        error           // what OnClose is told, when Conn.reasonAt says it is here
@@ -975,7 +976,7 @@ func (c *Conn) end(reason error) {
 	if c.asked.Load()&fwdWatched != 0 {
 		c.wakeForwarders() // their next Forward fails (net.ErrClosed)
 	}
-	if c.rare != nil && c.rare.fwdOn != nil {
+	if x := c.rare; x != nil && (x.fwdOn != nil || x.fwdTo != nil) {
 		c.fwdGone()
 	}
 	c.setReason(reason)

@@ -16,8 +16,8 @@ import (
 // is called with the input that waited. So dst holds at most its write limit and one Forward's
 // input, whichever loop either is on, and a proxy needs no OnBackpressure of its own (dst's
 // OnBackpressure comes at the end of a turn of dst's loop: from another loop, too late to hold
-// a fast source). dst itself is not paused for its output past the write limit from then on
-// (when on another loop: while Forward holds a source for it),
+// a fast source). dst itself is not paused for its output past the write limit while c is open
+// and forwards to it (when on another loop: while Forward holds a source for it),
 // nor its OnBackpressure called (see WriteLimit; its output past the cap still closes it):
 // its reading goes on, as a net.Conn proxy reads both ways, for its peer may read
 // only once it has written (an echo upstream), and not reading it would stop both for good.
@@ -64,8 +64,8 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 		if x := c.l.lend.x; x == nil || !dst.lendTo(x, b) {
 			dst.write(b) // forwarded's common case, inline
 		}
-		if x := dst.rare; x == nil || !x.fwdDst {
-			dst.x().fwdDst = true // its output does not pause its reading (passedLimit)
+		if x := c.rare; x == nil || x.fwdTo != dst {
+			c.feeds(dst) // dst's output does not pause its reading while c is open (passedLimit)
 		}
 	} else {
 		err = dst.forwarded(b, c.l)
@@ -192,16 +192,36 @@ func (c *Conn) forwardDrained() {
 	c.hold(x.userHeld || x.dialing != nil)
 }
 
-// fedByForward reports whether c's output is Forward's: a Forward on c's loop wrote to it, or
-// Forward holds a source (of any loop) until c's output drains (waitFor).
-func (c *Conn) fedByForward() bool {
-	return c.rare != nil && c.rare.fwdDst || c.asked.Load()&fwdWatched != 0
+// feeds notes that c's Forward wrote to dst, of c's loop: dst counts c among its sources
+// (fwdDst) until c closes or forwards to another connection.
+func (c *Conn) feeds(dst *Conn) {
+	x := c.x()
+	if old := x.fwdTo; old != nil {
+		old.rare.fwdDst--
+	}
+	x.fwdTo = dst
+	dst.x().fwdDst++
 }
 
-// fwdGone drops c's entry from its destination's loop as c closes (a hold's end that is
-// posted all the same finds it closed).
+// fedByForward reports whether c's output is Forward's: the Forward of an open connection of
+// c's loop wrote to it (and to no other since), or Forward holds a source (of any loop) until
+// c's output drains (waitFor).
+func (c *Conn) fedByForward() bool {
+	return c.rare != nil && c.rare.fwdDst > 0 || c.asked.Load()&fwdWatched != 0
+}
+
+// fwdGone ends what Forward's state c holds as it closes: it is no longer counted among its
+// destination's sources (fwdTo), and its entry goes from its destination's loop (a hold's end
+// that is posted all the same finds it closed).
 func (c *Conn) fwdGone() {
+	if to := c.rare.fwdTo; to != nil {
+		c.rare.fwdTo = nil
+		to.rare.fwdDst--
+	}
 	dst := c.rare.fwdOn
+	if dst == nil {
+		return
+	}
 	c.rare.fwdOn = nil
 	l := dst.l
 	l.mu.Lock()

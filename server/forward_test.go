@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -506,5 +508,71 @@ func TestConnForwardHeldSourceIsNotReadUntilItsInputIsServed(t *testing.T) {
 			t.Errorf("a held source's input reached %d bytes, want at most %d (MaxInput is %d)", p.maxIn, most, MaxInput)
 		}
 		t.Logf("a source's input held at most %d bytes", p.maxIn)
+	})
+}
+
+// onceFed is a handler whose first connection floods its client with 1 MiB at "flood\n"
+// (through a small socket send buffer) and whose others forward their input to the first;
+// it tells when one closes and when the first is told of backpressure.
+type onceFed struct {
+	first  atomic.Pointer[Conn]
+	closed chan struct{}
+	told   chan bool
+}
+
+func (f *onceFed) OnOpen(c *Conn) {
+	if f.first.CompareAndSwap(nil, c) {
+		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10)
+	}
+}
+
+func (f *onceFed) OnData(c *Conn) {
+	if dst := f.first.Load(); c != dst {
+		c.Forward(dst)
+		return
+	}
+	if b, _ := c.Peek(-1); bytes.Contains(b, []byte("flood\n")) {
+		c.Discard(len(b))
+		c.WriteString(strings.Repeat("f", 1<<20))
+	}
+}
+
+func (f *onceFed) OnClose(c *Conn, err error) {
+	if c != f.first.Load() {
+		close(f.closed)
+	}
+}
+
+func (f *onceFed) OnBackpressure(c *Conn, paused bool) {
+	if paused {
+		select {
+		case f.told <- true:
+		default:
+		}
+	}
+}
+
+// TestConnForwardDestinationPausesForItsOutputOnceItsSourceClosed: a connection that was a
+// Forward destination is paused for its own output past the write limit, and its handler told
+// (OnBackpressure), once the source that forwarded to it has closed: it behaves as any other.
+func TestConnForwardDestinationPausesForItsOutputOnceItsSourceClosed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &onceFed{closed: make(chan struct{}), told: make(chan bool, 1)}
+		e := startEngine(t, f, append(s.opts(), WithWriteLimit(64<<10))...)
+		a := dialEngine(t, e)
+		eventually(t, "the first connection", func() bool { return f.first.Load() != nil })
+		b := dialEngine(t, e)
+		if _, err := b.Write([]byte("forwarded\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, a, len("forwarded\n")); got != "forwarded\n" {
+			t.Fatalf("the first client read %q", got)
+		}
+		b.Close()
+		received(t, f.closed, "the source's close")
+		if _, err := a.Write([]byte("flood\n")); err != nil {
+			t.Fatal(err)
+		}
+		received(t, f.told, "OnBackpressure(true) for 1 MiB of output past a 64 KiB write limit")
 	})
 }
