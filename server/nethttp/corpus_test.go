@@ -228,6 +228,8 @@ func corpus() []corpusCase {
 	addOpen("unfinished: a folded line", "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n")
 	addOpen("unfinished: a bad second request line", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n")
 	addOpen("unfinished: a bad line after a POST's CRLF", postAB+"\r\nGARBAGE\r\n")
+	addOpen("unfinished: 4 CRLFs after a POST", postAB+"\r\n\r\n")
+	add("4 CRLFs after a POST, then a GET", postAB+"\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	add("many headers", "GET /req HTTP/1.1\r\nHost: x\r\n"+manyHeaders(50)+"\r\n")
 	return cs
 }

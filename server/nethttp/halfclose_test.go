@@ -40,6 +40,7 @@ func TestServerAnswersHalfClosedClient(t *testing.T) {
 			"GET / HTTP/1.1\r\nHost: x\r\n\r\nGE",    // fewer than the 4 bytes net/http waits for
 			postAB + "\r\nG",                         // the same, a stray CRLF counted
 			postAB + "\r\nGE",                        // 4 bytes: the head is read, its CRLF skipped
+			postAB + "\r\n\r\n",                      // 4 CRLFs skipped, nothing after them
 			"GET / HTTP/1.1\r\nHost: x\r\n\r\n\r\nG", // a stray CRLF after a GET is not skipped
 		} {
 			want, err := halfClosedExchange(ref, raw)

@@ -449,8 +449,12 @@ const earlyMax = 1024
 
 // earlyError is the error net/http's server meets in head, not complete, before it waits for
 // more bytes (a malformed request line, a header line without a colon, ...): net/http answers
-// it at once, not at the head's end. nil: none.
+// it at once, not at the head's end. nil: none, as for an empty head (stray CRLFs after a POST
+// and nothing else), which net/http's reader waits on without reading it.
 func earlyError(head []byte) (err error) {
+	if len(head) == 0 {
+		return nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(waitMore); !ok {

@@ -116,3 +116,19 @@ func TestServerRequestOutlivesItsHandler(t *testing.T) {
 		}
 	})
 }
+
+// TestServerServesAHeadAfterFourCRLFsAfterAPOST: after a POST, a client's 4 stray CRLFs that
+// come alone (the most net/http skips) are skipped, and the connection serves the head that
+// comes after them, as net/http's does.
+func TestServerServesAHeadAfterFourCRLFsAfterAPOST(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		cfg := &http.Server{Handler: testHandler()}
+		ref, got := serveNetHTTP(t, cfg), serveRingev(t, backend, cfg)
+		steps := []step{
+			{raw: postAB},
+			{until: "trailer=map[]\n", raw: "\r\n\r\n"},
+			{pause: 20 * time.Millisecond, raw: "GET /req HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"},
+		}
+		sameSteps(t, "4 CRLFs after a POST, then a GET", ref, got, steps, time.Second)
+	})
+}
