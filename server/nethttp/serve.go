@@ -4,6 +4,7 @@ package nethttp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -195,7 +196,7 @@ type conn struct {
 	back   *exchange // the exchange whose response handBack ends
 	backFn func()    // handBack, made once
 
-	scanned int32 // how much of the head in the input is known to be whole lines
+	head headScan // the head under way
 	// opened is when the connection opened (mono), where ReadHeaderTimeout or ReadTimeout
 	// starts for its first request; with ReadTimeout, when a later request's head had its
 	// fourth byte, if it was not complete then (timeHead).
@@ -443,8 +444,7 @@ func cutAnswer(in []byte) string {
 }
 
 // earlyMax is the longest head not yet complete that next reads as net/http's server would
-// (earlyError), in bytes: each look reads it all again, so a head that comes a byte at a time
-// costs at most this much parsing per byte.
+// (earlyError), in bytes: each reading reads it all again, at most twice a line (headScan).
 const earlyMax = 1024
 
 // earlyError is the error net/http's server meets in head, not complete, before it waits for
@@ -666,29 +666,21 @@ func (h *conn) next() {
 	if len(in) < 4 && h.served && len(in)+int(h.skipped) < 4 {
 		return // net/http waits for 4 bytes before it reads a kept-alive connection's head
 	}
-	end := -1
-	if e := headerEnd(in[int(h.scanned):]); e >= 0 {
-		end = int(h.scanned) + e
-	} else if i := lastLineStart(in); i > int(h.scanned) {
-		h.scanned = int32(i)
-	}
+	end, err := h.head.look(in, h.s.limit)
 	if end < 0 || end > h.s.limit {
-		if end > h.s.limit || len(in) >= h.s.limit {
+		if end > h.s.limit || err == errHeadTooLarge {
 			h.headFailed(len(in) + int(h.skipped))
 			h.fail("HTTP/1.1 431 Request Header Fields Too Large" + errorHeaders + "431 Request Header Fields Too Large")
 			return
 		}
-		if len(in) <= earlyMax {
-			if err := earlyError(in); err != nil {
-				h.headFailed(len(in) + int(h.skipped))
-				h.fail(errorResponse(err))
-				return
-			}
+		if err != nil {
+			h.headFailed(len(in) + int(h.skipped))
+			h.fail(errorResponse(err))
+			return
 		}
 		h.timeHead(len(in))
 		return
 	}
-	h.scanned = 0
 	x := newExchange(h)
 	req, err := x.parse(in[:end])
 	if err != nil {
@@ -704,14 +696,55 @@ func (h *conn) next() {
 	h.start(x)
 }
 
-// lastLineStart is the start of the last line of b that is not complete.
-func lastLineStart(b []byte) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			return i + 1
+// headScan follows a request's head as its bytes come (next's): where its whole lines end,
+// and whether net/http's reader refuses it before its end. Each look goes on where the last
+// stopped: it scans only the bytes that came since, and reads the head again (earlyError) only
+// where what that reading meets may have changed.
+type headScan struct {
+	scanned int32 // the head's whole lines: where the line not complete starts
+	looked  int32 // the bytes scanned for a line's end
+	early   int32 // what earlyError read last: scanned<<1, and 1 where a byte came after it
+}
+
+// errHeadTooLarge is look's error for a head not complete with limit bytes or more.
+var errHeadTooLarge = errors.New("http: request head too large")
+
+// look returns the end of the head at the start of in (-1: not complete yet), in holding the
+// bytes of the last look and those that came since. For a head not complete, err is
+// errHeadTooLarge where it has limit bytes or more, else the error net/http's reader meets in
+// it already (earlyError, for a head of at most earlyMax bytes). That reader judges whole
+// lines, and the byte after the last (a continued line's blank, or the next field's); it waits
+// on a line not complete: so earlyError's answer can change only when a line has ended or the
+// byte after one has come, and only then is the head read again.
+func (s *headScan) look(in []byte, limit int) (end int, err error) {
+	for i := int(s.looked); ; {
+		j := bytes.IndexByte(in[i:], '\n')
+		if j < 0 {
+			s.looked = int32(len(in))
+			break
+		}
+		lf := i + j
+		if n := lf - int(s.scanned); n == 0 || n == 1 && in[s.scanned] == '\r' {
+			*s = headScan{}
+			return lf + 1, nil
+		}
+		s.scanned = int32(lf + 1)
+		i = lf + 1
+	}
+	if len(in) >= limit {
+		return -1, errHeadTooLarge
+	}
+	if s.scanned > 0 && len(in) <= earlyMax {
+		k := s.scanned << 1
+		if len(in) > int(s.scanned) {
+			k |= 1
+		}
+		if k != s.early {
+			s.early = k
+			return -1, earlyError(in)
 		}
 	}
-	return 0
+	return -1, nil
 }
 
 // fail writes one of net/http's own error responses and closes the connection.
