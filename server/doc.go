@@ -70,6 +70,22 @@
 // engine's settings, as an accepted one has (timeouts, WithHalfOpen, the write limit and
 // output cap).
 //
+// A proxy moves each side's input to the other with Conn.Forward, which stops reading a
+// source while its destination's output is past the destination's write limit, or with
+// Conn.Splice (through a kernel pipe on uring). Next and Write alone do not hold a fast side
+// back: to a client that reads slower than its upstream sends, the output grows to its cap
+// (4 MiB, WithMaxPending), then the write is refused and the client closed (ErrOutputFull).
+// examples/proxy is such a proxy, with half-close passed on both ways.
+//
+// # TLS
+//
+// WithTLS serves TLS with any tls.Config (certificates, GetCertificate, GetConfigForClient,
+// client certificates, session resumption): crypto/tls runs the handshake; then a TLS 1.3
+// connection's records are ringev's own, on the loop (AES-GCM, ChaCha20-Poly1305, KeyUpdate,
+// close_notify), and a TLS 1.2 connection's stay crypto/tls's. Handlers read and write
+// plaintext, as over TCP; Conn.TLS is the connection's tls.ConnectionState from OnHandshake
+// on. Engine.DialTLS and Loop.DialTLS dial TLS (crypto/tls's records).
+//
 // # ringev's own servers
 //
 // The package also holds the servers that `ringev serve` and `ringev bench net` run against

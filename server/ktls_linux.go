@@ -14,7 +14,8 @@ import (
 // protocol (setsockopt TCP_ULP, Linux 4.13, CONFIG_TLS; see the kernel's
 // Documentation/networking/tls.rst) on a connected loopback TCP socket. nil means it has it,
 // so a TLS connection's records could go through the socket (TLS_TX, TLS_RX) once the
-// handshake has ended; crypto/tls runs them on the loop either way. Errors: one naming
+// handshake has ended; ringev runs them on the loop either way (TLS 1.3's its own, TLS 1.2's
+// crypto/tls's). Errors: one naming
 // TCP_ULP "tls" and wrapping the errno (unix.ENOENT: the kernel has no TLS module), or the
 // loopback connection's.
 func ProbeKernelTLS() error {

@@ -22,7 +22,8 @@ ENOSYS), the IORING_FEAT_* bits, each IORING_SETUP_* flag accepted or not
 (tried one at a time, with only the flags it requires), and each opcode
 supported or not (IORING_REGISTER_PROBE); and whether the kernel has kernel
 TLS (setsockopt TCP_ULP "tls" on a loopback connection), which ringev's TLS
-does not need (crypto/tls runs the records on the loop).
+does not need (its records run on the loop: TLS 1.3's are ringev's own, TLS 1.2's
+crypto/tls's).
 
 flags:
   --json   print the report as one JSON object

@@ -28,10 +28,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/server"
 	"github.com/ringev/ringev/server/nethttp"
 )
@@ -101,6 +104,11 @@ func main() {
 	cert := flag.String("tls-cert", "", "serve HTTPS with this PEM certificate `file` (with --tls-key)")
 	key := flag.String("tls-key", "", "the PEM private key `file` of --tls-cert")
 	flag.Parse()
+	if err := checkFlags(*which, *backend, *loops); err != nil {
+		fmt.Fprintf(os.Stderr, "httpd: %v\n", err)
+		flag.Usage()
+		os.Exit(2)
+	}
 	cfg, err := tlsConfig(*cert, *key)
 	if err != nil {
 		log.Fatal(err)
@@ -110,6 +118,21 @@ func main() {
 	if err := run(ctx, *which, *addr, *backend, *loops, cfg, nil); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// checkFlags refuses a value of --server, --backend or --loops that run would refuse later,
+// with an error that names the flag, as the flag package's errors do.
+func checkFlags(which, backend string, loops int) error {
+	if which != "ringev" && which != "net" {
+		return fmt.Errorf("invalid value %q for flag --server: ringev or net", which)
+	}
+	if backend != "auto" && !slices.Contains(ringev.Backends(), backend) {
+		return fmt.Errorf("invalid value %q for flag --backend: known: auto, %s", backend, strings.Join(ringev.Backends(), ", "))
+	}
+	if loops < 0 {
+		return fmt.Errorf("invalid value \"%d\" for flag --loops: must be >= 0 (0: one per CPU)", loops)
+	}
+	return nil
 }
 
 // tlsConfig is the TLS config of --tls-cert and --tls-key: nil when both are empty, an error

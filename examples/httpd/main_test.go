@@ -134,3 +134,27 @@ func TestHTTPDServesEachPathOnBothServers(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPDFlagsNameTheBadFlag: a bad --server, --backend or --loops is refused before
+// anything starts, with an error that names the flag (main then exits 2, as for an unknown
+// flag); good values pass.
+func TestHTTPDFlagsNameTheBadFlag(t *testing.T) {
+	for _, v := range []struct {
+		which, backend string
+		loops          int
+		flag           string
+	}{{"nginx", "auto", 0, "--server"}, {"ringev", "foo", 0, "--backend"}, {"ringev", "auto", -1, "--loops"}} {
+		err := checkFlags(v.which, v.backend, v.loops)
+		if err == nil || !strings.Contains(err.Error(), "flag "+v.flag+":") {
+			t.Errorf("checkFlags(%q, %q, %d) = %v, want an error naming %s", v.which, v.backend, v.loops, err, v.flag)
+		}
+	}
+	for _, b := range []string{"auto", "uring", "epoll", "poll", "uring-poll"} {
+		if err := checkFlags("ringev", b, 2); err != nil {
+			t.Errorf("--backend %s: %v", b, err)
+		}
+	}
+	if err := checkFlags("net", "auto", 0); err != nil {
+		t.Errorf("--server net: %v", err)
+	}
+}
