@@ -115,7 +115,8 @@ func (s *tlsServer) keyLogConfig(cfg *tls.Config) *tls.Config {
 }
 
 // keyEntry is a random's connection; n counts the connections that sent it (a client that
-// repeats another's random gets no secrets, nor does the other: both keep goRecords).
+// repeats another's random gets no secrets, nor does the other: both keep goRecords). Once a
+// second has come, t is nil for good: the one left when the others go gets none either.
 type keyEntry struct {
 	t *tlsConn
 	n int
@@ -150,7 +151,7 @@ func (s *tlsServer) keyLine(p []byte) {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
 	e, ok := s.keys[rnd]
-	if !ok || e.n != 1 {
+	if !ok || e.n != 1 || e.t == nil {
 		return
 	}
 	sec := e.t.sec

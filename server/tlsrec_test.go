@@ -523,3 +523,73 @@ func TestTLSRecordsOpenSSLEachSuite(t *testing.T) {
 		}
 	})
 }
+
+// sameBytes is a reader of one byte over and over: a client's Rand that makes every
+// ClientHello of it carry the same random.
+type sameBytes byte
+
+func (b sameBytes) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+// TestTLSRecordsRandomRepeatedAfterItsFirstLeftIsServed: a connection whose ClientHello
+// repeats the random of one under way, which then goes (reset within its handshake), is served
+// when its handshake runs (the key log finds the random's entry left by the one gone), and so
+// is the next connection.
+func TestTLSRecordsRandomRepeatedAfterItsFirstLeftIsServed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		// One handshake at a time: the second waits for the first's slot.
+		e := tlsEngine(t, s, Echo{}, WithMaxTLSHandshakes(1))
+		cfg := tlsClientConfig(t)
+		cfg.Rand = sameBytes(0x42)
+		var random [32]byte
+		sameBytes(0x42).Read(random[:])
+		entries := func() int {
+			e.tls.keyMu.Lock()
+			defer e.tls.keyMu.Unlock()
+			return e.tls.keys[random].n
+		}
+		// The first: a ClientHello with the random, and nothing after it.
+		a, b := net.Pipe()
+		go tls.Client(a, cfg.Clone()).Handshake()
+		b.SetReadDeadline(time.Now().Add(waitFor))
+		hdr := make([]byte, 5)
+		if _, err := io.ReadFull(b, hdr); err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, int(hdr[3])<<8|int(hdr[4]))
+		if _, err := io.ReadFull(b, body); err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		b.Close()
+		first := dialEngine(t, e)
+		first.Write(append(hdr, body...))
+		if _, err := io.ReadFull(first, make([]byte, 5)); err != nil {
+			t.Fatalf("the first's ServerHello: %v", err)
+		}
+		// The second: Go's client with the same random, queued behind the first.
+		done := make(chan error, 1)
+		raw := dialEngine(t, e)
+		second := tls.Client(raw, cfg.Clone())
+		go func() { done <- second.Handshake() }()
+		eventually(t, "the second ClientHello with the random registered", func() bool { return entries() == 2 })
+		first.(*net.TCPConn).SetLinger(0)
+		first.Close()
+		if err := received(t, done, "the second handshake"); err != nil {
+			t.Fatalf("the second handshake: %v", err)
+		}
+		second.Write([]byte("second"))
+		if got := readN(t, second, 6); got != "second" {
+			t.Fatalf("echo on the second: %q", got)
+		}
+		c := dialTLS(t, e, nil)
+		c.Write([]byte("next"))
+		if got := readN(t, c, 4); got != "next" {
+			t.Fatalf("echo on the next: %q", got)
+		}
+	})
+}
