@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -207,6 +208,11 @@ func (e *Engine) start(ctx context.Context, addr string, opts []Option) (*Engine
 	}
 	first := e.loops[0]
 	e.backend, e.reason, e.recv = first.ev.Backend(), first.ev.BackendReason(), first.recvMode
+	if strings.HasPrefix(e.reason, "auto: chose ") {
+		// "auto" passed over a backend that failed here (io_uring denied by sysctl or seccomp):
+		// a service asked for the best one, so it is told which it got and why.
+		e.logf("server: %s", e.reason)
+	}
 	go func() {
 		select {
 		case <-ctx.Done():

@@ -170,7 +170,10 @@ func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialT
 func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drain = d } }
 
 // WithLogf gives a function that is told of what the engine handles by itself (accept failing
-// for lack of fds, a receive mode unavailable, ...). It is called from the loops' goroutines.
+// for lack of fds, a receive mode unavailable, ...). It is called from the loops' goroutines,
+// and once from Listen or NewEngine when the backend "auto" (WithBackend's default) fell back
+// from io_uring: the line is Engine.BackendReason's, naming the errno ("server: auto: chose
+// epoll because uring: io_uring_setup(...): operation not permitted (...)").
 func WithLogf(f func(format string, args ...any)) Option { return func(o *options) { o.logf = f } }
 
 // WithLoopOptions adds options to every loop's ringev.New (after the backend and

@@ -432,9 +432,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ringev serve %s: listening on %s (backend %s, %d loop(s), %s)\n",
 		o.proto, srv.Addr().String(), srv.Backend(), o.loops, api)
-	if o.backend == "auto" && srv.Backend() != ringev.Backends()[0] { // a fallback: say why
-		fmt.Fprintf(stderr, "ringev serve %s: %s\n", o.proto, srv.BackendReason())
-	}
 	ended := make(chan error, 1)
 	go func() { ended <- srv.Wait() }()
 	select {
