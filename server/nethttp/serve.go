@@ -122,8 +122,11 @@ func (s *Server) loopOf(l *server.Loop) *loopState {
 //   - ErrorLog, ConnState (called on the connection's loop), DisableGeneralOptionsHandler.
 //
 // The other fields (TLSConfig, TLSNextProto, BaseContext, ConnContext, Protocols, HTTP2) do
-// not apply: there is no HTTP/2, and no net.Listener. srv is read, never started; do not
-// change it while the Server serves.
+// not apply: there is no HTTP/2, and no net.Listener. In particular TLSConfig does not make the
+// Server serve HTTPS (as on net/http, whose Serve of a plain listener ignores it too): pass the
+// config to the engine, server.Serve(ctx, "tcp", addr, nethttp.New(srv),
+// server.WithTLS(srv.TLSConfig)). srv is read, never started; do not change it while the
+// Server serves.
 func New(srv *http.Server) *Server {
 	h := srv.Handler
 	if h == nil {
