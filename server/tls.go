@@ -383,6 +383,7 @@ func (t *tlsConn) handshook() {
 		t.timer = nil
 	}
 	if err := t.hsErr; err != nil {
+		sec.wipe()
 		t.phase = tlsFailed
 		t.notified = true // crypto/tls sent its alert, if any
 		var rh tls.RecordHeaderError
@@ -550,10 +551,7 @@ func (t *tlsConn) end() {
 	t.dropPlain()
 	if t.phase == tlsHandoff {
 		t.tr.close()
-		if sec := t.c.l.e.tls.unregister(t); sec != nil {
-			clear(sec.client[:])
-			clear(sec.server[:])
-		}
+		t.c.l.e.tls.unregister(t).wipe()
 	} else if t.tr != nil {
 		t.tr.in = nil
 	}

@@ -189,6 +189,14 @@ func (s *tlsServer) register(t *tlsConn, hello []byte) bool {
 
 // unregister ends t's entry and returns its secrets, nil when it had none or shared its
 // random. The caller clears them once used.
+// wipe clears the secrets; sec may be nil.
+func (sec *tlsSecrets) wipe() {
+	if sec != nil {
+		clear(sec.client[:])
+		clear(sec.server[:])
+	}
+}
+
 func (s *tlsServer) unregister(t *tlsConn) *tlsSecrets {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
@@ -204,8 +212,7 @@ func (s *tlsServer) unregister(t *tlsConn) *tlsSecrets {
 		s.keys[sec.random] = keyEntry{nil, e.n - 1}
 	}
 	if e.n != 1 || e.t != t {
-		clear(sec.client[:])
-		clear(sec.server[:])
+		sec.wipe()
 		return nil
 	}
 	return sec
@@ -218,7 +225,10 @@ type recDir struct {
 	secret [maxSecret]byte
 	seq    uint64
 	keys   *recKeys
-	slot   int32 // its place in the loop's aeadRing while keys is set
+	// slot is its place in the loop's aeadRing while keys is set; once the ring evicted them
+	// (evicted), when (the loop's clock, ms).
+	slot    int32
+	evicted bool
 }
 
 // recKeys is a direction's AEAD (its key expanded) and IV.
@@ -330,24 +340,38 @@ func (d *recDir) nonce() [recNonce]byte {
 	return n
 }
 
-// aeadRing is a loop's AEADs of its TLS connections' directions: the last aeadRingSize built
-// (about 1 KiB each). Building one evicts the oldest, whose direction builds it again when it
-// next needs it, so a connection that has been idle while others were busy holds none. A
-// rebuild derives the key and IV and expands the key: a few microseconds, so the ring is
-// sized for the connections busy at once on a loop (up to 512 without a rebuild).
-const aeadRingSize = 1024
+// aeadRing is a loop's AEADs of its TLS connections' directions (about 1 KiB each), in the
+// order built: building one evicts the oldest, whose direction builds it again when it next
+// needs it, so a connection that has been idle while others were busy holds none. A rebuild
+// derives the key and IV and expands the key, a few microseconds: a direction rebuilt within
+// aeadBusyMs of its eviction shows the ring smaller than the directions busy at once, and the
+// ring grows by one instead of evicting (up to aeadRingMax entries).
+const (
+	aeadRingMin = 256
+	aeadRingMax = 1 << 16
+	aeadBusyMs  = 1000
+)
 
+// keepAEAD gives d's new keys a place in the ring.
 func (l *Loop) keepAEAD(d *recDir) {
 	if l.aeads == nil {
-		l.aeads = make([]*recDir, aeadRingSize)
+		l.aeads = make([]*recDir, aeadRingMin)
+	}
+	now := uint32(l.turnTime() / 1e6) // ms; the difference below survives its wrap
+	if d.evicted && now-uint32(d.slot) < aeadBusyMs && len(l.aeads) < aeadRingMax {
+		d.evicted = false
+		l.aeads = append(l.aeads, d)
+		d.slot = int32(len(l.aeads) - 1)
+		return
 	}
 	i := l.aeadNext
-	l.aeadNext = (i + 1) % aeadRingSize
+	l.aeadNext = (i + 1) % len(l.aeads)
 	if old := l.aeads[i]; old != nil {
-		old.keys = nil
+		old.keys, old.evicted = nil, true
+		old.slot = int32(now) // when, for its rebuild
 	}
 	l.aeads[i] = d
-	d.slot = int32(i)
+	d.slot, d.evicted = int32(i), false
 }
 
 func (l *Loop) dropAEAD(d *recDir) {
@@ -368,10 +392,7 @@ func newSWRecords(t *tlsConn, sec *tlsSecrets, flight []byte) *swRecords {
 	if sec == nil {
 		return nil
 	}
-	defer func() {
-		clear(sec.client[:])
-		clear(sec.server[:])
-	}()
+	defer sec.wipe()
 	st := t.tc.ConnectionState()
 	h, klen, ok := suiteInfo(st.CipherSuite)
 	if st.Version != tls.VersionTLS13 || !ok || int(sec.cn) != h().Size() || int(sec.sn) != h().Size() {
@@ -473,6 +494,9 @@ func (r *swRecords) alert(desc uint8, format string, args ...any) error {
 }
 
 func (r *swRecords) open(data []byte) error {
+	if r.t.peerNotified {
+		return nil // nothing counts after the peer's close_notify
+	}
 	c := r.t.c
 	buf := c.l.tlsBuf()
 	off := 0

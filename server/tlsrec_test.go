@@ -289,6 +289,9 @@ func TestTLSRecordsServeTLS13AfterTheHandshake(t *testing.T) {
 			{"tickets", func(*tls.Config) {}, 1},
 			{"no-tickets", func(c *tls.Config) { c.SessionTicketsDisabled = true }, 0},
 			{"client-cert-asked", func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }, 1},
+			// P-384 alone: Go's client sends no key share for it, so the server asks for one
+			// (HelloRetryRequest) and the client's second ClientHello has the first's random.
+			{"hello-retry", func(c *tls.Config) { c.CurvePreferences = []tls.CurveID{tls.CurveP384} }, 1},
 		} {
 			h := &layerRecorder{layers: make(chan string, 1)}
 			cfg := tlsServerConfig(t)
@@ -306,6 +309,11 @@ func TestTLSRecordsServeTLS13AfterTheHandshake(t *testing.T) {
 			if got, want := <-h.layers, fmt.Sprintf("swRecords seq %d", v.tickets); got != want {
 				t.Errorf("%s: at the first data, the record layer is %s; want %s (after the tickets' records)", v.name, got, want)
 			}
+			e.tls.keyMu.Lock()
+			if n := len(e.tls.keys); n != 0 {
+				t.Errorf("%s: %d handshakes still registered for the key log after the handshake", v.name, n)
+			}
+			e.tls.keyMu.Unlock()
 			c.Close()
 		}
 	})
@@ -592,4 +600,50 @@ func TestTLSRecordsRandomRepeatedAfterItsFirstLeftIsServed(t *testing.T) {
 			t.Fatalf("echo on the next: %q", got)
 		}
 	})
+}
+
+// TestTLSRecordsAEADRingKeepsBusyDirections: the loop's ring of AEADs evicts the oldest, and
+// grows when a direction needs its keys again within aeadBusyMs of their eviction, so the keys
+// of the connections busy at once stay however many there are (up to aeadRingMax); directions
+// not used again are evicted as others are built, and one needed again later does not grow it.
+func TestTLSRecordsAEADRingKeepsBusyDirections(t *testing.T) {
+	l := &Loop{clockSet: true} // the loop's clock stands still unless the test moves it
+	k := &recKeys{}
+	use := func(d *recDir) (rebuilt bool) {
+		if d.keys != nil {
+			return false
+		}
+		d.keys = k
+		l.keepAEAD(d)
+		return true
+	}
+	busy := make([]recDir, aeadRingMin+500)
+	for round := range 3 {
+		rebuilt := 0
+		for i := range busy {
+			if use(&busy[i]) {
+				rebuilt++
+			}
+		}
+		if want := []int{len(busy), 500, 0}[round]; rebuilt != want {
+			t.Fatalf("round %d over %d busy directions: %d built, want %d (ring of %d)", round, len(busy), rebuilt, want, len(l.aeads))
+		}
+	}
+	idle := make([]recDir, 2*len(l.aeads))
+	for i := range idle {
+		use(&idle[i])
+	}
+	if n := len(l.aeads); n != len(busy) {
+		t.Errorf("ring of %d after directions built once; want it left at %d", n, len(busy))
+	}
+	for i := range busy {
+		if busy[i].keys != nil {
+			t.Fatalf("busy direction %d kept its keys while %d others were built", i, len(idle))
+		}
+	}
+	l.clock += 2 * aeadBusyMs * int64(time.Millisecond)
+	use(&busy[0])
+	if n := len(l.aeads); n != len(busy) {
+		t.Errorf("ring of %d after a rebuild %d ms after the eviction; want it left at %d", n, 2*aeadBusyMs, len(busy))
+	}
 }
