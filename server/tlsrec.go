@@ -48,6 +48,7 @@ const (
 	recAppData   = 23
 
 	alertCloseNotify       = 0
+	alertUserCanceled      = 90
 	alertUnexpectedMessage = 10
 	alertBadRecordMAC      = 20
 	alertRecordOverflow    = 22
@@ -610,6 +611,10 @@ func (r *swRecords) record(rec, dst []byte) (n int, eof bool, err error) {
 		return 0, false, r.alert(alertBadRecordMAC, "a record that does not authenticate")
 	}
 	d.seq++
+	if len(pt) > maxPlaintext+1 {
+		// TLSInnerPlaintext: the content, its type and the padding (RFC 8446 §5.4).
+		return 0, false, r.alert(alertRecordOverflow, "a record of %d bytes of inner plaintext", len(pt))
+	}
 	i := len(pt) - 1
 	for i >= 0 && pt[i] == 0 {
 		i--
@@ -618,9 +623,6 @@ func (r *swRecords) record(rec, dst []byte) (n int, eof bool, err error) {
 		return 0, false, r.alert(alertUnexpectedMessage, "a record without a content type")
 	}
 	typ, content := pt[i], pt[:i]
-	if len(content) > maxPlaintext {
-		return 0, false, r.alert(alertRecordOverflow, "a record of %d bytes of plaintext", len(content))
-	}
 	if r.hsN > 0 && typ != recHandshake {
 		return 0, false, r.alert(alertUnexpectedMessage, "a handshake message cut by a record of type %d", typ)
 	}
@@ -635,8 +637,12 @@ func (r *swRecords) record(rec, dst []byte) (n int, eof bool, err error) {
 		if len(content) != 2 {
 			return 0, false, r.alert(alertUnexpectedMessage, "an alert of %d bytes", len(content))
 		}
-		if content[1] == alertCloseNotify {
+		switch content[1] {
+		case alertCloseNotify:
 			return 0, true, nil
+		case alertUserCanceled:
+			// Dropped, as crypto/tls drops it in TLS 1.3: some clients send it and go on.
+			return 0, false, r.uselessRecord()
 		}
 		r.t.notified = true // a fatal alert is answered with none
 		return 0, false, fmt.Errorf("%w: remote error: %w", errTLSRecord, tls.AlertError(content[1]))

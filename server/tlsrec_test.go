@@ -647,3 +647,28 @@ func TestTLSRecordsAEADRingKeepsBusyDirections(t *testing.T) {
 		t.Errorf("ring of %d after a rebuild %d ms after the eviction; want it left at %d", n, 2*aeadBusyMs, len(busy))
 	}
 }
+
+// TestTLSRecordsIgnoreUserCanceled: a user_canceled alert is dropped, as crypto/tls drops it
+// in TLS 1.3 (some clients send it without ending), and the data after it is served.
+func TestTLSRecordsIgnoreUserCanceled(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := pingedPeer(t, s, Echo{})
+		p.send(p.record(recAlert, []byte{1, alertUserCanceled}, 0), p.record(recAppData, []byte("after"), 0))
+		if got := p.read(5); got != "after" {
+			t.Fatalf("echo after user_canceled: %q", got)
+		}
+	})
+}
+
+// TestTLSRecordsOverflowingPaddingAlerts: a record whose inner plaintext, padding included, is
+// over 2^14+1 bytes gets record_overflow (RFC 8446 §5.4), as crypto/tls answers it, though its
+// content is one byte.
+func TestTLSRecordsOverflowingPaddingAlerts(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := pingedPeer(t, s, Echo{})
+		p.send(p.record(recAppData, []byte("x"), maxPlaintext))
+		if got := p.alert(); got != alertRecordOverflow {
+			t.Errorf("alert %v; want record_overflow", tls.AlertError(got))
+		}
+	})
+}
