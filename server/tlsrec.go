@@ -490,7 +490,9 @@ func (r *swRecords) write(typ byte, p []byte) error {
 
 // alert sends a fatal alert and returns the error that ends the connection for it.
 func (r *swRecords) alert(desc uint8, format string, args ...any) error {
-	r.write(recAlert, []byte{2, desc})
+	if !r.t.notified { // nothing follows a close_notify sent (CloseWrite's, then the FIN)
+		r.write(recAlert, []byte{2, desc})
+	}
 	return fmt.Errorf("%w: %s (alert %v sent)", errTLSRecord, fmt.Sprintf(format, args...), tls.AlertError(desc))
 }
 
@@ -692,9 +694,10 @@ func (r *swRecords) handshakeMessage(b []byte) error {
 		if err := r.update(&r.in); err != nil {
 			return r.alert(alertInternalError, "%v", err)
 		}
-		if req == 1 {
+		if req == 1 && !r.t.notified {
 			// update_requested: a KeyUpdate of ours, update_not_requested, under the old
-			// key, then the new one for what follows.
+			// key, then the new one for what follows. None once our close_notify has gone
+			// (CloseWrite): nothing may follow it, and the FIN.
 			if err := r.write(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, 0}); err != nil {
 				return err
 			}

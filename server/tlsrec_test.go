@@ -672,3 +672,55 @@ func TestTLSRecordsOverflowingPaddingAlerts(t *testing.T) {
 		}
 	})
 }
+
+// halfCloser serves "bye" with "ok" and a CloseWrite, and tells what else it reads.
+type halfCloser struct {
+	closed chan error
+	got    chan string
+}
+
+func (h *halfCloser) OnData(c *Conn) {
+	b, _ := c.Peek(-1)
+	s := string(b)
+	c.Discard(len(b))
+	if s == "bye" {
+		c.Write([]byte("ok"))
+		c.CloseWrite()
+		return
+	}
+	h.got <- s
+}
+
+func (h *halfCloser) OnClose(_ *Conn, err error) { h.closed <- err }
+
+// TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply: a KeyUpdate with update_requested that
+// comes after the server's close_notify (CloseWrite) moves the receive key and gets no
+// KeyUpdate back (nothing is sent after close_notify and the FIN); the data after it is
+// served, and the client's close_notify ends the connection (io.EOF).
+func TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := &halfCloser{closed: make(chan error, 1), got: make(chan string, 1)}
+		e := tlsEngine(t, s, h)
+		p := newRecordPeer(t, e, nil)
+		p.send(p.record(recAppData, []byte("bye"), 0))
+		if got := p.read(2); got != "ok" {
+			t.Fatalf("before CloseWrite: %q", got)
+		}
+		if typ, b, err := p.next(); err != nil || typ != recAlert || !bytes.Equal(b, []byte{1, alertCloseNotify}) {
+			t.Fatalf("after CloseWrite: type %d %x, %v; want close_notify", typ, b, err)
+		}
+		if typ, b, err := p.next(); err != io.EOF {
+			t.Fatalf("after close_notify: type %d %x, %v; want EOF", typ, b, err)
+		}
+		update := p.record(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, 1}, 0)
+		p.out.update(t)
+		p.send(update, p.record(recAppData, []byte("more"), 0))
+		if got := received(t, h.got, "the data after the KeyUpdate"); got != "more" {
+			t.Fatalf("after the KeyUpdate: %q", got)
+		}
+		p.send(p.record(recAlert, []byte{1, alertCloseNotify}, 0))
+		if err := received(t, h.closed, "the close"); err != io.EOF {
+			t.Errorf("OnClose: %v; want io.EOF", err)
+		}
+	})
+}
