@@ -3,6 +3,7 @@
 package nethttp
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -190,6 +191,33 @@ func TestResponseWriteRacingItsHandlersReturnReachesNoOtherResponse(t *testing.T
 		late.Wait()
 		if n := panics.Load(); n > 0 {
 			t.Errorf("%d late writes panicked", n)
+		}
+	})
+}
+
+// TestResponseCopyFromAGoroutineUntilTheRequestsContextEndsLetsItsHandlerEnd: a handler that
+// returns while a goroutine of its own copies into its ResponseWriter from a pipe that the
+// request's context closes (context.AfterFunc) gets its response sent: the context is
+// canceled when the handler returns, as on net/http, before its end waits for the copy.
+func TestResponseCopyFromAGoroutineUntilTheRequestsContextEndsLetsItsHandlerEnd(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		copied := make(chan error, 1)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pr, pw := io.Pipe()
+			context.AfterFunc(r.Context(), func() { pw.Close() })
+			go func() {
+				_, err := io.Copy(w, pr)
+				copied <- err
+			}()
+			io.WriteString(pw, "copied") // taken by the copy, which then waits for more
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		got, closed, err := exchangeRaw(addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", waitFor)
+		if err != nil || !closed || !strings.HasSuffix(got, "\r\n\r\ncopied") {
+			t.Fatalf("response: %q (closed %v, %v); want the copied body, then the close", got, closed, err)
+		}
+		if err := <-copied; err != nil {
+			t.Errorf("the copy: %v", err)
 		}
 	})
 }

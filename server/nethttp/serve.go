@@ -1223,9 +1223,11 @@ func (x *exchange) serve() {
 	if x.expect() {
 		handler.ServeHTTP(hw, req)
 	}
+	// The context ends with the handler, as on net/http, before end waits: a goroutine
+	// writing to hw until the context ends (context.AfterFunc, <-r.Context().Done()) stops.
+	x.cancel()
 	hw.end() // no goroutine that kept hw writes past here, into a response the loop reuses
 	ended = true
-	x.cancel()
 	if w.hijacked.Load() {
 		return
 	}
