@@ -724,3 +724,49 @@ func TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSRecordsClearSecretsOfAFailedHandshake: the traffic secrets the key log gave a
+// handshake that then failed (a client Finished that does not open) are cleared at its end,
+// as a handshake's that succeeded are once the layer has them.
+func TestTLSRecordsClearSecretsOfAFailedHandshake(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h)
+		cfg := tlsClientConfig(t)
+		cfg.Rand = sameBytes(0x43)
+		var random [32]byte
+		sameBytes(0x43).Read(random[:])
+		a, b := net.Pipe()
+		go tls.Client(a, cfg).Handshake()
+		b.SetReadDeadline(time.Now().Add(waitFor))
+		hdr := make([]byte, 5)
+		if _, err := io.ReadFull(b, hdr); err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, int(hdr[3])<<8|int(hdr[4]))
+		if _, err := io.ReadFull(b, body); err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		b.Close()
+		c := dialEngine(t, e)
+		c.Write(append(hdr, body...))
+		var sec *tlsSecrets
+		eventually(t, "the handshake's secrets logged", func() bool {
+			e.tls.keyMu.Lock()
+			defer e.tls.keyMu.Unlock()
+			if en, ok := e.tls.keys[random]; ok && en.t.sec != nil && en.t.sec.cn != 0 && en.t.sec.sn != 0 {
+				sec = en.t.sec
+			}
+			return sec != nil
+		})
+		c.Write([]byte{recAppData, 3, 3, 0, 20, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+		if err := h.reason(t); !errors.Is(err, ErrTLSHandshake) {
+			t.Fatalf("OnClose: %v; want a handshake error", err)
+		}
+		var zero [maxSecret]byte
+		if sec.client != zero || sec.server != zero {
+			t.Errorf("after the failed handshake, its traffic secrets are still there: %x %x", sec.client[:sec.cn], sec.server[:sec.sn])
+		}
+	})
+}
