@@ -115,7 +115,7 @@ type Conn struct {
 	// The small fields last, in one word: the padding each would take elsewhere is an idle
 	// connection's bytes.
 	slot     int32  // its slot in the loop's connections (connTable)
-	seq      uint32 // its sequence number there: a slot's next connection has another
+	seq      uint32 // its sequence number there, shifted past tokBits as its tokens hold it: a slot's next connection has another
 	recvLive bool   // requests: a recv request is pending
 	recvStop bool   // requests: a Cancel was asked of the multishot recv
 	wblocked bool   // readiness: the socket refused output, Write readiness is awaited
@@ -1264,9 +1264,13 @@ func (c *Conn) serve(data []byte) {
 		off = c.serveInside(data)
 	}
 	if off == len(data) {
-		c.dropInput()
+		if c.in != nil { // (else the input charged, inN, is what is left to take off)
+			c.dropInput()
+		}
 		c.reqStart = 0
-		c.chargeInput()
+		if c.inN != 0 {
+			c.chargeInputNow()
+		}
 		return
 	}
 	rest := data[off:]

@@ -53,15 +53,14 @@ const (
 )
 
 // Tokens of a connection's requests (Completion.Token): the kind in the low tokBits bits,
-// the connection's sequence number (Conn.seq, its low tokSeqBits bits) above them, and its
-// slot (Conn.slot) in the high 32 bits.
+// the connection's sequence number (its low 32-tokBits bits, which Conn.seq holds shifted into
+// place) above them, and its slot (Conn.slot) in the high 32 bits.
 const (
 	tokRecv uint64 = iota + 1
 	tokSend
 	tokClose
 
-	tokBits    = 2
-	tokSeqBits = 32 - tokBits
+	tokBits = 2
 )
 
 // drainGrace is how long a drain lets an idle connection's requests already received (whose
@@ -217,7 +216,7 @@ func (d *connReqs) add(c *Conn) {
 
 // tok is the token of c's request of kind k.
 func (c *Conn) tok(k uint64) uint64 {
-	return uint64(c.slot)<<32 | uint64(c.seq&(1<<tokSeqBits-1))<<tokBits | k
+	return uint64(c.slot)<<32 | uint64(c.seq) | k
 }
 
 // onIO is the callback of every request of the loop's connections: the token names the
@@ -230,7 +229,7 @@ func (c *Conn) tok(k uint64) uint64 {
 func (d *connReqs) onIO() ringev.Callback {
 	return func(x *ringev.Completion) {
 		c := d.l.conns.all[x.Token>>32]
-		if c == nil || uint64(c.seq&(1<<tokSeqBits-1)) != x.Token>>tokBits&(1<<tokSeqBits-1) {
+		if c == nil || c.seq != uint32(x.Token)&^(1<<tokBits-1) {
 			x.ReleaseBuffer()
 			return
 		}

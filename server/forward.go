@@ -44,6 +44,14 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	if !c.l.ev.Owned() {
 		return 0, errNotOwner("Forward")
 	}
+	if x := c.l.lend.x; x != nil {
+		if n := c.lendTo(dst, x); n > 0 {
+			if splice && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {
+				c.startSplice(dst)
+			}
+			return n, nil
+		}
+	}
 	var b []byte
 	v := &c.l.view
 	inView := c.inData && v.c == c
@@ -61,9 +69,7 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	}
 	var err error
 	if dst.l == c.l && !dst.gone() && dst.fits(n) {
-		if x := c.l.lend.x; x == nil || !dst.lendTo(x, b) {
-			dst.write(b) // forwarded's common case, inline
-		}
+		dst.write(b) // forwarded's common case, inline
 		if x := c.rare; x == nil || x.fwdTo != dst {
 			c.feeds(dst) // dst's output does not pause its reading while c is open (passedLimit)
 		}

@@ -841,12 +841,12 @@ type connTable struct {
 	all  []*Conn // nil: a free slot
 	free []int32 // the free slots
 	n    int     // the connections in all
-	seq  uint32  // the sequence number of the last connection added
+	seq  uint32  // the sequence number of the last connection added, as Conn.seq holds it
 }
 
 // add gives c a slot and a sequence number.
 func (t *connTable) add(c *Conn) {
-	t.seq++
+	t.seq += 1 << tokBits // (the token's bits: see Conn.seq)
 	c.seq = t.seq
 	if k := len(t.free); k > 0 {
 		c.slot, t.free = t.free[k-1], t.free[:k-1]
