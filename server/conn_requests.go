@@ -253,7 +253,7 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	switch {
 	case x.Err == nil && x.N > 0:
 		lend := &c.l.lend
-		lend.x = x // a Forward may lend its buffer (lendTo)
+		lend.x = x // a Forward may lend its buffer (forward)
 		if c.servesNow() {
 			if c.to.idles() { // gotInput's, without noteInput's call
 				c.active = c.l.turnTime()

@@ -5,6 +5,7 @@ package server
 import (
 	"net"
 	"slices"
+	"unsafe"
 )
 
 // Forward moves the connection's whole input to dst's output, in order, and returns the number
@@ -39,19 +40,80 @@ import (
 func (c *Conn) Forward(dst *Conn) (int, error) { return c.forward(dst, false) }
 
 // forward is Forward, and Splice's start when splice is true (one call for both: the path of
-// every small message a proxy passes on).
+// every small message a proxy passes on). When c's input is the whole of the bytes of the recv
+// completion being delivered (lender.x), as OnData sees them, it sends them to dst at once from
+// the group buffer that holds them, in place of the copy into dst's output that the turn's end
+// would send, if that send would have been the turn's whole send for dst and the turn's end had
+// nothing else to do for it: dst is on c's loop and not gone (so not closing, closed nor
+// half-closed by CloseWrite), has no output and no send in flight, its peer has not shut down
+// its side, it is not paused, holds nothing written from another goroutine, is not TLS nor
+// spliced into, and the bytes are within the write limit and the output cap; and if the lender
+// may lend one more buffer (max). Else it copies (copyTo). The lent send's checks are here, not
+// in a call of their own: one call for the whole move.
 func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
-	if !c.l.ev.Owned() {
+	l := c.l
+	if !l.ev.Owned() {
 		return 0, errNotOwner("Forward")
 	}
-	if x := c.l.lend.x; x != nil {
-		if n := c.lendTo(dst, x); n > 0 {
-			if splice && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {
-				c.startSplice(dst)
-			}
-			return n, nil
-		}
+	x := l.lend.x
+	if x == nil {
+		return c.copyTo(dst, splice)
 	}
+	b, v := x.Buf, &l.view
+	n := len(b)
+	if !c.inData || v.c != c || v.off != 0 || len(v.b) != n || unsafe.SliceData(v.b) != unsafe.SliceData(b) ||
+		dst.l != l || dst.st.Load() != stOpen || dst.outLen > 0 || len(dst.pend) > 0 || n > l.limit ||
+		dst.eof || dst.bp >= bpPaused || dst.asyncAt.Load() != 0 || dst.outN.Load()+int64(n) > l.maxPend {
+		return c.copyTo(dst, splice)
+	}
+	bid := x.BufferID()
+	if rare := dst.rare; rare != nil && (rare.splIn != nil || rare.tls != nil) || bid < 0 {
+		return c.copyTo(dst, splice)
+	}
+	ld := &l.lend
+	r := &ld.refs[bid]
+	if *r == 0 {
+		if ld.held >= ld.max {
+			return c.copyTo(dst, splice)
+		}
+		ld.held++
+	}
+	*r++
+	ld.x = nil // the recv's hold on the buffer is the send's now
+	v.off = n  // consumed (discard's, inline)
+	dst.lentBid = uint16(bid + 1)
+	dst.outLen = int32(n)
+	past := dst.outN.Add(int64(n)) > int64(l.limit) // wrote(n), by hand: the call would not be inlined
+	l.charge(n)
+	if dst.to.idles() {
+		dst.active = l.turnTime() // sending is activity (see flush)
+	}
+	l.sends++
+	if _, err := l.ev.Send(int(dst.fd), b, 0, ld.d.onConn, dst.tok(tokSend)); err != nil {
+		l.e.logf("send: %v", err)
+		dst.wrote(-n)
+		dst.outLen = 0
+		if *r--; *r == 0 { // the recv's hold again: reqReceived gives it back
+			ld.held--
+		}
+		dst.lentBid, ld.x = 0, x
+		dst.end(err)
+		return n, nil
+	}
+	if cr := c.rare; cr == nil || cr.fwdTo != dst {
+		c.feeds(dst) // dst's output does not pause its reading while c is open (passedLimit)
+	}
+	if past && (c.rare == nil || c.rare.fwdOn == nil) {
+		c.waitFor(dst)
+	}
+	if splice && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {
+		c.startSplice(dst)
+	}
+	return n, nil
+}
+
+// copyTo is forward's move of c's input into dst's output (a copy), on c's loop.
+func (c *Conn) copyTo(dst *Conn, splice bool) (int, error) {
 	var b []byte
 	v := &c.l.view
 	inView := c.inData && v.c == c
