@@ -372,14 +372,14 @@ func (f *emulFd) handle(ev *FdEvent, flags Flags) {
 	if r := f.rd.head; r != nil && flags&(Read|Error) != 0 {
 		ran = true
 		f.rd.remove(r)
-		if e.perform(f, r) {
+		if e.performReady(f, r, flags) {
 			f.rd.pushFront(r)
 		}
 	}
 	if r := f.wr.head; r != nil && flags&(Write|hangup) != 0 {
 		ran = true
 		f.wr.remove(r)
-		if e.perform(f, r) {
+		if e.performReady(f, r, flags) {
 			f.wr.pushFront(r)
 		}
 	}
@@ -439,6 +439,19 @@ func streamAt(fd int, off int64) bool {
 		return false
 	}
 	return st.Mode&unix.S_IFMT != unix.S_IFSOCK || off == 0
+}
+
+// performReady is perform for r, whose fd the loop's wait found ready for flags: a Poll that
+// flags answer (the side it waits for, and no error or hang-up, whose POLLERR or POLLHUP only
+// poll(2) tells apart) completes with that mask, without a poll(2) of its own.
+func (e *emulReqs) performReady(f *emulFd, r *emulRec, flags Flags) bool {
+	if r.op == OpPoll && flags&hangup == 0 {
+		if r.flags == unix.POLLIN && flags&Read != 0 || r.flags == unix.POLLOUT && flags&Write != 0 {
+			e.rq.opDone(&r.reqRec, r.flags, 0)
+			return false
+		}
+	}
+	return e.perform(f, r)
 }
 
 // perform makes r's syscall. It reports true when r must wait for readiness again (EAGAIN,

@@ -6,6 +6,9 @@ package ringev_test
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +151,72 @@ func TestRequestPollDeadlineEndsItWithETIME(t *testing.T) {
 		until(t, l, func() bool { return rec.n() > 0 })
 		wantOneErr(t, &rec, unix.ETIME)
 	})
+}
+
+// pollDeniedEnv carries "NR:ERRNO" to TestRequestPollWokenByReadinessMakesNoPollSyscall's
+// child (testutil.RunDenied).
+const pollDeniedEnv = "RINGEV_TEST_POLL_DENIED_CHILD"
+
+// TestRequestPollWokenByReadinessMakesNoPollSyscall: on the emulated backends that do not wait
+// with poll(2) (epoll, uring-poll), a Poll for POLLIN that the fd's readiness wakes completes
+// with POLLIN from that readiness, without a poll(2) of its own: in a child process whose
+// ppoll(2) fails with ENOSYS (a seccomp filter), it still completes with POLLIN and no error.
+func TestRequestPollWokenByReadinessMakesNoPollSyscall(t *testing.T) {
+	if child, installed := testutil.DenyFromEnv(pollDeniedEnv); child {
+		if installed {
+			pollWokenChild()
+		}
+		return
+	}
+	res := testutil.RunDenied(t, "TestRequestPollWokenByReadinessMakesNoPollSyscall", pollDeniedEnv, unix.SYS_PPOLL, unix.ENOSYS)
+	want := fmt.Sprintf("N=%#x err=<nil>", unix.POLLIN)
+	for _, b := range []string{"epoll", "uring-poll"} {
+		switch got := res[b]; {
+		case strings.HasPrefix(got, "unavailable"):
+			t.Logf("%s: %s", b, got)
+		case got != want:
+			t.Errorf("%s: a Poll woken by readiness with ppoll(2) denied: %s, want %s", b, got, want)
+		}
+	}
+}
+
+// pollWokenChild is TestRequestPollWokenByReadinessMakesNoPollSyscall's child: on each backend,
+// a Poll for POLLIN on a socket that the peer's byte makes ready in the loop's wait; it
+// prints "DENIED backend=N=... err=..." (or "=unavailable: why").
+func pollWokenChild() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, b := range []string{"epoll", "uring-poll"} {
+		fmt.Printf("DENIED %s=%s\n", b, pollWokenOn(b))
+	}
+}
+
+func pollWokenOn(backend string) string {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "unavailable: " + err.Error()
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	l, err := ringev.New(ringev.WithBackend(backend))
+	if err != nil {
+		return "unavailable: " + err.Error()
+	}
+	defer l.Close()
+	var got *ringev.Completion
+	if _, err := l.Poll(fds[0], unix.POLLIN, func(c *ringev.Completion) { cc := *c; got = &cc }, 0); err != nil {
+		return "Poll: " + err.Error()
+	}
+	// A Poll for POLLIN waits for the loop's wait, ready or not (the emulation reads no side
+	// of an fd before its readiness): the byte written now wakes it there.
+	unix.Write(fds[1], []byte("x"))
+	for i := 0; i < 100 && got == nil; i++ {
+		if err := l.Once(); err != nil {
+			return "Once: " + err.Error()
+		}
+	}
+	if got == nil {
+		return "no completion"
+	}
+	return fmt.Sprintf("N=%#x err=%v", got.N, got.Err)
 }
