@@ -73,7 +73,7 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	if tail-p > reqBatch {
 		d.end = p + reqBatch
 	}
-	mark := l // the turn's frame holds its loop, for the nesting guard (Loop.turnAt)
+	mark := ^uintptr(unsafe.Pointer(l)) // the turn's frame holds its loop's mark, for the nesting guard (Loop.turnAt)
 	l.turnAt = l.stack[1] - uintptr(unsafe.Pointer(&mark))
 	for {
 		res := c.Res
@@ -103,7 +103,7 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	if rq.head == len(rq.cq) {
 		rq.cq, rq.head = rq.cq[:0], 0 // (settle: a callback may have queued completions)
 	}
-	runtime.KeepAlive(&mark) // (the variable holds the loop until here)
+	runtime.KeepAlive(&mark) // (the variable holds the mark until here)
 	return turnRan           // (Once clears l.turnAt)
 }
 

@@ -225,10 +225,11 @@ type Loop struct {
 	after       uint8 // afterAll, afterErr, afterReq: what dispatchRest has to do (see afterFd)
 	// turnAt is the request turn's nesting guard (ringReqs.turn runs callbacks), 0 when off:
 	// the offset from the owner's stack top (stack[1]) of a variable in the turn's frame that
-	// holds this loop. It is set and cleared without a defer, which would cost the turn its
-	// results' registers, so a callback that panics out of Once leaves it set; nested tells
-	// that from a real nesting, once, when it is found set. (An offset from the top holds
-	// while the runtime moves the stack: it copies it whole, top to top.)
+	// holds this loop's mark (its address complemented). It is set and cleared without a
+	// defer, which would cost the turn its results' registers, so a callback that panics out
+	// of Once leaves it set; nested tells that from a real nesting, once, when it is found
+	// set. (An offset from the top holds while the runtime moves the stack: it copies it
+	// whole, top to top.)
 	turnAt   uintptr
 	exactSig bool // WithExactSignals
 	epfd     int  // the backend's epoll set, which the busy path reads directly; -1: none

@@ -148,10 +148,11 @@ func (l *Loop) runTurn() bool {
 // nested reports whether the request turn whose guard is set (turnAt) is running below the
 // caller: a callback of it called Once, Run or Close. When it is not (a callback panicked out
 // of Once and the caller recovered), the guard is cleared. The turn is this loop's when the
-// variable at turnAt is in the live part of the stack and holds this loop (another loop's
-// turn, running where this one's ran, holds that loop there), and a turn's frame is on the
-// stack, which it walks (runtime.Callers), all of it: only when the guard is found set,
-// never on a loop's usual path.
+// variable at turnAt is in the live part of the stack and holds this loop's mark, its address
+// complemented (another loop's turn, running where this one's ran, holds that loop's; a
+// caller's frame there holds pointers, the loop's perhaps, never the mark), and a turn's frame
+// is on the stack, which it walks (runtime.Callers), all of it: only when the guard is found
+// set, never on a loop's usual path.
 //
 //go:noinline
 func (l *Loop) nested() bool {
@@ -159,7 +160,7 @@ func (l *Loop) nested() bool {
 		var probe byte
 		sp := uintptr(unsafe.Pointer(&probe))
 		at := st[1] - l.turnAt
-		if at-sp >= st[1]-sp || *(*uintptr)(unsafe.Add(unsafe.Pointer(&probe), at-sp)) != uintptr(unsafe.Pointer(l)) {
+		if at-sp >= st[1]-sp || *(*uintptr)(unsafe.Add(unsafe.Pointer(&probe), at-sp)) != ^uintptr(unsafe.Pointer(l)) {
 			l.turnAt = 0
 			return false
 		}

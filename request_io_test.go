@@ -659,3 +659,57 @@ func TestIODeadlineBeforeTheEnterIsLinked(t *testing.T) {
 		wantIOErr(t, &first, unix.ETIME)
 	})
 }
+
+// TestIOCallbackPanicLeavesNoGuardAStackSlotHoldingTheLoopRevives: after a callback of loop A
+// panicked out of A's Once (recovered), A's Once from a callback of loop B's turn is not
+// ErrNested, even where the stack in which A's turn ran now holds pointers to A in a frame of
+// the caller's (locals, here an array of them): A's turn is not running, whatever the words
+// at its old place hold.
+func TestIOCallbackPanicLeavesNoGuardAStackSlotHoldingTheLoopRevives(t *testing.T) {
+	const boom = "loop A's callback's panic"
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		ra, wa := testutil.Pipe(t)
+		rb, wb := testutil.Pipe(t)
+		a, b := newLoop(t, backend), newLoop(t, backend)
+		panics, runsA, runsB := 0, 0, 0
+		var failed, fromB error
+		ioA := busyRead(t, a, ra, "A's read", &runsA, &failed, func() { panic(boom) })
+		ioB := busyRead(t, b, rb, "B's read", &runsB, &failed, func() { fromB = a.Once() })
+		testutil.Write(t, wa, []byte("ab"))
+		testutil.Write(t, wb, []byte("cd"))
+		if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; panics == 0; i++ {
+			if i == 100 || failed != nil {
+				t.Fatalf("after %d Onces of A: no panic (%v)", i, failed)
+			}
+			withLoopOnStack(nil, func() { onceRecovering(t, a, boom, &panics) }) // A's turn 4 KiB down
+		}
+		a.Post(func() {})           // A's Once from B's callback has this to run
+		withLoopOnStack(a, func() { // where A's turn ran: pointers to A
+			withLoopOnStack(a, func() {
+				withLoopOnStack(a, func() { until(t, b, func() bool { return runsB == 2 }) })
+			})
+		})
+		if failed != nil || fromB != nil {
+			t.Fatalf("A's Once from B's callback: %v (%v); want nil", fromB, failed)
+		}
+	})
+}
+
+// withLoopOnStack calls f from a frame whose 4 KiB of stack hold pointers to l.
+//
+//go:noinline
+func withLoopOnStack(l *ringev.Loop, f func()) {
+	var pad [512]*ringev.Loop
+	for i := range pad {
+		pad[i] = l
+	}
+	f()
+	for i := range pad {
+		if pad[i] != l {
+			panic("the pad changed")
+		}
+	}
+}
