@@ -720,6 +720,11 @@ var errHeadTooLarge = errors.New("http: request head too large")
 // on a line not complete: so earlyError's answer can change only when a line has ended or the
 // byte after one has come, and only then is the head read again.
 func (s *headScan) look(in []byte, limit int) (end int, err error) {
+	if s.looked == 0 {
+		if end = headerEnd(in); end >= 0 {
+			return end, nil // the usual case: the whole head in one read
+		}
+	}
 	for i := int(s.looked); ; {
 		j := bytes.IndexByte(in[i:], '\n')
 		if j < 0 {
