@@ -1263,6 +1263,11 @@ func (c *Conn) serve(data []byte) {
 	} else {
 		off = c.serveInside(data)
 	}
+	c.served(data, off)
+}
+
+// served is serve's end, once OnData consumed off bytes of data: what it left is kept.
+func (c *Conn) served(data []byte, off int) {
 	if off == len(data) {
 		if c.in != nil { // (else the input charged, inN, is what is left to take off)
 			c.dropInput()
@@ -1277,7 +1282,7 @@ func (c *Conn) serve(data []byte) {
 	consumed := off > 0
 	if len(rest) > MaxInput && !c.closing && !c.closed {
 		c.dropInput()
-		l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(rest))
+		c.l.e.logf("closing a connection with %d bytes of input its handler did not consume", len(rest))
 		c.abort(ErrInputTooLarge)
 		return
 	}

@@ -254,12 +254,23 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 	case x.Err == nil && x.N > 0:
 		lend := &c.l.lend
 		lend.x = x // a Forward may lend its buffer (forward)
-		if c.servesNow() {
+		if v := &c.l.view; v.c == nil && c.servesNow() {
 			if c.to.idles() { // gotInput's, without noteInput's call
 				c.active = c.l.turnTime()
 				c.ractive = c.active
 			}
-			c.serve(x.Buf) // deliver's usual case, without its call
+			// deliver's usual case, serve's, without their calls
+			v.c, v.b, v.off, v.part = c, x.Buf, 0, false
+			c.inData = true
+			c.hs.h.OnData(c)
+			c.inData = false
+			off := v.off
+			v.c = nil // (b is left: it is read only with c)
+			if off != len(x.Buf) || c.in != nil || c.inN != 0 {
+				c.served(x.Buf, off)
+			} else {
+				c.reqStart = 0
+			}
 		} else {
 			c.deliver(x.Buf)
 		}
