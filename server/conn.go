@@ -32,7 +32,6 @@ const MaxInput = 4 << 20
 // A Conn is never reused for another connection: one kept after OnClose stays closed.
 type Conn struct {
 	l   *Loop
-	hs  *handlers // its Handler (the engine's, or the one Dial named)
 	ctx any
 
 	// addrs are the addresses once the loop has asked for them (atomic: read from any
@@ -76,24 +75,21 @@ type Conn struct {
 	// below, is the input charged to the loop's buffered bytes (len(in) when last charged).
 	outN atomic.Int64
 
-	// State, on the loop's goroutine.
-	dirty     bool  // in l.dirty: the turn's end flushes it
-	closing   bool  // a graceful close: input is dropped, it lingers once the output is sent
-	lingering bool  // its writing side is shut down; input is dropped until the peer closes
-	closed    bool  // its socket is being closed (driver.closeFd)
-	life      uint8 // lifeOpened: OnOpen ran (or is running); lifeDone: finished, OnClose ran
-	eof       bool  // the peer shut down its side: it closes once the output is sent (unless halfOpen)
-	eofTold   bool  // OnData was called with EOF true (its last call)
-	halfOpen  bool  // the peer's EOF ends the input only (WithHalfOpen)
-	shut      uint8 // CloseWrite's: 0, shutWanted or shutIssued
-	bp        uint8 // backpressure: bpPaused, bpTold, bpRead
-	drainWait bool  // OnData left input while output was pending: served again once it drains
-	held      bool  // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from bp)
-	reasonAt  uint8 // where the reason it closes is (the first one set wins): see setReason
-	inData    bool  // OnData is running (see Loop.view)
+	// State, on the loop's goroutine: the flags most often set stand alone (a store each), the
+	// others are bits of fl (cfLingering ...), so that the Conn fits in a smaller size class.
+	dirty    bool   // in l.dirty: the turn's end flushes it
+	closing  bool   // a graceful close: input is dropped, it lingers once the output is sent
+	closed   bool   // its socket is being closed (driver.closeFd)
+	inData   bool   // OnData is running (see Loop.view)
+	life     uint8  // lifeOpened: OnOpen ran (or is running); lifeDone: finished, OnClose ran
+	shut     uint8  // CloseWrite's: 0, shutWanted or shutIssued
+	bp       uint8  // backpressure: bpPaused, bpTold, bpRead
+	reasonAt uint8  // where the reason it closes is (the first one set wins): see setReason
+	fl       uint16 // the connection's other flags (cfLingering ...)
 	// lentBid is 1 + the group buffer whose bytes the send in flight sends (Forward's lend);
 	// 0: the send's buffer is a free-list buffer.
 	lentBid uint16
+	inN     int32 // see outN
 
 	// Timeouts: to, the connection's timeouts (nil: none), shared with the loop's other
 	// connections that have the same (Loop.timeouts); active, the loop time (ns) of the last
@@ -104,23 +100,55 @@ type Conn struct {
 	active, reqStart int64
 	ractive          int64
 
-	// The requests driver's state (and recvLive, recvStop below).
+	// The requests driver's state (and cfRecvLive, cfRecvStop).
 	recv ringev.Request // the pending recv
 
-	// The readiness driver's fd event is its own (connRdy.ev); wblocked and peerShut are below.
+	// The readiness driver's fd event is its own (connRdy.ev); see cfWBlocked and cfPeerShut.
 
 	// rare is what few connections use, made when first needed (see connRare).
 	rare *connRare
 
 	// The small fields last, in one word: the padding each would take elsewhere is an idle
 	// connection's bytes.
-	slot     int32  // its slot in the loop's connections (connTable)
-	seq      uint32 // its sequence number there, shifted past tokBits as its tokens hold it: a slot's next connection has another
-	recvLive bool   // requests: a recv request is pending
-	recvStop bool   // requests: a Cancel was asked of the multishot recv
-	wblocked bool   // readiness: the socket refused output, Write readiness is awaited
-	peerShut bool   // the peer shut down its writing side, seen while the connection did not read
-	inN      int32  // see outN
+	slot int32  // its slot in the loop's connections (connTable)
+	seq  uint32 // its sequence number there, shifted past tokBits as its tokens hold it: a slot's next connection has another
+}
+
+// The bits of Conn.fl.
+const (
+	cfLingering uint16 = 1 << iota // its writing side is shut down; input is dropped until the peer closes
+	cfEOF                          // the peer shut down its side: it closes once the output is sent (unless cfHalfOpen)
+	cfEOFTold                      // OnData was called with EOF true (its last call)
+	cfHalfOpen                     // the peer's EOF ends the input only (WithHalfOpen)
+	cfDrainWait                    // OnData left input while output was pending: served again once it drains
+	cfHeld                         // PauseRead, or Forward's hold (connRare.fwdOn): not read until its end (apart from bp)
+	cfRecvLive                     // requests: a recv request is pending
+	cfRecvStop                     // requests: a Cancel was asked of the multishot recv
+	cfWBlocked                     // readiness: the socket refused output, Write readiness is awaited
+	cfPeerShut                     // the peer shut down its writing side, seen while the connection did not read
+	cfDialed                       // a dial's connection: its Handler is the dial's (connRare.hs), not the engine's
+)
+
+// setFl sets the bits f of c.fl when on, else clears them.
+func (c *Conn) setFl(f uint16, on bool) {
+	if on {
+		c.fl |= f
+	} else {
+		c.fl &^= f
+	}
+}
+
+// handlers is the connection's Handler and its optional parts: the engine's, or for a dial's
+// connection the one the dial named (kept in its rare part, so that the others hold no pointer
+// for it).
+func (c *Conn) handlers() *handlers { return c.handlersOn(c.l) }
+
+// handlersOn is handlers with the connection's loop l at hand (OnData's calls: l in a register).
+func (c *Conn) handlersOn(l *Loop) *handlers {
+	if c.fl&cfDialed != 0 {
+		return c.rare.hs
+	}
+	return l.hs
 }
 
 // connRare is the state of a connection that few use: a lingering close's, a half-closed
@@ -128,6 +156,7 @@ type Conn struct {
 // first needed and kept, so an idle connection that uses none holds only the pointer.
 type connRare struct {
 	rbuf      *[RecvBufferSize]byte // requests: RecvPerConn's receive buffer, while it has one
+	hs        *handlers             // a dial's connection's Handler (Conn.handlers)
 	lingerEnd int64                 // requests: loop time (ns) at which a lingering close ends
 	lingerT   *ringev.Timer         // readiness: ends a lingering close
 	shutProbe *ringev.Timer         // readiness: see probeShut
@@ -868,7 +897,7 @@ func (c *Conn) startShut() {
 // goroutine.
 func (c *Conn) EOF() bool {
 	l := c.l
-	return l.ev.Owned() && c.eof && !(c.inData && l.view.c == c && l.view.part) // (a piece: more input waits behind it, serveLeft)
+	return l.ev.Owned() && c.fl&cfEOF != 0 && !(c.inData && l.view.c == c && l.view.part) // (a piece: more input waits behind it, serveLeft)
 }
 
 // SetHalfOpen sets whether the peer's EOF ends the connection once its output is sent (false,
@@ -878,8 +907,8 @@ func (c *Conn) SetHalfOpen(on bool) error {
 	if err := c.usable("SetHalfOpen"); err != nil {
 		return err
 	}
-	c.halfOpen = on
-	if c.eof && !on {
+	c.setFl(cfHalfOpen, on)
+	if c.fl&cfEOF != 0 && !on {
 		c.outputChanged()
 	}
 	return nil
@@ -968,7 +997,7 @@ func (c *Conn) end(reason error) {
 	if c.closed {
 		return
 	}
-	if c.hs.close != nil && c.life&lifeOpened != 0 {
+	if c.handlers().close != nil && c.life&lifeOpened != 0 {
 		c.keepPeer() // for RemoteAddr in OnClose
 	}
 	c.closed = true
@@ -1008,8 +1037,8 @@ func (c *Conn) peerEOF() {
 	if t := c.tlsOf(); t != nil && t.peerClosed() {
 		return // the handshake under way takes it (see tlsConn.peerClosed)
 	}
-	c.eof = true
-	if !c.halfOpen || c.shut != 0 {
+	c.fl |= cfEOF
+	if c.fl&cfHalfOpen == 0 || c.shut != 0 {
 		c.setReason(c.eofReason())
 	}
 	c.serveLeft()
@@ -1067,12 +1096,12 @@ func (c *Conn) doneAtEOF(p int) bool {
 		return false
 	case c.closing:
 		return true
-	case !c.eofTold && (c.halfOpen || len(c.inBytes()) > 0), c.held && len(c.inBytes()) > 0:
+	case c.fl&cfEOFTold == 0 && (c.fl&cfHalfOpen != 0 || len(c.inBytes()) > 0), c.fl&cfHeld != 0 && len(c.inBytes()) > 0:
 		return false // the handler has yet to see the EOF, or paused reading with input left
 	case c.tlsOf() != nil && c.tlsOf().phase == tlsHandoff:
 		return false // a handshake under way has the EOF: its end serves what came before it
 	}
-	return !c.halfOpen || c.shut != 0
+	return c.fl&cfHalfOpen == 0 || c.shut != 0
 }
 
 // serveLeft is OnData for what waited (a pause, PauseRead, the peer's EOF): the input left
@@ -1085,7 +1114,7 @@ func (c *Conn) doneAtEOF(p int) bool {
 // pause can leave megabytes waiting (a multishot recv's completions in flight), and a handler
 // that passes its input on (a broadcast, a proxy) must be able to pause between pieces, as it
 // can between reads. EOF is false until the last piece. A piece whose OnData took nothing
-// while output is pending ends them too, until the output drains (drainWait), as any OnData
+// while output is pending ends them too, until the output drains (cfDrainWait), as any OnData
 // that leaves its input then: a handler that stops for its output is not handed ever larger
 // pieces in one turn. (One that took some and left the rest is given the next piece at once:
 // the rest is most likely a request the piece's end cut.) The pieces are views of c.in from
@@ -1096,27 +1125,27 @@ func (c *Conn) serveLeft() {
 		kept, x.leftKept = x.leftKept, 0
 	}
 	pieces := false
-	for c.bp < bpPaused && !c.held && !c.closing && !c.closed {
+	for c.bp < bpPaused && c.fl&cfHeld == 0 && !c.closing && !c.closed {
 		n := len(c.inBytes()) - start
 		if end := start + kept + leftPiece; n > kept+leftPiece {
 			pieces = true
 			from := start
-			if start = c.servePiece(from, end); c.drainWait {
+			if start = c.servePiece(from, end); c.fl&cfDrainWait != 0 {
 				c.x().leftKept = end - start
 				break
 			}
 			kept = end - start
 			continue
 		}
-		if n > 0 || c.eof && c.halfOpen && !c.eofTold {
-			c.eofTold = c.eof
+		if n > 0 || c.fl&cfEOF != 0 && c.fl&cfHalfOpen != 0 && c.fl&cfEOFTold == 0 {
+			c.setFl(cfEOFTold, c.fl&cfEOF != 0)
 			c.serve(c.inBytes()[start:])
 		}
 		c.servedBacklog()
 		return
 	}
 	c.dropConsumed(start)
-	if c.drainWait {
+	if c.fl&cfDrainWait != 0 {
 		c.servedBacklog() // OnData stopped for the output, not holding reading: more input may help it
 	}
 	if pieces {
@@ -1130,11 +1159,11 @@ func (c *Conn) servePiece(from, to int) int {
 	l := c.l
 	outer := l.view
 	l.view, c.inData = inView{c: c, b: c.in.b[:to], off: from, part: true}, true
-	c.hs.h.OnData(c)
+	c.handlers().h.OnData(c)
 	c.inData = false
 	off := l.view.off
 	l.view = outer
-	c.drainWait = off == from && c.pending() > 0
+	c.setFl(cfDrainWait, off == from && c.pending() > 0)
 	c.leftInput(off > from)
 	return off
 }
@@ -1170,8 +1199,8 @@ func (c *Conn) deliver(data []byte) {
 		c.serve(data) // arrived's usual case, without its call
 		return
 	}
-	if c.closing || c.lingering || c.closed {
-		if !c.lingering && !c.closed && c.tlsHandshaking() {
+	if c.closing || c.fl&cfLingering != 0 || c.closed {
+		if c.fl&cfLingering == 0 && !c.closed && c.tlsHandshaking() {
 			c.tlsOf().recv(data) // the handshake a Close waits for (tlsConn.seal)
 		}
 		return
@@ -1192,14 +1221,14 @@ func (c *Conn) deliver(data []byte) {
 // case): the connection is open and not lingering, has no input left, is neither paused nor
 // held, and neither splices its input nor is TLS.
 func (c *Conn) servesNow() bool {
-	return !c.closing && !c.lingering && !c.closed && len(c.inBytes()) == 0 && c.bp < bpPaused && !c.held &&
+	return !c.closing && !c.closed && c.fl&(cfLingering|cfHeld) == 0 && len(c.inBytes()) == 0 && c.bp < bpPaused &&
 		(c.rare == nil || c.rare.splOut == nil && c.rare.tls == nil)
 }
 
 // arrived is what deliver and tlsPlain do with the bytes (plaintext) that arrived: served at
 // once when nothing waits before them, else kept after what waits.
 func (c *Conn) arrived(data []byte) {
-	if len(c.inBytes()) == 0 && c.bp < bpPaused && !c.held {
+	if len(c.inBytes()) == 0 && c.bp < bpPaused && c.fl&cfHeld == 0 {
 		c.serve(data)
 		return
 	}
@@ -1213,7 +1242,7 @@ func (c *Conn) received() {
 	if x := c.rare; x != nil {
 		x.leftKept = 0 // the input is served whole, or waits for a pause's end (serveLeft)
 	}
-	if c.bp < bpPaused && !c.held {
+	if c.bp < bpPaused && c.fl&cfHeld == 0 {
 		c.serve(c.inBytes())
 		c.servedBacklog()
 	}
@@ -1234,7 +1263,7 @@ func (c *Conn) keepBacklog() {
 }
 
 // servedBacklog follows an OnData given the whole of the input that waited (or one that stopped
-// for its output: drainWait): reading resumes.
+// for its output: cfDrainWait): reading resumes.
 func (c *Conn) servedBacklog() {
 	if x := c.rare; x != nil && x.backlog {
 		x.backlog = false
@@ -1255,9 +1284,10 @@ func (c *Conn) serve(data []byte) {
 	l := c.l
 	var off int
 	if v := &l.view; v.c == nil {
+		h := c.handlersOn(l).h
 		v.c, v.b, v.off, v.part = c, data, 0, false
 		c.inData = true
-		c.hs.h.OnData(c)
+		h.OnData(c)
 		c.inData = false
 		off, v.c = v.off, nil // (b is left: it is read only with c)
 	} else {
@@ -1290,7 +1320,7 @@ func (c *Conn) served(data []byte, off int) {
 	c.chargeInput()
 	// A handler may have stopped for the output (WriteLimit's doc) below the limit, where no
 	// backpressure pause brings it back: it is given the input again once the output drains.
-	c.drainWait = c.pending() > 0
+	c.setFl(cfDrainWait, c.pending() > 0)
 	c.leftInput(consumed)
 }
 
@@ -1300,7 +1330,7 @@ func (c *Conn) serveInside(data []byte) int {
 	l := c.l
 	outer := l.view
 	l.view, c.inData = inView{c: c, b: data}, true
-	c.hs.h.OnData(c)
+	c.handlers().h.OnData(c)
 	c.inData = false
 	off := l.view.off
 	l.view = outer
@@ -1325,8 +1355,8 @@ func (c *Conn) sentSome() {
 	}
 	if c.bp >= bpTold {
 		c.maybeResume()
-	} else if c.drainWait && c.pending() <= c.l.limit/2 {
-		c.drainWait = false
+	} else if c.fl&cfDrainWait != 0 && c.pending() <= c.l.limit/2 {
+		c.fl &^= cfDrainWait
 		c.serveLeft()
 	}
 	if c.outputWork() {
@@ -1338,7 +1368,7 @@ func (c *Conn) sentSome() {
 // OnData that stopped for the output to end, or what outputWork says. (Inlined: the send's
 // completion calls sentSome only then.)
 func (c *Conn) sentWork() bool {
-	return c.asked.Load()&fwdWatched != 0 || c.bp >= bpTold || c.drainWait || c.outputWork()
+	return c.asked.Load()&fwdWatched != 0 || c.bp >= bpTold || c.fl&cfDrainWait != 0 || c.outputWork()
 }
 
 // maybeResume ends backpressure once the output has drained to half the write limit: reading
@@ -1350,7 +1380,7 @@ func (c *Conn) maybeResume() {
 	}
 	if c.bp < bpPaused {
 		c.bp &^= bpTold
-		if bp := c.hs.bp; bp != nil {
+		if bp := c.handlers().bp; bp != nil {
 			bp.OnBackpressure(c, false)
 		}
 		return
@@ -1358,7 +1388,7 @@ func (c *Conn) maybeResume() {
 	c.bp &^= bpPaused
 	c.keepBacklog()
 	c.l.drv.update(c)
-	if bp := c.hs.bp; bp != nil {
+	if bp := c.handlers().bp; bp != nil {
 		bp.OnBackpressure(c, false)
 	}
 	c.serveLeft() // the input that waited
@@ -1402,7 +1432,7 @@ func (c *Conn) SetPauseOnOutput(on bool) error {
 			c.bp = c.bp&^bpPaused | bpTold
 			c.keepBacklog()
 			c.l.drv.update(c)
-			if len(c.inBytes()) > 0 || c.eof {
+			if len(c.inBytes()) > 0 || c.fl&cfEOF != 0 {
 				c.l.ev.Post(c.serveWaiting)
 			}
 		}
@@ -1450,10 +1480,10 @@ func (c *Conn) AfterPause(f func()) error {
 	if err := c.usable("AfterPause"); err != nil {
 		return err
 	}
-	if x := c.rare; !c.held || x != nil && (x.fwdOn != nil || x.dialing != nil) && !x.userHeld {
+	if x := c.rare; c.fl&cfHeld == 0 || x != nil && (x.fwdOn != nil || x.dialing != nil) && !x.userHeld {
 		return errors.New("server: AfterPause: reading is not paused (PauseRead)")
 	}
-	if v := &c.l.view; c.recvLive || c.inData && v.c == c && v.part {
+	if v := &c.l.view; c.fl&cfRecvLive != 0 || c.inData && v.c == c && v.part {
 		c.x().afterPause = f // after the recv's last completion, or the OnData of a piece (serveLeft)
 		return nil
 	}
@@ -1466,10 +1496,10 @@ func (c *Conn) AfterPause(f func()) error {
 
 // readStopped runs AfterPause's f once the connection's recv has ended while reading is held.
 func (c *Conn) readStopped() {
-	if x := c.rare; x != nil && x.afterPause != nil && !c.recvLive {
+	if x := c.rare; x != nil && x.afterPause != nil && c.fl&cfRecvLive == 0 {
 		f := x.afterPause
 		x.afterPause = nil
-		if c.held && !c.closing && !c.closed {
+		if c.fl&cfHeld != 0 && !c.closing && !c.closed {
 			f()
 		}
 	}
@@ -1559,10 +1589,10 @@ func (c *Conn) setHeld(on bool) {
 // hold holds reading (on) or ends that: the driver follows, and the end serves the buffered
 // input in a turn of its own (a handler that resumes another connection is not re-entered).
 func (c *Conn) hold(on bool) {
-	if c.held == on {
+	if (c.fl&cfHeld != 0) == on {
 		return
 	}
-	c.held = on
+	c.setFl(cfHeld, on)
 	if !on && c.rare != nil {
 		c.rare.afterPause = nil
 	}
@@ -1570,7 +1600,7 @@ func (c *Conn) hold(on bool) {
 		c.keepBacklog()
 	}
 	c.l.drv.update(c)
-	if !on && (len(c.inBytes()) > 0 || c.eof) {
+	if !on && (len(c.inBytes()) > 0 || c.fl&cfEOF != 0) {
 		c.l.ev.Post(c.serveWaiting)
 	}
 }
@@ -1597,7 +1627,7 @@ func (c *Conn) heldError() bool {
 func (c *Conn) serveWaiting() {
 	c.l.clockSet = false // a posted function runs in a turn of its own (see turnTime)
 	c.serveLeft()
-	if c.eof && !c.closed {
+	if c.fl&cfEOF != 0 && !c.closed {
 		c.outputChanged()
 	}
 }
@@ -1610,7 +1640,7 @@ func (c *Conn) serveWaiting() {
 // would not be). A paused connection with none of the others has nothing to do (outputChanged
 // would pass over it): it is not asked.
 func (c *Conn) outputWork() bool {
-	return c.eof || c.closing || c.shut != 0 || len(c.pend)+int(c.outLen) > c.l.limit
+	return c.fl&cfEOF != 0 || c.closing || c.shut != 0 || len(c.pend)+int(c.outLen) > c.l.limit
 }
 
 // outputChanged is the work outputWork reports there may be.
@@ -1620,9 +1650,9 @@ func (c *Conn) outputChanged() {
 	}
 	p := c.unsent()
 	switch {
-	case c.eof && c.doneAtEOF(p) && c.endAtEOF():
+	case c.fl&cfEOF != 0 && c.doneAtEOF(p) && c.endAtEOF():
 		return
-	case c.closing && p == 0 && !c.lingering:
+	case c.closing && p == 0 && c.fl&cfLingering == 0:
 		c.l.drv.linger(c)
 		return
 	case c.shut == shutWanted && p == 0 && !c.tlsHandshaking(): // (TLS: after close_notify)
@@ -1656,7 +1686,7 @@ func (c *Conn) passedLimit() {
 	if c.closing || c.closed || c.tlsHandshaking() || c.fedByForward() {
 		return
 	}
-	bp := c.hs.bp
+	bp := c.handlers().bp
 	if c.pending() <= c.l.limit/2 && !c.tlsHeld() {
 		if bp != nil {
 			bp.OnBackpressure(c, true)
@@ -1798,7 +1828,7 @@ func (c *Conn) armTimer(at int64) {
 // deadlines call it, the connection's entry taken out.
 func (c *Conn) onTimer() {
 	c.l.clockSet = false // a timer runs in a turn of its own (see turnTime)
-	if c.closed || c.lingering {
+	if c.closed || c.fl&cfLingering != 0 {
 		return
 	}
 	now := c.l.now()
@@ -1829,7 +1859,7 @@ func (c *Conn) onTimer() {
 		c.setGone()
 		c.abort(reason)
 	case reason != nil:
-		if th := c.hs.to; th != nil && c.life&lifeOpened != 0 {
+		if th := c.handlers().to; th != nil && c.life&lifeOpened != 0 {
 			c.setReason(reason) // kept if OnTimeout closes the connection itself
 			th.OnTimeout(c, reason)
 		}

@@ -45,7 +45,7 @@ func (h *dialingHandler) OnOpen(c *Conn) {
 		c.PauseRead()
 	}
 	err := c.Dial(h.ctx, "tcp", h.addr, newRecorder(), func(u *Conn, err error) {
-		r := dialResult{c: c, u: u, err: err, held: c.held}
+		r := dialResult{c: c, u: u, err: err, held: c.fl&cfHeld != 0}
 		if u != nil {
 			r.uCtx = u.Context()
 		}

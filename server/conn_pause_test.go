@@ -261,7 +261,7 @@ func TestConnPauseReadKeepsInputAfterPeerFIN(t *testing.T) {
 		c.(*net.TCPConn).CloseWrite()
 		eventually(t, "the half-close seen while paused", func() bool {
 			var seen bool
-			onLoop(t, sc.Loop(), func() { seen = sc.peerShut })
+			onLoop(t, sc.Loop(), func() { seen = sc.fl&cfPeerShut != 0 })
 			return seen
 		})
 		if n := inKernel(t, sc); n != 5 {

@@ -24,7 +24,7 @@ const acceptBatch = 64
 const lingerTimeout = time.Second
 
 // shutProbeInterval is how often a connection that waits for Write alone (its peer has shut
-// down its writing side, see Conn.peerShut) tries to write: a reset fails the write and
+// down its writing side, see cfPeerShut) tries to write: a reset fails the write and
 // closes it.
 const shutProbeInterval = time.Second
 
@@ -34,7 +34,7 @@ const shutProbeInterval = time.Second
 //
 // A connection owns no buffer while it is idle: a read lands in the loop's read buffer, and
 // only what OnData leaves is copied into a buffer of its own. A turn's output is written at the
-// turn's end; Write readiness is asked for only after the socket refused some (wblocked).
+// turn's end; Write readiness is asked for only after the socket refused some (cfWBlocked).
 // Error is always asked for, so that a connection waiting to write still hears of a reset.
 //
 // The exception is a peer that shut down its writing side (a half-close) while output is
@@ -131,7 +131,7 @@ func (d *connRdy) ev(c *Conn) *ringev.FdEvent {
 func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 	c := ev.Data.(*Conn)
 	switch {
-	case flags&ringev.Error != 0 && c.lingering && flags&ringev.Read == 0:
+	case flags&ringev.Error != 0 && c.fl&cfLingering != 0 && flags&ringev.Read == 0:
 		// The peer closed (or reset) while we linger, and nothing is left to read. Input
 		// left (Read) is read and dropped first, below, until the end of file: closing the
 		// socket with input unread makes the kernel send a reset, which drops the output not
@@ -146,7 +146,7 @@ func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 		if c.heldError() {
 			return
 		}
-		c.peerShut = true
+		c.fl |= cfPeerShut
 		d.write(c)
 		d.update(c)
 		return
@@ -167,7 +167,7 @@ func (d *connRdy) handle(ev *ringev.FdEvent, flags ringev.Flags) {
 func (d *connRdy) read(c *Conn) {
 	buf := d.rbuf
 	// Read after the leftover, in the connection's own buffer (not TLS's: c.in is plaintext).
-	into := len(c.inBytes()) > 0 && !c.lingering && c.tlsOf() == nil
+	into := len(c.inBytes()) > 0 && c.fl&cfLingering == 0 && c.tlsOf() == nil
 	if into {
 		if in := c.in.b; cap(in)-len(in) < readChunk {
 			grown := make([]byte, len(in), 2*cap(in)+readChunk)
@@ -185,13 +185,13 @@ func (d *connRdy) read(c *Conn) {
 		c.end(fmt.Errorf("server: read on fd %d: %w", c.fd, err))
 		return
 	case n == 0:
-		if c.lingering {
+		if c.fl&cfLingering != 0 {
 			c.end(nil)
 			return
 		}
 		c.peerEOF()
 		return
-	case c.lingering || c.closing && !c.tlsHandshaking():
+	case c.fl&cfLingering != 0 || c.closing && !c.tlsHandshaking():
 		return // dropped (a closing TLS connection's handshake input goes on: deliver)
 	}
 	if into {
@@ -221,10 +221,11 @@ func (d *connRdy) write(c *Conn) {
 	c.l.charge(-n)
 	if n == len(c.pend) {
 		d.l.bufs.put(c.pend)
-		c.pend, c.wblocked = nil, false
+		c.pend = nil
+		c.fl &^= cfWBlocked
 	} else {
 		c.pend = c.pend[:copy(c.pend, c.pend[n:])]
-		c.wblocked = true
+		c.fl |= cfWBlocked
 	}
 	if n > 0 {
 		if c.to.idles() {
@@ -241,7 +242,7 @@ func (d *connRdy) write(c *Conn) {
 }
 
 func (d *connRdy) send(c *Conn) {
-	if !c.wblocked {
+	if c.fl&cfWBlocked == 0 {
 		d.write(c)
 	}
 }
@@ -253,13 +254,13 @@ func (d *connRdy) update(c *Conn) {
 		return
 	}
 	flags := ringev.Error
-	if c.wblocked && len(c.pend) > 0 {
+	if c.fl&cfWBlocked != 0 && len(c.pend) > 0 {
 		flags |= ringev.Write
 	}
-	if c.lingering || c.bp < bpPaused && !c.held && (!c.closing || c.tlsHandshaking()) && !c.eof && !c.backlogged() {
+	if c.fl&cfLingering != 0 || c.bp < bpPaused && c.fl&cfHeld == 0 && (!c.closing || c.tlsHandshaking()) && c.fl&cfEOF == 0 && !c.backlogged() {
 		flags |= ringev.Read
 	}
-	shut := (c.peerShut || c.eof) && !c.lingering
+	shut := (c.fl&cfPeerShut != 0 || c.fl&cfEOF != 0) && c.fl&cfLingering == 0
 	if shut && flags&ringev.Read == 0 && len(c.pend) == 0 {
 		flags = 0 // as below, with nothing to write: nothing to wait for until it reads again
 	}
@@ -286,7 +287,7 @@ func (d *connRdy) update(c *Conn) {
 func (c *Conn) probeShut(*ringev.Timer) {
 	c.rare.shutProbe = nil
 	d := c.l.drv.(*connRdy)
-	c.wblocked = false
+	c.fl &^= cfWBlocked
 	d.write(c)
 	d.update(c)
 }
@@ -294,7 +295,7 @@ func (c *Conn) probeShut(*ringev.Timer) {
 // linger begins the lingering close (see connReqs.linger): the writing side is shut down and
 // what the peer still sends is read and dropped until it closes, or lingerTimeout.
 func (d *connRdy) linger(c *Conn) {
-	c.lingering = true
+	c.fl |= cfLingering
 	if err := unix.Shutdown(int(c.fd), unix.SHUT_WR); err != nil {
 		c.end(nil)
 		return

@@ -248,7 +248,7 @@ func (d *connReqs) onIO() ringev.Callback {
 // peer's end of file, an error, or the end of a multishot recv cancelled for backpressure.
 func (c *Conn) reqReceived(x *ringev.Completion) {
 	if !x.More {
-		c.recvLive, c.recvStop = false, false
+		c.fl &^= cfRecvLive | cfRecvStop
 	}
 	switch {
 	case x.Err == nil && x.N > 0:
@@ -260,9 +260,10 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 				c.ractive = c.active
 			}
 			// deliver's usual case, serve's, without their calls
+			h := c.handlersOn(c.l).h
 			v.c, v.b, v.off, v.part = c, x.Buf, 0, false
 			c.inData = true
-			c.hs.h.OnData(c)
+			h.OnData(c)
 			c.inData = false
 			off := v.off
 			v.c = nil // (b is left: it is read only with c)
@@ -278,11 +279,11 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 			x.ReleaseBuffer() // OnData keeps no reference; what it left was copied
 		}
 		lend.x = nil // (lent: the send's completion gives it back)
-		if c.recvLive && !c.held && c.bp < bpPaused && !c.closed && c.splicingOut() == nil {
+		if c.fl&(cfRecvLive|cfHeld) == cfRecvLive && c.bp < bpPaused && !c.closed && c.splicingOut() == nil {
 			return // still receiving, as wanted: what changed the want (PauseRead, a close, Splice, the write limit) updated it
 		}
 	case x.Err == nil: // N 0: the peer closed its side
-		if c.lingering || c.closed {
+		if c.fl&cfLingering != 0 || c.closed {
 			c.end(nil)
 			return
 		}
@@ -299,7 +300,7 @@ func (c *Conn) reqReceived(x *ringev.Completion) {
 		return
 	}
 	c.l.drv.update(c)
-	if !c.recvLive && c.rare != nil && c.rare.afterPause != nil {
+	if c.fl&cfRecvLive == 0 && c.rare != nil && c.rare.afterPause != nil {
 		c.readStopped()
 	}
 }
@@ -346,7 +347,7 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 func (c *Conn) reqClosed() {
 	d := c.l.drv.(*connReqs)
 	if x := c.rare; x != nil {
-		if x.rbuf != nil && !c.recvLive && len(d.rfree) < freeRecvBufs {
+		if x.rbuf != nil && c.fl&cfRecvLive == 0 && len(d.rfree) < freeRecvBufs {
 			d.rfree = append(d.rfree, x.rbuf)
 		}
 		x.rbuf = nil
@@ -359,7 +360,7 @@ func (c *Conn) reqClosed() {
 // own buffer when reading is held: PauseRead leaves no recv pending). While reading is held it
 // watches the socket for Error (watchHeld), so that a reset is seen without a recv.
 func (d *connReqs) update(c *Conn) {
-	if c.closed || c.eof {
+	if c.closed || c.fl&cfEOF != 0 {
 		d.watchHeld(c, false)
 		return
 	}
@@ -368,15 +369,15 @@ func (d *connReqs) update(c *Conn) {
 		s.spliceUpdate() // (which ends it when the connection closes)
 		splicing = c.splicingOut() != nil
 	}
-	want := c.lingering || c.bp < bpPaused && !c.held && !splicing && !c.backlogged()
+	want := c.fl&cfLingering != 0 || c.bp < bpPaused && c.fl&cfHeld == 0 && !splicing && !c.backlogged()
 	switch {
-	case want && !c.recvLive:
+	case want && c.fl&cfRecvLive == 0:
 		d.armRecv(c)
-	case !want && c.recvLive && !c.recvStop && (d.group != nil || c.held || splicing):
-		c.recvStop = true
+	case !want && c.fl&cfRecvLive != 0 && c.fl&cfRecvStop == 0 && (d.group != nil || c.fl&cfHeld != 0 || splicing):
+		c.fl |= cfRecvStop
 		c.recv.Cancel()
 	}
-	d.watchHeld(c, c.held && !want && !c.closing && !c.peerShut)
+	d.watchHeld(c, c.fl&cfHeld != 0 && !want && !c.closing && c.fl&cfPeerShut == 0)
 }
 
 // watchHeld starts (on) or stops watching a held connection's socket for Error (an fd event:
@@ -401,14 +402,14 @@ func (d *connReqs) watchHeld(c *Conn, on bool) {
 }
 
 // heldEvent is a held connection's Error: a reset ends it (heldError); the peer's half-close
-// is noted (peerShut) and the watch stops, since POLLRDHUP stays raised: the input and the EOF
+// is noted (cfPeerShut) and the watch stops, since POLLRDHUP stays raised: the input and the EOF
 // wait in the kernel for ResumeRead, no byte lost.
 func (d *connReqs) heldEvent(ev *ringev.FdEvent, _ ringev.Flags) {
 	c := ev.Data.(*Conn)
 	if c.heldError() {
 		return
 	}
-	c.peerShut = true
+	c.fl |= cfPeerShut
 	d.watchHeld(c, false)
 }
 
@@ -434,8 +435,8 @@ func (d *connReqs) armRecv(c *Conn) {
 		c.end(err)
 		return
 	}
-	c.recvLive, c.recvStop = true, false
-	if c.lingering {
+	c.fl = c.fl&^cfRecvStop | cfRecvLive
+	if c.fl&cfLingering != 0 {
 		left := time.Duration(c.x().lingerEnd - c.l.now())
 		if left <= 0 {
 			c.end(nil)
@@ -477,13 +478,14 @@ func (d *connReqs) send(c *Conn) {
 // kernel answer unread input with a reset, which can destroy the last bytes before the peer has
 // read them.
 func (d *connReqs) linger(c *Conn) {
-	c.lingering, c.x().lingerEnd = true, c.l.now()+int64(lingerTimeout)
+	c.fl |= cfLingering
+	c.x().lingerEnd = c.l.now() + int64(lingerTimeout)
 	if err := unix.Shutdown(int(c.fd), unix.SHUT_WR); err != nil {
 		c.end(nil)
 		return
 	}
-	if c.recvLive {
-		if !c.recvStop {
+	if c.fl&cfRecvLive != 0 {
+		if c.fl&cfRecvStop == 0 {
 			c.recv.SetTimeout(lingerTimeout) // a multishot recv goes on, with a deadline
 		}
 		return // a cancelled one is re-armed, with the deadline, by update

@@ -352,7 +352,7 @@ func TestLoopPostAfterTheEndFails(t *testing.T) {
 
 // maxConnSize is the most a Conn may take, in bytes: a size class of Go's allocator, which is
 // what each connection spends on it.
-const maxConnSize = 192
+const maxConnSize = 176
 
 // TestConnFitsInItsSizeClass: a Conn takes at most maxConnSize bytes.
 func TestConnFitsInItsSizeClass(t *testing.T) {

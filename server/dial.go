@@ -240,7 +240,7 @@ func (l *Loop) dial(ctx context.Context, network, addr string, tc *tls.Config, h
 		x := forC.x()
 		x.dialing = d
 		if x.fwdOn == nil {
-			x.userHeld = forC.held
+			x.userHeld = forC.fl&cfHeld != 0
 			forC.hold(true)
 		}
 	}

@@ -63,7 +63,7 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	n := len(b)
 	if !c.inData || v.c != c || v.off != 0 || len(v.b) != n || unsafe.SliceData(v.b) != unsafe.SliceData(b) ||
 		dst.l != l || dst.st.Load() != stOpen || dst.outLen > 0 || len(dst.pend) > 0 || n > l.limit ||
-		dst.eof || dst.bp >= bpPaused || dst.asyncAt.Load() != 0 || dst.outN.Load()+int64(n) > l.maxPend {
+		dst.fl&cfEOF != 0 || dst.bp >= bpPaused || dst.asyncAt.Load() != 0 || dst.outN.Load()+int64(n) > l.maxPend {
 		return c.copyTo(dst, splice)
 	}
 	bid := x.BufferID()
@@ -219,7 +219,7 @@ func (c *Conn) waitFor(dst *Conn) {
 	x := c.x()
 	x.fwdOn = dst
 	if x.dialing == nil { // else userHeld is PauseRead's state already
-		x.userHeld = c.held
+		x.userHeld = c.fl&cfHeld != 0
 	}
 	c.hold(true)
 	if dst.outN.Load() <= int64(l.limit/2) {

@@ -340,7 +340,7 @@ func TestConnSendsTakeNoLockWhileAForwardWaits(t *testing.T) {
 		go src.Write(make([]byte, 4<<20)) // ends when the test closes src, if not before
 		eventually(t, "Forward holding its source, the destination's socket full", func() bool {
 			var full bool
-			onLoop(t, l, func() { full = sdst.pending() > l.limit/2 && (sdst.wblocked || sdst.outLen > 0) })
+			onLoop(t, l, func() { full = sdst.pending() > l.limit/2 && (sdst.fl&cfWBlocked != 0 || sdst.outLen > 0) })
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			return full && len(l.fwdWait) > 0

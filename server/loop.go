@@ -17,6 +17,7 @@ import (
 // serves, and an inbox through which other goroutines reach them.
 type Loop struct {
 	e   *Engine
+	hs  *handlers // the engine's (&e.hs): an accepted connection's Handler (Conn.handlers)
 	idx int
 	ev  *ringev.Loop // nil until the loop runs
 	drv ioDriver
@@ -165,7 +166,7 @@ type ioDriver interface {
 
 // newLoop makes the engine's loop idx (not yet running).
 func newLoop(e *Engine, idx int) *Loop {
-	l := &Loop{e: e, idx: idx, limit: e.o.writeLimit, maxPend: int64(e.o.maxPending)}
+	l := &Loop{e: e, hs: &e.hs, idx: idx, limit: e.o.writeLimit, maxPend: int64(e.o.maxPending)}
 	l.drainFn, l.flushFn, l.shedFn = l.drain, l.flush, l.shed
 	l.shutdownFn, l.closeFn = l.shutdown, l.closeAll
 	return l
@@ -465,7 +466,7 @@ func (l *Loop) addConn(fd int, counted bool) {
 	if !counted {
 		l.load.Add(1)
 	}
-	c := l.newConn(fd, &l.e.hs)
+	c := l.newConn(fd, l.hs)
 	if cfg := l.e.o.tls; cfg != nil {
 		c.x().tls = newTLSConn(c, false, cfg)
 	}
@@ -474,7 +475,14 @@ func (l *Loop) addConn(fd int, counted bool) {
 
 // newConn makes the connection of socket fd, served by hs, and counts it among the loop's.
 func (l *Loop) newConn(fd int, hs *handlers) *Conn {
-	c := &Conn{l: l, hs: hs, fd: int32(fd), to: l.timeouts(nil, l.e.o.idle, l.e.o.request, l.e.o.readIdle), halfOpen: l.e.o.halfOpen, bp: l.e.o.bp}
+	c := &Conn{l: l, fd: int32(fd), to: l.timeouts(nil, l.e.o.idle, l.e.o.request, l.e.o.readIdle), bp: l.e.o.bp}
+	if l.e.o.halfOpen {
+		c.fl = cfHalfOpen
+	}
+	if hs != l.hs {
+		c.fl |= cfDialed
+		c.x().hs = hs
+	}
 	l.conns.add(c)
 	return c
 }
@@ -502,7 +510,7 @@ func (l *Loop) open(c *Conn, dialed func(*Conn, error)) {
 	if dialed != nil {
 		dialed(c, nil)
 	}
-	if o := c.hs.open; o != nil {
+	if o := c.handlers().open; o != nil {
 		o.OnOpen(c)
 	}
 	if t := c.tlsOf(); t != nil {
@@ -522,7 +530,7 @@ func (l *Loop) finished(c *Conn) {
 	l.conns.remove(c)
 	l.load.Add(-1)
 	l.dropDeadline(c)
-	if cl := c.hs.close; cl != nil && c.life&lifeOpened != 0 {
+	if cl := c.handlers().close; cl != nil && c.life&lifeOpened != 0 {
 		cl.OnClose(c, c.closeReason())
 	}
 	c.inData = false
@@ -786,7 +794,7 @@ func (l *Loop) shutdown() {
 			if c == nil {
 				continue
 			}
-			if sh := c.hs.shut; sh != nil && c.life&lifeOpened != 0 && !c.closing && !c.closed && sh.OnShutdown(c) {
+			if sh := c.handlers().shut; sh != nil && c.life&lifeOpened != 0 && !c.closing && !c.closed && sh.OnShutdown(c) {
 				continue // the handler closes it once its request is served
 			}
 			c.closeWith(ErrShutdown, false)

@@ -135,7 +135,7 @@ func (c *Conn) spliceable(dst *Conn) bool {
 		return false
 	}
 	return dst.l == l && dst != c && c.tlsOf() == nil && dst.tlsOf() == nil && c.splicingOut() == nil && dst.splicingIn() == nil &&
-		!c.closing && !c.closed && !c.lingering && !c.eof && !dst.closing && !dst.closed && !dst.gone()
+		!c.closing && !c.closed && c.fl&cfLingering == 0 && c.fl&cfEOF == 0 && !dst.closing && !dst.closed && !dst.gone()
 }
 
 // startSplice makes c's further input go to dst through the kernel: the recv stops (its last
@@ -171,11 +171,11 @@ func (c *Conn) endSplices() {
 // the recv has ended; a POLL_ADD waiting for input is cancelled when reading is paused or held.
 func (s *splicer) spliceUpdate() {
 	c := s.src
-	if c.closing || c.closed || c.lingering || c.eof {
+	if c.closing || c.closed || c.fl&cfLingering != 0 || c.fl&cfEOF != 0 {
 		s.stopIn()
 		return
 	}
-	if c.bp >= bpPaused || c.held {
+	if c.bp >= bpPaused || c.fl&cfHeld != 0 {
 		if s.inPoll {
 			s.inReq.Cancel()
 		}
@@ -188,7 +188,7 @@ func (s *splicer) spliceUpdate() {
 // src's recv has ended.
 func (s *splicer) pumpIn() {
 	c := s.src
-	if s.srcDone || s.inPoll || s.outBusy || s.inPipe > 0 || c.recvLive || c.bp >= bpPaused || c.held {
+	if s.srcDone || s.inPoll || s.outBusy || s.inPipe > 0 || c.fl&cfRecvLive != 0 || c.bp >= bpPaused || c.fl&cfHeld != 0 {
 		return
 	}
 	r, err := c.l.ev.Poll(int(c.fd), unix.POLLIN, s.cb, tokSpPollIn)

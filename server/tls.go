@@ -388,7 +388,7 @@ func (t *tlsConn) handshook() {
 		t.notified = true // crypto/tls sent its alert, if any
 		var rh tls.RecordHeaderError
 		if errors.As(err, &rh) && rh.Conn != nil && looksLikeHTTP(rh.RecordHeader[:]) {
-			if _, ok := c.hs.h.(HTTPSHandler); ok {
+			if _, ok := c.handlers().h.(HTTPSHandler); ok {
 				// net/http's answer to plaintext HTTP on its TLS port.
 				t.c.rawWrite([]byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 			}
@@ -415,7 +415,7 @@ func (t *tlsConn) handshook() {
 		c.bp &^= bpPaused
 		c.l.drv.update(c)
 	}
-	if hh := c.hs.hand; hh != nil && !c.closing {
+	if hh := c.handlers().hand; hh != nil && !c.closing {
 		hh.OnHandshake(c)
 		if c.closed {
 			return
@@ -428,7 +428,7 @@ func (t *tlsConn) handshook() {
 	}
 	in, eof := tr.in, tr.eof
 	tr.in = nil
-	if !c.closing && !c.lingering {
+	if !c.closing && c.fl&cfLingering == 0 {
 		// What came with the handshake's end: in the transport, and in crypto/tls, whose
 		// reads take what the transport has (a record after the client's Finished).
 		t.recv(in)
@@ -520,14 +520,14 @@ func (t *tlsConn) seal() {
 // true: the client's Finished, records after it and the FIN can arrive before the handshake's
 // goroutine has read the Finished, so the handshake reads end of file after what came before
 // it, and its end (handshook) serves those bytes, then the EOF; reading stops meanwhile
-// (Conn.eof). Before the first record is whole no handshake can end: what OnOpen wrote for
+// (cfEOF). Before the first record is whole no handshake can end: what OnOpen wrote for
 // after it is dropped.
 func (t *tlsConn) peerClosed() (handshaking bool) {
 	c := t.c
 	switch {
 	case t.phase == tlsHandoff:
 		t.tr.closeRead()
-		c.eof = true
+		c.fl |= cfEOF
 		c.l.drv.update(c) // no more reading
 		return true
 	case t.phase == tlsFirst:
@@ -628,7 +628,7 @@ func (r *goRecords) open(data []byte) error {
 		if off == len(buf) {
 			c.tlsPlain(buf)
 			off = 0
-			if c.closed || c.closing || c.lingering {
+			if c.closed || c.closing || c.fl&cfLingering != 0 {
 				return nil // input is dropped from now on
 			}
 		}
@@ -640,7 +640,7 @@ func (r *goRecords) open(data []byte) error {
 			if off > 0 {
 				c.tlsPlain(buf[:off])
 			}
-			if !c.closed && !c.eof {
+			if !c.closed && c.fl&cfEOF == 0 {
 				c.peerEOF()
 			}
 			return nil

@@ -510,7 +510,7 @@ func (r *swRecords) open(data []byte) error {
 			c.tlsPlain(buf[:off])
 			off = 0
 		}
-		return !c.closed && !c.closing && !c.lingering
+		return !c.closed && !c.closing && c.fl&cfLingering == 0
 	}
 	for {
 		var rec []byte
@@ -558,7 +558,7 @@ func (r *swRecords) open(data []byte) error {
 		if eof {
 			r.t.peerNotified = true
 			flush()
-			if !c.closed && !c.eof {
+			if !c.closed && c.fl&cfEOF == 0 {
 				c.peerEOF()
 			}
 			return nil
