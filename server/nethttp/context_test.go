@@ -89,3 +89,38 @@ func requestThenLeave(t *testing.T, addr string, started <-chan struct{}) {
 	}
 	c.Close()
 }
+
+// TestReqCtxAfterFuncStopRemovesOnlyItsOwn: of three AfterFuncs, the first and the second
+// stopped (the list's tail and middle), only the third runs at the cancel; the stops report
+// true, and a stop after the cancel reports false.
+func TestReqCtxAfterFuncStopRemovesOnlyItsOwn(t *testing.T) {
+	c := &reqCtx{parent: context.Background()}
+	ran := make(chan int, 3)
+	var stops [3]func() bool
+	for i := range stops {
+		stops[i] = c.AfterFunc(func() { ran <- i })
+	}
+	if !stops[1]() || !stops[0]() {
+		t.Fatal("stopping an AfterFunc before the cancel reported false")
+	}
+	c.cancel()
+	select {
+	case i := <-ran:
+		if i != 2 {
+			t.Fatalf("AfterFunc %d ran; want 2", i)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the AfterFunc not stopped did not run")
+	}
+	if stops[2]() {
+		t.Fatal("stopping an AfterFunc that ran reported true")
+	}
+	if c.Err() != context.Canceled {
+		t.Fatalf("Err after cancel: %v", c.Err())
+	}
+	select {
+	case i := <-ran:
+		t.Fatalf("stopped AfterFunc %d ran", i)
+	default:
+	}
+}

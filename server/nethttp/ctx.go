@@ -18,15 +18,22 @@ type reqCtx struct {
 	parent context.Context
 	mu     sync.Mutex
 	done   chan struct{} // made by Done, closed by cancel
-	gone   bool          // cancelled: Err is context.Canceled
-	afters []*afterFunc  // AfterFunc's, not stopped, not run
+	afters *afterFunc    // AfterFunc's not stopped nor run (a list by next), or &cancelled
 }
 
-// afterFunc is one AfterFunc's f; done once it ran or was stopped.
+// afterFunc is one AfterFunc's f; done once it ran or was stopped. next is the list's next.
 type afterFunc struct {
 	f    func()
+	next *afterFunc
 	done bool
 }
+
+// cancelled is reqCtx.afters once the context is cancelled (Err is context.Canceled): a
+// sentinel, not a field of its own, keeps a reqState in a smaller size class.
+var cancelled afterFunc
+
+// gone reports whether c is cancelled (with c.mu held).
+func (c *reqCtx) gone() bool { return c.afters == &cancelled }
 
 func (c *reqCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 
@@ -35,7 +42,7 @@ func (c *reqCtx) Done() <-chan struct{} {
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		if c.gone {
+		if c.gone() {
 			close(c.done)
 		}
 	}
@@ -45,7 +52,7 @@ func (c *reqCtx) Done() <-chan struct{} {
 func (c *reqCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gone {
+	if c.gone() {
 		return context.Canceled
 	}
 	return nil
@@ -60,13 +67,13 @@ func (c *reqCtx) String() string { return "nethttp.requestContext" }
 func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
 	a := &afterFunc{f: f}
 	c.mu.Lock()
-	if c.gone {
+	if c.gone() {
 		c.mu.Unlock()
 		a.done = true
 		go f()
 		return func() bool { return false }
 	}
-	c.afters = append(c.afters, a)
+	a.next, c.afters = c.afters, a
 	c.mu.Unlock()
 	return func() bool {
 		c.mu.Lock()
@@ -75,9 +82,9 @@ func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
 			return false
 		}
 		a.done = true
-		for i, b := range c.afters {
-			if b == a {
-				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+		for p := &c.afters; *p != nil; p = &(*p).next {
+			if *p == a {
+				*p = a.next
 				break
 			}
 		}
@@ -88,21 +95,20 @@ func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
 // cancel cancels c (context.Canceled); later calls do nothing.
 func (c *reqCtx) cancel() {
 	c.mu.Lock()
-	if c.gone {
+	if c.gone() {
 		c.mu.Unlock()
 		return
 	}
-	c.gone = true
+	afters := c.afters
+	c.afters = &cancelled
 	if c.done != nil {
 		close(c.done)
 	}
-	afters := c.afters
-	c.afters = nil
-	for _, a := range afters {
+	for a := afters; a != nil; a = a.next {
 		a.done = true
 	}
 	c.mu.Unlock()
-	for _, a := range afters {
+	for a := afters; a != nil; a = a.next {
 		go a.f()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestEarlyErrorReadsNoEmptyHead: an empty head (the 4 stray CRLFs net/http skips after a
@@ -74,5 +75,14 @@ func TestHeadScanByteByByteFindsWhatEachWholeReadingFinds(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestReqStateTakesThe704ByteSizeClass: a request's state, allocated for each request, with
+// the allocator's 8-byte header (objects over 512 bytes with pointers) fits the 704-byte size
+// class, not the 768-byte one: 64 bytes less allocated, and collected, per request.
+func TestReqStateTakesThe704ByteSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(reqState{}); n+8 > 704 {
+		t.Fatalf("reqState is %d bytes, %d with its header; want at most 704", n, n+8)
 	}
 }
