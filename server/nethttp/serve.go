@@ -1195,7 +1195,9 @@ func (x *exchange) serve() {
 			buf = buf[:runtime.Stack(buf, false)]
 			x.h.s.logf("http: panic serving %v: %v\n%s", x.h.ra, err, buf)
 		}
-		x.cancel()
+		if !ended {
+			x.cancel() // the handler panicked: its context was not cancelled below
+		}
 		if w.hijacked.Load() {
 			return
 		}
