@@ -429,8 +429,9 @@ func (t *tlsConn) handshook() {
 	in, eof := tr.in, tr.eof
 	tr.in = nil
 	if !c.closing && c.fl&cfLingering == 0 {
-		// What came with the handshake's end: in the transport, and in crypto/tls, whose
-		// reads take what the transport has (a record after the client's Finished).
+		// What came with the handshake's end (records after the client's Finished, which
+		// the transport kept: recordCut stops crypto/tls's reads at the Finished) goes to
+		// the record layer.
 		t.recv(in)
 	}
 	if eof && !c.closed {

@@ -26,7 +26,7 @@ import (
 // (keyLog), matched to the connection by the ClientHello's random. Then the tls.Conn is
 // dropped, and its transport: the connection keeps a snapshot of its ConnectionState and, per
 // direction, the traffic secret and sequence number. The key and IV derived from a secret, and
-// the AEAD (an expanded AES key and GHASH table, about 800 bytes), are made when a record needs
+// the AEAD (an expanded AES key and GHASH table, or a ChaCha20 key), are made when a record needs
 // them and kept in a per-loop ring (aeadRing), so a connection idle while others were busy
 // holds none. TLS 1.2, a suite the layer does not know, a handshake whose secrets did not
 // arrive, and DialTLS's client side keep goRecords.
@@ -188,8 +188,6 @@ func (s *tlsServer) register(t *tlsConn, hello []byte) bool {
 	return true
 }
 
-// unregister ends t's entry and returns its secrets, nil when it had none or shared its
-// random. The caller clears them once used.
 // wipe clears the secrets; sec may be nil.
 func (sec *tlsSecrets) wipe() {
 	if sec != nil {
@@ -198,6 +196,8 @@ func (sec *tlsSecrets) wipe() {
 	}
 }
 
+// unregister ends t's entry and returns its secrets, nil when it had none or shared its
+// random (those it wipes). The caller wipes the secrets returned once used.
 func (s *tlsServer) unregister(t *tlsConn) *tlsSecrets {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
@@ -226,8 +226,9 @@ type recDir struct {
 	secret [maxSecret]byte
 	seq    uint64
 	keys   *recKeys
-	// slot is its place in the loop's aeadRing while keys is set; once the ring evicted them
-	// (evicted), when (the loop's clock, ms).
+	// slot is keys' place in the loop's aeadRing while keys is set; once the ring has evicted
+	// them (evicted set), slot is the eviction's time instead (the loop's clock in ms,
+	// truncated to 32 bits), for keepAEAD's test of a rebuild soon after.
 	slot    int32
 	evicted bool
 }
@@ -341,19 +342,21 @@ func (d *recDir) nonce() [recNonce]byte {
 	return n
 }
 
-// aeadRing is a loop's AEADs of its TLS connections' directions (about 1 KiB each), in the
-// order built: building one evicts the oldest, whose direction builds it again when it next
-// needs it, so a connection that has been idle while others were busy holds none. A rebuild
-// derives the key and IV and expands the key, a few microseconds: a direction rebuilt within
-// aeadBusyMs of its eviction shows the ring smaller than the directions busy at once, and the
-// ring grows by one instead of evicting (up to aeadRingMax entries).
+// aeadRing is a loop's AEADs of its TLS connections' directions (Loop.aeads), in the order
+// built: building one evicts the oldest, whose direction builds it again when it next needs
+// it, so a connection that has been idle while others were busy holds none. A rebuild derives
+// the key and IV and expands the key (its cost and an AEAD's size are in
+// docs/measurements/2026-12-06-revtls-5.md): a direction rebuilt within aeadBusyMs
+// (milliseconds) of its eviction shows the ring smaller than the directions busy at once, and
+// the ring grows by one entry instead of evicting, up to aeadRingMax entries; it never
+// shrinks.
 const (
 	aeadRingMin = 256
 	aeadRingMax = 1 << 16
 	aeadBusyMs  = 1000
 )
 
-// keepAEAD gives d's new keys a place in the ring.
+// keepAEAD gives d's new keys a place in the ring, evicting the oldest's unless it grows.
 func (l *Loop) keepAEAD(d *recDir) {
 	if l.aeads == nil {
 		l.aeads = make([]*recDir, aeadRingMin)
@@ -375,6 +378,7 @@ func (l *Loop) keepAEAD(d *recDir) {
 	d.slot, d.evicted = int32(i), false
 }
 
+// dropAEAD forgets d's keys (a new secret, or the connection's end) and frees their place.
 func (l *Loop) dropAEAD(d *recDir) {
 	if d.keys == nil {
 		return
