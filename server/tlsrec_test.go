@@ -543,6 +543,25 @@ func (b sameBytes) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// goClientHello is the first record Go's client sends with cfg: its ClientHello.
+func goClientHello(t *testing.T, cfg *tls.Config) []byte {
+	t.Helper()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	go tls.Client(a, cfg.Clone()).Handshake()
+	b.SetReadDeadline(time.Now().Add(waitFor))
+	rec := make([]byte, 5)
+	if _, err := io.ReadFull(b, rec); err != nil {
+		t.Fatalf("the ClientHello's header: %v", err)
+	}
+	rec = append(rec, make([]byte, int(rec[3])<<8|int(rec[4]))...)
+	if _, err := io.ReadFull(b, rec[5:]); err != nil {
+		t.Fatalf("the ClientHello: %v", err)
+	}
+	return rec
+}
+
 // TestTLSRecordsRandomRepeatedAfterItsFirstLeftIsServed: a connection whose ClientHello
 // repeats the random of one under way, which then goes (reset within its handshake), is served
 // when its handshake runs (the key log finds the random's entry left by the one gone), and so
@@ -561,21 +580,9 @@ func TestTLSRecordsRandomRepeatedAfterItsFirstLeftIsServed(t *testing.T) {
 			return e.tls.keys[random].n
 		}
 		// The first: a ClientHello with the random, and nothing after it.
-		a, b := net.Pipe()
-		go tls.Client(a, cfg.Clone()).Handshake()
-		b.SetReadDeadline(time.Now().Add(waitFor))
-		hdr := make([]byte, 5)
-		if _, err := io.ReadFull(b, hdr); err != nil {
-			t.Fatal(err)
-		}
-		body := make([]byte, int(hdr[3])<<8|int(hdr[4]))
-		if _, err := io.ReadFull(b, body); err != nil {
-			t.Fatal(err)
-		}
-		a.Close()
-		b.Close()
+		hello := goClientHello(t, cfg)
 		first := dialEngine(t, e)
-		first.Write(append(hdr, body...))
+		first.Write(hello)
 		if _, err := io.ReadFull(first, make([]byte, 5)); err != nil {
 			t.Fatalf("the first's ServerHello: %v", err)
 		}
@@ -736,21 +743,9 @@ func TestTLSRecordsClearSecretsOfAFailedHandshake(t *testing.T) {
 		cfg.Rand = sameBytes(0x43)
 		var random [32]byte
 		sameBytes(0x43).Read(random[:])
-		a, b := net.Pipe()
-		go tls.Client(a, cfg).Handshake()
-		b.SetReadDeadline(time.Now().Add(waitFor))
-		hdr := make([]byte, 5)
-		if _, err := io.ReadFull(b, hdr); err != nil {
-			t.Fatal(err)
-		}
-		body := make([]byte, int(hdr[3])<<8|int(hdr[4]))
-		if _, err := io.ReadFull(b, body); err != nil {
-			t.Fatal(err)
-		}
-		a.Close()
-		b.Close()
+		hello := goClientHello(t, cfg)
 		c := dialEngine(t, e)
-		c.Write(append(hdr, body...))
+		c.Write(hello)
 		var sec *tlsSecrets
 		eventually(t, "the handshake's secrets logged", func() bool {
 			e.tls.keyMu.Lock()
