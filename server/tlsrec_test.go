@@ -20,6 +20,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -762,6 +763,65 @@ func TestTLSRecordsClearSecretsOfAFailedHandshake(t *testing.T) {
 		var zero [maxSecret]byte
 		if sec.client != zero || sec.server != zero {
 			t.Errorf("after the failed handshake, its traffic secrets are still there: %x %x", sec.client[:sec.cn], sec.server[:sec.sn])
+		}
+	})
+}
+
+// openCloser is echoCloser that hands over each connection it opens.
+type openCloser struct {
+	*echoCloser
+	opened chan *Conn
+}
+
+func (o openCloser) OnOpen(c *Conn) { o.opened <- c }
+
+// TestTLSRecordsClearSecretsAtTheConnectionsEnd: once a connection served by the layer's own
+// records has closed, its traffic secrets are zero and its AEADs are gone from the loop's ring.
+func TestTLSRecordsClearSecretsAtTheConnectionsEnd(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := openCloser{newEchoCloser(), make(chan *Conn, 1)}
+		e := tlsEngine(t, s, h)
+		c := dialTLS(t, e, nil)
+		c.Write([]byte("ping"))
+		if got := readN(t, c, 4); got != "ping" {
+			t.Fatalf("echo: %q", got)
+		}
+		sc := <-h.opened
+		onLoop := func(f func() string) string {
+			done := make(chan string, 1)
+			if err := sc.l.Post(func() { done <- f() }); err != nil {
+				t.Fatalf("Post: %v", err)
+			}
+			return received(t, done, "the loop's answer")
+		}
+		var sw *swRecords
+		if got := onLoop(func() string {
+			sw, _ = sc.tlsOf().rec.(*swRecords)
+			return fmt.Sprintf("%T", sc.tlsOf().rec)
+		}); sw == nil {
+			t.Fatalf("record layer %s; want *swRecords", got)
+		}
+		c.Close()
+		if err := h.reason(t); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("OnClose: %v", err)
+		}
+		var zero [maxSecret]byte
+		if held := onLoop(func() string {
+			var h []string
+			for _, d := range []struct {
+				name string
+				d    *recDir
+			}{{"receive", &sw.in}, {"send", &sw.out}} {
+				if d.d.secret != zero {
+					h = append(h, d.name+" secret")
+				}
+				if d.d.keys != nil || slices.Contains(sc.l.aeads, d.d) {
+					h = append(h, d.name+" AEAD")
+				}
+			}
+			return strings.Join(h, ", ")
+		}); held != "" {
+			t.Errorf("after the connection's end it still holds its %s", held)
 		}
 	})
 }
