@@ -79,7 +79,9 @@ var (
 // record path. OnOpen runs at the accept, before the handshake (Conn.TLS is nil there): what
 // it writes is sent once the handshake has ended; a HandshakeHandler's OnHandshake runs at the
 // handshake's end, with Conn.TLS set, and OnData after it. A handshake that fails closes the
-// connection with an error wrapping crypto/tls's (OnClose).
+// connection with an error wrapping ErrTLSHandshake and crypto/tls's (OnClose); a record that
+// fails after it, with one naming the record error and the alert sent. Listen and NewEngine
+// return an error for a cfg without a certificate.
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // checkTLS returns an error naming what cfg lacks to serve, or nil.
