@@ -1014,7 +1014,7 @@ func TestTLSIdleConnHoldsNoLayerBuffer(t *testing.T) {
 		if got := readN(t, c, len(msg)); got != string(msg) {
 			t.Fatalf("echo of %d bytes came back different", len(msg))
 		}
-		sc := <-o.opened
+		sc := received(t, o.opened, "OnOpen")
 		var held string
 		for end := time.Now().Add(waitFor); ; {
 			done := make(chan string, 1)

@@ -307,7 +307,7 @@ func TestTLSRecordsServeTLS13AfterTheHandshake(t *testing.T) {
 					t.Fatalf("%s: echo of %d bytes: %d bytes back", v.name, len(msg), len(got))
 				}
 			}
-			if got, want := <-h.layers, fmt.Sprintf("swRecords seq %d", v.tickets); got != want {
+			if got, want := received(t, h.layers, "the record layer"), fmt.Sprintf("swRecords seq %d", v.tickets); got != want {
 				t.Errorf("%s: at the first data, the record layer is %s; want %s (after the tickets' records)", v.name, got, want)
 			}
 			e.tls.keyMu.Lock()
@@ -333,7 +333,7 @@ func TestTLSRecordsLeaveTLS12ToCryptoTLS(t *testing.T) {
 		if got := readN(t, c, 5); got != "hello" {
 			t.Fatalf("echo: %q", got)
 		}
-		if got := <-h.layers; got != "goRecords" {
+		if got := received(t, h.layers, "the record layer"); got != "goRecords" {
 			t.Errorf("TLS 1.2: the record layer is %s; want goRecords", got)
 		}
 	})
@@ -482,7 +482,7 @@ func TestTLSRecordsKeepConnectionState(t *testing.T) {
 		readN(t, c, 3)
 		cs := c.ConnectionState()
 		ekm, err := cs.ExportKeyingMaterial("ringev test", nil, 16)
-		if want := fmt.Sprintf("%x %x localhost true %x %v", cs.Version, cs.CipherSuite, ekm, err); <-got != want {
+		if want := fmt.Sprintf("%x %x localhost true %x %v", cs.Version, cs.CipherSuite, ekm, err); received(t, got, "the handler's Conn.TLS()") != want {
 			t.Errorf("Conn.TLS(): want %s", want)
 		}
 	})
@@ -501,7 +501,7 @@ func TestTLSRecordsChainTheUsersKeyLog(t *testing.T) {
 		c := dialTLS(t, e, nil)
 		c.Write([]byte("hi"))
 		readN(t, c, 2)
-		if got := <-h.layers; !strings.HasPrefix(got, "swRecords seq") {
+		if got := received(t, h.layers, "the record layer"); !strings.HasPrefix(got, "swRecords seq") {
 			t.Errorf("with GetConfigForClient: the record layer is %s; want swRecords", got)
 		}
 		for _, label := range []string{"CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "CLIENT_HANDSHAKE_TRAFFIC_SECRET"} {
@@ -786,7 +786,7 @@ func TestTLSRecordsClearSecretsAtTheConnectionsEnd(t *testing.T) {
 		if got := readN(t, c, 4); got != "ping" {
 			t.Fatalf("echo: %q", got)
 		}
-		sc := <-h.opened
+		sc := received(t, h.opened, "OnOpen")
 		onLoop := func(f func() string) string {
 			done := make(chan string, 1)
 			if err := sc.l.Post(func() { done <- f() }); err != nil {
