@@ -34,8 +34,13 @@ func startHTTPD(t *testing.T, which, backend string, cfg *tls.Config) (context.C
 	case addr := <-ready:
 		t.Cleanup(func() {
 			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(waitFor):
+				t.Errorf("httpd did not end within %v of its context's cancel", waitFor)
 			}
 		})
 		return ctx, addr
@@ -45,9 +50,15 @@ func startHTTPD(t *testing.T, which, backend string, cfg *tls.Config) (context.C
 			t.Skip(err)
 		}
 		t.Fatal(err)
+	case <-time.After(waitFor):
+		cancel()
+		t.Fatalf("httpd did not listen within %v", waitFor)
 	}
 	return nil, ""
 }
+
+// waitFor bounds every wait of these tests.
+const waitFor = 10 * time.Second
 
 // TestHTTPDServesHTTPSWithTLSFlags: with --tls-cert and --tls-key (tlsConfig) both servers
 // answer over TLS in HTTP/1.1, also to a client that offers HTTP/2; one flag alone is refused.
@@ -66,7 +77,7 @@ func TestHTTPDServesHTTPSWithTLSFlags(t *testing.T) {
 			_, addr := startHTTPD(t, v.server, v.backend, cfg)
 			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
 			defer tr.CloseIdleConnections()
-			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			client := &http.Client{Transport: tr, Timeout: waitFor}
 			resp, err := client.Get("https://" + addr + "/plaintext")
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +101,7 @@ func TestHTTPDServesEachPathOnBothServers(t *testing.T) {
 			ctx, addr := startHTTPD(t, v.server, v.backend, nil)
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
-			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			client := &http.Client{Transport: tr, Timeout: waitFor}
 			get := func(path string) string {
 				resp, err := client.Get("http://" + addr + path)
 				if err != nil {
@@ -119,7 +130,7 @@ func TestHTTPDServesEachPathOnBothServers(t *testing.T) {
 			if want := fmt.Sprintf("%d bytes, sha256 %x\n", len(body), sha256.Sum256(body)); string(b) != want {
 				t.Fatalf("/upload: %q, want %q", b, want)
 			}
-			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			wctx, wcancel := context.WithTimeout(ctx, waitFor)
 			defer wcancel()
 			c, _, err := websocket.Dial(wctx, "ws://"+addr+"/ws", nil)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ringev/ringev/server"
 )
@@ -216,8 +217,13 @@ func TestResponseCopyFromAGoroutineUntilTheRequestsContextEndsLetsItsHandlerEnd(
 		if err != nil || !closed || !strings.HasSuffix(got, "\r\n\r\ncopied") {
 			t.Fatalf("response: %q (closed %v, %v); want the copied body, then the close", got, closed, err)
 		}
-		if err := <-copied; err != nil {
-			t.Errorf("the copy: %v", err)
+		select {
+		case err := <-copied:
+			if err != nil {
+				t.Errorf("the copy: %v", err)
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("the copy did not end within %v", waitFor)
 		}
 	})
 }
