@@ -576,3 +576,81 @@ func TestConnForwardDestinationPausesForItsOutputOnceItsSourceClosed(t *testing.
 		received(t, f.told, "OnBackpressure(true) for 1 MiB of output past a 64 KiB write limit")
 	})
 }
+
+// refed is a handler whose first connection floods its client with 1 MiB at "flood\n"
+// (through a small socket send buffer), whose second drops its input, and whose others
+// forward their input to the first, or to the second once it starts with "second"; it tells
+// when the first is told of backpressure.
+type refed struct {
+	first, second atomic.Pointer[Conn]
+	told          chan bool
+}
+
+func (f *refed) OnOpen(c *Conn) {
+	if f.first.CompareAndSwap(nil, c) {
+		unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10)
+		return
+	}
+	f.second.CompareAndSwap(nil, c)
+}
+
+func (f *refed) OnData(c *Conn) {
+	first, second := f.first.Load(), f.second.Load()
+	b, _ := c.Peek(-1)
+	switch c {
+	case first:
+		if bytes.Contains(b, []byte("flood\n")) {
+			c.Discard(len(b))
+			c.WriteString(strings.Repeat("f", 1<<20))
+		}
+	case second:
+		c.Discard(len(b))
+	default:
+		if bytes.HasPrefix(b, []byte("second")) {
+			c.Forward(second)
+		} else {
+			c.Forward(first)
+		}
+	}
+}
+
+func (f *refed) OnBackpressure(c *Conn, paused bool) {
+	if paused && c == f.first.Load() {
+		select {
+		case f.told <- true:
+		default:
+		}
+	}
+}
+
+// TestConnForwardDestinationPausesForItsOutputOnceItsSourceForwardsElsewhere: a connection
+// that was a Forward destination is paused for its own output past the write limit, and its
+// handler told (OnBackpressure), once the source that forwarded to it forwards to another
+// connection, the source still open.
+func TestConnForwardDestinationPausesForItsOutputOnceItsSourceForwardsElsewhere(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &refed{told: make(chan bool, 1)}
+		e := startEngine(t, f, append(s.opts(), WithWriteLimit(64<<10))...)
+		a := dialEngine(t, e)
+		eventually(t, "the first connection", func() bool { return f.first.Load() != nil })
+		b := dialEngine(t, e)
+		eventually(t, "the second connection", func() bool { return f.second.Load() != nil })
+		src := dialEngine(t, e)
+		if _, err := src.Write([]byte("forwarded\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, a, len("forwarded\n")); got != "forwarded\n" {
+			t.Fatalf("the first client read %q", got)
+		}
+		if _, err := src.Write([]byte("second\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, b, len("second\n")); got != "second\n" {
+			t.Fatalf("the second client read %q", got)
+		}
+		if _, err := a.Write([]byte("flood\n")); err != nil {
+			t.Fatal(err)
+		}
+		received(t, f.told, "OnBackpressure(true) for 1 MiB of output past a 64 KiB write limit")
+	})
+}
