@@ -339,32 +339,41 @@ func TestTLSRecordsLeaveTLS12ToCryptoTLS(t *testing.T) {
 	})
 }
 
-// TestTLSRecordsPeerKeyUpdate: a KeyUpdate from the client moves the server's receive key; one
-// with update_requested gets the server's KeyUpdate (update_not_requested), and the server's
-// next records are under its next key.
-func TestTLSRecordsPeerKeyUpdate(t *testing.T) {
-	eachSetup(t, func(t *testing.T, s setup) {
-		for _, requested := range []bool{false, true} {
-			p := pingedPeer(t, s, Echo{})
-			req := byte(0)
-			if requested {
-				req = 1
-			}
-			p.send(p.record(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, req}, 0))
-			p.out.update(t)
-			p.send(p.record(recAppData, []byte("pong"), 0))
-			if requested {
-				typ, b, err := p.next()
-				if err != nil || typ != recHandshake || !bytes.Equal(b, []byte{hsKeyUpdate, 0, 0, 1, 0}) {
-					t.Fatalf("after KeyUpdate(update_requested): type %d %x, %v; want the server's KeyUpdate(update_not_requested)", typ, b, err)
-				}
-				p.in.update(t)
-			}
-			if got := p.read(4); got != "pong" {
-				t.Fatalf("echo after KeyUpdate(%d): %q", req, got)
-			}
+// TestTLSRecordsPeerKeyUpdateMovesTheReceiveKey: a KeyUpdate from the client
+// (update_not_requested) moves the server's receive key: the record after it, under the
+// client's next key, is opened; the server's key stays.
+func TestTLSRecordsPeerKeyUpdateMovesTheReceiveKey(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) { peerKeyUpdate(t, s, false) })
+}
+
+// TestTLSRecordsPeerKeyUpdateRequestedGetsOurs: a KeyUpdate with update_requested gets the
+// server's KeyUpdate (update_not_requested), and the server's next records are under its next
+// key.
+func TestTLSRecordsPeerKeyUpdateRequestedGetsOurs(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) { peerKeyUpdate(t, s, true) })
+}
+
+// peerKeyUpdate sends a KeyUpdate (update_requested or not), then a record under the client's
+// next key, and checks the echo (after the server's KeyUpdate, when requested).
+func peerKeyUpdate(t *testing.T, s setup, requested bool) {
+	p := pingedPeer(t, s, Echo{})
+	req := byte(0)
+	if requested {
+		req = 1
+	}
+	p.send(p.record(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, req}, 0))
+	p.out.update(t)
+	p.send(p.record(recAppData, []byte("pong"), 0))
+	if requested {
+		typ, b, err := p.next()
+		if err != nil || typ != recHandshake || !bytes.Equal(b, []byte{hsKeyUpdate, 0, 0, 1, 0}) {
+			t.Fatalf("after KeyUpdate(update_requested): type %d %x, %v; want the server's KeyUpdate(update_not_requested)", typ, b, err)
 		}
-	})
+		p.in.update(t)
+	}
+	if got := p.read(4); got != "pong" {
+		t.Fatalf("echo after KeyUpdate(%d): %q", req, got)
+	}
 }
 
 // TestTLSRecordsAlertUnexpectedMessages: after the handshake, a handshake message other than
