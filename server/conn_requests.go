@@ -246,6 +246,9 @@ func (d *connReqs) onIO() ringev.Callback {
 
 // reqReceived handles a recv completion: bytes (dropped while closing or lingering), the
 // peer's end of file, an error, or the end of a multishot recv cancelled for backpressure.
+// Bytes that nothing waits before (servesNow, outside another connection's OnData) go to
+// OnData here, from the completion's buffer (serve's usual case, without its call; served
+// keeps what OnData left); others go through deliver.
 func (c *Conn) reqReceived(x *ringev.Completion) {
 	if !x.More {
 		c.fl &^= cfRecvLive | cfRecvStop
