@@ -390,9 +390,10 @@ func (l *Loop) dropAEAD(d *recDir) {
 }
 
 // newSWRecords makes t's record layer after a handshake that succeeded, or returns nil when
-// goRecords must serve it: not TLS 1.3, a suite it does not know, no secrets, or a send
-// sequence number it cannot find. flight is what the handshake sent (sec's, whose secrets it
-// clears).
+// goRecords must serve it: no secrets (sec nil), not TLS 1.3, a suite it does not know,
+// secrets not of the suite hash's length, or a send key it cannot derive. flight is all the
+// handshake sent: its records that open under the server's application key (the
+// NewSessionTickets) set the send sequence number. It wipes sec's secrets in every case.
 func newSWRecords(t *tlsConn, sec *tlsSecrets, flight []byte) *swRecords {
 	if sec == nil {
 		return nil
