@@ -126,9 +126,16 @@ func serveNetHTTP(t *testing.T, srv *http.Server) string {
 	return ts.Listener.Addr().String()
 }
 
-// exchange sends raw to addr and reads until the server closes the connection or quiet
+// exchangeRaw sends raw to addr and reads until the server closes the connection or quiet
 // passes without it (closed false): what a client sees.
 func exchangeRaw(addr, raw string, quiet time.Duration) (got string, closed bool, err error) {
+	return exchangeRawUntil(addr, raw, "", quiet)
+}
+
+// exchangeRawUntil is exchangeRaw for an input the server answers, or not, and then waits on:
+// it reads until it has until ("": at once), the server closes, or waitFor passes, and then
+// for quiet more. The wait for the answer is for its bytes, not for a time.
+func exchangeRawUntil(addr, raw, until string, quiet time.Duration) (got string, closed bool, err error) {
 	c, err := net.DialTimeout("tcp", addr, waitFor)
 	if err != nil {
 		return "", false, err
@@ -137,7 +144,19 @@ func exchangeRaw(addr, raw string, quiet time.Duration) (got string, closed bool
 	if _, err := c.Write([]byte(raw)); err != nil {
 		return "", false, err
 	}
-	return readToClose(c, nil, quiet)
+	var b []byte
+	if until != "" {
+		c.SetReadDeadline(time.Now().Add(waitFor))
+		buf := make([]byte, 4096)
+		for !strings.Contains(string(b), until) {
+			n, err := c.Read(buf)
+			b = append(b, buf[:n]...)
+			if err != nil {
+				break // readToClose meets it again: a close, or the deadline's
+			}
+		}
+	}
+	return readToClose(c, b, quiet)
 }
 
 // readToClose reads c after got until the server closes the connection (an EOF or a reset:

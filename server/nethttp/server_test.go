@@ -36,16 +36,16 @@ func TestServerAnswersAsNetHTTP(t *testing.T) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				quiet := waitFor
+				until, quiet := "", waitFor
 				if c.open {
-					quiet = 300 * time.Millisecond
+					until, quiet = c.until, 300*time.Millisecond
 				}
-				want, wantClosed, err := exchangeRaw(ref, c.raw, quiet)
+				want, wantClosed, err := exchangeRawUntil(ref, c.raw, until, quiet)
 				if err != nil {
 					diffs[i] = c.name + ": net/http: " + err.Error()
 					return
 				}
-				have, haveClosed, err := exchangeRaw(got, c.raw, quiet)
+				have, haveClosed, err := exchangeRawUntil(got, c.raw, until, quiet)
 				if err != nil {
 					diffs[i] = c.name + ": ringev: " + err.Error()
 					return
