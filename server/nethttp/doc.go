@@ -50,8 +50,9 @@
 // the next head's deadline starts at its first byte, not at the fourth CR or LF. A head not
 // yet complete whose lines net/http refuses as they come (a malformed request line, a header
 // line without a colon) gets its 400 at once, as on net/http, while it is at most 1024 bytes
-// long; a longer one gets it at its end, or at the timeout's cut (each look at an unfinished
-// head reads it all again: the bound keeps a head sent a byte at a time cheap). A TLS
+// long; a longer one gets it at its end, or at the timeout's cut (an unfinished head is read
+// all again when a line of it ends, or the byte after one comes: the bound keeps a head sent
+// a byte at a time cheap). A TLS
 // handshake is bounded by ReadHeaderTimeout (else ReadTimeout, else
 // server.DefaultTLSHandshakeTimeout); net/http's by the least of ReadHeaderTimeout,
 // ReadTimeout and WriteTimeout, else not at all.
