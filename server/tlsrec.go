@@ -235,8 +235,9 @@ type recDir struct {
 
 // recKeys is a direction's AEAD (its key expanded) and IV.
 type recKeys struct {
-	aead cipher.AEAD
-	iv   [recNonce]byte
+	aead  cipher.AEAD
+	iv    [recNonce]byte
+	nonce [recNonce]byte // nonce's scratch: a local's slice would escape through cipher.AEAD
 }
 
 // suiteInfo is what the layer needs of a TLS 1.3 cipher suite: its hash and key length.
@@ -332,14 +333,15 @@ func (r *swRecords) aeadOf(d *recDir) (*recKeys, error) {
 	return k, nil
 }
 
-// nonce is d's per-record nonce: the IV xored with the sequence number (RFC 8446 §5.3). d's
-// keys are set.
-func (d *recDir) nonce() [recNonce]byte {
-	n := d.keys.iv
+// nonce returns d's per-record nonce, the IV xored with the sequence number (RFC 8446 §5.3),
+// in its keys' scratch: valid until the next call. d's keys are set.
+func (d *recDir) nonce() []byte {
+	k := d.keys
+	k.nonce = k.iv
 	for i := range 8 {
-		n[recNonce-1-i] ^= byte(d.seq >> (8 * i))
+		k.nonce[recNonce-1-i] ^= byte(d.seq >> (8 * i))
 	}
-	return n
+	return k.nonce[:]
 }
 
 // aeadRing is a loop's AEADs of its TLS connections' directions (Loop.aeads), in the order
@@ -427,7 +429,7 @@ func newSWRecords(t *tlsConn, sec *tlsSecrets, flight []byte) *swRecords {
 			continue
 		}
 		nonce := r.out.nonce()
-		if _, err := k.aead.Open(scratch[:0], nonce[:], rec[recHeader:], rec[:recHeader]); err == nil {
+		if _, err := k.aead.Open(scratch[:0], nonce, rec[recHeader:], rec[:recHeader]); err == nil {
 			r.out.seq++
 		}
 	}
@@ -483,7 +485,7 @@ func (r *swRecords) write(typ byte, p []byte) error {
 	b = append(b, p...)
 	b = append(b, typ)
 	nonce := d.nonce()
-	k.aead.Seal(b[start+recHeader:start+recHeader], nonce[:], b[start+recHeader:], b[start:start+recHeader])
+	k.aead.Seal(b[start+recHeader:start+recHeader], nonce, b[start+recHeader:], b[start:start+recHeader])
 	d.seq++
 	c.pend = b[:start+recHeader+size]
 	c.wrote(recHeader + size)
@@ -613,7 +615,7 @@ func (r *swRecords) record(rec, dst []byte) (n int, eof bool, err error) {
 		return 0, false, r.alert(alertInternalError, "the receive sequence number would wrap")
 	}
 	nonce := d.nonce()
-	pt, err := k.aead.Open(dst, nonce[:], rec[recHeader:], rec[:recHeader])
+	pt, err := k.aead.Open(dst, nonce, rec[recHeader:], rec[:recHeader])
 	if err != nil {
 		return 0, false, r.alert(alertBadRecordMAC, "a record that does not authenticate")
 	}
