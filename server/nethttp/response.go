@@ -141,12 +141,9 @@ func (o *outBuf) Flush() error {
 }
 
 // initResponse prepares x's response (part of x, which is new or recycled: the response is
-// zero but for the header map the exchange kept, emptied).
+// zero). Its header map is made by Header, when asked for.
 func initResponse(x *exchange) *response {
 	w := &x.resp
-	if w.handlerHeader == nil {
-		w.handlerHeader = make(http.Header)
-	}
 	var conn string // the request's Connection
 	if len(x.req.Header) > 0 {
 		conn = headerGet(x.req.Header, "Connection")
@@ -314,6 +311,11 @@ func (w *response) Header() http.Header {
 		w.cw.snap()
 	}
 	w.calledHeader = true
+	if w.handlerHeader == nil {
+		// Each response's own, never reused: a goroutine may keep it after the handler
+		// returned, and its writes must reach no later response.
+		w.handlerHeader = make(http.Header)
+	}
 	return w.handlerHeader
 }
 

@@ -3,6 +3,7 @@
 package nethttp
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -224,6 +225,75 @@ func TestResponseCopyFromAGoroutineUntilTheRequestsContextEndsLetsItsHandlerEnd(
 			}
 		case <-time.After(waitFor):
 			t.Fatalf("the copy did not end within %v", waitFor)
+		}
+	})
+}
+
+// TestResponseHeaderKeptAfterItsHandlerReachesNoLaterResponse: a handler's header map that a
+// goroutine keeps and writes to after the handler returned does not reach the header of a
+// later response (the next request on the connection, served on the same loop): as on
+// net/http, each response has its own map. The late write is ordered after the next
+// handler's start and before that handler sets its header (no data race in either version).
+func TestResponseHeaderKeptAfterItsHandlerReachesNoLaterResponse(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		kept := make(chan http.Header, 1)
+		started, wrote := make(chan struct{}), make(chan struct{})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/keep" {
+				w.Header().Set("Content-Type", "text/plain")
+				kept <- w.Header()
+				io.WriteString(w, "kept")
+				return
+			}
+			close(started)
+			select {
+			case <-wrote:
+			case <-time.After(waitFor):
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, "next")
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h})
+		c := dialRaw(t, addr)
+		br := bufio.NewReader(c)
+		get := func(path string) (*http.Response, error) {
+			if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				return nil, err
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return nil, err
+			}
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp, err
+		}
+		if _, err := get("/keep"); err != nil {
+			t.Fatalf("GET /keep: %v", err)
+		}
+		hh := <-kept
+		type result struct {
+			resp *http.Response
+			err  error
+		}
+		next := make(chan result, 1)
+		go func() {
+			resp, err := get("/next")
+			next <- result{resp, err}
+		}()
+		select {
+		case <-started:
+		case <-time.After(waitFor):
+			t.Fatal("the second request's handler did not start")
+		}
+		hh.Set("X-Leak", "the first handler's")
+		close(wrote)
+		r := <-next // the connection's deadline bounds it (dialRaw)
+		if r.err != nil {
+			t.Fatalf("GET /next: %v", r.err)
+		}
+		if v := r.resp.Header.Values("X-Leak"); len(v) > 0 {
+			t.Errorf("GET /next: its header has X-Leak %q, written to the first response's kept map", v)
 		}
 	})
 }

@@ -28,9 +28,9 @@ import (
 // the Engine's server.Handler (with OnOpen, OnHandshake, OnClose, OnTimeout and
 // OnBackpressure). Requests are parsed on the connection's loop; each runs its handler on a
 // goroutine of its own, which ends with the response. An idle connection has no goroutine and
-// no buffer. Once a handler has returned, its ResponseWriter and the map of its Header serve a
-// later request (using them after the return is not allowed by http.ResponseWriter); the
-// Request, its URL, header and context are its own.
+// no buffer. Once a handler has returned, its ResponseWriter's writes fail (using it after the
+// return is not allowed by http.ResponseWriter); the map of its Header, the Request, its URL,
+// header and context are its own, and a goroutine that keeps them reaches no later request.
 type Server struct {
 	cfg     *http.Server
 	handler http.Handler
@@ -891,20 +891,14 @@ func newExchange(h *conn) *exchange {
 
 // recycle keeps x for the next request (on the loop), once nothing refers to it: its handler
 // has returned and its response is written, and it had no body (whose reader and the loop's
-// posted calls may still refer to it), nor was hijacked. A handler's header map is kept
-// (emptied) unless it grew large.
+// posted calls may still refer to it), nor was hijacked. Its handler's header map is not
+// kept: a goroutine may still hold it.
 func (x *exchange) recycle() {
 	ls := x.h.ls
 	if x.body != nil || len(ls.xs) >= maxLoopExchanges {
 		return
 	}
-	hh := x.resp.handlerHeader
-	if len(hh) > 16 {
-		hh = nil
-	}
-	clear(hh)
 	*x = exchange{}
-	x.resp.handlerHeader = hh
 	ls.xs = append(ls.xs, x)
 }
 
