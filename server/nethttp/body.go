@@ -110,6 +110,13 @@ func (b *reqBody) state() (closed, sawEOF bool, unread int64) {
 	return b.closed, b.sawEOF, unread
 }
 
+// mark is a count that changes at each read of the body: what Content-Length has left.
+func (b *reqBody) mark() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.left
+}
+
 func (b *reqBody) didEarlyClose() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

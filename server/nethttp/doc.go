@@ -40,9 +40,12 @@
 // connection's loop (it must not block); BaseContext and ConnContext are not used; a graceful
 // shutdown (see Serve) closes hijacked connections, which net/http's Shutdown leaves open and
 // does not wait for. A handler
-// that wraps the body in http.MaxBytesReader and passes its limit does not get
-// "Connection: close" added to its response, as it does on net/http, whose own
-// ResponseWriter is told so through an unexported method. A kept-alive connection's next head
+// whose http.MaxBytesReader passes its limit gets "Connection: close" and the close, as on
+// net/http, where the reader is r.Body (r.Body = http.MaxBytesReader(w, r.Body, n)): nethttp
+// looks there once the handler has returned (net/http's own ResponseWriter is told at once,
+// through an unexported method). A reader kept elsewhere (a variable, the Request that
+// http.MaxBytesHandler copies) goes unseen: the body's rest is read, up to 256 KiB, and the
+// connection kept, as after any body left unread. A kept-alive connection's next head
 // that cannot be read (cut short, too large, malformed) gets ConnState's StateActive only when
 // it is longer than 4096 bytes: net/http calls it when it read some of the head after its
 // first read of it (4096 bytes at most), which depends on how the bytes came, not on what was

@@ -349,6 +349,26 @@ func testHandler() http.Handler {
 		fmt.Fprintf(w, "close=%v read=%v\n", err, err2)
 	})
 	mux.HandleFunc("/maxbytes", func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 10)
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "n=%d err=%v\n", len(b), err)
+	})
+	mux.HandleFunc("/maxbytes-error", func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 10)
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		io.WriteString(w, "within the limit\n")
+	})
+	mux.HandleFunc("/maxbytes-after-header", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Before", "1")
+		w.WriteHeader(http.StatusAccepted)
+		r.Body = http.MaxBytesReader(w, r.Body, 10)
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "n=%d err=%v\n", len(b), err)
+	})
+	mux.HandleFunc("/maxbytes-local", func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10))
 		fmt.Fprintf(w, "n=%d err=%v\n", len(b), err)
 	})

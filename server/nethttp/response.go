@@ -13,6 +13,7 @@ import (
 	"net/textproto"
 	"os"
 	"path"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -52,6 +53,7 @@ type response struct {
 	closeAfterReply     bool
 	fullDuplex          bool
 	requestBodyLimitHit bool
+	bodyAtHeader        int64 // the body's reader's count of what it had left at WriteHeader
 	trailers            []string
 
 	handlerDone atomic.Bool
@@ -366,6 +368,9 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
+	if rb, ok := w.reqBody.(*reqBody); ok {
+		w.bodyAtHeader = rb.mark()
+	}
 	if w.calledHeader && !w.cw.snapped {
 		w.cw.snap()
 	}
@@ -726,6 +731,24 @@ func (s *headerSnap) takeContentType(h http.Header) bool {
 	return true
 }
 
+// setClose makes the header's Connection field "close", where net/http's requestTooLarge
+// would have set it in the map before it was taken.
+func (s *headerSnap) setClose() {
+	if i := s.known[hConnection]; i > 0 {
+		f := &s.fields[i-1]
+		f.vals, f.gone = []string{"close"}, false
+		return
+	}
+	i, _ := slices.BinarySearchFunc(s.fields, "Connection", func(f headerField, k string) int { return strings.Compare(f.key, k) })
+	s.fields = slices.Insert(s.fields, i, headerField{key: "Connection", vals: []string{"close"}, known: true})
+	for k, j := range s.known {
+		if j > int32(i) {
+			s.known[k] = j + 1
+		}
+	}
+	s.known[hConnection] = int32(i + 1)
+}
+
 // field returns the field number k (hTrailer...), nil if there is none or it is gone.
 func (s *headerSnap) field(k int) *headerField {
 	if i := s.known[k]; i > 0 {
@@ -844,6 +867,43 @@ func (w *response) finalTrailers() http.Header {
 	return t
 }
 
+// maxBytesReaderType is the type of http.MaxBytesReader's readers.
+var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0))
+
+// maxBytesRead does, once the handler has returned, what net/http's http.MaxBytesReader does
+// past its limit through net/http's own ResponseWriter (an unexported method, which no other
+// can have): the response says "Connection: close" and the connection closes after it. It
+// sees the reader b that the handler put in its Request's Body (r.Body =
+// http.MaxBytesReader(w, r.Body, n)); one the handler kept elsewhere (a variable, the Request
+// http.MaxBytesHandler copies) goes unseen, and the connection is kept as after any body the
+// handler left unread. Where the limit was passed before WriteHeader (no byte read since), the
+// field is the handler's, as net/http's sets it in the handler's map then; after, it is the
+// server's, at the header's end.
+func (w *response) maxBytesRead(b io.ReadCloser) {
+	var tooLarge *http.MaxBytesError
+	if _, err := b.Read(nil); !errors.As(err, &tooLarge) {
+		return // the limit was not passed (Read of nothing returns the reader's error)
+	}
+	if !w.wroteHeader {
+		w.requestTooLarge()
+		return
+	}
+	w.closeAfterReply = true
+	w.requestBodyLimitHit = true
+	rb, ok := w.reqBody.(*reqBody)
+	if !ok || w.cw.wroteHeader || rb.mark() != w.bodyAtHeader {
+		return
+	}
+	if w.cw.snapped {
+		w.cw.header.setClose()
+	} else {
+		if w.handlerHeader == nil {
+			w.handlerHeader = make(http.Header)
+		}
+		w.handlerHeader.Set("Connection", "close")
+	}
+}
+
 func (w *response) requestTooLarge() {
 	w.closeAfterReply = true
 	w.requestBodyLimitHit = true
@@ -946,6 +1006,9 @@ func (w *response) write(lenData int, dataB []byte, dataS string) (n int, err er
 // finishRequest ends the response after its handler, as net/http's server does.
 func (w *response) finishRequest() {
 	w.handlerDone.Store(true)
+	if b := w.req.Body; b != w.reqBody && b != nil && reflect.TypeOf(b) == maxBytesReaderType {
+		w.maxBytesRead(b)
+	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
