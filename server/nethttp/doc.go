@@ -24,7 +24,10 @@
 // "Expect: 100-continue", and http.ResponseController's deadlines and full duplex. Pipelined
 // requests are answered one after another, in order, as net/http does. A handler's panic is
 // recovered and logged as net/http does, and closes the connection. r.Context() is cancelled
-// when the connection closes.
+// when the connection closes. Once the client has closed or reset it, a response's write (or
+// Flush) fails as on net/http, with a *net.OpError ("write tcp LOCAL->REMOTE: write: broken
+// pipe") wrapping syscall.EPIPE: errors.Is(err, syscall.EPIPE) tells it; where the server
+// closed the connection (a shutdown past its drain timeout) the error wraps net.ErrClosed.
 //
 // Bad input gets net/http's answers: 400 (with net/http's texts), 431 past MaxHeaderBytes, 501
 // for a Transfer-Encoding it does not implement, 505, 417; request smuggling by both

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // response is a request's http.ResponseWriter (and http.Flusher, http.Hijacker, io.ReaderFrom,
@@ -228,14 +230,20 @@ func (cw connWriter) write(p []byte) (int, error) {
 	}
 	n, err := x.h.c.Write(p)
 	if err != nil {
+		if err == net.ErrClosed {
+			err = x.goneErr()
+		}
 		w.werr = err
 		return n, err
 	}
 	if x.unsynced += n; x.unsynced >= syncEvery {
 		x.unsynced = 0
 		if err := x.h.syncWrites(x.wdl); err != nil {
-			if err == os.ErrDeadlineExceeded {
+			switch err {
+			case os.ErrDeadlineExceeded:
 				err = x.writeTimeout()
+			case net.ErrClosed:
+				err = x.goneErr()
 			}
 			w.werr = err
 			return n, err
@@ -254,6 +262,51 @@ func (x *exchange) pastWriteDeadline() bool {
 func (x *exchange) writeTimeout() error {
 	h := x.h
 	return &net.OpError{Op: "write", Net: "tcp", Source: h.ls.localAddr(h.c), Addr: h.c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+}
+
+// goneWhy is why a connection closed, for the error of a write after it: 0 until OnClose,
+// whyServer where the server closed it, else the errno a write to its socket meets then.
+type goneWhy uint8
+
+const whyServer goneWhy = 255
+
+// whyOf is the goneWhy of OnClose's reason: the client's EOF or reset is EPIPE, what a write
+// to a socket whose peer has reset it meets once the reset is known (net/http's handlers get
+// it); another errno (ETIMEDOUT, ...) is itself; the server's reasons (its close, a timeout,
+// the shutdown) are whyServer.
+func whyOf(err error) goneWhy {
+	var errno unix.Errno
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return goneWhy(unix.EPIPE)
+	case errors.As(err, &errno) && errno == unix.ECONNRESET:
+		return goneWhy(unix.EPIPE)
+	case errno > 0 && errno < unix.Errno(whyServer):
+		return goneWhy(errno)
+	}
+	return whyServer
+}
+
+// goneErr is the error of a response's write once its connection has closed (the Conn's
+// net.ErrClosed), net/http's: a *net.OpError, "write tcp LOCAL->REMOTE: write: broken pipe",
+// wrapping an *os.SyscallError of syscall.EPIPE where the client closed or reset the
+// connection (errors.Is(err, syscall.EPIPE)), of the errno the connection ended on where it was
+// another (ETIMEDOUT, say); wrapping net.ErrClosed where the server closed it (a shutdown). A
+// write that meets the close before OnClose has run takes the client's leaving for its cause,
+// unless the server is shutting down.
+func (x *exchange) goneErr() error {
+	h := x.h
+	h.wmu.Lock()
+	why := h.why
+	h.wmu.Unlock()
+	if why == 0 && !h.ls.shutting.Load() {
+		why = goneWhy(unix.EPIPE)
+	}
+	var err error = net.ErrClosed
+	if why != 0 && why != whyServer {
+		err = os.NewSyscallError("write", unix.Errno(why))
+	}
+	return &net.OpError{Op: "write", Net: "tcp", Source: h.ls.localAddr(h.c), Addr: h.c.RemoteAddr(), Err: err}
 }
 
 // chunkWriter is the writer behind w.w: it writes the header on the first write, then the

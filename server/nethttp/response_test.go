@@ -5,8 +5,10 @@ package nethttp
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"runtime"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,6 +297,57 @@ func TestResponseHeaderKeptAfterItsHandlerReachesNoLaterResponse(t *testing.T) {
 		}
 		if v := r.resp.Header.Values("X-Leak"); len(v) > 0 {
 			t.Errorf("GET /next: its header has X-Leak %q, written to the first response's kept map", v)
+		}
+	})
+}
+
+// TestResponseWriteAfterTheClientLeftFailsWithEPIPE: once the client has closed its connection
+// (or reset it) during the handler, the handler's writes fail as on net/http: with a
+// *net.OpError ("write tcp LOCAL->REMOTE: write: broken pipe") that wraps syscall.EPIPE.
+func TestResponseWriteAfterTheClientLeftFailsWithEPIPE(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		for _, reset := range []bool{false, true} {
+			started := make(chan struct{}, 1)
+			failed := make(chan error, 1)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				started <- struct{}{}
+				select {
+				case <-r.Context().Done(): // the client's EOF or reset
+				case <-time.After(waitFor):
+				}
+				chunk := []byte(strings.Repeat("x", 64<<10))
+				for range 1000 { // 64 MB: far more than the socket's buffers take
+					if _, err := w.Write(chunk); err != nil {
+						failed <- err
+						return
+					}
+				}
+				failed <- nil
+			})
+			addr := serveRingev(t, backend, &http.Server{Handler: h})
+			c := dialRaw(t, addr)
+			if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-started:
+			case <-time.After(waitFor):
+				t.Fatal("the handler did not start")
+			}
+			if reset {
+				c.(*net.TCPConn).SetLinger(0)
+			}
+			c.Close()
+			var err error
+			select {
+			case err = <-failed:
+			case <-time.After(waitFor):
+				t.Fatal("the handler's writes did not end")
+			}
+			var oe *net.OpError
+			if !errors.Is(err, syscall.EPIPE) || !errors.As(err, &oe) || oe.Op != "write" || !strings.HasSuffix(err.Error(), "write: broken pipe") {
+				t.Errorf("reset %v: the write after the client left: %v (%T); want a *net.OpError wrapping syscall.EPIPE, as net/http's", reset, err, err)
+			}
 		}
 	})
 }

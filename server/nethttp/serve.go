@@ -215,9 +215,11 @@ type conn struct {
 	eof      bool // the client has shut down its side: no request will come after the input
 
 	// wmu guards the write flow control: out is true while the Conn's output is past its
-	// write limit (OnBackpressure); waiter is closed when it drains or the Conn closes.
+	// write limit (OnBackpressure); waiter is closed when it drains or the Conn closes. gone is
+	// set by OnClose, and why then tells what a later write fails with (goneErr).
 	out    bool
 	gone   bool
+	why    goneWhy
 	wmu    sync.Mutex
 	waiter chan struct{}
 }
@@ -522,6 +524,7 @@ func (s *Server) OnClose(c *server.Conn, err error) {
 	}
 	h.wmu.Lock()
 	h.gone = true
+	h.why = whyOf(err)
 	if h.waiter != nil {
 		close(h.waiter)
 		h.waiter = nil
