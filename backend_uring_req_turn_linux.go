@@ -75,6 +75,9 @@ func (d *ringReqs) turn(l *Loop) turnEnd {
 	}
 	mark := ^uintptr(unsafe.Pointer(l)) // the turn's frame holds its loop's mark, for the nesting guard (Loop.turnAt)
 	l.turnAt = l.stack[1] - uintptr(unsafe.Pointer(&mark))
+	if l.turnFP == 0 {
+		l.turnFP = frameFrom(&mark)
+	}
 	for {
 		res := c.Res
 		p++

@@ -14,6 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// FramesLinked reports whether the nesting guard finds a request turn's frame by the frame
+// pointers (framesLinked).
+func FramesLinked() bool { return framesLinked }
+
 // Counters of a loop.
 
 // Waits returns how many times l's Once asked the backend (or the epoll set) what is ready.

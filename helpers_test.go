@@ -710,7 +710,9 @@ func growStack(n int, at func()) byte {
 }
 
 // requireOwnerCheck skips the test where the owner check is off: it compares the caller's stack
-// with the owner's, found by assembly that reads the runtime's g (amd64 and arm64 only).
+// with the owner's, found by assembly that reads the runtime's g (amd64 and arm64 only). The
+// nesting guard's check of a request turn's frame needs the same (and the frame pointers Go
+// keeps there): elsewhere it takes any turn on the stack for the loop's.
 func requireOwnerCheck(t testing.TB) {
 	t.Helper()
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {

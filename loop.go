@@ -230,7 +230,11 @@ type Loop struct {
 	// of Once leaves it set; nested tells that from a real nesting, once, when it is found
 	// set. (An offset from the top holds while the runtime moves the stack: it copies it
 	// whole, top to top.)
-	turnAt   uintptr
+	turnAt uintptr
+	// turnFP is where the request turn's frame pointer lies from the variable that holds the
+	// mark (their addresses' difference, the same in every turn: the frame's layout), 0 until
+	// the first turn that runs callbacks measures it; nested finds the turn's frame by it.
+	turnFP   uintptr
 	exactSig bool // WithExactSignals
 	epfd     int  // the backend's epoll set, which the busy path reads directly; -1: none
 	beFd     int  // the backend's own fd beyond the epoll set (its io_uring instance); -1: none

@@ -149,20 +149,43 @@ func (l *Loop) runTurn() bool {
 // caller: a callback of it called Once, Run or Close. When it is not (a callback panicked out
 // of Once and the caller recovered), the guard is cleared. The turn is this loop's when the
 // variable at turnAt is in the live part of the stack and holds this loop's mark, its address
-// complemented (another loop's turn, running where this one's ran, holds that loop's; a
-// caller's frame there holds pointers, the loop's perhaps, never the mark), and a turn's frame
-// is on the stack, which it walks (runtime.Callers), all of it: only when the guard is found
-// set, never on a loop's usual path.
+// complemented (another loop's turn, running where this one's ran, holds that loop's), and the
+// frame around it is a live frame of the turn: the chain of frame pointers, which links the
+// live frames only, holds the turn's frame pointer where that variable's frame would have it
+// (turnFP), and the return address into that frame is the turn's. A slot of a live frame
+// that still holds the mark of a turn that panicked is not in a live frame of the turn at that
+// place (a turn running there now would have written its own mark). Where Go keeps no frame
+// pointers (other than amd64 and arm64), or the chain leaves the goroutine's stack (a cgo
+// callback), it walks the stack with runtime.Callers, all of it, and takes any turn's frame
+// for this loop's. Only when the guard is found set, never on a loop's usual path.
 //
 //go:noinline
 func (l *Loop) nested() bool {
 	if st := l.stack; st != &anyStack { // (without the owner's bounds, the walk alone)
 		var probe byte
-		sp := uintptr(unsafe.Pointer(&probe))
-		at := st[1] - l.turnAt
-		if at-sp >= st[1]-sp || *(*uintptr)(unsafe.Add(unsafe.Pointer(&probe), at-sp)) != ^uintptr(unsafe.Pointer(l)) {
+		base := unsafe.Pointer(&probe)
+		sp, top := uintptr(base), st[1]
+		word := func(at uintptr) uintptr { return *(*uintptr)(unsafe.Add(base, at-sp)) }
+		at := top - l.turnAt
+		if at-sp >= top-sp || word(at) != ^uintptr(unsafe.Pointer(l)) {
 			l.turnAt = 0
 			return false
+		}
+		if fp := rawsys.FramePointer(); fp != 0 && framesLinked {
+			// (No call until the walk ends: the stack cannot move under the addresses.)
+			want := at + l.turnFP
+			for prev := fp; ; prev = word(prev) {
+				if next := word(prev); next <= prev || next > top-2*unsafe.Sizeof(prev) {
+					break // the chain leaves the stack
+				} else if next >= want {
+					// prev's record holds the return address into the frame at next.
+					if next == want && turnCode(word(prev+unsafe.Sizeof(prev))) {
+						return true
+					}
+					l.turnAt = 0
+					return false
+				}
+			}
 		}
 	}
 	var buf [64]uintptr
@@ -184,6 +207,76 @@ func (l *Loop) nested() bool {
 	}
 	l.turnAt = 0
 	return false
+}
+
+// turnCode reports whether the return address pc is in the request turn's code (one of its
+// calls of a callback; nested).
+func turnCode(pc uintptr) bool {
+	frames := runtime.CallersFrames([]uintptr{pc})
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, turnFunc) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// frameFrom returns the caller's frame pointer less the address of mark, a variable in the
+// caller's frame (Loop.turnFP): its frame record's first word holds the caller's. 1 where Go
+// keeps no frame pointers (nested walks with runtime.Callers there).
+//
+//go:noinline
+func frameFrom(mark *uintptr) uintptr {
+	fp := rawsys.FramePointer()
+	if fp == 0 || !framesLinked {
+		return 1
+	}
+	m := uintptr(unsafe.Pointer(mark))
+	return *(*uintptr)(unsafe.Add(unsafe.Pointer(mark), fp-m)) - m
+}
+
+// framesLinked says whether the frame pointers link the frames as nested reads them: a frame's
+// record holds its caller's frame pointer, then its return address into the caller (checked
+// once, linkedFrom). Otherwise nested walks with runtime.Callers.
+var framesLinked = linkedAbove()
+
+// linkedAbove checks, from this frame, that the record of a frame it calls holds this frame's
+// frame pointer and a return address into this function (linkedFrom). A stack that moved in
+// between (the call grew it) makes it look again.
+//
+//go:noinline
+func linkedAbove() bool {
+	for {
+		var here byte
+		fp := rawsys.FramePointer()
+		if fp == 0 {
+			return false
+		}
+		if ok, moved := linkedFrom(&here, uintptr(unsafe.Pointer(&here)), fp); !moved {
+			return ok
+		}
+	}
+}
+
+// linkedFrom is linkedAbove's callee: here is a variable of the caller's frame, at was when
+// the caller read its frame pointer (outer); moved when it is not any more.
+//
+//go:noinline
+func linkedFrom(here *byte, was, outer uintptr) (ok, moved bool) {
+	fp := rawsys.FramePointer()
+	base := unsafe.Pointer(here)
+	if uintptr(base) != was {
+		return false, true
+	}
+	rec := unsafe.Add(base, fp-was)
+	if *(*uintptr)(rec) != outer {
+		return false, false
+	}
+	f, _ := runtime.CallersFrames([]uintptr{*(*uintptr)(unsafe.Add(rec, unsafe.Sizeof(fp)))}).Next()
+	return strings.HasSuffix(f.Function, "/ringev.linkedAbove"), false
 }
 
 // turnFunc ends the name of the request turn's function as the runtime gives it (nested).

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
@@ -490,34 +491,29 @@ func TestIOCallbackPanicLeavesLoopUsable(t *testing.T) {
 // callbacks come in a busy loop's batch (on uring, the request turn's: each read resubmits
 // itself with its byte there already).
 func TestIOCallbackPanicLeavesNoGuardOnOtherLoops(t *testing.T) {
-	const boom = "loop A's callback's panic"
+	requireOwnerCheck(t)
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		ra, wa := testutil.Pipe(t)
-		rb, wb := testutil.Pipe(t)
-		a, b := newLoop(t, backend), newLoop(t, backend)
-		panics, runsA, runsB, posted := 0, 0, 0, false
-		var failed, fromB error
-		ioA := busyRead(t, a, ra, "A's read", &runsA, &failed, func() { panic(boom) })
-		ioB := busyRead(t, b, rb, "B's read", &runsB, &failed, func() { fromB = a.Once() })
-		testutil.Write(t, wa, []byte("ab"))
-		testutil.Write(t, wb, []byte("cd"))
-		if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
+		p := panickedAOnceFromB(t, backend, func(once func()) { once() })
+		posted := false
+		if err := p.a.Post(func() { posted = true }); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; panics == 0; i++ {
-			if i == 100 || failed != nil {
-				t.Fatalf("after %d Onces of A: no panic (%v)", i, failed)
-			}
-			onceRecovering(t, a, boom, &panics)
-		}
-		if err := a.Post(func() { posted = true }); err != nil {
-			t.Fatal(err)
-		}
-		until(t, b, func() bool { return runsB == 2 })
-		if failed != nil || fromB != nil || !posted {
-			t.Fatalf("A's Once from B's callback: %v, A's posted function ran: %v (%v); want nil and true", fromB, posted, failed)
+		until(t, p.b, func() bool { return p.runsB == 2 })
+		if p.failed != nil || p.fromB != nil || !posted {
+			t.Fatalf("A's Once from B's callback: %v, A's posted function ran: %v (%v); want nil and true", p.fromB, posted, p.failed)
 		}
 	})
+}
+
+// TestIOCallbackNestingGuardFindsTheTurnByFramePointers: where the owner check is on (amd64,
+// arm64), the frame pointers link the frames as the nesting guard reads them (a frame's record:
+// its caller's frame pointer, then its return address), so that it tells the turn whose
+// callback is running from a slot that kept a panicked turn's mark.
+func TestIOCallbackNestingGuardFindsTheTurnByFramePointers(t *testing.T) {
+	requireOwnerCheck(t)
+	if !ringev.FramesLinked() {
+		t.Fatal("the frame pointers do not link the frames as the nesting guard reads them")
+	}
 }
 
 // TestIOCallbackNestedAcrossLoopsReturnsErrNested: loop A's Once called from a callback of
@@ -666,50 +662,85 @@ func TestIODeadlineBeforeTheEnterIsLinked(t *testing.T) {
 // the caller's (locals, here an array of them): A's turn is not running, whatever the words
 // at its old place hold.
 func TestIOCallbackPanicLeavesNoGuardAStackSlotHoldingTheLoopRevives(t *testing.T) {
-	const boom = "loop A's callback's panic"
+	onceFromBOverWords(t, func(a *ringev.Loop) uintptr { return uintptr(unsafe.Pointer(a)) })
+}
+
+// TestIOCallbackPanicLeavesNoGuardAStackSlotHoldingTheMarkRevives: the same where the caller's
+// frame holds A's mark (its address complemented, what A's turn writes in its frame), as a
+// slot of a live frame not written since the panicked turn ran there does: A's turn is not
+// running there, though a turn (B's) runs below.
+func TestIOCallbackPanicLeavesNoGuardAStackSlotHoldingTheMarkRevives(t *testing.T) {
+	onceFromBOverWords(t, func(a *ringev.Loop) uintptr { return ^uintptr(unsafe.Pointer(a)) })
+}
+
+// onceFromBOverWords makes A's callback panic out of A's Once 4 KiB down the stack
+// (panickedAOnceFromB), then runs B's Once until B's callback has called A's Once, from below
+// 12 KiB of frames whose words are word(A), where A's turn ran; it fails the test unless A's
+// Once returned nil there, on every backend.
+func onceFromBOverWords(t *testing.T, word func(a *ringev.Loop) uintptr) {
+	requireOwnerCheck(t)
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
-		ra, wa := testutil.Pipe(t)
-		rb, wb := testutil.Pipe(t)
-		a, b := newLoop(t, backend), newLoop(t, backend)
-		panics, runsA, runsB := 0, 0, 0
-		var failed, fromB error
-		ioA := busyRead(t, a, ra, "A's read", &runsA, &failed, func() { panic(boom) })
-		ioB := busyRead(t, b, rb, "B's read", &runsB, &failed, func() { fromB = a.Once() })
-		testutil.Write(t, wa, []byte("ab"))
-		testutil.Write(t, wb, []byte("cd"))
-		if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; panics == 0; i++ {
-			if i == 100 || failed != nil {
-				t.Fatalf("after %d Onces of A: no panic (%v)", i, failed)
-			}
-			withLoopOnStack(nil, func() { onceRecovering(t, a, boom, &panics) }) // A's turn 4 KiB down
-		}
-		a.Post(func() {})           // A's Once from B's callback has this to run
-		withLoopOnStack(a, func() { // where A's turn ran: pointers to A
-			withLoopOnStack(a, func() {
-				withLoopOnStack(a, func() { until(t, b, func() bool { return runsB == 2 }) })
+		p := panickedAOnceFromB(t, backend, func(once func()) { withWordsOnStack(0, once) }) // A's turn 4 KiB down
+		w := word(p.a)
+		p.a.Post(func() {})          // A's Once from B's callback has this to run
+		withWordsOnStack(w, func() { // where A's turn ran
+			withWordsOnStack(w, func() {
+				withWordsOnStack(w, func() { until(t, p.b, func() bool { return p.runsB == 2 }) })
 			})
 		})
-		if failed != nil || fromB != nil {
-			t.Fatalf("A's Once from B's callback: %v (%v); want nil", fromB, failed)
+		if p.failed != nil || p.fromB != nil {
+			t.Fatalf("A's Once from B's callback: %v (%v); want nil", p.fromB, p.failed)
 		}
 	})
 }
 
-// withLoopOnStack calls f from a frame whose 4 KiB of stack hold pointers to l.
+// withWordsOnStack calls f from a frame whose 4 KiB of stack hold w.
 //
 //go:noinline
-func withLoopOnStack(l *ringev.Loop, f func()) {
-	var pad [512]*ringev.Loop
+func withWordsOnStack(w uintptr, f func()) {
+	var pad [512]uintptr
 	for i := range pad {
-		pad[i] = l
+		pad[i] = w
 	}
 	f()
 	for i := range pad {
-		if pad[i] != l {
+		if pad[i] != w {
 			panic("the pad changed")
 		}
 	}
+}
+
+// aPanickedB is what panickedAOnceFromB made: loops a and b of the test's goroutine, whose
+// busy reads count their runs (runsA, runsB) and record a wrong result in failed; fromB is what
+// a.Once returned when b's read called it.
+type aPanickedB struct {
+	a, b          *ringev.Loop
+	runsA, runsB  int
+	failed, fromB error
+}
+
+// panickedAOnceFromB makes loops A and B with a busy read each (busyRead, both with their
+// bytes written and submitted): A's callback panics, B's calls A's Once (fromB). It then calls
+// A's Once through call, recovering the panic, until A's callback has panicked out of it once.
+func panickedAOnceFromB(t *testing.T, backend string, call func(once func())) *aPanickedB {
+	t.Helper()
+	const boom = "loop A's callback's panic"
+	ra, wa := testutil.Pipe(t)
+	rb, wb := testutil.Pipe(t)
+	p := &aPanickedB{a: newLoop(t, backend), b: newLoop(t, backend)}
+	ioA := busyRead(t, p.a, ra, "A's read", &p.runsA, &p.failed, func() { panic(boom) })
+	ioB := busyRead(t, p.b, rb, "B's read", &p.runsB, &p.failed, func() { p.fromB = p.a.Once() })
+	testutil.Write(t, wa, []byte("ab"))
+	testutil.Write(t, wb, []byte("cd"))
+	if err := errors.Join(ioA.Submit(), ioB.Submit()); err != nil {
+		t.Fatal(err)
+	}
+	panics := 0
+	for i := 0; panics == 0; i++ {
+		if i == 100 || p.failed != nil {
+			t.Fatalf("after %d Onces of A: no panic (%v)", i, p.failed)
+		}
+		call(func() { onceRecovering(t, p.a, boom, &panics) })
+	}
+	return p
 }

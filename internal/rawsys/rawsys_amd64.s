@@ -49,3 +49,9 @@ TEXT ·GStack(SB),NOSPLIT,$0-8
 	MOVQ	(TLS), AX
 	MOVQ	AX, ret+0(FP)
 	RET
+
+// func FramePointer() uintptr: the caller's frame pointer (BP; this function has no frame of
+// its own, so BP is still the caller's).
+TEXT ·FramePointer(SB),NOSPLIT|NOFRAME,$0-8
+	MOVQ	BP, ret+0(FP)
+	RET

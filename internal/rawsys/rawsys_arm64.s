@@ -54,3 +54,10 @@ TEXT ·GStack(SB),NOSPLIT,$0-8
 	MOVD	g, R0
 	MOVD	R0, ret+0(FP)
 	RET
+
+// func FramePointer() uintptr: the caller's frame pointer (R29; this function has no frame of
+// its own, so R29 is still the caller's).
+TEXT ·FramePointer(SB),NOSPLIT|NOFRAME,$0-8
+	MOVD	R29, R0
+	MOVD	R0, ret+0(FP)
+	RET

@@ -21,3 +21,9 @@ func Syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1 uintptr, errno unix.Errn
 // it when the stack moves. Callers check that the bounds hold their own stack before relying
 // on them.
 func GStack() *[2]uintptr
+
+// FramePointer returns the caller's frame pointer: the address of its frame record, whose first
+// word is its caller's frame pointer and whose second is its own return address (Go keeps frame
+// pointers on amd64 and arm64; the runtime's tracer walks them the same way). Valid until the
+// caller's stack moves.
+func FramePointer() uintptr

@@ -18,3 +18,6 @@ func Syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, syscall.Errno) {
 
 // GStack is nil.
 func GStack() *[2]uintptr { return nil }
+
+// FramePointer is 0.
+func FramePointer() uintptr { return 0 }

@@ -25,3 +25,6 @@ func Syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
 
 // GStack is nil where no assembly reads the g pointer: callers' ownership checks are off there.
 func GStack() *[2]uintptr { return nil }
+
+// FramePointer is 0 where Go keeps no frame pointers: callers walk the stack another way.
+func FramePointer() uintptr { return 0 }
