@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ringev/ringev/internal/onloop"
 	"golang.org/x/sys/unix"
 )
 
@@ -314,6 +315,16 @@ func (l *Loop) Send(fd int, buf []byte, flags int, cb Callback, token uint64) (R
 	}
 	r.flags = int32(flags | unix.MSG_NOSIGNAL)
 	return l.req.submit(r), nil
+}
+
+// SendOwned is Send for package server, whose caller runs on l's goroutine already (p: it
+// checked so, or runs in one of l's callbacks): Send without its check of the caller. Code
+// outside this module cannot call it (it cannot name onloop.Proof).
+func (l *Loop) SendOwned(_ onloop.Proof, fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
+	if rq := l.req; rq != nil && rq.fastOK(OpSend, fd, buf, true, cb) {
+		return rq.drv.rw(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), cb, token), nil
+	}
+	return l.Send(fd, buf, flags, cb, token)
 }
 
 // Accept accepts one connection on listening socket fd with accept4(2) flags

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/ringev/ringev/internal/onloop"
 	"golang.org/x/sys/unix"
 )
 
@@ -172,6 +173,21 @@ func (g *BufferGroup) Release(id int) {
 		g.releaseLater(id)
 		return
 	}
+	if uint(id) >= uint(len(g.bufs)) || g.closed || g.l.closed {
+		return
+	}
+	if b := &g.bufs[id]; b.refs > 0 {
+		if b.refs--; b.refs == 0 && b.out {
+			g.back(id)
+		}
+	}
+}
+
+// ReleaseOwned is Release for package server, whose caller runs on the loop's goroutine already
+// (p: it runs in one of the loop's callbacks): Release without its check of the caller (and
+// its body written out again, not called from Release: a call would cost Release's callers).
+// Code outside this module cannot call it (it cannot name onloop.Proof).
+func (g *BufferGroup) ReleaseOwned(_ onloop.Proof, id int) {
 	if uint(id) >= uint(len(g.bufs)) || g.closed || g.l.closed {
 		return
 	}

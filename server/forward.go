@@ -6,6 +6,8 @@ import (
 	"net"
 	"slices"
 	"unsafe"
+
+	"github.com/ringev/ringev/internal/onloop"
 )
 
 // Forward moves the connection's whole input to dst's output, in order, and returns the number
@@ -89,7 +91,7 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 		dst.active = l.turnTime() // sending is activity (see flush)
 	}
 	l.sends++
-	if _, err := l.ev.Send(int(dst.fd), b, 0, ld.d.onConn, dst.tok(tokSend)); err != nil {
+	if _, err := l.ev.SendOwned(onloop.Proof{}, int(dst.fd), b, 0, ld.d.onConn, dst.tok(tokSend)); err != nil {
 		l.e.logf("send: %v", err)
 		dst.wrote(-n)
 		dst.outLen = 0

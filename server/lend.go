@@ -4,6 +4,7 @@ package server
 
 import (
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/onloop"
 )
 
 // lender is a loop's lending of received buffers to Forward's sends: the bytes a recv
@@ -38,5 +39,5 @@ func (ld *lender) back(bid int) {
 	if ld.refs[bid]--; ld.refs[bid] == 0 {
 		ld.held--
 	}
-	ld.g.Release(bid)
+	ld.g.ReleaseOwned(onloop.Proof{}, bid) // (a send's completion: on the loop)
 }
