@@ -893,11 +893,16 @@ func (c *Conn) startShut() {
 // EOF reports whether the peer has shut down its writing side: no more input will come. OnData
 // is called with EOF true when input is left over then (again, like any leftover, after a
 // pause of reading: the write limit's, PauseRead), and on a half-open connection (WithHalfOpen)
-// always, once at least: that call is how its handler learns of it. False from another
-// goroutine.
+// always, once at least: that call is how its handler learns of it (Forward and Splice then
+// return io.EOF). False from another goroutine.
 func (c *Conn) EOF() bool {
+	return c.l.ev.Owned() && c.atEOF()
+}
+
+// atEOF is EOF on c's loop.
+func (c *Conn) atEOF() bool {
 	l := c.l
-	return l.ev.Owned() && c.fl&cfEOF != 0 && !(c.inData && l.view.c == c && l.view.part) // (a piece: more input waits behind it, serveLeft)
+	return c.fl&cfEOF != 0 && !(c.inData && l.view.c == c && l.view.part) // (a piece: more input waits behind it, serveLeft)
 }
 
 // SetHalfOpen sets whether the peer's EOF ends the connection once its output is sent (false,

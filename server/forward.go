@@ -3,6 +3,7 @@
 package server
 
 import (
+	"io"
 	"net"
 	"slices"
 	"unsafe"
@@ -32,7 +33,10 @@ import (
 // same and the error is net.ErrClosed, as it is when c is closed and has no input left (in
 // OnClose, the input c left is still moved);
 // when it would take dst's output past its cap, dst is closed and the error is ErrOutputFull
-// (see Write).
+// (see Write). When the move leaves c no input and none will come (its peer has shut down its
+// writing side: EOF reports true), the error is io.EOF, with the count of the bytes moved: a
+// half-open proxy (WithHalfOpen) passes the half-close on then (dst.CloseWrite), with no call
+// of EOF of its own.
 //
 // With the requests driver's multishot recv, input that is the whole of what one recv brought,
 // moved to a connection of the same loop with nothing to send, is sent at once from the
@@ -111,6 +115,9 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	if splice && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {
 		c.startSplice(dst)
 	}
+	if c.atEOF() {
+		return n, io.EOF
+	}
 	return n, nil
 }
 
@@ -128,6 +135,9 @@ func (c *Conn) copyTo(dst *Conn, splice bool) (int, error) {
 	if n == 0 {
 		if c.closed || dst.gone() {
 			return 0, net.ErrClosed
+		}
+		if c.atEOF() {
+			return 0, io.EOF
 		}
 		return 0, nil
 	}
@@ -150,6 +160,9 @@ func (c *Conn) copyTo(dst *Conn, splice bool) (int, error) {
 	}
 	if splice && err == nil && n >= SpliceMinChunk && c.splicingOut() == nil && c.spliceable(dst) {
 		c.startSplice(dst)
+	}
+	if err == nil && c.atEOF() {
+		return n, io.EOF
 	}
 	return n, err
 }

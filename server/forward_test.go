@@ -221,6 +221,60 @@ func TestConnForwardWithAClosedConnIsErrClosed(t *testing.T) {
 	})
 }
 
+// eofForwarder forwards the input of each connection but the first to the first, and sends
+// each Forward's error to errs.
+type eofForwarder struct {
+	forwarder
+	errs chan error
+}
+
+func (f *eofForwarder) OnData(c *Conn) {
+	dst, ok := c.Context().(*Conn)
+	if !ok {
+		c.Next(-1)
+		return
+	}
+	_, err := c.Forward(dst)
+	f.errs <- err
+}
+
+// TestConnForwardAtThePeersEOFIsEOF: on a half-open connection, the Forward that moves the last
+// input after the peer has shut down its writing side (EOF) returns io.EOF, and those before
+// it nil: a proxy learns there that it passes the half-close on.
+func TestConnForwardAtThePeersEOFIsEOF(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &eofForwarder{errs: make(chan error, 100)}
+		e := startEngine(t, f, append(s.opts(), WithHalfOpen(true))...)
+		a := dialEngine(t, e)
+		eventually(t, "the first connection", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.first != nil })
+		b := dialEngine(t, e)
+		want := "the last words\n"
+		if _, err := b.Write([]byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, a, len(want)); got != want {
+			t.Errorf("the first client read %q, want %q", got, want)
+		}
+		deadline := time.After(waitFor)
+		for {
+			select {
+			case err := <-f.errs:
+				if err == io.EOF {
+					return
+				}
+				if err != nil {
+					t.Fatalf("Forward: %v before io.EOF, want nil", err)
+				}
+			case <-deadline:
+				t.Fatal("no Forward returned io.EOF after the peer's half-close")
+			}
+		}
+	})
+}
+
 // TestConnForwardLendsAtMostHalfTheRecvGroup: Forward sends a received group buffer itself
 // (no copy) only while the loop lends at most half of its receive group, so destinations whose
 // peers do not read, each with a send stalled on a full socket, cannot take the buffers every

@@ -51,9 +51,9 @@ func (p *proxy) OnOpen(c *server.Conn) {
 // OnData passes what arrived to the other side, and then the peer's half-close.
 func (*proxy) OnData(c *server.Conn) {
 	// Splice: through the kernel where it can (uring), else Forward (copies). Half-open
-	// (WithHalfOpen): the peer's EOF ends its input alone.
+	// (WithHalfOpen): the peer's EOF ends its input alone, and Splice says so (io.EOF).
 	other := c.Context().(*server.Conn)
-	if c.Splice(other); c.EOF() {
+	if _, err := c.Splice(other); err == io.EOF {
 		other.CloseWrite()
 	}
 }
@@ -64,12 +64,9 @@ func (*proxy) OnData(c *server.Conn) {
 // that would make a cut stream look whole. A client that left before its upstream was there
 // has no other side (its dial ended with it).
 func (*proxy) OnClose(c *server.Conn, err error) {
-	other, ok := c.Context().(*server.Conn)
-	switch {
-	case !ok:
-	case err == nil || errors.Is(err, io.EOF):
+	if other, ok := c.Context().(*server.Conn); ok && (err == nil || errors.Is(err, io.EOF)) {
 		other.Close()
-	default:
+	} else if ok {
 		other.Abort()
 	}
 }
