@@ -3,9 +3,11 @@
 package ringev
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/ringev/ringev/uring"
+	"golang.org/x/sys/unix"
 )
 
 // RequestRecords returns how many request records l has made, and how many of them are in its
@@ -95,4 +97,38 @@ func FdRareEntries(l *Loop) int {
 		return 0
 	}
 	return len(l.req.fdRare)
+}
+
+// SameRecord reports whether two request handles are uses of one record.
+func SameRecord(a, b Request) bool { return a.rec == b.rec }
+
+// ForgeRecvMoreCQE posts in the ring of h's loop (uring), through a ring of its own
+// (IORING_OP_MSG_RING with IORING_MSG_RING_FLAGS_PASS, Linux 6.3), the CQE a RecvMultishot's
+// receive into group buffer bid of n bytes, more to come, would post for h's record at h's
+// generation (user_data; IORING_CQE_F_MORE and F_BUFFER), then a wake-up CQE behind it (as
+// PostTo's, counted by RingWakes): once RingWakes(l) has grown, the loop has read the forged
+// CQE. It returns the MSG_RING's error (EINVAL from a kernel without FLAGS_PASS).
+func ForgeRecvMoreCQE(h Request, n int32, bid uint16) error {
+	b := h.rec.rq.l.be.(*uringBackend)
+	r, err := uring.New(uring.WithEntries(2))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ud := reqTag | reqKindMulti | uint64(h.gen)<<32 | uint64(h.rec.idx)
+	flags := uring.CQEFMore | uring.CQEFBuffer | uint32(bid)<<uring.CQEBufferShift
+	for _, m := range [2]struct {
+		ud    uint64
+		res   uint32
+		flags uint32
+	}{{ud, uint32(n), flags}, {uringWakeTag, 0, 0}} {
+		r.GetSQE().PrepMsgRing(b.ring.Fd(), m.res, m.ud, uring.MsgRingFlagsPass, m.flags)
+		if _, err := r.SubmitAndWait(1); err != nil {
+			return err
+		}
+		if c, _ := r.PopCQE(); c.Res < 0 {
+			return fmt.Errorf("MSG_RING: %w", unix.Errno(-c.Res))
+		}
+	}
+	return nil
 }

@@ -335,17 +335,24 @@ func (r *recorder) last(t *testing.T) ringev.Completion {
 
 // untilWaited runs l until its backend has waited once more (ringev.Waits advanced). Then the
 // requests made before it are in the kernel (on uring that wait's io_uring_enter(2) submitted
-// them) or wait for readiness (the emulation), and the fd events added before it are armed. A
-// timer bounds each wait that would block (1 ms, doubling while a Once runs the timer instead
-// of waiting): it only ends a wait, it never stands in for one.
+// them) or wait for readiness (the emulation), and the fd events added before it are armed.
 func untilWaited(t testing.TB, l *ringev.Loop) {
 	t.Helper()
 	w0 := ringev.Waits(l)
+	untilBounded(t, l, "the loop's next wait", func() bool { return ringev.Waits(l) > w0 })
+}
+
+// untilBounded is until for a condition that no handler's run follows (what the backend saw in
+// a wait): a timer bounds each wait that would block (1 ms, doubling while a Once runs the
+// timer instead of waiting), so that Once returns and cond is checked; it only ends a wait, it
+// never stands in for one.
+func untilBounded(t testing.TB, l *ringev.Loop, what string, cond func() bool) {
+	t.Helper()
 	d := time.Millisecond
 	var tm *ringev.Timer
 	armed := false
-	untilFor(t, l, deadline, "the loop's next wait", func() bool {
-		if ringev.Waits(l) > w0 {
+	untilFor(t, l, deadline, what, func() bool {
+		if cond() {
 			return true
 		}
 		if !armed {
@@ -355,7 +362,9 @@ func untilWaited(t testing.TB, l *ringev.Loop) {
 		}
 		return false
 	})
-	tm.Stop()
+	if tm != nil {
+		tm.Stop()
+	}
 }
 
 // hangGrace is how long a guarded call may stay blocked after its deadline and the wake-up that

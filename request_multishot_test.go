@@ -203,3 +203,106 @@ func TestRequestBufferGroupReleaseOfABufferNoCompletionHoldsIsIgnored(t *testing
 		}
 	})
 }
+
+// multishotLog records a RecvMultishot's completions: the data each brought (released at
+// once unless hold), the ENOBUFS ones, and the last one's error.
+type multishotLog struct {
+	data    []string
+	enobufs int
+	ended   bool
+	lastErr error
+	hold    bool
+}
+
+// cb is the RecvMultishot's callback.
+func (m *multishotLog) cb(c *ringev.Completion) {
+	switch {
+	case !c.More:
+		m.ended, m.lastErr = true, c.Err
+	case errors.Is(c.Err, unix.ENOBUFS):
+		m.enobufs++
+	case c.Err == nil:
+		m.data = append(m.data, string(c.Buf))
+		if !m.hold {
+			c.ReleaseBuffer()
+		}
+	}
+}
+
+// forgeRecvMore posts in h's loop's ring the CQE of a receive into group buffer 0, more to
+// come, for h's record at h's generation (ringev.ForgeRecvMoreCQE), and runs l until it has
+// read it; it skips the test on a kernel without IORING_MSG_RING_FLAGS_PASS (Linux 6.3).
+func forgeRecvMore(t *testing.T, l *ringev.Loop, h ringev.Request) {
+	t.Helper()
+	w0 := ringev.RingWakes(l)
+	if err := ringev.ForgeRecvMoreCQE(h, 5, 0); errors.Is(err, unix.EINVAL) {
+		testutil.SkipUnlessKernel(t, 6, 3, "IORING_MSG_RING_FLAGS_PASS")
+		t.Fatal(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	untilBounded(t, l, "the forged CQE read", func() bool { return ringev.RingWakes(l) > w0 })
+}
+
+// TestRequestRecvMultishotDropsACQEOfItsRecordsEarlierUse: on uring, a RecvMultishot's
+// intermediate CQE (data in a group buffer, more to come) that carries an earlier use of the
+// record (a cancelled RecvMultishot's, whose record the next RecvMultishot took) runs no
+// callback: the new request's only completion is its own last one.
+func TestRequestRecvMultishotDropsACQEOfItsRecordsEarlierUse(t *testing.T) {
+	requireOp(t, ringev.OpRecvMultishot)
+	requireMsgRing(t)
+	a, _ := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	g, err := l.NewBufferGroup(2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second multishotLog
+	old := must(t)(l.RecvMultishot(a, g, 0, first.cb, 0))
+	untilWaited(t, l)
+	if err := old.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return first.ended })
+	cur := must(t)(l.RecvMultishot(a, g, 0, second.cb, 0))
+	if !ringev.SameRecord(old, cur) {
+		t.Fatal("the second RecvMultishot did not take the cancelled one's record")
+	}
+	untilWaited(t, l)
+	forgeRecvMore(t, l, old)
+	if err := cur.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return second.ended })
+	if len(second.data) != 0 || !errors.Is(second.lastErr, unix.ECANCELED) {
+		t.Fatalf("the second RecvMultishot got data %q, then %v: want none, then ECANCELED", second.data, second.lastErr)
+	}
+}
+
+// TestRequestRecvMultishotDropsACQEWhileItWaitsForABuffer: on uring, a RecvMultishot's
+// intermediate CQE (data in a group buffer, more to come) that comes while the request waits
+// for a buffer (its group ran dry: ENOBUFS, nothing in the kernel) runs no callback.
+func TestRequestRecvMultishotDropsACQEWhileItWaitsForABuffer(t *testing.T) {
+	requireOp(t, ringev.OpRecvMultishot)
+	requireMsgRing(t)
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	g, err := l.NewBufferGroup(1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := multishotLog{hold: true}
+	h := must(t)(l.RecvMultishot(a, g, 0, m.cb, 0))
+	testutil.Write(t, b, []byte("12345678"))
+	until(t, l, func() bool { return len(m.data) == 1 })
+	testutil.Write(t, b, []byte("9"))
+	until(t, l, func() bool { return m.enobufs == 1 })
+	forgeRecvMore(t, l, h)
+	if err := h.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	until(t, l, func() bool { return m.ended })
+	if len(m.data) != 1 || m.enobufs != 1 || !errors.Is(m.lastErr, unix.ECANCELED) {
+		t.Fatalf("data %q, %d ENOBUFS, then %v: want one receive, one ENOBUFS, then ECANCELED", m.data, m.enobufs, m.lastErr)
+	}
+}
