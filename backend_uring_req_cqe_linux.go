@@ -52,7 +52,9 @@ func (d *ringReqs) cqes(ring *uring.Ring) (got bool, res int32) {
 // recvMore queues c, a RecvMultishot's CQE that is not its last and carries a group buffer
 // (the steady case of a server's receive), as cqe's way through complete and queue does, in
 // fewer steps; it reports false, having done nothing, when c is not one (another multishot
-// op's, a stale CQE, the loop closing): cqe takes it then.
+// op's, a stale CQE: of the record's earlier use, or of a request not in the kernel): cqe
+// takes it then. Unlike cqe it need not ask whether the loop is closing (dead): Loop.Close's
+// shutdown reads the CQEs that come after it with cqe, and nothing reads the ring after that.
 func (d *ringReqs) recvMore(c *uring.CQE) bool {
 	rq := d.rq
 	ud := c.UserData
@@ -61,7 +63,7 @@ func (d *ringReqs) recvMore(c *uring.CQE) bool {
 		return false
 	}
 	r := rq.recs[idx]
-	if r.op != OpRecvMultishot || r.gen != uint32(ud>>32)&genMask || r.state != stInflight || d.dead {
+	if r.op != OpRecvMultishot || r.gen != uint32(ud>>32)&genMask || r.state != stInflight {
 		return false
 	}
 	res, flags := c.Res, c.Flags
