@@ -122,7 +122,8 @@ func newRecvGroup(l *Loop) (*ringev.BufferGroup, error) {
 // non-blocking syscalls.
 //
 // No allocation per request in steady state: the loop's connections' requests share one
-// Callback (onIO) and are told apart by their token (the connection's slot and the kind);
+// Callback per kind (onRecv, onSent, onIO) and are told apart by their token (the
+// connection's slot and the kind);
 // output buffers and leftover input come from the loop's free list. With the multishot recv
 // an idle connection owns no buffer: the kernel picks one of the group's when bytes arrive,
 // OnData sees them there, and the buffer goes back when it returns (what OnData leaves is
@@ -132,6 +133,8 @@ type connReqs struct {
 	lfd     int // the listening socket; -1 once closed (or none)
 	onAcc   ringev.Callback
 	onConn  ringev.Callback // onIO, made once
+	onRecv  ringev.Callback // onRecvs, made once
+	onSent  ringev.Callback // onSends, made once
 	onLst   ringev.Callback
 	lclosed bool // the listener's CloseFd has completed (or there was none)
 	group   *ringev.BufferGroup
@@ -145,6 +148,7 @@ type connReqs struct {
 func newConnReqs(l *Loop) (*connReqs, error) {
 	d := &connReqs{l: l, lfd: -1, lclosed: true}
 	d.onAcc, d.onLst, d.onConn = d.accepted, d.listenerClosed, d.onIO()
+	d.onRecv, d.onSent = d.onRecvs(), d.onSends()
 	if mode := l.e.o.recv; mode != RecvPerConn {
 		err := recvMultishotCheck(l.ev)
 		if err == nil {
@@ -220,17 +224,17 @@ func (c *Conn) tok(k uint64) uint64 {
 	return uint64(c.slot)<<32 | uint64(c.seq) | k
 }
 
-// onIO is the callback of every request of the loop's connections: the token names the
-// connection (its slot and sequence number) and the kind. CloseFd's completion comes after
-// every other of the fd's, but where CloseFd itself fails (closeFd) the socket is closed and
-// the connection finished at once, and a recv still pending may complete later, when the slot
-// may be another's: such a completion is dropped (its group buffer given back), as a finished
-// connection would. A closure over d, its body inside it: a method value (d.onIO) would add a
-// call to every completion.
+// onIO is the callback of the loop's connections' requests but their recvs and sends (onRecv,
+// onSent): the token names the connection (its slot and sequence number) and the kind.
+// CloseFd's completion comes after every other of the fd's, but where CloseFd itself fails
+// (closeFd) the socket is closed and the connection finished at once, and a recv still
+// pending may complete later, when the slot may be another's: such a completion is dropped
+// (its group buffer given back), as a finished connection would. A closure over d, its body
+// inside it: a method value (d.onIO) would add a call to every completion.
 func (d *connReqs) onIO() ringev.Callback {
 	return func(x *ringev.Completion) {
-		c := d.l.conns.all[x.Token>>32]
-		if c == nil || c.seq != uint32(x.Token)&^(1<<tokBits-1) {
+		c := d.conn(x.Token)
+		if c == nil {
 			x.ReleaseBuffer()
 			return
 		}
@@ -243,6 +247,39 @@ func (d *connReqs) onIO() ringev.Callback {
 			c.reqClosed()
 		}
 	}
+}
+
+// onRecvs is the callback of the connections' recvs, and onSends of their sends: onIO's for
+// one kind, without its test of the kind (every receive and send of the loop).
+//
+//go:noinline
+func (d *connReqs) onRecvs() ringev.Callback {
+	return func(x *ringev.Completion) {
+		if c := d.conn(x.Token); c != nil {
+			c.reqReceived(x)
+		} else {
+			x.ReleaseBuffer()
+		}
+	}
+}
+
+//go:noinline
+func (d *connReqs) onSends() ringev.Callback {
+	return func(x *ringev.Completion) {
+		if c := d.conn(x.Token); c != nil {
+			c.reqSent(x)
+		}
+	}
+}
+
+// conn returns the connection a completion's token names, nil when it has finished (its slot
+// is empty or another's).
+func (d *connReqs) conn(tok uint64) *Conn {
+	c := d.l.conns.all[tok>>32]
+	if c == nil || c.seq != uint32(tok)&^(1<<tokBits-1) {
+		return nil
+	}
+	return c
 }
 
 // reqReceived handles a recv completion: bytes (dropped while closing or lingering), the
@@ -422,7 +459,7 @@ func (d *connReqs) heldEvent(ev *ringev.FdEvent, _ ringev.Flags) {
 func (d *connReqs) armRecv(c *Conn) {
 	var err error
 	if d.group != nil {
-		c.recv, err = d.l.ev.RecvMultishot(int(c.fd), d.group, 0, d.onConn, c.tok(tokRecv))
+		c.recv, err = d.l.ev.RecvMultishot(int(c.fd), d.group, 0, d.onRecv, c.tok(tokRecv))
 	} else {
 		x := c.x()
 		if x.rbuf == nil {
@@ -432,7 +469,7 @@ func (d *connReqs) armRecv(c *Conn) {
 				x.rbuf = new([RecvBufferSize]byte)
 			}
 		}
-		c.recv, err = d.l.ev.Recv(int(c.fd), x.rbuf[:], 0, d.onConn, c.tok(tokRecv))
+		c.recv, err = d.l.ev.Recv(int(c.fd), x.rbuf[:], 0, d.onRecv, c.tok(tokRecv))
 	}
 	if err != nil {
 		d.l.e.logf("recv: %v", err)
@@ -468,7 +505,7 @@ func (d *connReqs) send(c *Conn) {
 	c.outLen = int32(len(out))
 	d.l.sends++
 	// (the turn's end, on the loop: the send needs no check of its caller)
-	if _, err := d.l.ev.SendOwned(onloop.Proof{}, int(c.fd), out, 0, d.onConn, c.tok(tokSend)); err != nil {
+	if _, err := d.l.ev.SendOwned(onloop.Proof{}, int(c.fd), out, 0, d.onSent, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)
 		c.wrote(-len(out))
 		d.l.bufs.put(out)
