@@ -219,7 +219,13 @@ func (l *Loop) dial(ctx context.Context, network, addr string, tc *tls.Config, h
 		return err
 	}
 	if t := l.e.o.dialTimeout; t > 0 {
-		d.ctx, d.untime = context.WithTimeout(ctx, t)
+		if ctx.Done() == nil && d.host == "" {
+			// Nothing else to watch (no lookup, a context that never ends): the loop's timer
+			// bounds the connect, as WithTimeout's context would, without its timer and watch.
+			d.timer = l.ev.AddTimer(t, d.timedOut)
+		} else {
+			d.ctx, d.untime = context.WithTimeout(ctx, t)
+		}
 	}
 	hs := newHandlers(h)
 	d.hs = &hs
@@ -282,6 +288,7 @@ type dialer struct {
 
 	stopCtx   func() bool        // context.AfterFunc's stop
 	untime    context.CancelFunc // WithDialTimeout's, or nil
+	timer     *ringev.Timer      // WithDialTimeout's on the loop (see dial), or nil
 	unresolve context.CancelFunc // cancels the lookup under way
 	cancelled error              // why the dial was cancelled (ctx, shutdown)
 	lastErr   error              // the last address's error
@@ -563,6 +570,10 @@ func (d *dialer) opened() {
 // ctxDone is the dial's context's end (posted by context.AfterFunc).
 func (d *dialer) ctxDone() { d.cancel(context.Cause(d.ctx)) }
 
+// timedOut is the end of WithDialTimeout's bound when the loop's timer keeps it (d.timer): what
+// ctxDone gives for a context past its deadline.
+func (d *dialer) timedOut(*ringev.Timer) { d.cancel(context.DeadlineExceeded) }
+
 // cancel ends the dial with err: at once while resolving, else once the connect request has
 // been cancelled (its completion closes the socket).
 func (d *dialer) cancel(err error) {
@@ -599,6 +610,10 @@ func (d *dialer) end() {
 	}
 	if d.untime != nil {
 		d.untime()
+	}
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
 	}
 	if c := d.forC; c != nil && c.rare.dialing == d {
 		c.rare.dialing = nil
