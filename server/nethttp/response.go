@@ -427,7 +427,13 @@ func (w *response) WriteHeader(code int) {
 	if w.calledHeader && !w.cw.snapped {
 		w.cw.snap()
 	}
-	if cl := headerGet(w.handlerHeader, "Content-Length"); cl != "" {
+	cl := ""
+	if w.cw.snapped {
+		cl = w.cw.header.get(hContentLength) // the map's, as just taken
+	} else {
+		cl = headerGet(w.handlerHeader, "Content-Length")
+	}
+	if cl != "" {
 		v, err := strconv.ParseInt(cl, 10, 64)
 		if err == nil && v >= 0 {
 			w.contentLength = v
