@@ -7,7 +7,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"unsafe"
 )
 
 // maxFastFields is the most header fields a head may have for fastRequest.
@@ -23,9 +22,12 @@ const maxFastFields = 32
 // the head holds (0 or 1: req.Host is the first's value). It returns nil for any other head,
 // which http.ReadRequest reads instead.
 //
-// The Request, its URL and the header's values go in room (made for the request: one
-// allocation for them all; never reused, as a handler may keep the Request); fields is where it notes the fields as it reads them (the loop's).
-func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastFields) (req *http.Request, hosts int) {
+// The Request and its URL go in room (made for the request; never reused, as a handler may
+// keep the Request); its strings are parts of one string of the head (sc.headString); the
+// header's values, where there are fields but Host, are one slice made for them. sc is the
+// loop's: where fastRequest notes the fields as it reads them, and the last head's string.
+func fastRequest(head []byte, ctx context.Context, room *fastRoom, sc *fastScratch) (req *http.Request, hosts int) {
+	fields := &sc.fields
 	i := bytes.IndexByte(head, '\n')
 	if i < 2 || head[i-1] != '\r' {
 		return nil, 0
@@ -139,14 +141,18 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastF
 		}
 	}
 
-	s := room.headString(head) // every string of the Request is part of this one
+	s := sc.headString(head) // every string of the Request is part of this one
 	// The Request is set in place (room is new, so zero), then given ctx by WithContext's
 	// copy, as ctx is unexported.
 	r := &room.req
 	r.Method = method
 	r.Proto = s[tend+1 : i-1]
 	r.ProtoMajor, r.ProtoMinor = 1, minor
-	r.Header = make(http.Header, n)
+	others := n // the fields but Host
+	if host >= 0 {
+		others--
+	}
+	r.Header = make(http.Header, others)
 	r.Body = http.NoBody
 	r.Close = closing
 	r.RequestURI = s[tstart:tend]
@@ -156,11 +162,10 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastF
 		u.Path, u.RawQuery = s[tstart:q], s[q+1:tend]
 	}
 	r.URL = u
-	vals := room.vals[:0]
-	if n > len(room.vals) {
-		vals = make([]string, n)
+	var vals []string
+	if others > 0 {
+		vals = make([]string, others)
 	}
-	vals = vals[:n]
 	for j, f := range fields[:n] {
 		v := s[f.v0:f.v1]
 		if j == host {
@@ -172,16 +177,21 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom, fields *fastF
 			r.Header[k] = append(vv, v)
 			continue
 		}
-		vals[j] = v
-		r.Header[k] = vals[j : j+1 : j+1]
+		vals[0] = v
+		r.Header[k] = vals[:1:1]
+		vals = vals[1:]
 	}
 	*r = *r.WithContext(ctx)
 	return &room.req, hosts
 }
 
-// fastFields is where fastRequest notes the fields of a head: where each name and value is
-// (offsets into the head). The loop's own, so that it is not cleared for each request.
-type fastFields [maxFastFields]fastField
+// fastScratch is a loop's for fastRequest: fields is where it notes the fields of a head,
+// where each name and value is (offsets into the head), not cleared for each request; last is
+// the last head it made a string of (headString).
+type fastScratch struct {
+	fields [maxFastFields]fastField
+	last   string
+}
 
 type fastField struct{ k0, k1, v0, v1 int }
 
@@ -215,25 +225,28 @@ func plainWord(x uint64) bool {
 	return !hasCtl(x, ' ') && (x&^highs+ones|x)&highs == 0
 }
 
-// fastRoom is where fastRequest puts a Request, its URL and the values of its header, and the
-// bytes of a short head. Its arrays are as long as let reqState, with the allocator's 8-byte
-// header, stay within the 704-byte size class (the garbage collector's work grows with the
-// bytes allocated): 4 values and 120 bytes hold the heads of wrk, curl and Go's client.
+// fastRoom is where fastRequest puts a Request and its URL: part of the request's state.
 type fastRoom struct {
-	req  http.Request
-	url  url.URL
-	vals [4]string
-	head [120]byte // written once (headString), then only read
+	req http.Request
+	url url.URL
 }
 
-// headString returns head as a string: in r's own bytes when it fits (r is made for one
-// request, and they are never written again), else a new string.
-func (r *fastRoom) headString(head []byte) string {
-	if len(head) > 0 && len(head) <= len(r.head) {
-		n := copy(r.head[:], head)
-		return unsafe.String(&r.head[0], n)
+// maxLastHead is the longest head whose string headString keeps for the next, in bytes.
+const maxLastHead = 1024
+
+// headString returns head as a string: the last head's when head is the same bytes (a client
+// that repeats its request, as load generators and health checks do: strings are immutable,
+// so requests may share one), else a new string, kept as the last if it is short. The bytes
+// are copied, not kept in the request's state, which stays within the 512-byte size class.
+func (sc *fastScratch) headString(head []byte) string {
+	if string(head) == sc.last {
+		return sc.last
 	}
-	return string(head)
+	s := string(head)
+	if len(s) <= maxLastHead {
+		sc.last = s
+	}
+	return s
 }
 
 // pathByte reports whether c may be in a fast target's path: bytes that url.URL keeps as

@@ -99,7 +99,7 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 	}
 	fast := 0
 	for _, h := range heads {
-		got, hosts := fastRequest([]byte(h), context.Background(), new(fastRoom), new(fastFields))
+		got, hosts := fastRequest([]byte(h), context.Background(), new(fastRoom), new(fastScratch))
 		if got == nil {
 			continue
 		}
@@ -116,7 +116,7 @@ func TestFastRequestIsReadRequests(t *testing.T) {
 			t.Errorf("%q: fastRequest: %d Host fields, the first %q; hostFields: %d, %q", h, hosts, got.Host, n, first)
 		}
 	}
-	if req, _ := fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"), context.Background(), new(fastRoom), new(fastFields)); req == nil {
+	if req, _ := fastRequest([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"), context.Background(), new(fastRoom), new(fastScratch)); req == nil {
 		t.Error("fastRequest did not read wrk's GET")
 	}
 	t.Logf("%d of %d heads read by fastRequest", fast, len(heads))
@@ -167,5 +167,26 @@ func TestAddrStringIsString(t *testing.T) {
 		if got, want := addrString(a), a.String(); got != want {
 			t.Errorf("addrString(%#v) = %q, String() = %q", a, got, want)
 		}
+	}
+}
+
+// TestFastRequestRepeatedHeadAllocatesOnlyItsHeader: a head the loop read last (a client that
+// repeats its request) is not copied again: its Request's strings share the last one's, and
+// fastRequest allocates only the Request's header map.
+func TestFastRequestRepeatedHeadAllocatesOnlyItsHeader(t *testing.T) {
+	head := []byte("GET /plaintext?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
+	sc, room := new(fastScratch), new(fastRoom)
+	if req, _ := fastRequest(head, context.Background(), room, sc); req == nil {
+		t.Fatal("fastRequest did not read the head")
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		*room = fastRoom{}
+		fastRequest(head, context.Background(), room, sc)
+	})
+	if allocs != 1 {
+		t.Fatalf("fastRequest of a repeated head: %v allocations; want 1 (the header map)", allocs)
+	}
+	if room.req.Host != "127.0.0.1:8080" || room.url.RawQuery != "x=1" {
+		t.Fatalf("Host %q, RawQuery %q", room.req.Host, room.url.RawQuery)
 	}
 }

@@ -64,8 +64,8 @@ type loopState struct {
 	bufs []respBufs
 	// xs are exchanges for reuse (newExchange, recycle), on the loop.
 	xs []*exchange
-	// fields is fastRequest's note of a head's fields, on the loop.
-	fields fastFields
+	// fast is fastRequest's scratch (a head's fields, the last head's string), on the loop.
+	fast fastScratch
 
 	// shutting is set once the engine's graceful shutdown has reached the loop (OnShutdown):
 	// responses are the last of their connections, as net/http's once Shutdown has begun.
@@ -865,12 +865,14 @@ func (s *source) Read(p []byte) (int, error) {
 
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
-// reqState is the part of a request's exchange that its Request points to (its context, its
-// URL, its header's values): made for each request, as a handler may keep the Request after
-// it returns (http.TimeoutHandler's inner handler does), while the exchange is reused.
+// reqState is the part of a request's exchange that its Request points to (its context, and
+// the Request and its URL when fastRequest reads the head): made for each request, as a
+// handler may keep the Request after it returns (http.TimeoutHandler's inner handler does),
+// while the exchange is reused. At 512 bytes it takes the allocator's 512-byte size class,
+// whose objects have no 8-byte header.
 type reqState struct {
 	ctx  reqCtx
-	room fastRoom // the Request's URL and header values, when fastRequest reads the head
+	room fastRoom // the Request and its URL, when fastRequest reads the head
 	w    handle   // the handler's ResponseWriter
 }
 
@@ -932,7 +934,7 @@ func (x *exchange) parse(head []byte) (*http.Request, error) {
 
 // parseHead is parse's work, with the request's context ctx.
 func (x *exchange) parseHead(head []byte, ctx context.Context) (*http.Request, error) {
-	req, hosts := fastRequest(head, ctx, &x.rs.room, &x.h.ls.fields)
+	req, hosts := fastRequest(head, ctx, &x.rs.room, &x.h.ls.fast)
 	fast := req != nil
 	host := ""
 	if fast {
