@@ -170,6 +170,7 @@ type connRare struct {
 	userHeld      bool            // during Forward's or Conn.Dial's hold: PauseRead's state, held at its end
 	backlog       bool            // the input that waited through a pause or hold is served before it is read again
 	fwdDst        int32           // open sources of its loop whose Forward (or Splice) writes to it (fwdTo): its output does not pause its reading
+	fwdSrc        *Conn           // the last of them to become one (a pair's other side), which its close finds without a search (dropSources)
 	afterPause    func()          // AfterPause's f, until no read is in flight
 	leftKept      int             // what a piece's OnData left when the pieces stopped for the output (serveLeft)
 	reason        error           // what OnClose is told, when Conn.reasonAt says it is here
@@ -1010,7 +1011,7 @@ func (c *Conn) end(reason error) {
 	if c.asked.Load()&fwdWatched != 0 {
 		c.wakeForwarders() // their next Forward fails (net.ErrClosed)
 	}
-	if x := c.rare; x != nil && (x.fwdOn != nil || x.fwdTo != nil) {
+	if x := c.rare; x != nil && (x.fwdOn != nil || x.fwdTo != nil || x.fwdDst > 0) {
 		c.fwdGone()
 	}
 	c.setReason(reason)

@@ -276,14 +276,25 @@ func (c *Conn) forwardDrained() {
 }
 
 // feeds notes that c's Forward wrote to dst, of c's loop: dst counts c among its sources
-// (fwdDst) until c closes or forwards to another connection.
+// (fwdDst) until c closes, forwards to another connection, or dst closes (dropSources).
 func (c *Conn) feeds(dst *Conn) {
 	x := c.x()
 	if old := x.fwdTo; old != nil {
-		old.rare.fwdDst--
+		old.lostSource(c)
 	}
 	x.fwdTo = dst
-	dst.x().fwdDst++
+	d := dst.x()
+	d.fwdDst++
+	d.fwdSrc = c
+}
+
+// lostSource notes that src, a source of c (fwdTo), no longer forwards to it.
+func (c *Conn) lostSource(src *Conn) {
+	x := c.rare
+	x.fwdDst--
+	if x.fwdSrc == src {
+		x.fwdSrc = nil
+	}
 }
 
 // fedByForward reports whether c's output is Forward's: the Forward of an open connection of
@@ -294,12 +305,15 @@ func (c *Conn) fedByForward() bool {
 }
 
 // fwdGone ends what Forward's state c holds as it closes: it is no longer counted among its
-// destination's sources (fwdTo), and its entry goes from its destination's loop (a hold's end
-// that is posted all the same finds it closed).
+// destination's sources (fwdTo), its own sources forget it (dropSources), and its entry goes
+// from its destination's loop (a hold's end that is posted all the same finds it closed).
 func (c *Conn) fwdGone() {
 	if to := c.rare.fwdTo; to != nil {
 		c.rare.fwdTo = nil
-		to.rare.fwdDst--
+		to.lostSource(c)
+	}
+	if c.rare.fwdDst > 0 {
+		c.dropSources()
 	}
 	dst := c.rare.fwdOn
 	if dst == nil {
@@ -313,6 +327,30 @@ func (c *Conn) fwdGone() {
 		dst.unwatchLocked()
 	}
 	l.mu.Unlock()
+}
+
+// dropSources makes the open sources of c's loop whose Forward wrote to c last (fwdDst of
+// them) forget c as it closes, so that none keeps it (or its buffers) reachable until it
+// closes or forwards elsewhere itself: nothing else of theirs needs it (their next Forward to
+// c fails: c is gone). The last one to become a source (fwdSrc; a pair's other side) is found
+// at once; more of them (a fan-in) are looked for among the loop's connections.
+func (c *Conn) dropSources() {
+	x := c.rare
+	if s := x.fwdSrc; s != nil {
+		x.fwdSrc = nil
+		s.rare.fwdTo = nil
+		x.fwdDst--
+	}
+	for _, s := range c.l.conns.all {
+		if x.fwdDst == 0 {
+			return
+		}
+		if s != nil && s.rare != nil && s.rare.fwdTo == c {
+			s.rare.fwdTo = nil
+			x.fwdDst--
+		}
+	}
+	x.fwdDst = 0 // (every open source is in the table)
 }
 
 // unwatchLocked clears c's fwdWatched unless a source still waits for it (under c.l.mu).

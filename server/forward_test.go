@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -706,5 +707,74 @@ func TestConnForwardDestinationPausesForItsOutputOnceItsSourceForwardsElsewhere(
 			t.Fatal(err)
 		}
 		received(t, f.told, "OnBackpressure(true) for 1 MiB of output past a 64 KiB write limit")
+	})
+}
+
+// collectable is a handler whose first connection is the destination of the others' Forward
+// until it closes (then their input is dropped, said on dropped); it tells when the first
+// closes and when the garbage collector has freed it (a cleanup).
+type collectable struct {
+	first     atomic.Pointer[Conn]
+	closed    chan struct{}
+	dropped   chan struct{}
+	collected chan struct{}
+}
+
+func (f *collectable) OnOpen(c *Conn) {
+	if f.first.CompareAndSwap(nil, c) {
+		runtime.AddCleanup(c, func(ch chan struct{}) { close(ch) }, f.collected)
+	}
+}
+
+func (f *collectable) OnData(c *Conn) {
+	if dst := f.first.Load(); dst != nil && c != dst {
+		c.Forward(dst)
+		return
+	}
+	c.Next(-1)
+	f.dropped <- struct{}{}
+}
+
+func (f *collectable) OnClose(c *Conn, err error) {
+	if f.first.CompareAndSwap(c, nil) {
+		close(f.closed)
+	}
+}
+
+// TestConnForwardSourcesLetGoOfADestinationThatClosed: connections whose Forward wrote to
+// another (two: one found at once, the other looked for) that has closed since keep nothing of
+// it: the destination is freed while the sources stay open.
+func TestConnForwardSourcesLetGoOfADestinationThatClosed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &collectable{closed: make(chan struct{}), dropped: make(chan struct{}, 2), collected: make(chan struct{})}
+		e := startEngine(t, f, s.opts()...)
+		a := dialEngine(t, e)
+		eventually(t, "the first connection", func() bool { return f.first.Load() != nil })
+		srcs := []net.Conn{dialEngine(t, e), dialEngine(t, e)}
+		for _, b := range srcs {
+			if _, err := b.Write([]byte("forwarded\n")); err != nil {
+				t.Fatal(err)
+			}
+			if got := readN(t, a, len("forwarded\n")); got != "forwarded\n" {
+				t.Fatalf("the first client read %q", got)
+			}
+		}
+		a.Close()
+		received(t, f.closed, "the destination's close")
+		for _, b := range srcs {
+			if _, err := b.Write([]byte("dropped\n")); err != nil {
+				t.Fatal(err)
+			}
+			received(t, f.dropped, "a source's input after the destination closed")
+		}
+		eventually(t, "the closed destination freed", func() bool {
+			runtime.GC()
+			select {
+			case <-f.collected:
+				return true
+			default:
+				return false
+			}
+		})
 	})
 }
