@@ -16,10 +16,13 @@ import (
 // the loop's readiness of fd on epoll and poll. The callback runs once: N is the ready mask
 // (events, with unix.POLLERR or unix.POLLHUP when the fd has an error or is hung up), or Err
 // wraps the errno (ECANCELED after Cancel or CloseFd, ETIME after a deadline set with
-// Request.SetTimeout). It completes at once when fd is ready already. A pending Poll holds the
-// file as every request does: close fd with CloseFd, which cancels it. Errors: those of
-// every request call (Request's documentation), and one wrapping unix.EINVAL when events is
-// not exactly POLLIN or POLLOUT (the emulation waits for one side of the fd).
+// Request.SetTimeout). It completes at once when fd is ready already. The mask is the
+// readiness that woke the Poll, a past one as io_uring's POLL_ADD reports it: a callback that
+// ran before this one may have used it up, so the syscall that follows must still take EAGAIN.
+// A pending Poll holds the file as every request does: close fd with CloseFd, which cancels
+// it. Errors: those of every request call (Request's documentation), and one wrapping
+// unix.EINVAL when events is not exactly POLLIN or POLLOUT (the emulation waits for one side
+// of the fd).
 func (l *Loop) Poll(fd int, events int16, cb Callback, token uint64) (Request, error) {
 	if events != unix.POLLIN && events != unix.POLLOUT {
 		if err := l.checkReq(OpPoll, fd, cb); err != nil {
