@@ -1026,6 +1026,9 @@ func (c *Conn) end(reason error) {
 		c.takeAsyncNow() // dropped: the output other goroutines wrote counts no more
 	}
 	c.wrote(-(len(c.pend) + int(c.outLen))) // the send in flight, if any, counts no more either
+	if c.lentBid != 0 {
+		c.l.charge(int(c.outLen)) // (a lent send was not charged: see lender)
+	}
 	c.l.charge(-int(c.inN))
 	c.inN = 0
 	c.l.bufs.put(c.pend)

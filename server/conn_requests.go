@@ -353,7 +353,9 @@ func (c *Conn) reqSent(x *ringev.Completion) {
 	if !c.closed { // (else end counted it out already)
 		n := int64(c.outLen)
 		past = c.outN.Add(-n)+n > int64(c.l.limit) // wrote(-c.outLen), by hand (hot path)
-		c.l.charge(-int(c.outLen))
+		if c.lentBid == 0 {
+			c.l.charge(-int(c.outLen)) // (a lent send is not charged: see lender)
+		}
 	}
 	if bid := int(c.lentBid) - 1; bid < 0 {
 		c.l.bufs.put(x.Buf) // the kernel is done with it

@@ -255,7 +255,8 @@ func (e *Engine) Conns() int {
 }
 
 // Buffered is the number of bytes the engine's connections hold: their unconsumed input and
-// their output not yet sent (Conn.Pending). Each loop shows the engine its count when it has
+// their output not yet sent (Conn.Pending), but for the bytes Forward sends from the loop's
+// receive buffers (which the loop holds anyway: see Conn.Forward). Each loop shows the engine its count when it has
 // moved by 64 KiB, so the figure may be off by that much per loop. Safe from any goroutine.
 // Past WithMaxBuffered the engine sheds connections (ErrEngineFull).
 func (e *Engine) Buffered() int { return int(e.buffered()) }

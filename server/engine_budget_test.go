@@ -129,3 +129,74 @@ func TestEngineBudgetCountsNothingOnceConnectionsClose(t *testing.T) {
 		}
 	})
 }
+
+// lendCounter forwards the input of each connection but the first to the first, and sends
+// what each Forward did to seen: the bytes moved, whether it lent the recv's buffer (a send in
+// flight from the group: dst.lentBid), and the loop's count of bytes held right after it.
+type lendCounter struct {
+	forwarder
+	seen chan lendSeen
+}
+
+type lendSeen struct {
+	n    int
+	lent bool
+	held int64
+}
+
+func (f *lendCounter) OnData(c *Conn) {
+	dst, ok := c.Context().(*Conn)
+	if !ok {
+		c.Next(-1)
+		return
+	}
+	n, _ := c.Forward(dst)
+	f.seen <- lendSeen{n, dst.lentBid != 0, c.l.bufHeld}
+}
+
+// TestEngineBudgetCountsNoSendLentFromTheRecvGroup: a Forward that sends from the recv's group
+// buffer (the requests driver's multishot recv) adds nothing to the engine's count of bytes
+// held, which the group's buffers are not; one that copies counts the copy until it is sent.
+// Once the connections have closed, the count is 0.
+func TestEngineBudgetCountsNoSendLentFromTheRecvGroup(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		f := &lendCounter{seen: make(chan lendSeen, 100)}
+		e := startEngine(t, f, s.opts()...)
+		a := dialEngine(t, e)
+		eventually(t, "the first connection", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.first != nil })
+		b := dialEngine(t, e)
+		want := "lent or copied\n"
+		if _, err := b.Write([]byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		readN(t, a, len(want))
+		lent := false
+		for moved := 0; moved < len(want); {
+			select {
+			case x := <-f.seen:
+				moved += x.n
+				lent = lent || x.lent
+				if x.lent && x.held != 0 {
+					t.Errorf("after a Forward that lent the recv's buffer (%d bytes), the loop counts %d bytes held, want 0", x.n, x.held)
+				}
+				if !x.lent && x.held != int64(x.n) {
+					t.Errorf("after a Forward that copied %d bytes, the loop counts %d bytes held, want %d", x.n, x.held, x.n)
+				}
+			case <-time.After(waitFor):
+				t.Fatalf("Forward moved %d bytes within %v, want %d", moved, waitFor, len(want))
+			}
+		}
+		if s.backend == "uring" && s.api == APIRequests && s.recv != RecvPerConn && !lent {
+			t.Error("no Forward lent the recv's buffer on the requests driver's multishot recv")
+		}
+		a.Close()
+		b.Close()
+		eventually(t, "the connections closed", func() bool { return e.Conns() == 0 })
+		l := e.Loops()[0]
+		var held int64
+		onLoop(t, l, func() { held = l.bufHeld + l.bufAsync.Load() })
+		if held != 0 {
+			t.Errorf("the loop counts %d bytes held once its connections have closed, want 0", held)
+		}
+	})
+}

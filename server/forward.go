@@ -89,15 +89,14 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 	v.off = n  // consumed (discard's, inline)
 	dst.lentBid = uint16(bid + 1)
 	dst.outLen = int32(n)
-	past := dst.outN.Add(int64(n)) > int64(l.limit) // wrote(n), by hand: the call would not be inlined
-	l.charge(n)
+	past := dst.outN.Add(int64(n)) > int64(l.limit) // wrote(n) but its charge: see lender
 	if dst.to.idles() {
 		dst.active = l.turnTime() // sending is activity (see flush)
 	}
 	l.sends++
 	if _, err := l.ev.SendOwned(onloop.Proof{}, int(dst.fd), b, 0, ld.d.onSent, dst.tok(tokSend)); err != nil {
 		l.e.logf("send: %v", err)
-		dst.wrote(-n)
+		dst.outN.Add(-int64(n)) // (a lent send is not charged)
 		dst.outLen = 0
 		if *r--; *r == 0 { // the recv's hold again: reqReceived gives it back
 			ld.held--

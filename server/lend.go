@@ -14,7 +14,9 @@ import (
 // group. A send to a peer that does not read does not complete, and keeps its buffer: so at
 // most max of the group's buffers (half of them) are lent at once, and past that Forward
 // copies, so that the group, which every connection of the loop receives into, never runs dry
-// for lack of the lent ones.
+// for lack of the lent ones. A lent send's bytes count in its connection's Pending but not in
+// the engine's budget (Engine.Buffered, WithMaxBuffered): they are in the group, which the loop
+// holds whether it lends or not, not memory the connection took.
 type lender struct {
 	g *ringev.BufferGroup // the requests driver's group; nil: nothing is lent
 	d *connReqs

@@ -149,7 +149,8 @@ func WithPauseOnOutput(on bool) Option {
 func WithMaxPending(bytes int) Option { return func(o *options) { o.maxPending = bytes } }
 
 // WithMaxBuffered sets the engine's budget, in bytes, for what its connections hold: their
-// unconsumed input and their output not yet sent (Engine.Buffered). Past it, each loop closes
+// unconsumed input and their output not yet sent (Engine.Buffered: a send Forward lends from the
+// loop's receive buffers is not counted). Past it, each loop closes
 // its connections that hold the most, largest first, until the engine is back within it
 // (OnClose's err is ErrEngineFull); a connection that holds no more than an even share of the
 // budget is never closed for it. 0 means the default: an eighth of the memory the process may
