@@ -81,6 +81,7 @@ type Loop struct {
 	tlsScratch  []byte      // the plaintext crypto/tls returns (tlsBuf)
 	aeads       []*recDir   // the TLS directions that hold an AEAD (aeadRing)
 	aeadNext    int         // the next place in aeads
+	aeadFree    []int32     // the places in aeads that ended directions freed
 	epoch       time.Time
 	draining    bool
 	graceDone   bool

@@ -345,9 +345,10 @@ func (d *recDir) nonce() []byte {
 }
 
 // aeadRing is a loop's AEADs of its TLS connections' directions (Loop.aeads), in the order
-// built: building one evicts the oldest, whose direction builds it again when it next needs
-// it, so a connection that has been idle while others were busy holds none. A rebuild derives
-// the key and IV and expands the key (its cost and an AEAD's size are in
+// built: building one takes a place an ended direction freed (Loop.aeadFree), else evicts the
+// oldest, whose direction builds it again when it next needs it, so a connection that has been
+// idle while others were busy holds none. A rebuild derives the key and IV and expands the
+// key (its cost and an AEAD's size are in
 // docs/measurements/2026-12-06-revtls-5.md): a direction rebuilt within aeadBusyMs
 // (milliseconds) of its eviction shows the ring smaller than the directions busy at once, and
 // the ring grows by one entry instead of evicting, up to aeadRingMax entries; it never
@@ -358,10 +359,18 @@ const (
 	aeadBusyMs  = 1000
 )
 
-// keepAEAD gives d's new keys a place in the ring, evicting the oldest's unless it grows.
+// keepAEAD gives d's new keys a place in the ring: a freed one, else the oldest's, whose keys
+// it evicts, unless the ring grows.
 func (l *Loop) keepAEAD(d *recDir) {
 	if l.aeads == nil {
 		l.aeads = make([]*recDir, aeadRingMin)
+	}
+	if n := len(l.aeadFree); n > 0 {
+		i := l.aeadFree[n-1]
+		l.aeadFree = l.aeadFree[:n-1]
+		l.aeads[i] = d
+		d.slot, d.evicted = i, false
+		return
 	}
 	now := uint32(l.turnTime() / 1e6) // ms; the difference below survives its wrap
 	if d.evicted && now-uint32(d.slot) < aeadBusyMs && len(l.aeads) < aeadRingMax {
@@ -380,7 +389,8 @@ func (l *Loop) keepAEAD(d *recDir) {
 	d.slot, d.evicted = int32(i), false
 }
 
-// dropAEAD forgets d's keys (a new secret, or the connection's end) and frees their place.
+// dropAEAD forgets d's keys (a new secret, or the connection's end) and frees their place,
+// for the next keys built.
 func (l *Loop) dropAEAD(d *recDir) {
 	if d.keys == nil {
 		return
@@ -388,6 +398,7 @@ func (l *Loop) dropAEAD(d *recDir) {
 	d.keys = nil
 	if l.aeads[d.slot] == d {
 		l.aeads[d.slot] = nil
+		l.aeadFree = append(l.aeadFree, d.slot)
 	}
 }
 

@@ -665,6 +665,35 @@ func TestTLSRecordsAEADRingKeepsBusyDirections(t *testing.T) {
 	}
 }
 
+// TestTLSRecordsAEADRingReusesFreedPlacesFirst: the places in the loop's ring of AEADs that
+// ended directions freed (closed connections, new secrets) are taken by the next directions
+// built before any direction's keys are evicted, and the ring does not grow.
+func TestTLSRecordsAEADRingReusesFreedPlacesFirst(t *testing.T) {
+	l := &Loop{clockSet: true}
+	k := &recKeys{}
+	kept := make([]recDir, aeadRingMin)
+	for i := range kept {
+		kept[i].keys = k
+		l.keepAEAD(&kept[i])
+	}
+	for i := 0; i < len(kept); i += 2 {
+		l.dropAEAD(&kept[i]) // half the directions end
+	}
+	next := make([]recDir, len(kept)/2)
+	for i := range next {
+		next[i].keys = k
+		l.keepAEAD(&next[i])
+	}
+	for i := 1; i < len(kept); i += 2 {
+		if kept[i].keys == nil {
+			t.Fatalf("direction %d lost its keys while %d places were free", i, len(kept)/2)
+		}
+	}
+	if n := len(l.aeads); n != aeadRingMin {
+		t.Errorf("ring of %d; want %d", n, aeadRingMin)
+	}
+}
+
 // TestTLSRecordsIgnoreUserCanceled: a user_canceled alert is dropped, as crypto/tls drops it
 // in TLS 1.3 (some clients send it without ending), and the data after it is served.
 func TestTLSRecordsIgnoreUserCanceled(t *testing.T) {
