@@ -1080,6 +1080,9 @@ func (c *Conn) endAtEOF() bool {
 	c.setGone()
 	l.mu.Unlock()
 	c.setReason(reason)
+	if t := c.tlsOf(); t != nil && t.notifyAtEOF() {
+		return false // its close_notify is sent first: the send's end closes it
+	}
 	c.end(nil)
 	return true
 }

@@ -518,6 +518,18 @@ func (t *tlsConn) seal() {
 	}
 }
 
+// notifyAtEOF queues the connection's close_notify where it closes after the peer's and has
+// sent none (RFC 8446 §6.1: each party sends one before it closes its writing side; crypto/tls's
+// Close sends it too), and reports whether it did: the connection closes once it is sent.
+func (t *tlsConn) notifyAtEOF() bool {
+	if t.phase != tlsOpen || t.notified || !t.peerNotified {
+		return false
+	}
+	t.notified = true
+	t.rec.closeNotify()
+	return len(t.c.pend) > 0
+}
+
 // peerClosed is the peer's end of file: the reason names what TLS lost (an unfinished
 // handshake, a missing close_notify). A handshake under way takes it and peerClosed returns
 // true: the client's Finished, records after it and the FIN can arrive before the handshake's

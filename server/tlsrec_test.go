@@ -221,6 +221,18 @@ func (p *recordPeer) read(n int) string {
 	return s
 }
 
+// closeNotifyThenEOF reads the server's close_notify, then the end of the stream; when says
+// what came before, for the failure.
+func (p *recordPeer) closeNotifyThenEOF(when string) {
+	p.t.Helper()
+	if typ, b, err := p.next(); err != nil || typ != recAlert || !bytes.Equal(b, []byte{1, alertCloseNotify}) {
+		p.t.Fatalf("%s: type %d %x, %v; want the server's close_notify", when, typ, b, err)
+	}
+	if typ, b, err := p.next(); err != io.EOF {
+		p.t.Fatalf("after the server's close_notify: type %d %x, %v; want EOF", typ, b, err)
+	}
+}
+
 // alert reads until the server's alert and returns its description, then expects the close.
 func (p *recordPeer) alert() uint8 {
 	p.t.Helper()
@@ -467,6 +479,44 @@ func TestTLSRecordsCloseNotifyIsEOF(t *testing.T) {
 		}
 		if err := h.reason(t); err != io.EOF {
 			t.Errorf("OnClose: %v; want io.EOF after close_notify", err)
+		}
+	})
+}
+
+// TestTLSRecordsCloseNotifyIsAnsweredWithOurs: a connection that closes after the client's
+// close_notify sends its own first, after the replies to the data before it (RFC 8446 §6.1:
+// each party sends one before it closes its writing side), then the FIN.
+func TestTLSRecordsCloseNotifyIsAnsweredWithOurs(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := pingedPeer(t, s, Echo{})
+		p.send(p.record(recAppData, []byte("last"), 0), p.record(recAlert, []byte{1, alertCloseNotify}, 0))
+		if got := p.read(4); got != "last" {
+			t.Fatalf("echo: %q", got)
+		}
+		p.closeNotifyThenEOF("after the client's close_notify")
+	})
+}
+
+// TestTLSRecordsCloseNotifyIsAnsweredWithOursOverTLS12: crypto/tls's records (TLS 1.2) answer
+// the client's close_notify with the server's too, before the FIN.
+func TestTLSRecordsCloseNotifyIsAnsweredWithOursOverTLS12(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		e := tlsEngine(t, s, Echo{})
+		cfg := tlsClientConfig(t)
+		cfg.MaxVersion = tls.VersionTLS12
+		raw := dialEngine(t, e)
+		c := handshakeOver(t, raw, cfg)
+		c.Write([]byte("last"))
+		if got := readN(t, c, 4); got != "last" {
+			t.Fatalf("echo: %q", got)
+		}
+		if err := c.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		raw.SetReadDeadline(time.Now().Add(waitFor))
+		rest, err := io.ReadAll(raw) // what follows, as it goes on the wire: TLS 1.2's outer type is the record's
+		if err != nil || len(rest) < recHeader || rest[0] != recAlert || recLen(rest) != len(rest) {
+			t.Fatalf("after the client's close_notify: %x, %v; want one alert record, then EOF", rest, err)
 		}
 	})
 }
@@ -752,12 +802,7 @@ func TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply(t *testing.T) {
 		if got := p.read(2); got != "ok" {
 			t.Fatalf("before CloseWrite: %q", got)
 		}
-		if typ, b, err := p.next(); err != nil || typ != recAlert || !bytes.Equal(b, []byte{1, alertCloseNotify}) {
-			t.Fatalf("after CloseWrite: type %d %x, %v; want close_notify", typ, b, err)
-		}
-		if typ, b, err := p.next(); err != io.EOF {
-			t.Fatalf("after close_notify: type %d %x, %v; want EOF", typ, b, err)
-		}
+		p.closeNotifyThenEOF("after CloseWrite")
 		update := p.record(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, 1}, 0)
 		p.out.update(t)
 		p.send(update, p.record(recAppData, []byte("more"), 0))
