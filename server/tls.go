@@ -451,9 +451,17 @@ func looksLikeHTTP(h []byte) bool {
 	return false
 }
 
-// fail ends the connection after a record error: crypto/tls queued its alert, which is sent
-// before the close.
+// fail ends the connection after a record error: its alert is sent before the close. The
+// layer's own records send first the replies the handler wrote to the records before the bad
+// one (given to it with the error), as they would have gone had those records come in an
+// earlier read; crypto/tls's queued its alert at the error, and those replies are dropped.
 func (t *tlsConn) fail(err error) {
+	if sw, ok := t.rec.(*swRecords); ok {
+		if !t.notified && !t.sealPlain() {
+			return // the connection is aborted
+		}
+		sw.sendFatal()
+	}
 	t.phase, t.notified = tlsFailed, true
 	t.c.closeWith(fmt.Errorf("server: TLS record: %w", err), false)
 }
@@ -497,20 +505,8 @@ func (t *tlsConn) seal() {
 		}
 		return
 	}
-	if len(t.plain) > 0 {
-		// The plaintext counts no more, then its records count as written (rawWrite): in that
-		// order, so that Pending never counts both, a peak past the write limit that a goroutine
-		// could see and no send would find (passedLimit).
-		c.wrote(-len(t.plain))
-		err := t.rec.seal(t.plain)
-		c.l.bufs.put(t.plain)
-		t.plain = nil
-		if err != nil {
-			t.phase = tlsFailed
-			c.setGone()
-			c.abort(fmt.Errorf("server: TLS record: %w", err))
-			return
-		}
+	if !t.sealPlain() {
+		return
 	}
 	if (c.closing || c.shut != 0) && !t.notified {
 		t.notified = true // Close and CloseWrite: close_notify after the output, then the FIN
@@ -528,6 +524,29 @@ func (t *tlsConn) notifyAtEOF() bool {
 	t.notified = true
 	t.rec.closeNotify()
 	return len(t.c.pend) > 0
+}
+
+// sealPlain makes the handler's plaintext records in the connection's output, and reports
+// whether it could: on the layer's error the connection is aborted.
+func (t *tlsConn) sealPlain() bool {
+	c := t.c
+	if len(t.plain) == 0 {
+		return true
+	}
+	// The plaintext counts no more, then its records count as written (rawWrite): in that
+	// order, so that Pending never counts both, a peak past the write limit that a goroutine
+	// could see and no send would find (passedLimit).
+	c.wrote(-len(t.plain))
+	err := t.rec.seal(t.plain)
+	c.l.bufs.put(t.plain)
+	t.plain = nil
+	if err != nil {
+		t.phase = tlsFailed
+		c.setGone()
+		c.abort(fmt.Errorf("server: TLS record: %w", err))
+		return false
+	}
+	return true
 }
 
 // peerClosed is the peer's end of file: the reason names what TLS lost (an unfinished

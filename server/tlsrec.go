@@ -277,6 +277,9 @@ type swRecords struct {
 	hsN   uint8
 	// useless counts the records in a row that gave no data (empty ones, KeyUpdates).
 	useless uint8
+	// fatal is the alert a record error calls for (alert), sent by tlsConn.fail after the
+	// replies to the records before it; 0 for none (close_notify is never fatal).
+	fatal uint8
 }
 
 // setSecret makes secret d's traffic secret; its key and IV are derived when next needed
@@ -460,6 +463,14 @@ func (r *swRecords) state() tls.ConnectionState { return *r.st }
 
 func (r *swRecords) closeNotify() error { return r.write(recAlert, []byte{1, alertCloseNotify}) }
 
+// sendFatal sends the fatal alert a record error called for, if any, unless a close_notify was
+// sent (nothing follows it but the FIN).
+func (r *swRecords) sendFatal() {
+	if r.fatal != 0 && !r.t.notified {
+		r.write(recAlert, []byte{2, r.fatal})
+	}
+}
+
 func (r *swRecords) seal(plain []byte) error {
 	for len(plain) > 0 {
 		n := min(len(plain), maxPlaintext)
@@ -506,10 +517,11 @@ func (r *swRecords) write(typ byte, p []byte) error {
 	return nil
 }
 
-// alert sends a fatal alert and returns the error that ends the connection for it.
+// alert notes the fatal alert desc for tlsConn.fail to send, and returns the error that ends
+// the connection for it.
 func (r *swRecords) alert(desc uint8, format string, args ...any) error {
-	if !r.t.notified { // nothing follows a close_notify sent (CloseWrite's, then the FIN)
-		r.write(recAlert, []byte{2, desc})
+	if r.fatal == 0 {
+		r.fatal = desc
 	}
 	return fmt.Errorf("%w: %s (alert %v sent)", errTLSRecord, fmt.Sprintf(format, args...), tls.AlertError(desc))
 }

@@ -521,6 +521,25 @@ func TestTLSRecordsCloseNotifyIsAnsweredWithOursOverTLS12(t *testing.T) {
 	})
 }
 
+// TestTLSRecordsRepliesBeforeAFatalRecordErrorAreSent: the replies to the records received
+// before a bad one in the same read are sent, then the alert, then the FIN: the answer does not
+// depend on whether the good records came in an earlier read.
+func TestTLSRecordsRepliesBeforeAFatalRecordErrorAreSent(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		p := pingedPeer(t, s, Echo{})
+		before := p.record(recAppData, []byte("before"), 0)
+		bad := p.record(recAppData, []byte("tampered"), 0)
+		bad[len(bad)-1] ^= 0x55
+		p.send(before, bad)
+		if got := p.read(6); got != "before" {
+			t.Fatalf("echo: %q", got)
+		}
+		if a := p.alert(); a != alertBadRecordMAC {
+			t.Errorf("alert %d; want bad_record_mac (%d)", a, alertBadRecordMAC)
+		}
+	})
+}
+
 // TestTLSRecordsKeepConnectionState: Conn.TLS after the hand-over gives what the handshake
 // chose, the server name, and exported keying material equal to the client's.
 func TestTLSRecordsKeepConnectionState(t *testing.T) {
