@@ -1314,10 +1314,16 @@ func (h *conn) done(x *exchange, reuse bool) {
 	if h.s.idleTO > 0 {
 		h.c.SetTimeouts(h.s.idleTO, 0) // the next head's deadline starts at its fourth byte (timeHead)
 	}
-	if h.held {
+	// Reading resumes unless more than maxQueued waits still (a client pipelining and not
+	// reading: each resume would read more than a request takes, to MaxInput and the close);
+	// the next request's end looks again, and one not complete needs its bytes.
+	if h.held && h.c.Buffered() <= maxQueued {
 		h.resumeRead()
 	}
 	h.next()
+	if h.held && h.x == nil {
+		h.resumeRead()
+	}
 	if h.eof && h.x == nil {
 		h.endAtEOF()
 	}

@@ -3,9 +3,12 @@
 package nethttp
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -130,5 +133,58 @@ func TestServerServesAHeadAfterFourCRLFsAfterAPOST(t *testing.T) {
 			{pause: 20 * time.Millisecond, raw: "GET /req HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"},
 		}
 		sameSteps(t, "4 CRLFs after a POST, then a GET", ref, got, steps, time.Second)
+	})
+}
+
+// TestServerHoldsBackPipelinedRequestsOfAClientNotReading: a client that pipelines 8 MiB of
+// requests before it reads a response is held back by TCP (reading pauses while more than
+// maxQueued waits behind the request in service), as net/http's, and gets every answer once it
+// reads; the input is never let grow past server.MaxInput, which closes the connection.
+func TestServerHoldsBackPipelinedRequestsOfAClientNotReading(t *testing.T) {
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, opts...)
+		c := dialRaw(t, addr)
+		req := "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 1000) + "\r\n\r\n"
+		const n = 8 << 20 / 1024
+		blocked := make(chan struct{})
+		werr := make(chan error, 1)
+		go func() {
+			all := []byte(strings.Repeat(req, n))
+			once := sync.OnceFunc(func() { close(blocked) })
+			defer once()
+			for len(all) > 0 {
+				// A write that cannot go on for a while: the server no longer reads.
+				c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+				m, err := c.Write(all)
+				all = all[m:]
+				if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+					werr <- err
+					return
+				}
+				if err != nil {
+					once()
+				}
+			}
+			werr <- nil
+		}()
+		select {
+		case <-blocked:
+		case <-time.After(waitFor):
+			t.Fatal("the client's writes went on for 10 s")
+		}
+		br := bufio.NewReader(c)
+		for i := range n {
+			c.SetReadDeadline(time.Now().Add(waitFor))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("response %d of %d: %v (the client's write: %v)", i+1, n, err, <-werr)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if err := <-werr; err != nil {
+			t.Fatalf("the client's write: %v", err)
+		}
 	})
 }
