@@ -1719,8 +1719,10 @@ func (c *Conn) passedLimit() {
 	}
 }
 
-// SetIdleTimeout sets the connection's idle timeout (see WithIdleTimeout) from now; 0 removes
-// it. Errors: ringev.ErrNotOwner (wrapped) from another goroutine, net.ErrClosed.
+// SetIdleTimeout sets the connection's idle timeout (see WithIdleTimeout) from now (the loop's
+// time of the turn, read once in a turn, as the connection's activity is: the clock's read is
+// shared by the turn's connections); 0 removes it. Errors: ringev.ErrNotOwner (wrapped) from
+// another goroutine, net.ErrClosed.
 func (c *Conn) SetIdleTimeout(d time.Duration) error {
 	if err := c.usable("SetIdleTimeout"); err != nil {
 		return err
@@ -1728,7 +1730,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 	t := c.timeouts()
 	c.to = c.l.timeouts(c.to, max(d, 0), t.reqTO, t.rIdle)
 	if d > 0 {
-		c.active = c.l.now()
+		c.active = c.l.turnTime()
 		c.armTimer(c.active + int64(d))
 	}
 	return nil
@@ -1798,7 +1800,7 @@ func (c *Conn) requestTimeoutSet(d time.Duration) {
 // SetTimeouts sets the idle timeout (from now) and the request timeout together, as
 // SetIdleTimeout(idle) and SetRequestTimeout(request) would (a request under way, or input
 // left, as there), in one call (a service that switches between the two on every request
-// pays one lookup and one clock read); 0 removes either. Errors as SetIdleTimeout's.
+// pays one lookup); 0 removes either. Errors as SetIdleTimeout's.
 func (c *Conn) SetTimeouts(idle, request time.Duration) error {
 	if err := c.usable("SetTimeouts"); err != nil {
 		return err
@@ -1806,7 +1808,7 @@ func (c *Conn) SetTimeouts(idle, request time.Duration) error {
 	idle, request = max(idle, 0), max(request, 0)
 	c.to = c.l.timeouts(c.to, idle, request, c.timeouts().rIdle)
 	if idle > 0 {
-		c.active = c.l.now()
+		c.active = c.l.turnTime()
 		c.armTimer(c.active + int64(idle))
 	}
 	c.requestTimeoutSet(request)
