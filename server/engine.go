@@ -98,6 +98,11 @@ func ListenPacket(ctx context.Context, network, addr string, h PacketHandler, op
 
 // Serve is Listen followed by Wait: it serves h until ctx is done and the graceful shutdown
 // that follows has ended. It returns nil then, or Listen's error, or the first loop's error.
+// A process that exits without that shutdown (SIGTERM's default action, SIGKILL, os.Exit)
+// leaves its io_uring rings to the kernel, which tears them down after the exit: on uring the
+// listening sockets stay bound until then, and a restart at once can fail with EADDRINUSE. So
+// end ctx on SIGTERM as well as on Ctrl-C: signal.NotifyContext(ctx, os.Interrupt,
+// syscall.SIGTERM).
 func Serve(ctx context.Context, network, addr string, h Handler, opts ...Option) error {
 	e, err := Listen(ctx, network, addr, h, opts...)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/ringev/ringev/server"
 )
@@ -24,7 +25,7 @@ func (echo) OnData(c *server.Conn) {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:7000", "address to listen on")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := server.Serve(ctx, "tcp", *addr, echo{}); err != nil {
 		log.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,26 @@ func TestHTTPDFlagsNameTheBadFlag(t *testing.T) {
 	}
 	if err := checkFlags("net", "auto", 0); err != nil {
 		t.Errorf("--server net: %v", err)
+	}
+}
+
+// TestMain runs the command itself (main) when the test binary is started with HTTPD_MAIN=1: the
+// SIGTERM test runs it so.
+func TestMain(m *testing.M) {
+	if os.Getenv("HTTPD_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestHTTPDSIGTERMShutsDownAndFreesThePort: SIGTERM (kill, systemd, docker stop) shuts the
+// server down as Ctrl-C does, on each backend: it exits 0 and its port is free at once for a
+// restart.
+func TestHTTPDSIGTERMShutsDownAndFreesThePort(t *testing.T) {
+	for _, backend := range []string{"uring", "epoll", "poll"} {
+		t.Run(backend, func(t *testing.T) {
+			testutil.TermFreesThePort(t, "HTTPD_MAIN", "--addr", backend, 30*time.Second, "--backend", backend, "--loops", "1")
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/ringev/ringev/server"
@@ -78,7 +79,7 @@ func main() {
 	loops := flag.Int("loops", 0, "number of loops (0: one per CPU)")
 	dialTimeout := flag.Duration("dial-timeout", 10*time.Second, "how long a client waits for its upstream's connect")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := server.Serve(ctx, "tcp", *listen, &proxy{upstream: *upstream}, server.WithHalfOpen(true), server.WithDialTimeout(*dialTimeout),
 		server.WithBackend(*backend), server.WithLoops(*loops)); err != nil {

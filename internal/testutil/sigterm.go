@@ -1,0 +1,77 @@
+//go:build linux
+
+package testutil
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TermFreesThePort runs the test binary as the command it tests (env=1 in its environment:
+// its TestMain then calls main) with args, an address of 127.0.0.1 that was free a moment ago
+// given by addrFlag, waits until it accepts a connection, holds that connection, and sends the
+// process SIGTERM (what kill(1), systemd and docker stop send). The command must then exit by
+// itself with status 0 within waitFor, and its port be free at once: a process that SIGTERM
+// kills leaves its io_uring ring's teardown to the kernel, after the exit, and the listening
+// sockets the ring's requests hold stay bound until it runs, so that a restart fails with
+// EADDRINUSE. backend names the backend the command serves on, for the skip where io_uring
+// is unavailable.
+func TermFreesThePort(t *testing.T, env, addrFlag, backend string, waitFor time.Duration, args ...string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(os.Args[0], append([]string{addrFlag, addr}, args...)...)
+	cmd.Env = append(os.Environ(), env+"=1")
+	out := &SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var c net.Conn
+	for deadline := time.Now().Add(waitFor); c == nil; time.Sleep(time.Millisecond) {
+		select {
+		case err := <-exited:
+			if o := out.String(); backend == "uring" && (strings.Contains(o, "operation not permitted") || strings.Contains(o, "function not implemented")) {
+				t.Skipf("the command on the uring backend: io_uring is switched off or missing here: %s", o)
+			}
+			t.Fatalf("the command exited before it served: %v, output %q", err, out.String())
+		default:
+		}
+		c, _ = net.Dial("tcp", addr)
+		if c == nil && time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("the command did not accept within %v; output %q", waitFor, out.String())
+		}
+	}
+	defer c.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("after SIGTERM the command ended with %v, want exit status 0 (a shutdown); output %q", err, out.String())
+		}
+	case <-time.After(waitFor):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("the command did not exit within %v of SIGTERM; output %q", waitFor, out.String())
+	}
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s at once after the command exited: %v", addr, err)
+	}
+	l.Close()
+}
