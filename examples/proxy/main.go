@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"os"
@@ -79,6 +80,11 @@ func main() {
 	loops := flag.Int("loops", 0, "number of loops (0: one per CPU)")
 	dialTimeout := flag.Duration("dial-timeout", 10*time.Second, "how long a client waits for its upstream's connect")
 	flag.Parse()
+	if err := checkFlags(*listen, *upstream, *backend, *loops, *dialTimeout); err != nil {
+		fmt.Fprintf(os.Stderr, "proxy: %v\n", err)
+		flag.Usage()
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := server.Serve(ctx, "tcp", *listen, &proxy{upstream: *upstream}, server.WithHalfOpen(true), server.WithDialTimeout(*dialTimeout),

@@ -471,3 +471,38 @@ func TestProxySIGTERMShutsDownAndFreesThePort(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyFlagsNameTheBadFlag: a bad --listen, --upstream, --backend, --loops or
+// --dial-timeout is refused before anything starts, with an error that names the flag (main
+// then exits 2, as for an unknown flag); good values pass.
+func TestProxyFlagsNameTheBadFlag(t *testing.T) {
+	good := struct {
+		listen, upstream, backend string
+		loops                     int
+		dialTimeout               time.Duration
+	}{"127.0.0.1:7001", "localhost:6379", "auto", 0, 0}
+	for _, bad := range []struct {
+		flag string
+		set  func()
+	}{
+		{"--listen", func() { good.listen = "nohost" }},
+		{"--listen", func() { good.listen = "127.0.0.1:99999" }},
+		{"--upstream", func() { good.upstream = "redis" }},
+		{"--backend", func() { good.backend = "foo" }},
+		{"--loops", func() { good.loops = -1 }},
+		{"--dial-timeout", func() { good.dialTimeout = -time.Second }},
+	} {
+		v := good
+		bad.set()
+		err := checkFlags(good.listen, good.upstream, good.backend, good.loops, good.dialTimeout)
+		if err == nil || !strings.Contains(err.Error(), "flag "+bad.flag+":") {
+			t.Errorf("checkFlags(%+v) = %v, want an error naming %s", good, err, bad.flag)
+		}
+		good = v
+	}
+	for _, b := range []string{"auto", "uring", "epoll", "poll", "uring-poll"} {
+		if err := checkFlags(good.listen, good.upstream, b, 2, time.Second); err != nil {
+			t.Errorf("--backend %s: %v", b, err)
+		}
+	}
+}
