@@ -161,7 +161,10 @@ func New(srv *http.Server) *Server {
 // an http.Server go through New: server.Serve(ctx, "tcp", addr, nethttp.New(srv), opts...).
 // Its errors are server.Serve's (an address in use, a bad option, ...). To learn the port of
 // an addr such as "127.0.0.1:0" (a test's), use server.Listen with New, then Engine.Addr,
-// Engine.Wait and Server.Wait.
+// Engine.Wait and Server.Wait. Where the backend "auto" fell back from io_uring (a container's
+// seccomp policy, sysctl kernel.io_uring_disabled), the line that says so goes to
+// server.WithLogf alone, not to the log package as the handlers' panics do: pass
+// server.WithLogf(log.Printf) to hear of it.
 func Serve(ctx context.Context, addr string, h http.Handler, opts ...server.Option) error {
 	s := New(&http.Server{Handler: h})
 	err := server.Serve(ctx, "tcp", addr, s, opts...)
