@@ -1318,14 +1318,19 @@ func (h *conn) done(x *exchange, reuse bool) {
 		h.c.SetTimeouts(h.s.idleTO, 0) // the next head's deadline starts at its fourth byte (timeHead)
 	}
 	// Reading resumes unless more than maxQueued waits still (a client pipelining and not
-	// reading: each resume would read more than a request takes, to MaxInput and the close);
-	// the next request's end looks again, and one not complete needs its bytes.
+	// reading: each resume would read more than a request takes, to MaxInput and the close).
+	// Once the next request has taken its head (and its body what the input held of it), it
+	// resumes as after a body's feed: a head not complete, or a body, needs its bytes.
 	if h.held && h.c.Buffered() <= maxQueued {
 		h.resumeRead()
 	}
 	h.next()
-	if h.held && h.x == nil {
-		h.resumeRead()
+	if h.held {
+		if x := h.x; x == nil {
+			h.resumeRead()
+		} else if !x.detaching && !x.direct {
+			x.resume()
+		}
 	}
 	if h.eof && h.x == nil {
 		h.endAtEOF()

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -147,27 +149,7 @@ func TestServerHoldsBackPipelinedRequestsOfAClientNotReading(t *testing.T) {
 		c := dialRaw(t, addr)
 		req := "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 1000) + "\r\n\r\n"
 		const n = 8 << 20 / 1024
-		blocked := make(chan struct{})
-		werr := make(chan error, 1)
-		go func() {
-			all := []byte(strings.Repeat(req, n))
-			once := sync.OnceFunc(func() { close(blocked) })
-			defer once()
-			for len(all) > 0 {
-				// A write that cannot go on for a while: the server no longer reads.
-				c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-				m, err := c.Write(all)
-				all = all[m:]
-				if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-					werr <- err
-					return
-				}
-				if err != nil {
-					once()
-				}
-			}
-			werr <- nil
-		}()
+		blocked, werr := writeUntilBlocked(c, []byte(strings.Repeat(req, n)))
 		select {
 		case <-blocked:
 		case <-time.After(waitFor):
@@ -187,4 +169,71 @@ func TestServerHoldsBackPipelinedRequestsOfAClientNotReading(t *testing.T) {
 			t.Fatalf("the client's write: %v", err)
 		}
 	})
+}
+
+// TestServerReadsTheBodyOfAPipelinedRequestThatStartsWhileReadingIsHeld: behind a client that
+// pipelines without reading, a POST whose head comes while reading is held for the requests
+// before it (more than maxQueued waiting) gets its body, the part the input held and the rest
+// from the socket, and every request its answer. With reading left held at a request's end
+// (not resumed once the next one had taken its head and the body the input held), the POST's
+// body waited for bytes nobody read.
+func TestServerReadsTheBodyOfAPipelinedRequestThatStartsWhileReadingIsHeld(t *testing.T) {
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		const rounds, gets, bodyLen = 12, 200, 300<<10 + 7
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n, err := io.Copy(io.Discard, r.Body)
+			fmt.Fprintf(w, "%d %v", n, err)
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, opts...)
+		c := dialRaw(t, addr)
+		var all strings.Builder
+		for range rounds {
+			fmt.Fprintf(&all, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", bodyLen, strings.Repeat("b", bodyLen))
+			for range gets {
+				all.WriteString("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 1000) + "\r\n\r\n")
+			}
+		}
+		blocked, werr := writeUntilBlocked(c, []byte(all.String()))
+		<-blocked
+		br := bufio.NewReader(c)
+		for i := range rounds * (gets + 1) {
+			c.SetReadDeadline(time.Now().Add(waitFor))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("answer %d of %d: %v", i+1, rounds*(gets+1), err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if want := fmt.Sprintf("%d <nil>", bodyLen); i%(gets+1) == 0 && string(b) != want {
+				t.Fatalf("answer %d (a POST's): %q, want %q", i+1, b, want)
+			}
+		}
+		if err := <-werr; err != nil {
+			t.Fatalf("the client's write: %v", err)
+		}
+	})
+}
+
+// writeUntilBlocked writes all to c from a goroutine; blocked is closed once a write could not
+// go on for 200 ms (the server no longer reads), or all is written; werr gets the write's
+// end (nil, or an error other than its deadline).
+func writeUntilBlocked(c net.Conn, all []byte) (blocked <-chan struct{}, werr <-chan error) {
+	b, e := make(chan struct{}), make(chan error, 1)
+	go func() {
+		once := sync.OnceFunc(func() { close(b) })
+		defer once()
+		for len(all) > 0 {
+			c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			m, err := c.Write(all)
+			all = all[m:]
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				e <- err
+				return
+			}
+			if err != nil {
+				once()
+			}
+		}
+		e <- nil
+	}()
+	return b, e
 }
