@@ -31,10 +31,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/server"
 )
 
@@ -205,6 +208,12 @@ func run(ctx context.Context, ch *chat, args []string) error {
 	key := fs.String("tls-key", "", "the PEM private key `file` of --tls-cert")
 	if fs.Parse(args); fs.NArg() > 0 || *idle <= 0 || *stall <= 0 {
 		return fmt.Errorf("want --idle > 0, --stall > 0 and no arguments, got --idle %v, --stall %v and %q", *idle, *stall, fs.Args())
+	}
+	if *backend != "auto" && !slices.Contains(ringev.Backends(), *backend) {
+		return fmt.Errorf("--backend %s: unknown (known: auto, %s)", *backend, strings.Join(ringev.Backends(), ", "))
+	}
+	if *loops < 0 {
+		return fmt.Errorf("--loops %d: must be >= 0 (0: one per CPU)", *loops)
 	}
 	opts := []server.Option{server.WithIdleTimeout(*idle), server.WithBackend(*backend), server.WithLoops(*loops)}
 	if (*cert == "") != (*key == "") {

@@ -405,7 +405,8 @@ func (s *chatServer) awaitPaused(t *testing.T, nick string) {
 	}
 }
 
-// TestChatRejectsBadFlags: the command exits with status 2 and a message naming the problem.
+// TestChatRejectsBadFlags: the command exits with status 2 and a message naming the flag or the
+// problem.
 func TestChatRejectsBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -414,8 +415,8 @@ func TestChatRejectsBadFlags(t *testing.T) {
 		{[]string{"--idle", "soon"}, `invalid value "soon" for flag -idle`},
 		{[]string{"--idle", "0s"}, "--idle 0s"},
 		{[]string{"--stall", "-1s"}, "--stall -1s"},
-		{[]string{"--loops", "-1"}, "WithLoops(-1)"},
-		{[]string{"--backend", "nope"}, "unknown backend"},
+		{[]string{"--loops", "-1"}, "--loops -1"},
+		{[]string{"--backend", "nope"}, "--backend nope"},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"9000"}, `["9000"]`},
 		{[]string{"--addr", "127.0.0.1:99999"}, "127.0.0.1:99999"},
