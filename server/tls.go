@@ -80,8 +80,9 @@ var (
 // it writes is sent once the handshake has ended; a HandshakeHandler's OnHandshake runs at the
 // handshake's end, with Conn.TLS set, and OnData after it. A handshake that fails closes the
 // connection with an error wrapping ErrTLSHandshake and crypto/tls's (OnClose); a record that
-// fails after it, with one naming the record error and the alert sent. Listen and NewEngine
-// return an error for a cfg without a certificate.
+// fails after it, with one naming the fd and the record error (and, for the layer's own TLS 1.3
+// records, the alert sent, or that none was: nothing follows the connection's close_notify).
+// Listen and NewEngine return an error for a cfg without a certificate.
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // checkTLS returns an error naming what cfg lacks to serve, or nil.
@@ -463,7 +464,7 @@ func (t *tlsConn) fail(err error) {
 		sw.sendFatal()
 	}
 	t.phase, t.notified = tlsFailed, true
-	t.c.closeWith(fmt.Errorf("server: TLS record: %w", err), false)
+	t.c.closeWith(fmt.Errorf("server: TLS record of fd %d: %w", t.c.fd, err), false)
 }
 
 // rawWrite appends p to the connection's output as it goes on the wire.
@@ -543,7 +544,7 @@ func (t *tlsConn) sealPlain() bool {
 	if err != nil {
 		t.phase = tlsFailed
 		c.setGone()
-		c.abort(fmt.Errorf("server: TLS record: %w", err))
+		c.abort(fmt.Errorf("server: TLS record of fd %d: %w", c.fd, err))
 		return false
 	}
 	return true

@@ -59,7 +59,7 @@ const (
 	hsKeyUpdate = 24
 )
 
-// errTLSRecord wraps the layer's own record errors (each names the alert sent).
+// errTLSRecord wraps the layer's own record errors (each names its alert, and whether it is sent).
 var errTLSRecord = errors.New("tls record")
 
 // tlsSecrets is what the key log gives a connection's handshake: its ClientHello's random (the
@@ -518,12 +518,16 @@ func (r *swRecords) write(typ byte, p []byte) error {
 }
 
 // alert notes the fatal alert desc for tlsConn.fail to send, and returns the error that ends
-// the connection for it.
+// the connection for it, which says whether the alert is sent: not after the connection's
+// close_notify (sendFatal).
 func (r *swRecords) alert(desc uint8, format string, args ...any) error {
-	if r.fatal == 0 {
+	sent := "sent"
+	if r.t.notified {
+		sent = "not sent: close_notify was"
+	} else if r.fatal == 0 {
 		r.fatal = desc
 	}
-	return fmt.Errorf("%w: %s (alert %v sent)", errTLSRecord, fmt.Sprintf(format, args...), tls.AlertError(desc))
+	return fmt.Errorf("%w: %s (alert %v %s)", errTLSRecord, fmt.Sprintf(format, args...), tls.AlertError(desc), sent)
 }
 
 func (r *swRecords) open(data []byte) error {

@@ -835,6 +835,55 @@ func TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply(t *testing.T) {
 	})
 }
 
+// TestTLSRecordsErrorAfterCloseWriteSaysNoAlertWasSent: a record error after the server's
+// close_notify (CloseWrite) sends no alert (nothing follows close_notify and the FIN), and
+// OnClose's error says so rather than naming an alert sent.
+func TestTLSRecordsErrorAfterCloseWriteSaysNoAlertWasSent(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := &halfCloser{closed: make(chan error, 1), got: make(chan string, 1)}
+		e := tlsEngine(t, s, h)
+		p := newRecordPeer(t, e, nil)
+		p.send(p.record(recAppData, []byte("bye"), 0))
+		if got := p.read(2); got != "ok" {
+			t.Fatalf("before CloseWrite: %q", got)
+		}
+		p.closeNotifyThenEOF("after CloseWrite")
+		bad := p.record(recAppData, []byte("tampered"), 0)
+		bad[len(bad)-1] ^= 0x55
+		p.send(bad)
+		err := received(t, h.closed, "the close")
+		if err == nil || !strings.Contains(err.Error(), "does not authenticate") || !strings.Contains(err.Error(), "not sent") {
+			t.Errorf("OnClose: %v; want the record error, saying its alert was not sent", err)
+		}
+	})
+}
+
+// fdCloser echoes, and tells each connection's fd and OnClose's error.
+type fdCloser struct {
+	Echo
+	closed chan string // "fd N: err"
+}
+
+func (h *fdCloser) OnClose(c *Conn, err error) { h.closed <- fmt.Sprintf("fd %d: %v", c.Fd(), err) }
+
+// TestTLSRecordsErrorNamesTheFd: the error a bad record closes the connection with (OnClose)
+// names the connection's fd, as its other errors do.
+func TestTLSRecordsErrorNamesTheFd(t *testing.T) {
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := &fdCloser{closed: make(chan string, 1)}
+		p := pingedPeer(t, s, h)
+		bad := p.record(recAppData, []byte("tampered"), 0)
+		bad[len(bad)-1] ^= 0x55
+		p.send(bad)
+		p.alert()
+		got := received(t, h.closed, "the close")
+		fd, err, _ := strings.Cut(got, ": ")
+		if !strings.Contains(err, "TLS record of "+fd+":") {
+			t.Errorf("OnClose of %s: %s; want a TLS record error naming the %s", fd, err, fd)
+		}
+	})
+}
+
 // TestTLSRecordsClearSecretsOfAFailedHandshake: the traffic secrets the key log gave a
 // handshake that then failed (a client Finished that does not open) are cleared at its end,
 // as a handshake's that succeeded are once the layer has them.
