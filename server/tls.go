@@ -257,7 +257,8 @@ type tlsConn struct {
 	// client: the connection's side of the handshake is the client's (DialTLS), which starts
 	// it at once; a server's waits for the ClientHello whole.
 	client bool
-	// notified: close_notify (or a fatal alert) was sent; peerNotified: the peer's was received.
+	// notified: close_notify or a fatal alert was sent, or none may be (the peer's fatal alert
+	// came); peerNotified: the peer's close_notify was received.
 	notified, peerNotified bool
 	held                   bool // not read until the handshake ends (Conn.bp's bpPaused set for it)
 	timer                  *ringev.Timer

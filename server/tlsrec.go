@@ -351,8 +351,7 @@ func (d *recDir) nonce() []byte {
 // built: building one takes a place an ended direction freed (Loop.aeadFree), else evicts the
 // oldest, whose direction builds it again when it next needs it, so a connection that has been
 // idle while others were busy holds none. A rebuild derives the key and IV and expands the
-// key (its cost and an AEAD's size are in
-// docs/measurements/2026-12-06-revtls-5.md): a direction rebuilt within aeadBusyMs
+// key (its cost: docs/design.md): a direction rebuilt within aeadBusyMs
 // (milliseconds) of its eviction shows the ring smaller than the directions busy at once, and
 // the ring grows by one entry instead of evicting, up to aeadRingMax entries; it never
 // shrinks.

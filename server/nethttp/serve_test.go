@@ -80,8 +80,7 @@ func TestHeadScanByteByByteFindsWhatEachWholeReadingFinds(t *testing.T) {
 
 // TestReqStateTakesThe512ByteSizeClass: a request's state, allocated for each request, is at
 // most 512 bytes, so that it takes the 512-byte size class without the allocator's 8-byte
-// header (objects over 512 bytes with pointers have one): 704 bytes were allocated, and
-// collected, per request before the head's bytes and the header's values left it.
+// header (objects over 512 bytes with pointers have one).
 func TestReqStateTakesThe512ByteSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(reqState{}); n > 512 {
 		t.Fatalf("reqState is %d bytes; want at most 512", n)
