@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log"
 	"os"
@@ -26,9 +25,7 @@ import (
 // proxy is the Handler of both sides of a proxied connection (one type for both, so that
 // OnData is called without a promoted method's wrapper): each Conn's context is the Conn on the
 // other side, once both are there (the upstream's is its client from the start).
-type proxy struct {
-	upstream string
-}
+type proxy struct{ upstream string }
 
 // OnOpen dials the upstream for a client. Conn.Dial reads the client only once the dial has
 // ended, and ends the dial if the client leaves first (a reset) or WithDialTimeout passes. An
@@ -80,11 +77,7 @@ func main() {
 	loops := flag.Int("loops", 0, "number of loops (0: one per CPU)")
 	dialTimeout := flag.Duration("dial-timeout", 10*time.Second, "how long a client waits for its upstream's connect")
 	flag.Parse()
-	if err := checkFlags(*listen, *upstream, *backend, *loops, *dialTimeout); err != nil {
-		fmt.Fprintf(os.Stderr, "proxy: %v\n", err)
-		flag.Usage()
-		os.Exit(2)
-	}
+	mustCheckFlags(*listen, *upstream, *backend, *loops, *dialTimeout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := server.Serve(ctx, "tcp", *listen, &proxy{upstream: *upstream}, server.WithHalfOpen(true), server.WithDialTimeout(*dialTimeout),
