@@ -101,7 +101,7 @@ func corpus() []corpusCase {
 	add("fast many fields", "GET /req HTTP/1.1\r\nHost: x\r\n"+strings.Repeat("X-F: v\r\n", 40)+"\r\n")
 
 	// Bodies.
-	for _, p := range []string{"/echo", "/noread", "/readsome", "/closebody", "/maxbytes", "/maxbytes-error", "/maxbytes-after-header", "/maxbytes-local", "/form", "/"} {
+	for _, p := range []string{"/echo", "/noread", "/readsome", "/closebody", "/maxbytes", "/maxbytes-error", "/maxbytes-after-header", "/maxbytes-big", "/maxbytes-local", "/form", "/"} {
 		n := len(cs)
 		add("POST cl "+p, "POST "+p+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\n\r\na=1&b=2&c=3")
 		add("POST chunked "+p, "POST "+p+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na=1\r\n8\r\n&b=2&c=3\r\n0\r\n\r\n")

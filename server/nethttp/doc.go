@@ -45,7 +45,8 @@
 // does not wait for. A handler
 // whose http.MaxBytesReader passes its limit gets "Connection: close" and the close, as on
 // net/http, where the reader is r.Body (r.Body = http.MaxBytesReader(w, r.Body, n)): nethttp
-// looks there once the handler has returned (net/http's own ResponseWriter is told at once,
+// looks there as it writes the header (not in full duplex, where another goroutine may read
+// it) and once the handler has returned (net/http's own ResponseWriter is told at once,
 // through an unexported method). A reader kept elsewhere (a variable, the Request that
 // http.MaxBytesHandler copies) goes unseen: the body's rest is read, up to 256 KiB, and the
 // connection kept, as after any body left unread. A kept-alive connection's next head

@@ -368,6 +368,12 @@ func testHandler() http.Handler {
 		b, err := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "n=%d err=%v\n", len(b), err)
 	})
+	mux.HandleFunc("/maxbytes-big", func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 10)
+		_, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "err=%v\n", err)
+		io.WriteString(w, strings.Repeat("m", 8<<10)) // more than the response's buffer: the header goes out
+	})
 	mux.HandleFunc("/maxbytes-local", func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10))
 		fmt.Fprintf(w, "n=%d err=%v\n", len(b), err)

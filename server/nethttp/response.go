@@ -505,8 +505,13 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	if cw.wroteHeader {
 		return
 	}
-	cw.wroteHeader = true
 	w := cw.res
+	if b := w.req.Body; b != w.reqBody && b != nil && !w.fullDuplex && reflect.TypeOf(b) == maxBytesReaderType {
+		// Its limit passed so far (finishRequest looks again); not in full duplex, where
+		// another goroutine of the handler may be reading it.
+		w.maxBytesRead(b)
+	}
+	cw.wroteHeader = true
 	keepAlivesEnabled := !w.x.h.ls.shutting.Load() // net/http's doKeepAlives
 	isHEAD := w.req.Method == "HEAD"
 
@@ -929,13 +934,13 @@ func (w *response) finalTrailers() http.Header {
 // maxBytesReaderType is the type of http.MaxBytesReader's readers.
 var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0))
 
-// maxBytesRead does, once the handler has returned, what net/http's http.MaxBytesReader does
-// past its limit through net/http's own ResponseWriter (an unexported method, which no other
-// can have): the response says "Connection: close" and the connection closes after it. It
-// sees the reader b that the handler put in its Request's Body (r.Body =
-// http.MaxBytesReader(w, r.Body, n)); one the handler kept elsewhere (a variable, the Request
-// http.MaxBytesHandler copies) goes unseen, and the connection is kept as after any body the
-// handler left unread. Where the limit was passed before WriteHeader (no byte read since), the
+// maxBytesRead does, where the header is written and once the handler has returned, what
+// net/http's http.MaxBytesReader does past its limit through net/http's own ResponseWriter (an
+// unexported method, which no other can have): the response says "Connection: close" and the
+// connection closes after it. It sees the reader b that the handler put in its Request's Body
+// (r.Body = http.MaxBytesReader(w, r.Body, n)); one the handler kept elsewhere (a variable, the
+// Request http.MaxBytesHandler copies) goes unseen, and the connection is kept as after any
+// body the handler left unread. Where the limit was passed before WriteHeader (no byte read since), the
 // field is the handler's, as net/http's sets it in the handler's map then; after, it is the
 // server's, at the header's end.
 func (w *response) maxBytesRead(b io.ReadCloser) {
