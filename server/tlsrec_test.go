@@ -808,20 +808,27 @@ func (h *halfCloser) OnData(c *Conn) {
 
 func (h *halfCloser) OnClose(_ *Conn, err error) { h.closed <- err }
 
+// halfClosedPeer is a client of a halfCloser that has sent "bye" and read "ok", the server's
+// close_notify and its FIN (CloseWrite).
+func halfClosedPeer(t *testing.T, s setup) (*halfCloser, *recordPeer) {
+	t.Helper()
+	h := &halfCloser{closed: make(chan error, 1), got: make(chan string, 1)}
+	p := newRecordPeer(t, tlsEngine(t, s, h), nil)
+	p.send(p.record(recAppData, []byte("bye"), 0))
+	if got := p.read(2); got != "ok" {
+		t.Fatalf("before CloseWrite: %q", got)
+	}
+	p.closeNotifyThenEOF("after CloseWrite")
+	return h, p
+}
+
 // TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply: a KeyUpdate with update_requested that
 // comes after the server's close_notify (CloseWrite) moves the receive key and gets no
 // KeyUpdate back (nothing is sent after close_notify and the FIN); the data after it is
 // served, and the client's close_notify ends the connection (io.EOF).
 func TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		h := &halfCloser{closed: make(chan error, 1), got: make(chan string, 1)}
-		e := tlsEngine(t, s, h)
-		p := newRecordPeer(t, e, nil)
-		p.send(p.record(recAppData, []byte("bye"), 0))
-		if got := p.read(2); got != "ok" {
-			t.Fatalf("before CloseWrite: %q", got)
-		}
-		p.closeNotifyThenEOF("after CloseWrite")
+		h, p := halfClosedPeer(t, s)
 		update := p.record(recHandshake, []byte{hsKeyUpdate, 0, 0, 1, 1}, 0)
 		p.out.update(t)
 		p.send(update, p.record(recAppData, []byte("more"), 0))
@@ -840,14 +847,7 @@ func TestTLSRecordsKeyUpdateAfterCloseWriteGetsNoReply(t *testing.T) {
 // OnClose's error says so rather than naming an alert sent.
 func TestTLSRecordsErrorAfterCloseWriteSaysNoAlertWasSent(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
-		h := &halfCloser{closed: make(chan error, 1), got: make(chan string, 1)}
-		e := tlsEngine(t, s, h)
-		p := newRecordPeer(t, e, nil)
-		p.send(p.record(recAppData, []byte("bye"), 0))
-		if got := p.read(2); got != "ok" {
-			t.Fatalf("before CloseWrite: %q", got)
-		}
-		p.closeNotifyThenEOF("after CloseWrite")
+		h, p := halfClosedPeer(t, s)
 		bad := p.record(recAppData, []byte("tampered"), 0)
 		bad[len(bad)-1] ^= 0x55
 		p.send(bad)
