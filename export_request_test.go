@@ -132,3 +132,6 @@ func ForgeRecvMoreCQE(h Request, n int32, bid uint16) error {
 	}
 	return nil
 }
+
+// BufferRefs returns the holds on buffer id of g (its completions' and Forward's lends).
+func BufferRefs(g *BufferGroup, id int) int { return int(g.bufs[id].refs) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
+	"github.com/ringev/ringev/internal/onloop"
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
@@ -648,5 +649,55 @@ func TestNotOwnerRequestCallsWhileOwnerMakesRequestsDoNotRace(t *testing.T) {
 		}
 		at := calls.Load()
 		await(t, "more calls after the owner's requests", func() bool { return calls.Load() > at+10 })
+	})
+}
+
+// TestNotOwnerSendOwnedWithAZeroProofReturnsErrNotOwner: Loop.SendOwned given a zero Proof (as
+// code outside the module can make one) from another goroutine checks its caller as Send does:
+// ErrNotOwner, and no send is made (on an fd the owner has sent on: the path without the check
+// would take it).
+func TestNotOwnerSendOwnedWithAZeroProofReturnsErrNotOwner(t *testing.T) {
+	requireOwnerCheck(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		sent := false // the owner's send first: the fd is known to the loop's fast path
+		must(t)(l.Send(a, []byte("y"), 0, func(*ringev.Completion) { sent = true }, 0))
+		until(t, l, func() bool { return sent })
+		cb := func(*ringev.Completion) { t.Error("a send made from another goroutine completed") }
+		var err error
+		onOtherGoroutine(t, func() {
+			var zero onloop.Proof // (outside the module, a type parameter makes one)
+			_, err = l.SendOwned(zero, a, []byte("x"), 0, cb, 0)
+		})
+		if !errors.Is(err, ringev.ErrNotOwner) {
+			t.Fatalf("SendOwned with a zero Proof from another goroutine: %v, want ErrNotOwner", err)
+		}
+		got := make([]byte, 8)
+		if n, _ := unix.Read(b, got); string(got[:n]) != "y" {
+			t.Fatalf("the peer read %q, want the owner's send alone (\"y\")", got[:n])
+		}
+	})
+}
+
+// TestNotOwnerBufferGroupReleaseOwnedWithAZeroProofIsPosted: BufferGroup.ReleaseOwned given a
+// zero Proof from another goroutine is Release from there: posted to the loop (the buffer is
+// still held when it returns), and the RecvMultishot that ran dry gets the bytes that waited
+// once the loop runs.
+func TestNotOwnerBufferGroupReleaseOwnedWithAZeroProofIsPosted(t *testing.T) {
+	requireOwnerCheck(t)
+	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
+		a, b := testutil.Socketpair(t)
+		l := newLoop(t, backend)
+		g, held, more := bufferGroupDry(t, l, a, b)
+		id := held[0].BufferID()
+		onOtherGoroutine(t, func() {
+			var zero onloop.Proof // (outside the module, a type parameter makes one)
+			g.ReleaseOwned(zero, id)
+		})
+		if n := ringev.BufferRefs(g, id); n != 1 {
+			t.Fatalf("after ReleaseOwned with a zero Proof from another goroutine, buffer %d has %d holds, want 1 (the release posted to the loop)", id, n)
+		}
+		more()
 	})
 }

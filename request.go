@@ -319,9 +319,10 @@ func (l *Loop) Send(fd int, buf []byte, flags int, cb Callback, token uint64) (R
 
 // SendOwned is Send for package server, whose caller runs on l's goroutine already (p: it
 // checked so, or runs in one of l's callbacks): Send without its check of the caller. Code
-// outside this module cannot call it (it cannot name onloop.Proof).
-func (l *Loop) SendOwned(_ onloop.Proof, fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
-	if rq := l.req; rq != nil && rq.fastOK(OpSend, fd, buf, true, cb) {
+// outside this module cannot give it a Proof that holds (onloop.Given): given a zero one it is
+// Send, with the check.
+func (l *Loop) SendOwned(p onloop.Proof, fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
+	if rq := l.req; rq != nil && p.Holds() && rq.fastOK(OpSend, fd, buf, true, cb) {
 		return rq.drv.rw(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), cb, token), nil
 	}
 	return l.Send(fd, buf, flags, cb, token)

@@ -507,7 +507,7 @@ func (d *connReqs) send(c *Conn) {
 	c.outLen = int32(len(out))
 	d.l.sends++
 	// (the turn's end, on the loop: the send needs no check of its caller)
-	if _, err := d.l.ev.SendOwned(onloop.Proof{}, int(c.fd), out, 0, d.onSent, c.tok(tokSend)); err != nil {
+	if _, err := d.l.ev.SendOwned(onloop.Given(), int(c.fd), out, 0, d.onSent, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)
 		c.wrote(-len(out))
 		d.l.bufs.put(out)

@@ -41,5 +41,5 @@ func (ld *lender) back(bid int) {
 	if ld.refs[bid]--; ld.refs[bid] == 0 {
 		ld.held--
 	}
-	ld.g.ReleaseOwned(onloop.Proof{}, bid) // (a send's completion: on the loop)
+	ld.g.ReleaseOwned(onloop.Given(), bid) // (a send's completion: on the loop)
 }
