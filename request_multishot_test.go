@@ -244,19 +244,27 @@ func forgeRecvMore(t *testing.T, l *ringev.Loop, h ringev.Request) {
 	untilBounded(t, l, "the forged CQE read", func() bool { return ringev.RingWakes(l) > w0 })
 }
 
+// forgedCQESetup is the start of the tests of CQEs forged through MSG_RING (forgeRecvMore): a
+// socketpair (a, b) and a uring loop with a group of bufs buffers of 8 bytes.
+func forgedCQESetup(t *testing.T, bufs int) (l *ringev.Loop, g *ringev.BufferGroup, a, b int) {
+	t.Helper()
+	requireOp(t, ringev.OpRecvMultishot)
+	requireMsgRing(t)
+	a, b = testutil.Socketpair(t)
+	l = newLoop(t, "uring")
+	g, err := l.NewBufferGroup(bufs, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, g, a, b
+}
+
 // TestRequestRecvMultishotDropsACQEOfItsRecordsEarlierUse: on uring, a RecvMultishot's
 // intermediate CQE (data in a group buffer, more to come) that carries an earlier use of the
 // record (a cancelled RecvMultishot's, whose record the next RecvMultishot took) runs no
 // callback: the new request's only completion is its own last one.
 func TestRequestRecvMultishotDropsACQEOfItsRecordsEarlierUse(t *testing.T) {
-	requireOp(t, ringev.OpRecvMultishot)
-	requireMsgRing(t)
-	a, _ := testutil.Socketpair(t)
-	l := newLoop(t, "uring")
-	g, err := l.NewBufferGroup(2, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, g, a, _ := forgedCQESetup(t, 2)
 	var first, second multishotLog
 	old := must(t)(l.RecvMultishot(a, g, 0, first.cb, 0))
 	untilWaited(t, l)
@@ -283,14 +291,7 @@ func TestRequestRecvMultishotDropsACQEOfItsRecordsEarlierUse(t *testing.T) {
 // intermediate CQE (data in a group buffer, more to come) that comes while the request waits
 // for a buffer (its group ran dry: ENOBUFS, nothing in the kernel) runs no callback.
 func TestRequestRecvMultishotDropsACQEWhileItWaitsForABuffer(t *testing.T) {
-	requireOp(t, ringev.OpRecvMultishot)
-	requireMsgRing(t)
-	a, b := testutil.Socketpair(t)
-	l := newLoop(t, "uring")
-	g, err := l.NewBufferGroup(1, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, g, a, b := forgedCQESetup(t, 1)
 	m := multishotLog{hold: true}
 	h := must(t)(l.RecvMultishot(a, g, 0, m.cb, 0))
 	testutil.Write(t, b, []byte("12345678"))

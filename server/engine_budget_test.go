@@ -145,9 +145,8 @@ type lendSeen struct {
 }
 
 func (f *lendCounter) OnData(c *Conn) {
-	dst, ok := c.Context().(*Conn)
-	if !ok {
-		c.Next(-1)
+	dst := forwardsTo(c)
+	if dst == nil {
 		return
 	}
 	n, _ := c.Forward(dst)
@@ -161,15 +160,9 @@ func (f *lendCounter) OnData(c *Conn) {
 func TestEngineBudgetCountsNoSendLentFromTheRecvGroup(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		f := &lendCounter{seen: make(chan lendSeen, 100)}
-		e := startEngine(t, f, s.opts()...)
-		a := dialEngine(t, e)
-		eventually(t, "the first connection", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.first != nil })
-		b := dialEngine(t, e)
+		e, a, b := firstAndSource(t, f, f.hasFirst, s.opts()...)
 		want := "lent or copied\n"
-		if _, err := b.Write([]byte(want)); err != nil {
-			t.Fatal(err)
-		}
-		readN(t, a, len(want))
+		forwardedTo(t, b, a, want)
 		lent := false
 		for moved := 0; moved < len(want); {
 			select {

@@ -40,10 +40,19 @@ func (f *forwarder) OnOpen(c *Conn) {
 	}
 }
 
-func (f *forwarder) OnData(c *Conn) {
+// forwardsTo returns the connection c forwards to (its Context), or nil for the first
+// connection (whose input it drops).
+func forwardsTo(c *Conn) *Conn {
 	dst, ok := c.Context().(*Conn)
 	if !ok {
 		c.Next(-1)
+	}
+	return dst
+}
+
+func (f *forwarder) OnData(c *Conn) {
+	dst := forwardsTo(c)
+	if dst == nil {
 		return
 	}
 	in := c.Buffered()
@@ -59,22 +68,42 @@ func (f *forwarder) OnData(c *Conn) {
 	}
 }
 
+// firstAndSource starts an engine serving h with opts, and dials two clients: dst, whose
+// connection the handler takes for its first (first reports that it has it), then src.
+func firstAndSource(t *testing.T, h Handler, first func() bool, opts ...Option) (e *Engine, dst, src net.Conn) {
+	t.Helper()
+	e = startEngine(t, h, opts...)
+	dst = dialEngine(t, e)
+	eventually(t, "the first connection", first)
+	return e, dst, dialEngine(t, e)
+}
+
+// forwardedTo writes msg on src and checks that dst's client reads it, whole and alone.
+func forwardedTo(t *testing.T, src, dst net.Conn, msg string) {
+	t.Helper()
+	if _, err := src.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, dst, len(msg)); got != msg {
+		t.Fatalf("the first client read %q, want %q", got, msg)
+	}
+}
+
+// hasFirst reports whether f has its first connection.
+func (f *forwarder) hasFirst() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first != nil
+}
+
 // TestConnForwardMovesInputToAnotherConn: Forward moves what one connection received, all of
 // it and in order, to another connection's output: its client reads it.
 func TestConnForwardMovesInputToAnotherConn(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		f := &forwarder{moved: make(chan int, 100)}
-		e := startEngine(t, f, s.opts()...)
-		a := dialEngine(t, e)
-		eventually(t, "the first connection", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.first != nil })
-		b := dialEngine(t, e)
+		_, a, b := firstAndSource(t, f, f.hasFirst, s.opts()...)
 		want := "hello, forwarded\n"
-		if _, err := b.Write([]byte(want)); err != nil {
-			t.Fatal(err)
-		}
-		if got := readN(t, a, len(want)); got != want {
-			t.Errorf("the first client read %q, want %q", got, want)
-		}
+		forwardedTo(t, b, a, want)
 		total := 0
 		for total < len(want) {
 			select {
@@ -125,9 +154,8 @@ type crossForwarder struct {
 }
 
 func (f *crossForwarder) OnData(c *Conn) {
-	dst, ok := c.Context().(*Conn)
-	if !ok {
-		c.Next(-1)
+	dst := forwardsTo(c)
+	if dst == nil {
 		return
 	}
 	before := dst.Pending()
@@ -230,9 +258,8 @@ type eofForwarder struct {
 }
 
 func (f *eofForwarder) OnData(c *Conn) {
-	dst, ok := c.Context().(*Conn)
-	if !ok {
-		c.Next(-1)
+	dst := forwardsTo(c)
+	if dst == nil {
 		return
 	}
 	_, err := c.Forward(dst)
@@ -613,16 +640,8 @@ func (f *onceFed) OnBackpressure(c *Conn, paused bool) {
 func TestConnForwardDestinationPausesForItsOutputOnceItsSourceClosed(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		f := &onceFed{closed: make(chan struct{}), told: make(chan bool, 1)}
-		e := startEngine(t, f, append(s.opts(), WithWriteLimit(64<<10))...)
-		a := dialEngine(t, e)
-		eventually(t, "the first connection", func() bool { return f.first.Load() != nil })
-		b := dialEngine(t, e)
-		if _, err := b.Write([]byte("forwarded\n")); err != nil {
-			t.Fatal(err)
-		}
-		if got := readN(t, a, len("forwarded\n")); got != "forwarded\n" {
-			t.Fatalf("the first client read %q", got)
-		}
+		_, a, b := firstAndSource(t, f, func() bool { return f.first.Load() != nil }, append(s.opts(), WithWriteLimit(64<<10))...)
+		forwardedTo(t, b, a, "forwarded\n")
 		b.Close()
 		received(t, f.closed, "the source's close")
 		if _, err := a.Write([]byte("flood\n")); err != nil {
@@ -747,17 +766,10 @@ func (f *collectable) OnClose(c *Conn, err error) {
 func TestConnForwardSourcesLetGoOfADestinationThatClosed(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		f := &collectable{closed: make(chan struct{}), dropped: make(chan struct{}, 2), collected: make(chan struct{})}
-		e := startEngine(t, f, s.opts()...)
-		a := dialEngine(t, e)
-		eventually(t, "the first connection", func() bool { return f.first.Load() != nil })
-		srcs := []net.Conn{dialEngine(t, e), dialEngine(t, e)}
+		e, a, b := firstAndSource(t, f, func() bool { return f.first.Load() != nil }, s.opts()...)
+		srcs := []net.Conn{b, dialEngine(t, e)}
 		for _, b := range srcs {
-			if _, err := b.Write([]byte("forwarded\n")); err != nil {
-				t.Fatal(err)
-			}
-			if got := readN(t, a, len("forwarded\n")); got != "forwarded\n" {
-				t.Fatalf("the first client read %q", got)
-			}
+			forwardedTo(t, b, a, "forwarded\n")
 		}
 		a.Close()
 		received(t, f.closed, "the destination's close")

@@ -9,7 +9,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -65,13 +64,7 @@ func TestEchoServesANetDialClient(t *testing.T) {
 
 // TestMain runs the command itself (main) when the test binary is started with ECHO_MAIN=1: the
 // SIGTERM test runs it so.
-func TestMain(m *testing.M) {
-	if os.Getenv("ECHO_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.MainOrTests(m, "ECHO_MAIN", main) }
 
 // TestEchoSIGTERMShutsDownAndFreesThePort: SIGTERM (kill, systemd, docker stop) shuts the
 // server down as Ctrl-C does: it exits 0 and its port is free at once for a restart.

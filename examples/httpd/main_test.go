@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -173,21 +172,11 @@ func TestHTTPDFlagsNameTheBadFlag(t *testing.T) {
 
 // TestMain runs the command itself (main) when the test binary is started with HTTPD_MAIN=1: the
 // SIGTERM test runs it so.
-func TestMain(m *testing.M) {
-	if os.Getenv("HTTPD_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.MainOrTests(m, "HTTPD_MAIN", main) }
 
 // TestHTTPDSIGTERMShutsDownAndFreesThePort: SIGTERM (kill, systemd, docker stop) shuts the
 // server down as Ctrl-C does, on each backend: it exits 0 and its port is free at once for a
 // restart.
 func TestHTTPDSIGTERMShutsDownAndFreesThePort(t *testing.T) {
-	for _, backend := range []string{"uring", "epoll", "poll"} {
-		t.Run(backend, func(t *testing.T) {
-			testutil.TermFreesThePort(t, "HTTPD_MAIN", "--addr", backend, 30*time.Second, "--backend", backend, "--loops", "1")
-		})
-	}
+	testutil.TermFreesThePortOnEachBackend(t, "HTTPD_MAIN", "--addr", 30*time.Second)
 }

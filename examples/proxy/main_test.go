@@ -452,24 +452,14 @@ func TestProxyClientResetResetsTheUpstream(t *testing.T) {
 
 // TestMain runs the command itself (main) when the test binary is started with PROXY_MAIN=1: the
 // SIGTERM test runs it so.
-func TestMain(m *testing.M) {
-	if os.Getenv("PROXY_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.MainOrTests(m, "PROXY_MAIN", main) }
 
 // TestProxySIGTERMShutsDownAndFreesThePort: SIGTERM (kill, systemd, docker stop) shuts the
 // proxy down as Ctrl-C does, on each backend: it exits 0 and its port is free at once for a
 // restart.
 func TestProxySIGTERMShutsDownAndFreesThePort(t *testing.T) {
 	up := peer(t, func(c net.Conn) { io.Copy(io.Discard, c) })
-	for _, backend := range []string{"uring", "epoll", "poll"} {
-		t.Run(backend, func(t *testing.T) {
-			testutil.TermFreesThePort(t, "PROXY_MAIN", "--listen", backend, waitFor, "--upstream", up, "--backend", backend, "--loops", "1")
-		})
-	}
+	testutil.TermFreesThePortOnEachBackend(t, "PROXY_MAIN", "--listen", waitFor, "--upstream", up)
 }
 
 // TestProxyFlagsNameTheBadFlag: a bad --listen, --upstream, --backend, --loops or

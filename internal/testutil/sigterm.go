@@ -75,3 +75,25 @@ func TermFreesThePort(t *testing.T, env, addrFlag, backend string, waitFor time.
 	}
 	l.Close()
 }
+
+// TermFreesThePortOnEachBackend is TermFreesThePort for a command with --backend and --loops
+// flags, served on each backend (uring, epoll, poll: a subtest each) with one loop.
+func TermFreesThePortOnEachBackend(t *testing.T, env, addrFlag string, waitFor time.Duration, args ...string) {
+	t.Helper()
+	for _, backend := range []string{"uring", "epoll", "poll"} {
+		t.Run(backend, func(t *testing.T) {
+			TermFreesThePort(t, env, addrFlag, backend, waitFor, append(args[:len(args):len(args)], "--backend", backend, "--loops", "1")...)
+		})
+	}
+}
+
+// MainOrTests is the TestMain of a command whose tests run it (TermFreesThePort): started
+// with env=1 in its environment, the test binary is the command (main, then exit status 0);
+// else it runs the tests.
+func MainOrTests(m *testing.M, env string, main func()) {
+	if os.Getenv(env) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
