@@ -61,8 +61,9 @@ const maxHandshakeInput = 64 << 10
 // error in one that names the handshake or the records).
 var (
 	// ErrTLSHandshake: the handshake failed. Every handshake failure wraps it: crypto/tls's
-	// error (a bad ClientHello, an alert, a certificate refused), io.ErrUnexpectedEOF (the
-	// peer closed before the handshake's end) and ErrTLSHandshakeTimeout.
+	// error (a bad ClientHello, an alert, a certificate refused), the peer's close before the
+	// handshake's end as crypto/tls says it (io.EOF at a record's boundary, no byte sent say;
+	// io.ErrUnexpectedEOF within a record), and ErrTLSHandshakeTimeout.
 	ErrTLSHandshake = errors.New("server: TLS handshake")
 	// ErrTLSHandshakeTimeout: the handshake did not end within its timeout.
 	ErrTLSHandshakeTimeout = fmt.Errorf("%w not complete within its timeout", ErrTLSHandshake)
@@ -397,9 +398,6 @@ func (t *tlsConn) handshook() {
 				t.c.rawWrite([]byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"))
 			}
 		}
-		if tr.eof && errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF // the peer closed its side within the handshake
-		}
 		c.closeWith(fmt.Errorf("%w: %w", ErrTLSHandshake, err), false)
 		if !c.dirty {
 			c.l.markDirty(c) // a Close that waited for the handshake goes on (seal drops its output)
@@ -568,7 +566,11 @@ func (t *tlsConn) peerClosed() (handshaking bool) {
 		return true
 	case t.phase == tlsFirst:
 		t.dropPlain()
-		c.setReason(fmt.Errorf("%w: %w", ErrTLSHandshake, io.ErrUnexpectedEOF))
+		eof := io.EOF // no byte came: crypto/tls's reading says the same
+		if len(t.tr.in) > 0 {
+			eof = io.ErrUnexpectedEOF // the first record is cut
+		}
+		c.setReason(fmt.Errorf("%w: %w", ErrTLSHandshake, eof))
 	case t.phase == tlsFailed:
 		t.dropPlain()
 	case t.phase == tlsOpen && !t.peerNotified:

@@ -702,8 +702,8 @@ func TestTLSWrkOverHTTPS(t *testing.T) {
 }
 
 // TestTLSPeerCloseBeforeHelloCloses: a client that connects and closes without a byte is
-// closed at once (not at the handshake timeout), with an error naming the handshake, though
-// OnOpen wrote a greeting that waits for the handshake.
+// closed at once (not at the handshake timeout), with an error naming the handshake and
+// wrapping io.EOF (crypto/tls's), though OnOpen wrote a greeting that waits for the handshake.
 func TestTLSPeerCloseBeforeHelloCloses(t *testing.T) {
 	eachSetup(t, func(t *testing.T, s setup) {
 		r := newRecorder()
@@ -713,11 +713,68 @@ func TestTLSPeerCloseBeforeHelloCloses(t *testing.T) {
 			c := dialEngine(t, e)
 			c.Close()
 			_, err := r.closedWith(t)
-			if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "TLS handshake") {
-				t.Fatalf("OnClose: %v; want a TLS handshake error wrapping io.ErrUnexpectedEOF", err)
+			if !errors.Is(err, io.EOF) || !errors.Is(err, ErrTLSHandshake) {
+				t.Fatalf("OnClose: %v; want a TLS handshake error wrapping io.EOF", err)
 			}
 		}
 	})
+}
+
+// TestTLSPeerCloseWithinTheHandshakeSaysWhatCryptoTLSSays: a client that sends nothing, part
+// of a record header, or a whole ClientHello and then shuts its writing side is closed with an
+// error wrapping ErrTLSHandshake and what crypto/tls's own server says of the same bytes
+// (io.EOF at a record's boundary, io.ErrUnexpectedEOF within a record).
+func TestTLSPeerCloseWithinTheHandshakeSaysWhatCryptoTLSSays(t *testing.T) {
+	inputs := map[string][]byte{"nothing": nil, "a cut header": {22, 3}, "a ClientHello": clientHello(t)}
+	want := map[string]error{}
+	for name, in := range inputs {
+		want[name] = cryptoTLSHandshakeAfter(t, in)
+	}
+	eachSetup(t, func(t *testing.T, s setup) {
+		h := newEchoCloser()
+		e := tlsEngine(t, s, h)
+		for name, in := range inputs {
+			c := dialEngine(t, e)
+			c.Write(in)
+			c.(*net.TCPConn).CloseWrite()
+			io.ReadAll(c) // the server's flight, if any, to its close
+			if err := h.reason(t); !errors.Is(err, ErrTLSHandshake) || !errors.Is(err, want[name]) {
+				t.Errorf("after %s: OnClose %v; want a TLS handshake error wrapping %v (crypto/tls's)", name, err, want[name])
+			}
+		}
+	})
+}
+
+// cryptoTLSHandshakeAfter is the error of crypto/tls's server handshake (tlsServerConfig)
+// with a client that sends in and shuts its writing side.
+func cryptoTLSHandshakeAfter(t *testing.T, in []byte) error {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := tlsServerConfig(t)
+	errc := make(chan error, 1)
+	go func() {
+		sc, err := ln.Accept()
+		if err == nil {
+			sc.SetDeadline(time.Now().Add(waitFor))
+			err = tls.Server(sc, cfg).Handshake()
+			sc.Close()
+		}
+		errc <- err
+	}()
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), waitFor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(waitFor))
+	c.Write(in)
+	c.(*net.TCPConn).CloseWrite()
+	io.ReadAll(c)
+	return <-errc
 }
 
 // TestTLSPendingCountsWhatIsSent: a TLS connection's Pending counts the plaintext written and

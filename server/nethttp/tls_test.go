@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -114,21 +115,7 @@ func TestServerLogsPlainHTTPOnTLSPort(t *testing.T) {
 	cert, _ := testutil.Cert(t)
 	const raw = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
-	// reason is what the log says after the client's address, once it says it.
-	reason := func(t *testing.T, logged *quietLog) string {
-		t.Helper()
-		re := regexp.MustCompile(`http: TLS handshake error from 127\.0\.0\.1:\d+: (.*)\n`)
-		deadline := time.Now().Add(waitFor)
-		for {
-			if m := re.FindStringSubmatch(logged.String()); m != nil {
-				return m[1]
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("ErrorLog %q; want a TLS handshake error", logged.String())
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	reason := handshakeLogged
 	logger, netLogged := quietLogger()
 	ts := httptest.NewUnstartedServer(h)
 	ts.Config.ErrorLog = logger
@@ -150,6 +137,63 @@ func TestServerLogsPlainHTTPOnTLSPort(t *testing.T) {
 			t.Errorf("logged %q; net/http logs %q", got, want)
 		}
 	})
+}
+
+// TestServerLogsAClientThatLeavesInTheTLSHandshakeAsNetHTTPDoes: a client that connects and
+// closes having sent nothing, or part of a record header, is logged with net/http's reason
+// ("EOF", "unexpected EOF": crypto/tls's).
+func TestServerLogsAClientThatLeavesInTheTLSHandshakeAsNetHTTPDoes(t *testing.T) {
+	cert, _ := testutil.Cert(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
+	sent := []string{"", "\x16\x03"}
+	// leave connects to addr, sends in and closes; then the reason logged.
+	leave := func(t *testing.T, addr, in string, logged *quietLog) string {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", addr, waitFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(in))
+		c.Close()
+		return handshakeLogged(t, logged)
+	}
+	var want []string
+	for _, in := range sent {
+		logger, logged := quietLogger()
+		ts := httptest.NewUnstartedServer(h)
+		ts.Config.ErrorLog = logger
+		ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		ts.StartTLS()
+		want = append(want, leave(t, ts.Listener.Addr().String(), in, logged))
+		ts.Close()
+	}
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		for i, in := range sent {
+			lg, logged := quietLogger()
+			cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+			addr := serveRingev(t, backend, &http.Server{Handler: h, ErrorLog: lg}, append(opts, server.WithTLS(cfg))...)
+			if got := leave(t, addr, in, logged); got != want[i] {
+				t.Errorf("after %q: logged %q; net/http logs %q", in, got, want[i])
+			}
+		}
+	})
+}
+
+// handshakeLogged is the reason the log gives of a failed TLS handshake (what follows the
+// client's address in "http: TLS handshake error from ADDR: REASON"), once it gives it.
+func handshakeLogged(t *testing.T, logged *quietLog) string {
+	t.Helper()
+	re := regexp.MustCompile(`http: TLS handshake error from 127\.0\.0\.1:\d+: (.*)\n`)
+	deadline := time.Now().Add(waitFor)
+	for {
+		if m := re.FindStringSubmatch(logged.String()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ErrorLog %q; want a TLS handshake error", logged.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // TestServerOverTLSServesCurlAndOpenSSL: real TLS 1.3 clients, curl (a GET and a POST on one
