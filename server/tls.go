@@ -81,8 +81,9 @@ var (
 // it writes is sent once the handshake has ended; a HandshakeHandler's OnHandshake runs at the
 // handshake's end, with Conn.TLS set, and OnData after it. A handshake that fails closes the
 // connection with an error wrapping ErrTLSHandshake and crypto/tls's (OnClose); a record that
-// fails after it, with one naming the fd and the record error (and, for the layer's own TLS 1.3
-// records, the alert sent, or that none was: nothing follows the connection's close_notify).
+// fails after it, with one naming the operation, the fd and the record error ("server: TLS
+// record read of fd N: REASON", or write; for the layer's own TLS 1.3 records REASON names the
+// alert sent, or that none was: nothing follows the connection's close_notify).
 // Listen and NewEngine return an error for a cfg without a certificate.
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
@@ -451,10 +452,11 @@ func looksLikeHTTP(h []byte) bool {
 	return false
 }
 
-// fail ends the connection after a record error: its alert is sent before the close. The
-// layer's own records send first the replies the handler wrote to the records before the bad
-// one (given to it with the error), as they would have gone had those records come in an
-// earlier read; crypto/tls's queued its alert at the error, and those replies are dropped.
+// fail ends the connection after an error reading its records ("server: TLS record read of
+// fd N: REASON"): its alert is sent before the close. The layer's own records send first the
+// replies the handler wrote to the records before the bad one (given to it with the error), as
+// they would have gone had those records come in an earlier read; crypto/tls's queued its
+// alert at the error, and those replies are dropped.
 func (t *tlsConn) fail(err error) {
 	if sw, ok := t.rec.(*swRecords); ok {
 		if !t.notified && !t.sealPlain() {
@@ -463,7 +465,7 @@ func (t *tlsConn) fail(err error) {
 		sw.sendFatal()
 	}
 	t.phase, t.notified = tlsFailed, true
-	t.c.closeWith(fmt.Errorf("server: TLS record of fd %d: %w", t.c.fd, err), false)
+	t.c.closeWith(fmt.Errorf("server: TLS record read of fd %d: %w", t.c.fd, err), false)
 }
 
 // rawWrite appends p to the connection's output as it goes on the wire.
@@ -543,7 +545,7 @@ func (t *tlsConn) sealPlain() bool {
 	if err != nil {
 		t.phase = tlsFailed
 		c.setGone()
-		c.abort(fmt.Errorf("server: TLS record of fd %d: %w", c.fd, err))
+		c.abort(fmt.Errorf("server: TLS record write of fd %d: %w", c.fd, err))
 		return false
 	}
 	return true

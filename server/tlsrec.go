@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -58,9 +59,6 @@ const (
 
 	hsKeyUpdate = 24
 )
-
-// errTLSRecord wraps the layer's own record errors (each names its alert, and whether it is sent).
-var errTLSRecord = errors.New("tls record")
 
 // tlsSecrets is what the key log gives a connection's handshake: its ClientHello's random (the
 // key), then its application traffic secrets. Under the tlsServer's keyMu until the handshake's
@@ -490,7 +488,7 @@ func (r *swRecords) write(typ byte, p []byte) error {
 	}
 	d := &r.out
 	if d.seq == math.MaxUint64 {
-		return fmt.Errorf("%w: the send sequence number would wrap", errTLSRecord)
+		return errors.New("the send sequence number would wrap")
 	}
 	k, err := r.aeadOf(d)
 	if err != nil {
@@ -526,7 +524,8 @@ func (r *swRecords) alert(desc uint8, format string, args ...any) error {
 	} else if r.fatal == 0 {
 		r.fatal = desc
 	}
-	return fmt.Errorf("%w: %s (alert %v %s)", errTLSRecord, fmt.Sprintf(format, args...), tls.AlertError(desc), sent)
+	name := strings.TrimPrefix(tls.AlertError(desc).Error(), "tls: ") // (the prefix is the caller's)
+	return fmt.Errorf("%s (alert %s %s)", fmt.Sprintf(format, args...), name, sent)
 }
 
 func (r *swRecords) open(data []byte) error {
@@ -680,7 +679,7 @@ func (r *swRecords) record(rec, dst []byte) (n int, eof bool, err error) {
 			return 0, false, r.uselessRecord()
 		}
 		r.t.notified = true // a fatal alert is answered with none
-		return 0, false, fmt.Errorf("%w: remote error: %w", errTLSRecord, tls.AlertError(content[1]))
+		return 0, false, fmt.Errorf("remote error: %w", tls.AlertError(content[1]))
 	case recHandshake:
 		if len(content) == 0 {
 			return 0, false, r.alert(alertUnexpectedMessage, "an empty handshake record")
