@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,10 +18,13 @@ import (
 // itself with status 0 within waitFor, and its port be free at once: a process that SIGTERM
 // kills leaves its io_uring ring's teardown to the kernel, after the exit, and the listening
 // sockets the ring's requests hold stay bound until it runs, so that a restart fails with
-// EADDRINUSE. backend names the backend the command serves on, for the skip where io_uring
-// is unavailable.
+// EADDRINUSE. backend names the backend the command serves on: on uring, the test is skipped
+// up front where io_uring is unavailable (SkipUnlessIOUring).
 func TermFreesThePort(t *testing.T, env, addrFlag, backend string, waitFor time.Duration, args ...string) {
 	t.Helper()
+	if backend == "uring" {
+		SkipUnlessIOUring(t, "the command on the uring backend")
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,9 +44,6 @@ func TermFreesThePort(t *testing.T, env, addrFlag, backend string, waitFor time.
 	for deadline := time.Now().Add(waitFor); c == nil; time.Sleep(time.Millisecond) {
 		select {
 		case err := <-exited:
-			if o := out.String(); backend == "uring" && (strings.Contains(o, "operation not permitted") || strings.Contains(o, "function not implemented")) {
-				t.Skipf("the command on the uring backend: io_uring is switched off or missing here: %s", o)
-			}
 			t.Fatalf("the command exited before it served: %v, output %q", err, out.String())
 		default:
 		}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -174,6 +175,21 @@ func SkipIfIOUringUnavailable(t testing.TB, err error, what string) {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
 		t.Skipf("%s: io_uring is switched off or missing here: %v", what, err)
 	}
+}
+
+// SkipUnlessIOUring skips the test where io_uring cannot be used here: SkipIfIOUringUnavailable
+// of an io_uring_setup(2) of one entry (its ring closed at once), checked up front by a test that
+// runs another process on the uring backend. Any other error of the setup fails the test.
+func SkipUnlessIOUring(t testing.TB, what string) {
+	t.Helper()
+	var params [120]byte // struct io_uring_params
+	fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+	if e != 0 {
+		err := fmt.Errorf("io_uring_setup(1): %w", e)
+		SkipIfIOUringUnavailable(t, err, what)
+		t.Fatal(err)
+	}
+	unix.Close(int(fd))
 }
 
 // SkipIfFeatureMissing skips the test when err says the kernel lacks a feature: ringev's errors
