@@ -8,9 +8,7 @@ package ringev_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +24,7 @@ import (
 const deniedChildEnv = "RINGEV_TEST_DENIED_CHILD"
 
 // runDenied runs test (the calling test's name) again in a child process that denies system call
-// nr with errno (deniedChildIfAsked; the test must call it first), and returns what the child
+// nr with errno (deniedChild; the test must open with testutil.ChildDenied), and returns what the child
 // reported (testutil.RunDenied): "auto", "auto-reason", "<backend>-err" and "<backend>-wraps"
 // for uring and uring-poll, "<backend>" for epoll and poll ("ok" or the error).
 func runDenied(t *testing.T, test string, nr uint32, errno syscall.Errno) map[string]string {
@@ -34,16 +32,9 @@ func runDenied(t *testing.T, test string, nr uint32, errno syscall.Errno) map[st
 	return testutil.RunDenied(t, test, deniedChildEnv, nr, errno)
 }
 
-// deniedChildIfAsked is the child's side of runDenied: when the environment asks for it, it
-// denies the system call, creates loops, prints the results and reports true (the test returns).
-func deniedChildIfAsked() bool {
-	child, installed := testutil.DenyFromEnv(deniedChildEnv)
-	if !installed {
-		return child
-	}
-	_, es, _ := strings.Cut(os.Getenv(deniedChildEnv), ":")
-	e, _ := strconv.Atoi(es)
-	errno := syscall.Errno(e)
+// deniedChild is the child's side of runDenied, with the system call denied (errno): it
+// creates loops and prints the results.
+func deniedChild(errno syscall.Errno) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if l, err := ringev.New(); err != nil {
@@ -68,16 +59,13 @@ func deniedChildIfAsked() bool {
 		fmt.Printf("DENIED %s=ok\n", name)
 		l.Close()
 	}
-	return true
 }
 
 // TestBackendAutoFallsBackWhenIoUringSetupDenied runs the child for EPERM and ENOSYS and checks:
 // auto picks epoll, BackendReason names the errno; WithBackend("uring") (and "uring-poll") fails
 // with an error wrapping that errno whose text names it; epoll and poll still work.
 func TestBackendAutoFallsBackWhenIoUringSetupDenied(t *testing.T) {
-	if deniedChildIfAsked() {
-		return
-	}
+	testutil.ChildDenied(t, deniedChildEnv, deniedChild)
 	for _, errno := range []syscall.Errno{unix.EPERM, unix.ENOSYS} {
 		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
 			res := runDenied(t, "TestBackendAutoFallsBackWhenIoUringSetupDenied", unix.SYS_IO_URING_SETUP, errno)
@@ -115,9 +103,7 @@ func TestBackendAutoFallsBackWhenIoUringSetupDenied(t *testing.T) {
 // wait would fail: it chooses epoll, and BackendReason names io_uring_enter; WithBackend("uring")
 // and ("uring-poll") fail in New with an error that names io_uring_enter and wraps EPERM.
 func TestBackendAutoFallsBackWhenIoUringEnterDenied(t *testing.T) {
-	if deniedChildIfAsked() {
-		return
-	}
+	testutil.ChildDenied(t, deniedChildEnv, deniedChild)
 	newLoop(t, "uring").Close() // skips where io_uring is switched off or missing even without the filter
 	res := runDenied(t, "TestBackendAutoFallsBackWhenIoUringEnterDenied", unix.SYS_IO_URING_ENTER, unix.EPERM)
 	t.Logf("child: %v", res)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,12 +163,7 @@ const pollDeniedEnv = "RINGEV_TEST_POLL_DENIED_CHILD"
 // with POLLIN from that readiness, without a poll(2) of its own: in a child process whose
 // ppoll(2) fails with ENOSYS (a seccomp filter), it still completes with POLLIN and no error.
 func TestRequestPollWokenByReadinessMakesNoPollSyscall(t *testing.T) {
-	if child, installed := testutil.DenyFromEnv(pollDeniedEnv); child {
-		if installed {
-			pollWokenChild()
-		}
-		return
-	}
+	testutil.ChildDenied(t, pollDeniedEnv, func(syscall.Errno) { pollWokenChild() })
 	res := testutil.RunDenied(t, "TestRequestPollWokenByReadinessMakesNoPollSyscall", pollDeniedEnv, unix.SYS_PPOLL, unix.ENOSYS)
 	want := fmt.Sprintf("N=%#x err=<nil>", unix.POLLIN)
 	for _, b := range []string{"epoll", "uring-poll"} {

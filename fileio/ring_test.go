@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,14 +74,9 @@ func TestRingAutoUsesTheDefaultMode(t *testing.T) {
 // deniedEnv carries "NR:ERRNO" to the child of testutil.RunDenied.
 const deniedEnv = "RINGEV_FILEIO_DENIED"
 
-// deniedChild is the child's side of testutil.RunDenied: it denies the call, then makes rings
-// and uses a file, printing what happened; it reports whether it was the child.
-func deniedChild() bool {
-	child, installed := testutil.DenyFromEnv(deniedEnv)
-	if !installed {
-		return child
-	}
-	errno := deniedErrno()
+// deniedChild is the child's side of testutil.RunDenied, with the system call denied (errno):
+// it makes rings and uses a file, printing what happened.
+func deniedChild(errno syscall.Errno) {
 	r, err := fileio.NewRing()
 	if err != nil {
 		fmt.Printf("DENIED auto=error: %v\n", err)
@@ -95,14 +89,6 @@ func deniedChild() bool {
 		r.Close()
 	}
 	fmt.Printf("DENIED named-err=%v\nDENIED named-wraps=%v\n", err, errors.Is(err, errno))
-	return true
-}
-
-// deniedErrno is the errno the child's filter returns (from deniedEnv, "NR:ERRNO").
-func deniedErrno() syscall.Errno {
-	_, es, _ := strings.Cut(os.Getenv(deniedEnv), ":")
-	e, _ := strconv.Atoi(es)
-	return syscall.Errno(e)
 }
 
 // useFile writes, reads back and syncs a file on r: "ok" or what failed.
@@ -131,9 +117,7 @@ func useFile(r *fileio.Ring) string {
 }
 
 func TestRingFallsBackToThreadsWhenIoUringSetupIsDenied(t *testing.T) {
-	if deniedChild() {
-		return
-	}
+	testutil.ChildDenied(t, deniedEnv, deniedChild)
 	for _, errno := range []syscall.Errno{unix.EPERM, unix.ENOSYS} {
 		t.Run(unix.ErrnoName(errno), func(t *testing.T) {
 			res := testutil.RunDenied(t, "TestRingFallsBackToThreadsWhenIoUringSetupIsDenied", deniedEnv, unix.SYS_IO_URING_SETUP, errno)
@@ -143,9 +127,7 @@ func TestRingFallsBackToThreadsWhenIoUringSetupIsDenied(t *testing.T) {
 }
 
 func TestRingFallsBackToThreadsWhenIoUringEnterIsDenied(t *testing.T) {
-	if deniedChild() {
-		return
-	}
+	testutil.ChildDenied(t, deniedEnv, deniedChild)
 	requireIoUring(t)
 	res := testutil.RunDenied(t, "TestRingFallsBackToThreadsWhenIoUringEnterIsDenied", deniedEnv, unix.SYS_IO_URING_ENTER, unix.EPERM)
 	checkFallback(t, res, unix.EPERM, "NOP")
@@ -155,9 +137,7 @@ func TestRingFallsBackToThreadsWhenIoUringEnterIsDenied(t *testing.T) {
 // alone: ModeDefault cannot register its eventfd, and ModeAuto runs ModeDeferTaskrun (whose
 // registrations are optional) instead of the thread pool, and says why.
 func TestRingAutoFallsBackToDeferTaskrunWhenIoUringRegisterIsDenied(t *testing.T) {
-	if deniedChild() {
-		return
-	}
+	testutil.ChildDenied(t, deniedEnv, deniedChild)
 	requireMode(t, fileio.ModeDeferTaskrun)
 	if fileio.ModeDefault == fileio.ModeDeferTaskrun {
 		t.Skip("the default mode is defer-taskrun: there is nothing to fall back from")

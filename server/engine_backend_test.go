@@ -22,12 +22,7 @@ const deniedEngineEnv = "RINGEV_TEST_SERVER_DENIED_CHILD"
 // "auto" serves on epoll and tells WithLogf so, once, naming the errno; Listen and NewEngine,
 // with either driver.
 func TestEngineLogsAutoFallbackFromIOUring(t *testing.T) {
-	if child, installed := testutil.DenyFromEnv(deniedEngineEnv); child {
-		if installed {
-			engineFallbackChild()
-		}
-		return
-	}
+	testutil.ChildDenied(t, deniedEngineEnv, func(syscall.Errno) { engineFallbackChild() })
 	res := testutil.RunDenied(t, "TestEngineLogsAutoFallbackFromIOUring", deniedEngineEnv, unix.SYS_IO_URING_SETUP, unix.EPERM)
 	for _, api := range []string{APIRequests, APIReadiness} {
 		for _, kind := range []string{"listen", "dial"} {

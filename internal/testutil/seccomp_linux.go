@@ -52,9 +52,9 @@ func DenySyscall(nr uint32, errno syscall.Errno) error {
 }
 
 // RunDenied reruns the test named test (the caller) in a child process of the test binary whose
-// environment sets env to "NR:ERRNO"; the child (DenyFromEnv) denies system call nr with errno
-// before it does what the test checks. It returns the KEY=VALUE pairs the child printed on lines
-// that start with "DENIED ". A child that cannot install its filter skips the test, naming why;
+// environment sets env to "NR:ERRNO"; the child (ChildDenied, the test's opening) denies system
+// call nr with errno before it does what the test checks. It returns the KEY=VALUE pairs the
+// child printed on lines that start with "DENIED ". A child that cannot install its filter skips the test, naming why;
 // a child that fails, or does not say it installed the filter, fails it.
 func RunDenied(t testing.TB, test, env string, nr uint32, errno syscall.Errno) map[string]string {
 	t.Helper()
@@ -83,12 +83,29 @@ func RunDenied(t testing.TB, test, env string, nr uint32, errno syscall.Errno) m
 	return res
 }
 
-// DenyFromEnv is the child's side of RunDenied. When env is set, it denies the system call env
-// names with its errno (DenySyscall) and prints "DENIED seccomp=installed", or why not
-// ("DENIED seccomp=unavailable: ..." or "=bad ..."), and reports child true and whether the
-// filter is on; the caller then prints its "DENIED key=value" lines and returns. When env is
-// not set it does nothing and reports false.
-func DenyFromEnv(env string) (child, installed bool) {
+// ChildDenied is the opening of a test that RunDenied reruns: in that child (env set) it
+// denies the system call env names (denyFromEnv), then, if the filter is on, runs child with
+// its errno (child prints the "DENIED key=value" lines the parent reads), and ends the test
+// there (a skip: the parent checks what the child printed). Elsewhere it does nothing.
+func ChildDenied(t *testing.T, env string, child func(errno syscall.Errno)) {
+	t.Helper()
+	isChild, installed := denyFromEnv(env)
+	if !isChild {
+		return
+	}
+	if installed {
+		_, es, _ := strings.Cut(os.Getenv(env), ":")
+		e, _ := strconv.Atoi(es) // (denyFromEnv parsed it)
+		child(syscall.Errno(e))
+	}
+	t.Skip("the child of RunDenied: the parent checks what it printed")
+}
+
+// denyFromEnv is ChildDenied's filter. When env is set, it denies the system call env names
+// with its errno (DenySyscall) and prints "DENIED seccomp=installed", or why not ("DENIED
+// seccomp=unavailable: ..." or "=bad ..."), and reports child true and whether the filter is
+// on. When env is not set it does nothing and reports false.
+func denyFromEnv(env string) (child, installed bool) {
 	v := os.Getenv(env)
 	if v == "" {
 		return false, false
