@@ -42,7 +42,7 @@ func corpus() []corpusCase {
 	}
 	addRaw := func(name, raw string) { cs = append(cs, corpusCase{name: name, raw: raw}) }
 
-	paths := []string{"/", "/req", "/big", "/big?n=100", "/big?n=2048", "/writes", "/flush", "/flush-empty",
+	paths := []string{"/", "/plain", "/req", "/big", "/big?n=100", "/big?n=2048", "/writes", "/flush", "/flush-empty",
 		"/status/200", "/status/201", "/status/204", "/status/304", "/status/404", "/status/999", "/status/499",
 		"/cl", "/short-cl", "/long-cl", "/bad-cl", "/trailer", "/1xx", "/connclose", "/keepalive",
 		"/te-identity", "/te-chunked", "/html", "/typed", "/encoded", "/empty", "/header-after",
@@ -141,6 +141,13 @@ func corpus() []corpusCase {
 	add("pipeline noread GET", "POST /noread HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /req HTTP/1.1\r\nHost: x\r\n\r\n")
 	addRaw("pipeline close in middle", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /req HTTP/1.1\r\nHost: x\r\n\r\n")
 	add("pipeline bad second", "GET / HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n")
+	plainGets := ""
+	for _, p := range []string{"/plain", "/", "/status/200", "/html", "/plain", "/typed", "/json", "/plain",
+		"/sniff?b=hello%0A", "/sniff?b=%3Chtml%3E", "/sniff", "/sniff?ct=", "/sniff?ct=", "/sniff?ct=x&b=hello%0A",
+		"/sniff?ct=%20x%20&b=hello%0A", "/sniff?ct=x%0Ay&b=hello%0A"} {
+		plainGets += "GET " + p + " HTTP/1.1\r\nHost: x\r\n\r\n"
+	}
+	add("pipeline plain headers", plainGets)
 	add("pipeline 1.0 keep-alive", "GET /cl HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /cl HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
 	add("pipeline 10", strings.Repeat("GET /big?n=300 HTTP/1.1\r\nHost: x\r\n\r\n", 10))
 	add("pipeline panic then GET", "GET /panic HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")

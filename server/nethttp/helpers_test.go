@@ -190,6 +190,21 @@ func testHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hello\n")
 	})
+	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "Hello, World!")
+	})
+	mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"message":"Hello, World!"}`)
+	})
+	mux.HandleFunc("/sniff", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if ct, ok := q["ct"]; ok {
+			w.Header()["Content-Type"] = ct
+		}
+		io.WriteString(w, q.Get("b"))
+	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "n=%d sha=%x err=%v trailer=%v\n", len(b), sha256.Sum256(b), err, r.Trailer)

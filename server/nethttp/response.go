@@ -86,6 +86,17 @@ var ()
 type outBuf struct {
 	b []byte
 	w connWriter
+
+	// The last plain header written through this buffer (plainHead), kept for the next
+	// with the same fields in the same second: the status line of 200, the handler's
+	// Content-Type line (none unless hasCT), the Date line of date, the Content-Length clen,
+	// the sniffed Content-Type line (none if sniffed is empty), the blank line.
+	head    []byte
+	ct      string
+	hasCT   bool
+	date    *dateValue
+	clen    int64
+	sniffed string
 }
 
 // flushAt is how many bytes outBuf holds before it writes them to the Conn.
@@ -409,7 +420,7 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
-	if code < 101 || code > 199 {
+	if (code < 101 || code > 199) && w.canWriteContinue.Load() {
 		w.disableWriteContinue()
 	}
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
@@ -506,7 +517,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 		return
 	}
 	w := cw.res
-	if b := w.req.Body; b != w.reqBody && b != nil && !w.fullDuplex && reflect.TypeOf(b) == maxBytesReaderType {
+	if b := w.req.Body; reflect.TypeOf(b) == maxBytesReaderType && !w.fullDuplex {
 		// Its limit passed so far (finishRequest looks again); not in full duplex, where
 		// another goroutine of the handler may be reading it.
 		w.maxBytesRead(b)
@@ -516,6 +527,9 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	isHEAD := w.req.Method == "HEAD"
 
 	cw.snap() // the map now, unless taken at WriteHeader
+	if cw.plainHeader(p, keepAlivesEnabled) {
+		return
+	}
 	header := &cw.header
 	delHeader := header.del
 	var setHeader extraHeader
@@ -674,6 +688,99 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	w.bufw.WriteString("\r\n")
 }
 
+// plainHeader writes the header of the common response, and reports whether it did: an
+// HTTP/1.1 request without a body, not HEAD, whose handler has returned with a status that
+// allows a body, a header with no field writeHeader decides on but Content-Type, the
+// connection kept. It is what writeHeader's rules come to then, without asking each: the
+// handler's fields, Date, Content-Length (the body's length), a sniffed Content-Type where
+// the handler set none.
+func (cw *chunkWriter) plainHeader(p []byte, keepAlivesEnabled bool) bool {
+	w, s := cw.res, &cw.header
+	req := w.req
+	if !keepAlivesEnabled || !w.handlerDone.Load() || w.closeAfterReply || w.wantsClose || w.wants10KeepAlive ||
+		req.ProtoMajor != 1 || req.ProtoMinor != 1 || req.ContentLength != 0 || req.Method == "HEAD" ||
+		!bodyAllowedForStatus(w.status) || s.prefixed || s.decided() {
+		return false
+	}
+	if _, ok := req.Body.(*expectContinueReader); ok {
+		return false
+	}
+	w.contentLength = int64(len(p))
+	ct := ""
+	if s.known[hContentType] == 0 && len(p) > 0 {
+		ct = http.DetectContentType(p)
+	}
+	o := w.bufw
+	if w.status == http.StatusOK && (len(s.fields) == 0 || len(s.fields) == 1 && s.known[hContentType] == 1 && len(s.fields[0].vals) == 1) {
+		if o.plainHead(s, ct, w.contentLength) {
+			return true
+		}
+	}
+	if w.status == http.StatusOK && len(o.b)+len(statusOK) <= flushAt {
+		o.b = append(o.b, statusOK...)
+	} else {
+		writeStatusLine(o, true, w.status, w.statusBuf[:])
+	}
+	s.write(o)
+	d := dateNow()
+	if len(o.b)+len(d.lineCL)+20+len(ct)+20 > flushAt {
+		o.WriteString(d.line)
+		appendField(o, "Content-Length", strconv.AppendInt(w.clenBuf[:0], w.contentLength, 10))
+		if ct != "" {
+			appendField(o, "Content-Type", ct)
+		}
+		o.WriteString("\r\n")
+		return true
+	}
+	b := append(o.b, d.lineCL...)
+	b = strconv.AppendInt(b, w.contentLength, 10)
+	if ct != "" {
+		b = append(b, "\r\nContent-Type: "...)
+		b = append(b, ct...)
+	}
+	o.b = append(b, "\r\n\r\n"...)
+	return true
+}
+
+// plainHead writes the header of a plain response of status 200 whose one field, if any, is
+// Content-Type with one value (of at most maxHeadCT bytes), the header kept if it is the
+// same (made again where a field or the second differ), and reports whether it did (not
+// where the buffer would pass flushAt). sniffed is the Content-Type to add (one of
+// http.DetectContentType's), clen the Content-Length.
+func (o *outBuf) plainHead(s *headerSnap, sniffed string, clen int64) bool {
+	ct, hasCT := "", len(s.fields) == 1
+	if hasCT {
+		if ct = s.fields[0].vals[0]; len(ct) > maxHeadCT {
+			return false
+		}
+	}
+	d := dateNow()
+	if d != o.date || clen != o.clen || hasCT != o.hasCT || ct != o.ct || sniffed != o.sniffed {
+		h := append(o.head[:0], statusOK...)
+		if hasCT {
+			h = append(h, "Content-Type: "...)
+			h = append(h, headerValue(ct)...)
+			h = append(h, '\r', '\n')
+		}
+		h = append(h, d.lineCL...)
+		h = strconv.AppendInt(h, clen, 10)
+		if sniffed != "" {
+			h = append(h, "\r\nContent-Type: "...)
+			h = append(h, sniffed...)
+		}
+		o.head = append(h, "\r\n\r\n"...)
+		o.ct, o.hasCT, o.date, o.clen, o.sniffed = ct, hasCT, d, clen, sniffed
+	}
+	if len(o.b)+len(o.head) > flushAt {
+		return false
+	}
+	o.b = append(o.b, o.head...)
+	return true
+}
+
+// maxHeadCT is the longest Content-Type a plain header's head is kept with (outBuf.head).
+const maxHeadCT = 128
+
 func isProtocolSwitchResponse(code int, h *headerSnap) bool {
 	return code == http.StatusSwitchingProtocols && h.get(hUpgrade) != "" &&
 		valuesHaveToken(h.values(hConnection), "Upgrade")
@@ -823,6 +930,13 @@ func (s *headerSnap) field(k int) *headerField {
 	return nil
 }
 
+// decided reports whether the header holds a field whose value writeHeader decides on, but
+// Content-Type.
+func (s *headerSnap) decided() bool {
+	k := &s.known
+	return k[hTrailer]|k[hTransferEncoding]|k[hContentLength]|k[hConnection]|k[hContentEncoding]|k[hDate]|k[hUpgrade] != 0
+}
+
 func (s *headerSnap) has(k int) bool { return s.field(k) != nil }
 
 // get is http.Header's Get for the field number k.
@@ -871,14 +985,19 @@ func headerValue(v string) string {
 	return textproto.TrimString(newlineToSpace.Replace(v))
 }
 
-// hasLineBreak reports whether v holds a CR or an LF. It passes 8 bytes at a time while none
-// is a control byte up to CR.
+// hasLineBreak reports whether v holds a CR or an LF. A value of 8 bytes or more is passed
+// 8 bytes at a time (the last 8 overlapping) when none is a control byte up to CR.
 func hasLineBreak(v string) bool {
-	i := 0
-	for i+8 <= len(v) && !hasCtl(word(v, i), '\r'+1) {
-		i += 8
+	if len(v) >= 8 {
+		i := 0
+		for i+8 < len(v) && !hasCtl(word(v, i), '\r'+1) {
+			i += 8
+		}
+		if i+8 >= len(v) && !hasCtl(word(v, len(v)-8), '\r'+1) {
+			return false
+		}
 	}
-	for ; i < len(v); i++ {
+	for i := 0; i < len(v); i++ {
 		if c := v[i]; c <= '\r' && (c == '\r' || c == '\n') {
 			return true
 		}
@@ -982,9 +1101,12 @@ func (w *response) disableWriteContinue() {
 	w.writeContinueMu.Unlock()
 }
 
+// statusOK is the status line of most responses.
+const statusOK = "HTTP/1.1 200 OK\r\n"
+
 func writeStatusLine(bw *outBuf, is11 bool, code int, scratch []byte) {
 	if is11 && code == http.StatusOK {
-		bw.WriteString("HTTP/1.1 200 OK\r\n")
+		bw.WriteString(statusOK)
 		return
 	}
 	if is11 {
@@ -1006,21 +1128,25 @@ func writeStatusLine(bw *outBuf, is11 bool, code int, scratch []byte) {
 var dateCache atomic.Pointer[dateValue]
 
 type dateValue struct {
-	sec  int64
-	line string
+	sec    int64  // the second, Unix time
+	line   string // "Date: ", the time in http.TimeFormat, CRLF
+	lineCL string // line and "Content-Length: "
 }
 
-// dateLine returns the Date header's line for the time now: "Date: ", the time in
-// http.TimeFormat, CRLF (formatted once a second).
-func dateLine() string {
+// dateNow returns the Date header's line for the time now, formatted once a second.
+func dateNow() *dateValue {
 	now := time.Now()
 	if d := dateCache.Load(); d != nil && d.sec == now.Unix() {
-		return d.line
+		return d
 	}
-	d := &dateValue{sec: now.Unix(), line: "Date: " + now.UTC().Format(http.TimeFormat) + "\r\n"}
+	line := "Date: " + now.UTC().Format(http.TimeFormat) + "\r\n"
+	d := &dateValue{sec: now.Unix(), line: line, lineCL: line + "Content-Length: "}
 	dateCache.Store(d)
-	return d.line
+	return d
 }
+
+// dateLine returns the Date header's line for the time now (dateNow's).
+func dateLine() string { return dateNow().line }
 
 func (w *response) bodyAllowed() bool {
 	if !w.wroteHeader {
@@ -1070,7 +1196,7 @@ func (w *response) write(lenData int, dataB []byte, dataS string) (n int, err er
 // finishRequest ends the response after its handler, as net/http's server does.
 func (w *response) finishRequest() {
 	w.handlerDone.Store(true)
-	if b := w.req.Body; b != w.reqBody && b != nil && reflect.TypeOf(b) == maxBytesReaderType {
+	if b := w.req.Body; reflect.TypeOf(b) == maxBytesReaderType {
 		w.maxBytesRead(b)
 	}
 	if !w.wroteHeader {

@@ -45,19 +45,21 @@ func TestResponseWriteLargerThanTheOutputCapArrives(t *testing.T) {
 }
 
 // TestHeaderValueIsHeaderWrites: headerValue gives each value as http.Header's Write writes
-// it (CR and LF made spaces, then trimmed), for each byte in each place of a long value's
-// first two words (its scan takes 8 bytes at a time).
+// it (CR and LF made spaces, then trimmed), for each byte in each place of values of 1 to 20
+// bytes (its scan takes 8 bytes at a time, the last 8 overlapping).
 func TestHeaderValueIsHeaderWrites(t *testing.T) {
 	for c := range 0x100 {
-		for i := range 16 {
-			b := []byte(strings.Repeat("v", 20))
-			b[i] = byte(c)
-			v := string(b)
-			var sb strings.Builder
-			http.Header{"X": {v}}.Write(&sb)
-			want := strings.TrimSuffix(strings.TrimPrefix(sb.String(), "X: "), "\r\n")
-			if got := headerValue(v); got != want {
-				t.Errorf("headerValue(%q) = %q, http.Header's Write %q", v, got, want)
+		for n := 1; n <= 20; n++ {
+			for i := range n {
+				b := []byte(strings.Repeat("v", n))
+				b[i] = byte(c)
+				v := string(b)
+				var sb strings.Builder
+				http.Header{"X": {v}}.Write(&sb)
+				want := strings.TrimSuffix(strings.TrimPrefix(sb.String(), "X: "), "\r\n")
+				if got := headerValue(v); got != want {
+					t.Errorf("headerValue(%q) = %q, http.Header's Write %q", v, got, want)
+				}
 			}
 		}
 	}
@@ -91,6 +93,38 @@ func TestHeaderSnapTakeIsClone(t *testing.T) {
 				t.Errorf("take(%v): values of %s: %v", h, k, s.values(n))
 			}
 		}
+	}
+}
+
+// TestOutBufPlainHeadTakesTheDateOfItsSecond: the plain header a response's buffer keeps is
+// made again when the Date line changes, though its fields are the same.
+func TestOutBufPlainHeadTakesTheDateOfItsSecond(t *testing.T) {
+	defer dateCache.Store(nil)
+	var s headerSnap
+	s.take(http.Header{"Content-Type": {"text/plain"}})
+	o := &outBuf{}
+	// write writes the header with the Date line given, and reports whether it was the one
+	// taken (the second did not pass meanwhile: the clock's would have taken its place).
+	write := func(line string) (string, bool) {
+		sec := time.Now().Unix()
+		dateCache.Store(&dateValue{sec: sec, line: line, lineCL: line + "Content-Length: "})
+		o.b = o.b[:0]
+		if !o.plainHead(&s, "", 5) {
+			t.Fatal("plainHead wrote nothing")
+		}
+		return string(o.b), time.Now().Unix() == sec
+	}
+	const want = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: %s\r\nContent-Length: 5\r\n\r\n"
+	for {
+		first, ok1 := write("Date: first\r\n")
+		second, ok2 := write("Date: second\r\n")
+		if !ok1 || !ok2 {
+			continue
+		}
+		if first != fmt.Sprintf(want, "first") || second != fmt.Sprintf(want, "second") {
+			t.Fatalf("headers %q then %q", first, second)
+		}
+		return
 	}
 }
 
