@@ -98,6 +98,8 @@ func corpus() []corpusCase {
 	addRaw("fast two hosts", "GET /req HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n")
 	add("fast no host 1.0", "HEAD /req HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
 	add("fast name underscore", "GET /req HTTP/1.1\r\nHost: x\r\nX_Under: v\r\n\r\n")
+	addRaw("fast bad host", "GET /req HTTP/1.1\r\nHost: a<b\r\n\r\n")
+	addRaw("fast bad host after a good one", "GET /req HTTP/1.1\r\nHost: x\r\n\r\nGET /req HTTP/1.1\r\nHost: x y\r\n\r\n")
 	add("fast many fields", "GET /req HTTP/1.1\r\nHost: x\r\n"+strings.Repeat("X-F: v\r\n", 40)+"\r\n")
 
 	// Bodies.

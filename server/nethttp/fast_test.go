@@ -15,7 +15,8 @@ import (
 )
 
 // fastHeads are request heads at the edges of what fastRequest reads: each byte in a path
-// and in a query, each byte in each place of a value (its scan takes 8 bytes at a time),
+// and in a query, each byte in each place of a name and of a value (their scans take 8 bytes
+// at a time),
 // field names in every case, blanks around values, Connection's forms, the
 // Host field's absence and repetition, a field too many.
 func fastHeads() []string {
@@ -31,6 +32,13 @@ func fastHeads() []string {
 			v := []byte(strings.Repeat("v", 20))
 			v[i] = byte(c)
 			hs = append(hs, "GET /a HTTP/1.1\r\nHost: x\r\nX-V: "+string(v)+"\r\n\r\n")
+		}
+	}
+	for c := range 0x100 { // each byte in each place of a long name's first two words
+		for i := range 16 {
+			k := []byte(strings.Repeat("k", 20))
+			k[i] = byte(c)
+			hs = append(hs, "GET /a HTTP/1.1\r\nHost: x\r\n"+string(k)+": v\r\n\r\n")
 		}
 	}
 	for _, c := range []byte{0, '\t', '\r', 0x7f, 0x80, 0xff} {

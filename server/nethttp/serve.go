@@ -405,7 +405,7 @@ func (h *conn) endAtEOF() {
 	} else if len(in) > 0 {
 		h.headFailed(n)
 		x := newExchange(h)
-		if _, err := x.parse(in); err != nil {
+		if _, err := x.parse(in, false); err != nil {
 			resp = errorResponse(err)
 		} else {
 			x.cancel()
@@ -675,23 +675,33 @@ func (h *conn) next() {
 	if len(in) < 4 && h.served && len(in)+int(h.skipped) < 4 {
 		return // net/http waits for 4 bytes before it reads a kept-alive connection's head
 	}
-	end, err := h.head.look(in, h.s.limit)
-	if end < 0 || end > h.s.limit {
-		if end > h.s.limit || err == errHeadTooLarge {
-			h.headFailed(len(in) + int(h.skipped))
-			h.fail("HTTP/1.1 431 Request Header Fields Too Large" + errorHeaders + "431 Request Header Fields Too Large")
+	end, scanned := -1, false
+	if h.head.looked == 0 {
+		// The usual case: a whole common head in the input, read once (its Request is
+		// built from what scan noted).
+		end = h.ls.fast.scan(in)
+		scanned = end > 0 && end <= h.s.limit
+	}
+	if !scanned {
+		var err error
+		end, err = h.head.look(in, h.s.limit)
+		if end < 0 || end > h.s.limit {
+			if end > h.s.limit || err == errHeadTooLarge {
+				h.headFailed(len(in) + int(h.skipped))
+				h.fail("HTTP/1.1 431 Request Header Fields Too Large" + errorHeaders + "431 Request Header Fields Too Large")
+				return
+			}
+			if err != nil {
+				h.headFailed(len(in) + int(h.skipped))
+				h.fail(errorResponse(err))
+				return
+			}
+			h.timeHead(len(in))
 			return
 		}
-		if err != nil {
-			h.headFailed(len(in) + int(h.skipped))
-			h.fail(errorResponse(err))
-			return
-		}
-		h.timeHead(len(in))
-		return
 	}
 	x := newExchange(h)
-	req, err := x.parse(in[:end])
+	req, err := x.parse(in[:end], scanned)
 	if err != nil {
 		x.release()
 		x.recycle()
@@ -924,10 +934,11 @@ func (x *exchange) release() {
 
 // parse reads the request's head (fastRequest, else http.ReadRequest) and checks it as
 // net/http's server does; err is what net/http's server answers (errorResponse). The
-// Request has its context, which x.cancel cancels.
-func (x *exchange) parse(head []byte) (*http.Request, error) {
+// Request has its context, which x.cancel cancels. scanned: the loop's fastScratch.scan has
+// just read head, a fast one.
+func (x *exchange) parse(head []byte, scanned bool) (*http.Request, error) {
 	x.rs.ctx.parent = x.h.ls.localCtx(x.h.c)
-	req, err := x.parseHead(head, &x.rs.ctx)
+	req, err := x.parseHead(head, &x.rs.ctx, scanned)
 	if err != nil {
 		x.cancel()
 		return nil, err
@@ -936,27 +947,40 @@ func (x *exchange) parse(head []byte) (*http.Request, error) {
 }
 
 // parseHead is parse's work, with the request's context ctx.
-func (x *exchange) parseHead(head []byte, ctx context.Context) (*http.Request, error) {
-	req, hosts := fastRequest(head, ctx, &x.rs.room, &x.h.ls.fast)
-	fast := req != nil
-	host := ""
-	if fast {
-		host = req.Host
+func (x *exchange) parseHead(head []byte, ctx context.Context, scanned bool) (*http.Request, error) {
+	sc := &x.h.ls.fast
+	var req *http.Request
+	var hosts int
+	if scanned {
+		req, hosts = sc.request(head, ctx, &x.rs.room)
 	} else {
-		x.br = readers.Get().(*bufio.Reader)
-		x.br.Reset(&x.src)
-		x.src.head = head
-		var err error
-		req, err = http.ReadRequest(x.br)
-		x.src.head = nil
-		if err != nil {
-			return nil, err
-		}
-		*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
-		var b []byte
-		hosts, b = hostFields(head)
-		host = string(b)
+		req, hosts = fastRequest(head, ctx, &x.rs.room, sc)
 	}
+	if req != nil {
+		// An HTTP/1.x GET or HEAD: the checks below that apply. A Host value found valid
+		// last (most requests to a server name the same) is not checked again.
+		if hosts == 0 && req.ProtoMinor == 1 {
+			return nil, statusError{http.StatusBadRequest, "missing required Host header"}
+		}
+		if hosts == 1 && req.Host != sc.goodHost {
+			if !validHost(req.Host) {
+				return nil, statusError{http.StatusBadRequest, "malformed Host header"}
+			}
+			sc.goodHost = req.Host
+		}
+		x.req = req
+		return req, nil
+	}
+	x.br = readers.Get().(*bufio.Reader)
+	x.br.Reset(&x.src)
+	x.src.head = head
+	req, err := http.ReadRequest(x.br)
+	x.src.head = nil
+	if err != nil {
+		return nil, err
+	}
+	*req = *req.WithContext(ctx) // in place: the body's reader sets this Request's Trailer
+	hosts, host := hostFields(head)
 	if req.ProtoMajor != 1 && !(req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*") {
 		return nil, statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
 	}
@@ -964,18 +988,16 @@ func (x *exchange) parseHead(head []byte, ctx context.Context) (*http.Request, e
 	if req.ProtoAtLeast(1, 1) && hosts == 0 && !isH2Upgrade && req.Method != "CONNECT" {
 		return nil, statusError{http.StatusBadRequest, "missing required Host header"}
 	}
-	if hosts == 1 && !validHost(host) {
+	if hosts == 1 && !validHost(string(host)) {
 		return nil, statusError{http.StatusBadRequest, "malformed Host header"}
 	}
-	if !fast { // fastRequest's names are tokens, its values plain
-		for k, vv := range req.Header {
-			if !validFieldName(k) {
-				return nil, statusError{http.StatusBadRequest, "invalid header name"}
-			}
-			for _, v := range vv {
-				if !validFieldValue(v) {
-					return nil, statusError{http.StatusBadRequest, "invalid header value"}
-				}
+	for k, vv := range req.Header {
+		if !validFieldName(k) {
+			return nil, statusError{http.StatusBadRequest, "invalid header name"}
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				return nil, statusError{http.StatusBadRequest, "invalid header value"}
 			}
 		}
 	}
