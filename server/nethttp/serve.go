@@ -215,7 +215,12 @@ type conn struct {
 	lastPOST bool
 	served   bool // a request's head was read: the next one's waits for 4 bytes (OnTimeout)
 	halfOpen bool // the Conn stays writable after the client's EOF (it has SetHalfOpen)
-	eof      bool // the client has shut down its side: no request will come after the input
+	tls      bool // a TLS connection, whose handshake has ended (OnHandshake)
+	// input: the Conn's input may hold bytes past the request in service (they were there
+	// after its head, or came while it was served); without it, done need not look for
+	// the next request.
+	input bool
+	eof   bool // the client has shut down its side: no request will come after the input
 
 	// wmu guards the write flow control: out is true while the Conn's output is past its
 	// write limit (OnBackpressure); waiter is closed when it drains or the Conn closes. gone is
@@ -231,11 +236,16 @@ type conn struct {
 // request (on the loop) and kept for the others.
 func (h *conn) remote() string {
 	if h.ra == "" {
-		if ra := h.c.RemoteAddr(); ra != nil {
-			h.ra = addrString(ra)
-		}
+		h.setRemote()
 	}
 	return h.ra
+}
+
+// setRemote makes remote's string.
+func (h *conn) setRemote() {
+	if ra := h.c.RemoteAddr(); ra != nil {
+		h.ra = addrString(ra)
+	}
 }
 
 // addrString is a.String(), with one allocation for an IPv4 TCP address (String takes
@@ -285,8 +295,14 @@ func (s *Server) OnOpen(c *server.Conn) {
 
 // OnHandshake starts a TLS connection's first head's deadline at its handshake's end
 // (server.HandshakeHandler), as net/http's, which reads the head once the handshake is done.
+// It notes that the connection is TLS's, for its requests' r.TLS.
 func (s *Server) OnHandshake(c *server.Conn) {
-	if h, ok := c.Context().(*conn); ok && s.hdrTO > 0 {
+	h, ok := c.Context().(*conn)
+	if !ok {
+		return
+	}
+	h.tls = true
+	if s.hdrTO > 0 {
 		c.SetTimeouts(s.hdrTO, 0)
 		h.opened = mono()
 	}
@@ -346,10 +362,13 @@ type halfOpener interface {
 
 // state calls ConnState, if set, for the connection.
 func (h *conn) state(st http.ConnState) {
-	hook := h.s.cfg.ConnState
-	if hook == nil {
-		return
+	if hook := h.s.cfg.ConnState; hook != nil {
+		h.callState(hook, st)
 	}
+}
+
+// callState is state's call of hook.
+func (h *conn) callState(hook func(net.Conn, http.ConnState), st http.ConnState) {
 	if h.nc == nil {
 		h.nc = newNetConn(h)
 	}
@@ -370,6 +389,7 @@ func (s *Server) OnData(c *server.Conn) {
 			h.hj.in.end(nil)
 		}
 	case h.x != nil:
+		h.input = true
 		h.x.feed()
 		if h.eof {
 			h.x.atEOF()
@@ -712,6 +732,7 @@ func (h *conn) next() {
 	h.state(http.StateActive)
 	h.lastPOST = req.Method == "POST"
 	c.Discard(end)
+	h.input = len(in) > end
 	h.start(x)
 }
 
@@ -1021,7 +1042,8 @@ func (h *conn) start(x *exchange) {
 		c.SetTimeouts(0, 0) // pipelined requests wait for this one, without a deadline
 	}
 	var now time.Time // asked for once, by a timeout that needs it
-	if req.Body != http.NoBody {
+	// A Request of fastRequest's (in the request's state) has no body: http.NoBody.
+	if req != &x.rs.room.req && req.Body != http.NoBody {
 		x.body = newPipe(x.more)
 		x.src.body = x.body
 		if len(req.TransferEncoding) == 0 {
@@ -1051,7 +1073,9 @@ func (h *conn) start(x *exchange) {
 		h.ls.localAddr(c) // asked on the loop, kept by the Conn: a write timeout's error names it
 	}
 	req.RemoteAddr = h.remote()
-	req.TLS = c.TLS() // nil without TLS (server.WithTLS); the handshake has ended by OnData
+	if h.tls {
+		req.TLS = c.TLS() // the handshake has ended by OnData
+	}
 	x.plain = req.TLS == nil
 	x.w = initResponse(x)
 	if x.body != nil {
@@ -1251,7 +1275,7 @@ func (x *exchange) serve() {
 	if !x.h.s.cfg.DisableGeneralOptionsHandler && req.RequestURI == "*" && req.Method == "OPTIONS" {
 		handler = globalOptionsHandler{}
 	}
-	if x.expect() {
+	if len(req.Header) == 0 || x.expect() {
 		handler.ServeHTTP(hw, req)
 	}
 	// The context ends with the handler, as on net/http, before end waits: a goroutine
@@ -1346,7 +1370,9 @@ func (h *conn) done(x *exchange, reuse bool) {
 	if h.held && h.c.Buffered() <= maxQueued {
 		h.resumeRead()
 	}
-	h.next()
+	if h.input || h.held { // (with no input, next would wait for it: nothing to do)
+		h.next()
+	}
 	if h.held {
 		if x := h.x; x == nil {
 			h.resumeRead()

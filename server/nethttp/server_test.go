@@ -237,3 +237,39 @@ func writeUntilBlocked(c net.Conn, all []byte) (blocked <-chan struct{}, werr <-
 	}()
 	return b, e
 }
+
+// TestServerAnswersARequestThatCameWhileThePreviousWasServed: a request whose bytes come while
+// the one before it on the connection is in its handler (here with the end of that one's
+// body, which the handler waits for) is answered once that handler returns. A request's end
+// looks for the next one only where input may be waiting: without noting the input that came
+// while the handler ran, the second request waited for bytes that had come.
+func TestServerAnswersARequestThatCameWhileThePreviousWasServed(t *testing.T) {
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		started := make(chan struct{}, 1)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			started <- struct{}{}
+			b, err := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%s %q %v", r.URL.Path, b, err)
+		})
+		addr := serveRingev(t, backend, &http.Server{Handler: h}, opts...)
+		c := dialRaw(t, addr)
+		io.WriteString(c, "POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+		select {
+		case <-started:
+		case <-time.After(waitFor):
+			t.Fatal("the first request's handler did not start")
+		}
+		io.WriteString(c, "helloGET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+		br := bufio.NewReader(c)
+		for _, want := range []string{`/first "hello" <nil>`, `/second "" <nil>`} {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("waiting for %q: %v", want, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if string(b) != want {
+				t.Fatalf("answer %q, want %q", b, want)
+			}
+		}
+	})
+}
