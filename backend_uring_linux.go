@@ -249,11 +249,8 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 			// nothing (docs/design.md, "The blocking enter").
 			var found, retry bool
 			var err error
-			if buf, found, retry, err = b.look(buf); err != nil || found {
-				return buf, err
-			}
-			if retry {
-				return b.wait(timeout, buf)
+			if buf, found, retry, err = b.look(buf); err != nil || found || retry {
+				return buf, err // retry: as after the blocking enter, below
 			}
 			// Nothing yet: skip the look for the next 1, 3, 7, ... 63, then 64 waits, so a
 			// loop whose requests wait in the kernel (a server's recvs) pays at most 1/64 of
@@ -302,10 +299,11 @@ func (b *uringBackend) wait(timeout int64, buf []readyFd) ([]readyFd, error) {
 	if err := ringWaitError(err); err != nil {
 		return buf, err
 	}
-	buf, retry, err := b.reap(buf)
-	if retry {
-		return b.wait(timeout, buf)
-	}
+	// retry: the EPOLL_WAIT found the kernel without it, and the fallback is on now. The wait
+	// returns to the core, whose next wait arms the fallback: waiting again here would drop a
+	// wake-up from another loop's PostTo that the same reap took (wait clears woke), and
+	// sleep through it.
+	buf, _, err = b.reap(buf)
 	return buf, err
 }
 
@@ -356,7 +354,8 @@ func (b *uringBackend) lookMissed(extra int) {
 
 // reap reads the ring's CQEs in place: a request's go to the requests' driver, the
 // EPOLL_WAIT's events are appended to buf (with the fallback, the set is read). retry: the
-// kernel lacks IORING_OP_EPOLL_WAIT (the fallback is on now): wait again.
+// kernel lacks IORING_OP_EPOLL_WAIT (the fallback is on now): the wait returns to the core,
+// whose next wait arms the fallback.
 func (b *uringBackend) reap(buf []readyFd) ([]readyFd, bool, error) {
 	r := b.ring
 	got := false

@@ -842,6 +842,8 @@ func requireOp(t *testing.T, op ringev.Op) {
 // requireMsgRing skips the test when the kernel lacks IORING_OP_MSG_RING (Linux 5.18).
 func requireMsgRing(t *testing.T) {
 	t.Helper()
+	runtime.LockOSThread() // a SINGLE_ISSUER ring's io_uring_register(2) is its thread's (EEXIST on 6.1)
+	defer runtime.UnlockOSThread()
 	r, err := uring.New(uring.WithEntries(2))
 	testutil.SkipIfIOUringUnavailable(t, err, "IORING_OP_MSG_RING")
 	if err != nil {
