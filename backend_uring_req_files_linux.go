@@ -13,6 +13,36 @@ import (
 // maxFileSlots bounds the registered-file table: the kernel keeps a pointer per slot.
 const maxFileSlots = 65536
 
+// fileReleaseKernel is the first kernel whose registered-file table lets a file go as soon as
+// its slot is emptied and the requests that took it are done. Before, the kernel puts the
+// files of an emptied slot in a delayed work that runs a second (HZ) later: measured on
+// Linux 6.1, a pipe's writer saw EPIPE 1.05-1.09 s after the slot was emptied and the read
+// end closed; on 6.12 within 2 ms. No probe tells it but a wait, so the version decides.
+var fileReleaseKernel = [2]int{6, 4}
+
+// fileReleaseAtOnce reports whether the kernel is at least fileReleaseKernel; tests replace
+// it to play an older kernel (SetFileReleaseLate).
+var fileReleaseAtOnce = func() bool { return kernelAtLeast(fileReleaseKernel[0], fileReleaseKernel[1]) }
+
+// kernelRelease returns uname(2)'s release ("6.1.0-57-cloud-amd64"), or "unknown".
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// kernelAtLeast reports whether the running kernel's release is at least major.minor; an
+// unreadable release counts as older.
+func kernelAtLeast(major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(kernelRelease(), "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
 // registerFilesSparse makes the ring's registered-file table; tests replace it to play a kernel
 // without sparse tables (SetFileTableFault).
 var registerFilesSparse = (*uring.Ring).RegisterFilesSparse
@@ -37,6 +67,10 @@ func (d *ringReqs) fixFile(fd int32, on, live bool) (bool, error) {
 		return false, nil
 	}
 	if d.slots == 0 {
+		if !fileReleaseAtOnce() {
+			return false, fmt.Errorf("registered files: this kernel (%s) releases a file whose slot is emptied up to a second later (a delayed work, before Linux %d.%d), so a CloseFd would leave the peer without EOF that long; requests on fd stay unregistered: %w",
+				kernelRelease(), fileReleaseKernel[0], fileReleaseKernel[1], unix.EOPNOTSUPP)
+		}
 		n := uint32(maxFileSlots)
 		var lim unix.Rlimit
 		if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n) {

@@ -122,6 +122,14 @@ func SetFileTableFault(err error) (restore func()) {
 	return func() { registerFilesSparse = old }
 }
 
+// SetFileReleaseLate makes the uring backend take the kernel for one that releases the file
+// of an emptied registered-file slot only a second later (before Linux 6.4).
+func SetFileReleaseLate() (restore func()) {
+	old := fileReleaseAtOnce
+	fileReleaseAtOnce = func() bool { return false }
+	return func() { fileReleaseAtOnce = old }
+}
+
 // SetProbeHides makes every uring loop made afterwards take the given opcodes as missing from
 // the kernel's probe (a kernel without the features they witness).
 func SetProbeHides(codes ...uint8) (restore func()) {

@@ -135,6 +135,28 @@ func TestRegisterFileOnAKernelWithoutSparseTablesNamesTheFeature(t *testing.T) {
 	}
 }
 
+// TestRegisterFileOnAKernelThatReleasesLateNamesIt: where the kernel lets the file of an
+// emptied slot go only a second later (before Linux 6.4, played by SetFileReleaseLate),
+// RegisterFile returns an error that wraps EOPNOTSUPP and names the kernel it needs, and
+// leaves fd unregistered: a close(2) of the read end gives its writer EPIPE at once.
+func TestRegisterFileOnAKernelThatReleasesLateNamesIt(t *testing.T) {
+	r, w := testutil.PipeHolding(t, "a")
+	l := newLoop(t, "uring")
+	restore := ringev.SetFileReleaseLate()
+	err := l.RegisterFile(r)
+	restore()
+	if !errors.Is(err, unix.EOPNOTSUPP) || !strings.Contains(err.Error(), "before Linux 6.4") {
+		t.Fatalf("RegisterFile on a kernel that releases late: %v; want an error wrapping EOPNOTSUPP naming Linux 6.4", err)
+	}
+	t.Logf("the error: %v", err)
+	if err := testutil.Close(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeErr(w); !errors.Is(err, unix.EPIPE) {
+		t.Fatalf("write after close(2) of the read end whose RegisterFile failed: %v, want EPIPE (no table holds it)", err)
+	}
+}
+
 // TestRegisterFileRefusesBadInput: on every backend RegisterFile and UnregisterFile refuse, with
 // the documented error and no effect, a negative fd, one beyond any int32 and each of the
 // loop's own fds (EBADF), a call from another goroutine (ErrNotOwner), an fd that CloseFd is

@@ -32,7 +32,9 @@ import (
 // or one that names no open file; on uring also one wrapping unix.ERANGE for an fd at or above
 // the table's size, and one wrapping the io_uring_register(2) errno otherwise, which names the
 // operation: a kernel without sparse tables (before 5.19) gives unix.EINVAL and an error naming
-// IORING_RSRC_REGISTER_SPARSE. After an error, requests on fd work as before, unregistered.
+// IORING_RSRC_REGISTER_SPARSE, and a kernel before 6.4 (which lets the file of an emptied slot
+// go only a second later, so that CloseFd would not close it) one wrapping unix.EOPNOTSUPP
+// that names it. After an error, requests on fd work as before, unregistered.
 func (l *Loop) RegisterFile(fd int) error {
 	return l.fixFile(fd, true)
 }
