@@ -130,6 +130,9 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 			return
 		}
 	case OpRecvMultishot:
+		if res < 0 && flags&compBuffer != 0 {
+			flags = r.grp().unused(flags)
+		}
 		if r.grp().ended(r, res, flags) {
 			return
 		}

@@ -218,6 +218,26 @@ func (g *BufferGroup) back(id int) {
 	}
 }
 
+// unused takes back the buffer of a receive's end that put nothing in it (its result an error,
+// its completion flags with compBuffer): Linux 6.1 ends a turn that finds the socket empty
+// with -EAGAIN and the buffer it picked, used up. The buffer goes back to the kernel as after a
+// Release, else the kernel's ring holds one buffer fewer than avail counts, and every turn
+// after gets ENOBUFS from a ring the loop thinks has a buffer: the loop spins. It returns flags
+// without the buffer, which no completion carries.
+func (g *BufferGroup) unused(flags uint32) uint32 {
+	bid := int(flags >> compBufShift)
+	flags &= (1<<compBufShift - 1) &^ (compBuffer | compBufMore)
+	if g.closed || uint(bid) >= uint(len(g.bufs)) {
+		return flags
+	}
+	g.take(bid, 0, false)
+	b := &g.bufs[bid]
+	if b.refs--; b.refs == 0 && b.out {
+		g.back(bid)
+	}
+	return flags
+}
+
 // ended is opDone's for r, a RecvMultishot whose receive (a multishot, or a turn) ended with res
 // and completion flags: it queues the completion of data and re-arms r (rearm), re-arms r as a
 // multishot after a turn that found no data (EAGAIN), or queues r for a turn after ENOBUFS (park),
