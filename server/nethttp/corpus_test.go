@@ -72,6 +72,12 @@ func corpus() []corpusCase {
 	add("empty host", "GET /req HTTP/1.1\r\nHost:\r\n\r\n")
 	add("host with port", "GET /req HTTP/1.1\r\nHost: example.com:8080\r\n\r\n")
 	add("ipv6 host", "GET /req HTTP/1.1\r\nHost: [::1]:80\r\n\r\n")
+	// A Host field continued on the next line (obs-fold): net/http checks the value joined
+	// to its continuation ("x y", not valid), on an origin-form and an absolute-form target.
+	add("folded host", "GET /req HTTP/1.1\r\nHost: x\r\n y\r\n\r\n")
+	add("folded host tab", "GET /req HTTP/1.1\r\nhost: x \r\n\t \t\r\nX-A: b\r\n\r\n")
+	add("folded host absolute", "GET http://example.com/req HTTP/1.1\r\nHost: x\r\n y\r\n\r\n")
+	add("folded host valid", "GET /req HTTP/1.1\r\nHost: x\r\n \r\n\r\n")
 	add("pragma no-cache", "GET /req HTTP/1.1\r\nHost: x\r\nPragma: no-cache\r\n\r\n")
 	add("bare LF lines", "GET /req HTTP/1.1\nHost: x\nX-A: b\n\n")
 	add("mixed line ends", "GET /req HTTP/1.1\r\nHost: x\nX-A: b\r\n\n")

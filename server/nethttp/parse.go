@@ -23,9 +23,12 @@ func headerEnd(b []byte) int {
 }
 
 // hostFields returns how many Host header fields the head b holds and the value of the first
-// (trimmed of blanks): net/http's server checks them, and http.ReadRequest drops them.
+// as net/textproto reads it: trimmed of blanks, and joined by a space to each line that
+// continues it (obs-fold: a line that starts with a space or a tab), each trimmed too.
+// net/http's server checks them, and http.ReadRequest drops them.
 func hostFields(b []byte) (n int, first []byte) {
 	i := bytes.IndexByte(b, '\n') + 1 // past the request line
+	folding := false                  // the lines that continue the first Host field
 	for i < len(b) {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
@@ -33,10 +36,21 @@ func hostFields(b []byte) (n int, first []byte) {
 		}
 		line := b[i : i+j]
 		i += j + 1
+		if folding {
+			if len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
+				first = append(append(first, ' '), bytes.Trim(line, " \t\r")...)
+				continue
+			}
+			folding = false
+		}
 		if len(line) > 5 && line[4] == ':' && (line[0]|0x20) == 'h' && (line[1]|0x20) == 'o' &&
 			(line[2]|0x20) == 's' && (line[3]|0x20) == 't' {
 			if n == 0 {
 				first = bytes.Trim(line[5:], " \t\r")
+				folding = i < len(b) && (b[i] == ' ' || b[i] == '\t')
+				if folding {
+					first = append([]byte(nil), first...) // a copy: the joined value is not the head's
+				}
 			}
 			n++
 		}
