@@ -78,6 +78,8 @@ func corpus() []corpusCase {
 	add("folded host tab", "GET /req HTTP/1.1\r\nhost: x \r\n\t \t\r\nX-A: b\r\n\r\n")
 	add("folded host absolute", "GET http://example.com/req HTTP/1.1\r\nHost: x\r\n y\r\n\r\n")
 	add("folded host valid", "GET /req HTTP/1.1\r\nHost: x\r\n \r\n\r\n")
+	add("folded empty host", "GET /req HTTP/1.1\r\nHost:\r\n x\r\n\r\n")
+	add("empty host bare LF", "GET /req HTTP/1.1\nHost:\n\n")
 	add("pragma no-cache", "GET /req HTTP/1.1\r\nHost: x\r\nPragma: no-cache\r\n\r\n")
 	add("bare LF lines", "GET /req HTTP/1.1\nHost: x\nX-A: b\n\n")
 	add("mixed line ends", "GET /req HTTP/1.1\r\nHost: x\nX-A: b\r\n\n")

@@ -23,9 +23,10 @@ func headerEnd(b []byte) int {
 }
 
 // hostFields returns how many Host header fields the head b holds and the value of the first
-// as net/textproto reads it: trimmed of blanks, and joined by a space to each line that
-// continues it (obs-fold: a line that starts with a space or a tab), each trimmed too.
-// net/http's server checks them, and http.ReadRequest drops them.
+// as net/textproto reads it: the line trimmed of blanks, joined by a space to each line that
+// continues it (obs-fold: a line that starts with a space or a tab), each trimmed too, and the
+// value's leading blanks dropped. net/http's server checks them, and http.ReadRequest drops
+// them.
 func hostFields(b []byte) (n int, first []byte) {
 	i := bytes.IndexByte(b, '\n') + 1 // past the request line
 	folding := false                  // the lines that continue the first Host field
@@ -42,18 +43,24 @@ func hostFields(b []byte) (n int, first []byte) {
 				continue
 			}
 			folding = false
+			first = bytes.TrimLeft(first, " \t")
 		}
-		if len(line) > 5 && line[4] == ':' && (line[0]|0x20) == 'h' && (line[1]|0x20) == 'o' &&
+		if len(line) >= 5 && line[4] == ':' && (line[0]|0x20) == 'h' && (line[1]|0x20) == 'o' &&
 			(line[2]|0x20) == 's' && (line[3]|0x20) == 't' {
 			if n == 0 {
-				first = bytes.Trim(line[5:], " \t\r")
+				first = bytes.TrimRight(line[5:], " \t\r")
 				folding = i < len(b) && (b[i] == ' ' || b[i] == '\t')
 				if folding {
 					first = append([]byte(nil), first...) // a copy: the joined value is not the head's
+				} else {
+					first = bytes.TrimLeft(first, " \t")
 				}
 			}
 			n++
 		}
+	}
+	if folding {
+		first = bytes.TrimLeft(first, " \t")
 	}
 	return n, first
 }
