@@ -386,3 +386,48 @@ func TestCloseFdCompletesAfterEveryCompletionOfAFloodedMultishot(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseFdOfARecvMultishotWhoseTurnFoundNoDataEndsItWithECANCELED: CloseFd of a RecvMultishot
+// whose turn (one receive, after its group ran dry) is in the kernel and finds the socket empty
+// ends the request with ECANCELED, not with the turn's EAGAIN, which is never a multishot's own
+// result. The turn reaches the kernel before CloseFd through UnregisterFile, which submits the
+// SQEs prepared on the fd; its CQE is read after CloseFd's cancel.
+func TestCloseFdOfARecvMultishotWhoseTurnFoundNoDataEndsItWithECANCELED(t *testing.T) {
+	a, b := testutil.Socketpair(t)
+	l := newLoop(t, "uring")
+	requireOp(t, ringev.OpRecvMultishot)
+	register(t, l, a)
+	g, err := l.NewBufferGroup(1, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, dry, last := -1, false, false
+	var lastErr error
+	must(t)(l.RecvMultishot(a, g, 0, func(c *ringev.Completion) {
+		switch {
+		case !c.More:
+			last, lastErr = true, c.Err
+		case errors.Is(c.Err, unix.ENOBUFS):
+			dry = true
+		case c.Err == nil:
+			held = c.BufferID()
+		}
+	}, 0))
+	testutil.Write(t, b, make([]byte, 16))
+	until(t, l, func() bool { return held >= 0 })
+	testutil.Write(t, b, make([]byte, 16))
+	until(t, l, func() bool { return dry })
+	if n, err := unix.Read(a, make([]byte, 64)); n != 16 || err != nil {
+		t.Fatalf("draining the socket: %d, %v; want the 16 bytes the group had no buffer for", n, err)
+	}
+	g.Release(held) // the turn is prepared now, on an empty socket
+	if err := l.UnregisterFile(a); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(l.CloseFd(a, func(*ringev.Completion) {}, 0))
+	testutil.HandOver(t, a)
+	until(t, l, func() bool { return last })
+	if !errors.Is(lastErr, unix.ECANCELED) {
+		t.Fatalf("the RecvMultishot's last completion: %v, want ECANCELED", lastErr)
+	}
+}

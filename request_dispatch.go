@@ -133,6 +133,9 @@ func (rq *requests) opDone(r *reqRec, res int32, flags uint32) {
 		if res < 0 && flags&compBuffer != 0 {
 			flags = r.grp().unused(flags)
 		}
+		if r.turn && r.cancelReq && res == -int32(unix.EAGAIN) {
+			res = -int32(unix.ECANCELED) // a turn's EAGAIN is never the request's own result
+		}
 		if r.grp().ended(r, res, flags) {
 			return
 		}
