@@ -159,7 +159,9 @@ func run(ctx context.Context, which, addr, backend string, loops int, cfg *tls.C
 	switch which {
 	case "ringev":
 		s := nethttp.New(srv)
-		opts := []server.Option{server.WithBackend(backend), server.WithLoops(loops)}
+		// WithLogf: where "auto" fell back from io_uring (sysctl kernel.io_uring_disabled, a
+		// container's seccomp policy), the engine says so, naming the errno, on stderr.
+		opts := []server.Option{server.WithBackend(backend), server.WithLoops(loops), server.WithLogf(log.Printf)}
 		if cfg != nil {
 			opts = append(opts, server.WithTLS(cfg))
 		}

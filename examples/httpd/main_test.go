@@ -12,14 +12,17 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/ringev/ringev/internal/testutil"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // startHTTPD runs the application (run) on one loop of backend, over TLS with cfg when it is
@@ -179,4 +182,47 @@ func TestMain(m *testing.M) { testutil.MainOrTests(m, "HTTPD_MAIN", main) }
 // restart.
 func TestHTTPDSIGTERMShutsDownAndFreesThePort(t *testing.T) {
 	testutil.TermFreesThePortOnEachBackend(t, "HTTPD_MAIN", "--addr", 30*time.Second)
+}
+
+// httpdDeniedEnv asks a re-executed test binary to deny a system call (testutil.RunDenied).
+const httpdDeniedEnv = "HTTPD_TEST_DENIED_CHILD"
+
+// TestHTTPDSaysWhenAutoFellBackFromIOUring: with io_uring_setup denied (EPERM, as Docker's
+// seccomp profile or sysctl kernel.io_uring_disabled=2 make it), httpd on --backend auto
+// serves on epoll and says so on stderr (the log package), naming the errno.
+func TestHTTPDSaysWhenAutoFellBackFromIOUring(t *testing.T) {
+	testutil.ChildDenied(t, httpdDeniedEnv, func(syscall.Errno) { httpdFallbackChild() })
+	res := testutil.RunDenied(t, "TestHTTPDSaysWhenAutoFellBackFromIOUring", httpdDeniedEnv, unix.SYS_IO_URING_SETUP, unix.EPERM)
+	if res["err"] != "<nil>" {
+		t.Fatalf("httpd on auto with io_uring denied: %s", res["err"])
+	}
+	if l := res["log"]; !strings.Contains(l, "chose epoll") || !strings.Contains(l, syscall.EPERM.Error()) {
+		t.Errorf("httpd logged %q, want the choice of epoll and %q", l, syscall.EPERM.Error())
+	}
+}
+
+// httpdFallbackChild is the child's side: httpd (run) on "auto" with io_uring_setup denied,
+// until it listens, and what it logged.
+func httpdFallbackChild() {
+	var buf bytes.Buffer
+	log.SetOutput(&buf) // (run logs from Listen's goroutine, before ready is told)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- run(ctx, "ringev", "127.0.0.1:0", "auto", 1, nil, ready) }()
+	var err error
+	select {
+	case <-ready:
+		cancel()
+		select {
+		case err = <-done:
+		case <-time.After(waitFor):
+			err = fmt.Errorf("run did not end within %v of its context's cancel", waitFor)
+		}
+	case err = <-done:
+		cancel()
+	case <-time.After(waitFor):
+		cancel()
+		err = fmt.Errorf("httpd did not listen within %v", waitFor)
+	}
+	fmt.Printf("DENIED err=%v\nDENIED log=%s\n", err, strings.ReplaceAll(buf.String(), "\n", " | "))
 }
