@@ -191,6 +191,12 @@ func openUring() (backend, error) {
 	}
 	b := &uringBackend{epollBackend: *ep.(*epollBackend), ring: r, ringEvents: make([]unix.EpollEvent, 64),
 		rideState: rideState{fallback: uringForceFallback}, ioTag: uringEpollTag, hides: probeHides}
+	// A kernel without IORING_OP_EPOLL_WAIT (before 6.15) is known here when it has the
+	// opcode probe (5.6), so that IOPath says so from New on; else the first wait's EINVAL
+	// tells it (reap).
+	if p, err := r.Probe(); err == nil && (!p.OpSupported(uring.OpEpollWait) || probeHides != nil && probeHides(uring.OpEpollWait)) {
+		b.fallback = true
+	}
 	b.epollSQE.PrepEpollWait(b.epfd, b.ringEvents, 0)
 	b.epollSQE.SetUserData(uringEpollTag)
 	return b, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringev/ringev"
 	"github.com/ringev/ringev/internal/testutil"
+	"github.com/ringev/ringev/uring"
 )
 
 // TestIOPathUnknownNameIsAnError: New with a WithIOPath name other than auto, ring and syscall
@@ -47,6 +48,18 @@ func TestIOPathRingForcedRidesAndSaysSo(t *testing.T) {
 	s.check(t)
 	if waits := ringev.Waits(s.l) - w0; waits >= 100 {
 		t.Fatalf("1000 read events through the ring took %d waits, want fewer than 100", waits)
+	}
+}
+
+// TestIOPathOnAKernelWithoutEpollWaitSaysSoFromNew: on a kernel without IORING_OP_EPOLL_WAIT
+// (before Linux 6.15, played by SetProbeHides), a uring loop with WithIOPath("ring") says from
+// New on, before its first wait, that handler I/O is read(2)/write(2) and why.
+func TestIOPathOnAKernelWithoutEpollWaitSaysSoFromNew(t *testing.T) {
+	restore := ringev.SetProbeHides(uring.OpEpollWait)
+	l := newLoop(t, "uring", ringev.WithIOPath(ringev.IOPathRing))
+	restore()
+	if p, r := l.IOPath(), l.IOPathReason(); p != ringev.IOPathSyscall || !strings.Contains(r, "IORING_OP_EPOLL_WAIT (Linux 6.15)") {
+		t.Errorf("IOPath %q, IOPathReason %q; want syscall, naming IORING_OP_EPOLL_WAIT (Linux 6.15)", p, r)
 	}
 }
 
