@@ -215,7 +215,9 @@ func run(ctx context.Context, ch *chat, args []string) error {
 	if *loops < 0 {
 		return fmt.Errorf("--loops %d: must be >= 0 (0: one per CPU)", *loops)
 	}
-	opts := []server.Option{server.WithIdleTimeout(*idle), server.WithBackend(*backend), server.WithLoops(*loops)}
+	// WithLogf: where "auto" fell back from io_uring (sysctl kernel.io_uring_disabled, a
+	// container's seccomp policy), the engine says so, naming the errno.
+	opts := []server.Option{server.WithIdleTimeout(*idle), server.WithBackend(*backend), server.WithLoops(*loops), server.WithLogf(ch.logf)}
 	if (*cert == "") != (*key == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}

@@ -21,11 +21,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/server"
+	"golang.org/x/sys/unix"
 )
 
 // waitFor bounds every wait of these tests but sendAndReadAll's reads.
@@ -715,5 +717,24 @@ func (s *chatServer) awaitCount(t *testing.T, n int) {
 			t.Fatalf("/say still answers %q %v on, want %q", got, waitFor, want)
 		}
 		time.Sleep(5 * time.Millisecond) // the pace of the polling
+	}
+}
+
+// chatDeniedEnv asks a re-executed test binary to deny a system call (testutil.RunDenied).
+const chatDeniedEnv = "CHAT_TEST_DENIED_CHILD"
+
+// TestChatSaysWhenAutoFellBackFromIOUring: with io_uring_setup denied (EPERM, as Docker's
+// seccomp profile or sysctl kernel.io_uring_disabled=2 make it), the chat on --backend auto
+// serves on epoll and says so through its logf, naming the errno.
+func TestChatSaysWhenAutoFellBackFromIOUring(t *testing.T) {
+	testutil.ChildDenied(t, chatDeniedEnv, func(syscall.Errno) {
+		s := startChat(t, "--backend", "auto")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		fmt.Printf("DENIED log=%s\n", strings.Join(s.logged, " | "))
+	})
+	res := testutil.RunDenied(t, "TestChatSaysWhenAutoFellBackFromIOUring", chatDeniedEnv, unix.SYS_IO_URING_SETUP, unix.EPERM)
+	if l := res["log"]; !strings.Contains(l, "chose epoll") || !strings.Contains(l, syscall.EPERM.Error()) {
+		t.Errorf("the chat logged %q, want the choice of epoll and %q", l, syscall.EPERM.Error())
 	}
 }
