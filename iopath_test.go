@@ -166,3 +166,15 @@ func TestIOPathDefaultIsSyscallAndSaysSo(t *testing.T) {
 		})
 	}
 }
+
+// TestIOPathSyscallOnAKernelWithoutEpollWaitSaysTheOption: WithIOPath("syscall") on a kernel
+// without IORING_OP_EPOLL_WAIT (SetProbeHides) gives the option as IOPathReason, as on any
+// kernel: the missing opcode changes nothing that was asked.
+func TestIOPathSyscallOnAKernelWithoutEpollWaitSaysTheOption(t *testing.T) {
+	restore := ringev.SetProbeHides(uring.OpEpollWait)
+	l := newLoop(t, "uring", ringev.WithIOPath(ringev.IOPathSyscall))
+	restore()
+	if p, r := l.IOPath(), l.IOPathReason(); p != ringev.IOPathSyscall || r != `WithIOPath("syscall")` {
+		t.Errorf("IOPath %q, IOPathReason %q; want syscall, WithIOPath(\"syscall\")", p, r)
+	}
+}

@@ -72,7 +72,7 @@ func (l *Loop) IOPathReason() string {
 		return "the " + l.beName + " backend has no ring: handler I/O is read(2)/write(2)"
 	case l.fresh:
 		return "WithFreshReadiness: the loop would not use a look riding with the I/O, so handler I/O is read(2)/write(2)"
-	case b.fallback:
+	case b.fallback && b.asked != IOPathSyscall: // (asked for read(2)/write(2), the option says why)
 		return "this kernel has no IORING_OP_EPOLL_WAIT (Linux 6.15), so no look can ride with the I/O: handler I/O is read(2)/write(2)"
 	case b.asked == IOPathAuto:
 		return `WithIOPath("auto"), deprecated: the default, read(2)/write(2)`
