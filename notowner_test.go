@@ -9,13 +9,19 @@ package ringev_test
 import (
 	"bytes"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/internal/onloop"
 	"github.com/ringev/ringev/internal/testutil"
 	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
@@ -652,11 +658,10 @@ func TestNotOwnerRequestCallsWhileOwnerMakesRequestsDoNotRace(t *testing.T) {
 	})
 }
 
-// TestNotOwnerSendOwnedWithAZeroProofReturnsErrNotOwner: Loop.SendOwned given a zero Proof (as
-// code outside the module can make one) from another goroutine checks its caller as Send does:
-// ErrNotOwner, and no send is made (on an fd the owner has sent on: the path without the check
-// would take it).
-func TestNotOwnerSendOwnedWithAZeroProofReturnsErrNotOwner(t *testing.T) {
+// TestNotOwnerSendOnAnFdTheOwnerSentOnReturnsErrNotOwner: Send from another goroutine, on an fd
+// the owner has sent on (the loop's fast path knows it), checks its caller: ErrNotOwner, and no
+// send is made.
+func TestNotOwnerSendOnAnFdTheOwnerSentOnReturnsErrNotOwner(t *testing.T) {
 	requireOwnerCheck(t)
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, b := testutil.Socketpair(t)
@@ -667,11 +672,10 @@ func TestNotOwnerSendOwnedWithAZeroProofReturnsErrNotOwner(t *testing.T) {
 		cb := func(*ringev.Completion) { t.Error("a send made from another goroutine completed") }
 		var err error
 		onOtherGoroutine(t, func() {
-			var zero onloop.Proof // (outside the module, a type parameter makes one)
-			_, err = l.SendOwned(zero, a, []byte("x"), 0, cb, 0)
+			_, err = l.Send(a, []byte("x"), 0, cb, 0)
 		})
 		if !errors.Is(err, ringev.ErrNotOwner) {
-			t.Fatalf("SendOwned with a zero Proof from another goroutine: %v, want ErrNotOwner", err)
+			t.Fatalf("Send from another goroutine: %v, want ErrNotOwner", err)
 		}
 		got := make([]byte, 8)
 		if n, _ := unix.Read(b, got); string(got[:n]) != "y" {
@@ -680,24 +684,127 @@ func TestNotOwnerSendOwnedWithAZeroProofReturnsErrNotOwner(t *testing.T) {
 	})
 }
 
-// TestNotOwnerBufferGroupReleaseOwnedWithAZeroProofIsPosted: BufferGroup.ReleaseOwned given a
-// zero Proof from another goroutine is Release from there: posted to the loop (the buffer is
-// still held when it returns), and the RecvMultishot that ran dry gets the bytes that waited
-// once the loop runs.
-func TestNotOwnerBufferGroupReleaseOwnedWithAZeroProofIsPosted(t *testing.T) {
+// TestNotOwnerBufferGroupReleaseIsPosted: BufferGroup.Release from another goroutine is posted
+// to the loop (the buffer is still held when it returns), and the RecvMultishot that ran dry
+// gets the bytes that waited once the loop runs.
+func TestNotOwnerBufferGroupReleaseIsPosted(t *testing.T) {
 	requireOwnerCheck(t)
 	eachBackend(t, ringev.Backends(), func(t *testing.T, backend string) {
 		a, b := testutil.Socketpair(t)
 		l := newLoop(t, backend)
 		g, held, more := bufferGroupDry(t, l, a, b)
 		id := held[0].BufferID()
-		onOtherGoroutine(t, func() {
-			var zero onloop.Proof // (outside the module, a type parameter makes one)
-			g.ReleaseOwned(zero, id)
-		})
+		onOtherGoroutine(t, func() { g.Release(id) })
 		if n := ringev.BufferRefs(g, id); n != 1 {
-			t.Fatalf("after ReleaseOwned with a zero Proof from another goroutine, buffer %d has %d holds, want 1 (the release posted to the loop)", id, n)
+			t.Fatalf("after Release from another goroutine, buffer %d has %d holds, want 1 (the release posted to the loop)", id, n)
 		}
 		more()
 	})
+}
+
+// internalParams returns "Func" or "Type.Method" for each exported function, and exported
+// method of an exported type, declared in dir's Go files (tests left out), that has a
+// parameter or result of a type from an internal package: a call that the package's
+// documentation shows and code outside the module cannot make, or can make only with a zero
+// value it cannot name.
+func internalParams(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var found []string
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			internal := map[string]bool{} // the file's names of internal packages
+			for _, im := range f.Imports {
+				path := strings.Trim(im.Path.Value, `"`)
+				if !strings.Contains("/"+path+"/", "/internal/") {
+					continue
+				}
+				name := path[strings.LastIndex(path, "/")+1:]
+				if im.Name != nil {
+					name = im.Name.Name
+				}
+				internal[name] = true
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || !fn.Name.IsExported() {
+					continue
+				}
+				name := fn.Name.Name
+				if fn.Recv != nil {
+					rt := fn.Recv.List[0].Type
+					if st, ok := rt.(*ast.StarExpr); ok {
+						rt = st.X
+					}
+					id, ok := rt.(*ast.Ident)
+					if !ok || !id.IsExported() {
+						continue
+					}
+					name = id.Name + "." + name
+				}
+				uses := false
+				ast.Inspect(fn.Type, func(n ast.Node) bool {
+					if sel, ok := n.(*ast.SelectorExpr); ok {
+						if x, ok := sel.X.(*ast.Ident); ok && internal[x.Name] {
+							uses = true
+						}
+					}
+					return !uses
+				})
+				if uses {
+					found = append(found, name)
+				}
+			}
+		}
+	}
+	slices.Sort(found)
+	return found
+}
+
+// TestNotOwnerUncheckedCallsAreNotExported: no exported function or method of the package takes
+// or returns a type of an internal package, as the calls without the owner check that package
+// server makes (internal/onloop) once did: code outside the module reaches only the checked
+// calls.
+func TestNotOwnerUncheckedCallsAreNotExported(t *testing.T) {
+	if got := internalParams(t, "."); len(got) > 0 {
+		t.Errorf("exported calls with a parameter or result of an internal package's type: %q", got)
+	}
+}
+
+// TestNotOwnerInternalParamsSeesAnInternalParameter makes sure the check above can fail: an
+// exported method with an internal package's parameter, and an exported function with one as
+// its result, are reported; an unexported method, a method of an unexported type and a
+// function with a type of a package that is not internal are not.
+func TestNotOwnerInternalParamsSeesAnInternalParameter(t *testing.T) {
+	dir := t.TempDir()
+	src := `package ringev
+
+import (
+	"github.com/ringev/ringev/internal/onloop"
+	"github.com/ringev/ringev/uring"
+)
+
+type Loop struct{}
+type loop struct{}
+
+func (l *Loop) SendX(p onloop.Proof, fd int) {}
+func (l *Loop) sendX(p onloop.Proof)        {}
+func (l *loop) SendX(p onloop.Proof)        {}
+func Given() onloop.Proof                  { return onloop.Proof{} }
+func Ring() *uring.Ring                    { return nil }
+`
+	if err := os.WriteFile(filepath.Join(dir, "x.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := internalParams(t, dir), []string{"Given", "Loop.SendX"}; !slices.Equal(got, want) {
+		t.Errorf("reported %q, want %q", got, want)
+	}
 }

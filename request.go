@@ -317,12 +317,18 @@ func (l *Loop) Send(fd int, buf []byte, flags int, cb Callback, token uint64) (R
 	return l.req.submit(r), nil
 }
 
-// SendOwned is Send for package server, whose caller runs on l's goroutine already (p: it
-// checked so, or runs in one of l's callbacks): Send without its check of the caller. Code
-// outside this module cannot give it a Proof that holds (onloop.Given): given a zero one it is
-// Send, with the check.
-func (l *Loop) SendOwned(p onloop.Proof, fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
-	if rq := l.req; rq != nil && p.Holds() && rq.fastOK(OpSend, fd, buf, true, cb) {
+// init gives package server, through internal/onloop, the calls that skip the check of the
+// caller (sendOwned, BufferGroup.releaseOwned).
+func init() {
+	onloop.Send = (*Loop).sendOwned
+	onloop.Release = (*BufferGroup).releaseOwned
+}
+
+// sendOwned is Send for package server (internal/onloop.Send), whose caller runs on l's
+// goroutine already (it checked so, or runs in one of l's callbacks): Send without its check
+// of the caller. Code outside this module cannot reach it.
+func (l *Loop) sendOwned(fd int, buf []byte, flags int, cb Callback, token uint64) (Request, error) {
+	if rq := l.req; rq != nil && rq.fastOK(OpSend, fd, buf, true, cb) {
 		return rq.drv.rw(OpSend, fd, buf, int64(flags|unix.MSG_NOSIGNAL), cb, token), nil
 	}
 	return l.Send(fd, buf, flags, cb, token)

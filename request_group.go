@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ringev/ringev/internal/onloop"
 	"golang.org/x/sys/unix"
 )
 
@@ -183,15 +182,13 @@ func (g *BufferGroup) Release(id int) {
 	}
 }
 
-// ReleaseOwned is Release for package server, whose caller runs on the loop's goroutine already
-// (p: it runs in one of the loop's callbacks): Release without its check of the caller (and
-// its body written out again, not called from Release: the body is past the inliner's budget,
-// and a call would cost Release's callers). Code outside this module cannot give it a Proof
-// that holds (onloop.Given): given a zero one it is Release, with the check.
-func (g *BufferGroup) ReleaseOwned(p onloop.Proof, id int) {
-	if !p.Holds() {
-		g.Release(id)
-	} else if uint(id) < uint(len(g.bufs)) && !g.closed && !g.l.closed {
+// releaseOwned is Release for package server (internal/onloop.Release), whose caller runs on
+// the loop's goroutine already (it runs in one of the loop's callbacks): Release without its
+// check of the caller (and its body written out again, not called from Release: the body is
+// past the inliner's budget, and a call would cost Release's callers). Code outside this
+// module cannot reach it.
+func (g *BufferGroup) releaseOwned(id int) {
+	if uint(id) < uint(len(g.bufs)) && !g.closed && !g.l.closed {
 		if b := &g.bufs[id]; b.refs > 0 {
 			if b.refs--; b.refs == 0 && b.out {
 				g.back(id)

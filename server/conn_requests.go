@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ringev/ringev"
-	"github.com/ringev/ringev/internal/onloop"
 	"golang.org/x/sys/unix"
 )
 
@@ -507,7 +506,7 @@ func (d *connReqs) send(c *Conn) {
 	c.outLen = int32(len(out))
 	d.l.sends++
 	// (the turn's end, on the loop: the send needs no check of its caller)
-	if _, err := d.l.ev.SendOwned(onloop.Given(), int(c.fd), out, 0, d.onSent, c.tok(tokSend)); err != nil {
+	if _, err := sendOwned(d.l.ev, int(c.fd), out, 0, d.onSent, c.tok(tokSend)); err != nil {
 		d.l.e.logf("send: %v", err)
 		c.wrote(-len(out))
 		d.l.bufs.put(out)

@@ -7,8 +7,6 @@ import (
 	"net"
 	"slices"
 	"unsafe"
-
-	"github.com/ringev/ringev/internal/onloop"
 )
 
 // Forward moves the connection's whole input to dst's output, in order, and returns the number
@@ -94,7 +92,7 @@ func (c *Conn) forward(dst *Conn, splice bool) (int, error) {
 		dst.active = l.turnTime() // sending is activity (see flush)
 	}
 	l.sends++
-	if _, err := l.ev.SendOwned(onloop.Given(), int(dst.fd), b, 0, ld.d.onSent, dst.tok(tokSend)); err != nil {
+	if _, err := sendOwned(l.ev, int(dst.fd), b, 0, ld.d.onSent, dst.tok(tokSend)); err != nil {
 		l.e.logf("send: %v", err)
 		dst.outN.Add(-int64(n)) // (a lent send is not charged)
 		dst.outLen = 0

@@ -7,6 +7,14 @@ import (
 	"github.com/ringev/ringev/internal/onloop"
 )
 
+// sendOwned and releaseOwned are the root's Loop.Send and BufferGroup.Release without their
+// check of the caller (internal/onloop), for what the loop sends and gives back from its own
+// goroutine: a turn's end, Forward (after its own check), a send's completion.
+var (
+	sendOwned    = onloop.Send.(func(l *ringev.Loop, fd int, buf []byte, flags int, cb ringev.Callback, token uint64) (ringev.Request, error))
+	releaseOwned = onloop.Release.(func(g *ringev.BufferGroup, id int))
+)
+
 // lender is a loop's lending of received buffers to Forward's sends: the bytes a recv
 // completion brought into a buffer of the loop's group (the requests driver's multishot
 // recv), forwarded whole to a connection with no output, are sent from that buffer, with no
@@ -41,5 +49,5 @@ func (ld *lender) back(bid int) {
 	if ld.refs[bid]--; ld.refs[bid] == 0 {
 		ld.held--
 	}
-	ld.g.ReleaseOwned(onloop.Given(), bid) // (a send's completion: on the loop)
+	releaseOwned(ld.g, bid) // (a send's completion: on the loop)
 }

@@ -1,19 +1,20 @@
-// Package onloop holds Proof, the parameter that marks the root package's calls meant for
-// package server alone: calls whose caller runs on the loop's goroutine already (a loop's
-// callback, after a public call of server checked its caller), so that they need not check it
-// again. Outside this module no code can name Proof nor make one that holds (Given): a zero
-// Proof, which a type parameter can make anywhere, makes the call check its caller as usual.
+// Package onloop holds the root package's calls meant for package server alone: calls without
+// the root's check of their caller, made where the caller runs on the loop's goroutine
+// already (a loop's callback, after a public call of server checked its caller), so that they
+// need not check it again. Being internal, it keeps them from code outside this module, which
+// gets only the root's checked calls (Loop.Send, BufferGroup.Release).
 package onloop
 
-// Proof is a caller's word that it runs on the goroutine of the loop it calls: the
-// goroutine that owns it. A call given a Proof that holds does not check its caller; a caller
-// that is not the owner corrupts the loop's state, as a data race does. Its field keeps a
-// struct literal of another package from being one (struct{}{} would be assignable to an
-// empty struct type).
-type Proof struct{ given bool }
-
-// Given returns a Proof that holds: call it only on the loop's goroutine.
-func Given() Proof { return Proof{given: true} }
-
-// Holds reports whether p came from Given (not a zero Proof).
-func (p Proof) Holds() bool { return p.given }
+// Send and Release are set by package ringev as it is initialized, before any package that
+// imports it: Send is Loop.Send without its check of the caller, a
+//
+//	func(l *ringev.Loop, fd int, buf []byte, flags int, cb ringev.Callback, token uint64) (ringev.Request, error)
+//
+// and Release is BufferGroup.Release without it, a
+//
+//	func(g *ringev.BufferGroup, id int)
+//
+// Their types cannot be named here (package ringev imports this package): package server
+// asserts them once, into variables of their own. A caller that does not own the loop
+// corrupts its state, as a data race does.
+var Send, Release any
