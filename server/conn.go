@@ -1802,16 +1802,40 @@ func (c *Conn) requestTimeoutSet(d time.Duration) {
 // left, as there), in one call (a service that switches between the two on every request
 // pays one lookup); 0 removes either. Errors as SetIdleTimeout's.
 func (c *Conn) SetTimeouts(idle, request time.Duration) error {
-	if err := c.usable("SetTimeouts"); err != nil {
-		return err
+	l := c.l
+	if !l.ev.Owned() || c.closed {
+		return c.usable("SetTimeouts")
 	}
 	idle, request = max(idle, 0), max(request, 0)
-	c.to = c.l.timeouts(c.to, idle, request, c.timeouts().rIdle)
-	if idle > 0 {
-		c.active = c.l.turnTime()
-		c.armTimer(c.active + int64(idle))
+	// (usable, timeouts and requestTimeoutSet's common cases written out: a service may call
+	// this twice a request, to take the idle timeout off while it answers and put it back)
+	to := c.to
+	var rIdle time.Duration
+	if to != nil {
+		rIdle = to.rIdle
 	}
-	c.requestTimeoutSet(request)
+	switch {
+	case idle|request|rIdle == 0:
+		if to != nil {
+			c.to = nil
+		}
+	case to != nil && to.idle == idle && to.reqTO == request:
+	case l.lastTO != nil && *l.lastTO == connTimeouts{idle, request, rIdle}:
+		c.to = l.lastTO
+	default:
+		c.to = l.timeouts(to, idle, request, rIdle)
+	}
+	if idle > 0 {
+		c.active = l.turnTime()
+		if at := c.active + int64(idle); !l.dls.armedBy(c, at) {
+			l.armDeadline(c, at) // (armTimer's: c is open)
+		}
+	}
+	if request > 0 {
+		c.requestTimeoutSet(request)
+	} else {
+		c.reqStart = 0
+	}
 	return nil
 }
 

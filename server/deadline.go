@@ -83,6 +83,14 @@ func (l *Loop) armDeadline(c *Conn, at int64) {
 	}
 }
 
+// armedBy reports whether c's entry comes at loop time at or before, when armDeadline has
+// nothing to do: inlined, for an idle timeout put back after each request (SetTimeouts), which
+// finds its entry armed earlier.
+func (d *deadlines) armedBy(c *Conn, at int64) bool {
+	i := uint(c.dl) - 1
+	return i < uint(d.h.n) && d.h.chunks[i/dlChunk][i%dlChunk].at <= at
+}
+
 // dropDeadline takes c's entry out of the heap, if it has one (its loop timer may still fire,
 // and finds nothing due).
 func (l *Loop) dropDeadline(c *Conn) {
@@ -208,6 +216,7 @@ func (l *Loop) timeouts(cur *connTimeouts, idle, reqTO, rIdle time.Duration) *co
 	own := cur != nil
 	for _, t := range l.tos {
 		if *t == want {
+			l.lastTO = t
 			return t
 		}
 		own = own && t != cur
@@ -217,6 +226,7 @@ func (l *Loop) timeouts(cur *connTimeouts, idle, reqTO, rIdle time.Duration) *co
 		t = new(connTimeouts) // (not &want: want would escape, and be made on every call)
 		if len(l.tos) < maxTimeouts {
 			l.tos = append(l.tos, t)
+			l.lastTO = t
 		}
 	}
 	*t = want

@@ -94,6 +94,7 @@ type Loop struct {
 	clockSet, flushing bool
 	dls                deadlines       // the connections' timeouts
 	tos                []*connTimeouts // the connections' timeouts, shared (timeouts)
+	lastTO             *connTimeouts   // the one of tos that timeouts returned last (SetTimeouts looks at it first)
 	tick               *ringev.Timer
 	shutdownFn         func()
 	closeFn            func()
