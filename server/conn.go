@@ -651,11 +651,12 @@ func (c *Conn) writeAsync(p []byte) (int, error) {
 		return 0, ErrOutputFull
 	}
 	if l.funcs > 0 { // behind the functions queued before it
-		if n := len(l.inF); n > 0 && l.inF[n-1].f == nil && l.inF[n-1].c == c {
-			e := &l.inF[n-1] // the write before it, not taken yet
+		if n := len(l.inF); n > 0 && l.inF[n-1] == nil && l.inQ[len(l.inQ)-1].c == c {
+			e := &l.inQ[len(l.inQ)-1] // the write before it, not taken yet
 			e.b = append(e.b, p...)
 		} else {
-			l.inF = append(l.inF, inFn{c: c, b: append(l.spareW(), p...)})
+			l.inF = append(l.inF, nil)
+			l.inQ = append(l.inQ, asyncOut{c: c, b: append(l.spareW(), p...)})
 			l.funcs++
 		}
 		c.outN.Add(int64(len(p)))
@@ -1567,7 +1568,7 @@ func (c *Conn) holdAsync(on bool) error {
 		}
 		break
 	}
-	l.inF = append(l.inF, inFn{f: c.applyHold})
+	l.inF = append(l.inF, c.applyHold)
 	l.funcs++
 	l.wakeLocked()
 	return nil

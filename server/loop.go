@@ -52,8 +52,9 @@ type Loop struct {
 	wSpare  [][]byte   // buffers for inW's next entries
 	inC     []closeReq
 	inFd    []int
-	inF     []inFn
-	fwdWait []fwdWait // sources Forward holds until their destination (one of this loop's) drains
+	inF     []func()   // posted functions; nil: the next of inQ's writes, in its turn
+	inQ     []asyncOut // bytes written to connections from other goroutines behind inF's functions
+	fwdWait []fwdWait  // sources Forward holds until their destination (one of this loop's) drains
 	// funcs counts the functions queued (Post) and not yet run, those a drain took included:
 	// while it is above 0, a write from another goroutine is queued as a function too, behind
 	// them, so that a goroutine's Post then Write reach the connection in that order.
@@ -62,7 +63,8 @@ type Loop struct {
 	tkW     []asyncOut
 	tkC     []closeReq
 	tkFd    []int
-	tkF     []inFn
+	tkF     []func()
+	tkQ     []asyncOut
 	drainFn func() // l.drain, made once
 
 	// The loop's goroutine only.
@@ -130,7 +132,7 @@ func (r closeReq) run() {
 // with the closes a drain takes after the writes.
 func (l *Loop) queueClose(r closeReq) {
 	if l.funcs > 0 {
-		l.inF = append(l.inF, inFn{f: r.run})
+		l.inF = append(l.inF, r.run)
 		l.funcs++
 		return
 	}
@@ -293,20 +295,36 @@ func (l *Loop) startStream(lfd int) error {
 func (l *Loop) stop() {
 	l.mu.Lock()
 	l.stopped.Store(true)
-	fds, fns := l.inFd, l.inF
+	fds, fns, qs := l.inFd, l.inF, l.inQ
 	for _, e := range l.inW { // dropped: they count no more
 		e.c.asyncAt.Store(0)
 		e.c.outN.Add(-int64(len(e.b)))
 		l.bufAsync.Add(-int64(len(e.b)))
 	}
-	l.inFd, l.inF, l.inW, l.inC = nil, nil, nil, nil
+	l.inFd, l.inF, l.inQ, l.inW, l.inC = nil, nil, nil, nil, nil
 	l.mu.Unlock()
 	for _, fd := range fds {
 		unix.Close(fd)
 		l.load.Add(-1)
 	}
-	for _, f := range fns {
-		f.run()
+	runQueued(fns, qs)
+}
+
+// runQueued runs what the inbox queued behind posted functions, on the loop, in order: each
+// function of fns, and for each nil one the next of qs's writes (takeQueued). It clears fns
+// and qs (their entries hold functions and buffers).
+func runQueued(fns []func(), qs []asyncOut) {
+	q := 0
+	for i, f := range fns {
+		fns[i] = nil
+		if f != nil {
+			f()
+			continue
+		}
+		e := qs[q]
+		qs[q] = asyncOut{}
+		q++
+		e.c.takeQueued(e.b)
 	}
 }
 
@@ -349,7 +367,7 @@ func (l *Loop) Post(f func()) error {
 
 // postLocked is Post under l.mu, of a running loop; it unlocks l.mu.
 func (l *Loop) postLocked(f func()) {
-	l.inF = append(l.inF, inFn{f: f})
+	l.inF = append(l.inF, f)
 	l.funcs++
 	l.wakeLocked()
 }
@@ -387,6 +405,7 @@ func (l *Loop) drain() {
 	l.tkC, l.inC = l.inC, l.tkC[:0]
 	l.tkFd, l.inFd = l.inFd, l.tkFd[:0]
 	l.tkF, l.inF = l.inF, l.tkF[:0]
+	l.tkQ, l.inQ = l.inQ, l.tkQ[:0]
 	taken := 0
 	for i, e := range l.tkW {
 		n, b := e.c.takeAsync(e.b)
@@ -403,10 +422,7 @@ func (l *Loop) drain() {
 	for _, fd := range l.tkFd {
 		l.addConn(fd, true)
 	}
-	for i, f := range l.tkF {
-		l.tkF[i] = inFn{}
-		f.run()
-	}
+	runQueued(l.tkF, l.tkQ)
 	if len(l.tkF) > 0 {
 		l.mu.Lock()
 		l.funcs -= len(l.tkF)
@@ -898,26 +914,11 @@ type inView struct {
 	part bool // more input waits after b (serveLeft's pieces): EOF is not told yet
 }
 
-// inFn is an entry of the inbox's queue of functions (Loop.inF): f; or, f nil, bytes other
-// goroutines wrote to c while functions were queued (writeAsync), which join its output in
-// their turn (takeQueued). Consecutive writes to one connection share an entry, so that a
-// write queued so allocates nothing once the entry's buffer has grown.
-type inFn struct {
-	f func()
-	c *Conn
-	b []byte
-}
-
-// run runs the entry, on the loop.
-func (e inFn) run() {
-	if e.f != nil {
-		e.f()
-		return
-	}
-	e.c.takeQueued(e.b)
-}
-
-// asyncOut is an entry of Loop.inW: bytes other goroutines wrote to c, in order.
+// asyncOut is an entry of Loop.inW: bytes other goroutines wrote to c, in order; or of
+// Loop.inQ: bytes they wrote to c while functions were queued (writeAsync), which join its
+// output in their turn (takeQueued), after the functions before them. Consecutive writes to one
+// connection share an entry, so that a write queued so allocates nothing once the entry's
+// buffer has grown.
 type asyncOut struct {
 	c *Conn
 	b []byte
