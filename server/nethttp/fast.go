@@ -31,7 +31,7 @@ func fastRequest(head []byte, ctx context.Context, room *fastRoom, sc *fastScrat
 // fastScratch is a loop's, for fastRequest: scan notes in it where the parts of the head it
 // read are (offsets into the head), for request to build the Request from; fields are not
 // cleared for each head. last is the last head request made a string of (headString), and
-// goodHost the last Host value found valid.
+// goodHost the last Host value found valid (hostValid).
 type fastScratch struct {
 	fields   [maxFastFields]fastField
 	n        int  // the fields noted
@@ -400,6 +400,23 @@ var fastClass = func() (t [256]uint8) {
 	return t
 }()
 
+// hostValid is validHost(host) for the Host value of a fast head of n bytes, which request
+// has just built. The last value found valid is not checked again (most requests to a server
+// name the same one); it is kept only from a head of at most maxLastHead bytes, as it is part
+// of the head's string (headString), which it would keep alive.
+func (sc *fastScratch) hostValid(host string, n int) bool {
+	if host == sc.goodHost {
+		return true
+	}
+	if !validHost(host) {
+		return false
+	}
+	if n <= maxLastHead {
+		sc.goodHost = host
+	}
+	return true
+}
+
 // fieldIs reports whether b is name, ASCII case-insensitively.
 func fieldIs(b []byte, name string) bool {
 	if len(b) != len(name) {
@@ -414,7 +431,7 @@ func fieldIs(b []byte, name string) bool {
 }
 
 // canonicalName is net/textproto's canonical form of the field name s (whose bytes are b,
-// nameByte each): s itself when it is canonical, else a common name's constant, else a new
+// className each): s itself when it is canonical, else a common name's constant, else a new
 // string.
 func canonicalName(s string, b []byte) string {
 	upper := true

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // fastHeads are request heads at the edges of what fastRequest reads: each byte in a path
@@ -196,5 +197,23 @@ func TestFastRequestRepeatedHeadAllocatesOnlyItsHeader(t *testing.T) {
 	}
 	if room.req.Host != "127.0.0.1:8080" || room.url.RawQuery != "x=1" {
 		t.Fatalf("Host %q, RawQuery %q", room.req.Host, room.url.RawQuery)
+	}
+}
+
+// TestFastScratchHostValidKeepsNoLongHead: the Host value hostValid keeps (found valid, not
+// checked again) is not one of a long head's: it is part of that head's string, which it
+// would keep alive on the loop until another Host came.
+func TestFastScratchHostValidKeepsNoLongHead(t *testing.T) {
+	head := []byte("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 64<<10) + "\r\n\r\n")
+	sc := new(fastScratch)
+	req, _ := fastRequest(head, context.Background(), new(fastRoom), sc)
+	if req == nil {
+		t.Fatal("fastRequest did not read the head")
+	}
+	if !sc.hostValid(req.Host, len(head)) {
+		t.Fatalf("hostValid(%q) = false", req.Host)
+	}
+	if sc.goodHost != "" && unsafe.StringData(sc.goodHost) == unsafe.StringData(req.Host) {
+		t.Fatalf("the Host kept is the %d-byte head's (its string stays alive)", len(head))
 	}
 }

@@ -978,16 +978,12 @@ func (x *exchange) parseHead(head []byte, ctx context.Context, scanned bool) (*h
 		req, hosts = fastRequest(head, ctx, &x.rs.room, sc)
 	}
 	if req != nil {
-		// An HTTP/1.x GET or HEAD: the checks below that apply. A Host value found valid
-		// last (most requests to a server name the same) is not checked again.
+		// An HTTP/1.x GET or HEAD: the checks below that apply.
 		if hosts == 0 && req.ProtoMinor == 1 {
 			return nil, statusError{http.StatusBadRequest, "missing required Host header"}
 		}
-		if hosts == 1 && req.Host != sc.goodHost {
-			if !validHost(req.Host) {
-				return nil, statusError{http.StatusBadRequest, "malformed Host header"}
-			}
-			sc.goodHost = req.Host
+		if hosts == 1 && !sc.hostValid(req.Host, len(head)) {
+			return nil, statusError{http.StatusBadRequest, "malformed Host header"}
 		}
 		x.req = req
 		return req, nil
