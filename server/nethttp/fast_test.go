@@ -17,8 +17,8 @@ import (
 
 // fastHeads are request heads at the edges of what fastRequest reads: each byte in a path
 // and in a query, each byte in each place of a name and of a value (their scans take 8 bytes
-// at a time),
-// field names in every case, blanks around values, Connection's forms, the
+// at a time), names and values of 7 to 9 and 15 to 17 bytes with a control byte, a blank, a
+// ':' or a byte of 0x80 or more in each place, field names in every case, blanks around values, Connection's forms, the
 // Host field's absence and repetition, a field too many.
 func fastHeads() []string {
 	var hs []string
@@ -40,6 +40,18 @@ func fastHeads() []string {
 			k := []byte(strings.Repeat("k", 20))
 			k[i] = byte(c)
 			hs = append(hs, "GET /a HTTP/1.1\r\nHost: x\r\n"+string(k)+": v\r\n\r\n")
+		}
+	}
+	for _, n := range []int{7, 8, 9, 15, 16, 17} { // a name's and a value's last byte at each word edge
+		hs = append(hs, "GET /a HTTP/1.1\r\nHost: x\r\n"+strings.Repeat("k", n)+": "+strings.Repeat("v", n)+"\r\n\r\n")
+		for i := range n {
+			for _, c := range []byte{0, '\t', '\n', '\r', ' ', ':', '-', 0x7f, 0x80, 0xff} {
+				k, v := []byte(strings.Repeat("k", n)), []byte(strings.Repeat("v", n))
+				k[i], v[i] = c, c
+				hs = append(hs, "GET /a HTTP/1.1\r\n"+string(k)+": v\r\nHost: x\r\n\r\n",
+					"GET /a HTTP/1.1\r\nHost: x\r\nX-K:"+string(v)+"\r\n\r\n",
+					"GET /a HTTP/1.1\r\nHost: "+string(v)+"\r\n\r\n")
+			}
 		}
 	}
 	for _, c := range []byte{0, '\t', '\r', 0x7f, 0x80, 0xff} {
@@ -215,5 +227,29 @@ func TestFastScratchHostValidKeepsNoLongHead(t *testing.T) {
 	}
 	if sc.goodHost != "" && unsafe.StringData(sc.goodHost) == unsafe.StringData(req.Host) {
 		t.Fatalf("the Host kept is the %d-byte head's (its string stays alive)", len(head))
+	}
+}
+
+// TestFastScratchScanEndsWhereItsHeadEnds: scan, which reads the input, finds each head of
+// fastHeads that it reads at its end whatever bytes follow it (a pipelined request's, the
+// first bytes of one, blanks, none), and reads no part of a head as a whole one (its 8-byte
+// reads stop at the input's end).
+func TestFastScratchScanEndsWhereItsHeadEnds(t *testing.T) {
+	var sc fastScratch
+	for _, h := range fastHeads() {
+		end := sc.scan([]byte(h))
+		if end != -1 && end != len(h) {
+			t.Errorf("%q: scan %d, want %d or -1", h, end, len(h))
+		}
+		for _, rest := range []string{"G", "\r\n", "\n", ":", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", strings.Repeat("x", 20)} {
+			if got := sc.scan([]byte(h + rest)); got != end {
+				t.Errorf("%q followed by %q: scan %d, alone %d", h, rest, got, end)
+			}
+		}
+		for n := range len(h) {
+			if got := sc.scan([]byte(h[:n])); got != -1 {
+				t.Errorf("%q: its first %d bytes: scan %d, want -1", h, n, got)
+			}
+		}
 	}
 }
