@@ -385,3 +385,62 @@ func TestResponseWriteAfterTheClientLeftFailsWithEPIPE(t *testing.T) {
 		}
 	})
 }
+
+// TestOutBufPlainHeadOfConcurrentResponsesIsEachOnes: clients served at once on one loop,
+// whose response buffers pass from one handler's goroutine to another's, each get their own
+// Content-Type (set, sniffed, or empty) and Content-Length, though each buffer keeps the last
+// plain header it wrote for the next.
+func TestOutBufPlainHeadOfConcurrentResponsesIsEachOnes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		addr := serveRingev(t, backend, &http.Server{Handler: testHandler()})
+		const clients, requests = 8, 40
+		errs := make(chan error, clients)
+		for i := range clients {
+			go func() {
+				tr := &http.Transport{MaxIdleConnsPerHost: 1}
+				defer tr.CloseIdleConnections()
+				cl := &http.Client{Transport: tr, Timeout: waitFor}
+				for j := range requests {
+					body := strings.Repeat("b", 1+(i+j)%5)
+					path, wantCT := fmt.Sprintf("/sniff?ct=t/%d&b=%s", i, body), fmt.Sprintf("t/%d", i)
+					switch i % 4 {
+					case 1:
+						path, wantCT = "/sniff?b="+body, "text/plain; charset=utf-8"
+					case 2:
+						path, wantCT = "/sniff?b=%3Chtml%3E"+body, "text/html; charset=utf-8"
+						body = "<html>" + body
+					case 3:
+						path, wantCT = "/sniff?ct=&b="+body, ""
+					}
+					resp, err := cl.Get("http://" + addr + path)
+					if err != nil {
+						errs <- err
+						return
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil {
+						errs <- err
+						return
+					}
+					if ct := resp.Header.Get("Content-Type"); ct != wantCT || string(b) != body || resp.ContentLength != int64(len(body)) {
+						errs <- fmt.Errorf("%s: Content-Type %q, Content-Length %d, body %q; want %q, %d, %q",
+							path, ct, resp.ContentLength, b, wantCT, len(body), body)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range clients {
+			select {
+			case err := <-errs:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(2 * waitFor):
+				t.Fatal("the clients did not end")
+			}
+		}
+	})
+}
