@@ -164,7 +164,7 @@ func (f *crossForwarder) OnData(c *Conn) {
 	f.mu.Lock()
 	f.src = c
 	f.before, f.max = max(f.before, before), max(f.max, after)
-	if f.err == nil {
+	if f.err == nil && !errors.Is(err, io.EOF) { // (io.EOF: the last bytes moved, the sender's EOF behind them)
 		f.err = err
 	}
 	f.mu.Unlock()
