@@ -108,6 +108,9 @@ func corpus() []corpusCase {
 	add("fast name underscore", "GET /req HTTP/1.1\r\nHost: x\r\nX_Under: v\r\n\r\n")
 	addRaw("fast bad host", "GET /req HTTP/1.1\r\nHost: a<b\r\n\r\n")
 	addRaw("fast bad host after a good one", "GET /req HTTP/1.1\r\nHost: x\r\n\r\nGET /req HTTP/1.1\r\nHost: x y\r\n\r\n")
+	long := "X-Pad: " + strings.Repeat("p", 2000) + "\r\n" // a head past the Host memo's 1 KiB
+	addRaw("fast long heads, the same host then a bad one", "GET /req HTTP/1.1\r\nHost: x\r\n"+long+"\r\n"+
+		"GET /req HTTP/1.1\r\nHost: x\r\n"+long+"\r\nGET /req HTTP/1.1\r\nHost: x<y\r\n"+long+"\r\n")
 	add("fast many fields", "GET /req HTTP/1.1\r\nHost: x\r\n"+strings.Repeat("X-F: v\r\n", 40)+"\r\n")
 
 	// Bodies.
@@ -158,6 +161,13 @@ func corpus() []corpusCase {
 		plainGets += "GET " + p + " HTTP/1.1\r\nHost: x\r\n\r\n"
 	}
 	add("pipeline plain headers", plainGets)
+	add("pipeline plain headers, other responses between", "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"HEAD /plain HTTP/1.1\r\nHost: x\r\n\r\nGET /plain HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"GET /status/404 HTTP/1.1\r\nHost: x\r\n\r\nGET /plain HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"GET /plain HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /plain HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"POST /plain HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nabGET /plain HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"GET /header-after HTTP/1.1\r\nHost: x\r\n\r\nGET /plain HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	add("pipeline 1.0 keep-alive", "GET /cl HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /cl HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
 	add("pipeline 10", strings.Repeat("GET /big?n=300 HTTP/1.1\r\nHost: x\r\n\r\n", 10))
 	add("pipeline panic then GET", "GET /panic HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
