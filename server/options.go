@@ -4,6 +4,7 @@ package server
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,7 @@ type options struct {
 	logf        func(format string, args ...any)
 	loopOptions []ringev.Option
 	tls         *tls.Config
+	tlsNil      bool // WithTLS(nil): an error, not plaintext
 	handshakes  int
 	// noMsgRing makes the loops hand off and wake each other with Post alone (tests).
 	noMsgRing bool
@@ -232,6 +234,9 @@ func resolve(network string, opts []Option) (options, error) {
 		if neg.v < 0 {
 			return o, fmt.Errorf("server: %s(%s): negative (0: the default)", neg.name, neg.s)
 		}
+	}
+	if o.tlsNil {
+		return o, errors.New("server: WithTLS(nil): no tls.Config (a nil one would serve plaintext)")
 	}
 	if err := checkTLS(o.tls); err != nil {
 		return o, err

@@ -39,3 +39,18 @@ func TestListenNamesTheBadOption(t *testing.T) {
 		}
 	}
 }
+
+// TestListenRefusesWithTLSOfNil: WithTLS(nil) (an http.Server's TLSConfig left unset) is an
+// error naming it, not a server of plaintext; nothing is started.
+func TestListenRefusesWithTLSOfNil(t *testing.T) {
+	testutil.NoLeaks(t)
+	e, err := Listen(context.Background(), "tcp", "127.0.0.1:0", newRecorder(), WithTLS(nil))
+	if err == nil {
+		e.Close()
+		e.Wait()
+		t.Fatal("Listen with WithTLS(nil) succeeded")
+	}
+	if !strings.Contains(err.Error(), "WithTLS(nil)") {
+		t.Errorf("error %q does not name WithTLS(nil)", err)
+	}
+}

@@ -84,8 +84,11 @@ var (
 // fails after it, with one naming the operation, the fd and the record error ("server: TLS
 // record read of fd N: REASON", or write; for the layer's own TLS 1.3 records REASON names the
 // alert sent, or that none was: nothing follows the connection's close_notify).
-// Listen and NewEngine return an error for a cfg without a certificate.
-func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+// Listen and NewEngine return an error for a cfg without a certificate, and for a nil cfg
+// (http.Server's TLSConfig left unset, say), which would otherwise serve plaintext.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) { o.tls, o.tlsNil = cfg, cfg == nil }
+}
 
 // checkTLS returns an error naming what cfg lacks to serve, or nil.
 func checkTLS(cfg *tls.Config) error {
