@@ -215,7 +215,7 @@ type conn struct {
 	lastPOST bool
 	served   bool // a request's head was read: the next one's waits for 4 bytes (OnTimeout)
 	halfOpen bool // the Conn stays writable after the client's EOF (it has SetHalfOpen)
-	tls      bool // a TLS connection, whose handshake has ended (OnHandshake)
+	tls      bool // a TLS connection (OnHandshake, else its first request: start)
 	// input: the Conn's input may hold bytes past the request in service (they were there
 	// after its head, or came while it was served); without it, done need not look for
 	// the next request.
@@ -1029,6 +1029,11 @@ func (h *conn) start(x *exchange) {
 	// net/http reads a request from the connection's start for its first, else from its
 	// head's fourth byte: timeHead noted when, where that was before this turn.
 	began := !h.served || h.timed
+	if !h.served && !h.tls {
+		// OnHandshake notes a TLS connection; a handler that wraps the Server may not pass
+		// it on, and a TLS body must not be read from the socket as plaintext (detach).
+		h.tls = c.TLS() != nil
+	}
 	h.served = true
 	h.crlf, h.skipped, h.timed = 0, 0, false
 	if h.lastPOST {

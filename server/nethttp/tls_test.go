@@ -3,7 +3,9 @@
 package nethttp
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -46,6 +48,58 @@ func TestServerRequestHasTLSState(t *testing.T) {
 		resp.Body.Close()
 		if want := "complete=true alpn=http/1.1"; string(b) != want || err != nil {
 			t.Errorf("GET over TLS: %q, %v; want %q", b, err, want)
+		}
+	})
+}
+
+// onlyDataOpenClose is a handler that wraps a Server and passes on OnOpen, OnData and OnClose
+// alone, as a wrapper written for server.Handler's usual methods does.
+type onlyDataOpenClose struct{ s *Server }
+
+func (w onlyDataOpenClose) OnOpen(c *server.Conn)             { w.s.OnOpen(c) }
+func (w onlyDataOpenClose) OnData(c *server.Conn)             { w.s.OnData(c) }
+func (w onlyDataOpenClose) OnClose(c *server.Conn, err error) { w.s.OnClose(c, err) }
+
+// TestServerWrappedWithoutOnHandshakeKnowsItsTLS: a Server behind a handler that does not pass
+// on OnHandshake still knows its connections are TLS's: r.TLS is set, and a long body (read
+// from the socket itself on a plain connection) is the plaintext the client sent.
+func TestServerWrappedWithoutOnHandshakeKnowsItsTLS(t *testing.T) {
+	cert, roots := testutil.Cert(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sum := sha256.New()
+		n, err := io.Copy(sum, r.Body)
+		fmt.Fprintf(w, "tls=%v n=%d err=%v sum=%x", r.TLS != nil, n, err, sum.Sum(nil))
+	})
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: past directMin
+	want := fmt.Sprintf("tls=true n=%d err=<nil> sum=%x", len(body), sha256.Sum256(body))
+	eachSetup(t, func(t *testing.T, backend string, opts ...server.Option) {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := New(&http.Server{Handler: h})
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+		opts = append([]server.Option{server.WithBackend(backend), server.WithLoops(1), server.WithTLS(cfg)}, opts...)
+		e, err := server.Listen(ctx, "tcp", "127.0.0.1:0", onlyDataOpenClose{s}, opts...)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		defer func() {
+			cancel()
+			if err := e.Wait(); err != nil {
+				t.Error(err)
+			}
+			s.Wait()
+		}()
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr, Timeout: waitFor}
+		resp, err := client.Post("https://"+e.Addr().String()+"/", "application/octet-stream", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != want || err != nil {
+			t.Errorf("POST of 1 MiB over TLS: %q, %v; want %q", b, err, want)
 		}
 	})
 }
