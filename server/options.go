@@ -79,7 +79,8 @@ const DefaultMaxPending = 4 << 20
 func WithLoops(n int) Option { return func(o *options) { o.loops = n } }
 
 // WithBackend chooses the loops' backend by name (ringev.WithBackend): "auto" (the default),
-// "uring", "epoll", "poll".
+// "uring", "epoll", "poll", or "uring-poll" (not close-safe: auto never picks it; see
+// ringev.WithBackend).
 func WithBackend(name string) Option { return func(o *options) { o.backend = name } }
 
 // WithAPI chooses the driver that does the connections' I/O: APIRequests (the default:
