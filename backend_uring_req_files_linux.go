@@ -6,8 +6,10 @@ package ringev
 import (
 	"fmt"
 
-	"github.com/ringev/ringev/uring"
 	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev/internal/kernel"
+	"github.com/ringev/ringev/uring"
 )
 
 // maxFileSlots bounds the registered-file table: the kernel keeps a pointer per slot.
@@ -22,26 +24,7 @@ var fileReleaseKernel = [2]int{6, 4}
 
 // fileReleaseAtOnce reports whether the kernel is at least fileReleaseKernel; tests replace
 // it to play an older kernel (SetFileReleaseLate).
-var fileReleaseAtOnce = func() bool { return kernelAtLeast(fileReleaseKernel[0], fileReleaseKernel[1]) }
-
-// kernelRelease returns uname(2)'s release ("6.1.0-57-cloud-amd64"), or "unknown".
-func kernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return "unknown"
-	}
-	return unix.ByteSliceToString(u.Release[:])
-}
-
-// kernelAtLeast reports whether the running kernel's release is at least major.minor; an
-// unreadable release counts as older.
-func kernelAtLeast(major, minor int) bool {
-	var ma, mi int
-	if _, err := fmt.Sscanf(kernelRelease(), "%d.%d", &ma, &mi); err != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
-}
+var fileReleaseAtOnce = func() bool { return kernel.AtLeast(fileReleaseKernel[0], fileReleaseKernel[1]) }
 
 // registerFilesSparse makes the ring's registered-file table; tests replace it to play a kernel
 // without sparse tables (SetFileTableFault).
@@ -69,7 +52,7 @@ func (d *ringReqs) fixFile(fd int32, on, live bool) (bool, error) {
 	if d.slots == 0 {
 		if !fileReleaseAtOnce() {
 			return false, fmt.Errorf("registered files: this kernel (%s) releases a file whose slot is emptied up to a second later (a delayed work, before Linux %d.%d), so a CloseFd would leave the peer without EOF that long; requests on fd stay unregistered: %w",
-				kernelRelease(), fileReleaseKernel[0], fileReleaseKernel[1], unix.EOPNOTSUPP)
+				kernel.Release(), fileReleaseKernel[0], fileReleaseKernel[1], unix.EOPNOTSUPP)
 		}
 		n := uint32(maxFileSlots)
 		var lim unix.Rlimit

@@ -1,7 +1,6 @@
 package uring
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev/internal/kernel"
 )
 
 // Named is a kernel constant with its io_uring.h name and the release that
@@ -189,10 +190,7 @@ func ProbeKernel() KernelReport {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var rep KernelReport
-	var uts unix.Utsname
-	if unix.Uname(&uts) == nil {
-		rep.Kernel = string(bytes.TrimRight(uts.Release[:], "\x00"))
-	}
+	rep.Kernel = kernel.Release()
 	rep.Disabled = ioUringDisabled()
 	var p Params
 	fd, err := setup(1, &p)

@@ -13,11 +13,12 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/ringev/ringev/internal/kernel"
 )
 
 // Sizes of the pipes chart.
@@ -121,7 +122,7 @@ func labelColor(r Result) color.Color {
 // pipesTitle is the chart's title: what, the kernel, the event count and the context duration.
 func pipesTitle(rs []Result) string {
 	var parts []string
-	if k := kernelRelease(); k != "" {
+	if k := kernel.Release(); k != "" {
 		parts = append(parts, "Linux "+k)
 	}
 	for _, r := range rs {
@@ -137,15 +138,6 @@ func pipesTitle(rs []Result) string {
 		}
 	}
 	return "ringev bench pipes: events/sec per backend and shape\n" + strings.Join(parts, ", ")
-}
-
-// kernelRelease is uname -r, or "" when uname fails.
-func kernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 // groupThousands formats n with commas between groups of three digits: 1,000,000.

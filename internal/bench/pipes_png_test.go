@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ringev/ringev/internal/kernel"
 )
 
 // pngSignature is the eight bytes every PNG file starts with.
@@ -54,7 +56,7 @@ func TestWritePipesPNG(t *testing.T) {
 // TestPipesTitle: the title names the kernel, the event count and the context duration.
 func TestPipesTitle(t *testing.T) {
 	title := pipesTitle(sampleResults())
-	for _, want := range []string{"Linux " + kernelRelease(), "1,000 events per run", "context 2 s"} {
+	for _, want := range []string{"Linux " + kernel.Release(), "1,000 events per run", "context 2 s"} {
 		if !strings.Contains(title, want) {
 			t.Errorf("title %q lacks %q", title, want)
 		}

@@ -20,6 +20,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringev/ringev/internal/kernel"
 )
 
 // owners maps each owned fd number to the test that owns it.
@@ -214,25 +216,13 @@ func SkipIfFixedBuffersRefused(t testing.TB, err error) {
 
 // KernelAtLeast reports whether the running kernel's version (uname(2) release) is at least
 // major.minor. An unreadable release counts as too old.
-func KernelAtLeast(major, minor int) bool {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return false
-	}
-	var gotMajor, gotMinor int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &gotMajor, &gotMinor); err != nil {
-		return false
-	}
-	return gotMajor > major || (gotMajor == major && gotMinor >= minor)
-}
+func KernelAtLeast(major, minor int) bool { return kernel.AtLeast(major, minor) }
 
 // SkipUnlessKernel skips the test, naming the feature and the kernel it needs, when the running
 // kernel is older than major.minor.
 func SkipUnlessKernel(t testing.TB, major, minor int, feature string) {
 	t.Helper()
-	if !KernelAtLeast(major, minor) {
-		var u unix.Utsname
-		_ = unix.Uname(&u)
-		t.Skipf("%s needs Linux %d.%d; this kernel is %s", feature, major, minor, unix.ByteSliceToString(u.Release[:]))
+	if !kernel.AtLeast(major, minor) {
+		t.Skipf("%s needs Linux %d.%d; this kernel is %s", feature, major, minor, kernel.Release())
 	}
 }
